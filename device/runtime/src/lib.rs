@@ -1,0 +1,25 @@
+//! aqueduct's device library.
+//!
+//! Everything here is `#![no_std]` and compiles for two targets:
+//!
+//! - `amdgcn-amd-amdhsa`, where `cargo xtask build` turns the crate into one
+//!   code object per gfx target (`target/amdgpu/<gfx>/aqueduct-device.hsaco`);
+//! - the host, where the same logic is unit-tested with `cargo test`.
+//!
+//! The split follows the house rule "device logic is plain Rust first": index
+//! arithmetic and (later) command translation and scheduling live in safe,
+//! host-testable modules such as [`grid`]; only the thin layer of intrinsics
+//! and `extern "gpu-kernel"` entry points is `#[cfg(target_arch = "amdgpu")]`.
+#![no_std]
+#![cfg_attr(
+    target_arch = "amdgpu",
+    feature(abi_gpu_kernel, stdarch_amdgpu, core_intrinsics),
+    allow(internal_features)
+)]
+
+pub mod grid;
+
+#[cfg(target_arch = "amdgpu")]
+mod arch;
+#[cfg(target_arch = "amdgpu")]
+pub mod kernels;

@@ -1,0 +1,469 @@
+//! The code-object reader, written once for host, simulator and xtask.
+//!
+//! An AMDHSA code object (code object v3 to v6) is an ELF64 shared object for
+//! `EM_AMDGPU`. This reader takes what a runtime needs from one:
+//!
+//! ```text
+//!  ELF header ── e_ident OS/ABI + ABI version ─► code-object version
+//!      │         e_flags ─────────────────────► processor, xnack, sramecc
+//!      ├─ PT_NOTE "AMDGPU" NT_AMDGPU_METADATA ─► msgpack ─► Metadata
+//!      ├─ symbol table: "<kernel>.kd" ────────┐
+//!      └─ PT_LOAD segments: vaddr ─► file ◄───┘─► 64-byte KernelDescriptor
+//! ```
+//!
+//! Everything is bounds-checked: a truncated file, wrong machine, bad table
+//! offset, bad msgpack or a `.kd` symbol outside the file is a
+//! [`CodeObjectError`], never a panic (a fuzz target keeps it so). Sources:
+//! LLVM AMDGPUUsage, "ELF Code Object", "Note Records", "Code Object V3 to V6
+//! Metadata" and "Kernel Descriptor"; the System V gABI for ELF itself.
+
+pub mod metadata;
+pub mod msgpack;
+pub mod target;
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+
+use zerocopy::FromBytes;
+
+use crate::kernel_descriptor::KernelDescriptor;
+pub use metadata::{KernelArg, KernelMetadata, Metadata};
+pub use msgpack::MsgpackError;
+pub use target::{CodeObjectVersion, FeatureSetting, Target};
+
+/// `EM_AMDGPU`.
+pub const EM_AMDGPU: u16 = 224;
+/// `ELFOSABI_AMDGPU_HSA`: the only OS ABI whose code objects HSA loads.
+pub const ELFOSABI_AMDGPU_HSA: u8 = 64;
+/// `NT_AMDGPU_METADATA`, in a note whose owner is `AMDGPU`.
+pub const NT_AMDGPU_METADATA: u32 = 32;
+
+const ELF_MAGIC: [u8; 4] = *b"\x7fELF";
+const ELFCLASS64: u8 = 2;
+const ELFDATA2LSB: u8 = 1;
+const ET_REL: u16 = 1;
+const ET_DYN: u16 = 3;
+const PT_LOAD: u32 = 1;
+const PT_NOTE: u32 = 4;
+const PF_X: u32 = 1;
+const SHT_SYMTAB: u32 = 2;
+const SHT_NOTE: u32 = 7;
+const SHT_DYNSYM: u32 = 11;
+const EHDR_SIZE: usize = 64;
+const PHDR_SIZE: usize = 56;
+const SHDR_SIZE: usize = 64;
+const SYM_SIZE: usize = 24;
+const KERNEL_DESCRIPTOR_SIZE: u64 = 64;
+
+/// Why a code object was rejected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CodeObjectError {
+    /// The file ends before `what` (which needs bytes `offset..offset+size`).
+    Truncated { what: &'static str, offset: u64, size: u64, file_len: u64 },
+    NotElf,
+    /// Not ELF64 little-endian (`class`, `data` from `e_ident`).
+    UnsupportedElfClass { class: u8, data: u8 },
+    WrongMachine { machine: u16 },
+    UnsupportedOsAbi { os_abi: u8 },
+    /// `EI_ABIVERSION` names no code-object version v3..v6 (0 is v2).
+    UnsupportedAbiVersion { abi_version: u8 },
+    /// `e_type` is not `ET_DYN` (a relocatable object must be linked first).
+    NotSharedObject { e_type: u16 },
+    UnknownMach { mach: u32 },
+    /// A table entry size that is not the ELF64 one.
+    BadEntrySize { table: &'static str, size: u16 },
+    /// A string-table reference outside its table, or not terminated.
+    BadString { table: &'static str, offset: u64 },
+    /// A note whose sizes run past its segment or section.
+    BadNote { offset: u64 },
+    MissingMetadata,
+    Msgpack(MsgpackError),
+    /// The metadata lacks a required field or has one of the wrong kind.
+    Metadata { path: String, problem: &'static str },
+    NoSymbolTable,
+    /// Metadata names a `.kd` symbol the symbol table does not have.
+    MissingKernelDescriptor { kernel: String, symbol: String },
+    /// The `.kd` symbol's 64 bytes are not inside any loaded segment's file
+    /// image.
+    KernelDescriptorOutOfBounds { kernel: String, address: u64 },
+    /// The descriptor's entry offset does not land in executable code.
+    KernelEntryOutsideCode { kernel: String, address: i128 },
+}
+
+impl fmt::Display for CodeObjectError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Truncated { what, offset, size, file_len } => write!(
+                f,
+                "truncated code object: {what} needs bytes {offset}..{} but the file has {file_len}",
+                u128::from(*offset) + u128::from(*size)
+            ),
+            Self::NotElf => f.write_str("not an ELF file (bad magic)"),
+            Self::UnsupportedElfClass { class, data } => write!(
+                f,
+                "not a little-endian ELF64 file (EI_CLASS {class}, EI_DATA {data})"
+            ),
+            Self::WrongMachine { machine } => {
+                write!(f, "ELF machine {machine} is not EM_AMDGPU ({EM_AMDGPU})")
+            }
+            Self::UnsupportedOsAbi { os_abi } => write!(
+                f,
+                "OS/ABI {os_abi} is not ELFOSABI_AMDGPU_HSA ({ELFOSABI_AMDGPU_HSA}); not an HSA code object"
+            ),
+            Self::UnsupportedAbiVersion { abi_version } => write!(
+                f,
+                "ABI version {abi_version} is not code object v3..v6 (ABI versions 1..4)"
+            ),
+            Self::NotSharedObject { e_type: ET_REL } => {
+                f.write_str("relocatable object (ET_REL): link it into a shared object first")
+            }
+            Self::NotSharedObject { e_type } => {
+                write!(f, "ELF type {e_type} is not a shared object (ET_DYN)")
+            }
+            Self::UnknownMach { mach } => write!(f, "unknown EF_AMDGPU_MACH value {mach:#x}"),
+            Self::BadEntrySize { table, size } => {
+                write!(f, "{table} entry size {size} is not the ELF64 size")
+            }
+            Self::BadString { table, offset } => {
+                write!(f, "string at offset {offset} is outside {table} or unterminated")
+            }
+            Self::BadNote { offset } => write!(f, "malformed note record at offset {offset}"),
+            Self::MissingMetadata => f.write_str("no NT_AMDGPU_METADATA note"),
+            Self::Msgpack(e) => write!(f, "bad metadata: {e}"),
+            Self::Metadata { path, problem } => write!(f, "bad metadata: {path}: {problem}"),
+            Self::NoSymbolTable => f.write_str("no symbol table (.symtab or .dynsym)"),
+            Self::MissingKernelDescriptor { kernel, symbol } => {
+                write!(f, "kernel {kernel}: descriptor symbol {symbol} not found")
+            }
+            Self::KernelDescriptorOutOfBounds { kernel, address } => write!(
+                f,
+                "kernel {kernel}: descriptor at {address:#x} is not inside the file's loaded segments"
+            ),
+            Self::KernelEntryOutsideCode { kernel, address } => write!(
+                f,
+                "kernel {kernel}: code entry {address:#x} is not in an executable segment"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for CodeObjectError {}
+
+impl From<MsgpackError> for CodeObjectError {
+    fn from(e: MsgpackError) -> Self {
+        Self::Msgpack(e)
+    }
+}
+
+/// One kernel: its metadata and its descriptor.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Kernel {
+    pub metadata: KernelMetadata,
+    pub descriptor: KernelDescriptor,
+    /// Virtual address of the descriptor (`<name>.kd`'s value).
+    pub descriptor_address: u64,
+    /// Virtual address of the first instruction.
+    pub entry_address: u64,
+}
+
+impl Kernel {
+    pub fn name(&self) -> &str {
+        &self.metadata.name
+    }
+}
+
+/// A parsed code object.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CodeObject {
+    pub version: CodeObjectVersion,
+    pub target: Target,
+    /// `e_flags` as stored.
+    pub e_flags: u32,
+    pub metadata: Metadata,
+    /// Kernels in metadata order.
+    pub kernels: Vec<Kernel>,
+}
+
+impl CodeObject {
+    /// Parses and validates a code object held in memory.
+    pub fn parse(bytes: &[u8]) -> Result<Self, CodeObjectError> {
+        let elf = Elf::parse(bytes)?;
+        let version = elf.version;
+        let target = Target::from_e_flags(elf.e_flags, version)
+            .ok_or(CodeObjectError::UnknownMach { mach: elf.e_flags & target::EF_AMDGPU_MACH })?;
+        let note = elf.metadata_note()?.ok_or(CodeObjectError::MissingMetadata)?;
+        let metadata = Metadata::from_msgpack(&msgpack::decode(note)?)?;
+        let symbols = elf.symbols()?;
+        let mut kernels = Vec::with_capacity(metadata.kernels.len());
+        for km in &metadata.kernels {
+            let sym = symbols
+                .iter()
+                .find(|s| s.name == km.symbol.as_bytes())
+                .ok_or_else(|| CodeObjectError::MissingKernelDescriptor {
+                    kernel: km.name.clone(),
+                    symbol: km.symbol.clone(),
+                })?;
+            let out_of_bounds = || CodeObjectError::KernelDescriptorOutOfBounds {
+                kernel: km.name.clone(),
+                address: sym.value,
+            };
+            let raw = elf.loaded_bytes(sym.value, KERNEL_DESCRIPTOR_SIZE).ok_or_else(out_of_bounds)?;
+            let descriptor = KernelDescriptor::read_from_bytes(raw).map_err(|_| out_of_bounds())?;
+            let entry = i128::from(sym.value) + i128::from(descriptor.kernel_code_entry_byte_offset);
+            let entry_address = u64::try_from(entry)
+                .ok()
+                .filter(|&a| elf.is_executable(a))
+                .ok_or_else(|| CodeObjectError::KernelEntryOutsideCode {
+                    kernel: km.name.clone(),
+                    address: entry,
+                })?;
+            kernels.push(Kernel {
+                metadata: km.clone(),
+                descriptor,
+                descriptor_address: sym.value,
+                entry_address,
+            });
+        }
+        Ok(Self { version, target, e_flags: elf.e_flags, metadata, kernels })
+    }
+
+    pub fn kernel(&self, name: &str) -> Option<&Kernel> {
+        self.kernels.iter().find(|k| k.name() == name)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// ELF64 little-endian, just what code objects need
+// ---------------------------------------------------------------------------
+
+/// Bounds-checked little-endian reads over the file.
+#[derive(Clone, Copy)]
+struct Bytes<'a>(&'a [u8]);
+
+impl<'a> Bytes<'a> {
+    fn range(&self, what: &'static str, offset: u64, size: u64) -> Result<&'a [u8], CodeObjectError> {
+        let file_len = self.0.len() as u64;
+        let truncated = CodeObjectError::Truncated { what, offset, size, file_len };
+        let end = offset.checked_add(size).ok_or(truncated.clone())?;
+        if end > file_len {
+            return Err(truncated);
+        }
+        // Both bounds are <= the slice length, which fits usize.
+        Ok(&self.0[offset as usize..end as usize])
+    }
+}
+
+fn u16_at(b: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([b[at], b[at + 1]])
+}
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut raw = [0; 8];
+    raw.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(raw)
+}
+
+struct Segment {
+    p_type: u32,
+    flags: u32,
+    offset: u64,
+    vaddr: u64,
+    filesz: u64,
+    align: u64,
+}
+
+struct Section {
+    sh_type: u32,
+    link: u32,
+    offset: u64,
+    size: u64,
+    align: u64,
+}
+
+struct Symbol<'a> {
+    name: &'a [u8],
+    value: u64,
+}
+
+struct Elf<'a> {
+    bytes: Bytes<'a>,
+    version: CodeObjectVersion,
+    e_flags: u32,
+    segments: Vec<Segment>,
+    sections: Vec<Section>,
+}
+
+impl<'a> Elf<'a> {
+    fn parse(data: &'a [u8]) -> Result<Self, CodeObjectError> {
+        let bytes = Bytes(data);
+        if data.len() < 4 || data[..4] != ELF_MAGIC {
+            return Err(CodeObjectError::NotElf);
+        }
+        let h = bytes.range("ELF header", 0, EHDR_SIZE as u64)?;
+        if h[4] != ELFCLASS64 || h[5] != ELFDATA2LSB {
+            return Err(CodeObjectError::UnsupportedElfClass { class: h[4], data: h[5] });
+        }
+        let machine = u16_at(h, 18);
+        if machine != EM_AMDGPU {
+            return Err(CodeObjectError::WrongMachine { machine });
+        }
+        if h[7] != ELFOSABI_AMDGPU_HSA {
+            return Err(CodeObjectError::UnsupportedOsAbi { os_abi: h[7] });
+        }
+        let version = CodeObjectVersion::from_abi_version(h[8])
+            .ok_or(CodeObjectError::UnsupportedAbiVersion { abi_version: h[8] })?;
+        let e_type = u16_at(h, 16);
+        if e_type != ET_DYN {
+            return Err(CodeObjectError::NotSharedObject { e_type });
+        }
+        let e_flags = u32_at(h, 48);
+
+        let (phoff, phentsize, phnum) = (u64_at(h, 32), u16_at(h, 54), u16_at(h, 56));
+        let mut segments = Vec::new();
+        if phnum > 0 {
+            if usize::from(phentsize) != PHDR_SIZE {
+                return Err(CodeObjectError::BadEntrySize { table: "program header", size: phentsize });
+            }
+            let table = bytes.range("program headers", phoff, u64::from(phnum) * PHDR_SIZE as u64)?;
+            for p in table.chunks_exact(PHDR_SIZE) {
+                segments.push(Segment {
+                    p_type: u32_at(p, 0),
+                    flags: u32_at(p, 4),
+                    offset: u64_at(p, 8),
+                    vaddr: u64_at(p, 16),
+                    filesz: u64_at(p, 32),
+                    align: u64_at(p, 48),
+                });
+            }
+        }
+
+        let (shoff, shentsize, shnum) = (u64_at(h, 40), u16_at(h, 58), u16_at(h, 60));
+        let mut sections = Vec::new();
+        if shnum > 0 {
+            if usize::from(shentsize) != SHDR_SIZE {
+                return Err(CodeObjectError::BadEntrySize { table: "section header", size: shentsize });
+            }
+            let table = bytes.range("section headers", shoff, u64::from(shnum) * SHDR_SIZE as u64)?;
+            for s in table.chunks_exact(SHDR_SIZE) {
+                sections.push(Section {
+                    sh_type: u32_at(s, 4),
+                    offset: u64_at(s, 24),
+                    size: u64_at(s, 32),
+                    link: u32_at(s, 40),
+                    align: u64_at(s, 48),
+                });
+            }
+        }
+        Ok(Self { bytes, version, e_flags, segments, sections })
+    }
+
+    /// The descriptor of the first `AMDGPU` / `NT_AMDGPU_METADATA` note, from
+    /// `PT_NOTE` segments, or from `SHT_NOTE` sections when there are none.
+    fn metadata_note(&self) -> Result<Option<&'a [u8]>, CodeObjectError> {
+        let mut areas: Vec<(u64, u64, u64)> = self
+            .segments
+            .iter()
+            .filter(|s| s.p_type == PT_NOTE)
+            .map(|s| (s.offset, s.filesz, s.align))
+            .collect();
+        if areas.is_empty() {
+            areas = self
+                .sections
+                .iter()
+                .filter(|s| s.sh_type == SHT_NOTE)
+                .map(|s| (s.offset, s.size, s.align))
+                .collect();
+        }
+        for (offset, size, align) in areas {
+            let area = self.bytes.range("note", offset, size)?;
+            if let Some(desc) = find_note(area, offset, align, b"AMDGPU", NT_AMDGPU_METADATA)? {
+                return Ok(Some(desc));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Symbols of `.symtab`, or of `.dynsym` when there is no `.symtab`.
+    fn symbols(&self) -> Result<Vec<Symbol<'a>>, CodeObjectError> {
+        let table = self
+            .sections
+            .iter()
+            .find(|s| s.sh_type == SHT_SYMTAB)
+            .or_else(|| self.sections.iter().find(|s| s.sh_type == SHT_DYNSYM))
+            .ok_or(CodeObjectError::NoSymbolTable)?;
+        let strtab = self
+            .sections
+            .get(table.link as usize)
+            .ok_or(CodeObjectError::BadString { table: "symbol string table", offset: 0 })?;
+        let strings = self.bytes.range("symbol string table", strtab.offset, strtab.size)?;
+        let entries = self.bytes.range("symbol table", table.offset, table.size)?;
+        let mut symbols = Vec::with_capacity(entries.len() / SYM_SIZE);
+        for e in entries.chunks_exact(SYM_SIZE) {
+            let name_offset = u32_at(e, 0) as usize;
+            let bad = CodeObjectError::BadString {
+                table: "symbol string table",
+                offset: name_offset as u64,
+            };
+            let rest = strings.get(name_offset..).ok_or(bad.clone())?;
+            let len = rest.iter().position(|&c| c == 0).ok_or(bad)?;
+            symbols.push(Symbol { name: &rest[..len], value: u64_at(e, 8) });
+        }
+        Ok(symbols)
+    }
+
+    /// `size` bytes at virtual address `vaddr`, if they lie in one `PT_LOAD`
+    /// segment's file image.
+    fn loaded_bytes(&self, vaddr: u64, size: u64) -> Option<&'a [u8]> {
+        self.segments.iter().filter(|s| s.p_type == PT_LOAD).find_map(|s| {
+            let rel = vaddr.checked_sub(s.vaddr)?;
+            if rel.checked_add(size)? > s.filesz {
+                return None;
+            }
+            self.bytes.range("segment", s.offset.checked_add(rel)?, size).ok()
+        })
+    }
+
+    fn is_executable(&self, vaddr: u64) -> bool {
+        self.segments.iter().any(|s| {
+            s.p_type == PT_LOAD
+                && s.flags & PF_X != 0
+                && vaddr.checked_sub(s.vaddr).is_some_and(|rel| rel < s.filesz)
+        })
+    }
+}
+
+/// Walks the note records of `area` (which starts at file offset `base`)
+/// for one with `owner` and `note_type`. Name and descriptor are padded to
+/// the area's alignment: 4, or 8 for 8-aligned note areas (gABI "Note
+/// Section").
+fn find_note<'a>(
+    area: &'a [u8],
+    base: u64,
+    align: u64,
+    owner: &[u8],
+    note_type: u32,
+) -> Result<Option<&'a [u8]>, CodeObjectError> {
+    let pad: usize = if align == 8 { 8 } else { 4 };
+    let round = |n: usize| n.checked_add(pad - 1).map(|n| n / pad * pad);
+    let mut at = 0usize;
+    while at < area.len() {
+        let bad = CodeObjectError::BadNote { offset: base + at as u64 };
+        let header = area.get(at..at.checked_add(12).ok_or(bad.clone())?).ok_or(bad.clone())?;
+        let (namesz, descsz, ty) =
+            (u32_at(header, 0) as usize, u32_at(header, 4) as usize, u32_at(header, 8));
+        let name_start = at + 12;
+        let desc_start = round(namesz).and_then(|n| name_start.checked_add(n)).ok_or(bad.clone())?;
+        let desc_end = desc_start.checked_add(descsz).ok_or(bad.clone())?;
+        let name = area.get(name_start..name_start + namesz).ok_or(bad.clone())?;
+        let desc = area.get(desc_start..desc_end).ok_or(bad.clone())?;
+        // The name includes its NUL terminator.
+        if ty == note_type && name.strip_suffix(&[0]) == Some(owner) {
+            return Ok(Some(desc));
+        }
+        at = round(descsz).and_then(|d| desc_start.checked_add(d)).ok_or(bad)?;
+    }
+    Ok(None)
+}

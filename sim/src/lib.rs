@@ -1,0 +1,11 @@
+//! aqueduct-sim: aqueduct's software AMD GPU.
+//!
+//! No machine aqueduct is developed on has an AMD GPU, so the simulator is
+//! how every device-side claim gets executed: an interpreter of GFX9-family
+//! (gfx90a, gfx942) machine code that runs the very code objects the hardware
+//! would, behind a C API identical to `libhsa-runtime64`, so the host shim
+//! loads it exactly as it loads ROCr.
+//!
+//! It holds nothing yet: the interpreter and the HSA runtime come in their own
+//! issues. When they do, they read code objects with
+//! `aqueduct_abi::code_object`, the reader host and xtask share.
