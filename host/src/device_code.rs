@@ -36,8 +36,14 @@ pub fn path(gfx: &str, crate_name: &str) -> PathBuf {
 pub enum DeviceCodeError {
     /// The file is not there: the device code was not built for that target.
     NotBuilt { path: PathBuf, gfx: String },
-    Io { path: PathBuf, source: std::io::Error },
-    Invalid { path: PathBuf, source: CodeObjectError },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    Invalid {
+        path: PathBuf,
+        source: CodeObjectError,
+    },
 }
 
 impl fmt::Display for DeviceCodeError {
@@ -72,13 +78,19 @@ pub fn load(gfx: &str, crate_name: &str) -> Result<(Vec<u8>, CodeObject), Device
 
 fn load_path(path: &Path, gfx: &str) -> Result<(Vec<u8>, CodeObject), DeviceCodeError> {
     let bytes = std::fs::read(path).map_err(|source| match source.kind() {
-        std::io::ErrorKind::NotFound => {
-            DeviceCodeError::NotBuilt { path: path.to_owned(), gfx: gfx.to_owned() }
-        }
-        _ => DeviceCodeError::Io { path: path.to_owned(), source },
+        std::io::ErrorKind::NotFound => DeviceCodeError::NotBuilt {
+            path: path.to_owned(),
+            gfx: gfx.to_owned(),
+        },
+        _ => DeviceCodeError::Io {
+            path: path.to_owned(),
+            source,
+        },
     })?;
-    let parsed = CodeObject::parse(&bytes)
-        .map_err(|source| DeviceCodeError::Invalid { path: path.to_owned(), source })?;
+    let parsed = CodeObject::parse(&bytes).map_err(|source| DeviceCodeError::Invalid {
+        path: path.to_owned(),
+        source,
+    })?;
     Ok((bytes, parsed))
 }
 
@@ -91,7 +103,10 @@ mod tests {
         let dir = std::env::temp_dir().join("aqueduct-device-code-missing");
         let err = load_path(&dir.join("gfx942/nothing.hsaco"), "gfx942").unwrap_err();
         assert!(matches!(err, DeviceCodeError::NotBuilt { .. }));
-        assert!(err.to_string().contains("cargo xtask build --gfx gfx942"), "{err}");
+        assert!(
+            err.to_string().contains("cargo xtask build --gfx gfx942"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -100,6 +115,12 @@ mod tests {
         std::fs::write(&file, b"not an ELF file").unwrap();
         let err = load_path(&file, "gfx942").unwrap_err();
         std::fs::remove_file(&file).ok();
-        assert!(matches!(err, DeviceCodeError::Invalid { source: CodeObjectError::NotElf, .. }));
+        assert!(matches!(
+            err,
+            DeviceCodeError::Invalid {
+                source: CodeObjectError::NotElf,
+                ..
+            }
+        ));
     }
 }

@@ -45,11 +45,26 @@ pub struct KernelDescriptor {
 assert_eq_size!(KernelDescriptor, [u8; 64]);
 const_assert_eq!(core::mem::align_of::<KernelDescriptor>(), 64);
 const_assert_eq!(core::mem::offset_of!(KernelDescriptor, kernarg_size), 8);
-const_assert_eq!(core::mem::offset_of!(KernelDescriptor, kernel_code_entry_byte_offset), 16);
-const_assert_eq!(core::mem::offset_of!(KernelDescriptor, compute_pgm_rsrc3), 44);
-const_assert_eq!(core::mem::offset_of!(KernelDescriptor, compute_pgm_rsrc1), 48);
-const_assert_eq!(core::mem::offset_of!(KernelDescriptor, compute_pgm_rsrc2), 52);
-const_assert_eq!(core::mem::offset_of!(KernelDescriptor, kernel_code_properties), 56);
+const_assert_eq!(
+    core::mem::offset_of!(KernelDescriptor, kernel_code_entry_byte_offset),
+    16
+);
+const_assert_eq!(
+    core::mem::offset_of!(KernelDescriptor, compute_pgm_rsrc3),
+    44
+);
+const_assert_eq!(
+    core::mem::offset_of!(KernelDescriptor, compute_pgm_rsrc1),
+    48
+);
+const_assert_eq!(
+    core::mem::offset_of!(KernelDescriptor, compute_pgm_rsrc2),
+    52
+);
+const_assert_eq!(
+    core::mem::offset_of!(KernelDescriptor, kernel_code_properties),
+    56
+);
 const_assert_eq!(core::mem::offset_of!(KernelDescriptor, kernarg_preload), 58);
 
 /// Which generation's bit assignments apply to the descriptor's registers.

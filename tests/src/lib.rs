@@ -1,1 +1,62 @@
+//! Shared helpers of aqueduct's integration tests.
 
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+
+use xtask::device_build::{DEVICE_CRATES, artifact_path, llvm_bin_dir};
+use xtask::targets::DEFAULT_TARGETS;
+
+/// One built code object.
+pub struct Built {
+    pub gfx: &'static str,
+    pub package: &'static str,
+    pub path: PathBuf,
+}
+
+/// Every code object the build script produced: each device crate for each
+/// default target.
+pub fn built_code_objects() -> Vec<Built> {
+    let workspace = xtask::workspace_root();
+    let mut out = Vec::new();
+    for gfx in DEFAULT_TARGETS {
+        for krate in DEVICE_CRATES {
+            let path = artifact_path(&workspace, gfx, krate.package);
+            assert!(
+                path.exists(),
+                "{} missing: the build script should have built it",
+                path.display()
+            );
+            out.push(Built {
+                gfx,
+                package: krate.package,
+                path,
+            });
+        }
+    }
+    out
+}
+
+/// Path of one of the toolchain's LLVM tools.
+pub fn llvm_tool(name: &str) -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        llvm_bin_dir(&xtask::workspace_root()).unwrap_or_else(|e| panic!("llvm-tools: {e}"))
+    })
+    .join(name)
+}
+
+/// Runs an LLVM tool and returns its standard output; panics with its error
+/// output if it fails.
+pub fn run_llvm_tool(name: &str, args: &[&str]) -> String {
+    let out = Command::new(llvm_tool(name))
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {name}: {e}"));
+    assert!(
+        out.status.success(),
+        "{name} {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("LLVM tools print UTF-8")
+}

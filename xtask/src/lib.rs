@@ -1,0 +1,17 @@
+//! The library behind `cargo xtask`: building the device crates per gfx
+//! target, the targets' limits, and the code-object report.
+//!
+//! It is a library so the test crate's build script can run the very same
+//! device build (without the command-line front end, feature `cli`).
+
+pub mod device_build;
+pub mod report;
+pub mod targets;
+
+use std::path::PathBuf;
+
+/// The workspace root, fixed when xtask was compiled.
+pub fn workspace_root() -> PathBuf {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().map(PathBuf::from).unwrap_or(manifest)
+}

@@ -6,11 +6,11 @@
 //! code object per gfx target, which today contains no kernels), so the build
 //! and report pipeline already covers it.
 #![no_std]
-#![cfg_attr(target_arch = "amdgpu", feature(core_intrinsics), allow(internal_features))]
+#![cfg_attr(target_arch = "amdgpu", feature(abort_immediate))]
 
 #[cfg(target_arch = "amdgpu")]
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo) -> ! {
     // llvm.trap: the runtime reports it as a queue error for the dispatch.
-    core::intrinsics::abort()
+    core::process::abort_immediate()
 }

@@ -45,5 +45,5 @@ fn panic(_: &core::panic::PanicInfo) -> ! {
     // llvm.trap: `s_trap 2` on amdhsa, which the runtime reports as a queue
     // error for this dispatch. Nothing of the panic message can reach the
     // host yet.
-    core::intrinsics::abort()
+    core::process::abort_immediate()
 }

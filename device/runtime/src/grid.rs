@@ -83,7 +83,12 @@ mod tests {
         let mut items = Vec::new();
         for workgroup_id in 0..groups {
             for local_id in 0..workgroup_size {
-                let item = WorkItem { workgroup_id, local_id, workgroup_size, grid_size };
+                let item = WorkItem {
+                    workgroup_id,
+                    local_id,
+                    workgroup_size,
+                    grid_size,
+                };
                 // The partial last workgroup has no work-items past the grid.
                 if item.global_id() < u64::from(grid_size) {
                     items.push(item);
@@ -129,7 +134,12 @@ mod tests {
 
     #[test]
     fn stride_stops_before_overflowing_u64() {
-        let item = WorkItem { workgroup_id: 0, local_id: 0, workgroup_size: 1, grid_size: 4 };
+        let item = WorkItem {
+            workgroup_id: 0,
+            local_id: 0,
+            workgroup_size: 1,
+            grid_size: 4,
+        };
         let mut it = item.stride(u64::MAX);
         it.next = u64::MAX - 2;
         assert_eq!(it.collect::<Vec<_>>(), vec![u64::MAX - 2]);
@@ -137,7 +147,12 @@ mod tests {
 
     #[test]
     fn zero_grid_yields_only_the_first_index() {
-        let item = WorkItem { workgroup_id: 0, local_id: 3, workgroup_size: 8, grid_size: 0 };
+        let item = WorkItem {
+            workgroup_id: 0,
+            local_id: 3,
+            workgroup_size: 8,
+            grid_size: 0,
+        };
         assert_eq!(item.stride(100).collect::<Vec<_>>(), vec![3]);
     }
 }

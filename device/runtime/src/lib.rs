@@ -13,8 +13,7 @@
 #![no_std]
 #![cfg_attr(
     target_arch = "amdgpu",
-    feature(abi_gpu_kernel, stdarch_amdgpu, core_intrinsics),
-    allow(internal_features)
+    feature(abi_gpu_kernel, stdarch_amdgpu, abort_immediate)
 )]
 
 pub mod grid;

@@ -75,36 +75,56 @@ struct Path<'p>(&'p str);
 
 impl Path<'_> {
     fn err(&self, field: &str, problem: &'static str) -> CodeObjectError {
-        CodeObjectError::Metadata { path: format!("{}{}", self.0, field), problem }
+        CodeObjectError::Metadata {
+            path: format!("{}{}", self.0, field),
+            problem,
+        }
     }
 
     fn req<'v, 'a>(&self, map: &'v Value<'a>, key: &str) -> Result<&'v Value<'a>, CodeObjectError> {
-        map.get(key).ok_or_else(|| self.err(key, "required field missing"))
+        map.get(key)
+            .ok_or_else(|| self.err(key, "required field missing"))
     }
 
     fn u64(&self, map: &Value<'_>, key: &str) -> Result<u64, CodeObjectError> {
-        self.req(map, key)?.as_u64().ok_or_else(|| self.err(key, "expected a non-negative integer"))
+        self.req(map, key)?
+            .as_u64()
+            .ok_or_else(|| self.err(key, "expected a non-negative integer"))
     }
 
     fn opt_u64(&self, map: &Value<'_>, key: &str) -> Result<Option<u64>, CodeObjectError> {
         map.get(key)
-            .map(|v| v.as_u64().ok_or_else(|| self.err(key, "expected a non-negative integer")))
+            .map(|v| {
+                v.as_u64()
+                    .ok_or_else(|| self.err(key, "expected a non-negative integer"))
+            })
             .transpose()
     }
 
     fn str(&self, map: &Value<'_>, key: &str) -> Result<String, CodeObjectError> {
-        Ok(self.req(map, key)?.as_str().ok_or_else(|| self.err(key, "expected a string"))?.to_string())
+        Ok(self
+            .req(map, key)?
+            .as_str()
+            .ok_or_else(|| self.err(key, "expected a string"))?
+            .to_string())
     }
 
     fn opt_str(&self, map: &Value<'_>, key: &str) -> Result<Option<String>, CodeObjectError> {
         map.get(key)
-            .map(|v| v.as_str().map(str::to_string).ok_or_else(|| self.err(key, "expected a string")))
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| self.err(key, "expected a string"))
+            })
             .transpose()
     }
 
     fn flag(&self, map: &Value<'_>, key: &str) -> Result<bool, CodeObjectError> {
         map.get(key)
-            .map(|v| v.as_bool().ok_or_else(|| self.err(key, "expected a boolean")))
+            .map(|v| {
+                v.as_bool()
+                    .ok_or_else(|| self.err(key, "expected a boolean"))
+            })
             .transpose()
             .map(|b| b.unwrap_or(false))
     }
@@ -135,7 +155,11 @@ impl Metadata {
                 .map(|(i, k)| KernelMetadata::from_msgpack(k, &format!("amdhsa.kernels[{i}]")))
                 .collect::<Result<_, _>>()?,
         };
-        Ok(Self { version, target, kernels })
+        Ok(Self {
+            version,
+            target,
+            kernels,
+        })
     }
 }
 

@@ -60,41 +60,84 @@ const KERNEL_DESCRIPTOR_SIZE: u64 = 64;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CodeObjectError {
     /// The file ends before `what` (which needs bytes `offset..offset+size`).
-    Truncated { what: &'static str, offset: u64, size: u64, file_len: u64 },
+    Truncated {
+        what: &'static str,
+        offset: u64,
+        size: u64,
+        file_len: u64,
+    },
     NotElf,
     /// Not ELF64 little-endian (`class`, `data` from `e_ident`).
-    UnsupportedElfClass { class: u8, data: u8 },
-    WrongMachine { machine: u16 },
-    UnsupportedOsAbi { os_abi: u8 },
+    UnsupportedElfClass {
+        class: u8,
+        data: u8,
+    },
+    WrongMachine {
+        machine: u16,
+    },
+    UnsupportedOsAbi {
+        os_abi: u8,
+    },
     /// `EI_ABIVERSION` names no code-object version v3..v6 (0 is v2).
-    UnsupportedAbiVersion { abi_version: u8 },
+    UnsupportedAbiVersion {
+        abi_version: u8,
+    },
     /// `e_type` is not `ET_DYN` (a relocatable object must be linked first).
-    NotSharedObject { e_type: u16 },
-    UnknownMach { mach: u32 },
+    NotSharedObject {
+        e_type: u16,
+    },
+    UnknownMach {
+        mach: u32,
+    },
     /// A table entry size that is not the ELF64 one.
-    BadEntrySize { table: &'static str, size: u16 },
+    BadEntrySize {
+        table: &'static str,
+        size: u16,
+    },
     /// A string-table reference outside its table, or not terminated.
-    BadString { table: &'static str, offset: u64 },
+    BadString {
+        table: &'static str,
+        offset: u64,
+    },
     /// A note whose sizes run past its segment or section.
-    BadNote { offset: u64 },
+    BadNote {
+        offset: u64,
+    },
     MissingMetadata,
     Msgpack(MsgpackError),
     /// The metadata lacks a required field or has one of the wrong kind.
-    Metadata { path: String, problem: &'static str },
+    Metadata {
+        path: String,
+        problem: &'static str,
+    },
     NoSymbolTable,
     /// Metadata names a `.kd` symbol the symbol table does not have.
-    MissingKernelDescriptor { kernel: String, symbol: String },
+    MissingKernelDescriptor {
+        kernel: String,
+        symbol: String,
+    },
     /// The `.kd` symbol's 64 bytes are not inside any loaded segment's file
     /// image.
-    KernelDescriptorOutOfBounds { kernel: String, address: u64 },
+    KernelDescriptorOutOfBounds {
+        kernel: String,
+        address: u64,
+    },
     /// The descriptor's entry offset does not land in executable code.
-    KernelEntryOutsideCode { kernel: String, address: i128 },
+    KernelEntryOutsideCode {
+        kernel: String,
+        address: i128,
+    },
 }
 
 impl fmt::Display for CodeObjectError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Truncated { what, offset, size, file_len } => write!(
+            Self::Truncated {
+                what,
+                offset,
+                size,
+                file_len,
+            } => write!(
                 f,
                 "truncated code object: {what} needs bytes {offset}..{} but the file has {file_len}",
                 u128::from(*offset) + u128::from(*size)
@@ -126,7 +169,10 @@ impl fmt::Display for CodeObjectError {
                 write!(f, "{table} entry size {size} is not the ELF64 size")
             }
             Self::BadString { table, offset } => {
-                write!(f, "string at offset {offset} is outside {table} or unterminated")
+                write!(
+                    f,
+                    "string at offset {offset} is outside {table} or unterminated"
+                )
             }
             Self::BadNote { offset } => write!(f, "malformed note record at offset {offset}"),
             Self::MissingMetadata => f.write_str("no NT_AMDGPU_METADATA note"),
@@ -190,9 +236,13 @@ impl CodeObject {
     pub fn parse(bytes: &[u8]) -> Result<Self, CodeObjectError> {
         let elf = Elf::parse(bytes)?;
         let version = elf.version;
-        let target = Target::from_e_flags(elf.e_flags, version)
-            .ok_or(CodeObjectError::UnknownMach { mach: elf.e_flags & target::EF_AMDGPU_MACH })?;
-        let note = elf.metadata_note()?.ok_or(CodeObjectError::MissingMetadata)?;
+        let target =
+            Target::from_e_flags(elf.e_flags, version).ok_or(CodeObjectError::UnknownMach {
+                mach: elf.e_flags & target::EF_AMDGPU_MACH,
+            })?;
+        let note = elf
+            .metadata_note()?
+            .ok_or(CodeObjectError::MissingMetadata)?;
         let metadata = Metadata::from_msgpack(&msgpack::decode(note)?)?;
         let symbols = elf.symbols()?;
         let mut kernels = Vec::with_capacity(metadata.kernels.len());
@@ -208,9 +258,12 @@ impl CodeObject {
                 kernel: km.name.clone(),
                 address: sym.value,
             };
-            let raw = elf.loaded_bytes(sym.value, KERNEL_DESCRIPTOR_SIZE).ok_or_else(out_of_bounds)?;
+            let raw = elf
+                .loaded_bytes(sym.value, KERNEL_DESCRIPTOR_SIZE)
+                .ok_or_else(out_of_bounds)?;
             let descriptor = KernelDescriptor::read_from_bytes(raw).map_err(|_| out_of_bounds())?;
-            let entry = i128::from(sym.value) + i128::from(descriptor.kernel_code_entry_byte_offset);
+            let entry =
+                i128::from(sym.value) + i128::from(descriptor.kernel_code_entry_byte_offset);
             let entry_address = u64::try_from(entry)
                 .ok()
                 .filter(|&a| elf.is_executable(a))
@@ -225,7 +278,13 @@ impl CodeObject {
                 entry_address,
             });
         }
-        Ok(Self { version, target, e_flags: elf.e_flags, metadata, kernels })
+        Ok(Self {
+            version,
+            target,
+            e_flags: elf.e_flags,
+            metadata,
+            kernels,
+        })
     }
 
     pub fn kernel(&self, name: &str) -> Option<&Kernel> {
@@ -242,9 +301,19 @@ impl CodeObject {
 struct Bytes<'a>(&'a [u8]);
 
 impl<'a> Bytes<'a> {
-    fn range(&self, what: &'static str, offset: u64, size: u64) -> Result<&'a [u8], CodeObjectError> {
+    fn range(
+        &self,
+        what: &'static str,
+        offset: u64,
+        size: u64,
+    ) -> Result<&'a [u8], CodeObjectError> {
         let file_len = self.0.len() as u64;
-        let truncated = CodeObjectError::Truncated { what, offset, size, file_len };
+        let truncated = CodeObjectError::Truncated {
+            what,
+            offset,
+            size,
+            file_len,
+        };
         let end = offset.checked_add(size).ok_or(truncated.clone())?;
         if end > file_len {
             return Err(truncated);
@@ -304,7 +373,10 @@ impl<'a> Elf<'a> {
         }
         let h = bytes.range("ELF header", 0, EHDR_SIZE as u64)?;
         if h[4] != ELFCLASS64 || h[5] != ELFDATA2LSB {
-            return Err(CodeObjectError::UnsupportedElfClass { class: h[4], data: h[5] });
+            return Err(CodeObjectError::UnsupportedElfClass {
+                class: h[4],
+                data: h[5],
+            });
         }
         let machine = u16_at(h, 18);
         if machine != EM_AMDGPU {
@@ -325,9 +397,16 @@ impl<'a> Elf<'a> {
         let mut segments = Vec::new();
         if phnum > 0 {
             if usize::from(phentsize) != PHDR_SIZE {
-                return Err(CodeObjectError::BadEntrySize { table: "program header", size: phentsize });
+                return Err(CodeObjectError::BadEntrySize {
+                    table: "program header",
+                    size: phentsize,
+                });
             }
-            let table = bytes.range("program headers", phoff, u64::from(phnum) * PHDR_SIZE as u64)?;
+            let table = bytes.range(
+                "program headers",
+                phoff,
+                u64::from(phnum) * PHDR_SIZE as u64,
+            )?;
             for p in table.chunks_exact(PHDR_SIZE) {
                 segments.push(Segment {
                     p_type: u32_at(p, 0),
@@ -344,9 +423,16 @@ impl<'a> Elf<'a> {
         let mut sections = Vec::new();
         if shnum > 0 {
             if usize::from(shentsize) != SHDR_SIZE {
-                return Err(CodeObjectError::BadEntrySize { table: "section header", size: shentsize });
+                return Err(CodeObjectError::BadEntrySize {
+                    table: "section header",
+                    size: shentsize,
+                });
             }
-            let table = bytes.range("section headers", shoff, u64::from(shnum) * SHDR_SIZE as u64)?;
+            let table = bytes.range(
+                "section headers",
+                shoff,
+                u64::from(shnum) * SHDR_SIZE as u64,
+            )?;
             for s in table.chunks_exact(SHDR_SIZE) {
                 sections.push(Section {
                     sh_type: u32_at(s, 4),
@@ -357,7 +443,13 @@ impl<'a> Elf<'a> {
                 });
             }
         }
-        Ok(Self { bytes, version, e_flags, segments, sections })
+        Ok(Self {
+            bytes,
+            version,
+            e_flags,
+            segments,
+            sections,
+        })
     }
 
     /// The descriptor of the first `AMDGPU` / `NT_AMDGPU_METADATA` note, from
@@ -397,8 +489,13 @@ impl<'a> Elf<'a> {
         let strtab = self
             .sections
             .get(table.link as usize)
-            .ok_or(CodeObjectError::BadString { table: "symbol string table", offset: 0 })?;
-        let strings = self.bytes.range("symbol string table", strtab.offset, strtab.size)?;
+            .ok_or(CodeObjectError::BadString {
+                table: "symbol string table",
+                offset: 0,
+            })?;
+        let strings = self
+            .bytes
+            .range("symbol string table", strtab.offset, strtab.size)?;
         let entries = self.bytes.range("symbol table", table.offset, table.size)?;
         let mut symbols = Vec::with_capacity(entries.len() / SYM_SIZE);
         for e in entries.chunks_exact(SYM_SIZE) {
@@ -409,7 +506,10 @@ impl<'a> Elf<'a> {
             };
             let rest = strings.get(name_offset..).ok_or(bad.clone())?;
             let len = rest.iter().position(|&c| c == 0).ok_or(bad)?;
-            symbols.push(Symbol { name: &rest[..len], value: u64_at(e, 8) });
+            symbols.push(Symbol {
+                name: &rest[..len],
+                value: u64_at(e, 8),
+            });
         }
         Ok(symbols)
     }
@@ -417,13 +517,18 @@ impl<'a> Elf<'a> {
     /// `size` bytes at virtual address `vaddr`, if they lie in one `PT_LOAD`
     /// segment's file image.
     fn loaded_bytes(&self, vaddr: u64, size: u64) -> Option<&'a [u8]> {
-        self.segments.iter().filter(|s| s.p_type == PT_LOAD).find_map(|s| {
-            let rel = vaddr.checked_sub(s.vaddr)?;
-            if rel.checked_add(size)? > s.filesz {
-                return None;
-            }
-            self.bytes.range("segment", s.offset.checked_add(rel)?, size).ok()
-        })
+        self.segments
+            .iter()
+            .filter(|s| s.p_type == PT_LOAD)
+            .find_map(|s| {
+                let rel = vaddr.checked_sub(s.vaddr)?;
+                if rel.checked_add(size)? > s.filesz {
+                    return None;
+                }
+                self.bytes
+                    .range("segment", s.offset.checked_add(rel)?, size)
+                    .ok()
+            })
     }
 
     fn is_executable(&self, vaddr: u64) -> bool {
@@ -450,20 +555,33 @@ fn find_note<'a>(
     let round = |n: usize| n.checked_add(pad - 1).map(|n| n / pad * pad);
     let mut at = 0usize;
     while at < area.len() {
-        let bad = CodeObjectError::BadNote { offset: base + at as u64 };
-        let header = area.get(at..at.checked_add(12).ok_or(bad.clone())?).ok_or(bad.clone())?;
-        let (namesz, descsz, ty) =
-            (u32_at(header, 0) as usize, u32_at(header, 4) as usize, u32_at(header, 8));
+        let bad = CodeObjectError::BadNote {
+            offset: base + at as u64,
+        };
+        let header = area
+            .get(at..at.checked_add(12).ok_or(bad.clone())?)
+            .ok_or(bad.clone())?;
+        let (namesz, descsz, ty) = (
+            u32_at(header, 0) as usize,
+            u32_at(header, 4) as usize,
+            u32_at(header, 8),
+        );
         let name_start = at + 12;
-        let desc_start = round(namesz).and_then(|n| name_start.checked_add(n)).ok_or(bad.clone())?;
+        let desc_start = round(namesz)
+            .and_then(|n| name_start.checked_add(n))
+            .ok_or(bad.clone())?;
         let desc_end = desc_start.checked_add(descsz).ok_or(bad.clone())?;
-        let name = area.get(name_start..name_start + namesz).ok_or(bad.clone())?;
+        let name = area
+            .get(name_start..name_start + namesz)
+            .ok_or(bad.clone())?;
         let desc = area.get(desc_start..desc_end).ok_or(bad.clone())?;
         // The name includes its NUL terminator.
         if ty == note_type && name.strip_suffix(&[0]) == Some(owner) {
             return Ok(Some(desc));
         }
-        at = round(descsz).and_then(|d| desc_start.checked_add(d)).ok_or(bad)?;
+        at = round(descsz)
+            .and_then(|d| desc_start.checked_add(d))
+            .ok_or(bad)?;
     }
     Ok(None)
 }

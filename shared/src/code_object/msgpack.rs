@@ -109,13 +109,20 @@ impl fmt::Display for MsgpackError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Truncated { offset } => write!(f, "msgpack truncated at byte {offset}"),
-            Self::InvalidUtf8 { offset } => write!(f, "msgpack string at byte {offset} is not UTF-8"),
-            Self::ReservedByte { offset } => write!(f, "msgpack reserved byte 0xc1 at byte {offset}"),
+            Self::InvalidUtf8 { offset } => {
+                write!(f, "msgpack string at byte {offset} is not UTF-8")
+            }
+            Self::ReservedByte { offset } => {
+                write!(f, "msgpack reserved byte 0xc1 at byte {offset}")
+            }
             Self::TooDeep { offset } => {
                 write!(f, "msgpack nests deeper than {MAX_DEPTH} at byte {offset}")
             }
             Self::TrailingBytes { offset } => {
-                write!(f, "msgpack document ends at byte {offset} but more bytes follow")
+                write!(
+                    f,
+                    "msgpack document ends at byte {offset} but more bytes follow"
+                )
             }
         }
     }
@@ -128,7 +135,9 @@ pub fn decode(bytes: &[u8]) -> Result<Value<'_>, MsgpackError> {
     let mut decoder = Decoder { bytes, pos: 0 };
     let value = decoder.value(0)?;
     if decoder.pos != bytes.len() {
-        return Err(MsgpackError::TrailingBytes { offset: decoder.pos });
+        return Err(MsgpackError::TrailingBytes {
+            offset: decoder.pos,
+        });
     }
     Ok(value)
 }
@@ -183,7 +192,11 @@ impl<'a> Decoder<'a> {
     }
 
     fn signed(v: i64) -> Value<'a> {
-        if v < 0 { Value::Int(v) } else { Value::UInt(v as u64) }
+        if v < 0 {
+            Value::Int(v)
+        } else {
+            Value::UInt(v as u64)
+        }
     }
 
     fn items(&mut self, len: usize, depth: usize) -> Result<Vec<Value<'a>>, MsgpackError> {
@@ -319,7 +332,10 @@ mod tests {
             (&[0xcf, 0, 0, 0, 1, 0, 0, 0, 0], Value::UInt(1 << 32)),
             (&[0xd0, 0x80], Value::Int(-128)),
             (&[0xd1, 0x00, 0x10], Value::UInt(16)),
-            (&[0xd3, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe], Value::Int(-2)),
+            (
+                &[0xd3, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe],
+                Value::Int(-2),
+            ),
             (&[0xca, 0x3f, 0x80, 0, 0], Value::F32(1.0)),
             (&[0xcb, 0x40, 0, 0, 0, 0, 0, 0, 0], Value::F64(2.0)),
             (&[0xc0], Value::Nil),
@@ -354,7 +370,10 @@ mod tests {
             (&[0xa2, 0xff, 0xfe], MsgpackError::InvalidUtf8 { offset: 1 }),
             (&[0x01, 0x02], MsgpackError::TrailingBytes { offset: 1 }),
             // An array claiming 2^32-1 elements in a 5-byte document.
-            (&[0xdd, 0xff, 0xff, 0xff, 0xff], MsgpackError::Truncated { offset: 5 }),
+            (
+                &[0xdd, 0xff, 0xff, 0xff, 0xff],
+                MsgpackError::Truncated { offset: 5 },
+            ),
         ];
         for (bytes, expected) in cases {
             assert_eq!(decode(bytes).as_ref(), Err(expected), "{bytes:x?}");

@@ -94,7 +94,10 @@ pub const MACH_TABLE: &[(u32, &str)] = &[
 
 /// The processor name for an `EF_AMDGPU_MACH` value.
 pub fn processor_name(mach: u32) -> Option<&'static str> {
-    MACH_TABLE.iter().find(|&&(m, _)| m == mach).map(|&(_, name)| name)
+    MACH_TABLE
+        .iter()
+        .find(|&&(m, _)| m == mach)
+        .map(|&(_, name)| name)
 }
 
 /// The register-layout family of a processor (which descriptor bit
@@ -186,9 +189,16 @@ impl Target {
         let processor = processor_name(mach)?;
         let (xnack, sramecc) = if version == CodeObjectVersion::V3 {
             let on_off = |bit: u32| {
-                if e_flags & bit != 0 { FeatureSetting::On } else { FeatureSetting::Any }
+                if e_flags & bit != 0 {
+                    FeatureSetting::On
+                } else {
+                    FeatureSetting::Any
+                }
             };
-            (on_off(EF_AMDGPU_FEATURE_XNACK_V3), on_off(EF_AMDGPU_FEATURE_SRAMECC_V3))
+            (
+                on_off(EF_AMDGPU_FEATURE_XNACK_V3),
+                on_off(EF_AMDGPU_FEATURE_SRAMECC_V3),
+            )
         } else {
             let two_bit = |field: u32, shift: u32| match (e_flags & field) >> shift {
                 0 => FeatureSetting::Unsupported,
@@ -196,14 +206,23 @@ impl Target {
                 2 => FeatureSetting::Off,
                 _ => FeatureSetting::On,
             };
-            (two_bit(EF_AMDGPU_FEATURE_XNACK_V4, 8), two_bit(EF_AMDGPU_FEATURE_SRAMECC_V4, 10))
+            (
+                two_bit(EF_AMDGPU_FEATURE_XNACK_V4, 8),
+                two_bit(EF_AMDGPU_FEATURE_SRAMECC_V4, 10),
+            )
         };
         let generic_version = if version >= CodeObjectVersion::V6 {
             (e_flags >> EF_AMDGPU_GENERIC_VERSION_OFFSET) as u8
         } else {
             0
         };
-        Some(Self { mach, processor, xnack, sramecc, generic_version })
+        Some(Self {
+            mach,
+            processor,
+            xnack,
+            sramecc,
+            generic_version,
+        })
     }
 
     pub fn family(&self) -> Option<GfxFamily> {
@@ -243,7 +262,10 @@ mod tests {
     #[test]
     fn decodes_v3_feature_bits_and_v6_generic_version() {
         let t = Target::from_e_flags(0x03f | 0x100, CodeObjectVersion::V3).unwrap();
-        assert_eq!((t.xnack, t.sramecc), (FeatureSetting::On, FeatureSetting::Any));
+        assert_eq!(
+            (t.xnack, t.sramecc),
+            (FeatureSetting::On, FeatureSetting::Any)
+        );
         let t = Target::from_e_flags(0x0100_0051, CodeObjectVersion::V6).unwrap();
         assert_eq!((t.processor, t.generic_version), ("gfx9-generic", 1));
     }

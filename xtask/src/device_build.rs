@@ -1,0 +1,520 @@
+//! Building the device crates into one code object per gfx target.
+//!
+//! For each (target, crate) this runs:
+//!
+//! ```text
+//! cargo rustc -p <crate> --target amdgcn-amd-amdhsa -Zbuild-std=core
+//!       --crate-type cdylib --profile device[-dev]   (CARGO_ENCODED_RUSTFLAGS=-Ctarget-cpu=<gfx>)
+//!       -- --emit=llvm-bc=<bc>,link                  -> the crate's LTO'd bitcode
+//! llvm-link <bc> <device/*/llvm/*.ll>                -> + IR shims (intrinsics Rust cannot declare)
+//! opt -O3 ; llc -mcpu=<gfx> -filetype=obj            -> object
+//! rust-lld -flavor gnu -shared                       -> target/amdgpu/<gfx>/<crate>.hsaco
+//! ```
+//!
+//! rustc's own `.elf` is not used: it lacks the IR shims. Going through
+//! bitcode is also how later kernels get per-kernel attributes (launch
+//! bounds) that Rust cannot express. The LLVM tools are the pinned
+//! toolchain's `llvm-tools` component, so they match rustc's LLVM.
+//!
+//! Cargo decides what to recompile; the link steps rerun only when the
+//! bitcode, the shims, the target or the profile changed (a stamp beside the
+//! code object records a hash of them). Every code object is then read back
+//! with the shared reader and refused if it is not for the requested target,
+//! or if a kernel spills or uses a dynamic stack without being allowed to.
+
+use std::collections::hash_map::DefaultHasher;
+use std::ffi::OsStr;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use aqueduct_abi::code_object::CodeObject;
+
+use crate::targets::GfxTarget;
+
+/// A device crate and what its kernels may do that others may not.
+#[derive(Clone, Copy, Debug)]
+pub struct DeviceCrate {
+    /// Cargo package name; also the code object's file stem.
+    pub package: &'static str,
+    /// Directory, relative to the workspace root.
+    pub dir: &'static str,
+    /// Kernels allowed to spill registers to scratch.
+    pub allow_spills: &'static [&'static str],
+    /// Kernels allowed to use a dynamic stack (recursion, indirect calls).
+    pub allow_dynamic_stack: &'static [&'static str],
+}
+
+/// Every device crate, in build order.
+pub const DEVICE_CRATES: &[DeviceCrate] = &[
+    DeviceCrate {
+        package: "aqueduct-device",
+        dir: "device/runtime",
+        allow_spills: &[],
+        allow_dynamic_stack: &[],
+    },
+    DeviceCrate {
+        package: "aqueduct-gemm",
+        dir: "device/gemm",
+        allow_spills: &[],
+        allow_dynamic_stack: &[],
+    },
+];
+
+/// Bumped whenever the link pipeline changes, so old stamps go stale.
+const PIPELINE_VERSION: u32 = 1;
+
+pub const DEVICE_TRIPLE: &str = "amdgcn-amd-amdhsa";
+
+/// Optimised-with-assertions (`device-dev`) or release (`device`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Profile {
+    Dev,
+    Release,
+}
+
+impl Profile {
+    pub fn cargo_name(self) -> &'static str {
+        match self {
+            Self::Dev => "device-dev",
+            Self::Release => "device",
+        }
+    }
+}
+
+/// What a build is asked to do.
+#[derive(Clone, Debug)]
+pub struct BuildOptions {
+    pub workspace: PathBuf,
+    pub targets: Vec<&'static GfxTarget>,
+    pub profile: Profile,
+}
+
+/// Progress of a build, for a display.
+#[derive(Clone, Debug)]
+pub enum Event<'a> {
+    Started {
+        gfx: &'a str,
+        package: &'a str,
+    },
+    Finished {
+        gfx: &'a str,
+        package: &'a str,
+        fresh: bool,
+    },
+}
+
+/// One code object the build produced or found fresh.
+#[derive(Clone, Debug)]
+pub struct Artifact {
+    pub gfx: &'static str,
+    pub package: &'static str,
+    pub path: PathBuf,
+    /// The link steps were skipped: nothing they read had changed.
+    pub fresh: bool,
+}
+
+/// A failed build, naming the target and crate.
+#[derive(Debug)]
+pub struct BuildError {
+    pub gfx: String,
+    pub package: String,
+    pub message: String,
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "device build failed for {} ({}): {}",
+            self.gfx, self.package, self.message
+        )
+    }
+}
+
+impl std::error::Error for BuildError {}
+
+/// `target/amdgpu`: where code objects go.
+pub fn artifact_dir(workspace: &Path) -> PathBuf {
+    workspace.join("target").join("amdgpu")
+}
+
+/// Path of one code object.
+pub fn artifact_path(workspace: &Path, gfx: &str, package: &str) -> PathBuf {
+    artifact_dir(workspace)
+        .join(gfx)
+        .join(format!("{package}.hsaco"))
+}
+
+/// The directory of the pinned toolchain's LLVM tools (`llvm-tools`
+/// component): llc, llvm-link, opt, rust-lld, llvm-objdump, llvm-readobj.
+pub fn llvm_bin_dir(workspace: &Path) -> Result<PathBuf, String> {
+    Toolchain::discover(workspace).map(|t| t.bin)
+}
+
+/// The pinned toolchain's LLVM tools and cargo.
+struct Toolchain {
+    cargo: PathBuf,
+    bin: PathBuf,
+    data_layout: String,
+}
+
+/// Environment a parent cargo (e.g. a build script's) sets that must not
+/// leak into the device build.
+const SCRUBBED_ENV: &[&str] = &[
+    "RUSTFLAGS",
+    "CARGO_ENCODED_RUSTFLAGS",
+    "CARGO_BUILD_RUSTFLAGS",
+    "CARGO_TARGET_DIR",
+    "CARGO_BUILD_TARGET",
+    "RUSTC_WORKSPACE_WRAPPER",
+    "CARGO_MAKEFLAGS",
+    "MAKEFLAGS",
+    "MFLAGS",
+    "CLIPPY_ARGS",
+];
+
+fn command(program: impl AsRef<OsStr>) -> Command {
+    let mut cmd = Command::new(program);
+    for var in SCRUBBED_ENV {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+fn run(cmd: &mut Command, what: &str) -> Result<String, String> {
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run {what}: {e}"))?;
+    if !out.status.success() {
+        let output = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return Err(format!(
+            "{what} failed ({}):\n{}",
+            out.status,
+            shorten_lines(&output)
+        ));
+    }
+    String::from_utf8(out.stdout).map_err(|_| format!("{what} printed non-UTF-8 output"))
+}
+
+/// Cuts lines longer than [`MAX_LINE`] (cargo repeats whole rustc command
+/// lines in its errors), keeping rustc's diagnostics readable.
+fn shorten_lines(output: &str) -> String {
+    output
+        .lines()
+        .map(|l| match l.char_indices().nth(MAX_LINE) {
+            Some((cut, _)) => format!("{} […]", &l[..cut]),
+            None => l.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+const MAX_LINE: usize = 300;
+
+impl Toolchain {
+    fn discover(workspace: &Path) -> Result<Self, String> {
+        let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let rustc_cmd =
+            |args: &[&str]| run(command(&rustc).current_dir(workspace).args(args), "rustc");
+        let sysroot = rustc_cmd(&["--print", "sysroot"])?.trim().to_owned();
+        let version = rustc_cmd(&["-vV"])?;
+        let host = version
+            .lines()
+            .find_map(|l| l.strip_prefix("host: "))
+            .ok_or("rustc -vV did not name the host")?
+            .to_owned();
+        let bin = Path::new(&sysroot)
+            .join("lib/rustlib")
+            .join(host)
+            .join("bin");
+        if !bin.join("llc").exists() {
+            return Err(format!(
+                "llc not found in {}: install the toolchain's llvm-tools (`rustup toolchain install` in the workspace reads rust-toolchain.toml)",
+                bin.display()
+            ));
+        }
+        let spec = rustc_cmd(&[
+            "-Zunstable-options",
+            "--print",
+            "target-spec-json",
+            "--target",
+            DEVICE_TRIPLE,
+        ])?;
+        let data_layout = json_string_field(&spec, "data-layout")
+            .ok_or("rustc's amdgcn target spec has no data-layout")?;
+        Ok(Self {
+            cargo: cargo.into(),
+            bin,
+            data_layout,
+        })
+    }
+
+    fn tool(&self, name: &str) -> PathBuf {
+        self.bin.join(name)
+    }
+}
+
+/// The string value of `"key": "..."` in a flat JSON document (the target
+/// spec; its data layout has no escapes).
+fn json_string_field(json: &str, key: &str) -> Option<String> {
+    let at = json.find(&format!("\"{key}\""))?;
+    let rest = &json[at + key.len() + 2..];
+    let rest = rest
+        .trim_start()
+        .strip_prefix(':')?
+        .trim_start()
+        .strip_prefix('"')?;
+    Some(rest[..rest.find('"')?].to_owned())
+}
+
+/// The LLVM IR shims every code object links: `device/*/llvm/*.ll`, sorted.
+fn shim_files(workspace: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut files = Vec::new();
+    for krate in DEVICE_CRATES {
+        let dir = workspace.join(krate.dir).join("llvm");
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
+            if path.extension().is_some_and(|e| e == "ll") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Builds every device crate for every requested target.
+pub fn build(
+    opts: &BuildOptions,
+    mut progress: impl FnMut(Event<'_>),
+) -> Result<Vec<Artifact>, BuildError> {
+    let fail = |gfx: &str, package: &str, message: String| BuildError {
+        gfx: gfx.to_owned(),
+        package: package.to_owned(),
+        message,
+    };
+    let toolchain = Toolchain::discover(&opts.workspace).map_err(|m| fail("*", "*", m))?;
+    let shims = shim_files(&opts.workspace).map_err(|m| fail("*", "*", m))?;
+    let mut artifacts = Vec::new();
+    for target in &opts.targets {
+        for krate in DEVICE_CRATES {
+            progress(Event::Started {
+                gfx: target.name,
+                package: krate.package,
+            });
+            let artifact = build_one(opts, &toolchain, &shims, target, krate)
+                .map_err(|m| fail(target.name, krate.package, m))?;
+            progress(Event::Finished {
+                gfx: target.name,
+                package: krate.package,
+                fresh: artifact.fresh,
+            });
+            artifacts.push(artifact);
+        }
+    }
+    Ok(artifacts)
+}
+
+fn build_one(
+    opts: &BuildOptions,
+    toolchain: &Toolchain,
+    shims: &[PathBuf],
+    target: &'static GfxTarget,
+    krate: &'static DeviceCrate,
+) -> Result<Artifact, String> {
+    let gfx = target.name;
+    let profile = opts.profile.cargo_name();
+    let build_dir = opts.workspace.join("target").join("amdgpu-build").join(gfx);
+    let work = build_dir.join(profile);
+    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+    let stem = krate.package.replace('-', "_");
+    let bc = work.join(format!("{stem}.bc"));
+
+    run(
+        command(&toolchain.cargo)
+            .current_dir(&opts.workspace)
+            .env("CARGO_ENCODED_RUSTFLAGS", format!("-Ctarget-cpu={gfx}"))
+            .args([
+                "rustc",
+                "--quiet",
+                "-p",
+                krate.package,
+                "--profile",
+                profile,
+            ])
+            .args([
+                "--target",
+                DEVICE_TRIPLE,
+                "-Zbuild-std=core",
+                "--crate-type",
+                "cdylib",
+            ])
+            .arg("--target-dir")
+            .arg(&build_dir)
+            .arg("--")
+            .arg(format!("--emit=llvm-bc={},link", bc.display())),
+        "cargo rustc",
+    )?;
+
+    let out = artifact_path(&opts.workspace, gfx, krate.package);
+    let stamp_path = out.with_extension("hsaco.stamp");
+    let stamp = stamp_of(&bc, shims, gfx, profile)?;
+    let fresh =
+        out.exists() && std::fs::read_to_string(&stamp_path).is_ok_and(|old| old.trim() == stamp);
+    if fresh {
+        check(&out, target, krate)?;
+    } else {
+        // Checked under a temporary name, so a refused code object never
+        // replaces the last good one.
+        let tmp = link(toolchain, &work, &bc, shims, gfx, &stem, &out)?;
+        check(&tmp, target, krate)?;
+        std::fs::rename(&tmp, &out).map_err(|e| format!("{}: {e}", out.display()))?;
+        std::fs::write(&stamp_path, &stamp)
+            .map_err(|e| format!("{}: {e}", stamp_path.display()))?;
+    }
+    Ok(Artifact {
+        gfx,
+        package: krate.package,
+        path: out,
+        fresh,
+    })
+}
+
+fn stamp_of(bc: &Path, shims: &[PathBuf], gfx: &str, profile: &str) -> Result<String, String> {
+    let mut hasher = DefaultHasher::new();
+    (PIPELINE_VERSION, gfx, profile).hash(&mut hasher);
+    for file in std::iter::once(bc).chain(shims.iter().map(PathBuf::as_path)) {
+        std::fs::read(file)
+            .map_err(|e| format!("{}: {e}", file.display()))?
+            .hash(&mut hasher);
+    }
+    Ok(format!("{:016x}", hasher.finish()))
+}
+
+fn link(
+    toolchain: &Toolchain,
+    work: &Path,
+    bc: &Path,
+    shims: &[PathBuf],
+    gfx: &str,
+    stem: &str,
+    out: &Path,
+) -> Result<PathBuf, String> {
+    // The shims are written without a data layout; give them rustc's so
+    // llvm-link sees one module shape.
+    let shim = work.join("shims.ll");
+    let mut text = format!("target datalayout = \"{}\"\n", toolchain.data_layout);
+    text.push_str(&format!("target triple = \"{DEVICE_TRIPLE}\"\n"));
+    for file in shims {
+        text.push_str(
+            &std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?,
+        );
+        text.push('\n');
+    }
+    std::fs::write(&shim, text).map_err(|e| format!("{}: {e}", shim.display()))?;
+
+    let linked = work.join(format!("{stem}.linked.bc"));
+    let optimized = work.join(format!("{stem}.opt.bc"));
+    let object = work.join(format!("{stem}.o"));
+    run(
+        command(toolchain.tool("llvm-link"))
+            .arg(bc)
+            .arg(&shim)
+            .arg("-o")
+            .arg(&linked),
+        "llvm-link",
+    )?;
+    run(
+        command(toolchain.tool("opt"))
+            .arg("-O3")
+            .arg(&linked)
+            .arg("-o")
+            .arg(&optimized),
+        "opt",
+    )?;
+    run(
+        command(toolchain.tool("llc"))
+            .args(["-O3", "-filetype=obj"])
+            .arg(format!("-mtriple={DEVICE_TRIPLE}"))
+            .arg(format!("-mcpu={gfx}"))
+            .arg(&optimized)
+            .arg("-o")
+            .arg(&object),
+        "llc",
+    )?;
+    let dir = out.parent().ok_or("artifact path has no parent")?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let tmp = out.with_extension("hsaco.tmp");
+    run(
+        command(toolchain.tool("rust-lld"))
+            .args(["-flavor", "gnu", "-shared"])
+            .arg(&object)
+            .arg("-o")
+            .arg(&tmp),
+        "rust-lld",
+    )?;
+    Ok(tmp)
+}
+
+/// Reads a built code object back and applies the build's rules.
+fn check(path: &Path, target: &GfxTarget, krate: &DeviceCrate) -> Result<(), String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let co = CodeObject::parse(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    if co.target.processor != target.name {
+        return Err(format!(
+            "{} is for {}, not {}",
+            path.display(),
+            co.target.processor,
+            target.name
+        ));
+    }
+    let mut problems = Vec::new();
+    for k in &co.kernels {
+        let md = &k.metadata;
+        if (md.sgpr_spill_count > 0 || md.vgpr_spill_count > 0)
+            && !krate.allow_spills.contains(&md.name.as_str())
+        {
+            problems.push(format!(
+                "kernel {} spills ({} SGPRs, {} VGPRs); reduce register pressure or add it to allow_spills in xtask/src/device_build.rs",
+                md.name, md.sgpr_spill_count, md.vgpr_spill_count
+            ));
+        }
+        if md.uses_dynamic_stack && !krate.allow_dynamic_stack.contains(&md.name.as_str()) {
+            problems.push(format!(
+                "kernel {} uses a dynamic stack (recursion or an indirect call); remove it or add the kernel to allow_dynamic_stack in xtask/src/device_build.rs",
+                md.name
+            ));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_data_layout_from_a_target_spec() {
+        let spec =
+            r#"{ "arch": "amdgpu", "data-layout": "e-m:e-p:64:64-S32", "llvm-target": "x" }"#;
+        assert_eq!(
+            json_string_field(spec, "data-layout").as_deref(),
+            Some("e-m:e-p:64:64-S32")
+        );
+        assert_eq!(json_string_field(spec, "missing"), None);
+    }
+}
