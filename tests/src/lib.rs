@@ -21,7 +21,14 @@ pub fn built_code_objects() -> Vec<Built> {
     let mut out = Vec::new();
     for gfx in DEFAULT_TARGETS {
         for krate in DEVICE_CRATES {
-            let path = artifact_path(&workspace, gfx, krate.package);
+            // Found the way host code finds them; xtask must agree.
+            let path = aqueduct::device_code::path(gfx, krate.package);
+            assert_eq!(
+                path.canonicalize().ok(),
+                artifact_path(&workspace, gfx, krate.package)
+                    .canonicalize()
+                    .ok()
+            );
             assert!(
                 path.exists(),
                 "{} missing: the build script should have built it",

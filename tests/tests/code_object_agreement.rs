@@ -392,12 +392,10 @@ fn objdump_descriptors(text: &str) -> BTreeMap<String, BTreeMap<String, u64>> {
             }
         } else if let (Some((_, fields)), Some(rest)) =
             (current.as_mut(), line.strip_prefix(".amdhsa_"))
+            && let Some((key, value)) = rest.split_once(' ')
+            && let Ok(v) = value.trim().parse::<u64>()
         {
-            if let Some((key, value)) = rest.split_once(' ') {
-                if let Ok(v) = value.trim().parse::<u64>() {
-                    fields.insert(key.to_owned(), v);
-                }
-            }
+            fields.insert(key.to_owned(), v);
         }
     }
     out

@@ -62,6 +62,18 @@ pub const DEVICE_CRATES: &[DeviceCrate] = &[
     },
 ];
 
+/// LLVM fails to compile compiler_builtins for gfx1100 with debug assertions
+/// ("Cannot scavenge register in FI elimination"). The assertions are for our
+/// code, so the standard library's crates build without them. Given on the
+/// command line because the workspace's own builds would warn that these
+/// packages are not in their graph.
+const STD_WITHOUT_ASSERTIONS: &[&str] = &[
+    "profile.device-dev.package.core.debug-assertions=false",
+    "profile.device-dev.package.core.overflow-checks=false",
+    "profile.device-dev.package.compiler_builtins.debug-assertions=false",
+    "profile.device-dev.package.compiler_builtins.overflow-checks=false",
+];
+
 /// Bumped whenever the link pipeline changes, so old stamps go stale.
 const PIPELINE_VERSION: u32 = 1;
 
@@ -352,6 +364,7 @@ fn build_one(
                 "--profile",
                 profile,
             ])
+            .args(STD_WITHOUT_ASSERTIONS.iter().flat_map(|c| ["--config", *c]))
             .args([
                 "--target",
                 DEVICE_TRIPLE,

@@ -203,14 +203,16 @@ impl GfxTarget {
         } else {
             max
         };
-        let by_lds = if usage.lds_bytes == 0 {
-            max
-        } else {
-            let groups = (self.lds_bytes / usage.lds_bytes).min(self.max_workgroups);
-            let waves_per_group = usage.workgroup_size.max(1).div_ceil(self.wave_size);
-            (waves_per_group * groups)
-                .div_ceil(self.simds)
-                .clamp(1, max)
+        // No LDS: no bound from it.
+        let by_lds = match self.lds_bytes.checked_div(usage.lds_bytes) {
+            None => max,
+            Some(fit) => {
+                let groups = fit.min(self.max_workgroups);
+                let waves_per_group = usage.workgroup_size.max(1).div_ceil(self.wave_size);
+                (waves_per_group * groups)
+                    .div_ceil(self.simds)
+                    .clamp(1, max)
+            }
         };
         let waves = by_vgpr.min(by_sgpr).min(by_lds);
         let limiter = if waves == max {

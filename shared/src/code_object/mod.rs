@@ -407,7 +407,7 @@ impl<'a> Elf<'a> {
                 phoff,
                 u64::from(phnum) * PHDR_SIZE as u64,
             )?;
-            for p in table.chunks_exact(PHDR_SIZE) {
+            for p in table.as_chunks::<PHDR_SIZE>().0 {
                 segments.push(Segment {
                     p_type: u32_at(p, 0),
                     flags: u32_at(p, 4),
@@ -433,7 +433,7 @@ impl<'a> Elf<'a> {
                 shoff,
                 u64::from(shnum) * SHDR_SIZE as u64,
             )?;
-            for s in table.chunks_exact(SHDR_SIZE) {
+            for s in table.as_chunks::<SHDR_SIZE>().0 {
                 sections.push(Section {
                     sh_type: u32_at(s, 4),
                     offset: u64_at(s, 24),
@@ -498,7 +498,7 @@ impl<'a> Elf<'a> {
             .range("symbol string table", strtab.offset, strtab.size)?;
         let entries = self.bytes.range("symbol table", table.offset, table.size)?;
         let mut symbols = Vec::with_capacity(entries.len() / SYM_SIZE);
-        for e in entries.chunks_exact(SYM_SIZE) {
+        for e in entries.as_chunks::<SYM_SIZE>().0 {
             let name_offset = u32_at(e, 0) as usize;
             let bad = CodeObjectError::BadString {
                 table: "symbol string table",
