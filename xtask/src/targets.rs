@@ -36,67 +36,53 @@ pub struct GfxTarget {
     pub max_workgroups: u32,
 }
 
+/// CDNA2/CDNA3 (gfx90a, gfx942): wave64, 512-entry unified VGPR/AGPR file,
+/// 64 KiB LDS per CU.
+const CDNA: GfxTarget = GfxTarget {
+    name: "gfx90a",
+    wave_size: 64,
+    max_waves_per_simd: 8,
+    vgprs_per_simd: 512,
+    vgpr_granule: 8,
+    unified_agprs: true,
+    sgprs_limit_occupancy: true,
+    lds_bytes: 64 * 1024,
+    simds: 4,
+    max_workgroups: 16,
+};
+
+/// RDNA3/RDNA4 (gfx1100, gfx1201): wave32, the 1.5x VGPR file, 128 KiB LDS
+/// per WGP.
+const RDNA: GfxTarget = GfxTarget {
+    name: "gfx1100",
+    wave_size: 32,
+    max_waves_per_simd: 16,
+    vgprs_per_simd: 1536,
+    vgpr_granule: 24,
+    unified_agprs: false,
+    sgprs_limit_occupancy: false,
+    lds_bytes: 128 * 1024,
+    simds: 4,
+    max_workgroups: 32,
+};
+
 /// Every target aqueduct can build, in report order.
 pub const TARGETS: &[GfxTarget] = &[
-    GfxTarget {
-        name: "gfx90a",
-        wave_size: 64,
-        max_waves_per_simd: 8,
-        vgprs_per_simd: 512,
-        vgpr_granule: 8,
-        unified_agprs: true,
-        sgprs_limit_occupancy: true,
-        lds_bytes: 64 * 1024,
-        simds: 4,
-        max_workgroups: 16,
-    },
+    CDNA,
     GfxTarget {
         name: "gfx942",
-        wave_size: 64,
-        max_waves_per_simd: 8,
-        vgprs_per_simd: 512,
-        vgpr_granule: 8,
-        unified_agprs: true,
-        sgprs_limit_occupancy: true,
-        lds_bytes: 64 * 1024,
-        simds: 4,
-        max_workgroups: 16,
+        ..CDNA
     },
+    // CDNA4: 160 KiB LDS per CU.
     GfxTarget {
         name: "gfx950",
-        wave_size: 64,
-        max_waves_per_simd: 8,
-        vgprs_per_simd: 512,
-        vgpr_granule: 8,
-        unified_agprs: true,
-        sgprs_limit_occupancy: true,
         lds_bytes: 160 * 1024,
-        simds: 4,
-        max_workgroups: 16,
+        ..CDNA
     },
-    GfxTarget {
-        name: "gfx1100",
-        wave_size: 32,
-        max_waves_per_simd: 16,
-        vgprs_per_simd: 1536,
-        vgpr_granule: 24,
-        unified_agprs: false,
-        sgprs_limit_occupancy: false,
-        lds_bytes: 128 * 1024,
-        simds: 4,
-        max_workgroups: 32,
-    },
+    RDNA,
     GfxTarget {
         name: "gfx1201",
-        wave_size: 32,
-        max_waves_per_simd: 16,
-        vgprs_per_simd: 1536,
-        vgpr_granule: 24,
-        unified_agprs: false,
-        sgprs_limit_occupancy: false,
-        lds_bytes: 128 * 1024,
-        simds: 4,
-        max_workgroups: 32,
+        ..RDNA
     },
 ];
 
