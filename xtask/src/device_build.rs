@@ -172,8 +172,11 @@ struct Toolchain {
     data_layout: String,
 }
 
-/// Environment a parent cargo (e.g. a build script's) sets that must not
-/// leak into the device build.
+/// Environment a parent cargo (a build script's, or `cargo clippy`'s) sets
+/// that must not leak into the device build. Build scripts in particular see
+/// the *host's* `CARGO_CFG_*`: inherited by the nested cargo, they reach the
+/// standard library's build scripts (compiler_builtins would enable `f128`
+/// for amdgcn and LLVM would abort with "unsupported library call").
 const SCRUBBED_ENV: &[&str] = &[
     "RUSTFLAGS",
     "CARGO_ENCODED_RUSTFLAGS",
@@ -185,12 +188,35 @@ const SCRUBBED_ENV: &[&str] = &[
     "MAKEFLAGS",
     "MFLAGS",
     "CLIPPY_ARGS",
+    "TARGET",
+    "HOST",
+    "OUT_DIR",
+    "OPT_LEVEL",
+    "PROFILE",
+    "DEBUG",
+    "NUM_JOBS",
+    "RUSTDOC",
+    "RUSTC_LINKER",
+    "CARGO_PRIMARY_PACKAGE",
+    "CARGO_CRATE_NAME",
+    "CARGO_TARGET_TMPDIR",
 ];
+
+/// Prefixes of build-script variables scrubbed the same way.
+const SCRUBBED_PREFIXES: &[&str] = &["CARGO_CFG_", "CARGO_FEATURE_", "DEP_"];
 
 fn command(program: impl AsRef<OsStr>) -> Command {
     let mut cmd = Command::new(program);
     for var in SCRUBBED_ENV {
         cmd.env_remove(var);
+    }
+    for (name, _) in std::env::vars_os() {
+        let scrub = name
+            .to_str()
+            .is_some_and(|n| SCRUBBED_PREFIXES.iter().any(|p| n.starts_with(p)));
+        if scrub {
+            cmd.env_remove(name);
+        }
     }
     cmd
 }
