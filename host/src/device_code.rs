@@ -10,7 +10,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use aqueduct_abi::code_object::{CodeObject, CodeObjectError};
+use aqueduct_abi::code_object::{ABI_VERSION_SYMBOL, CodeObject, CodeObjectError};
 
 /// Environment variable that overrides the code-object directory.
 pub const DIR_ENV: &str = "AQUEDUCT_DEVICE_DIR";
@@ -44,6 +44,13 @@ pub enum DeviceCodeError {
         path: PathBuf,
         source: CodeObjectError,
     },
+    /// The device library was built against other shared layouts than this
+    /// host (`found` is `None` when it records no version at all).
+    AbiMismatch {
+        path: PathBuf,
+        found: Option<u32>,
+        expected: u32,
+    },
 }
 
 impl fmt::Display for DeviceCodeError {
@@ -56,6 +63,24 @@ impl fmt::Display for DeviceCodeError {
             ),
             Self::Io { path, source } => write!(f, "cannot read {}: {source}", path.display()),
             Self::Invalid { path, source } => write!(f, "{}: {source}", path.display()),
+            Self::AbiMismatch {
+                path,
+                found: Some(found),
+                expected,
+            } => write!(
+                f,
+                "{}: device library built for aqueduct ABI {found}, this host speaks ABI {expected}; rebuild it with `cargo xtask build`",
+                path.display()
+            ),
+            Self::AbiMismatch {
+                path,
+                found: None,
+                expected,
+            } => write!(
+                f,
+                "{}: not an aqueduct device library (no {ABI_VERSION_SYMBOL} symbol; expected ABI {expected})",
+                path.display()
+            ),
         }
     }
 }
@@ -63,7 +88,7 @@ impl fmt::Display for DeviceCodeError {
 impl std::error::Error for DeviceCodeError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            Self::NotBuilt { .. } => None,
+            Self::NotBuilt { .. } | Self::AbiMismatch { .. } => None,
             Self::Io { source, .. } => Some(source),
             Self::Invalid { source, .. } => Some(source),
         }
@@ -74,6 +99,31 @@ impl std::error::Error for DeviceCodeError {
 /// (what a loader hands to HSA) with the parsed view.
 pub fn load(gfx: &str, crate_name: &str) -> Result<(Vec<u8>, CodeObject), DeviceCodeError> {
     load_path(&path(gfx, crate_name), gfx)
+}
+
+/// Package name of aqueduct's device library.
+pub const DEVICE_LIBRARY: &str = "aqueduct-device";
+
+/// Loads the device library for `gfx` and checks that it was built against
+/// this host's [`aqueduct_abi::ABI_VERSION`]: the command, queue-entry and
+/// semaphore layouts the two exchange must be the same.
+pub fn load_device_library(gfx: &str) -> Result<(Vec<u8>, CodeObject), DeviceCodeError> {
+    let path = path(gfx, DEVICE_LIBRARY);
+    let (bytes, parsed) = load_path(&path, gfx)?;
+    check_abi(&path, &parsed)?;
+    Ok((bytes, parsed))
+}
+
+/// Refuses a device library whose recorded ABI version is not this host's.
+pub fn check_abi(path: &Path, code_object: &CodeObject) -> Result<(), DeviceCodeError> {
+    match code_object.abi_version {
+        Some(v) if v == aqueduct_abi::ABI_VERSION => Ok(()),
+        found => Err(DeviceCodeError::AbiMismatch {
+            path: path.to_owned(),
+            found,
+            expected: aqueduct_abi::ABI_VERSION,
+        }),
+    }
 }
 
 fn load_path(path: &Path, gfx: &str) -> Result<(Vec<u8>, CodeObject), DeviceCodeError> {

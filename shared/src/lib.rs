@@ -2,15 +2,160 @@
 //! simulator, defined once.
 //!
 //! `#![no_std]` so the device crates compile it for `amdgcn-amd-amdhsa`; its
-//! only dependencies are `zerocopy` and `static_assertions`. With the `reader`
-//! feature (host side only, needs `alloc`) it also carries the one
-//! code-object reader that host, simulator and xtask share.
+//! only dependencies are `zerocopy`, `bitflags` and `static_assertions`.
+//!
+//! - [`hsa`], [`aql`], [`amd_queue`], [`amd_signal`]: mirrors of the HSA and
+//!   ROCr structures (`hsa.h`, `hsa_ext_amd.h`, `amd_hsa_queue.h`,
+//!   `amd_hsa_signal.h`), checked against the installed ROCr headers by
+//!   `tests/tests/rocr_headers.rs`.
+//! - [`packet`]: validating builders for AQL packets.
+//! - [`kernel_descriptor`]: the 64-byte AMDHSA kernel descriptor.
+//! - [`command`], [`scheduler`]: aqueduct's own command-buffer and scheduler
+//!   layouts, versioned by [`ABI_VERSION`].
+//!
+//! Conventions: every type is `#[repr(C)]` with static assertions on its size,
+//! alignment and field offsets. Pointers that cross the host/device line are
+//! `u64` addresses (the HSA "large model": `void*` is 8 bytes on both sides),
+//! so layouts are the same on x86-64 and amdgcn and every type can be read
+//! from raw bytes with zerocopy. Enumerations read from memory are newtypes
+//! over their integer with named constants (any value is representable),
+//! flags are `bitflags` types over a plain integer that keep unknown bits.
+//!
+//! With the `reader` feature (host side only, needs `alloc`) the crate also
+//! carries the one code-object reader that host, simulator and xtask share.
 #![no_std]
 
 #[cfg(feature = "reader")]
 extern crate alloc;
 
+#[cfg(test)]
+#[macro_use]
+extern crate std;
+
+/// Declares an "open" enumeration: a `repr(transparent)` newtype over an
+/// integer with named constants. Reading any integer from a queue or signal
+/// gives a valid value; [`name`](#method.name) tells whether it is a known one.
+macro_rules! open_enum {
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $name:ident($repr:ty) {
+            $(
+                $(#[$cmeta:meta])*
+                $konst:ident = $value:expr
+            ),+ $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[repr(transparent)]
+        #[derive(
+            Clone, Copy, PartialEq, Eq, Hash, Default,
+            zerocopy::FromBytes, zerocopy::IntoBytes,
+            zerocopy::KnownLayout, zerocopy::Immutable,
+        )]
+        $vis struct $name(pub $repr);
+
+        impl $name {
+            $(
+                $(#[$cmeta])*
+                pub const $konst: Self = Self($value);
+            )+
+
+            /// The constant's name for a known value, `None` otherwise.
+            pub const fn name(self) -> Option<&'static str> {
+                $(
+                    if self.0 == $value {
+                        return Some(stringify!($konst));
+                    }
+                )+
+                None
+            }
+        }
+
+        impl core::fmt::Debug for $name {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                match self.name() {
+                    Some(name) => write!(f, "{}::{}", stringify!($name), name),
+                    None => write!(f, "{}({})", stringify!($name), self.0),
+                }
+            }
+        }
+    };
+}
+
+/// Declares a flags type: a `repr(transparent)` newtype over an integer,
+/// readable from any bytes, with `bitflags` operations. Unknown bits are kept
+/// (`const _ = !0`), so a value read from memory round-trips unchanged.
+macro_rules! flags_type {
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $name:ident: $repr:ty {
+            $(
+                $(#[$($cattr:tt)*])*
+                const $flag:ident = $value:expr;
+            )+
+        }
+    ) => {
+        $(#[$meta])*
+        #[repr(transparent)]
+        #[derive(
+            Clone, Copy, PartialEq, Eq, Hash, Default,
+            zerocopy::FromBytes, zerocopy::IntoBytes,
+            zerocopy::KnownLayout, zerocopy::Immutable,
+        )]
+        $vis struct $name($repr);
+
+        bitflags::bitflags! {
+            impl $name: $repr {
+                $(
+                    $(#[$($cattr)*])*
+                    const $flag = $value;
+                )+
+                const _ = !0;
+            }
+        }
+
+        impl core::fmt::Debug for $name {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                write!(f, "{}(", stringify!($name))?;
+                bitflags::parser::to_writer(self, &mut *f)?;
+                write!(f, ")")
+            }
+        }
+    };
+}
+
+/// Asserts the offset of every listed field of a `repr(C)` type at compile
+/// time: `assert_offsets!(Type, field = 8, other = 16)`.
+macro_rules! assert_offsets {
+    ($ty:ty, $($field:ident = $offset:expr),+ $(,)?) => {
+        $(
+            static_assertions::const_assert_eq!(core::mem::offset_of!($ty, $field), $offset);
+        )+
+    };
+}
+
+/// Asserts a type's size and alignment at compile time.
+macro_rules! assert_layout {
+    ($ty:ty, size = $size:expr, align = $align:expr) => {
+        static_assertions::const_assert_eq!(core::mem::size_of::<$ty>(), $size);
+        static_assertions::const_assert_eq!(core::mem::align_of::<$ty>(), $align);
+    };
+}
+
+pub mod amd_queue;
+pub mod amd_signal;
+pub mod aql;
+pub mod command;
+pub mod hsa;
 pub mod kernel_descriptor;
+pub mod packet;
+pub mod scheduler;
 
 #[cfg(feature = "reader")]
 pub mod code_object;
+
+/// Version of aqueduct's own host/device layouts ([`command`] and
+/// [`scheduler`]). The device library exports it and the host refuses to
+/// instantiate a device library built against another version. Bump it on
+/// any change to those layouts; the HSA/ROCr mirrors are versioned by ROCr.
+pub const ABI_VERSION: u32 = 1;

@@ -4,18 +4,14 @@
 
 use core::arch::amdgpu::{workgroup_id_x, workitem_id_x};
 
-use crate::grid::WorkItem;
+use aqueduct_abi::aql::KernelDispatchPacket;
 
-// Byte offsets in the AQL kernel dispatch packet (HSA spec 2.9.6,
-// `hsa_kernel_dispatch_packet_t`): workgroup_size_x is a u16 at 4,
-// grid_size_x a u32 at 12.
-const WORKGROUP_SIZE_X_OFFSET: usize = 4;
-const GRID_SIZE_X_OFFSET: usize = 12;
+use crate::grid::WorkItem;
 
 unsafe extern "C" {
     /// Defined in `llvm/dispatch.ll`: `llvm.amdgcn.dispatch.ptr` cast to a
     /// generic pointer.
-    safe fn aqueduct_dispatch_ptr() -> *const u8;
+    safe fn aqueduct_dispatch_ptr() -> *const KernelDispatchPacket;
 }
 
 /// This work-item's place in the x dimension of the current dispatch.
@@ -23,13 +19,13 @@ unsafe extern "C" {
 pub fn work_item_x() -> WorkItem {
     let packet = aqueduct_dispatch_ptr();
     // SAFETY: the dispatch pointer addresses the 64-byte, 64-byte-aligned AQL
-    // packet that launched this kernel, which the packet processor keeps
-    // valid and unchanged until the dispatch completes; both fields lie
-    // inside it at their natural alignment.
+    // kernel dispatch packet that launched this kernel, which the packet
+    // processor keeps valid and unchanged until the dispatch completes; the
+    // fields are read in place, at their natural alignment.
     let (workgroup_size, grid_size) = unsafe {
         (
-            packet.add(WORKGROUP_SIZE_X_OFFSET).cast::<u16>().read(),
-            packet.add(GRID_SIZE_X_OFFSET).cast::<u32>().read(),
+            (&raw const (*packet).workgroup_size_x).read(),
+            (&raw const (*packet).grid_size_x).read(),
         )
     };
     WorkItem {

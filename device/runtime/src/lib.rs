@@ -16,9 +16,20 @@
     feature(abi_gpu_kernel, stdarch_amdgpu, abort_immediate)
 )]
 
+/// The layouts the device library shares with host and simulator.
+pub use aqueduct_abi as abi;
+
 pub mod grid;
 
 #[cfg(target_arch = "amdgpu")]
 mod arch;
 #[cfg(target_arch = "amdgpu")]
 pub mod kernels;
+
+/// The [`aqueduct_abi::ABI_VERSION`] this library was built against, under
+/// the symbol the host reads before it instantiates the library
+/// ([`aqueduct_abi::code_object::ABI_VERSION_SYMBOL`]).
+#[cfg(target_arch = "amdgpu")]
+#[unsafe(no_mangle)]
+#[used]
+pub static aqueduct_abi_version: u32 = aqueduct_abi::ABI_VERSION;

@@ -127,6 +127,10 @@ pub enum CodeObjectError {
         kernel: String,
         address: i128,
     },
+    /// The [`ABI_VERSION_SYMBOL`]'s 4 bytes are not inside a loaded segment.
+    AbiVersionOutOfBounds {
+        address: u64,
+    },
 }
 
 impl fmt::Display for CodeObjectError {
@@ -190,6 +194,10 @@ impl fmt::Display for CodeObjectError {
                 f,
                 "kernel {kernel}: code entry {address:#x} is not in an executable segment"
             ),
+            Self::AbiVersionOutOfBounds { address } => write!(
+                f,
+                "{ABI_VERSION_SYMBOL} at {address:#x} is not inside the file's loaded segments"
+            ),
         }
     }
 }
@@ -229,7 +237,14 @@ pub struct CodeObject {
     pub metadata: Metadata,
     /// Kernels in metadata order.
     pub kernels: Vec<Kernel>,
+    /// The value of [`ABI_VERSION_SYMBOL`], if the code object defines it
+    /// (aqueduct's device library does; other code objects need not).
+    pub abi_version: Option<u32>,
 }
+
+/// The symbol under which aqueduct's device library records the
+/// [`crate::ABI_VERSION`] it was built against (a `u32` in read-only data).
+pub const ABI_VERSION_SYMBOL: &str = "aqueduct_abi_version";
 
 impl CodeObject {
     /// Parses and validates a code object held in memory.
@@ -278,12 +293,25 @@ impl CodeObject {
                 entry_address,
             });
         }
+        let abi_version = match symbols
+            .iter()
+            .find(|s| s.name == ABI_VERSION_SYMBOL.as_bytes())
+        {
+            None => None,
+            Some(sym) => {
+                let raw = elf
+                    .loaded_bytes(sym.value, 4)
+                    .ok_or(CodeObjectError::AbiVersionOutOfBounds { address: sym.value })?;
+                Some(u32::from_le_bytes([raw[0], raw[1], raw[2], raw[3]]))
+            }
+        };
         Ok(Self {
             version,
             target,
             e_flags: elf.e_flags,
             metadata,
             kernels,
+            abi_version,
         })
     }
 

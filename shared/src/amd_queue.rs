@@ -1,0 +1,257 @@
+//! `amd_queue_t` (`amd_hsa_queue.h`): ROCr's queue descriptor, which embeds
+//! the [`HsaQueue`] and carries the dispatch ids and scratch state the
+//! command processor and device code read.
+//!
+//! # Versions
+//!
+//! [`AmdQueue`] follows the first 256 bytes of the newest ROCr layout,
+//! `amd_queue_v2_t` (ROCm 7 and later), which is what ROCr allocates for every
+//! queue; [`AmdQueueV2`] adds its tail. Older headers differ only in names of
+//! bytes they reserve:
+//!
+//! | bytes   | newest (`amd_queue_v2_t`)          | ROCm 5.x `amd_queue_t` |
+//! |---------|------------------------------------|------------------------|
+//! | 40..44  | `caps`                             | `reserved1[0]`         |
+//! | 184..192| `scratch_max_use_index`            | `reserved3[2]`         |
+//! | 200..256| `alt_scratch_*`, `reserved5`       | `reserved4[14]`        |
+//! | 256..   | per-XCC scratch indices, AQL IB state | (absent)            |
+//!
+//! The newest header's legacy `amd_queue_t`, kept "for reference only",
+//! also renames `scratch_backing_memory_byte_size` to `reserved3`; v2 keeps
+//! the field, and so does this mirror.
+
+use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
+
+use crate::hsa::{HsaQueue, SignalHandle};
+
+/// `AMD_QUEUE_ALIGN_BYTES`.
+pub const AMD_QUEUE_ALIGN_BYTES: usize = 64;
+
+/// `MAX_NUM_XCC`: per-XCC entries in [`AmdQueueV2`].
+pub const MAX_NUM_XCC: usize = 128;
+
+flags_type! {
+    /// `amd_queue_properties32_t` (`amd_queue_properties_t`).
+    pub struct AmdQueueProperties: u32 {
+        /// `AMD_QUEUE_PROPERTIES_ENABLE_TRAP_HANDLER`.
+        const ENABLE_TRAP_HANDLER = 1 << 0;
+        /// `AMD_QUEUE_PROPERTIES_IS_PTR64`: 64-bit addresses (always set on
+        /// 64-bit hosts).
+        const IS_PTR64 = 1 << 1;
+        /// `AMD_QUEUE_PROPERTIES_ENABLE_TRAP_HANDLER_DEBUG_SGPRS`.
+        const ENABLE_TRAP_HANDLER_DEBUG_SGPRS = 1 << 2;
+        /// `AMD_QUEUE_PROPERTIES_ENABLE_PROFILING`: the packet processor
+        /// records start/end timestamps in completion signals.
+        const ENABLE_PROFILING = 1 << 3;
+        /// `AMD_QUEUE_PROPERTIES_USE_SCRATCH_ONCE`.
+        const USE_SCRATCH_ONCE = 1 << 4;
+    }
+}
+
+flags_type! {
+    /// `amd_queue_capabilities32_t` (`amd_queue_capabilities_t`), in
+    /// [`AmdQueue::caps`].
+    pub struct AmdQueueCaps: u32 {
+        /// `AMD_QUEUE_CAPS_CP_ASYNC_RECLAIM`: the CP firmware supports dual
+        /// scratch and asynchronous reclaim.
+        const CP_ASYNC_RECLAIM = 1 << 0;
+        /// `AMD_QUEUE_CAPS_SW_ASYNC_RECLAIM`: ROCr supports it too; only then
+        /// does the CP read the fields past the v1 layout.
+        const SW_ASYNC_RECLAIM = 1 << 1;
+    }
+}
+
+/// The first 256 bytes of `amd_queue_v2_t` (see the module docs).
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct AmdQueue {
+    /// `hsa_queue`: the architected queue; an `hsa_queue_t*` handed to the
+    /// application is the address of this field, hence of the whole struct.
+    pub hsa_queue: HsaQueue,
+    /// `caps`: [`AmdQueueCaps`] (`reserved1[0]` before ROCm 6).
+    pub caps: AmdQueueCaps,
+    /// `reserved1[3]`.
+    pub reserved1: [u32; 3],
+    /// `write_dispatch_id`: next packet id a producer will reserve;
+    /// producers advance it atomically.
+    pub write_dispatch_id: u64,
+    /// `group_segment_aperture_base_hi`: high half of the LDS aperture.
+    pub group_segment_aperture_base_hi: u32,
+    /// `private_segment_aperture_base_hi`: high half of the scratch aperture.
+    pub private_segment_aperture_base_hi: u32,
+    /// `max_cu_id`.
+    pub max_cu_id: u32,
+    /// `max_wave_id`.
+    pub max_wave_id: u32,
+    /// `max_legacy_doorbell_dispatch_id_plus_1`.
+    pub max_legacy_doorbell_dispatch_id_plus_1: u64,
+    /// `legacy_doorbell_lock`.
+    pub legacy_doorbell_lock: u32,
+    /// `reserved2[9]`.
+    pub reserved2: [u32; 9],
+    /// `read_dispatch_id`: id of the next packet the processor consumes;
+    /// slots below it may be reused.
+    pub read_dispatch_id: u64,
+    /// `read_dispatch_id_field_base_byte_offset`: offset of
+    /// `read_dispatch_id` from `hsa_queue` (so the CP can find it).
+    pub read_dispatch_id_field_base_byte_offset: u32,
+    /// `compute_tmpring_size`: COMPUTE_TMPRING_SIZE register value.
+    pub compute_tmpring_size: u32,
+    /// `scratch_resource_descriptor[4]`: V# of the scratch backing memory.
+    pub scratch_resource_descriptor: [u32; 4],
+    /// `scratch_backing_memory_location`.
+    pub scratch_backing_memory_location: u64,
+    /// `scratch_backing_memory_byte_size`.
+    pub scratch_backing_memory_byte_size: u64,
+    /// `scratch_wave64_lane_byte_size`.
+    pub scratch_wave64_lane_byte_size: u32,
+    /// `queue_properties`: [`AmdQueueProperties`].
+    pub queue_properties: AmdQueueProperties,
+    /// `scratch_max_use_index` (v2; `reserved3[2]` before).
+    pub scratch_max_use_index: u64,
+    /// `queue_inactive_signal`: signalled by ROCr when the queue faults or
+    /// is deactivated.
+    pub queue_inactive_signal: SignalHandle,
+    /// `alt_scratch_max_use_index` (v2).
+    pub alt_scratch_max_use_index: u64,
+    /// `alt_scratch_resource_descriptor[4]` (v2).
+    pub alt_scratch_resource_descriptor: [u32; 4],
+    /// `alt_scratch_backing_memory_location` (v2).
+    pub alt_scratch_backing_memory_location: u64,
+    /// `alt_scratch_dispatch_limit_x` (v2).
+    pub alt_scratch_dispatch_limit_x: u32,
+    /// `alt_scratch_dispatch_limit_y` (v2).
+    pub alt_scratch_dispatch_limit_y: u32,
+    /// `alt_scratch_dispatch_limit_z` (v2).
+    pub alt_scratch_dispatch_limit_z: u32,
+    /// `alt_scratch_wave64_lane_byte_size` (v2).
+    pub alt_scratch_wave64_lane_byte_size: u32,
+    /// `alt_compute_tmpring_size` (v2).
+    pub alt_compute_tmpring_size: u32,
+    /// `reserved5`.
+    pub reserved5: u32,
+}
+
+assert_layout!(AmdQueue, size = 256, align = 64);
+assert_offsets!(
+    AmdQueue,
+    hsa_queue = 0,
+    caps = 40,
+    reserved1 = 44,
+    write_dispatch_id = 56,
+    group_segment_aperture_base_hi = 64,
+    private_segment_aperture_base_hi = 68,
+    max_cu_id = 72,
+    max_wave_id = 76,
+    max_legacy_doorbell_dispatch_id_plus_1 = 80,
+    legacy_doorbell_lock = 88,
+    reserved2 = 92,
+    read_dispatch_id = 128,
+    read_dispatch_id_field_base_byte_offset = 136,
+    compute_tmpring_size = 140,
+    scratch_resource_descriptor = 144,
+    scratch_backing_memory_location = 160,
+    scratch_backing_memory_byte_size = 168,
+    scratch_wave64_lane_byte_size = 176,
+    queue_properties = 180,
+    scratch_max_use_index = 184,
+    queue_inactive_signal = 192,
+    alt_scratch_max_use_index = 200,
+    alt_scratch_resource_descriptor = 208,
+    alt_scratch_backing_memory_location = 224,
+    alt_scratch_dispatch_limit_x = 232,
+    alt_scratch_dispatch_limit_y = 236,
+    alt_scratch_dispatch_limit_z = 240,
+    alt_scratch_wave64_lane_byte_size = 244,
+    alt_compute_tmpring_size = 248,
+    reserved5 = 252,
+);
+
+/// `scratch_last_used_index_xcc_t`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct ScratchLastUsedIndexXcc {
+    /// `main`.
+    pub main: u64,
+    /// `alt`.
+    pub alt: u64,
+}
+
+assert_layout!(ScratchLastUsedIndexXcc, size = 16, align = 8);
+
+/// The whole `amd_queue_v2_t`: [`AmdQueue`] followed by the per-XCC scratch
+/// indices and the AQL indirect-buffer state of the newest ROCr. The CP reads
+/// past the first 256 bytes only when `caps` has `SW_ASYNC_RECLAIM`;
+/// aqueduct's device code never does.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct AmdQueueV2 {
+    /// Fields up to `reserved5`.
+    pub queue: AmdQueue,
+    /// `scratch_last_used_index[MAX_NUM_XCC]`.
+    pub scratch_last_used_index: [ScratchLastUsedIndexXcc; MAX_NUM_XCC],
+    /// `aql_ib_active_packet`.
+    pub aql_ib_active_packet: u64,
+    /// `aql_ib_root_packet`.
+    pub aql_ib_root_packet: u64,
+    /// Padding to the 64-byte alignment (the C struct's implicit tail).
+    pub tail_padding: [u64; 6],
+}
+
+assert_layout!(AmdQueueV2, size = 2368, align = 64);
+assert_offsets!(
+    AmdQueueV2,
+    queue = 0,
+    scratch_last_used_index = 256,
+    aql_ib_active_packet = 2304,
+    aql_ib_root_packet = 2312,
+    tail_padding = 2320,
+);
+
+impl AmdQueue {
+    /// A zeroed descriptor with the invariant fields set: ring, doorbell,
+    /// `IS_PTR64`, and `read_dispatch_id_field_base_byte_offset`.
+    pub fn new(hsa_queue: HsaQueue) -> Self {
+        let mut q = Self::new_zeroed();
+        q.hsa_queue = hsa_queue;
+        q.queue_properties = AmdQueueProperties::IS_PTR64;
+        q.read_dispatch_id_field_base_byte_offset =
+            core::mem::offset_of!(AmdQueue, read_dispatch_id) as u32;
+        q
+    }
+
+    /// Packets reserved but not yet consumed.
+    pub fn pending(&self) -> u64 {
+        self.write_dispatch_id.wrapping_sub(self.read_dispatch_id)
+    }
+
+    /// Slot index of packet id `id` in the ring (size is a power of two).
+    pub fn slot_of(&self, id: u64) -> u64 {
+        id & u64::from(self.hsa_queue.size.wrapping_sub(1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hsa::{QueueFeatures, QueueType};
+
+    #[test]
+    fn new_queue_points_the_cp_at_read_dispatch_id() {
+        let q = AmdQueue::new(HsaQueue {
+            queue_type: QueueType::MULTI,
+            features: QueueFeatures::KERNEL_DISPATCH,
+            base_address: 0x1000,
+            doorbell_signal: SignalHandle(0x2000),
+            size: 256,
+            reserved1: 0,
+            id: 1,
+        });
+        assert_eq!(q.read_dispatch_id_field_base_byte_offset, 128);
+        assert!(q.queue_properties.contains(AmdQueueProperties::IS_PTR64));
+        assert_eq!(q.slot_of(257), 1);
+        let bytes = q.as_bytes();
+        assert_eq!(AmdQueue::read_from_bytes(bytes).unwrap(), q);
+        assert_eq!(&bytes[136..140], &128u32.to_le_bytes());
+    }
+}

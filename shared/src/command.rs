@@ -1,0 +1,674 @@
+//! aqueduct's command buffers: the in-memory program the device scheduler
+//! issues as AQL packets.
+//!
+//! # Shape
+//!
+//! A command buffer ([`CommandBufferHeader`]) is a set of basic blocks. Each
+//! block is a [`CommandBlockHeader`] followed, in the same allocation, by
+//! `command_count` fixed-size [`Command`]s (128 bytes, 64-byte aligned) and
+//! ends in a control command (branch, conditional branch or return).
+//! Commands are recorded straight into device memory by the host.
+//!
+//! # One work-item, one command
+//!
+//! The block-issue kernel runs one work-item per command, in any order. Each
+//! command therefore carries everything needed to produce its packets, with
+//! no look at any other command:
+//!
+//! - [`CommandHeader::packet_offset`] / [`CommandHeader::packet_count`]: the
+//!   command's packets are at `packet_base + packet_offset ..` of the range
+//!   the scheduler reserved in the execution queue for the block
+//!   ([`CommandBlockHeader::packet_count`] packets in all);
+//! - [`CommandHeader::kernarg_offset`]: its kernel arguments go at
+//!   `kernarg_base + kernarg_offset` of the block's kernarg reservation
+//!   ([`CommandBlockHeader::kernarg_size`] bytes in all, each command's part
+//!   16-byte aligned);
+//! - buffers are [`BufferRef`]s, resolved at issue time against the
+//!   submission's binding table or a queue-ordered allocation handle, so a
+//!   recording can be replayed with other buffers;
+//! - a dispatch names its kernel by a [`KernelInfo`] the device already holds.
+//!
+//! The issue kernel writes every packet body, then publishes each header with
+//! a release store; the doorbell may be rung before all headers are in place
+//! (AQL lets the processor wait for a slot's type to turn valid).
+//!
+//! Versioned by [`crate::ABI_VERSION`].
+
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+use crate::aql::FenceScope;
+use crate::hsa::SignalCondition;
+
+/// Bytes of every command.
+pub const COMMAND_SIZE: usize = 128;
+
+/// `b"AQCB"` little-endian: marks a [`CommandBufferHeader`].
+pub const COMMAND_BUFFER_MAGIC: u32 = u32::from_le_bytes(*b"AQCB");
+
+/// Alignment of each command's share of the kernarg reservation (AQL
+/// requires 16-byte-aligned kernarg segments).
+pub const KERNARG_ALIGN: u32 = 16;
+
+open_enum! {
+    /// What a [`BufferRef`] points through.
+    pub struct BufferRefKind(u32) {
+        /// `address` is the buffer's device address.
+        DIRECT = 0,
+        /// `address` is the device address of an [`AllocationHandle`] whose
+        /// `address` becomes valid when the queue-ordered allocation commits.
+        ALLOCATION = 1,
+        /// `slot` indexes the submission's binding table
+        /// ([`BindingTableEntry`]).
+        BINDING = 2,
+    }
+}
+
+/// A reference to a byte range of a buffer, resolved when the command issues:
+/// `base(kind) + offset .. + length`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct BufferRef {
+    /// How `address`/`slot` are read.
+    pub kind: BufferRefKind,
+    /// Binding table slot (kind `BINDING`); zero otherwise.
+    pub slot: u32,
+    /// Buffer address (`DIRECT`) or allocation handle address
+    /// (`ALLOCATION`); zero for `BINDING`.
+    pub address: u64,
+    /// Byte offset into the buffer.
+    pub offset: u64,
+    /// Byte length of the range.
+    pub length: u64,
+}
+
+assert_layout!(BufferRef, size = 32, align = 8);
+assert_offsets!(
+    BufferRef,
+    kind = 0,
+    slot = 4,
+    address = 8,
+    offset = 16,
+    length = 24
+);
+
+impl BufferRef {
+    pub const fn direct(address: u64, length: u64) -> Self {
+        Self {
+            kind: BufferRefKind::DIRECT,
+            slot: 0,
+            address,
+            offset: 0,
+            length,
+        }
+    }
+
+    pub const fn binding(slot: u32, offset: u64, length: u64) -> Self {
+        Self {
+            kind: BufferRefKind::BINDING,
+            slot,
+            address: 0,
+            offset,
+            length,
+        }
+    }
+
+    pub const fn allocation(handle: u64, offset: u64, length: u64) -> Self {
+        Self {
+            kind: BufferRefKind::ALLOCATION,
+            slot: 0,
+            address: handle,
+            offset,
+            length,
+        }
+    }
+}
+
+/// The device-side record of a queue-ordered allocation: `address` is zero
+/// until the allocation commits; commands referencing it issue only after.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct AllocationHandle {
+    /// Device address of the committed allocation, or 0.
+    pub address: u64,
+    /// Byte size of the allocation.
+    pub length: u64,
+}
+
+assert_layout!(AllocationHandle, size = 16, align = 8);
+assert_offsets!(AllocationHandle, address = 0, length = 8);
+
+/// One slot of a submission's binding table.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct BindingTableEntry {
+    /// Device address of the bound buffer.
+    pub address: u64,
+    /// Byte size of the bound range; a reference past it is a fault.
+    pub length: u64,
+}
+
+assert_layout!(BindingTableEntry, size = 16, align = 8);
+assert_offsets!(BindingTableEntry, address = 0, length = 8);
+
+/// What the device knows of a loaded kernel, in device memory: a dispatch
+/// command points at one. Built by the host from the code object's metadata
+/// and kernel descriptor when it loads the code object.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct KernelInfo {
+    /// Address of the kernel descriptor (the packet's `kernel_object`).
+    pub kernel_object: u64,
+    /// Kernarg segment size in bytes (`.kernarg_segment_size`).
+    pub kernarg_size: u32,
+    /// Kernarg segment alignment (`.kernarg_segment_align`, at least 16).
+    pub kernarg_alignment: u32,
+    /// Static LDS bytes (`.group_segment_fixed_size`).
+    pub group_segment_size: u32,
+    /// Scratch bytes per work-item (`.private_segment_fixed_size`).
+    pub private_segment_size: u32,
+    /// Required workgroup size (`.reqd_workgroup_size`), or zeros.
+    pub required_workgroup_size: [u16; 3],
+    /// Wavefront size, 32 or 64.
+    pub wavefront_size: u16,
+    /// Host-assigned id for tracing (index in the loaded kernel table).
+    pub trace_id: u64,
+    pub reserved: [u64; 3],
+}
+
+assert_layout!(KernelInfo, size = 64, align = 64);
+assert_offsets!(
+    KernelInfo,
+    kernel_object = 0,
+    kernarg_size = 8,
+    kernarg_alignment = 12,
+    group_segment_size = 16,
+    private_segment_size = 20,
+    required_workgroup_size = 24,
+    wavefront_size = 30,
+    trace_id = 32,
+    reserved = 40,
+);
+
+/// The whole command buffer, at the address a submission names.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct CommandBufferHeader {
+    /// [`COMMAND_BUFFER_MAGIC`]; anything else is refused.
+    pub magic: u32,
+    /// [`crate::ABI_VERSION`] of the recorder; a mismatch is refused.
+    pub abi_version: u32,
+    /// Number of blocks.
+    pub block_count: u32,
+    /// Index of the block execution starts at.
+    pub entry_block: u32,
+    /// Binding table slots the commands use (the submission must bind at
+    /// least this many).
+    pub binding_count: u32,
+    /// Largest `packet_count` of any block: what the scheduler must be able
+    /// to reserve in one go.
+    pub max_block_packet_count: u32,
+    /// Largest `kernarg_size` of any block.
+    pub max_block_kernarg_size: u32,
+    pub reserved0: u32,
+    /// Device address of `[u64; block_count]`: each block's address.
+    pub blocks: u64,
+    pub reserved: [u64; 3],
+}
+
+assert_layout!(CommandBufferHeader, size = 64, align = 64);
+assert_offsets!(
+    CommandBufferHeader,
+    magic = 0,
+    abi_version = 4,
+    block_count = 8,
+    entry_block = 12,
+    binding_count = 16,
+    max_block_packet_count = 20,
+    max_block_kernarg_size = 24,
+    reserved0 = 28,
+    blocks = 32,
+    reserved = 40,
+);
+
+/// A basic block; its commands follow it directly in memory (command `i` at
+/// `block + 64 + 128 * i`).
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct CommandBlockHeader {
+    /// This block's index in the command buffer.
+    pub block_index: u32,
+    /// Commands in the block, the last one a control command.
+    pub command_count: u32,
+    /// AQL packets the block's commands emit in all (the sum of their
+    /// `packet_count`s): the range the scheduler reserves.
+    pub packet_count: u32,
+    /// Kernarg bytes the block's commands need in all.
+    pub kernarg_size: u32,
+    pub reserved: [u64; 6],
+}
+
+assert_layout!(CommandBlockHeader, size = 64, align = 64);
+assert_offsets!(
+    CommandBlockHeader,
+    block_index = 0,
+    command_count = 4,
+    packet_count = 8,
+    kernarg_size = 12,
+    reserved = 16,
+);
+
+open_enum! {
+    /// A command's kind. Zero is never valid, so zeroed memory is refused.
+    pub struct CommandOpcode(u8) {
+        /// [`DispatchCommand`].
+        DISPATCH = 1,
+        /// [`FillCommand`].
+        FILL = 2,
+        /// [`CopyCommand`].
+        COPY = 3,
+        /// [`UpdateCommand`].
+        UPDATE = 4,
+        /// [`BarrierCommand`].
+        BARRIER = 5,
+        /// [`BranchCommand`].
+        BRANCH = 6,
+        /// [`CondBranchCommand`].
+        COND_BRANCH = 7,
+        /// [`ReturnCommand`].
+        RETURN = 8,
+    }
+}
+
+flags_type! {
+    /// Flags common to every command.
+    pub struct CommandFlags: u8 {
+        /// Set the AQL barrier bit on the command's first packet: it starts
+        /// only after every earlier packet of the queue completed.
+        const BARRIER = 1 << 0;
+    }
+}
+
+/// The first 16 bytes of every command.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct CommandHeader {
+    pub opcode: CommandOpcode,
+    pub flags: CommandFlags,
+    /// Acquire fence scope of the command's first packet.
+    pub acquire_scope: FenceScope,
+    /// Release fence scope of the command's last packet.
+    pub release_scope: FenceScope,
+    /// Index of the command's first packet within the block's reserved
+    /// packet range.
+    pub packet_offset: u32,
+    /// Packets the command emits: 1 for most, 2 for an indirect-dynamic
+    /// dispatch (the patch dispatch, then the dispatch).
+    pub packet_count: u16,
+    pub reserved: u16,
+    /// Byte offset of the command's kernel arguments within the block's
+    /// kernarg reservation; a multiple of [`KERNARG_ALIGN`].
+    pub kernarg_offset: u32,
+}
+
+assert_layout!(CommandHeader, size = 16, align = 4);
+assert_offsets!(
+    CommandHeader,
+    opcode = 0,
+    flags = 1,
+    acquire_scope = 2,
+    release_scope = 3,
+    packet_offset = 4,
+    packet_count = 8,
+    reserved = 10,
+    kernarg_offset = 12,
+);
+
+/// Any command, before its opcode is looked at.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct Command {
+    pub header: CommandHeader,
+    /// Bytes 16..128, laid out by the opcode's command type.
+    pub payload: [u8; COMMAND_SIZE - 16],
+}
+
+assert_layout!(Command, size = COMMAND_SIZE, align = 64);
+
+flags_type! {
+    /// [`DispatchCommand::dispatch_flags`].
+    pub struct DispatchFlags: u16 {
+        /// The workgroup count is read from `workgroup_count_ref` when the
+        /// command issues (its contents are final by then).
+        const INDIRECT_STATIC = 1 << 0;
+        /// The workgroup count is produced by earlier work in the same
+        /// queue: the command emits a patch dispatch that reads it and fills
+        /// in the real dispatch packet just before it runs.
+        const INDIRECT_DYNAMIC = 1 << 1;
+    }
+}
+
+/// A binding the issue kernel resolves and writes into the kernel
+/// arguments: the device address of `buffer` (8 bytes) at `kernarg_offset`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct BindingPatch {
+    pub buffer: BufferRef,
+    /// Byte offset in the kernarg segment, 8-byte aligned.
+    pub kernarg_offset: u32,
+    pub reserved: u32,
+}
+
+assert_layout!(BindingPatch, size = 40, align = 8);
+assert_offsets!(BindingPatch, buffer = 0, kernarg_offset = 32, reserved = 36);
+
+/// Launch a kernel: one kernel dispatch packet (two when
+/// `INDIRECT_DYNAMIC`).
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct DispatchCommand {
+    pub header: CommandHeader,
+    /// Device address of the kernel's [`KernelInfo`].
+    pub kernel: u64,
+    pub dispatch_flags: DispatchFlags,
+    /// Workgroup size per dimension.
+    pub workgroup_size: [u16; 3],
+    /// Workgroups per dimension (direct dispatches); the grid is
+    /// `workgroup_count * workgroup_size`.
+    pub workgroup_count: [u32; 3],
+    /// LDS bytes added to the kernel's static group segment.
+    pub dynamic_group_segment_size: u32,
+    /// Device address of the kernarg template: `kernarg_size` bytes copied to
+    /// the command's kernarg slot before the bindings are patched in.
+    pub kernarg_template: u64,
+    /// Bytes of kernel arguments (the kernel's `kernarg_size`).
+    pub kernarg_size: u32,
+    /// Entries at `bindings`.
+    pub binding_count: u16,
+    /// Grid dimensions, 1..=3 (the packet's setup).
+    pub dimensions: u8,
+    pub reserved0: u8,
+    /// Device address of `[BindingPatch; binding_count]`.
+    pub bindings: u64,
+    /// Where an indirect dispatch reads its `[u32; 3]` workgroup count.
+    pub workgroup_count_ref: BufferRef,
+    pub reserved: [u64; 3],
+}
+
+assert_layout!(DispatchCommand, size = COMMAND_SIZE, align = 64);
+assert_offsets!(
+    DispatchCommand,
+    header = 0,
+    kernel = 16,
+    dispatch_flags = 24,
+    workgroup_size = 26,
+    workgroup_count = 32,
+    dynamic_group_segment_size = 44,
+    kernarg_template = 48,
+    kernarg_size = 56,
+    binding_count = 60,
+    dimensions = 62,
+    reserved0 = 63,
+    bindings = 64,
+    workgroup_count_ref = 72,
+    reserved = 104,
+);
+
+/// Fill `target` with a repeating pattern of 1, 2, 4, 8 or 16 bytes: one
+/// dispatch of the device library's fill kernel.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct FillCommand {
+    pub header: CommandHeader,
+    /// The range filled (`length` bytes, a multiple of `pattern_length`).
+    pub target: BufferRef,
+    /// The pattern, in its first `pattern_length` bytes.
+    pub pattern: [u8; 16],
+    /// 1, 2, 4, 8 or 16.
+    pub pattern_length: u8,
+    pub reserved0: [u8; 7],
+    pub reserved: [u64; 7],
+}
+
+assert_layout!(FillCommand, size = COMMAND_SIZE, align = 64);
+assert_offsets!(
+    FillCommand,
+    header = 0,
+    target = 16,
+    pattern = 48,
+    pattern_length = 64,
+    reserved0 = 65,
+    reserved = 72,
+);
+
+/// Copy `source` to `target` (equal lengths, any alignment): one dispatch of
+/// the copy kernel.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct CopyCommand {
+    pub header: CommandHeader,
+    pub source: BufferRef,
+    pub target: BufferRef,
+    pub reserved: [u64; 6],
+}
+
+assert_layout!(CopyCommand, size = COMMAND_SIZE, align = 64);
+assert_offsets!(
+    CopyCommand,
+    header = 0,
+    source = 16,
+    target = 48,
+    reserved = 80
+);
+
+/// Write inline data, recorded with the command buffer, to `target`: one
+/// dispatch of the copy kernel.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct UpdateCommand {
+    pub header: CommandHeader,
+    /// Device address of the data, in the command buffer's own storage
+    /// (`target.length` bytes).
+    pub source_data: u64,
+    pub target: BufferRef,
+    pub reserved: [u64; 9],
+}
+
+assert_layout!(UpdateCommand, size = COMMAND_SIZE, align = 64);
+assert_offsets!(
+    UpdateCommand,
+    header = 0,
+    source_data = 16,
+    target = 24,
+    reserved = 56
+);
+
+/// An execution barrier: one barrier-AND packet without dependencies, with
+/// the barrier bit and the header's fence scopes.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct BarrierCommand {
+    pub header: CommandHeader,
+    pub reserved: [u64; 14],
+}
+
+assert_layout!(BarrierCommand, size = COMMAND_SIZE, align = 64);
+
+/// Continue with another block. Issues one packet: the scheduler's
+/// continuation dispatch (barrier bit set), which issues `target_block`.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct BranchCommand {
+    pub header: CommandHeader,
+    pub target_block: u32,
+    pub reserved0: u32,
+    pub reserved: [u64; 13],
+}
+
+assert_layout!(BranchCommand, size = COMMAND_SIZE, align = 64);
+assert_offsets!(
+    BranchCommand,
+    header = 0,
+    target_block = 16,
+    reserved0 = 20,
+    reserved = 24
+);
+
+/// Continue with `true_block` if `(u64 at condition) cond value` holds when
+/// the continuation runs, else with `false_block`.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct CondBranchCommand {
+    pub header: CommandHeader,
+    /// An 8-byte range holding the value compared (as `i64`).
+    pub condition: BufferRef,
+    pub cond: SignalCondition,
+    pub reserved0: u32,
+    pub value: i64,
+    pub true_block: u32,
+    pub false_block: u32,
+    pub reserved: [u64; 7],
+}
+
+assert_layout!(CondBranchCommand, size = COMMAND_SIZE, align = 64);
+assert_offsets!(
+    CondBranchCommand,
+    header = 0,
+    condition = 16,
+    cond = 48,
+    reserved0 = 52,
+    value = 56,
+    true_block = 64,
+    false_block = 68,
+    reserved = 72,
+);
+
+/// End of the command buffer: one packet, the scheduler's retire dispatch
+/// (barrier bit set), which completes the submission.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct ReturnCommand {
+    pub header: CommandHeader,
+    pub reserved: [u64; 14],
+}
+
+assert_layout!(ReturnCommand, size = COMMAND_SIZE, align = 64);
+
+/// A command viewed by its opcode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CommandView<'a> {
+    Dispatch(&'a DispatchCommand),
+    Fill(&'a FillCommand),
+    Copy(&'a CopyCommand),
+    Update(&'a UpdateCommand),
+    Barrier(&'a BarrierCommand),
+    Branch(&'a BranchCommand),
+    CondBranch(&'a CondBranchCommand),
+    Return(&'a ReturnCommand),
+}
+
+impl Command {
+    /// The typed view for the opcode; `Err(opcode)` for an unknown one.
+    pub fn view(&self) -> Result<CommandView<'_>, CommandOpcode> {
+        Ok(match self.header.opcode {
+            CommandOpcode::DISPATCH => CommandView::Dispatch(zerocopy::transmute_ref!(self)),
+            CommandOpcode::FILL => CommandView::Fill(zerocopy::transmute_ref!(self)),
+            CommandOpcode::COPY => CommandView::Copy(zerocopy::transmute_ref!(self)),
+            CommandOpcode::UPDATE => CommandView::Update(zerocopy::transmute_ref!(self)),
+            CommandOpcode::BARRIER => CommandView::Barrier(zerocopy::transmute_ref!(self)),
+            CommandOpcode::BRANCH => CommandView::Branch(zerocopy::transmute_ref!(self)),
+            CommandOpcode::COND_BRANCH => CommandView::CondBranch(zerocopy::transmute_ref!(self)),
+            CommandOpcode::RETURN => CommandView::Return(zerocopy::transmute_ref!(self)),
+            other => return Err(other),
+        })
+    }
+
+    /// Whether the command ends a block.
+    pub fn is_control(&self) -> bool {
+        matches!(
+            self.header.opcode,
+            CommandOpcode::BRANCH | CommandOpcode::COND_BRANCH | CommandOpcode::RETURN
+        )
+    }
+}
+
+macro_rules! into_command {
+    ($($ty:ty),+) => {$(
+        impl From<$ty> for Command {
+            fn from(c: $ty) -> Self {
+                zerocopy::transmute!(c)
+            }
+        }
+    )+};
+}
+
+into_command!(
+    DispatchCommand,
+    FillCommand,
+    CopyCommand,
+    UpdateCommand,
+    BarrierCommand,
+    BranchCommand,
+    CondBranchCommand,
+    ReturnCommand
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zerocopy::FromZeros;
+
+    fn header(opcode: CommandOpcode) -> CommandHeader {
+        CommandHeader {
+            opcode,
+            flags: CommandFlags::BARRIER,
+            acquire_scope: FenceScope::AGENT,
+            release_scope: FenceScope::SYSTEM,
+            packet_offset: 3,
+            packet_count: 1,
+            reserved: 0,
+            kernarg_offset: 48,
+        }
+    }
+
+    #[test]
+    fn commands_round_trip_and_view_by_opcode() {
+        let mut d = DispatchCommand::new_zeroed();
+        d.header = header(CommandOpcode::DISPATCH);
+        d.kernel = 0x7000_0040;
+        d.workgroup_count = [10, 2, 1];
+        d.workgroup_size = [64, 1, 1];
+        d.dimensions = 2;
+        d.dispatch_flags = DispatchFlags::INDIRECT_STATIC;
+        d.workgroup_count_ref = BufferRef::binding(4, 16, 12);
+        let c = Command::from(d);
+        assert_eq!(c.as_bytes(), d.as_bytes());
+        assert_eq!(c.view(), Ok(CommandView::Dispatch(&d)));
+        assert!(!c.is_control());
+        assert_eq!(
+            &c.as_bytes()[72..76],
+            &2u32.to_le_bytes(),
+            "BINDING kind at 72"
+        );
+
+        let mut f = FillCommand::new_zeroed();
+        f.header = header(CommandOpcode::FILL);
+        f.target = BufferRef::direct(0x9000, 4096);
+        f.pattern[..4].copy_from_slice(&0xdead_beefu32.to_le_bytes());
+        f.pattern_length = 4;
+        let c = Command::from(f);
+        assert_eq!(c.view(), Ok(CommandView::Fill(&f)));
+        assert_eq!(Command::read_from_bytes(c.as_bytes()).unwrap(), c);
+
+        let mut r = ReturnCommand::new_zeroed();
+        r.header = header(CommandOpcode::RETURN);
+        assert!(Command::from(r).is_control());
+
+        let zeroed = Command::new_zeroed();
+        assert_eq!(zeroed.view(), Err(CommandOpcode(0)));
+    }
+
+    #[test]
+    fn magic_spells_aqcb() {
+        assert_eq!(&COMMAND_BUFFER_MAGIC.to_le_bytes(), b"AQCB");
+    }
+}

@@ -1,0 +1,162 @@
+//! Mirrors of the core HSA types in `hsa.h`: the signal handle, the user-mode
+//! queue and the enumerations stored inside them.
+
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+/// `hsa_signal_t`: an opaque 64-bit handle. On ROCr (and in aqueduct's
+/// simulator) it is the address of the signal's [`AmdSignal`] in memory both
+/// the host and the agents can reach; the null handle (0) means "no signal".
+///
+/// Newer ROCr may set hint bits in the low bits of a handle (below the
+/// signal's alignment); [`SignalHandle::address`] strips them.
+///
+/// [`AmdSignal`]: crate::amd_signal::AmdSignal
+#[repr(transparent)]
+#[derive(
+    Clone, Copy, PartialEq, Eq, Hash, Default, Debug, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+pub struct SignalHandle(pub u64);
+
+impl SignalHandle {
+    /// The null handle: no signal.
+    pub const NULL: Self = Self(0);
+
+    pub const fn is_null(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The address of the `amd_signal_t` this handle names, with ROCr's
+    /// handle hint bits removed (see [`crate::amd_signal::hint`]).
+    pub const fn address(self) -> u64 {
+        self.0 & !crate::amd_signal::hint::mask_of(self.0)
+    }
+}
+
+assert_layout!(SignalHandle, size = 8, align = 8);
+
+open_enum! {
+    /// `hsa_queue_type32_t` (`hsa_queue_type_t`): who may submit to a queue.
+    pub struct QueueType(u32) {
+        /// `HSA_QUEUE_TYPE_MULTI`: any number of producers.
+        MULTI = 0,
+        /// `HSA_QUEUE_TYPE_SINGLE`: one producer at a time.
+        SINGLE = 1,
+        /// `HSA_QUEUE_TYPE_COOPERATIVE`: multiple producers, shared among
+        /// agents (ROCr's cooperative queue).
+        COOPERATIVE = 2,
+    }
+}
+
+flags_type! {
+    /// `hsa_queue_feature_t` bits in `hsa_queue_t::features`.
+    pub struct QueueFeatures: u32 {
+        /// `HSA_QUEUE_FEATURE_KERNEL_DISPATCH`.
+        const KERNEL_DISPATCH = 1;
+        /// `HSA_QUEUE_FEATURE_AGENT_DISPATCH`.
+        const AGENT_DISPATCH = 2;
+    }
+}
+
+open_enum! {
+    /// `hsa_signal_condition32_t` (`hsa_signal_condition_t`): the comparison
+    /// of a signal wait or an AMD barrier-value packet.
+    pub struct SignalCondition(u32) {
+        /// `HSA_SIGNAL_CONDITION_EQ`.
+        EQ = 0,
+        /// `HSA_SIGNAL_CONDITION_NE`.
+        NE = 1,
+        /// `HSA_SIGNAL_CONDITION_LT`.
+        LT = 2,
+        /// `HSA_SIGNAL_CONDITION_GTE`.
+        GTE = 3,
+    }
+}
+
+impl SignalCondition {
+    /// Whether `value` satisfies this condition against `compare`; `None`
+    /// for a value that is not one of the four conditions.
+    pub const fn holds(self, value: i64, compare: i64) -> Option<bool> {
+        match self.0 {
+            0 => Some(value == compare),
+            1 => Some(value != compare),
+            2 => Some(value < compare),
+            3 => Some(value >= compare),
+            _ => None,
+        }
+    }
+}
+
+/// `hsa_queue_t`: the architected part of a user-mode queue. ROCr embeds it
+/// at offset 0 of [`AmdQueue`](crate::amd_queue::AmdQueue).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct HsaQueue {
+    /// `type`: [`QueueType`].
+    pub queue_type: QueueType,
+    /// `features`: [`QueueFeatures`].
+    pub features: QueueFeatures,
+    /// `base_address` (`void*`): the ring of `size` 64-byte packets, aligned
+    /// to the ring's size in bytes.
+    pub base_address: u64,
+    /// `doorbell_signal`: written with the packet id after publishing packets.
+    pub doorbell_signal: SignalHandle,
+    /// `size`: ring capacity in packets, a power of two.
+    pub size: u32,
+    /// `reserved1`.
+    pub reserved1: u32,
+    /// `id`: queue identifier, unique over the application's lifetime.
+    pub id: u64,
+}
+
+assert_layout!(HsaQueue, size = 40, align = 8);
+assert_offsets!(
+    HsaQueue,
+    queue_type = 0,
+    features = 4,
+    base_address = 8,
+    doorbell_signal = 16,
+    size = 24,
+    reserved1 = 28,
+    id = 32,
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conditions_compare_like_hsa() {
+        assert_eq!(SignalCondition::EQ.holds(3, 3), Some(true));
+        assert_eq!(SignalCondition::NE.holds(3, 3), Some(false));
+        assert_eq!(SignalCondition::LT.holds(-1, 0), Some(true));
+        assert_eq!(SignalCondition::GTE.holds(0, 0), Some(true));
+        assert_eq!(SignalCondition(9).holds(0, 0), None);
+    }
+
+    #[test]
+    fn unknown_values_are_representable() {
+        let q = QueueType(77);
+        assert_eq!(q.name(), None);
+        assert_eq!(format!("{q:?}"), "QueueType(77)");
+        assert_eq!(format!("{:?}", QueueType::SINGLE), "QueueType::SINGLE");
+        let f = QueueFeatures::from_bits_retain(0x8000_0001);
+        assert!(f.contains(QueueFeatures::KERNEL_DISPATCH));
+        assert_eq!(f.bits(), 0x8000_0001);
+    }
+
+    #[test]
+    fn queue_round_trips_through_bytes() {
+        let q = HsaQueue {
+            queue_type: QueueType::MULTI,
+            features: QueueFeatures::KERNEL_DISPATCH | QueueFeatures::AGENT_DISPATCH,
+            base_address: 0x7f00_0000_1000,
+            doorbell_signal: SignalHandle(0x7f00_0000_2040),
+            size: 4096,
+            reserved1: 0,
+            id: 7,
+        };
+        let bytes = q.as_bytes();
+        assert_eq!(&bytes[24..28], &4096u32.to_le_bytes());
+        assert_eq!(HsaQueue::read_from_bytes(bytes).unwrap(), q);
+    }
+}
