@@ -5,11 +5,11 @@
 //! # Versions
 //!
 //! [`AmdQueue`] follows the first 256 bytes of the newest ROCr layout,
-//! `amd_queue_v2_t` (ROCm 7 and later), which is what ROCr allocates for every
-//! queue; [`AmdQueueV2`] adds its tail. Older headers differ only in names of
+//! `amd_queue_v2_t` (rocm-systems, 2025 on), which is what ROCr allocates for
+//! every queue; [`AmdQueueV2`] adds its tail. Older headers differ only in names of
 //! bytes they reserve:
 //!
-//! | bytes   | newest (`amd_queue_v2_t`)          | ROCm 5.x `amd_queue_t` |
+//! | bytes   | newest (`amd_queue_v2_t`)          | ROCm 5.2 `amd_queue_t` (Debian) |
 //! |---------|------------------------------------|------------------------|
 //! | 40..44  | `caps`                             | `reserved1[0]`         |
 //! | 184..192| `scratch_max_use_index`            | `reserved3[2]`         |
@@ -68,7 +68,7 @@ pub struct AmdQueue {
     /// `hsa_queue`: the architected queue; an `hsa_queue_t*` handed to the
     /// application is the address of this field, hence of the whole struct.
     pub hsa_queue: HsaQueue,
-    /// `caps`: [`AmdQueueCaps`] (`reserved1[0]` before ROCm 6).
+    /// `caps`: [`AmdQueueCaps`] (`reserved1[0]` in older headers).
     pub caps: AmdQueueCaps,
     /// `reserved1[3]`.
     pub reserved1: [u32; 3],
@@ -178,6 +178,7 @@ pub struct ScratchLastUsedIndexXcc {
 }
 
 assert_layout!(ScratchLastUsedIndexXcc, size = 16, align = 8);
+assert_offsets!(ScratchLastUsedIndexXcc, main = 0, alt = 8);
 
 /// The whole `amd_queue_v2_t`: [`AmdQueue`] followed by the per-XCC scratch
 /// indices and the AQL indirect-buffer state of the newest ROCr. The CP reads

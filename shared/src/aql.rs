@@ -152,6 +152,7 @@ pub struct AqlPacket {
 }
 
 assert_layout!(AqlPacket, size = 64, align = 64);
+assert_offsets!(AqlPacket, header = 0, body = 2);
 
 /// `hsa_kernel_dispatch_packet_t`.
 #[repr(C)]

@@ -333,6 +333,7 @@ pub struct Command {
 }
 
 assert_layout!(Command, size = COMMAND_SIZE, align = 64);
+assert_offsets!(Command, header = 0, payload = 16);
 
 flags_type! {
     /// [`DispatchCommand::dispatch_flags`].
@@ -492,6 +493,7 @@ pub struct BarrierCommand {
 }
 
 assert_layout!(BarrierCommand, size = COMMAND_SIZE, align = 64);
+assert_offsets!(BarrierCommand, header = 0, reserved = 16);
 
 /// Continue with another block. Issues one packet: the scheduler's
 /// continuation dispatch (barrier bit set), which issues `target_block`.
@@ -552,6 +554,7 @@ pub struct ReturnCommand {
 }
 
 assert_layout!(ReturnCommand, size = COMMAND_SIZE, align = 64);
+assert_offsets!(ReturnCommand, header = 0, reserved = 16);
 
 /// A command viewed by its opcode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -66,6 +66,14 @@ const_assert_eq!(
     56
 );
 const_assert_eq!(core::mem::offset_of!(KernelDescriptor, kernarg_preload), 58);
+assert_offsets!(
+    KernelDescriptor,
+    group_segment_fixed_size = 0,
+    private_segment_fixed_size = 4,
+    reserved0 = 12,
+    reserved1 = 24,
+    reserved2 = 60,
+);
 
 /// Which generation's bit assignments apply to the descriptor's registers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
