@@ -1,0 +1,354 @@
+//! HSA agents: the CPU and GPU devices the runtime reports, and their
+//! properties, read once at enumeration.
+
+use std::ffi::c_void;
+
+use crate::error::Result;
+use crate::hsa::System;
+use crate::hsa::ffi::{self, Status};
+
+/// `hsa_device_type_t`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AgentKind {
+    Cpu,
+    Gpu,
+    Dsp,
+    Other(u32),
+}
+
+/// PCI location, from `HSA_AMD_AGENT_INFO_DOMAIN` and `_BDFID`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct PciAddress {
+    pub domain: u32,
+    pub bus: u8,
+    pub device: u8,
+    pub function: u8,
+}
+
+impl PciAddress {
+    /// Splits ROCr's BDF id: bus in bits 8..16, device 3..8, function 0..3.
+    pub fn from_bdfid(domain: u32, bdfid: u32) -> Self {
+        Self {
+            domain,
+            bus: ((bdfid >> 8) & 0xff) as u8,
+            device: ((bdfid >> 3) & 0x1f) as u8,
+            function: (bdfid & 0x7) as u8,
+        }
+    }
+}
+
+impl std::fmt::Display for PciAddress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:04x}:{:02x}:{:02x}.{}",
+            self.domain, self.bus, self.device, self.function
+        )
+    }
+}
+
+/// What a GPU agent reports beyond the common properties.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct GpuInfo {
+    /// ISA name, e.g. `amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-`.
+    pub isa: String,
+    pub compute_units: u32,
+    pub simds_per_cu: u32,
+    pub max_waves_per_cu: u32,
+    /// LDS bytes per workgroup (the agent's group-segment pool).
+    pub lds_size: u64,
+    /// PCI device id (`HSA_AMD_AGENT_INFO_CHIP_ID`), e.g. 0x74a1 for MI300X.
+    pub chip_id: u32,
+    pub pci: PciAddress,
+    /// `GPU-<16 hex digits>`, stable across reboots.
+    pub uuid: String,
+    /// Marketing name, e.g. `AMD Instinct MI300X`.
+    pub product_name: String,
+    pub max_clock_mhz: u32,
+    pub cacheline_size: u32,
+}
+
+/// Properties of one agent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentInfo {
+    pub kind: AgentKind,
+    /// `HSA_AGENT_INFO_NAME`: the gfx name for GPUs (`gfx942`), the CPU's
+    /// name otherwise.
+    pub name: String,
+    pub vendor: String,
+    /// KFD node id.
+    pub node: u32,
+    pub wavefront_size: u32,
+    pub workgroup_max_dim: [u16; 3],
+    pub workgroup_max_size: u32,
+    pub grid_max_dim: [u32; 3],
+    pub grid_max_size: u32,
+    pub queues_max: u32,
+    pub queue_min_size: u32,
+    pub queue_max_size: u32,
+    /// GPU-only properties (`None` for CPU agents).
+    pub gpu: Option<GpuInfo>,
+}
+
+/// One agent of a [`System`].
+#[derive(Clone)]
+pub struct Agent {
+    system: System,
+    handle: ffi::Agent,
+    info: AgentInfo,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("handle", &self.handle)
+            .field("info", &self.info)
+            .finish()
+    }
+}
+
+impl Agent {
+    pub fn info(&self) -> &AgentInfo {
+        &self.info
+    }
+
+    pub fn handle(&self) -> ffi::Agent {
+        self.handle
+    }
+
+    pub fn system(&self) -> &System {
+        &self.system
+    }
+
+    pub fn is_gpu(&self) -> bool {
+        self.info.kind == AgentKind::Gpu
+    }
+}
+
+/// Collects handles from an HSA iteration callback.
+unsafe extern "C" fn push_handle<H>(handle: H, data: *mut c_void) -> Status {
+    // SAFETY: `data` is the `&mut Vec<H>` the iterating function passed in,
+    // alive for the whole (synchronous) iteration.
+    let out = unsafe { &mut *data.cast::<Vec<H>>() };
+    out.push(handle);
+    ffi::HSA_STATUS_SUCCESS
+}
+
+impl System {
+    /// Every agent, in the runtime's order (CPUs and GPUs).
+    pub fn agents(&self) -> Result<Vec<Agent>> {
+        let mut handles: Vec<ffi::Agent> = Vec::new();
+        // SAFETY: the callback only pushes into `handles`, which outlives
+        // the call; HSA is initialised while `self` lives.
+        let status = unsafe {
+            (self.api().hsa_iterate_agents)(push_handle::<ffi::Agent>, (&raw mut handles).cast())
+        };
+        self.check("hsa_iterate_agents", status)?;
+        handles
+            .into_iter()
+            .map(|handle| {
+                Ok(Agent {
+                    system: self.clone(),
+                    handle,
+                    info: self.agent_info(handle)?,
+                })
+            })
+            .collect()
+    }
+
+    /// The GPU agents, in the runtime's order (ordinals of device strings
+    /// count these).
+    pub fn gpus(&self) -> Result<Vec<Agent>> {
+        Ok(self.agents()?.into_iter().filter(Agent::is_gpu).collect())
+    }
+
+    /// Reads a fixed-size attribute.
+    fn get<T: Copy + Default>(
+        &self,
+        agent: ffi::Agent,
+        attribute: u32,
+        call: &'static str,
+    ) -> Result<T> {
+        let mut value = T::default();
+        // SAFETY: `attribute` is one whose C type is `T` (each caller pairs
+        // them per hsa.h / hsa_ext_amd.h); HSA writes exactly that many bytes.
+        let status =
+            unsafe { (self.api().hsa_agent_get_info)(agent, attribute, (&raw mut value).cast()) };
+        self.check(call, status)?;
+        Ok(value)
+    }
+
+    /// Reads a `char[N]` attribute as a string.
+    fn get_string<const N: usize>(
+        &self,
+        agent: ffi::Agent,
+        attribute: u32,
+        call: &'static str,
+    ) -> Result<String> {
+        let bytes: [u8; N] = self.get_array(agent, attribute, call)?;
+        let end = bytes.iter().position(|&b| b == 0).unwrap_or(N);
+        Ok(String::from_utf8_lossy(&bytes[..end]).trim().to_string())
+    }
+
+    fn get_array<const N: usize>(
+        &self,
+        agent: ffi::Agent,
+        attribute: u32,
+        call: &'static str,
+    ) -> Result<[u8; N]> {
+        let mut value = [0u8; N];
+        // SAFETY: the attribute's C type is `char[N]` (checked per call
+        // site against the headers).
+        let status =
+            unsafe { (self.api().hsa_agent_get_info)(agent, attribute, value.as_mut_ptr().cast()) };
+        self.check(call, status)?;
+        Ok(value)
+    }
+
+    fn agent_info(&self, agent: ffi::Agent) -> Result<AgentInfo> {
+        const CALL: &str = "hsa_agent_get_info";
+        let kind = match self.get::<u32>(agent, ffi::HSA_AGENT_INFO_DEVICE, CALL)? {
+            ffi::HSA_DEVICE_TYPE_CPU => AgentKind::Cpu,
+            ffi::HSA_DEVICE_TYPE_GPU => AgentKind::Gpu,
+            ffi::HSA_DEVICE_TYPE_DSP => AgentKind::Dsp,
+            other => AgentKind::Other(other),
+        };
+        let mut info = AgentInfo {
+            kind,
+            name: self.get_string::<64>(agent, ffi::HSA_AGENT_INFO_NAME, CALL)?,
+            vendor: self.get_string::<64>(agent, ffi::HSA_AGENT_INFO_VENDOR_NAME, CALL)?,
+            node: self.get(agent, ffi::HSA_AGENT_INFO_NODE, CALL)?,
+            wavefront_size: 0,
+            workgroup_max_dim: [0; 3],
+            workgroup_max_size: 0,
+            grid_max_dim: [0; 3],
+            grid_max_size: 0,
+            queues_max: 0,
+            queue_min_size: 0,
+            queue_max_size: 0,
+            gpu: None,
+        };
+        if kind != AgentKind::Gpu {
+            return Ok(info);
+        }
+        info.wavefront_size = self.get(agent, ffi::HSA_AGENT_INFO_WAVEFRONT_SIZE, CALL)?;
+        info.workgroup_max_dim = self.get(agent, ffi::HSA_AGENT_INFO_WORKGROUP_MAX_DIM, CALL)?;
+        info.workgroup_max_size = self.get(agent, ffi::HSA_AGENT_INFO_WORKGROUP_MAX_SIZE, CALL)?;
+        info.grid_max_dim = self.get(agent, ffi::HSA_AGENT_INFO_GRID_MAX_DIM, CALL)?;
+        info.grid_max_size = self.get(agent, ffi::HSA_AGENT_INFO_GRID_MAX_SIZE, CALL)?;
+        info.queues_max = self.get(agent, ffi::HSA_AGENT_INFO_QUEUES_MAX, CALL)?;
+        info.queue_min_size = self.get(agent, ffi::HSA_AGENT_INFO_QUEUE_MIN_SIZE, CALL)?;
+        info.queue_max_size = self.get(agent, ffi::HSA_AGENT_INFO_QUEUE_MAX_SIZE, CALL)?;
+        let bdfid: u32 = self.get(agent, ffi::HSA_AMD_AGENT_INFO_BDFID, CALL)?;
+        let domain: u32 = self.get(agent, ffi::HSA_AMD_AGENT_INFO_DOMAIN, CALL)?;
+        info.gpu = Some(GpuInfo {
+            isa: self.isa_name(agent)?,
+            compute_units: self.get(agent, ffi::HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT, CALL)?,
+            simds_per_cu: self.get(agent, ffi::HSA_AMD_AGENT_INFO_NUM_SIMDS_PER_CU, CALL)?,
+            max_waves_per_cu: self.get(agent, ffi::HSA_AMD_AGENT_INFO_MAX_WAVES_PER_CU, CALL)?,
+            lds_size: self.group_segment_size(agent)?,
+            chip_id: self.get(agent, ffi::HSA_AMD_AGENT_INFO_CHIP_ID, CALL)?,
+            pci: PciAddress::from_bdfid(domain, bdfid),
+            uuid: self.get_string::<21>(agent, ffi::HSA_AMD_AGENT_INFO_UUID, CALL)?,
+            product_name: self.get_string::<64>(
+                agent,
+                ffi::HSA_AMD_AGENT_INFO_PRODUCT_NAME,
+                CALL,
+            )?,
+            max_clock_mhz: self.get(agent, ffi::HSA_AMD_AGENT_INFO_MAX_CLOCK_FREQUENCY, CALL)?,
+            cacheline_size: self.get(agent, ffi::HSA_AMD_AGENT_INFO_CACHELINE_SIZE, CALL)?,
+        });
+        Ok(info)
+    }
+
+    /// The first ISA's name.
+    fn isa_name(&self, agent: ffi::Agent) -> Result<String> {
+        let mut isas: Vec<ffi::Isa> = Vec::new();
+        // SAFETY: as in `agents`.
+        let status = unsafe {
+            (self.api().hsa_agent_iterate_isas)(
+                agent,
+                push_handle::<ffi::Isa>,
+                (&raw mut isas).cast(),
+            )
+        };
+        self.check("hsa_agent_iterate_isas", status)?;
+        let Some(&isa) = isas.first() else {
+            return Ok(String::new());
+        };
+        let mut len: u32 = 0;
+        // SAFETY: NAME_LENGTH is a u32.
+        let status = unsafe {
+            (self.api().hsa_isa_get_info_alt)(
+                isa,
+                ffi::HSA_ISA_INFO_NAME_LENGTH,
+                (&raw mut len).cast(),
+            )
+        };
+        self.check("hsa_isa_get_info_alt", status)?;
+        let mut name = vec![0u8; len as usize + 1];
+        // SAFETY: NAME writes NAME_LENGTH bytes; the buffer has one more.
+        let status = unsafe {
+            (self.api().hsa_isa_get_info_alt)(isa, ffi::HSA_ISA_INFO_NAME, name.as_mut_ptr().cast())
+        };
+        self.check("hsa_isa_get_info_alt", status)?;
+        let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+        Ok(String::from_utf8_lossy(&name[..end]).into_owned())
+    }
+
+    /// Size of the agent's group-segment (LDS) pool.
+    fn group_segment_size(&self, agent: ffi::Agent) -> Result<u64> {
+        let mut pools: Vec<ffi::MemoryPool> = Vec::new();
+        // SAFETY: as in `agents`.
+        let status = unsafe {
+            (self.api().hsa_amd_agent_iterate_memory_pools)(
+                agent,
+                push_handle::<ffi::MemoryPool>,
+                (&raw mut pools).cast(),
+            )
+        };
+        self.check("hsa_amd_agent_iterate_memory_pools", status)?;
+        for pool in pools {
+            let mut segment: u32 = 0;
+            // SAFETY: SEGMENT is a hsa_amd_segment_t (C enum, 32 bits).
+            let status = unsafe {
+                (self.api().hsa_amd_memory_pool_get_info)(
+                    pool,
+                    ffi::HSA_AMD_MEMORY_POOL_INFO_SEGMENT,
+                    (&raw mut segment).cast(),
+                )
+            };
+            self.check("hsa_amd_memory_pool_get_info", status)?;
+            if segment == ffi::HSA_AMD_SEGMENT_GROUP {
+                let mut size: usize = 0;
+                // SAFETY: SIZE is a size_t.
+                let status = unsafe {
+                    (self.api().hsa_amd_memory_pool_get_info)(
+                        pool,
+                        ffi::HSA_AMD_MEMORY_POOL_INFO_SIZE,
+                        (&raw mut size).cast(),
+                    )
+                };
+                self.check("hsa_amd_memory_pool_get_info", status)?;
+                return Ok(size as u64);
+            }
+        }
+        Ok(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bdfid_splits_like_lspci() {
+        // 0000:c1:00.0 -> bus 0xc1, device 0, function 0.
+        let p = PciAddress::from_bdfid(0, 0xc100);
+        assert_eq!(p.to_string(), "0000:c1:00.0");
+        // bus 0x03, device 0x1f, function 7.
+        let p = PciAddress::from_bdfid(1, 0x03 << 8 | 0x1f << 3 | 7);
+        assert_eq!((p.bus, p.device, p.function), (3, 0x1f, 7));
+        assert_eq!(p.to_string(), "0001:03:1f.7");
+    }
+}

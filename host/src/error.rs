@@ -1,0 +1,75 @@
+//! `aqueduct::Error`: every failure of the host layer, with enough context to
+//! act on it.
+
+use std::path::PathBuf;
+
+/// One place the loader looked for the HSA runtime, and why it was not used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadAttempt {
+    /// Where the candidate came from (`explicit path`, `AQUEDUCT_HSA_LIB`,
+    /// `$ROCM_PATH/lib`, `system loader path`).
+    pub source: &'static str,
+    pub candidate: String,
+    pub problem: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No candidate library could be loaded.
+    #[error("cannot load the HSA runtime (libhsa-runtime64); tried:{}", format_attempts(.tried))]
+    RuntimeNotFound { tried: Vec<LoadAttempt> },
+
+    /// The library lacks a function aqueduct needs.
+    #[error(
+        "{path}: the HSA runtime lacks `{symbol}`, which aqueduct needs (too old a ROCr, or not an HSA runtime)"
+    )]
+    MissingSymbol { path: String, symbol: &'static str },
+
+    /// `hsa_init` failed and the machine has no KFD device.
+    #[error(
+        "no AMD GPU is available: {kfd} does not exist (the amdgpu driver's KFD interface is missing), and `hsa_init` in {path} failed with {message} (status {status:#x})"
+    )]
+    NoGpu {
+        path: String,
+        kfd: &'static str,
+        status: u32,
+        message: String,
+    },
+
+    /// An HSA call returned an error status.
+    #[error("{call} failed: {message} (status {status:#x})")]
+    Hsa {
+        call: &'static str,
+        status: u32,
+        message: String,
+    },
+
+    /// A caller-supplied value was refused before reaching HSA.
+    #[error("{what}: {problem}")]
+    InvalidArgument { what: &'static str, problem: String },
+
+    /// A device string did not parse.
+    #[error("bad device string {input:?}: {problem}")]
+    DeviceString { input: String, problem: String },
+
+    /// A device string named a device the system does not have.
+    #[error("no such device for {input:?}: {problem}")]
+    DeviceNotFound { input: String, problem: String },
+
+    /// A file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn format_attempts(tried: &[LoadAttempt]) -> String {
+    tried
+        .iter()
+        .map(|a| format!("\n  {} ({}): {}", a.candidate, a.source, a.problem))
+        .collect()
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,7 @@
+//! The HSA runtime, loaded at run time: ROCr on a machine with an AMD GPU,
+//! aqueduct's simulator elsewhere. Both export the same C functions.
+
+pub mod ffi;
+mod system;
+
+pub use system::{LoadOptions, Runtime, System};

@@ -1,0 +1,293 @@
+//! Finding and loading the runtime, and the process's `hsa_init` reference.
+
+use std::ffi::{CStr, c_char};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::ffi::{self, Api, Status};
+use crate::error::{Error, LoadAttempt, Result};
+
+/// Environment variable naming the runtime library to load.
+pub const LIB_ENV: &str = "AQUEDUCT_HSA_LIB";
+
+/// File names tried in `$ROCM_PATH/lib` and on the system loader path.
+pub const LIB_NAMES: [&str; 2] = ["libhsa-runtime64.so.1", "libhsa-runtime64.so"];
+
+/// The KFD device node: present when the amdgpu kernel driver can run HSA.
+pub const KFD_PATH: &str = "/dev/kfd";
+
+/// Where to look for the runtime.
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    /// Load exactly this library (no fallback).
+    pub library: Option<PathBuf>,
+}
+
+impl LoadOptions {
+    pub fn library(path: impl Into<PathBuf>) -> Self {
+        Self {
+            library: Some(path.into()),
+        }
+    }
+
+    /// The candidates in search order, each with where it came from:
+    /// the explicit path, `AQUEDUCT_HSA_LIB`, `$ROCM_PATH/lib`, then the
+    /// system loader path. An explicit path or the variable, when given, is
+    /// the only candidate: a user who names a library gets that one or an
+    /// error, never a silent substitute.
+    pub fn candidates(&self, env: impl Fn(&str) -> Option<String>) -> Vec<(&'static str, String)> {
+        if let Some(p) = &self.library {
+            return vec![("explicit path", p.display().to_string())];
+        }
+        if let Some(p) = env(LIB_ENV).filter(|p| !p.is_empty()) {
+            return vec![(LIB_ENV, p)];
+        }
+        let mut out = Vec::new();
+        if let Some(root) = env("ROCM_PATH").filter(|p| !p.is_empty()) {
+            for name in LIB_NAMES {
+                out.push((
+                    "$ROCM_PATH/lib",
+                    Path::new(&root)
+                        .join("lib")
+                        .join(name)
+                        .display()
+                        .to_string(),
+                ));
+            }
+        }
+        for name in LIB_NAMES {
+            out.push(("system loader path", name.to_string()));
+        }
+        out
+    }
+}
+
+/// A loaded HSA runtime library with its resolved function table.
+pub struct Runtime {
+    api: Api,
+    path: String,
+    // Declared last: dropped after `api`, whose pointers point into it.
+    _lib: libloading::Library,
+}
+
+impl Runtime {
+    /// Loads the first candidate that exists and resolves every symbol of
+    /// [`ffi::SYMBOLS`].
+    pub fn load(options: &LoadOptions) -> Result<Self> {
+        let mut tried = Vec::new();
+        for (source, candidate) in options.candidates(|k| std::env::var(k).ok()) {
+            // SAFETY: loading a shared library runs its initialisers. The
+            // candidates are HSA runtimes by name or by the user's choice;
+            // ROCr's and the simulator's initialisers are sound to run.
+            let lib = match unsafe { libloading::Library::new(&candidate) } {
+                Ok(lib) => lib,
+                Err(e) => {
+                    tried.push(LoadAttempt {
+                        source,
+                        candidate,
+                        problem: e.to_string(),
+                    });
+                    continue;
+                }
+            };
+            // SAFETY: the library is an HSA runtime (see above), so each
+            // symbol has the C signature `Api` declares; `Runtime` keeps the
+            // library loaded as long as the pointers live.
+            let api = unsafe { Api::resolve(&lib) }.map_err(|symbol| Error::MissingSymbol {
+                path: candidate.clone(),
+                symbol,
+            })?;
+            return Ok(Self {
+                api,
+                path: candidate,
+                _lib: lib,
+            });
+        }
+        Err(Error::RuntimeNotFound { tried })
+    }
+
+    /// The function table.
+    pub fn api(&self) -> &Api {
+        &self.api
+    }
+
+    /// The path or name the library was loaded from.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// `hsa_status_string`'s text for `status`.
+    pub fn status_message(&self, status: Status) -> String {
+        let mut text: *const c_char = std::ptr::null();
+        // SAFETY: hsa_status_string writes a pointer to a static string (or
+        // fails); it is valid even before hsa_init.
+        let rc = unsafe { (self.api.hsa_status_string)(status, &mut text) };
+        if rc != ffi::HSA_STATUS_SUCCESS || text.is_null() {
+            return format!("unknown HSA status {status:#x}");
+        }
+        // SAFETY: a non-null result is a NUL-terminated static string.
+        unsafe { CStr::from_ptr(text) }
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    /// Turns a status into `Ok(())` or an [`Error::Hsa`] naming `call`.
+    pub fn check(&self, call: &'static str, status: Status) -> Result<()> {
+        if status == ffi::HSA_STATUS_SUCCESS {
+            Ok(())
+        } else {
+            Err(Error::Hsa {
+                call,
+                status,
+                message: self.status_message(status),
+            })
+        }
+    }
+}
+
+/// One `hsa_init` reference: HSA is usable while a `System` (or anything
+/// created from it, which holds a clone) is alive; the last drop calls
+/// `hsa_shut_down`.
+#[derive(Clone)]
+pub struct System {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    runtime: Runtime,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // SAFETY: pairs the successful hsa_init of `System::open`; every
+        // object that used HSA through this system holds the Arc and has
+        // been dropped.
+        let _ = unsafe { (self.runtime.api.hsa_shut_down)() };
+    }
+}
+
+impl System {
+    /// Loads the runtime (see [`LoadOptions::candidates`]) and initialises
+    /// it. On a machine without an AMD GPU, ROCr's `hsa_init` fails; the
+    /// error then says so plainly ([`Error::NoGpu`]).
+    pub fn open(options: &LoadOptions) -> Result<Self> {
+        Self::with_runtime(Runtime::load(options)?)
+    }
+
+    /// Initialises an already loaded runtime.
+    pub fn with_runtime(runtime: Runtime) -> Result<Self> {
+        // SAFETY: hsa_init takes no arguments and may be called any number
+        // of times (HSA reference-counts it).
+        let status = unsafe { (runtime.api.hsa_init)() };
+        if status != ffi::HSA_STATUS_SUCCESS {
+            let message = runtime.status_message(status);
+            if !Path::new(KFD_PATH).exists() {
+                return Err(Error::NoGpu {
+                    path: runtime.path.clone(),
+                    kfd: KFD_PATH,
+                    status,
+                    message,
+                });
+            }
+            return Err(Error::Hsa {
+                call: "hsa_init",
+                status,
+                message,
+            });
+        }
+        Ok(Self {
+            inner: Arc::new(Inner { runtime }),
+        })
+    }
+
+    pub fn runtime(&self) -> &Runtime {
+        &self.inner.runtime
+    }
+
+    pub(crate) fn api(&self) -> &Api {
+        &self.inner.runtime.api
+    }
+
+    pub(crate) fn check(&self, call: &'static str, status: Status) -> Result<()> {
+        self.inner.runtime.check(call, status)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |k| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn search_order_is_explicit_env_rocm_path_system() {
+        let all = [(LIB_ENV, "/env/libhsa.so"), ("ROCM_PATH", "/opt/rocm")];
+        let c = LoadOptions::library("/explicit/libhsa.so").candidates(env(&all));
+        assert_eq!(
+            c,
+            vec![("explicit path", "/explicit/libhsa.so".to_string())]
+        );
+        let c = LoadOptions::default().candidates(env(&all));
+        assert_eq!(c, vec![(LIB_ENV, "/env/libhsa.so".to_string())]);
+        let c = LoadOptions::default().candidates(env(&[("ROCM_PATH", "/opt/rocm")]));
+        assert_eq!(
+            c,
+            vec![
+                (
+                    "$ROCM_PATH/lib",
+                    "/opt/rocm/lib/libhsa-runtime64.so.1".to_string()
+                ),
+                (
+                    "$ROCM_PATH/lib",
+                    "/opt/rocm/lib/libhsa-runtime64.so".to_string()
+                ),
+                ("system loader path", "libhsa-runtime64.so.1".to_string()),
+                ("system loader path", "libhsa-runtime64.so".to_string()),
+            ]
+        );
+        // Empty variables count as unset.
+        let c = LoadOptions::default().candidates(env(&[(LIB_ENV, ""), ("ROCM_PATH", "")]));
+        assert_eq!(c.len(), 2);
+    }
+
+    #[test]
+    fn a_missing_library_lists_what_was_tried() {
+        let err = Runtime::load(&LoadOptions::library("/nonexistent/libhsa-runtime64.so.1"))
+            .err()
+            .expect("must fail");
+        let text = err.to_string();
+        assert!(
+            matches!(err, Error::RuntimeNotFound { ref tried } if tried.len() == 1),
+            "{text}"
+        );
+        assert!(
+            text.contains("/nonexistent/libhsa-runtime64.so.1 (explicit path)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_library_that_is_not_hsa_names_the_missing_symbol() {
+        // libc loads but is no HSA runtime.
+        let err = Runtime::load(&LoadOptions::library("libc.so.6"))
+            .err()
+            .expect("must fail");
+        assert!(
+            matches!(
+                err,
+                Error::MissingSymbol {
+                    symbol: "hsa_init",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(err.to_string().contains("libc.so.6"), "{err}");
+    }
+}
