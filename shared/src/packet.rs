@@ -292,7 +292,7 @@ impl KernelDispatch {
         }
         if workgroup_total > u64::from(limits.max_workgroup_size) {
             return Err(PacketError::WorkgroupTooLarge {
-                size: workgroup_total as u32,
+                size: u32::try_from(workgroup_total).unwrap_or(u32::MAX),
                 max: limits.max_workgroup_size,
             });
         }
