@@ -125,6 +125,12 @@ impl Agent {
     }
 }
 
+/// The text of a C `char` buffer up to its first NUL (or its end).
+fn c_string(bytes: &[u8]) -> String {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..end]).into_owned()
+}
+
 /// Collects handles from an HSA iteration callback.
 unsafe extern "C" fn push_handle<H>(handle: H, data: *mut c_void) -> Status {
     // SAFETY: `data` is the `&mut Vec<H>` the iterating function passed in,
@@ -186,8 +192,7 @@ impl System {
         call: &'static str,
     ) -> Result<String> {
         let bytes: [u8; N] = self.get_array(agent, attribute, call)?;
-        let end = bytes.iter().position(|&b| b == 0).unwrap_or(N);
-        Ok(String::from_utf8_lossy(&bytes[..end]).trim().to_string())
+        Ok(c_string(&bytes).trim().to_string())
     }
 
     fn get_array<const N: usize>(
@@ -292,8 +297,19 @@ impl System {
             (self.api().hsa_isa_get_info_alt)(isa, ffi::HSA_ISA_INFO_NAME, name.as_mut_ptr().cast())
         };
         self.check("hsa_isa_get_info_alt", status)?;
-        let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
-        Ok(String::from_utf8_lossy(&name[..end]).into_owned())
+        Ok(c_string(&name))
+    }
+
+    /// Reads a fixed-size memory-pool attribute whose C type is `T`.
+    fn pool_info<T: Copy + Default>(&self, pool: ffi::MemoryPool, attribute: u32) -> Result<T> {
+        let mut value = T::default();
+        // SAFETY: each caller pairs `attribute` with its C type `T` (per
+        // hsa_ext_amd.h); HSA writes exactly that many bytes.
+        let status = unsafe {
+            (self.api().hsa_amd_memory_pool_get_info)(pool, attribute, (&raw mut value).cast())
+        };
+        self.check("hsa_amd_memory_pool_get_info", status)?;
+        Ok(value)
     }
 
     /// Size of the agent's group-segment (LDS) pool.
@@ -309,27 +325,11 @@ impl System {
         };
         self.check("hsa_amd_agent_iterate_memory_pools", status)?;
         for pool in pools {
-            let mut segment: u32 = 0;
-            // SAFETY: SEGMENT is a hsa_amd_segment_t (C enum, 32 bits).
-            let status = unsafe {
-                (self.api().hsa_amd_memory_pool_get_info)(
-                    pool,
-                    ffi::HSA_AMD_MEMORY_POOL_INFO_SEGMENT,
-                    (&raw mut segment).cast(),
-                )
-            };
-            self.check("hsa_amd_memory_pool_get_info", status)?;
+            // SEGMENT is a hsa_amd_segment_t (C enum, 32 bits).
+            let segment: u32 = self.pool_info(pool, ffi::HSA_AMD_MEMORY_POOL_INFO_SEGMENT)?;
             if segment == ffi::HSA_AMD_SEGMENT_GROUP {
-                let mut size: usize = 0;
-                // SAFETY: SIZE is a size_t.
-                let status = unsafe {
-                    (self.api().hsa_amd_memory_pool_get_info)(
-                        pool,
-                        ffi::HSA_AMD_MEMORY_POOL_INFO_SIZE,
-                        (&raw mut size).cast(),
-                    )
-                };
-                self.check("hsa_amd_memory_pool_get_info", status)?;
+                // SIZE is a size_t.
+                let size: usize = self.pool_info(pool, ffi::HSA_AMD_MEMORY_POOL_INFO_SIZE)?;
                 return Ok(size as u64);
             }
         }

@@ -18,40 +18,33 @@ pub const HSA_STATUS_ERROR_INVALID_ARGUMENT: Status = 0x1001;
 pub const HSA_STATUS_ERROR_OUT_OF_RESOURCES: Status = 0x1008;
 pub const HSA_STATUS_ERROR_NOT_INITIALIZED: Status = 0x100B;
 
-/// `hsa_agent_t`.
-#[repr(transparent)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Agent(pub u64);
+/// Declares the opaque 64-bit HSA handle types (`struct { uint64_t handle; }`
+/// in C, passed by value like a `u64`).
+macro_rules! handles {
+    ($($(#[$doc:meta])* $name:ident;)+) => {$(
+        $(#[$doc])*
+        #[repr(transparent)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub struct $name(pub u64);
+    )+};
+}
 
-/// `hsa_isa_t`.
-#[repr(transparent)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Isa(pub u64);
-
-/// `hsa_amd_memory_pool_t`.
-#[repr(transparent)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct MemoryPool(pub u64);
-
-/// `hsa_executable_t`.
-#[repr(transparent)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Executable(pub u64);
-
-/// `hsa_code_object_reader_t`.
-#[repr(transparent)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct CodeObjectReader(pub u64);
-
-/// `hsa_executable_symbol_t`.
-#[repr(transparent)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ExecutableSymbol(pub u64);
-
-/// `hsa_loaded_code_object_t`.
-#[repr(transparent)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct LoadedCodeObject(pub u64);
+handles! {
+    /// `hsa_agent_t`.
+    Agent;
+    /// `hsa_isa_t`.
+    Isa;
+    /// `hsa_amd_memory_pool_t`.
+    MemoryPool;
+    /// `hsa_executable_t`.
+    Executable;
+    /// `hsa_code_object_reader_t`.
+    CodeObjectReader;
+    /// `hsa_executable_symbol_t`.
+    ExecutableSymbol;
+    /// `hsa_loaded_code_object_t`.
+    LoadedCodeObject;
+}
 
 // hsa_system_info_t
 pub const HSA_SYSTEM_INFO_VERSION_MAJOR: u32 = 0;
