@@ -1,11 +1,10 @@
 //! HSA agents: the CPU and GPU devices the runtime reports, and their
 //! properties, read once at enumeration.
 
-use std::ffi::c_void;
-
 use crate::error::Result;
 use crate::hsa::System;
-use crate::hsa::ffi::{self, Status};
+use crate::hsa::checked::push_handle;
+use crate::hsa::ffi;
 
 /// `hsa_device_type_t`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -129,15 +128,6 @@ impl Agent {
 fn c_string(bytes: &[u8]) -> String {
     let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
     String::from_utf8_lossy(&bytes[..end]).into_owned()
-}
-
-/// Collects handles from an HSA iteration callback.
-unsafe extern "C" fn push_handle<H>(handle: H, data: *mut c_void) -> Status {
-    // SAFETY: `data` is the `&mut Vec<H>` the iterating function passed in,
-    // alive for the whole (synchronous) iteration.
-    let out = unsafe { &mut *data.cast::<Vec<H>>() };
-    out.push(handle);
-    ffi::HSA_STATUS_SUCCESS
 }
 
 impl System {
@@ -300,31 +290,9 @@ impl System {
         Ok(c_string(&name))
     }
 
-    /// Reads a fixed-size memory-pool attribute whose C type is `T`.
-    fn pool_info<T: Copy + Default>(&self, pool: ffi::MemoryPool, attribute: u32) -> Result<T> {
-        let mut value = T::default();
-        // SAFETY: each caller pairs `attribute` with its C type `T` (per
-        // hsa_ext_amd.h); HSA writes exactly that many bytes.
-        let status = unsafe {
-            (self.api().hsa_amd_memory_pool_get_info)(pool, attribute, (&raw mut value).cast())
-        };
-        self.check("hsa_amd_memory_pool_get_info", status)?;
-        Ok(value)
-    }
-
     /// Size of the agent's group-segment (LDS) pool.
     fn group_segment_size(&self, agent: ffi::Agent) -> Result<u64> {
-        let mut pools: Vec<ffi::MemoryPool> = Vec::new();
-        // SAFETY: as in `agents`.
-        let status = unsafe {
-            (self.api().hsa_amd_agent_iterate_memory_pools)(
-                agent,
-                push_handle::<ffi::MemoryPool>,
-                (&raw mut pools).cast(),
-            )
-        };
-        self.check("hsa_amd_agent_iterate_memory_pools", status)?;
-        for pool in pools {
+        for pool in self.pool_handles(agent)? {
             // SEGMENT is a hsa_amd_segment_t (C enum, 32 bits).
             let segment: u32 = self.pool_info(pool, ffi::HSA_AMD_MEMORY_POOL_INFO_SEGMENT)?;
             if segment == ffi::HSA_AMD_SEGMENT_GROUP {
@@ -334,6 +302,29 @@ impl System {
             }
         }
         Ok(0)
+    }
+}
+
+/// A gfx942 agent as ROCr reports an MI300X (unit-test fixture).
+#[cfg(test)]
+pub(crate) fn test_gpu_info() -> AgentInfo {
+    AgentInfo {
+        kind: AgentKind::Gpu,
+        name: "gfx942".into(),
+        vendor: "AMD".into(),
+        node: 1,
+        wavefront_size: 64,
+        workgroup_max_dim: [1024; 3],
+        workgroup_max_size: 1024,
+        grid_max_dim: [u32::MAX; 3],
+        grid_max_size: u32::MAX,
+        queues_max: 128,
+        queue_min_size: 64,
+        queue_max_size: 131072,
+        gpu: Some(GpuInfo {
+            lds_size: 65536,
+            ..GpuInfo::default()
+        }),
     }
 }
 

@@ -178,27 +178,13 @@ impl System {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::{AgentKind, GpuInfo};
 
     fn gpu(uuid: &str) -> AgentInfo {
-        AgentInfo {
-            kind: AgentKind::Gpu,
-            name: "gfx942".into(),
-            vendor: "AMD".into(),
-            node: 1,
-            wavefront_size: 64,
-            workgroup_max_dim: [1024; 3],
-            workgroup_max_size: 1024,
-            grid_max_dim: [u32::MAX; 3],
-            grid_max_size: u32::MAX,
-            queues_max: 128,
-            queue_min_size: 64,
-            queue_max_size: 131072,
-            gpu: Some(GpuInfo {
-                uuid: uuid.into(),
-                ..GpuInfo::default()
-            }),
+        let mut info = crate::agent::test_gpu_info();
+        if let Some(g) = info.gpu.as_mut() {
+            g.uuid = uuid.into();
         }
+        info
     }
 
     #[test]

@@ -2,6 +2,10 @@
 //! act on it.
 
 use std::path::PathBuf;
+use std::time::Duration;
+
+use aqueduct_abi::code_object::CodeObjectError;
+use aqueduct_abi::packet::PacketError;
 
 /// One place the loader looked for the HSA runtime, and why it was not used.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +59,54 @@ pub enum Error {
     /// A device string named a device the system does not have.
     #[error("no such device for {input:?}: {problem}")]
     DeviceNotFound { input: String, problem: String },
+
+    /// A wait reached its timeout before the condition held.
+    #[error(
+        "timed out after {waited:?} waiting for {what} to become {condition} {expected} (last value {observed})"
+    )]
+    Timeout {
+        what: String,
+        condition: &'static str,
+        expected: i64,
+        observed: i64,
+        waited: Duration,
+    },
+
+    /// The runtime reported a fault on a queue (memory violation, illegal
+    /// instruction, ...): its packets will not complete.
+    #[error("queue {queue_id} on {agent} faulted: {message} (status {status:#x})")]
+    QueueFault {
+        queue_id: u64,
+        agent: String,
+        status: u32,
+        message: String,
+    },
+
+    /// A code object was built for another processor than the agent's.
+    #[error(
+        "code object targets {code_object}, but the agent is {agent} ({agent_isa}); build it with `cargo xtask build --gfx {agent}`"
+    )]
+    TargetMismatch {
+        code_object: String,
+        agent: String,
+        agent_isa: String,
+    },
+
+    /// A code object did not parse.
+    #[error("invalid code object{}: {source}", origin.as_ref().map(|p| format!(" {}", p.display())).unwrap_or_default())]
+    CodeObject {
+        origin: Option<PathBuf>,
+        #[source]
+        source: CodeObjectError,
+    },
+
+    /// A kernel name the code object does not define.
+    #[error("no kernel {name:?} in the code object; it has: {available}")]
+    KernelNotFound { name: String, available: String },
+
+    /// A packet failed validation.
+    #[error("packet refused: {0}")]
+    Packet(#[from] PacketError),
 
     /// A file could not be read.
     #[error("cannot read {}: {source}", path.display())]

@@ -9,6 +9,12 @@
 //!   strings (`amdgpu`, `amdgpu:0`, `amdgpu://GPU-<uuid>,1`) and selection.
 //! - [`device_code`]: the code objects `cargo xtask build` wrote, read with
 //!   the shared reader (re-exported as [`code_object`]).
+//! - [`memory`]: pools and typed allocations ([`DeviceBuffer`],
+//!   [`HostBuffer`]), copies; [`Signal`]; [`Queue`] with reservation and
+//!   header-last packet emplacement.
+//! - [`Executable`] and [`Kernel`]: code objects loaded through the four HSA
+//!   calls after a target check; [`Kernargs`] checked against the metadata;
+//!   [`Kernel::dispatch`] returning a [`Dispatch`] to wait on.
 //!
 //! Errors are [`Error`] values: HSA failures carry the call, the status and
 //! `hsa_status_string`'s text.
@@ -16,9 +22,37 @@
 pub mod agent;
 pub mod device;
 pub mod device_code;
+mod dispatch;
 mod error;
+mod executable;
+#[cfg(test)]
+mod fake_tests;
 pub mod hsa;
+pub mod memory;
+pub mod queue;
+mod signal;
 
 pub use aqueduct_abi::code_object;
+pub use dispatch::{ArgKey, ArgValue, DevicePtr, Dispatch, Kernargs, KernelArgument, Launch};
 pub use error::{Error, LoadAttempt, Result};
+pub use executable::{AgentIsa, Executable, Kernel, check_target};
 pub use hsa::{LoadOptions, Runtime, System};
+pub use memory::{DeviceBuffer, HostBuffer, MemoryPool, PoolKind};
+pub use queue::{Queue, Reservation};
+pub use signal::{LoadOrder, RmwOrder, Signal, StoreOrder, WaitOrder};
+
+// The handles may cross threads: HSA's functions are thread-safe, queues are
+// multi-producer, and buffers are plain memory.
+#[cfg(test)]
+mod thread_safety {
+    static_assertions::assert_impl_all!(crate::System: Send, Sync);
+    static_assertions::assert_impl_all!(crate::agent::Agent: Send, Sync);
+    static_assertions::assert_impl_all!(crate::Signal: Send, Sync);
+    static_assertions::assert_impl_all!(crate::Queue: Send, Sync);
+    static_assertions::assert_impl_all!(crate::Executable: Send, Sync);
+    static_assertions::assert_impl_all!(crate::Kernel: Send, Sync);
+    static_assertions::assert_impl_all!(crate::DeviceBuffer<f32>: Send, Sync);
+    static_assertions::assert_impl_all!(crate::HostBuffer<u8>: Send, Sync);
+    static_assertions::assert_impl_all!(crate::Dispatch: Send, Sync);
+    static_assertions::assert_impl_all!(crate::MemoryPool: Send, Sync);
+}

@@ -70,6 +70,7 @@ fn print_agent(index: usize, agent: &Agent) {
     println!("  Vendor Name:             {}", info.vendor);
     println!("  Device Type:             {kind}");
     println!("  Node:                    {}", info.node);
+    print_pools(agent);
     let Some(gpu) = &info.gpu else { return };
     println!("  Marketing Name:          {}", gpu.product_name);
     println!("  Uuid:                    {}", gpu.uuid);
@@ -99,4 +100,43 @@ fn print_agent(index: usize, agent: &Agent) {
         "  Queue Size:              {}..={} packets",
         info.queue_min_size, info.queue_max_size
     );
+}
+
+fn print_pools(agent: &Agent) {
+    let pools = match agent.memory_pools() {
+        Ok(p) => p,
+        Err(e) => {
+            println!("  Memory Pools:            (unavailable: {e})");
+            return;
+        }
+    };
+    println!("  Memory Pools:");
+    for (i, pool) in pools.iter().enumerate() {
+        let p = pool.info();
+        let mut flags = Vec::new();
+        for (set, name) in [
+            (p.coarse_grained, "COARSE GRAINED"),
+            (p.fine_grained, "FINE GRAINED"),
+            (p.kernarg, "KERNARG"),
+        ] {
+            if set {
+                flags.push(name);
+            }
+        }
+        println!(
+            "    Pool {}: {:?} {} {} KB, alloc {}, granule {} B, alignment {} B, accessible by all: {}",
+            i + 1,
+            p.segment,
+            flags.join(", "),
+            p.size / 1024,
+            if p.alloc_allowed {
+                "allowed"
+            } else {
+                "not allowed"
+            },
+            p.granule,
+            p.alignment,
+            p.accessible_by_all
+        );
+    }
 }

@@ -67,7 +67,8 @@ pub struct Runtime {
     api: Api,
     path: String,
     // Declared last: dropped after `api`, whose pointers point into it.
-    _lib: libloading::Library,
+    // `None` only for the in-process fake runtime of the unit tests.
+    _lib: Option<libloading::Library>,
 }
 
 impl Runtime {
@@ -100,10 +101,21 @@ impl Runtime {
             return Ok(Self {
                 api,
                 path: candidate,
-                _lib: lib,
+                _lib: Some(lib),
             });
         }
         Err(Error::RuntimeNotFound { tried })
+    }
+
+    /// A runtime whose functions live in this process (the unit tests'
+    /// fake HSA runtime).
+    #[cfg(test)]
+    pub(crate) fn from_api(api: Api, path: &str) -> Self {
+        Self {
+            api,
+            path: path.to_string(),
+            _lib: None,
+        }
     }
 
     /// The function table.

@@ -23,7 +23,7 @@ pub struct Metadata {
 }
 
 /// One entry of `amdhsa.kernels`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct KernelMetadata {
     /// `.name`: the source-level kernel name.
     pub name: String,
@@ -51,7 +51,7 @@ pub struct KernelMetadata {
 }
 
 /// One entry of a kernel's `.args`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct KernelArg {
     pub name: Option<String>,
     pub type_name: Option<String>,

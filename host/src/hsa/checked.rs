@@ -1,0 +1,343 @@
+//! Checked calls: the middle layer between the raw function table
+//! ([`super::ffi`]) and the RAII types (`MemoryPool`, `Signal`, `Queue`,
+//! `Executable`, ...). Each function makes one HSA call and turns its status
+//! into an [`Error`](crate::Error) naming the call; nothing above this layer
+//! touches a function pointer.
+//!
+//! Functions that take raw addresses stay `unsafe`: what they point at is the
+//! caller's to guarantee, and each says what it needs.
+
+use std::ffi::{CStr, c_void};
+
+use aqueduct_abi::hsa::{HsaQueue, SignalHandle};
+
+use super::System;
+use super::ffi::{self, QueueErrorCallback};
+use crate::error::Result;
+
+impl System {
+    // ---- system -------------------------------------------------------
+
+    /// Ticks per second of `hsa_signal_wait_*` timeout hints
+    /// (`HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY`, a `uint64_t`).
+    pub(crate) fn timestamp_frequency(&self) -> Result<u64> {
+        let mut hz: u64 = 0;
+        // SAFETY: the attribute's C type is uint64_t.
+        let status = unsafe {
+            (self.api().hsa_system_get_info)(
+                ffi::HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY,
+                (&raw mut hz).cast(),
+            )
+        };
+        self.check("hsa_system_get_info", status)?;
+        Ok(hz)
+    }
+
+    // ---- memory pools -------------------------------------------------
+
+    pub(crate) fn pool_handles(&self, agent: ffi::Agent) -> Result<Vec<ffi::MemoryPool>> {
+        let mut pools: Vec<ffi::MemoryPool> = Vec::new();
+        // SAFETY: the callback only pushes into `pools`, which outlives the
+        // synchronous iteration.
+        let status = unsafe {
+            (self.api().hsa_amd_agent_iterate_memory_pools)(
+                agent,
+                push_handle::<ffi::MemoryPool>,
+                (&raw mut pools).cast(),
+            )
+        };
+        self.check("hsa_amd_agent_iterate_memory_pools", status)?;
+        Ok(pools)
+    }
+
+    /// Reads a fixed-size memory-pool attribute whose C type is `T`.
+    pub(crate) fn pool_info<T: Copy + Default>(
+        &self,
+        pool: ffi::MemoryPool,
+        attribute: u32,
+    ) -> Result<T> {
+        let mut value = T::default();
+        // SAFETY: each caller pairs `attribute` with its C type `T` (per
+        // hsa_ext_amd.h); HSA writes exactly that many bytes.
+        let status = unsafe {
+            (self.api().hsa_amd_memory_pool_get_info)(pool, attribute, (&raw mut value).cast())
+        };
+        self.check("hsa_amd_memory_pool_get_info", status)?;
+        Ok(value)
+    }
+
+    pub(crate) fn pool_allocate(&self, pool: ffi::MemoryPool, bytes: usize) -> Result<*mut u8> {
+        let mut ptr: *mut c_void = std::ptr::null_mut();
+        // SAFETY: plain out-parameter call; flags 0 is the only value HSA
+        // defines for ordinary allocations.
+        let status = unsafe { (self.api().hsa_amd_memory_pool_allocate)(pool, bytes, 0, &mut ptr) };
+        self.check("hsa_amd_memory_pool_allocate", status)?;
+        Ok(ptr.cast())
+    }
+
+    /// # Safety
+    /// `ptr` came from [`Self::pool_allocate`] and nothing uses it any more.
+    pub(crate) unsafe fn pool_free(&self, ptr: *mut u8) -> Result<()> {
+        // SAFETY: per the caller's contract.
+        let status = unsafe { (self.api().hsa_amd_memory_pool_free)(ptr.cast()) };
+        self.check("hsa_amd_memory_pool_free", status)
+    }
+
+    /// `ptr` must be the start of a pool allocation (HSA checks and refuses
+    /// otherwise; no memory is touched).
+    pub(crate) fn allow_access(&self, agents: &[ffi::Agent], ptr: *const u8) -> Result<()> {
+        let count = u32::try_from(agents.len()).unwrap_or(u32::MAX);
+        // SAFETY: `agents` is a live array of `count` handles; the flags
+        // argument is reserved and must be null.
+        let status = unsafe {
+            (self.api().hsa_amd_agents_allow_access)(
+                count,
+                agents.as_ptr(),
+                std::ptr::null(),
+                ptr.cast(),
+            )
+        };
+        self.check("hsa_amd_agents_allow_access", status)
+    }
+
+    /// # Safety
+    /// `dst` and `src` are valid for `bytes` bytes of writing and reading,
+    /// and no one else accesses `dst` meanwhile.
+    pub(crate) unsafe fn memory_copy(
+        &self,
+        dst: *mut u8,
+        src: *const u8,
+        bytes: usize,
+    ) -> Result<()> {
+        // SAFETY: per the caller's contract.
+        let status = unsafe { (self.api().hsa_memory_copy)(dst.cast(), src.cast(), bytes) };
+        self.check("hsa_memory_copy", status)
+    }
+
+    /// # Safety
+    /// `dst` and `src` are HSA allocations valid for `bytes` bytes, and stay
+    /// so (untouched by anyone else) until `completion` has been decremented.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn memory_async_copy(
+        &self,
+        dst: *mut u8,
+        dst_agent: ffi::Agent,
+        src: *const u8,
+        src_agent: ffi::Agent,
+        bytes: usize,
+        dependencies: &[SignalHandle],
+        completion: SignalHandle,
+    ) -> Result<()> {
+        let count = u32::try_from(dependencies.len()).unwrap_or(u32::MAX);
+        // SAFETY: per the caller's contract; `dependencies` is a live array
+        // of `count` handles (null when empty, as HSA allows).
+        let status = unsafe {
+            (self.api().hsa_amd_memory_async_copy)(
+                dst.cast(),
+                dst_agent,
+                src.cast(),
+                src_agent,
+                bytes,
+                count,
+                if dependencies.is_empty() {
+                    std::ptr::null()
+                } else {
+                    dependencies.as_ptr()
+                },
+                completion,
+            )
+        };
+        self.check("hsa_amd_memory_async_copy", status)
+    }
+
+    // ---- signals ------------------------------------------------------
+
+    pub(crate) fn signal_create(
+        &self,
+        initial: i64,
+        consumers: &[ffi::Agent],
+    ) -> Result<SignalHandle> {
+        let mut handle = SignalHandle::NULL;
+        let count = u32::try_from(consumers.len()).unwrap_or(u32::MAX);
+        // SAFETY: `consumers` is a live array of `count` handles (null when
+        // empty: any agent may consume the signal).
+        let status = unsafe {
+            (self.api().hsa_signal_create)(
+                initial,
+                count,
+                if consumers.is_empty() {
+                    std::ptr::null()
+                } else {
+                    consumers.as_ptr()
+                },
+                &mut handle,
+            )
+        };
+        self.check("hsa_signal_create", status)?;
+        Ok(handle)
+    }
+
+    /// # Safety
+    /// `signal` came from [`Self::signal_create`] and nothing uses it any
+    /// more (no packet, copy or waiter).
+    pub(crate) unsafe fn signal_destroy(&self, signal: SignalHandle) -> Result<()> {
+        // SAFETY: per the caller's contract.
+        let status = unsafe { (self.api().hsa_signal_destroy)(signal) };
+        self.check("hsa_signal_destroy", status)
+    }
+
+    // ---- queues -------------------------------------------------------
+
+    /// # Safety
+    /// `data` stays valid for `callback` until the queue is destroyed.
+    pub(crate) unsafe fn queue_create(
+        &self,
+        agent: ffi::Agent,
+        size: u32,
+        queue_type: u32,
+        callback: QueueErrorCallback,
+        data: *mut c_void,
+    ) -> Result<*mut HsaQueue> {
+        let mut queue: *mut HsaQueue = std::ptr::null_mut();
+        // SAFETY: per the caller's contract for `data`; UINT32_MAX segment
+        // sizes ask the runtime for its defaults.
+        let status = unsafe {
+            (self.api().hsa_queue_create)(
+                agent,
+                size,
+                queue_type,
+                Some(callback),
+                data,
+                u32::MAX,
+                u32::MAX,
+                &mut queue,
+            )
+        };
+        self.check("hsa_queue_create", status)?;
+        Ok(queue)
+    }
+
+    /// # Safety
+    /// `queue` came from [`Self::queue_create`] and is not used afterwards.
+    pub(crate) unsafe fn queue_destroy(&self, queue: *mut HsaQueue) -> Result<()> {
+        // SAFETY: per the caller's contract.
+        let status = unsafe { (self.api().hsa_queue_destroy)(queue) };
+        self.check("hsa_queue_destroy", status)
+    }
+
+    // ---- executables --------------------------------------------------
+
+    pub(crate) fn executable_create(&self) -> Result<ffi::Executable> {
+        let mut exec = ffi::Executable(0);
+        // SAFETY: out-parameter call; null options are allowed.
+        let status = unsafe {
+            (self.api().hsa_executable_create_alt)(
+                ffi::HSA_PROFILE_FULL,
+                ffi::HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT,
+                std::ptr::null(),
+                &mut exec,
+            )
+        };
+        self.check("hsa_executable_create_alt", status)?;
+        Ok(exec)
+    }
+
+    /// # Safety
+    /// `exec` is not used afterwards (no kernel of it runs or is looked up).
+    pub(crate) unsafe fn executable_destroy(&self, exec: ffi::Executable) -> Result<()> {
+        // SAFETY: per the caller's contract.
+        let status = unsafe { (self.api().hsa_executable_destroy)(exec) };
+        self.check("hsa_executable_destroy", status)
+    }
+
+    /// # Safety
+    /// `bytes` stays alive and unchanged until the reader is destroyed.
+    pub(crate) unsafe fn code_object_reader_create(
+        &self,
+        bytes: &[u8],
+    ) -> Result<ffi::CodeObjectReader> {
+        let mut reader = ffi::CodeObjectReader(0);
+        // SAFETY: `bytes` is valid for its length; lifetime per contract.
+        let status = unsafe {
+            (self.api().hsa_code_object_reader_create_from_memory)(
+                bytes.as_ptr().cast(),
+                bytes.len(),
+                &mut reader,
+            )
+        };
+        self.check("hsa_code_object_reader_create_from_memory", status)?;
+        Ok(reader)
+    }
+
+    pub(crate) fn code_object_reader_destroy(&self, reader: ffi::CodeObjectReader) -> Result<()> {
+        // SAFETY: the reader handle came from create; HSA refuses others.
+        let status = unsafe { (self.api().hsa_code_object_reader_destroy)(reader) };
+        self.check("hsa_code_object_reader_destroy", status)
+    }
+
+    pub(crate) fn executable_load_agent_code_object(
+        &self,
+        exec: ffi::Executable,
+        agent: ffi::Agent,
+        reader: ffi::CodeObjectReader,
+    ) -> Result<()> {
+        let mut loaded = ffi::LoadedCodeObject(0);
+        // SAFETY: handles by value; null options; out-parameter.
+        let status = unsafe {
+            (self.api().hsa_executable_load_agent_code_object)(
+                exec,
+                agent,
+                reader,
+                std::ptr::null(),
+                &mut loaded,
+            )
+        };
+        self.check("hsa_executable_load_agent_code_object", status)
+    }
+
+    pub(crate) fn executable_freeze(&self, exec: ffi::Executable) -> Result<()> {
+        // SAFETY: handle by value; null options.
+        let status = unsafe { (self.api().hsa_executable_freeze)(exec, std::ptr::null()) };
+        self.check("hsa_executable_freeze", status)
+    }
+
+    pub(crate) fn executable_symbol(
+        &self,
+        exec: ffi::Executable,
+        name: &CStr,
+        agent: ffi::Agent,
+    ) -> Result<ffi::ExecutableSymbol> {
+        let mut symbol = ffi::ExecutableSymbol(0);
+        // SAFETY: `name` is NUL-terminated; `agent` outlives the call.
+        let status = unsafe {
+            (self.api().hsa_executable_get_symbol_by_name)(exec, name.as_ptr(), &agent, &mut symbol)
+        };
+        self.check("hsa_executable_get_symbol_by_name", status)?;
+        Ok(symbol)
+    }
+
+    /// Reads a fixed-size symbol attribute whose C type is `T`.
+    pub(crate) fn symbol_info<T: Copy + Default>(
+        &self,
+        symbol: ffi::ExecutableSymbol,
+        attribute: u32,
+    ) -> Result<T> {
+        let mut value = T::default();
+        // SAFETY: each caller pairs `attribute` with its C type `T` (per
+        // hsa.h); HSA writes exactly that many bytes.
+        let status = unsafe {
+            (self.api().hsa_executable_symbol_get_info)(symbol, attribute, (&raw mut value).cast())
+        };
+        self.check("hsa_executable_symbol_get_info", status)?;
+        Ok(value)
+    }
+}
+
+/// Collects handles from an HSA iteration callback.
+pub(crate) unsafe extern "C" fn push_handle<H>(handle: H, data: *mut c_void) -> ffi::Status {
+    // SAFETY: `data` is the `&mut Vec<H>` the iterating function passed in,
+    // alive for the whole (synchronous) iteration.
+    let out = unsafe { &mut *data.cast::<Vec<H>>() };
+    out.push(handle);
+    ffi::HSA_STATUS_SUCCESS
+}
