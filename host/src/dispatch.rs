@@ -52,6 +52,7 @@ pub enum ArgValue {
 
 /// Something that can be passed as a kernel argument.
 pub trait KernelArgument {
+    /// The value as the kernarg segment holds it.
     fn to_arg(&self) -> ArgValue;
 }
 
@@ -97,7 +98,9 @@ impl KernelArgument for DevicePtr {
 /// Names an explicit argument: by position among the explicit arguments, or
 /// by its metadata name.
 pub trait ArgKey {
+    /// Index of the named argument among the explicit arguments `args`.
     fn find(&self, args: &[ArgMetadata]) -> Option<usize>;
+    /// How error messages name the key.
     fn describe(&self) -> String;
 }
 
@@ -334,6 +337,7 @@ pub struct Launch {
     pub workgroup: [u16; 3],
     /// LDS bytes per workgroup on top of the kernel's static size.
     pub dynamic_lds: u32,
+    /// Barrier bit and acquire/release fence scopes of the packet.
     pub ordering: Ordering,
 }
 
@@ -372,11 +376,13 @@ impl Launch {
         }
     }
 
+    /// Adds `bytes` of dynamic LDS per workgroup.
     pub const fn with_dynamic_lds(mut self, bytes: u32) -> Self {
         self.dynamic_lds = bytes;
         self
     }
 
+    /// Replaces the packet ordering (default: system-scope fences).
     pub const fn with_ordering(mut self, ordering: Ordering) -> Self {
         self.ordering = ordering;
         self

@@ -257,6 +257,7 @@ impl Executable {
         &self.inner.code_object
     }
 
+    /// Names of the kernels the code object defines, in metadata order.
     pub fn kernel_names(&self) -> Vec<&str> {
         self.inner
             .code_object
@@ -396,10 +397,12 @@ impl Kernel {
         self.object
     }
 
+    /// Bytes of the kernarg segment (explicit and hidden arguments).
     pub fn kernarg_segment_size(&self) -> u32 {
         self.kernarg_size
     }
 
+    /// Required alignment of the kernarg segment.
     pub fn kernarg_segment_alignment(&self) -> u32 {
         self.kernarg_align
     }

@@ -79,8 +79,12 @@ impl fmt::Display for PoolKind {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PoolInfo {
     pub segment: Segment,
+    /// `HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED`.
     pub fine_grained: bool,
+    /// `HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED`.
     pub coarse_grained: bool,
+    /// `HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT`: kernel arguments may
+    /// live here.
     pub kernarg: bool,
     /// Total size in bytes.
     pub size: u64,
@@ -415,6 +419,7 @@ impl<T, L> fmt::Debug for Buffer<T, L> {
 }
 
 impl<T: Pod, L> Buffer<T, L> {
+    /// Number of elements.
     pub fn len(&self) -> usize {
         self.len
     }

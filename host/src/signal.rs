@@ -123,6 +123,7 @@ impl Signal {
         self.inner.system.api()
     }
 
+    /// The current value.
     pub fn load(&self, order: LoadOrder) -> i64 {
         let f = match order {
             LoadOrder::Relaxed => self.api().hsa_signal_load_relaxed,
@@ -132,6 +133,7 @@ impl Signal {
         unsafe { f(self.inner.handle) }
     }
 
+    /// Sets the value and wakes waiters.
     pub fn store(&self, value: i64, order: StoreOrder) {
         let f = match order {
             StoreOrder::Relaxed => self.api().hsa_signal_store_relaxed,
