@@ -6,6 +6,10 @@
 //! would, behind a C API identical to `libhsa-runtime64`, so the host shim
 //! loads it exactly as it loads ROCr.
 //!
-//! It holds nothing yet: the interpreter and the HSA runtime come in their own
-//! issues. When they do, they read code objects with
-//! `aqueduct_abi::code_object`, the reader host and xtask share.
+//! So far: [`decode`], the instruction classifier (format, opcode, mnemonic
+//! per target, size) over opcode tables read out of LLVM's disassembler.
+//! The interpreter and the HSA runtime build on it in their own steps; they
+//! read code objects with `aqueduct_abi::code_object`, the reader host and
+//! xtask share.
+
+pub mod decode;

@@ -5,6 +5,7 @@
 //! device build (without the command-line front end, feature `cli`).
 
 pub mod device_build;
+pub mod isa_tables;
 pub mod report;
 pub mod targets;
 

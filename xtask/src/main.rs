@@ -18,6 +18,7 @@ commands:
             spills, dynamic stack and occupancy
   run       the main job: build all targets and print the report
   test      the whole test suite: rustfmt check, clippy, cargo test
+  isa-tables  regenerate sim/src/decode/opcodes.rs from llvm-objdump
 
 options (build, report, run):
   --gfx <list>   comma-separated gfx targets (default: gfx90a,gfx942,gfx950,gfx1100,gfx1201)
@@ -151,6 +152,24 @@ fn test() -> Result<(), String> {
     cargo(&["test", "--workspace"])
 }
 
+fn isa_tables() -> Result<(), String> {
+    let root = workspace_root();
+    let src = xtask::isa_tables::generate(&root)?;
+    let path = xtask::isa_tables::output_path(&root);
+    std::fs::write(&path, src).map_err(|e| format!("{}: {e}", path.display()))?;
+    // Formatted as `cargo fmt` would, so the check stays clean.
+    let status = std::process::Command::new("rustfmt")
+        .args(["--edition", "2024"])
+        .arg(&path)
+        .status()
+        .map_err(|e| format!("rustfmt: {e}"))?;
+    if !status.success() {
+        return Err(format!("rustfmt {} failed ({status})", path.display()));
+    }
+    println!("wrote {}", path.display());
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
@@ -159,6 +178,7 @@ fn main() -> ExitCode {
             .and_then(|o| build(&o))
             .and_then(|a| print_report(&a)),
         Some("test") if args.len() == 1 => test(),
+        Some("isa-tables") if args.len() == 1 => isa_tables(),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Ok(())

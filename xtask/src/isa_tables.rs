@@ -1,0 +1,468 @@
+//! `cargo xtask isa-tables`: the simulator's opcode tables for the GFX9
+//! encodings of gfx90a and gfx942, read out of LLVM's AMDGPU disassembler.
+//!
+//! For every encoding format the generator places one instruction per
+//! opcode value (with harmless, aligned register operands) in a 16-byte
+//! slot of a bare ELF `.text`, runs the toolchain's `llvm-objdump` on it
+//! once per target, and keeps the mnemonic it prints at each slot's
+//! address (`.long` = no such opcode). Slots keep a mis-sized decode from
+//! shifting the rest. The result is written to
+//! `sim/src/decode/opcodes.rs`; the simulator's decoder test checks real
+//! code objects against `llvm-objdump` again, operand by operand.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::Command;
+
+use crate::device_build::llvm_bin_dir;
+
+/// `s_nop 0`: filler after each probe.
+const S_NOP: u32 = 0xBF80_0000;
+/// Register operands used by the probes: 4 is aligned for pairs and quads.
+const SGPR: u32 = 4;
+const VGPR: u32 = 4;
+/// `v4` as a 9-bit source operand.
+const VSRC: u32 = 256 + VGPR;
+
+/// A probe instruction: first word, and the second for 64-bit formats.
+pub type Probe = (u32, Option<u32>);
+
+/// One encoding format: its name, the opcodes to try, and the probe
+/// instruction for an opcode (second word `None` for 32-bit formats) in
+/// variant `v` of its operand fields, `None` when the format has no such
+/// variant. The disassembler refuses some operand fields that an opcode
+/// leaves unused unless they are zero (a DS store's `vdst`, FLAT's
+/// `saddr`), so formats with such fields try each subset of them zeroed.
+pub struct Format {
+    pub name: &'static str,
+    pub opcodes: u32,
+    pub probe: fn(u32, u32) -> Option<Probe>,
+}
+
+/// Operand-field variants tried per opcode.
+const VARIANTS: u32 = 16;
+
+/// Variant 0: the probe as given; 1: every operand field zero (`keep`
+/// masks the encoding and opcode bits of word 0) — for opcodes without
+/// operands (`v_nop`, `s_dcache_wb`, `s_memtime`).
+fn one(v: u32, keep: u32, words: Probe) -> Option<Probe> {
+    match v {
+        0 => Some(words),
+        1 => Some((words.0 & keep, words.1.map(|_| 0))),
+        _ => None,
+    }
+}
+
+/// SMEM: sdata s[4..], sbase s[4:5], offset 0x10 as the second word
+/// (imm = 1); or no data and offset 0 with imm set (1) or clear (2), as
+/// the cache and time instructions want.
+fn smem(op: u32, v: u32) -> Option<Probe> {
+    let base = 0xC000_0000 | op << 18;
+    match v {
+        0 => Some((base | 1 << 17 | SGPR << 6 | SGPR >> 1, Some(0x10))),
+        1 => Some((base | 1 << 17, Some(0))),
+        2 => Some((base, Some(0))),
+        3 => Some((base | SGPR << 6, Some(0))),
+        _ => None,
+    }
+}
+
+/// VOP3/VOP3P sources: all VGPRs (0), all SGPRs (2), src1 an SGPR (3, for
+/// lane selects such as `v_readlane_b32`), or no operands at all (1).
+fn vop3(v: u32, word0: u32) -> Option<Probe> {
+    let s = SGPR;
+    match v {
+        0 => Some((word0, Some(VSRC | VSRC << 9 | VSRC << 18))),
+        1 => Some((word0 & 0xFFFF_0000, Some(0))),
+        2 => Some((word0, Some(s | s << 9 | s << 18))),
+        3 => Some((word0, Some(VSRC | s << 9 | VSRC << 18))),
+        _ => None,
+    }
+}
+
+/// `fields` (one byte each, low to high) with those whose bit in `v` is set
+/// zeroed.
+fn zero_some(fields: [u32; 4], v: u32) -> u32 {
+    fields
+        .iter()
+        .enumerate()
+        .map(|(i, f)| if v >> i & 1 == 1 { 0 } else { f << (8 * i) })
+        .fold(0, |a, b| a | b)
+}
+
+/// The GFX9 encoding formats (bit positions from the CDNA2/CDNA3 ISA
+/// documents' "Microcode Formats" chapter).
+pub const FORMATS: &[Format] = &[
+    Format {
+        name: "SOP2",
+        opcodes: 0x60,
+        probe: |op, v| {
+            one(
+                v,
+                0xFF80_0000,
+                (0x8000_0000 | op << 23 | SGPR << 16 | SGPR << 8 | SGPR, None),
+            )
+        },
+    },
+    Format {
+        name: "SOPK",
+        opcodes: 0x1D,
+        probe: |op, v| one(v, 0xFF80_0000, (0xB000_0000 | op << 23 | SGPR << 16, None)),
+    },
+    Format {
+        name: "SOP1",
+        opcodes: 0x100,
+        probe: |op, v| {
+            one(
+                v,
+                0xFF80_FF00,
+                (0xBE80_0000 | SGPR << 16 | op << 8 | SGPR, None),
+            )
+        },
+    },
+    Format {
+        name: "SOPC",
+        opcodes: 0x80,
+        probe: |op, v| {
+            one(
+                v,
+                0xFFFF_0000,
+                (0xBF00_0000 | op << 16 | SGPR << 8 | SGPR, None),
+            )
+        },
+    },
+    Format {
+        name: "SOPP",
+        opcodes: 0x80,
+        probe: |op, v| one(v, 0xFFFF_0000, (0xBF80_0000 | op << 16, None)),
+    },
+    // imm = 1 (bit 17): the offset is the second word.
+    Format {
+        name: "SMEM",
+        opcodes: 0x100,
+        probe: |op, v| smem(op, v),
+    },
+    Format {
+        name: "VOP2",
+        opcodes: 0x3E,
+        probe: |op, v| {
+            one(
+                v,
+                0xFE00_0000,
+                (op << 25 | VGPR << 17 | VGPR << 9 | VSRC, None),
+            )
+        },
+    },
+    Format {
+        name: "VOP1",
+        opcodes: 0x100,
+        probe: |op, v| {
+            one(
+                v,
+                0xFE01_FE00,
+                (0x7E00_0000 | VGPR << 17 | op << 9 | VSRC, None),
+            )
+        },
+    },
+    Format {
+        name: "VOPC",
+        opcodes: 0x100,
+        probe: |op, v| {
+            one(
+                v,
+                0xFFFE_0000,
+                (0x7C00_0000 | op << 17 | VGPR << 9 | VSRC, None),
+            )
+        },
+    },
+    Format {
+        name: "VOP3",
+        opcodes: 0x380,
+        probe: |op, v| vop3(v, 0xD000_0000 | op << 16 | VGPR),
+    },
+    Format {
+        name: "VOP3P",
+        opcodes: 0x80,
+        probe: |op, v| vop3(v, 0xD380_0000 | op << 16 | VGPR),
+    },
+    Format {
+        name: "DS",
+        opcodes: 0x100,
+        probe: |op, v| Some((0xD800_0000 | op << 17, Some(zero_some([VGPR; 4], v)))),
+    },
+    // FLAT, SCRATCH, GLOBAL: one opcode space, seg in bits 15:14; saddr off.
+    Format {
+        name: "FLAT",
+        opcodes: 0x80,
+        probe: |op, v| {
+            (v < 8).then(|| {
+                (
+                    0xDC00_0000 | op << 18,
+                    Some(zero_some(
+                        [VGPR, VGPR, if v & 4 == 0 { 0x7F } else { 0 }, VGPR],
+                        v & 0b1011,
+                    )),
+                )
+            })
+        },
+    },
+    Format {
+        name: "SCRATCH",
+        opcodes: 0x80,
+        probe: |op, v| {
+            (v < 8).then(|| {
+                (
+                    0xDC00_4000 | op << 18,
+                    Some(zero_some(
+                        [VGPR, VGPR, if v & 4 == 0 { 0x7F } else { 0 }, VGPR],
+                        v & 0b1011,
+                    )),
+                )
+            })
+        },
+    },
+    Format {
+        name: "GLOBAL",
+        opcodes: 0x80,
+        probe: |op, v| {
+            (v < 8).then(|| {
+                (
+                    0xDC00_8000 | op << 18,
+                    Some(zero_some(
+                        [VGPR, VGPR, if v & 4 == 0 { 0x7F } else { 0 }, VGPR],
+                        v & 0b1011,
+                    )),
+                )
+            })
+        },
+    },
+    // srsrc s[4:7] (field holds the SGPR number / 4), soffset 0 (inline 128).
+    Format {
+        name: "MUBUF",
+        opcodes: 0x80,
+        probe: |op, v| {
+            one(
+                v,
+                0xFFFC_0000,
+                (
+                    0xE000_0000 | op << 18,
+                    Some(VGPR | VGPR << 8 | (SGPR / 4) << 16 | 0x80 << 24),
+                ),
+            )
+        },
+    },
+    Format {
+        name: "MTBUF",
+        opcodes: 0x10,
+        probe: |op, v| {
+            one(
+                v,
+                0xFFFF_8000,
+                (
+                    0xE800_0000 | 1 << 19 | op << 15,
+                    Some(VGPR | VGPR << 8 | (SGPR / 4) << 16 | 0x80 << 24),
+                ),
+            )
+        },
+    },
+];
+
+/// The targets the tables cover, in column order.
+pub const TARGETS: [&str; 2] = ["gfx90a", "gfx942"];
+
+/// `EF_AMDGPU_MACH` of each target, with xnack/sramecc "any" (v4 flags).
+fn e_flags(gfx: &str) -> u32 {
+    let mach = match gfx {
+        "gfx90a" => 0x3f,
+        _ => 0x4c,
+    };
+    mach | 0x100 | 0x400
+}
+
+/// A minimal relocatable AMDGPU ELF whose only section is `.text` = `code`.
+fn elf(code: &[u8], e_flags: u32) -> Vec<u8> {
+    const SHSTRTAB: &[u8] = b"\0.text\0.shstrtab\0";
+    let text_off = 64u64;
+    let shstr_off = text_off + code.len() as u64;
+    let sh_off = (shstr_off + SHSTRTAB.len() as u64).next_multiple_of(8);
+    let mut out = Vec::new();
+    // e_ident: ELF64, little-endian, version 1, OSABI AMDGPU_HSA (64),
+    // ABI version 3 (code object v5).
+    out.extend_from_slice(b"\x7fELF\x02\x01\x01\x40\x03\0\0\0\0\0\0\0");
+    out.extend_from_slice(&1u16.to_le_bytes()); // ET_REL
+    out.extend_from_slice(&224u16.to_le_bytes()); // EM_AMDGPU
+    out.extend_from_slice(&1u32.to_le_bytes());
+    out.extend_from_slice(&0u64.to_le_bytes()); // entry
+    out.extend_from_slice(&0u64.to_le_bytes()); // phoff
+    out.extend_from_slice(&sh_off.to_le_bytes());
+    out.extend_from_slice(&e_flags.to_le_bytes());
+    for v in [64u16, 0, 0, 64, 3, 2] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out.extend_from_slice(code);
+    out.extend_from_slice(SHSTRTAB);
+    out.resize(sh_off as usize + 64, 0); // section 0: null
+    let mut section = |name: u32, kind: u32, flags: u64, offset: u64, size: u64, align: u64| {
+        out.extend_from_slice(&name.to_le_bytes());
+        out.extend_from_slice(&kind.to_le_bytes());
+        out.extend_from_slice(&flags.to_le_bytes());
+        out.extend_from_slice(&0u64.to_le_bytes());
+        out.extend_from_slice(&offset.to_le_bytes());
+        out.extend_from_slice(&size.to_le_bytes());
+        out.extend_from_slice(&[0; 8]); // link, info
+        out.extend_from_slice(&align.to_le_bytes());
+        out.extend_from_slice(&0u64.to_le_bytes());
+    };
+    // SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR.
+    section(1, 1, 6, text_off, code.len() as u64, 4);
+    section(7, 3, 0, shstr_off, SHSTRTAB.len() as u64, 1);
+    out
+}
+
+/// The probe slots of every format, in order: (format index, opcode).
+fn slots() -> Vec<(usize, u32)> {
+    FORMATS
+        .iter()
+        .enumerate()
+        .flat_map(|(f, fmt)| (0..fmt.opcodes).map(move |op| (f, op)))
+        .collect()
+}
+
+/// The base mnemonic: encoding suffixes removed.
+pub fn base_mnemonic(m: &str) -> &str {
+    ["_e32", "_e64", "_sdwa", "_dpp"]
+        .iter()
+        .find_map(|s| m.strip_suffix(s))
+        .unwrap_or(m)
+}
+
+/// Mnemonic per slot address from `llvm-objdump -d` output.
+fn mnemonics_by_address(disassembly: &str) -> BTreeMap<u64, String> {
+    let mut out = BTreeMap::new();
+    for line in disassembly.lines() {
+        let Some((insn, comment)) = line.split_once("//") else {
+            continue;
+        };
+        let Some((address, _)) = comment.trim().split_once(':') else {
+            continue;
+        };
+        let Ok(address) = u64::from_str_radix(address.trim(), 16) else {
+            continue;
+        };
+        if let Some(m) = insn.split_whitespace().next() {
+            out.insert(address, m.to_string());
+        }
+    }
+    out
+}
+
+/// Disassembles the probes for `gfx`: per slot, the mnemonic of the first
+/// variant that decodes, or `None`.
+fn disassemble(objdump: &Path, gfx: &str, scratch: &Path) -> Result<Vec<Option<String>>, String> {
+    let slots = slots();
+    let mut found: Vec<Option<String>> = vec![None; slots.len()];
+    for variant in 0..VARIANTS {
+        let probes: Vec<(usize, Probe)> = slots
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| found[*i].is_none())
+            .filter_map(|(i, &(f, op))| (FORMATS[f].probe)(op, variant).map(|w| (i, w)))
+            .collect();
+        for (i, name) in disassemble_probes(objdump, gfx, scratch, &probes)? {
+            found[i] = Some(name);
+        }
+    }
+    Ok(found)
+}
+
+/// Mnemonics of `probes` (slot index, words) that decode. llvm-objdump
+/// aborts on a few encodings; a failing batch is split until the culprit
+/// stands alone, and it counts as not decoded.
+fn disassemble_probes(
+    objdump: &Path,
+    gfx: &str,
+    scratch: &Path,
+    probes: &[(usize, Probe)],
+) -> Result<Vec<(usize, String)>, String> {
+    if probes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut code = Vec::new();
+    for &(_, (w0, w1)) in probes {
+        for w in [w0, w1.unwrap_or(S_NOP), S_NOP, S_NOP] {
+            code.extend_from_slice(&w.to_le_bytes());
+        }
+    }
+    let file = scratch.join(format!("isa-probe-{gfx}.o"));
+    std::fs::write(&file, elf(&code, e_flags(gfx)))
+        .map_err(|e| format!("{}: {e}", file.display()))?;
+    let out = Command::new(objdump)
+        .args(["-d", &format!("--mcpu={gfx}")])
+        .arg(&file)
+        .output()
+        .map_err(|e| format!("{}: {e}", objdump.display()))?;
+    if !out.status.success() {
+        if probes.len() == 1 {
+            return Ok(Vec::new());
+        }
+        let (a, b) = probes.split_at(probes.len() / 2);
+        let mut names = disassemble_probes(objdump, gfx, scratch, a)?;
+        names.extend(disassemble_probes(objdump, gfx, scratch, b)?);
+        return Ok(names);
+    }
+    let by_address = mnemonics_by_address(&String::from_utf8_lossy(&out.stdout));
+    Ok(probes
+        .iter()
+        .enumerate()
+        .filter_map(|(k, &(i, _))| {
+            by_address
+                .get(&(k as u64 * 16))
+                .filter(|m| !m.starts_with('.'))
+                .map(|m| (i, base_mnemonic(m).to_string()))
+        })
+        .collect())
+}
+
+/// Generates the table source.
+pub fn generate(workspace: &Path) -> Result<String, String> {
+    let objdump = llvm_bin_dir(workspace)?.join("llvm-objdump");
+    let scratch = workspace.join("target").join("isa-tables");
+    std::fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
+    let columns: Vec<Vec<Option<String>>> = TARGETS
+        .iter()
+        .map(|gfx| disassemble(&objdump, gfx, &scratch))
+        .collect::<Result<_, _>>()?;
+    let mut src = String::from(
+        "//! Opcode tables of the GFX9 encodings for gfx90a and gfx942.\n\
+         //!\n\
+         //! Generated by `cargo xtask isa-tables` from the toolchain's LLVM AMDGPU\n\
+         //! disassembler (see xtask/src/isa_tables.rs); do not edit by hand.\n\
+         //! Each row: opcode, gfx90a mnemonic, gfx942 mnemonic (\"\" = not an\n\
+         //! instruction on that target). Mnemonics carry no `_e32`/`_e64` suffix.\n\n\
+         use super::OpName;\n",
+    );
+    let slots = slots();
+    for (f, fmt) in FORMATS.iter().enumerate() {
+        writeln!(src, "\n/// {} opcodes.", fmt.name).ok();
+        writeln!(src, "pub const {}: &[OpName] = &[", fmt.name).ok();
+        for (i, &(sf, op)) in slots.iter().enumerate() {
+            if sf != f {
+                continue;
+            }
+            let a = columns[0][i].as_deref().unwrap_or("");
+            let b = columns[1][i].as_deref().unwrap_or("");
+            if a.is_empty() && b.is_empty() {
+                continue;
+            }
+            writeln!(src, "    OpName::new({op:#x}, {a:?}, {b:?}),").ok();
+        }
+        src.push_str("];\n");
+    }
+    Ok(src)
+}
+
+/// Where the tables live.
+pub fn output_path(workspace: &Path) -> std::path::PathBuf {
+    workspace.join("sim/src/decode/opcodes.rs")
+}
