@@ -392,6 +392,34 @@ impl Info {
     }
 }
 
+/// The shape every `*_get_info` function shares: count the call (and honour
+/// a planned failure), refuse a null `value`, then write what `lookup`
+/// answers or return its status.
+///
+/// # Safety
+/// A non-null `value` must be valid for writes of the C type of the `Info`
+/// `lookup` returns.
+unsafe fn answer(
+    call: &'static str,
+    value: *mut c_void,
+    lookup: impl FnOnce() -> Result<Info, Status>,
+) -> Status {
+    if let Some(status) = enter(call) {
+        return status;
+    }
+    if value.is_null() {
+        return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+    }
+    match lookup() {
+        Ok(info) => {
+            // SAFETY: per this function's contract.
+            unsafe { info.write_to(value) };
+            HSA_STATUS_SUCCESS
+        }
+        Err(status) => status,
+    }
+}
+
 /// `hsa_agent_get_info`'s table. C types per hsa.h / hsa_ext_amd.h.
 ///
 /// Deviation from ROCr: ROCr's CPU agent writes 0 for the kernel-agent
@@ -750,24 +778,22 @@ unsafe extern "C" fn hsa_status_string(status: Status, text: *mut *const c_char)
 }
 
 unsafe extern "C" fn hsa_system_get_info(attribute: u32, value: *mut c_void) -> Status {
-    if let Some(status) = enter("hsa_system_get_info") {
-        return status;
-    }
-    if value.is_null() {
-        return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-    }
-    let info = match attribute {
-        ffi::HSA_SYSTEM_INFO_VERSION_MAJOR | ffi::HSA_SYSTEM_INFO_VERSION_MINOR => Info::U16(1),
-        HSA_SYSTEM_INFO_TIMESTAMP => Info::U64(timestamp()),
-        ffi::HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY => Info::U64(TIMESTAMP_FREQUENCY),
-        HSA_SYSTEM_INFO_SIGNAL_MAX_WAIT => Info::U64(u64::MAX),
-        HSA_SYSTEM_INFO_ENDIANNESS => Info::U32(HSA_ENDIANNESS_LITTLE),
-        HSA_SYSTEM_INFO_MACHINE_MODEL => Info::U32(HSA_MACHINE_MODEL_LARGE),
-        _ => return HSA_STATUS_ERROR_INVALID_ARGUMENT,
-    };
     // SAFETY: `value` points to the attribute's C type (caller's contract).
-    unsafe { info.write_to(value) };
-    HSA_STATUS_SUCCESS
+    unsafe {
+        answer("hsa_system_get_info", value, || {
+            Ok(match attribute {
+                ffi::HSA_SYSTEM_INFO_VERSION_MAJOR | ffi::HSA_SYSTEM_INFO_VERSION_MINOR => {
+                    Info::U16(1)
+                }
+                HSA_SYSTEM_INFO_TIMESTAMP => Info::U64(timestamp()),
+                ffi::HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY => Info::U64(TIMESTAMP_FREQUENCY),
+                HSA_SYSTEM_INFO_SIGNAL_MAX_WAIT => Info::U64(u64::MAX),
+                HSA_SYSTEM_INFO_ENDIANNESS => Info::U32(HSA_ENDIANNESS_LITTLE),
+                HSA_SYSTEM_INFO_MACHINE_MODEL => Info::U32(HSA_MACHINE_MODEL_LARGE),
+                _ => return Err(HSA_STATUS_ERROR_INVALID_ARGUMENT),
+            })
+        })
+    }
 }
 
 fn timestamp() -> u64 {
@@ -808,21 +834,9 @@ unsafe extern "C" fn hsa_agent_get_info(
     attribute: u32,
     value: *mut c_void,
 ) -> Status {
-    if let Some(status) = enter("hsa_agent_get_info") {
-        return status;
-    }
-    if value.is_null() {
-        return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-    }
-    match agent_info(agent, attribute) {
-        Ok(info) => {
-            // SAFETY: `value` points to the attribute's C type (caller's
-            // contract, per hsa.h).
-            unsafe { info.write_to(value) };
-            HSA_STATUS_SUCCESS
-        }
-        Err(status) => status,
-    }
+    // SAFETY: `value` points to the attribute's C type (caller's contract,
+    // per hsa.h).
+    unsafe { answer("hsa_agent_get_info", value, || agent_info(agent, attribute)) }
 }
 
 /// ROCr (`hsa.cpp`, `hsa_agent_iterate_isas`) calls the callback once for
@@ -846,23 +860,19 @@ unsafe extern "C" fn hsa_agent_iterate_isas(
 /// NAME_LENGTH counts the NUL, and NAME writes it (ROCr `isa.cpp`,
 /// `Isa::GetInfo`).
 unsafe extern "C" fn hsa_isa_get_info_alt(isa: Isa, attribute: u32, value: *mut c_void) -> Status {
-    if let Some(status) = enter("hsa_isa_get_info_alt") {
-        return status;
-    }
-    if value.is_null() {
-        return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-    }
-    if isa != GPU_ISA_HANDLE {
-        return HSA_STATUS_ERROR_INVALID_ISA;
-    }
-    let info = match attribute {
-        ffi::HSA_ISA_INFO_NAME_LENGTH => Info::U32(GPU_ISA.len() as u32 + 1),
-        ffi::HSA_ISA_INFO_NAME => chars(GPU_ISA, GPU_ISA.len() + 1),
-        _ => return HSA_STATUS_ERROR_INVALID_ARGUMENT,
-    };
     // SAFETY: `value` points to the attribute's C type (caller's contract).
-    unsafe { info.write_to(value) };
-    HSA_STATUS_SUCCESS
+    unsafe {
+        answer("hsa_isa_get_info_alt", value, || {
+            if isa != GPU_ISA_HANDLE {
+                return Err(HSA_STATUS_ERROR_INVALID_ISA);
+            }
+            Ok(match attribute {
+                ffi::HSA_ISA_INFO_NAME_LENGTH => Info::U32(GPU_ISA.len() as u32 + 1),
+                ffi::HSA_ISA_INFO_NAME => chars(GPU_ISA, GPU_ISA.len() + 1),
+                _ => return Err(HSA_STATUS_ERROR_INVALID_ARGUMENT),
+            })
+        })
+    }
 }
 
 // ===========================================================================
@@ -889,23 +899,13 @@ unsafe extern "C" fn hsa_amd_memory_pool_get_info(
     attribute: u32,
     value: *mut c_void,
 ) -> Status {
-    if let Some(status) = enter("hsa_amd_memory_pool_get_info") {
-        return status;
-    }
-    if value.is_null() {
-        return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-    }
-    let Some(pool) = find_pool(pool) else {
-        return HSA_STATUS_ERROR_INVALID_MEMORY_POOL;
-    };
-    match pool_info(pool, attribute) {
-        Ok(info) => {
-            // SAFETY: `value` points to the attribute's C type (caller's
-            // contract, per hsa_ext_amd.h).
-            unsafe { info.write_to(value) };
-            HSA_STATUS_SUCCESS
-        }
-        Err(status) => status,
+    // SAFETY: `value` points to the attribute's C type (caller's contract,
+    // per hsa_ext_amd.h).
+    unsafe {
+        answer("hsa_amd_memory_pool_get_info", value, || {
+            let pool = find_pool(pool).ok_or(HSA_STATUS_ERROR_INVALID_MEMORY_POOL)?;
+            pool_info(pool, attribute)
+        })
     }
 }
 
@@ -1989,40 +1989,39 @@ unsafe extern "C" fn hsa_executable_symbol_get_info(
     attribute: u32,
     value: *mut c_void,
 ) -> Status {
-    if let Some(status) = enter("hsa_executable_symbol_get_info") {
-        return status;
-    }
-    if value.is_null() {
-        return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-    }
-    let loader = lock(&LOADER);
-    let Some(s) = loader.symbols.get(&symbol.0) else {
-        return HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL;
-    };
-    let info = match attribute {
-        HSA_EXECUTABLE_SYMBOL_INFO_TYPE => Info::U32(HSA_SYMBOL_KIND_KERNEL),
-        HSA_EXECUTABLE_SYMBOL_INFO_NAME_LENGTH => Info::U32(s.name.len() as u32),
-        HSA_EXECUTABLE_SYMBOL_INFO_NAME => Info::Bytes(s.name.as_bytes().to_vec()),
-        HSA_EXECUTABLE_SYMBOL_INFO_AGENT => Info::U64(s.agent.0),
-        ffi::HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT => Info::U64(s.descriptor as u64),
-        ffi::HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE => {
-            Info::U32(s.kernarg_segment_size)
-        }
-        ffi::HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_ALIGNMENT => {
-            Info::U32(s.kernarg_segment_alignment)
-        }
-        ffi::HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE => {
-            Info::U32(s.group_segment_size)
-        }
-        ffi::HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE => {
-            Info::U32(s.private_segment_size)
-        }
-        HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_DYNAMIC_CALLSTACK => Info::Bool(s.dynamic_callstack),
-        _ => return HSA_STATUS_ERROR_INVALID_ARGUMENT,
-    };
     // SAFETY: `value` points to the attribute's C type (caller's contract).
-    unsafe { info.write_to(value) };
-    HSA_STATUS_SUCCESS
+    unsafe {
+        answer("hsa_executable_symbol_get_info", value, || {
+            let loader = lock(&LOADER);
+            let s = loader
+                .symbols
+                .get(&symbol.0)
+                .ok_or(HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL)?;
+            Ok(match attribute {
+                HSA_EXECUTABLE_SYMBOL_INFO_TYPE => Info::U32(HSA_SYMBOL_KIND_KERNEL),
+                HSA_EXECUTABLE_SYMBOL_INFO_NAME_LENGTH => Info::U32(s.name.len() as u32),
+                HSA_EXECUTABLE_SYMBOL_INFO_NAME => Info::Bytes(s.name.as_bytes().to_vec()),
+                HSA_EXECUTABLE_SYMBOL_INFO_AGENT => Info::U64(s.agent.0),
+                ffi::HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT => Info::U64(s.descriptor as u64),
+                ffi::HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE => {
+                    Info::U32(s.kernarg_segment_size)
+                }
+                ffi::HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_ALIGNMENT => {
+                    Info::U32(s.kernarg_segment_alignment)
+                }
+                ffi::HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE => {
+                    Info::U32(s.group_segment_size)
+                }
+                ffi::HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE => {
+                    Info::U32(s.private_segment_size)
+                }
+                HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_DYNAMIC_CALLSTACK => {
+                    Info::Bool(s.dynamic_callstack)
+                }
+                _ => return Err(HSA_STATUS_ERROR_INVALID_ARGUMENT),
+            })
+        })
+    }
 }
 
 /// Whether `executable` is live.
