@@ -3,6 +3,8 @@
 
 use crate::error::Result;
 use crate::hsa::System;
+use zerocopy::FromZeros;
+
 use crate::hsa::checked::push_handle;
 use crate::hsa::ffi;
 
@@ -158,20 +160,14 @@ impl System {
         Ok(self.agents()?.into_iter().filter(Agent::is_gpu).collect())
     }
 
-    /// Reads a fixed-size attribute.
-    fn get<T: Copy + Default>(
+    /// Reads an agent attribute whose C type is `T`.
+    fn get<T: FromZeros + Copy>(
         &self,
         agent: ffi::Agent,
         attribute: u32,
         call: &'static str,
     ) -> Result<T> {
-        let mut value = T::default();
-        // SAFETY: `attribute` is one whose C type is `T` (each caller pairs
-        // them per hsa.h / hsa_ext_amd.h); HSA writes exactly that many bytes.
-        let status =
-            unsafe { (self.api().hsa_agent_get_info)(agent, attribute, (&raw mut value).cast()) };
-        self.check(call, status)?;
-        Ok(value)
+        self.info(call, self.api().hsa_agent_get_info, agent, attribute)
     }
 
     /// Reads a `char[N]` attribute as a string.
@@ -181,23 +177,8 @@ impl System {
         attribute: u32,
         call: &'static str,
     ) -> Result<String> {
-        let bytes: [u8; N] = self.get_array(agent, attribute, call)?;
+        let bytes: [u8; N] = self.get(agent, attribute, call)?;
         Ok(c_string(&bytes).trim().to_string())
-    }
-
-    fn get_array<const N: usize>(
-        &self,
-        agent: ffi::Agent,
-        attribute: u32,
-        call: &'static str,
-    ) -> Result<[u8; N]> {
-        let mut value = [0u8; N];
-        // SAFETY: the attribute's C type is `char[N]` (checked per call
-        // site against the headers).
-        let status =
-            unsafe { (self.api().hsa_agent_get_info)(agent, attribute, value.as_mut_ptr().cast()) };
-        self.check(call, status)?;
-        Ok(value)
     }
 
     fn agent_info(&self, agent: ffi::Agent) -> Result<AgentInfo> {
@@ -258,29 +239,20 @@ impl System {
 
     /// The first ISA's name.
     fn isa_name(&self, agent: ffi::Agent) -> Result<String> {
-        let mut isas: Vec<ffi::Isa> = Vec::new();
-        // SAFETY: as in `agents`.
-        let status = unsafe {
-            (self.api().hsa_agent_iterate_isas)(
-                agent,
-                push_handle::<ffi::Isa>,
-                (&raw mut isas).cast(),
-            )
-        };
-        self.check("hsa_agent_iterate_isas", status)?;
+        let isas = self.handles(
+            "hsa_agent_iterate_isas",
+            self.api().hsa_agent_iterate_isas,
+            agent,
+        )?;
         let Some(&isa) = isas.first() else {
             return Ok(String::new());
         };
-        let mut len: u32 = 0;
-        // SAFETY: NAME_LENGTH is a u32.
-        let status = unsafe {
-            (self.api().hsa_isa_get_info_alt)(
-                isa,
-                ffi::HSA_ISA_INFO_NAME_LENGTH,
-                (&raw mut len).cast(),
-            )
-        };
-        self.check("hsa_isa_get_info_alt", status)?;
+        let len: u32 = self.info(
+            "hsa_isa_get_info_alt",
+            self.api().hsa_isa_get_info_alt,
+            isa,
+            ffi::HSA_ISA_INFO_NAME_LENGTH,
+        )?;
         let mut name = vec![0u8; len as usize + 1];
         // SAFETY: NAME writes NAME_LENGTH bytes; the buffer has one more.
         let status = unsafe {

@@ -9,6 +9,8 @@
 
 use std::ffi::{CStr, c_void};
 
+use zerocopy::FromZeros;
+
 use aqueduct_abi::hsa::{HsaQueue, SignalHandle};
 
 use super::System;
@@ -35,35 +37,61 @@ impl System {
 
     // ---- memory pools -------------------------------------------------
 
-    pub(crate) fn pool_handles(&self, agent: ffi::Agent) -> Result<Vec<ffi::MemoryPool>> {
-        let mut pools: Vec<ffi::MemoryPool> = Vec::new();
-        // SAFETY: the callback only pushes into `pools`, which outlives the
-        // synchronous iteration.
-        let status = unsafe {
-            (self.api().hsa_amd_agent_iterate_memory_pools)(
-                agent,
-                push_handle::<ffi::MemoryPool>,
-                (&raw mut pools).cast(),
-            )
-        };
-        self.check("hsa_amd_agent_iterate_memory_pools", status)?;
-        Ok(pools)
+    /// Every handle an iteration function reports (agents of the system,
+    /// ISAs or memory pools of an agent).
+    pub(crate) fn handles<A, H>(
+        &self,
+        call: &'static str,
+        iterate: IterateFn<A, H>,
+        owner: A,
+    ) -> Result<Vec<H>> {
+        let mut out: Vec<H> = Vec::new();
+        // SAFETY: the callback only pushes `H`s into `out`, which outlives
+        // the synchronous iteration; `iterate` is the table's function for
+        // handles of type `H`.
+        let status = unsafe { iterate(owner, push_handle::<H>, (&raw mut out).cast()) };
+        self.check(call, status)?;
+        Ok(out)
     }
 
-    /// Reads a fixed-size memory-pool attribute whose C type is `T`.
-    pub(crate) fn pool_info<T: Copy + Default>(
+    /// Reads a fixed-size attribute through one of HSA's `*_get_info`
+    /// functions. Each caller pairs `attribute` with its C type `T` (per
+    /// hsa.h / hsa_ext_amd.h, checked against the headers by
+    /// `tests/tests/rocr_headers.rs`): HSA writes exactly that many bytes.
+    pub(crate) fn info<H, T: FromZeros + Copy>(
+        &self,
+        call: &'static str,
+        get: InfoFn<H>,
+        handle: H,
+        attribute: u32,
+    ) -> Result<T> {
+        let mut value = T::new_zeroed();
+        // SAFETY: `value` is a `T`, the attribute's C type (see above).
+        let status = unsafe { get(handle, attribute, (&raw mut value).cast()) };
+        self.check(call, status)?;
+        Ok(value)
+    }
+
+    pub(crate) fn pool_handles(&self, agent: ffi::Agent) -> Result<Vec<ffi::MemoryPool>> {
+        self.handles(
+            "hsa_amd_agent_iterate_memory_pools",
+            self.api().hsa_amd_agent_iterate_memory_pools,
+            agent,
+        )
+    }
+
+    /// Reads a memory-pool attribute whose C type is `T`.
+    pub(crate) fn pool_info<T: FromZeros + Copy>(
         &self,
         pool: ffi::MemoryPool,
         attribute: u32,
     ) -> Result<T> {
-        let mut value = T::default();
-        // SAFETY: each caller pairs `attribute` with its C type `T` (per
-        // hsa_ext_amd.h); HSA writes exactly that many bytes.
-        let status = unsafe {
-            (self.api().hsa_amd_memory_pool_get_info)(pool, attribute, (&raw mut value).cast())
-        };
-        self.check("hsa_amd_memory_pool_get_info", status)?;
-        Ok(value)
+        self.info(
+            "hsa_amd_memory_pool_get_info",
+            self.api().hsa_amd_memory_pool_get_info,
+            pool,
+            attribute,
+        )
     }
 
     pub(crate) fn pool_allocate(&self, pool: ffi::MemoryPool, bytes: usize) -> Result<*mut u8> {
@@ -316,22 +344,28 @@ impl System {
         Ok(symbol)
     }
 
-    /// Reads a fixed-size symbol attribute whose C type is `T`.
-    pub(crate) fn symbol_info<T: Copy + Default>(
+    /// Reads a symbol attribute whose C type is `T`.
+    pub(crate) fn symbol_info<T: FromZeros + Copy>(
         &self,
         symbol: ffi::ExecutableSymbol,
         attribute: u32,
     ) -> Result<T> {
-        let mut value = T::default();
-        // SAFETY: each caller pairs `attribute` with its C type `T` (per
-        // hsa.h); HSA writes exactly that many bytes.
-        let status = unsafe {
-            (self.api().hsa_executable_symbol_get_info)(symbol, attribute, (&raw mut value).cast())
-        };
-        self.check("hsa_executable_symbol_get_info", status)?;
-        Ok(value)
+        self.info(
+            "hsa_executable_symbol_get_info",
+            self.api().hsa_executable_symbol_get_info,
+            symbol,
+            attribute,
+        )
     }
 }
+
+/// An HSA `*_get_info` function.
+pub(crate) type InfoFn<H> = unsafe extern "C" fn(H, u32, *mut c_void) -> ffi::Status;
+/// An HSA iteration callback.
+pub(crate) type HandleCallback<H> = unsafe extern "C" fn(H, *mut c_void) -> ffi::Status;
+/// An HSA iteration function over the handles of an `A`.
+pub(crate) type IterateFn<A, H> =
+    unsafe extern "C" fn(A, HandleCallback<H>, *mut c_void) -> ffi::Status;
 
 /// Collects handles from an HSA iteration callback.
 pub(crate) unsafe extern "C" fn push_handle<H>(handle: H, data: *mut c_void) -> ffi::Status {
