@@ -202,8 +202,8 @@ impl Agent {
         // SAFETY: `bytes` moves into the Inner below, which destroys the
         // reader before dropping them; the guard destroys it on failure
         // while `bytes` is still alive.
-        guard.reader = Some(unsafe { system.code_object_reader_create(&bytes)? });
-        let reader = guard.reader.unwrap_or(ffi::CodeObjectReader(0));
+        let reader = unsafe { system.code_object_reader_create(&bytes)? };
+        guard.reader = Some(reader);
         system.executable_load_agent_code_object(handle, self.handle(), reader)?;
         system.executable_freeze(handle)?;
         std::mem::forget(guard);
@@ -269,14 +269,8 @@ impl Executable {
 
     /// Looks a kernel up by name (`fill_u32`, or its symbol `fill_u32.kd`).
     pub fn kernel(&self, name: &str) -> Result<Kernel> {
-        let meta = find_kernel(&self.inner.code_object, name)?;
-        let index = self
-            .inner
-            .code_object
-            .kernels
-            .iter()
-            .position(|k| std::ptr::eq(&k.metadata, meta))
-            .unwrap_or_default();
+        let index = find_kernel(&self.inner.code_object, name)?;
+        let meta = &self.inner.code_object.kernels[index].metadata;
         let symbol_name =
             CString::new(meta.symbol.as_str()).map_err(|_| Error::InvalidArgument {
                 what: "kernel symbol",
@@ -326,12 +320,9 @@ impl Executable {
     }
 }
 
-/// The metadata of `name` (kernel name or `.kd` symbol), or an error
-/// listing what the code object has.
-pub(crate) fn find_kernel<'a>(
-    code_object: &'a CodeObject,
-    name: &str,
-) -> Result<&'a KernelMetadata> {
+/// The index of kernel `name` (kernel name or `.kd` symbol) in the code
+/// object, or an error listing what the code object has.
+pub(crate) fn find_kernel(code_object: &CodeObject, name: &str) -> Result<usize> {
     if name.is_empty() || name.contains('\0') {
         return Err(Error::InvalidArgument {
             what: "kernel name",
@@ -341,8 +332,7 @@ pub(crate) fn find_kernel<'a>(
     code_object
         .kernels
         .iter()
-        .map(|k| &k.metadata)
-        .find(|m| m.name == name || m.symbol == name)
+        .position(|k| k.metadata.name == name || k.metadata.symbol == name)
         .ok_or_else(|| Error::KernelNotFound {
             name: name.to_string(),
             available: code_object

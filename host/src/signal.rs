@@ -96,7 +96,7 @@ impl Signal {
     /// implementation; an empty list means any agent).
     pub fn with_consumers(system: &System, initial: i64, consumers: &[&Agent]) -> Result<Self> {
         let handles: Vec<ffi::Agent> = consumers.iter().map(|a| a.handle()).collect();
-        let ticks_per_second = system.timestamp_frequency()?;
+        let ticks_per_second = system.ticks_per_second()?;
         if ticks_per_second == 0 {
             return Err(Error::Hsa {
                 call: "hsa_system_get_info",

@@ -167,6 +167,8 @@ pub struct System {
 
 struct Inner {
     runtime: Runtime,
+    /// `HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY`, read on first use.
+    timestamp_frequency: std::sync::OnceLock<u64>,
 }
 
 impl Drop for Inner {
@@ -208,7 +210,10 @@ impl System {
             });
         }
         Ok(Self {
-            inner: Arc::new(Inner { runtime }),
+            inner: Arc::new(Inner {
+                runtime,
+                timestamp_frequency: std::sync::OnceLock::new(),
+            }),
         })
     }
 
@@ -218,6 +223,15 @@ impl System {
 
     pub(crate) fn api(&self) -> &Api {
         &self.inner.runtime.api
+    }
+
+    /// Ticks per second of signal-wait timeout hints, read once per system.
+    pub(crate) fn ticks_per_second(&self) -> Result<u64> {
+        if let Some(&hz) = self.inner.timestamp_frequency.get() {
+            return Ok(hz);
+        }
+        let hz = self.timestamp_frequency()?;
+        Ok(*self.inner.timestamp_frequency.get_or_init(|| hz))
     }
 
     pub(crate) fn check(&self, call: &'static str, status: Status) -> Result<()> {
