@@ -329,6 +329,32 @@ impl CodeObject {
 struct Bytes<'a>(&'a [u8]);
 
 impl<'a> Bytes<'a> {
+    /// An ELF header table of `num` entries of `N` bytes at `offset`; the
+    /// declared entry size must be `N` (`entry` and `what` name the table in
+    /// errors).
+    fn table<const N: usize>(
+        &self,
+        entry: &'static str,
+        what: &'static str,
+        offset: u64,
+        entry_size: u16,
+        num: u16,
+    ) -> Result<&'a [[u8; N]], CodeObjectError> {
+        if num == 0 {
+            return Ok(&[]);
+        }
+        if usize::from(entry_size) != N {
+            return Err(CodeObjectError::BadEntrySize {
+                table: entry,
+                size: entry_size,
+            });
+        }
+        Ok(self
+            .range(what, offset, u64::from(num) * N as u64)?
+            .as_chunks::<N>()
+            .0)
+    }
+
     fn range(
         &self,
         what: &'static str,
@@ -422,55 +448,31 @@ impl<'a> Elf<'a> {
         let e_flags = u32_at(h, 48);
 
         let (phoff, phentsize, phnum) = (u64_at(h, 32), u16_at(h, 54), u16_at(h, 56));
-        let mut segments = Vec::new();
-        if phnum > 0 {
-            if usize::from(phentsize) != PHDR_SIZE {
-                return Err(CodeObjectError::BadEntrySize {
-                    table: "program header",
-                    size: phentsize,
-                });
-            }
-            let table = bytes.range(
-                "program headers",
-                phoff,
-                u64::from(phnum) * PHDR_SIZE as u64,
-            )?;
-            for p in table.as_chunks::<PHDR_SIZE>().0 {
-                segments.push(Segment {
-                    p_type: u32_at(p, 0),
-                    flags: u32_at(p, 4),
-                    offset: u64_at(p, 8),
-                    vaddr: u64_at(p, 16),
-                    filesz: u64_at(p, 32),
-                    align: u64_at(p, 48),
-                });
-            }
-        }
+        let segments = bytes
+            .table::<PHDR_SIZE>("program header", "program headers", phoff, phentsize, phnum)?
+            .iter()
+            .map(|p| Segment {
+                p_type: u32_at(p, 0),
+                flags: u32_at(p, 4),
+                offset: u64_at(p, 8),
+                vaddr: u64_at(p, 16),
+                filesz: u64_at(p, 32),
+                align: u64_at(p, 48),
+            })
+            .collect();
 
         let (shoff, shentsize, shnum) = (u64_at(h, 40), u16_at(h, 58), u16_at(h, 60));
-        let mut sections = Vec::new();
-        if shnum > 0 {
-            if usize::from(shentsize) != SHDR_SIZE {
-                return Err(CodeObjectError::BadEntrySize {
-                    table: "section header",
-                    size: shentsize,
-                });
-            }
-            let table = bytes.range(
-                "section headers",
-                shoff,
-                u64::from(shnum) * SHDR_SIZE as u64,
-            )?;
-            for s in table.as_chunks::<SHDR_SIZE>().0 {
-                sections.push(Section {
-                    sh_type: u32_at(s, 4),
-                    offset: u64_at(s, 24),
-                    size: u64_at(s, 32),
-                    link: u32_at(s, 40),
-                    align: u64_at(s, 48),
-                });
-            }
-        }
+        let sections = bytes
+            .table::<SHDR_SIZE>("section header", "section headers", shoff, shentsize, shnum)?
+            .iter()
+            .map(|s| Section {
+                sh_type: u32_at(s, 4),
+                offset: u64_at(s, 24),
+                size: u64_at(s, 32),
+                link: u32_at(s, 40),
+                align: u64_at(s, 48),
+            })
+            .collect();
         Ok(Self {
             bytes,
             version,
