@@ -254,65 +254,52 @@ assert_offsets!(
 /// Number of dependency signals in a barrier packet.
 pub const BARRIER_DEPENDENCIES: usize = 5;
 
-/// `hsa_barrier_and_packet_t`: completes once every non-null dependency
-/// signal reads zero.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct BarrierAndPacket {
-    /// `header`.
-    pub header: PacketHeader,
-    /// `reserved0`.
-    pub reserved0: u16,
-    /// `reserved1`.
-    pub reserved1: u32,
-    /// `dep_signal[5]`: null handles are ignored.
-    pub dep_signal: [SignalHandle; BARRIER_DEPENDENCIES],
-    /// `reserved2`.
-    pub reserved2: u64,
-    /// `completion_signal`.
-    pub completion_signal: SignalHandle,
+/// Declares a barrier packet type: AND and OR share one layout
+/// (`hsa_barrier_and_packet_t`, `hsa_barrier_or_packet_t`).
+macro_rules! barrier_packet {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[repr(C)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+        pub struct $name {
+            /// `header`.
+            pub header: PacketHeader,
+            /// `reserved0`.
+            pub reserved0: u16,
+            /// `reserved1`.
+            pub reserved1: u32,
+            /// `dep_signal[5]`: null handles are ignored.
+            pub dep_signal: [SignalHandle; BARRIER_DEPENDENCIES],
+            /// `reserved2`.
+            pub reserved2: u64,
+            /// `completion_signal`.
+            pub completion_signal: SignalHandle,
+        }
+
+        assert_layout!($name, size = 64, align = 8);
+        assert_offsets!(
+            $name,
+            header = 0,
+            reserved0 = 2,
+            reserved1 = 4,
+            dep_signal = 8,
+            reserved2 = 48,
+            completion_signal = 56,
+        );
+    };
 }
 
-assert_layout!(BarrierAndPacket, size = 64, align = 8);
-assert_offsets!(
-    BarrierAndPacket,
-    header = 0,
-    reserved0 = 2,
-    reserved1 = 4,
-    dep_signal = 8,
-    reserved2 = 48,
-    completion_signal = 56,
-);
-
-/// `hsa_barrier_or_packet_t`: completes once any non-null dependency signal
-/// reads zero. Same layout as [`BarrierAndPacket`].
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct BarrierOrPacket {
-    /// `header`.
-    pub header: PacketHeader,
-    /// `reserved0`.
-    pub reserved0: u16,
-    /// `reserved1`.
-    pub reserved1: u32,
-    /// `dep_signal[5]`: null handles are ignored.
-    pub dep_signal: [SignalHandle; BARRIER_DEPENDENCIES],
-    /// `reserved2`.
-    pub reserved2: u64,
-    /// `completion_signal`.
-    pub completion_signal: SignalHandle,
+barrier_packet! {
+    /// `hsa_barrier_and_packet_t`: completes once every non-null dependency
+    /// signal reads zero.
+    BarrierAndPacket
 }
 
-assert_layout!(BarrierOrPacket, size = 64, align = 8);
-assert_offsets!(
-    BarrierOrPacket,
-    header = 0,
-    reserved0 = 2,
-    reserved1 = 4,
-    dep_signal = 8,
-    reserved2 = 48,
-    completion_signal = 56,
-);
+barrier_packet! {
+    /// `hsa_barrier_or_packet_t`: completes once any non-null dependency
+    /// signal reads zero.
+    BarrierOrPacket
+}
 
 open_enum! {
     /// `hsa_amd_packet_type8_t` (`hsa_amd_packet_type_t`): the format of a
