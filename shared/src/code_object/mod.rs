@@ -131,6 +131,11 @@ pub enum CodeObjectError {
     AbiVersionOutOfBounds {
         address: u64,
     },
+    /// A `PT_LOAD` segment whose file image is larger than its memory image
+    /// or whose memory image wraps the address space.
+    BadSegment {
+        vaddr: u64,
+    },
 }
 
 impl fmt::Display for CodeObjectError {
@@ -198,6 +203,11 @@ impl fmt::Display for CodeObjectError {
                 f,
                 "{ABI_VERSION_SYMBOL} at {address:#x} is not inside the file's loaded segments"
             ),
+            Self::BadSegment { vaddr } => write!(
+                f,
+                "loadable segment at {vaddr:#x} has a file image larger than its memory image \
+                 or wraps the address space"
+            ),
         }
     }
 }
@@ -240,6 +250,19 @@ pub struct CodeObject {
     /// The value of [`ABI_VERSION_SYMBOL`], if the code object defines it
     /// (aqueduct's device library does; other code objects need not).
     pub abi_version: Option<u32>,
+    /// The `PT_LOAD` segments: what a loader copies into device memory.
+    pub segments: Vec<LoadSegment>,
+}
+
+/// One `PT_LOAD` segment: `filesz` bytes of the file at `file_offset` go to
+/// `vaddr` (relative to the load base), zero-filled up to `memsz`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoadSegment {
+    pub vaddr: u64,
+    pub memsz: u64,
+    pub file_offset: u64,
+    pub filesz: u64,
+    pub executable: bool,
 }
 
 /// The symbol under which aqueduct's device library records the
@@ -305,6 +328,21 @@ impl CodeObject {
                 Some(u32::from_le_bytes([raw[0], raw[1], raw[2], raw[3]]))
             }
         };
+        let mut segments = Vec::new();
+        for s in elf.segments.iter().filter(|s| s.p_type == PT_LOAD) {
+            // The file image must exist and fit in the memory image.
+            elf.bytes.range("segment", s.offset, s.filesz)?;
+            if s.filesz > s.memsz || s.vaddr.checked_add(s.memsz).is_none() {
+                return Err(CodeObjectError::BadSegment { vaddr: s.vaddr });
+            }
+            segments.push(LoadSegment {
+                vaddr: s.vaddr,
+                memsz: s.memsz,
+                file_offset: s.offset,
+                filesz: s.filesz,
+                executable: s.flags & PF_X != 0,
+            });
+        }
         Ok(Self {
             version,
             target,
@@ -312,6 +350,7 @@ impl CodeObject {
             metadata,
             kernels,
             abi_version,
+            segments,
         })
     }
 
@@ -395,6 +434,7 @@ struct Segment {
     offset: u64,
     vaddr: u64,
     filesz: u64,
+    memsz: u64,
     align: u64,
 }
 
@@ -457,6 +497,7 @@ impl<'a> Elf<'a> {
                 offset: u64_at(p, 8),
                 vaddr: u64_at(p, 16),
                 filesz: u64_at(p, 32),
+                memsz: u64_at(p, 40),
                 align: u64_at(p, 48),
             })
             .collect();

@@ -14,7 +14,10 @@
 //! VOP3P, DS, FLAT, MUBUF and MTBUF are two words; GFX9 allows no literal
 //! in VOP3.
 
+pub mod inst;
 pub mod opcodes;
+
+pub use inst::{Ext, Inst, Mods, Src, decode};
 
 /// One opcode of one format: its mnemonic on each target (`""` if none).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -149,7 +152,7 @@ impl Format {
         }
     }
 
-    fn two_words(self) -> bool {
+    pub(crate) fn two_words(self) -> bool {
         matches!(
             self,
             Self::Smem

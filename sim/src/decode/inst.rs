@@ -1,0 +1,611 @@
+//! Operand decoding: a classified instruction's fields, normalised so one
+//! executor serves every encoding of an operation.
+//!
+//! The GFX9 microcode formats (CDNA2/CDNA3 ISA, "Microcode Formats") put
+//! the same operation in several encodings: `v_add_f32` is VOP2, VOP3
+//! (with modifiers), SDWA and DPP; `v_cmp_*` writes VCC in VOPC and any SGPR
+//! pair in VOP3. [`Inst`] flattens them: sources in `src[0..3]`, the scalar
+//! destination in `sdst` (VCC when the short encoding implies it), source
+//! modifiers in [`Mods`], and the extension word in [`Ext`]. Memory formats
+//! use the same slots (see each field).
+
+use super::{Classified, DecodeError, Format, Target, classify};
+
+/// Scalar operand codes (8-bit SSRC/SDST, the low half of 9-bit SRC).
+pub mod code {
+    pub const FLAT_SCRATCH_LO: u8 = 102;
+    pub const XNACK_MASK_LO: u8 = 104;
+    pub const VCC_LO: u8 = 106;
+    pub const VCC_HI: u8 = 107;
+    pub const TTMP0: u8 = 108;
+    pub const M0: u8 = 124;
+    pub const EXEC_LO: u8 = 126;
+    pub const EXEC_HI: u8 = 127;
+    pub const ZERO: u8 = 128;
+    pub const INT_MAX: u8 = 192;
+    pub const INT_NEG_MAX: u8 = 208;
+    pub const SHARED_BASE: u8 = 235;
+    pub const SHARED_LIMIT: u8 = 236;
+    pub const PRIVATE_BASE: u8 = 237;
+    pub const PRIVATE_LIMIT: u8 = 238;
+    pub const POPS_EXITING_WAVE_ID: u8 = 239;
+    pub const HALF: u8 = 240;
+    pub const INV_2PI: u8 = 248;
+    pub const SDWA: u8 = 249;
+    pub const DPP: u8 = 250;
+    pub const VCCZ: u8 = 251;
+    pub const EXECZ: u8 = 252;
+    pub const SCC: u8 = 253;
+    pub const LDS_DIRECT: u8 = 254;
+    pub const LITERAL: u8 = 255;
+}
+
+/// A source operand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Src {
+    /// Scalar register file by operand code 0..=127 (SGPRs, FLAT_SCRATCH,
+    /// XNACK_MASK, VCC, TTMPs, M0, EXEC).
+    Sgpr(u8),
+    /// Architectural VGPR.
+    Vgpr(u16),
+    /// Accumulation VGPR (AGPR).
+    Agpr(u16),
+    /// Inline constant by operand code (128..=208 integers, 240..=248
+    /// floats); its bits depend on the operand's type.
+    Inline(u8),
+    /// The 32-bit literal after the instruction.
+    Literal(u32),
+    /// Other special codes: VCCZ, EXECZ, SCC, apertures, LDS_DIRECT.
+    Special(u8),
+    /// No operand in this slot.
+    None,
+}
+
+impl Src {
+    /// Decodes an 8-bit scalar operand code.
+    pub fn scalar(c: u32, literal: Option<u32>) -> Self {
+        let c = (c & 0xFF) as u8;
+        match c {
+            0..=127 => Self::Sgpr(c),
+            code::ZERO..=code::INT_NEG_MAX | code::HALF..=code::INV_2PI => Self::Inline(c),
+            code::LITERAL => Self::Literal(literal.unwrap_or(0)),
+            _ => Self::Special(c),
+        }
+    }
+
+    /// Decodes a 9-bit vector-ALU source (256.. = VGPRs).
+    pub fn vector(c: u32, literal: Option<u32>) -> Self {
+        if c & 0x100 != 0 {
+            Self::Vgpr((c & 0xFF) as u16)
+        } else {
+            Self::scalar(c, literal)
+        }
+    }
+
+    /// A VGPR, or an AGPR when `acc` is set (gfx90a/gfx942 memory formats
+    /// and MAI operands).
+    pub fn vreg(r: u32, acc: bool) -> Self {
+        let r = (r & 0xFF) as u16;
+        if acc { Self::Agpr(r) } else { Self::Vgpr(r) }
+    }
+}
+
+/// Source and output modifiers of VOP3/VOP3P (and the SDWA/DPP ones,
+/// folded in here when the extension word carries them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Mods {
+    /// Per source, bit i = src i.
+    pub abs: u8,
+    pub neg: u8,
+    /// VOP3P: negate the high half.
+    pub neg_hi: u8,
+    /// VOP3 op_sel (bit 3 = destination), VOP3P op_sel.
+    pub op_sel: u8,
+    /// VOP3P op_sel_hi; 0b111 when not encoded.
+    pub op_sel_hi: u8,
+    pub clamp: bool,
+    /// Output modifier: 0 none, 1 ×2, 2 ×4, 3 ÷2.
+    pub omod: u8,
+}
+
+/// SDWA operand selection (`sel`): which part of a dword an operand uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sel {
+    Byte(u8),
+    Word(u8),
+    Dword,
+}
+
+impl Sel {
+    fn of(v: u32) -> Self {
+        match v & 7 {
+            0..=3 => Self::Byte((v & 3) as u8),
+            4 => Self::Word(0),
+            5 => Self::Word(1),
+            _ => Self::Dword,
+        }
+    }
+}
+
+/// SDWA extension word (VOP1/VOP2/VOPC).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sdwa {
+    pub dst_sel: Sel,
+    /// 0 pad with zeros, 1 sign-extend, 2 preserve the untouched bits.
+    pub dst_unused: u8,
+    pub src0_sel: Sel,
+    pub src0_sext: bool,
+    pub src1_sel: Sel,
+    pub src1_sext: bool,
+}
+
+/// DPP extension word.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dpp {
+    pub ctrl: u16,
+    pub bound_ctrl: bool,
+    pub bank_mask: u8,
+    pub row_mask: u8,
+}
+
+/// Matrix-core (MAI) fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mai {
+    pub cbsz: u8,
+    pub abid: u8,
+    pub blgp: u8,
+}
+
+/// The extension of an instruction beyond its base fields.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ext {
+    None,
+    Sdwa(Sdwa),
+    Dpp(Dpp),
+    Mai(Mai),
+}
+
+/// Cache-policy and addressing bits of memory instructions.
+pub mod flag {
+    /// GLC (gfx90a) / SC0 (gfx942).
+    pub const GLC: u16 = 1 << 0;
+    /// SLC (gfx90a) / SC1 (gfx942, FLAT and MUBUF).
+    pub const SLC: u16 = 1 << 1;
+    /// NT (gfx942) / SCC (gfx90a MUBUF bit 15).
+    pub const NT: u16 = 1 << 2;
+    pub const OFFEN: u16 = 1 << 3;
+    pub const IDXEN: u16 = 1 << 4;
+    /// MUBUF/FLAT: data goes to LDS (M0-addressed) instead of VGPRs.
+    pub const LDS: u16 = 1 << 5;
+    pub const GDS: u16 = 1 << 6;
+    /// The data/destination registers are AGPRs.
+    pub const ACC: u16 = 1 << 7;
+    /// SMEM: the offset is an immediate.
+    pub const IMM: u16 = 1 << 8;
+    /// SMEM: an SGPR offset is added (SOFFSET in `src[1]`).
+    pub const SOE: u16 = 1 << 9;
+    /// VOP3: encoded as VOP3 (e64) rather than its short form.
+    pub const E64: u16 = 1 << 10;
+    /// MAI: the C and D matrices are AGPRs.
+    pub const ACC_CD: u16 = 1 << 11;
+    /// SCC bit of gfx90a MUBUF/FLAT (system coherence).
+    pub const SCC: u16 = 1 << 12;
+}
+
+/// A decoded instruction.
+///
+/// Slot use per format:
+/// - SOP1/SOP2/SOPC: `sdst`, `src[0]`, `src[1]`. SOPK: `sdst`, `imm` =
+///   SIMM16 (and `src[0]` = the literal of `s_setreg_imm32_b32`). SOPP:
+///   `imm` = SIMM16.
+/// - SMEM: `vdst` = SDATA (SGPR number), `src[0]` = SBASE (first SGPR),
+///   `src[1]` = SOFFSET when `SOE` or not `IMM`, `imm` = the immediate.
+/// - VOP*: `vdst`, `sdst` (VOPC/VOP3b carry or compare destination),
+///   `src[0..3]`; the short encodings' implied VCC is explicit.
+/// - DS: `vdst`, `src[0]` = ADDR, `src[1]` = DATA0, `src[2]` = DATA1,
+///   `imm` = OFFSET0 | OFFSET1 << 8.
+/// - FLAT/GLOBAL/SCRATCH: `vdst`, `src[0]` = ADDR (`None` when off),
+///   `src[1]` = DATA, `src[2]` = SADDR (`None` when off), `imm` = offset.
+/// - MUBUF/MTBUF: `vdst` = VDATA, `src[0]` = VADDR, `src[1]` = SRSRC,
+///   `src[2]` = SOFFSET, `imm` = OFFSET (MTBUF's format in `fmt`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Inst {
+    pub format: Format,
+    pub opcode: u16,
+    pub mnemonic: &'static str,
+    pub words: u8,
+    pub vdst: u16,
+    pub sdst: u8,
+    pub src: [Src; 3],
+    pub imm: i32,
+    pub mods: Mods,
+    pub flags: u16,
+    pub ext: Ext,
+    /// MTBUF data and numeric format.
+    pub fmt: u8,
+}
+
+fn bits(w: u32, lo: u32, n: u32) -> u32 {
+    (w >> lo) & ((1 << n) - 1)
+}
+
+fn sext(v: u32, n: u32) -> i32 {
+    ((v << (32 - n)) as i32) >> (32 - n)
+}
+
+/// Mnemonics of VOP3 opcodes that are VOP3b: a scalar carry/condition
+/// destination in bits 14:8 instead of ABS/OP_SEL/CLAMP's low bits.
+fn is_vop3b(mnemonic: &str) -> bool {
+    matches!(
+        mnemonic,
+        "v_add_co_u32"
+            | "v_sub_co_u32"
+            | "v_subrev_co_u32"
+            | "v_addc_co_u32"
+            | "v_subb_co_u32"
+            | "v_subbrev_co_u32"
+            | "v_div_scale_f32"
+            | "v_div_scale_f64"
+            | "v_mad_u64_u32"
+            | "v_mad_i64_i32"
+    )
+}
+
+/// VOP2 ops that read VCC as a third operand in the short encoding.
+fn vop2_reads_vcc(mnemonic: &str) -> bool {
+    matches!(
+        mnemonic,
+        "v_cndmask_b32" | "v_addc_co_u32" | "v_subb_co_u32" | "v_subbrev_co_u32"
+    )
+}
+
+/// VOP2 ops that write VCC as carry-out in the short encoding.
+fn vop2_writes_vcc(mnemonic: &str) -> bool {
+    matches!(
+        mnemonic,
+        "v_add_co_u32"
+            | "v_sub_co_u32"
+            | "v_subrev_co_u32"
+            | "v_addc_co_u32"
+            | "v_subb_co_u32"
+            | "v_subbrev_co_u32"
+    )
+}
+
+/// `v_mac`/`v_fmac`: the destination is also the addend.
+fn is_mac(mnemonic: &str) -> bool {
+    mnemonic.starts_with("v_mac_") || mnemonic.starts_with("v_fmac_")
+}
+
+/// MAI (matrix) instructions of the VOP3P encoding space.
+pub fn is_mai(mnemonic: &str) -> bool {
+    mnemonic.starts_with("v_mfma") || mnemonic.starts_with("v_smfmac")
+}
+
+/// Decodes the instruction at the start of `code`.
+pub fn decode(code: &[u32], target: Target) -> Result<Inst, DecodeError> {
+    let Classified {
+        format,
+        opcode,
+        mnemonic,
+        words,
+    } = classify(code, target)?;
+    let w0 = code[0];
+    let w1 = code.get(1).copied().unwrap_or(0);
+    let mut i = Inst {
+        format,
+        opcode,
+        mnemonic,
+        words: words as u8,
+        vdst: 0,
+        sdst: 0,
+        src: [Src::None; 3],
+        imm: 0,
+        mods: Mods {
+            op_sel_hi: 0b111,
+            ..Mods::default()
+        },
+        flags: 0,
+        ext: Ext::None,
+        fmt: 0,
+    };
+    // The literal, for the short formats that may carry one, is the word
+    // after the instruction (VOP formats: after any extension word, but a
+    // literal and an extension never come together).
+    let literal = (words > 1 && !format.two_words()).then_some(w1);
+    let gfx942 = target == Target::Gfx942;
+    match format {
+        Format::Sop2 => {
+            i.sdst = bits(w0, 16, 7) as u8;
+            i.src[0] = Src::scalar(w0, literal);
+            i.src[1] = Src::scalar(w0 >> 8, literal);
+        }
+        Format::Sopk => {
+            i.sdst = bits(w0, 16, 7) as u8;
+            i.imm = bits(w0, 0, 16) as i32;
+            if let Some(l) = literal {
+                i.src[0] = Src::Literal(l);
+            }
+        }
+        Format::Sop1 => {
+            i.sdst = bits(w0, 16, 7) as u8;
+            i.src[0] = Src::scalar(w0, literal);
+        }
+        Format::Sopc => {
+            i.src[0] = Src::scalar(w0, literal);
+            i.src[1] = Src::scalar(w0 >> 8, literal);
+        }
+        Format::Sopp => i.imm = bits(w0, 0, 16) as i32,
+        Format::Smem => {
+            i.vdst = bits(w0, 6, 7) as u16;
+            i.src[0] = Src::Sgpr((bits(w0, 0, 6) * 2) as u8);
+            if w0 & (1 << 16) != 0 {
+                i.flags |= flag::GLC;
+            }
+            let imm = w0 & (1 << 17) != 0;
+            let soe = w0 & (1 << 14) != 0;
+            if imm {
+                i.flags |= flag::IMM;
+                i.imm = sext(bits(w1, 0, 21), 21);
+                if soe {
+                    i.flags |= flag::SOE;
+                    i.src[1] = Src::Sgpr(bits(w1, 25, 7) as u8);
+                }
+            } else {
+                i.src[1] = Src::Sgpr(bits(w1, 0, 8) as u8);
+            }
+        }
+        Format::Vop1 | Format::Vop2 | Format::Vopc => {
+            let ext = code.get(1).copied().unwrap_or(0);
+            let src0 = w0 & 0x1FF;
+            match src0 {
+                0xF9 => {
+                    // SDWA: src0 is in the extension word, S0 says SGPR.
+                    i.src[0] = if ext & (1 << 23) != 0 {
+                        Src::scalar(ext, None)
+                    } else {
+                        Src::Vgpr((ext & 0xFF) as u16)
+                    };
+                    i.ext = Ext::Sdwa(Sdwa {
+                        dst_sel: Sel::of(ext >> 8),
+                        dst_unused: bits(ext, 11, 2) as u8,
+                        src0_sel: Sel::of(ext >> 16),
+                        src0_sext: ext & (1 << 19) != 0,
+                        src1_sel: Sel::of(ext >> 24),
+                        src1_sext: ext & (1 << 27) != 0,
+                    });
+                    i.mods.clamp = ext & (1 << 13) != 0 && format != Format::Vopc;
+                    if format != Format::Vopc {
+                        i.mods.omod = bits(ext, 14, 2) as u8;
+                    }
+                    i.mods.neg = bits(ext, 20, 1) as u8 | (bits(ext, 28, 1) << 1) as u8;
+                    i.mods.abs = bits(ext, 21, 1) as u8 | (bits(ext, 29, 1) << 1) as u8;
+                }
+                0xFA => {
+                    i.src[0] = Src::Vgpr((ext & 0xFF) as u16);
+                    i.ext = Ext::Dpp(Dpp {
+                        ctrl: bits(ext, 8, 9) as u16,
+                        bound_ctrl: ext & (1 << 19) != 0,
+                        bank_mask: bits(ext, 24, 4) as u8,
+                        row_mask: bits(ext, 28, 4) as u8,
+                    });
+                    i.mods.neg = bits(ext, 20, 1) as u8 | (bits(ext, 22, 1) << 1) as u8;
+                    i.mods.abs = bits(ext, 21, 1) as u8 | (bits(ext, 23, 1) << 1) as u8;
+                }
+                _ => i.src[0] = Src::vector(src0, literal),
+            }
+            match format {
+                Format::Vop1 => i.vdst = bits(w0, 17, 8) as u16,
+                Format::Vop2 => {
+                    i.vdst = bits(w0, 17, 8) as u16;
+                    i.src[1] = Src::Vgpr(bits(w0, 9, 8) as u16);
+                    if vop2_reads_vcc(mnemonic) {
+                        i.src[2] = Src::Sgpr(code::VCC_LO);
+                    }
+                    if vop2_writes_vcc(mnemonic) {
+                        i.sdst = code::VCC_LO;
+                    }
+                    if is_mac(mnemonic) {
+                        i.src[2] = Src::Vgpr(i.vdst);
+                    }
+                    // madmk: D = S0 * K + S1; madak: D = S0 * S1 + K.
+                    if let Some(k) = literal {
+                        if mnemonic.ends_with("mk_f32") || mnemonic.ends_with("mk_f16") {
+                            i.src[2] = i.src[1];
+                            i.src[1] = Src::Literal(k);
+                        } else if mnemonic.ends_with("ak_f32") || mnemonic.ends_with("ak_f16") {
+                            i.src[2] = Src::Literal(k);
+                        }
+                    }
+                }
+                _ => {
+                    i.src[1] = Src::Vgpr(bits(w0, 9, 8) as u16);
+                    i.sdst = code::VCC_LO;
+                    if let Ext::Sdwa(_) = i.ext {
+                        // VOPC SDWA: SD selects an explicit SGPR destination.
+                        if ext & (1 << 15) != 0 {
+                            i.sdst = bits(ext, 8, 7) as u8;
+                        }
+                    }
+                }
+            }
+            if let Ext::Sdwa(_) = i.ext
+                && format != Format::Vop1
+                && ext & (1 << 31) != 0
+            {
+                i.src[1] = Src::scalar(bits(w0, 9, 8), None);
+            }
+        }
+        Format::Vop3 => {
+            i.flags |= flag::E64;
+            i.vdst = bits(w0, 0, 8) as u16;
+            i.src = [
+                Src::vector(bits(w1, 0, 9), None),
+                Src::vector(bits(w1, 9, 9), None),
+                Src::vector(bits(w1, 18, 9), None),
+            ];
+            i.mods.omod = bits(w1, 27, 2) as u8;
+            i.mods.neg = bits(w1, 29, 3) as u8;
+            i.mods.clamp = w0 & (1 << 15) != 0;
+            let vopc = opcode < 0x100;
+            if vopc {
+                // VOPC promoted: VDST holds the SGPR destination.
+                i.sdst = bits(w0, 0, 8) as u8;
+                i.mods.abs = bits(w0, 8, 3) as u8;
+            } else if is_vop3b(mnemonic) {
+                i.sdst = bits(w0, 8, 7) as u8;
+            } else {
+                i.mods.abs = bits(w0, 8, 3) as u8;
+                i.mods.op_sel = bits(w0, 11, 4) as u8;
+            }
+            if is_mac(mnemonic) {
+                i.src[2] = Src::Vgpr(i.vdst);
+            }
+        }
+        Format::Vop3p => {
+            i.vdst = bits(w0, 0, 8) as u16;
+            if is_mai(mnemonic) {
+                let acc = bits(w1, 27, 2);
+                let acc_cd = w0 & (1 << 15) != 0;
+                i.src = [
+                    mai_src(bits(w1, 0, 9), acc & 1 != 0),
+                    mai_src(bits(w1, 9, 9), acc & 2 != 0),
+                    mai_src(bits(w1, 18, 9), acc_cd),
+                ];
+                if acc_cd {
+                    i.flags |= flag::ACC_CD;
+                }
+                i.ext = Ext::Mai(Mai {
+                    cbsz: bits(w0, 8, 3) as u8,
+                    abid: bits(w0, 11, 4) as u8,
+                    blgp: bits(w1, 29, 3) as u8,
+                });
+            } else {
+                i.src = [
+                    Src::vector(bits(w1, 0, 9), None),
+                    Src::vector(bits(w1, 9, 9), None),
+                    Src::vector(bits(w1, 18, 9), None),
+                ];
+                i.mods.neg_hi = bits(w0, 8, 3) as u8;
+                i.mods.op_sel = bits(w0, 11, 3) as u8;
+                i.mods.op_sel_hi = bits(w1, 27, 2) as u8 | (bits(w0, 14, 1) << 2) as u8;
+                i.mods.clamp = w0 & (1 << 15) != 0;
+                i.mods.neg = bits(w1, 29, 3) as u8;
+                // v_accvgpr_* live in this space on gfx90a/gfx942.
+                match mnemonic {
+                    "v_accvgpr_read_b32" => i.src[0] = Src::vreg(bits(w1, 0, 8), true),
+                    "v_accvgpr_mov_b32" => i.src[0] = Src::vreg(bits(w1, 0, 8), true),
+                    _ => {}
+                }
+            }
+        }
+        Format::Ds => {
+            i.imm = bits(w0, 0, 16) as i32;
+            if w0 & (1 << 16) != 0 {
+                i.flags |= flag::GDS;
+            }
+            let acc = w1 & (1 << 25) != 0;
+            if acc {
+                i.flags |= flag::ACC;
+            }
+            i.src[0] = Src::Vgpr(bits(w1, 0, 8) as u16);
+            i.src[1] = Src::vreg(bits(w1, 8, 8), acc);
+            i.src[2] = Src::vreg(bits(w1, 16, 8), acc);
+            i.vdst = bits(w1, 24, 8) as u16;
+        }
+        Format::Flat | Format::Global | Format::Scratch => {
+            i.imm = if format == Format::Flat {
+                bits(w0, 0, 12) as i32
+            } else {
+                sext(bits(w0, 0, 13), 13)
+            };
+            if w0 & (1 << 13) != 0 {
+                i.flags |= flag::LDS;
+            }
+            if w0 & (1 << 16) != 0 {
+                i.flags |= flag::GLC;
+            }
+            if w0 & (1 << 17) != 0 {
+                i.flags |= flag::SLC;
+            }
+            if w0 & (1 << 25) != 0 {
+                i.flags |= if gfx942 { flag::NT } else { flag::SCC };
+            }
+            let acc = w1 & (1 << 23) != 0;
+            if acc {
+                i.flags |= flag::ACC;
+            }
+            // SADDR = 0x7F is "off": the address is all in VADDR.
+            let saddr = bits(w1, 16, 7);
+            let has_saddr = format != Format::Flat && saddr != 0x7F;
+            // Scratch uses VADDR only without SADDR on gfx90a; on gfx942
+            // the SVE bit (13) says so, and neither is the ST mode.
+            let has_vaddr = match format {
+                Format::Scratch if gfx942 => w0 & (1 << 13) != 0,
+                Format::Scratch => !has_saddr,
+                _ => true,
+            };
+            if format == Format::Scratch && gfx942 {
+                i.flags &= !flag::LDS;
+            }
+            i.src[0] = if has_vaddr {
+                Src::Vgpr(bits(w1, 0, 8) as u16)
+            } else {
+                Src::None
+            };
+            i.src[1] = Src::vreg(bits(w1, 8, 8), acc);
+            i.src[2] = if has_saddr {
+                Src::Sgpr(saddr as u8)
+            } else {
+                Src::None
+            };
+            i.vdst = bits(w1, 24, 8) as u16;
+        }
+        Format::Mubuf | Format::Mtbuf => {
+            i.imm = bits(w0, 0, 12) as i32;
+            if w0 & (1 << 12) != 0 {
+                i.flags |= flag::OFFEN;
+            }
+            if w0 & (1 << 13) != 0 {
+                i.flags |= flag::IDXEN;
+            }
+            if w0 & (1 << 14) != 0 {
+                i.flags |= flag::GLC;
+            }
+            if format == Format::Mubuf {
+                if w0 & (1 << 16) != 0 {
+                    i.flags |= flag::LDS;
+                }
+                if w0 & (1 << 17) != 0 {
+                    i.flags |= if gfx942 { flag::NT } else { flag::SLC };
+                }
+                if w0 & (1 << 15) != 0 {
+                    i.flags |= if gfx942 { flag::SLC } else { flag::SCC };
+                }
+            } else {
+                i.fmt = bits(w0, 19, 7) as u8;
+                if w1 & (1 << 22) != 0 {
+                    i.flags |= flag::SLC;
+                }
+            }
+            let acc = w1 & (1 << 23) != 0;
+            if acc {
+                i.flags |= flag::ACC;
+            }
+            i.src[0] = Src::Vgpr(bits(w1, 0, 8) as u16);
+            i.vdst = bits(w1, 8, 8) as u16;
+            i.src[1] = Src::Sgpr((bits(w1, 16, 5) * 4) as u8);
+            i.src[2] = Src::scalar(bits(w1, 24, 8), None);
+        }
+    }
+    Ok(i)
+}
+
+/// MAI sources: 9-bit operand with its ACC bit selecting AGPRs.
+fn mai_src(c: u32, acc: bool) -> Src {
+    if c & 0x100 != 0 {
+        Src::vreg(c, acc)
+    } else {
+        Src::vector(c, None)
+    }
+}

@@ -1,0 +1,591 @@
+//! Running a kernel dispatch: workgroups, waves and their initial state.
+//!
+//! The initial state follows LLVM AMDGPUUsage, "Initial Kernel Execution
+//! State" for GFX9 (gfx90a, gfx942):
+//! - user SGPRs from s0, in this order, each only when the descriptor's
+//!   kernel_code_properties enable it: private segment buffer (4; not with
+//!   architected flat scratch, i.e. gfx942), dispatch ptr (2), queue ptr
+//!   (2), kernarg segment ptr (2), dispatch id (2), flat scratch init (2;
+//!   not on gfx942), private segment size (1); then preloaded kernarg
+//!   dwords (gfx942 KERNARG_PRELOAD) up to COMPUTE_PGM_RSRC2.USER_SGPR_COUNT;
+//! - system SGPRs right after: workgroup id X, Y, Z and workgroup info
+//!   (each when enabled in RSRC2), then the private segment wave byte offset
+//!   (when ENABLE_PRIVATE_SEGMENT);
+//! - v0 holds the packed work-item id (X in bits 9:0, Y 19:10, Z 29:20;
+//!   Y and Z only when ENABLE_VGPR_WORKITEM_ID asks for them);
+//! - EXEC has one bit per work-item of the wave (a wave at the end of a
+//!   partial workgroup has fewer); MODE comes from RSRC1's float modes;
+//!   on gfx942 FLAT_SCRATCH holds the wave's scratch base.
+//!
+//! Work-group sizes and the grid come from the AQL packet fields in
+//! [`Launch`]; the last workgroup in a dimension is partial when the grid
+//! is not a multiple of the workgroup size (HSA "partial workgroups").
+//! Workgroups run on `threads` host threads, each workgroup's waves
+//! cooperatively on one: round-robin in quanta, with `s_barrier` releasing
+//! once every wave that has not ended has reached it.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use aqueduct_abi::code_object::Kernel;
+
+use crate::decode::Target;
+use crate::decode::inst::code;
+use crate::exec::{Ctx, Event};
+use crate::fault::{Fault, FaultReport};
+use crate::memory::MemoryError;
+use crate::program::Program;
+use crate::wave::{LANES, Scratch, Status, Wave};
+
+/// The fields of an AQL kernel dispatch packet the interpreter needs, and
+/// the addresses the runtime around it supplies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Launch {
+    /// Work-items per dimension (`grid_size_x/y/z`).
+    pub grid: [u32; 3],
+    /// `workgroup_size_x/y/z`.
+    pub workgroup: [u16; 3],
+    /// Device address of the kernarg segment.
+    pub kernarg_address: u64,
+    /// `group_segment_size`: LDS bytes beyond the kernel's static need
+    /// (the packet's value includes the static part; the larger is used).
+    pub group_segment_size: u32,
+    /// `private_segment_size`: scratch bytes per work-item.
+    pub private_segment_size: u32,
+    /// Address of the dispatch packet (the dispatch ptr SGPRs).
+    pub packet_address: u64,
+    /// Address of the `amd_queue_t` (the queue ptr SGPRs).
+    pub queue_address: u64,
+    pub dispatch_id: u64,
+}
+
+impl Launch {
+    /// The launch a kernel dispatch packet at `packet_address` describes.
+    pub fn from_packet(p: &aqueduct_abi::aql::KernelDispatchPacket, packet_address: u64) -> Self {
+        Self {
+            grid: [p.grid_size_x, p.grid_size_y, p.grid_size_z],
+            workgroup: [p.workgroup_size_x, p.workgroup_size_y, p.workgroup_size_z],
+            kernarg_address: p.kernarg_address,
+            group_segment_size: p.group_segment_size,
+            private_segment_size: p.private_segment_size,
+            packet_address,
+            queue_address: 0,
+            dispatch_id: 0,
+        }
+    }
+}
+
+/// What a dispatch did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub workgroups: u64,
+    pub waves: u64,
+    /// Wave-instructions executed.
+    pub instructions: u64,
+    /// Sum over executed instructions of active lanes (EXEC bits).
+    pub lane_ops: u64,
+    /// Messages raised, in no particular order across workgroups.
+    pub events: Vec<Event>,
+}
+
+/// Why a dispatch did not run to completion.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DispatchError {
+    /// A wave faulted; the whole dispatch stopped.
+    Fault(Box<FaultReport>),
+    /// The packet's fields are invalid (zero sizes, too many work-items,
+    /// more LDS than the device has).
+    BadLaunch(String),
+    /// Scratch could not be allocated.
+    Memory(MemoryError),
+}
+
+impl std::fmt::Display for DispatchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Fault(r) => r.fmt(f),
+            Self::BadLaunch(why) => write!(f, "invalid dispatch: {why}"),
+            Self::Memory(e) => write!(f, "cannot allocate scratch: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for DispatchError {}
+
+/// LDS per workgroup on gfx90a and gfx942 (64 KiB).
+pub const MAX_LDS: u32 = 64 * 1024;
+/// Instructions a wave runs before the next wave of its workgroup gets a
+/// turn: large enough to keep the loop tight, small enough that waves
+/// spinning on each other make progress.
+const QUANTUM: u32 = 4096;
+
+/// Per-kernel facts the waves share.
+struct Shape {
+    vgprs: usize,
+    agprs: usize,
+    lds: usize,
+    lane_bytes: u32,
+    mode: u32,
+    user_sgprs: Vec<(u8, u32)>,
+    sgpr_wg: [Option<u8>; 3],
+    sgpr_wg_info: Option<u8>,
+    sgpr_wave_offset: Option<u8>,
+    workitem_dims: u32,
+    architected_scratch: bool,
+    entry: usize,
+}
+
+fn shape(program: &Program, kernel: &Kernel, launch: &Launch) -> Result<Shape, DispatchError> {
+    let d = &kernel.descriptor;
+    let (r1, r2, r3, p) = (d.rsrc1(), d.rsrc2(), d.rsrc3(), d.properties());
+    let bad = |s: String| DispatchError::BadLaunch(s);
+    if p.enable_wavefront_size32() {
+        return Err(bad("wave32 kernels do not run on gfx90a/gfx942".into()));
+    }
+    let total = (r1.granulated_workitem_vgpr_count() as usize + 1) * 8;
+    let arch = if r3.0 != 0 {
+        (r3.accum_offset_vgprs() as usize).min(total)
+    } else {
+        total
+    };
+    let lds = d.group_segment_fixed_size.max(launch.group_segment_size);
+    if lds > MAX_LDS {
+        return Err(bad(format!(
+            "{lds} bytes of LDS exceed the {MAX_LDS} a workgroup has"
+        )));
+    }
+    let lane_bytes = d
+        .private_segment_fixed_size
+        .max(launch.private_segment_size)
+        .next_multiple_of(4);
+    let architected_scratch = program.target == Target::Gfx942;
+    let kernarg = launch.kernarg_address;
+    let scratch_placeholder = 0; // patched per wave
+    let _ = scratch_placeholder;
+    let mut user = Vec::new();
+    let push2 = |user: &mut Vec<(u8, u32)>, v: u64| {
+        let at = user.len() as u8;
+        user.push((at, v as u32));
+        user.push((at + 1, (v >> 32) as u32));
+    };
+    // Private segment buffer V# placeholders are filled per wave; record
+    // their position with a marker value.
+    let mut segment_buffer_at = None;
+    if p.enable_sgpr_private_segment_buffer() && !architected_scratch {
+        segment_buffer_at = Some(user.len() as u8);
+        for _ in 0..4 {
+            let at = user.len() as u8;
+            user.push((at, 0));
+        }
+    }
+    if p.enable_sgpr_dispatch_ptr() {
+        push2(&mut user, launch.packet_address);
+    }
+    if p.enable_sgpr_queue_ptr() {
+        push2(&mut user, launch.queue_address);
+    }
+    if p.enable_sgpr_kernarg_segment_ptr() {
+        push2(&mut user, kernarg);
+    }
+    if p.enable_sgpr_dispatch_id() {
+        push2(&mut user, launch.dispatch_id);
+    }
+    if p.enable_sgpr_flat_scratch_init() && !architected_scratch {
+        // Patched per dispatch-thread with the scratch region base.
+        push2(&mut user, 0);
+    }
+    if p.enable_sgpr_private_segment_size() {
+        let at = user.len() as u8;
+        user.push((at, lane_bytes));
+    }
+    let _ = segment_buffer_at;
+    let count = r2.user_sgpr_count() as u8;
+    // Preloaded kernargs fill the rest of the user SGPRs (the values are
+    // read at wave launch from the kernarg segment; see `launch_wave`).
+    let mut next = count;
+    let mut take = |on: bool| {
+        on.then(|| {
+            let r = next;
+            next += 1;
+            r
+        })
+    };
+    let sgpr_wg = [
+        take(r2.enable_sgpr_workgroup_id_x()),
+        take(r2.enable_sgpr_workgroup_id_y()),
+        take(r2.enable_sgpr_workgroup_id_z()),
+    ];
+    let sgpr_wg_info = take(r2.enable_sgpr_workgroup_info());
+    let sgpr_wave_offset = take(r2.enable_private_segment());
+    // MODE: FP_ROUND[3:0] = round 32 | round 16/64 << 2, FP_DENORM[7:4]
+    // likewise, DX10_CLAMP bit 8, IEEE bit 9.
+    let mode = r1.float_round_mode_32()
+        | r1.float_round_mode_16_64() << 2
+        | r1.float_denorm_mode_32() << 4
+        | r1.float_denorm_mode_16_64() << 6
+        | u32::from(r1.enable_dx10_clamp()) << 8
+        | u32::from(r1.enable_ieee_mode()) << 9;
+    let entry = program
+        .index_of(program.base + kernel.entry_address)
+        .map_err(|_| bad(format!("kernel {} has no code at its entry", kernel.name())))?;
+    Ok(Shape {
+        vgprs: arch,
+        agprs: total - arch,
+        lds: lds as usize,
+        lane_bytes,
+        mode,
+        user_sgprs: user,
+        sgpr_wg,
+        sgpr_wg_info,
+        sgpr_wave_offset,
+        workitem_dims: r2.enable_vgpr_workitem_id(),
+        architected_scratch,
+        entry,
+    })
+}
+
+/// Runs `kernel` of `program` over the grid of `launch`.
+pub fn run(
+    program: &Program,
+    kernel: &Kernel,
+    launch: &Launch,
+    threads: usize,
+) -> Result<Stats, DispatchError> {
+    let bad = |s: String| DispatchError::BadLaunch(s);
+    let [gx, gy, gz] = launch.grid;
+    let [wx, wy, wz] = launch.workgroup.map(u32::from);
+    if gx == 0 || gy == 0 || gz == 0 || wx == 0 || wy == 0 || wz == 0 {
+        return Err(bad(format!(
+            "grid {:?} / workgroup {:?} has a zero dimension",
+            launch.grid, launch.workgroup
+        )));
+    }
+    let wg_items = wx * wy * wz;
+    let max = kernel.metadata.max_flat_workgroup_size.max(1);
+    if u64::from(wg_items) > max.min(1024) {
+        return Err(bad(format!(
+            "workgroup of {wg_items} work-items exceeds the kernel's limit {max}"
+        )));
+    }
+    let s = shape(program, kernel, launch)?;
+    let counts = [gx.div_ceil(wx), gy.div_ceil(wy), gz.div_ceil(wz)];
+    let total = u64::from(counts[0]) * u64::from(counts[1]) * u64::from(counts[2]);
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let result: Mutex<Result<Stats, DispatchError>> = Mutex::new(Ok(Stats::default()));
+    let waves_per_group = wg_items.div_ceil(LANES as u32) as usize;
+    let worker = || {
+        let mut local = Stats::default();
+        let mut lds = vec![0u8; s.lds];
+        let scratch_bytes = waves_per_group as u64 * LANES as u64 * u64::from(s.lane_bytes);
+        let scratch = if scratch_bytes > 0 {
+            match program.memory().alloc(scratch_bytes, 256) {
+                Ok(a) => Some(a),
+                Err(e) => {
+                    stop.store(true, Ordering::Relaxed);
+                    *result.lock().unwrap_or_else(|p| p.into_inner()) =
+                        Err(DispatchError::Memory(e));
+                    return;
+                }
+            }
+        } else {
+            None
+        };
+        let mut waves: Vec<Wave> = Vec::new();
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let n = next.fetch_add(1, Ordering::Relaxed) as u64;
+            if n >= total {
+                break;
+            }
+            let id = [
+                (n % u64::from(counts[0])) as u32,
+                (n / u64::from(counts[0]) % u64::from(counts[1])) as u32,
+                (n / (u64::from(counts[0]) * u64::from(counts[1]))) as u32,
+            ];
+            lds.fill(0);
+            if let Err(e) = run_group(
+                program,
+                kernel,
+                launch,
+                &s,
+                id,
+                scratch.unwrap_or(0),
+                &mut lds,
+                &mut waves,
+                &mut local,
+            ) {
+                stop.store(true, Ordering::Relaxed);
+                let mut r = result.lock().unwrap_or_else(|p| p.into_inner());
+                if r.is_ok() {
+                    *r = Err(DispatchError::Fault(Box::new(e)));
+                }
+                break;
+            }
+        }
+        if let Some(a) = scratch {
+            let _ = program.memory().free(a);
+        }
+        let mut r = result.lock().unwrap_or_else(|p| p.into_inner());
+        if let Ok(t) = r.as_mut() {
+            t.workgroups += local.workgroups;
+            t.waves += local.waves;
+            t.instructions += local.instructions;
+            t.lane_ops += local.lane_ops;
+            t.events.append(&mut local.events);
+        }
+    };
+    let threads = threads.clamp(1, total.min(256) as usize);
+    if threads == 1 {
+        worker();
+    } else {
+        std::thread::scope(|sc| {
+            for _ in 0..threads {
+                sc.spawn(worker);
+            }
+        });
+    }
+    result.into_inner().unwrap_or_else(|p| p.into_inner())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_group(
+    program: &Program,
+    kernel: &Kernel,
+    launch: &Launch,
+    s: &Shape,
+    id: [u32; 3],
+    scratch_region: u64,
+    lds: &mut [u8],
+    waves: &mut Vec<Wave>,
+    stats: &mut Stats,
+) -> Result<(), FaultReport> {
+    let [wx, wy, wz] = launch.workgroup.map(u32::from);
+    // This workgroup's extent: partial at the grid's edge.
+    let ext = [0, 1, 2].map(|d| {
+        let w = [wx, wy, wz][d];
+        w.min(launch.grid[d] - id[d] * w)
+    });
+    let items = ext[0] * ext[1] * ext[2];
+    let n_waves = items.div_ceil(LANES as u32) as usize;
+    waves.truncate(n_waves);
+    while waves.len() < n_waves {
+        waves.push(Wave::new(s.vgprs, s.agprs));
+    }
+    let wave_bytes = LANES as u64 * u64::from(s.lane_bytes);
+    for (k, w) in waves.iter_mut().enumerate() {
+        w.pc = s.entry;
+        w.s = [0; 128];
+        w.scc = false;
+        w.status = Status::Running;
+        w.mode = s.mode;
+        w.trapsts = 0;
+        w.id = k as u32;
+        w.executed = 0;
+        if w.v.len() != s.vgprs {
+            w.v.resize(s.vgprs, [0; LANES]);
+        }
+        if w.a.len() != s.agprs {
+            w.a.resize(s.agprs, [0; LANES]);
+        }
+        let wave_offset = k as u64 * wave_bytes;
+        w.scratch = Scratch {
+            base: scratch_region + wave_offset,
+            lane_bytes: s.lane_bytes,
+        };
+        for &(r, v) in &s.user_sgprs {
+            w.s[usize::from(r)] = v;
+        }
+        init_scratch_sgprs(w, kernel, s, scratch_region, wave_offset);
+        preload_kernargs(w, program, kernel, launch);
+        for d in 0..3 {
+            if let Some(r) = s.sgpr_wg[d] {
+                w.s[usize::from(r)] = id[d];
+            }
+        }
+        if let Some(r) = s.sgpr_wg_info {
+            w.s[usize::from(r)] = 0;
+        }
+        if let Some(r) = s.sgpr_wave_offset {
+            w.s[usize::from(r)] = wave_offset as u32;
+        }
+        // Work-item ids, packed in v0; EXEC covers the wave's work-items.
+        let first = k as u32 * LANES as u32;
+        let mut exec = 0u64;
+        if let Some(v0) = w.v.first_mut() {
+            for l in 0..LANES {
+                let t = first + l as u32;
+                if t >= items {
+                    v0[l] = 0;
+                    continue;
+                }
+                exec |= 1 << l;
+                let x = t % ext[0];
+                let y = (t / ext[0]) % ext[1];
+                let z = t / (ext[0] * ext[1]);
+                let y = if s.workitem_dims >= 1 { y } else { 0 };
+                let z = if s.workitem_dims >= 2 { z } else { 0 };
+                v0[l] = x | y << 10 | z << 20;
+            }
+        }
+        w.set_exec(exec);
+    }
+    let mut events = Vec::new();
+    loop {
+        let mut running = false;
+        let mut at_barrier = false;
+        for w in waves.iter_mut() {
+            if w.status == Status::Running {
+                run_wave(program, kernel, w, id, lds, &mut events, stats)?;
+            }
+            running |= w.status == Status::Running;
+            at_barrier |= w.status == Status::Barrier;
+        }
+        if !running {
+            if !at_barrier {
+                break;
+            }
+            for w in waves.iter_mut() {
+                if w.status == Status::Barrier {
+                    w.status = Status::Running;
+                }
+            }
+        }
+    }
+    stats.workgroups += 1;
+    stats.waves += n_waves as u64;
+    stats.events.append(&mut events);
+    Ok(())
+}
+
+/// Scratch-related SGPRs: the private segment buffer V# and flat scratch
+/// init (gfx90a), FLAT_SCRATCH (gfx942).
+fn init_scratch_sgprs(w: &mut Wave, kernel: &Kernel, s: &Shape, region: u64, wave_offset: u64) {
+    let p = kernel.descriptor.properties();
+    if s.architected_scratch {
+        w.set_s64(code::FLAT_SCRATCH_LO, region + wave_offset);
+        return;
+    }
+    let mut at = 0usize;
+    if p.enable_sgpr_private_segment_buffer() {
+        // A swizzled V# over the region: ADD_TID_ENABLE, 4-byte elements,
+        // 64-lane index stride, NUM_RECORDS unlimited (CDNA3 ISA, "Buffer
+        // Resource Descriptor"; the layout ROCr gives the CP).
+        w.s[0] = region as u32;
+        w.s[1] = ((region >> 32) as u32 & 0xFFFF) | 1 << 31;
+        w.s[2] = u32::MAX;
+        w.s[3] = 1 << 23 | 3 << 21 | 1 << 19;
+        at = 4;
+    }
+    if p.enable_sgpr_flat_scratch_init() {
+        for (i, on) in [
+            p.enable_sgpr_dispatch_ptr(),
+            p.enable_sgpr_queue_ptr(),
+            p.enable_sgpr_kernarg_segment_ptr(),
+            p.enable_sgpr_dispatch_id(),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let _ = i;
+            if on {
+                at += 2;
+            }
+        }
+        w.s[at] = region as u32;
+        w.s[at + 1] = (region >> 32) as u32;
+    }
+}
+
+/// gfx942 kernarg preloading: KERNARG_PRELOAD_SPEC_LENGTH dwords from
+/// SPEC_OFFSET dwords into the kernarg segment follow the other user
+/// SGPRs. They come from the kernarg segment, like on hardware.
+fn preload_kernargs(w: &mut Wave, program: &Program, kernel: &Kernel, launch: &Launch) {
+    let d = &kernel.descriptor;
+    let len = u32::from(d.kernarg_preload_length());
+    if len == 0 {
+        return;
+    }
+    let p = d.properties();
+    let first = [
+        (p.enable_sgpr_dispatch_ptr(), 2),
+        (p.enable_sgpr_queue_ptr(), 2),
+        (p.enable_sgpr_kernarg_segment_ptr(), 2),
+        (p.enable_sgpr_dispatch_id(), 2),
+        (p.enable_sgpr_private_segment_size(), 1),
+    ]
+    .iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, n)| n)
+    .sum::<u32>();
+    let offset = u64::from(d.kernarg_preload_offset()) * 4;
+    let mut m = program.memory().access();
+    for k in 0..len {
+        let a = launch.kernarg_address + offset + u64::from(k) * 4;
+        let v = if m.check(a, 4).is_ok() {
+            m.load_u32(a)
+        } else {
+            0
+        };
+        if let Some(r) = w.s.get_mut((first + k) as usize) {
+            *r = v;
+        }
+    }
+}
+
+fn run_wave(
+    program: &Program,
+    kernel: &Kernel,
+    w: &mut Wave,
+    group: [u32; 3],
+    lds: &mut [u8],
+    events: &mut Vec<Event>,
+    stats: &mut Stats,
+) -> Result<(), FaultReport> {
+    let slots = &program.slots;
+    let mut ctx = Ctx {
+        program,
+        mem: program.memory(),
+        lds,
+        pc: 0,
+        events,
+    };
+    let mut n = 0u32;
+    let mut lane_ops = 0u64;
+    let result = loop {
+        if w.status != Status::Running || n == QUANTUM {
+            break Ok(());
+        }
+        let at = w.pc;
+        let Some(slot) = slots.get(at) else {
+            break Err((Fault::RanOffEnd, at));
+        };
+        w.pc = at + 1;
+        ctx.pc = program.base + slot.offset;
+        lane_ops += u64::from(w.exec().count_ones());
+        if let Err(f) = (slot.exec)(w, &slot.inst, &mut ctx) {
+            break Err((f, at));
+        }
+        n += 1;
+    };
+    w.executed += u64::from(n);
+    stats.instructions += u64::from(n);
+    stats.lane_ops += lane_ops;
+    result.map_err(|(fault, at)| {
+        let slot = slots.get(at);
+        let fault = match slot.and_then(|s| s.invalid) {
+            Some(e) => Fault::Decode(e),
+            None => fault,
+        };
+        FaultReport {
+            fault,
+            pc: program.address_of(at),
+            word: slot.map_or(0, |s| s.word),
+            kernel: kernel.name().to_string(),
+            workgroup: group,
+            wave: w.id,
+        }
+    })
+}

@@ -1,0 +1,53 @@
+//! DPP (data-parallel primitives): cross-lane source movement for VOP1,
+//! VOP2 and VOPC (CDNA3 ISA, "DPP"; DPP_CTRL encodings as LLVM's
+//! `DppCtrl`): quad permutes, row shifts and rotates within 16-lane rows,
+//! wave shifts and rotates by one, row mirrors and row broadcasts.
+//!
+//! A lane whose source lane is invalid (shifted in from outside its row or
+//! the wave) reads 0 when BOUND_CTRL is set and is not written otherwise;
+//! ROW_MASK and BANK_MASK disable writes to whole rows and banks.
+
+use crate::decode::inst::Dpp;
+use crate::wave::{LANES, Lanes};
+
+/// The source lane of `lane` under `ctrl`, or `None` when invalid.
+pub fn source_lane(ctrl: u16, lane: usize) -> Option<usize> {
+    let row = lane & !15;
+    let in_row = lane & 15;
+    let n = usize::from(ctrl & 0xF);
+    match ctrl {
+        0x000..=0x0FF => Some((lane & !3) | usize::from(ctrl >> (2 * (lane & 3)) & 3)),
+        0x101..=0x10F => (in_row + n < 16).then(|| lane + n),
+        0x111..=0x11F => (in_row >= n).then(|| lane - n),
+        0x121..=0x12F => Some(row + (in_row + 16 - n) % 16),
+        0x130 => (lane < 63).then(|| lane + 1),
+        0x134 => Some((lane + 1) % 64),
+        0x138 => lane.checked_sub(1),
+        0x13C => Some((lane + 63) % 64),
+        0x140 => Some(row + 15 - in_row),
+        0x141 => Some((lane & !7) + 7 - (lane & 7)),
+        0x142 => (lane >= 16).then(|| row - 1),
+        0x143 => (lane >= 32).then_some(31),
+        _ => None,
+    }
+}
+
+/// `src` moved per `ctrl`; invalid sources read 0 (their lanes are masked
+/// off by [`write_mask`] unless BOUND_CTRL is set).
+pub fn permute(src: &Lanes, ctrl: u16, _bound_ctrl: bool) -> Lanes {
+    std::array::from_fn(|l| source_lane(ctrl, l).map_or(0, |s| src[s]))
+}
+
+/// Lanes a DPP instruction may write.
+pub fn write_mask(d: Dpp) -> u64 {
+    let mut m = 0u64;
+    for l in 0..LANES {
+        let row_ok = d.row_mask >> (l / 16) & 1 != 0;
+        let bank_ok = d.bank_mask >> ((l & 15) / 4) & 1 != 0;
+        let src_ok = d.bound_ctrl || source_lane(d.ctrl, l).is_some();
+        if row_ok && bank_ok && src_ok {
+            m |= 1 << l;
+        }
+    }
+    m
+}

@@ -1,0 +1,583 @@
+//! FLAT, GLOBAL and SCRATCH memory instructions.
+//!
+//! CDNA3 ISA, "Flat, Scratch and Global Instructions":
+//! - FLAT: a 64-bit VGPR address plus the offset; an address in the shared
+//!   aperture goes to LDS, one in the private aperture to the lane's
+//!   scratch, anything else to global memory.
+//! - GLOBAL: a 64-bit VGPR address, or an SGPR-pair base plus a 32-bit
+//!   VGPR offset when SADDR is given; plus a signed 13-bit offset.
+//! - SCRATCH: a per-lane private offset from VADDR and/or SADDR plus the
+//!   offset, into the wave's private segment.
+//!
+//! Cache-policy bits (glc/slc/sc0/sc1/nt) are accepted and have no
+//! functional effect, except that atomics return the old value only when
+//! GLC (SC0 on gfx942) is set, as the hardware does.
+
+use crate::decode::inst::flag;
+use crate::decode::{Format, Inst, Src};
+use crate::exec::{Ctx, Exec};
+use crate::fault::{Fault, Space};
+use crate::memory::Access;
+use crate::wave::{LANES, PRIVATE_APERTURE_HI, SHARED_APERTURE_HI, Wave};
+
+type R = Result<(), Fault>;
+
+/// Where one lane's access goes.
+#[derive(Clone, Copy)]
+pub(crate) enum Loc {
+    Global(u64),
+    Lds(u32),
+}
+
+/// Resolves lane `l`'s address for `size` bytes.
+fn locate(w: &Wave, i: &Inst, l: usize, size: u64) -> Result<Loc, Fault> {
+    let offset = i64::from(i.imm);
+    match i.format {
+        Format::Global => {
+            let address = match i.src[2] {
+                Src::Sgpr(s) => {
+                    let v = vreg32(w, i.src[0], l)?;
+                    w.s64(s).wrapping_add(u64::from(v))
+                }
+                _ => vreg64(w, i.src[0], l)?,
+            };
+            Ok(Loc::Global(address.wrapping_add(offset as u64)))
+        }
+        Format::Scratch => {
+            let mut o = offset;
+            if let Src::Vgpr(_) = i.src[0] {
+                o += i64::from(vreg32(w, i.src[0], l)?);
+            }
+            if let Src::Sgpr(s) = i.src[2] {
+                o += i64::from(w.s[usize::from(s)]);
+            }
+            private(w, l, o as u64, size)
+        }
+        _ => {
+            let address = vreg64(w, i.src[0], l)?.wrapping_add(offset as u64);
+            let hi = (address >> 32) as u32;
+            if hi == SHARED_APERTURE_HI {
+                Ok(Loc::Lds(address as u32))
+            } else if hi == PRIVATE_APERTURE_HI {
+                private(w, l, address & 0xFFFF_FFFF, size)
+            } else {
+                Ok(Loc::Global(address))
+            }
+        }
+    }
+}
+
+/// A lane's private offset as a backing address in the wave's scratch.
+fn private(w: &Wave, l: usize, offset: u64, size: u64) -> Result<Loc, Fault> {
+    w.scratch
+        .address(l, offset, size)
+        .map(Loc::Global)
+        .ok_or(Fault::Memory {
+            space: Space::Scratch,
+            address: offset,
+            size,
+            write: false,
+        })
+}
+
+fn vreg32(w: &Wave, s: Src, l: usize) -> Result<u32, Fault> {
+    match s {
+        Src::Vgpr(r) => Ok(w.vreg(r, false)?[l]),
+        _ => Ok(0),
+    }
+}
+
+fn vreg64(w: &Wave, s: Src, l: usize) -> Result<u64, Fault> {
+    match s {
+        Src::Vgpr(r) => {
+            Ok(u64::from(w.vreg(r, false)?[l]) | u64::from(w.vreg(r + 1, false)?[l]) << 32)
+        }
+        _ => Ok(0),
+    }
+}
+
+/// Memory of one instruction: global through the range table, LDS through
+/// the workgroup's slice.
+pub(crate) struct Port<'a, 'm> {
+    pub m: Access<'m>,
+    pub lds: &'a mut [u8],
+}
+
+impl Port<'_, '_> {
+    fn check(&mut self, loc: Loc, size: u64, write: bool, space: Space) -> R {
+        let ok = match loc {
+            Loc::Global(a) => self.m.check(a, size).is_ok(),
+            Loc::Lds(o) => u64::from(o) + size <= self.lds.len() as u64,
+        };
+        if ok {
+            return Ok(());
+        }
+        Err(match loc {
+            Loc::Global(address) => Fault::Memory {
+                space,
+                address,
+                size,
+                write,
+            },
+            Loc::Lds(o) => Fault::Memory {
+                space: Space::Lds,
+                address: u64::from(o),
+                size,
+                write,
+            },
+        })
+    }
+
+    /// `size` (1, 2, 4) bytes zero-extended.
+    fn load(&self, loc: Loc, size: u32) -> u32 {
+        match loc {
+            Loc::Global(a) => self.m.load_small(a, size),
+            Loc::Lds(o) => {
+                let o = o as usize;
+                (0..size as usize).fold(0, |v, k| v | u32::from(self.lds[o + k]) << (8 * k))
+            }
+        }
+    }
+
+    fn store(&mut self, loc: Loc, size: u32, v: u32) {
+        match loc {
+            Loc::Global(a) => self.m.store_small(a, size, v),
+            Loc::Lds(o) => {
+                for k in 0..size as usize {
+                    self.lds[o as usize + k] = (v >> (8 * k)) as u8;
+                }
+            }
+        }
+    }
+}
+
+fn advance(loc: Loc, bytes: u32) -> Loc {
+    match loc {
+        Loc::Global(a) => Loc::Global(a + u64::from(bytes)),
+        Loc::Lds(o) => Loc::Lds(o + bytes),
+    }
+}
+
+/// The space a fault outside every range is reported in.
+fn space_of(i: &Inst) -> Space {
+    match i.format {
+        Format::Global => Space::Global,
+        Format::Scratch => Space::Scratch,
+        _ => Space::Flat,
+    }
+}
+
+/// How a load puts its data into the destination.
+#[derive(Clone, Copy)]
+enum Put {
+    /// `n` dwords.
+    Dwords(u32),
+    /// One value of `size` bytes, sign-extended when `signed`.
+    Extend { size: u32, signed: bool },
+    /// A 16-bit (or 8-bit, extended to 16) value into the low or high half,
+    /// keeping the other half.
+    D16 { size: u32, signed: bool, hi: bool },
+}
+
+fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
+    let exec = w.exec();
+    let acc = i.flags & flag::ACC != 0;
+    let (bytes, dwords) = match put {
+        Put::Dwords(n) => (4 * n, n),
+        Put::Extend { size, .. } | Put::D16 { size, .. } => (size, 1),
+    };
+    // Destination registers exist before anything is read.
+    w.vreg(i.vdst + dwords as u16 - 1, acc)?;
+    let mut out = [[0u32; LANES]; 4];
+    let mut port = Port {
+        m: ctx.mem.access(),
+        lds: ctx.lds,
+    };
+    let space = space_of(i);
+    for l in 0..LANES {
+        if exec >> l & 1 == 0 {
+            continue;
+        }
+        let loc = locate(w, i, l, u64::from(bytes))?;
+        port.check(loc, u64::from(bytes), false, space)?;
+        match put {
+            Put::Dwords(n) => {
+                for k in 0..n {
+                    out[k as usize][l] = port.load(advance(loc, 4 * k), 4);
+                }
+            }
+            Put::Extend { size, signed } => out[0][l] = extend(port.load(loc, size), size, signed),
+            Put::D16 { size, signed, hi } => {
+                let v = extend(port.load(loc, size), size, signed) & 0xFFFF;
+                let old = w.vreg(i.vdst, acc)?[l];
+                out[0][l] = if hi {
+                    (old & 0xFFFF) | v << 16
+                } else {
+                    (old & 0xFFFF_0000) | v
+                };
+            }
+        }
+    }
+    drop(port);
+    for k in 0..dwords as usize {
+        let d = w.vreg_mut(i.vdst + k as u16, acc)?;
+        for l in 0..LANES {
+            if exec >> l & 1 != 0 {
+                d[l] = out[k][l];
+            }
+        }
+    }
+    Ok(())
+}
+
+fn extend(v: u32, size: u32, signed: bool) -> u32 {
+    match (size, signed) {
+        (1, true) => v as u8 as i8 as i32 as u32,
+        (2, true) => v as u16 as i16 as i32 as u32,
+        _ => v,
+    }
+}
+
+/// How a store takes its data: `n` dwords, or `size` bytes from the low
+/// (or, with `hi`, the high) half of one register.
+#[derive(Clone, Copy)]
+enum Take {
+    Dwords(u32),
+    Part { size: u32, hi: bool },
+}
+
+fn store(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, take: Take) -> R {
+    let exec = w.exec();
+    let acc = i.flags & flag::ACC != 0;
+    let (Src::Vgpr(data) | Src::Agpr(data)) = i.src[1] else {
+        return Err(Fault::Operand { code: 0 });
+    };
+    let bytes = match take {
+        Take::Dwords(n) => 4 * n,
+        Take::Part { size, .. } => size,
+    };
+    let dwords = bytes.div_ceil(4);
+    w.vreg(data + dwords as u16 - 1, acc)?;
+    let space = space_of(i);
+    let mut port = Port {
+        m: ctx.mem.access(),
+        lds: ctx.lds,
+    };
+    for l in 0..LANES {
+        if exec >> l & 1 == 0 {
+            continue;
+        }
+        let loc = locate(w, i, l, u64::from(bytes))?;
+        port.check(loc, u64::from(bytes), true, space)?;
+        match take {
+            Take::Dwords(n) => {
+                for k in 0..n {
+                    let v = w.vreg(data + k as u16, acc)?[l];
+                    port.store(advance(loc, 4 * k), 4, v);
+                }
+            }
+            Take::Part { size, hi } => {
+                let v = w.vreg(data, acc)?[l];
+                port.store(loc, size, if hi { v >> 16 } else { v });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Atomic operations on one 32- or 64-bit location.
+#[derive(Clone, Copy)]
+pub(crate) enum Rmw {
+    Swap,
+    CmpSwap,
+    Add,
+    Sub,
+    SMin,
+    UMin,
+    SMax,
+    UMax,
+    And,
+    Or,
+    Xor,
+    Inc,
+    Dec,
+    AddF32,
+    AddF64,
+    MinF64,
+    MaxF64,
+    PkAddF16,
+    PkAddBf16,
+}
+
+impl Rmw {
+    /// The new value from the old one, the data and (for cmpswap) the
+    /// compare value. 32-bit ops see the low halves.
+    pub(crate) fn apply(self, old: u64, data: u64, cmp: u64, wide: bool) -> u64 {
+        let mask = if wide { u64::MAX } else { 0xFFFF_FFFF };
+        let sx = |v: u64| {
+            if wide {
+                v as i64
+            } else {
+                i64::from(v as u32 as i32)
+            }
+        };
+        (match self {
+            Self::Swap => data,
+            Self::CmpSwap => {
+                if old == cmp {
+                    data
+                } else {
+                    old
+                }
+            }
+            Self::Add => old.wrapping_add(data),
+            Self::Sub => old.wrapping_sub(data),
+            Self::SMin => sx(old).min(sx(data)) as u64,
+            Self::UMin => old.min(data),
+            Self::SMax => sx(old).max(sx(data)) as u64,
+            Self::UMax => old.max(data),
+            Self::And => old & data,
+            Self::Or => old | data,
+            Self::Xor => old ^ data,
+            // inc: old >= data ? 0 : old + 1; dec: old == 0 || old > data ? data : old - 1.
+            Self::Inc => {
+                if old >= data {
+                    0
+                } else {
+                    old + 1
+                }
+            }
+            Self::Dec => {
+                if old == 0 || old > data {
+                    data
+                } else {
+                    old - 1
+                }
+            }
+            Self::AddF32 => {
+                u64::from((f32::from_bits(old as u32) + f32::from_bits(data as u32)).to_bits())
+            }
+            Self::AddF64 => (f64::from_bits(old) + f64::from_bits(data)).to_bits(),
+            Self::MinF64 => f64::from_bits(old).min(f64::from_bits(data)).to_bits(),
+            Self::MaxF64 => f64::from_bits(old).max(f64::from_bits(data)).to_bits(),
+            Self::PkAddF16 => u64::from(crate::float::pk_add_f16(old as u32, data as u32)),
+            Self::PkAddBf16 => u64::from(crate::float::pk_add_bf16(old as u32, data as u32)),
+        }) & mask
+    }
+}
+
+fn atomic(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, op: Rmw, wide: bool) -> R {
+    let exec = w.exec();
+    let acc = i.flags & flag::ACC != 0;
+    let (Src::Vgpr(data) | Src::Agpr(data)) = i.src[1] else {
+        return Err(Fault::Operand { code: 0 });
+    };
+    let size: u64 = if wide { 8 } else { 4 };
+    let n = if wide { 2 } else { 1 };
+    let returns = i.flags & flag::GLC != 0;
+    // cmpswap's data is (src, cmp): two registers (four when wide).
+    let regs = if matches!(op, Rmw::CmpSwap) { 2 * n } else { n };
+    w.vreg(data + regs - 1, acc)?;
+    if returns {
+        w.vreg(i.vdst + n - 1, acc)?;
+    }
+    let space = space_of(i);
+    let mut olds = [0u64; LANES];
+    {
+        let mut port = Port {
+            m: ctx.mem.access(),
+            lds: ctx.lds,
+        };
+        for l in 0..LANES {
+            if exec >> l & 1 == 0 {
+                continue;
+            }
+            let get = |r: u16| -> Result<u64, Fault> {
+                let lo = u64::from(w.vreg(data + r, acc)?[l]);
+                Ok(if wide {
+                    lo | u64::from(w.vreg(data + r + 1, acc)?[l]) << 32
+                } else {
+                    lo
+                })
+            };
+            let d = get(0)?;
+            let cmp = if matches!(op, Rmw::CmpSwap) {
+                get(n)?
+            } else {
+                0
+            };
+            let loc = locate(w, i, l, size)?;
+            port.check(loc, size, true, space)?;
+            olds[l] = rmw(&mut port, loc, op, d, cmp, wide)?;
+        }
+    }
+    if returns {
+        let lo: [u32; LANES] = std::array::from_fn(|l| olds[l] as u32);
+        let hi: [u32; LANES] = std::array::from_fn(|l| (olds[l] >> 32) as u32);
+        write_masked(w.vreg_mut(i.vdst, acc)?, &lo, exec);
+        if wide {
+            write_masked(w.vreg_mut(i.vdst + 1, acc)?, &hi, exec);
+        }
+    }
+    Ok(())
+}
+
+fn write_masked(d: &mut [u32; LANES], v: &[u32; LANES], mask: u64) {
+    for l in 0..LANES {
+        if mask >> l & 1 != 0 {
+            d[l] = v[l];
+        }
+    }
+}
+
+/// One atomic read-modify-write; returns the old value.
+pub(crate) fn rmw(
+    port: &mut Port<'_, '_>,
+    loc: Loc,
+    op: Rmw,
+    d: u64,
+    cmp: u64,
+    wide: bool,
+) -> Result<u64, Fault> {
+    let size = if wide { 8 } else { 4 };
+    match loc {
+        Loc::Global(a) => {
+            let misaligned = Fault::Misaligned { address: a, size };
+            if wide {
+                let x = port.m.atomic_u64(a).ok_or(misaligned)?;
+                let mut old = x.load(std::sync::atomic::Ordering::Relaxed);
+                loop {
+                    let new = op.apply(old, d, cmp, true);
+                    match x.compare_exchange_weak(
+                        old,
+                        new,
+                        std::sync::atomic::Ordering::SeqCst,
+                        std::sync::atomic::Ordering::Relaxed,
+                    ) {
+                        Ok(_) => return Ok(old),
+                        Err(o) => old = o,
+                    }
+                }
+            } else {
+                let x = port.m.atomic_u32(a).ok_or(misaligned)?;
+                let mut old = x.load(std::sync::atomic::Ordering::Relaxed);
+                loop {
+                    let new = op.apply(u64::from(old), d, cmp, false) as u32;
+                    match x.compare_exchange_weak(
+                        old,
+                        new,
+                        std::sync::atomic::Ordering::SeqCst,
+                        std::sync::atomic::Ordering::Relaxed,
+                    ) {
+                        Ok(_) => return Ok(u64::from(old)),
+                        Err(o) => old = o,
+                    }
+                }
+            }
+        }
+        Loc::Lds(o) => {
+            if u64::from(o) % size != 0 {
+                return Err(Fault::Misaligned {
+                    address: u64::from(o),
+                    size,
+                });
+            }
+            let lo = u64::from(port.load(loc, 4));
+            let old = if wide {
+                lo | u64::from(port.load(advance(loc, 4), 4)) << 32
+            } else {
+                lo
+            };
+            let new = op.apply(old, d, cmp, wide);
+            port.store(loc, 4, new as u32);
+            if wide {
+                port.store(advance(loc, 4), 4, (new >> 32) as u32);
+            }
+            Ok(old)
+        }
+    }
+}
+
+macro_rules! mem_ops {
+    ($($suffix:literal => |$w:ident, $i:ident, $c:ident| $body:expr;)*) => {
+        const MEM: &[(&str, Exec)] = &[
+            $(
+                (concat!("flat_", $suffix), { fn f($w: &mut Wave, $i: &Inst, $c: &mut Ctx<'_>) -> R { $body } f }),
+                (concat!("global_", $suffix), { fn f($w: &mut Wave, $i: &Inst, $c: &mut Ctx<'_>) -> R { $body } f }),
+                (concat!("scratch_", $suffix), { fn f($w: &mut Wave, $i: &Inst, $c: &mut Ctx<'_>) -> R { $body } f }),
+            )*
+        ];
+    };
+}
+
+mem_ops! {
+    "load_ubyte" => |w, i, c| load(w, i, c, Put::Extend { size: 1, signed: false });
+    "load_sbyte" => |w, i, c| load(w, i, c, Put::Extend { size: 1, signed: true });
+    "load_ushort" => |w, i, c| load(w, i, c, Put::Extend { size: 2, signed: false });
+    "load_sshort" => |w, i, c| load(w, i, c, Put::Extend { size: 2, signed: true });
+    "load_dword" => |w, i, c| load(w, i, c, Put::Dwords(1));
+    "load_dwordx2" => |w, i, c| load(w, i, c, Put::Dwords(2));
+    "load_dwordx3" => |w, i, c| load(w, i, c, Put::Dwords(3));
+    "load_dwordx4" => |w, i, c| load(w, i, c, Put::Dwords(4));
+    "load_ubyte_d16" => |w, i, c| load(w, i, c, Put::D16 { size: 1, signed: false, hi: false });
+    "load_ubyte_d16_hi" => |w, i, c| load(w, i, c, Put::D16 { size: 1, signed: false, hi: true });
+    "load_sbyte_d16" => |w, i, c| load(w, i, c, Put::D16 { size: 1, signed: true, hi: false });
+    "load_sbyte_d16_hi" => |w, i, c| load(w, i, c, Put::D16 { size: 1, signed: true, hi: true });
+    "load_short_d16" => |w, i, c| load(w, i, c, Put::D16 { size: 2, signed: false, hi: false });
+    "load_short_d16_hi" => |w, i, c| load(w, i, c, Put::D16 { size: 2, signed: false, hi: true });
+    "store_byte" => |w, i, c| store(w, i, c, Take::Part { size: 1, hi: false });
+    "store_byte_d16_hi" => |w, i, c| store(w, i, c, Take::Part { size: 1, hi: true });
+    "store_short" => |w, i, c| store(w, i, c, Take::Part { size: 2, hi: false });
+    "store_short_d16_hi" => |w, i, c| store(w, i, c, Take::Part { size: 2, hi: true });
+    "store_dword" => |w, i, c| store(w, i, c, Take::Dwords(1));
+    "store_dwordx2" => |w, i, c| store(w, i, c, Take::Dwords(2));
+    "store_dwordx3" => |w, i, c| store(w, i, c, Take::Dwords(3));
+    "store_dwordx4" => |w, i, c| store(w, i, c, Take::Dwords(4));
+    "atomic_swap" => |w, i, c| atomic(w, i, c, Rmw::Swap, false);
+    "atomic_cmpswap" => |w, i, c| atomic(w, i, c, Rmw::CmpSwap, false);
+    "atomic_add" => |w, i, c| atomic(w, i, c, Rmw::Add, false);
+    "atomic_sub" => |w, i, c| atomic(w, i, c, Rmw::Sub, false);
+    "atomic_smin" => |w, i, c| atomic(w, i, c, Rmw::SMin, false);
+    "atomic_umin" => |w, i, c| atomic(w, i, c, Rmw::UMin, false);
+    "atomic_smax" => |w, i, c| atomic(w, i, c, Rmw::SMax, false);
+    "atomic_umax" => |w, i, c| atomic(w, i, c, Rmw::UMax, false);
+    "atomic_and" => |w, i, c| atomic(w, i, c, Rmw::And, false);
+    "atomic_or" => |w, i, c| atomic(w, i, c, Rmw::Or, false);
+    "atomic_xor" => |w, i, c| atomic(w, i, c, Rmw::Xor, false);
+    "atomic_inc" => |w, i, c| atomic(w, i, c, Rmw::Inc, false);
+    "atomic_dec" => |w, i, c| atomic(w, i, c, Rmw::Dec, false);
+    "atomic_add_f32" => |w, i, c| atomic(w, i, c, Rmw::AddF32, false);
+    "atomic_pk_add_f16" => |w, i, c| atomic(w, i, c, Rmw::PkAddF16, false);
+    "atomic_pk_add_bf16" => |w, i, c| atomic(w, i, c, Rmw::PkAddBf16, false);
+    "atomic_swap_x2" => |w, i, c| atomic(w, i, c, Rmw::Swap, true);
+    "atomic_cmpswap_x2" => |w, i, c| atomic(w, i, c, Rmw::CmpSwap, true);
+    "atomic_add_x2" => |w, i, c| atomic(w, i, c, Rmw::Add, true);
+    "atomic_sub_x2" => |w, i, c| atomic(w, i, c, Rmw::Sub, true);
+    "atomic_smin_x2" => |w, i, c| atomic(w, i, c, Rmw::SMin, true);
+    "atomic_umin_x2" => |w, i, c| atomic(w, i, c, Rmw::UMin, true);
+    "atomic_smax_x2" => |w, i, c| atomic(w, i, c, Rmw::SMax, true);
+    "atomic_umax_x2" => |w, i, c| atomic(w, i, c, Rmw::UMax, true);
+    "atomic_and_x2" => |w, i, c| atomic(w, i, c, Rmw::And, true);
+    "atomic_or_x2" => |w, i, c| atomic(w, i, c, Rmw::Or, true);
+    "atomic_xor_x2" => |w, i, c| atomic(w, i, c, Rmw::Xor, true);
+    "atomic_inc_x2" => |w, i, c| atomic(w, i, c, Rmw::Inc, true);
+    "atomic_dec_x2" => |w, i, c| atomic(w, i, c, Rmw::Dec, true);
+    "atomic_add_f64" => |w, i, c| atomic(w, i, c, Rmw::AddF64, true);
+    "atomic_min_f64" => |w, i, c| atomic(w, i, c, Rmw::MinF64, true);
+    "atomic_max_f64" => |w, i, c| atomic(w, i, c, Rmw::MaxF64, true);
+}
+
+fn buffer_wbl2(_: &mut Wave, _: &Inst, _: &mut Ctx<'_>) -> R {
+    Ok(())
+}
+
+/// Cache maintenance: functional no-ops (the model has no caches).
+const CACHE: &[(&str, Exec)] = &[
+    ("buffer_wbl2", buffer_wbl2),
+    ("buffer_inv", buffer_wbl2),
+    ("buffer_wbinvl1", buffer_wbl2),
+    ("buffer_wbinvl1_vol", buffer_wbl2),
+];
+
+/// Every FLAT/GLOBAL/SCRATCH executor.
+pub const OPS: &[&[(&str, Exec)]] = &[MEM, CACHE];

@@ -1,0 +1,115 @@
+//! Instruction semantics, one module per family, keyed by mnemonic.
+//!
+//! Each family module exports `OPS`: (mnemonic, executor) pairs. An
+//! executor runs one instruction for one wave; the program resolves it once
+//! at decode time, so execution is an indirect call per instruction and a
+//! tight loop over lanes inside. Mnemonics are LLVM's (as the opcode tables
+//! and `llvm-objdump` spell them), shared across encodings: `v_add_f32` runs
+//! the same executor whether it came as VOP2, VOP3, SDWA or DPP, because the
+//! decoder normalised the operands (see `decode::inst`).
+//!
+//! The sources of truth for semantics are AMD's CDNA2 and CDNA3 ISA
+//! documents (instruction descriptions) and LLVM's AMDGPUUsage (initial
+//! state, memory model); each module cites the sections it follows.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use crate::decode::{Ext, Format, Inst, Mods, Src};
+use crate::fault::Fault;
+use crate::memory::Memory;
+use crate::program::Program;
+use crate::wave::Wave;
+
+pub mod dpp;
+pub mod flat;
+pub mod salu;
+pub mod sdwa;
+pub mod smem;
+pub mod valu;
+pub mod vop3p;
+
+/// Runs one instruction for one wave.
+pub type Exec = fn(&mut Wave, &Inst, &mut Ctx<'_>) -> Result<(), Fault>;
+
+/// Something a wave raised for the host to see.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// `s_sendmsg` with its message id and M0 at the time (an interrupt,
+    /// `MSG_INTERRUPT` = 1, is how device code wakes host signal waiters).
+    Message { id: u16, m0: u32 },
+}
+
+/// What an executor may touch beyond its wave.
+pub struct Ctx<'a> {
+    pub program: &'a Program,
+    pub mem: &'a Memory,
+    /// The workgroup's LDS allocation.
+    pub lds: &'a mut [u8],
+    /// Address of the executing instruction.
+    pub pc: u64,
+    pub events: &'a mut Vec<Event>,
+}
+
+impl Ctx<'_> {
+    /// Jumps to the instruction at `address`.
+    #[inline]
+    pub fn jump(&self, w: &mut Wave, address: u64) -> Result<(), Fault> {
+        w.pc = self.program.index_of(address)?;
+        Ok(())
+    }
+}
+
+fn registry() -> &'static HashMap<&'static str, Exec> {
+    static REGISTRY: OnceLock<HashMap<&'static str, Exec>> = OnceLock::new();
+    REGISTRY.get_or_init(|| {
+        [salu::OPS, smem::OPS, valu::OPS, vop3p::OPS, flat::OPS]
+            .into_iter()
+            .flatten()
+            .flat_map(|table| table.iter().copied())
+            .collect()
+    })
+}
+
+/// The executor of a mnemonic, if the simulator implements it.
+pub fn lookup(mnemonic: &str) -> Option<Exec> {
+    registry().get(mnemonic).copied()
+}
+
+/// Whether the simulator implements a mnemonic.
+pub fn implemented(mnemonic: &str) -> bool {
+    registry().contains_key(mnemonic)
+}
+
+/// The executor of decoded instructions without an implementation.
+pub fn unimplemented(_: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> Result<(), Fault> {
+    Err(Fault::Unimplemented {
+        mnemonic: i.mnemonic,
+    })
+}
+
+/// The executor of words that decode to nothing; the program turns this
+/// into the decode error it recorded.
+pub fn invalid(_: &mut Wave, _: &Inst, _: &mut Ctx<'_>) -> Result<(), Fault> {
+    Err(Fault::Unimplemented {
+        mnemonic: "<invalid>",
+    })
+}
+
+/// The placeholder instruction of an invalid slot.
+pub(crate) fn invalid_inst() -> Inst {
+    Inst {
+        format: Format::Sopp,
+        opcode: 0,
+        mnemonic: "<invalid>",
+        words: 1,
+        vdst: 0,
+        sdst: 0,
+        src: [Src::None; 3],
+        imm: 0,
+        mods: Mods::default(),
+        flags: 0,
+        ext: Ext::None,
+        fmt: 0,
+    }
+}

@@ -1,0 +1,1297 @@
+//! Vector ALU: VOP1, VOP2, VOPC and VOP3 (with their SDWA and DPP forms).
+//!
+//! CDNA3 ISA, "Vector ALU Operations". Every executor reads its sources as
+//! 64-lane arrays (SDWA selection and DPP movement already applied by
+//! [`Wave::lanes`]), computes all 64 lanes in a straight loop, and writes
+//! back under EXEC (and the DPP row/bank masks, and the SDWA destination
+//! selection) through [`write`].
+//!
+//! Floating point: f32 and f64 arithmetic is the host's IEEE arithmetic
+//! (round to nearest even, fused `mul_add` for FMA), which is what the
+//! hardware computes in its default mode; f32 denormals are flushed on
+//! input and output when the MODE register says so (the kernel
+//! descriptor's FLOAT_DENORM_MODE_32). `v_mad_f32`/`v_mac_f32` are the
+//! unfused, denormal-flushing multiply-add. Round modes other than nearest
+//! even are refused rather than approximated.
+
+use crate::decode::{Ext, Inst, Src};
+use crate::exec::{Ctx, Exec, dpp, sdwa};
+use crate::fault::Fault;
+use crate::float::{f16_to_f32, f32_to_f16};
+use crate::wave::{LANES, Lanes, Ty, Wave};
+use std::cmp::Ordering::{Equal, Greater, Less};
+
+type R = Result<(), Fault>;
+
+// ---------------------------------------------------------------------------
+// Operand access with modifiers
+// ---------------------------------------------------------------------------
+
+/// MODE bits (CDNA3 ISA, "MODE register"): FP_ROUND [3:0], FP_DENORM [7:4].
+const MODE_ROUND: u32 = 0xF;
+const MODE_DENORM32_SHIFT: u32 = 4;
+
+fn check_round(w: &Wave) -> R {
+    if w.mode & MODE_ROUND != 0 {
+        return Err(Fault::Unimplemented {
+            mnemonic: "a float round mode other than nearest-even",
+        });
+    }
+    Ok(())
+}
+
+fn flush32(w: &Wave) -> bool {
+    (w.mode >> MODE_DENORM32_SHIFT) & 3 != 3
+}
+
+fn flush_f32(x: f32) -> f32 {
+    if x.is_subnormal() {
+        0.0f32.copysign(x)
+    } else {
+        x
+    }
+}
+
+/// Source `n` as f32 with abs/neg (and denormal flushing) applied.
+#[inline]
+fn f32_src(w: &Wave, i: &Inst, n: usize) -> Result<[f32; LANES], Fault> {
+    let raw = w.lanes(i, n, Ty::B32)?;
+    let abs = i.mods.abs >> n & 1 != 0;
+    let neg = i.mods.neg >> n & 1 != 0;
+    let mask = if abs { 0x7FFF_FFFF } else { u32::MAX };
+    let flip = if neg { 0x8000_0000 } else { 0 };
+    let mut out = [0f32; LANES];
+    for l in 0..LANES {
+        out[l] = f32::from_bits((raw[l] & mask) ^ flip);
+    }
+    if flush32(w) {
+        for x in &mut out {
+            *x = flush_f32(*x);
+        }
+    }
+    Ok(out)
+}
+
+/// Source `n` as f64 with abs/neg applied.
+#[inline]
+fn f64_src(w: &Wave, i: &Inst, n: usize) -> Result<[f64; LANES], Fault> {
+    let raw = w.lanes64(i, n, Ty::F64)?;
+    let abs = i.mods.abs >> n & 1 != 0;
+    let neg = i.mods.neg >> n & 1 != 0;
+    let mask = if abs { !(1u64 << 63) } else { u64::MAX };
+    let flip = if neg { 1u64 << 63 } else { 0 };
+    Ok(std::array::from_fn(|l| {
+        f64::from_bits((raw[l] & mask) ^ flip)
+    }))
+}
+
+/// Source `n` as an f16 widened to f32, with op_sel (high half) and
+/// abs/neg applied.
+#[inline]
+fn f16_src(w: &Wave, i: &Inst, n: usize) -> Result<[f32; LANES], Fault> {
+    let raw = w.lanes(i, n, Ty::B16)?;
+    let hi = i.mods.op_sel >> n & 1 != 0;
+    let abs = i.mods.abs >> n & 1 != 0;
+    let neg = i.mods.neg >> n & 1 != 0;
+    Ok(std::array::from_fn(|l| {
+        let h = if hi { raw[l] >> 16 } else { raw[l] } as u16;
+        let h = if abs { h & 0x7FFF } else { h };
+        let h = if neg { h ^ 0x8000 } else { h };
+        f16_to_f32(h)
+    }))
+}
+
+#[inline]
+fn u32_src(w: &Wave, i: &Inst, n: usize) -> Result<Lanes, Fault> {
+    w.lanes(i, n, Ty::B32)
+}
+
+#[inline]
+fn u64_src(w: &Wave, i: &Inst, n: usize, ty: Ty) -> Result<[u64; LANES], Fault> {
+    w.lanes64(i, n, ty)
+}
+
+/// Applies the output modifier and clamp of a float result.
+#[inline]
+fn omod_clamp_f32(i: &Inst, x: f32) -> f32 {
+    let x = match i.mods.omod {
+        1 => x * 2.0,
+        2 => x * 4.0,
+        3 => x * 0.5,
+        _ => x,
+    };
+    if i.mods.clamp {
+        // Clamp to [0, 1]; NaN becomes 0 (DX10 clamp).
+        if x.is_nan() { 0.0 } else { x.clamp(0.0, 1.0) }
+    } else {
+        x
+    }
+}
+
+#[inline]
+fn omod_clamp_f64(i: &Inst, x: f64) -> f64 {
+    let x = match i.mods.omod {
+        1 => x * 2.0,
+        2 => x * 4.0,
+        3 => x * 0.5,
+        _ => x,
+    };
+    if i.mods.clamp {
+        if x.is_nan() { 0.0 } else { x.clamp(0.0, 1.0) }
+    } else {
+        x
+    }
+}
+
+/// The lanes a VALU write lands in: EXEC, narrowed by DPP's row and bank
+/// masks and by lanes whose DPP source was invalid without bound_ctrl.
+#[inline]
+fn write_mask(w: &Wave, i: &Inst) -> u64 {
+    match i.ext {
+        Ext::Dpp(d) => w.exec() & dpp::write_mask(d),
+        _ => w.exec(),
+    }
+}
+
+/// Writes a 32-bit result to `vdst` (SDWA destination selection applied).
+#[inline]
+pub(crate) fn write(w: &mut Wave, i: &Inst, vals: &Lanes) -> R {
+    let mask = write_mask(w, i);
+    if let Ext::Sdwa(s) = i.ext {
+        let d = w.vreg_mut(i.vdst, false)?;
+        for l in 0..LANES {
+            if mask >> l & 1 != 0 {
+                d[l] = sdwa::place(d[l], vals[l], s.dst_sel, s.dst_unused);
+            }
+        }
+        return Ok(());
+    }
+    w.write_lanes(i.vdst, vals, mask)
+}
+
+#[inline]
+fn write64(w: &mut Wave, i: &Inst, vals: &[u64; LANES]) -> R {
+    let mask = write_mask(w, i);
+    w.write_lanes64(i.vdst, vals, mask)
+}
+
+fn write_f32(w: &mut Wave, i: &Inst, vals: [f32; LANES]) -> R {
+    let flush = flush32(w);
+    let out: Lanes = std::array::from_fn(|l| {
+        let x = omod_clamp_f32(i, vals[l]);
+        if flush { flush_f32(x) } else { x }.to_bits()
+    });
+    write(w, i, &out)
+}
+
+fn write_f64(w: &mut Wave, i: &Inst, vals: [f64; LANES]) -> R {
+    let out: [u64; LANES] = std::array::from_fn(|l| omod_clamp_f64(i, vals[l]).to_bits());
+    write64(w, i, &out)
+}
+
+/// Writes an f16 result: low half with the high half zeroed, or with
+/// op_sel[3] the high half with the low half kept (gfx9 16-bit results).
+fn write_f16(w: &mut Wave, i: &Inst, vals: [f32; LANES]) -> R {
+    let h: Lanes = std::array::from_fn(|l| u32::from(f32_to_f16(omod_clamp_f32(i, vals[l]))));
+    write_b16(w, i, h)
+}
+
+fn write_b16(w: &mut Wave, i: &Inst, h: Lanes) -> R {
+    if i.mods.op_sel & 8 != 0 {
+        let old = *w.vreg(i.vdst, false)?;
+        let out: Lanes = std::array::from_fn(|l| (old[l] & 0xFFFF) | (h[l] & 0xFFFF) << 16);
+        write(w, i, &out)
+    } else {
+        let out: Lanes = std::array::from_fn(|l| h[l] & 0xFFFF);
+        write(w, i, &out)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Families, generated
+// ---------------------------------------------------------------------------
+
+/// Defines lane-wise executors: each source read with `$src` (modifiers
+/// applied), the body evaluated per lane, the result written with `$out`.
+/// Float families check the round mode first.
+macro_rules! vop {
+    ($table:ident, $src:ident -> $out:ident, float: $float:expr;
+     $($name:ident($($s:ident),*) => $body:expr;)*) => {
+        $(fn $name(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+            if $float {
+                check_round(w)?;
+            }
+            let mut k = 0;
+            $( let $s = $src(w, i, { let n = k; k += 1; n })?; )*
+            let _ = k;
+            let out = std::array::from_fn(|l| { $( let $s = $s[l]; )* $body });
+            $out(w, i, out)
+        })*
+        const $table: &[(&str, Exec)] = &[$((stringify!($name), $name as Exec)),*];
+    };
+}
+
+/// A 16-bit integer source: the low half, or the high one with op_sel.
+fn u16_src(w: &Wave, i: &Inst, n: usize) -> Result<[u16; LANES], Fault> {
+    let raw = w.lanes(i, n, Ty::B16)?;
+    let hi = i.mods.op_sel >> n & 1 != 0;
+    Ok(std::array::from_fn(|l| {
+        if hi {
+            (raw[l] >> 16) as u16
+        } else {
+            raw[l] as u16
+        }
+    }))
+}
+
+fn write_u32(w: &mut Wave, i: &Inst, out: Lanes) -> R {
+    write(w, i, &out)
+}
+
+fn write_u16(w: &mut Wave, i: &Inst, out: [u16; LANES]) -> R {
+    write_b16(w, i, out.map(u32::from))
+}
+
+fn fma32(a: f32, b: f32, c: f32) -> f32 {
+    a.mul_add(b, c)
+}
+
+/// `v_mad_f32`: multiply, round, add, round; denormals flushed.
+fn mad32(a: f32, b: f32, c: f32) -> f32 {
+    flush_f32(flush_f32(flush_f32(a) * flush_f32(b)) + flush_f32(c))
+}
+
+/// IEEE-mode min/max: a NaN operand yields the other operand.
+fn fmin32(a: f32, b: f32) -> f32 {
+    a.min(b)
+}
+
+fn fmax32(a: f32, b: f32) -> f32 {
+    a.max(b)
+}
+
+fn med3_f32(a: f32, b: f32, c: f32) -> f32 {
+    if a.is_nan() || b.is_nan() || c.is_nan() {
+        return fmin32(fmin32(a, b), c);
+    }
+    let mx = a.max(b).max(c);
+    if mx == a {
+        b.max(c)
+    } else if mx == b {
+        a.max(c)
+    } else {
+        a.max(b)
+    }
+}
+
+fn ldexp32(a: f32, e: i32) -> f32 {
+    // Exact scaling by powers of two in f64, one rounding to f32.
+    (f64::from(a) * 2f64.powi(e.clamp(-400, 400))) as f32
+}
+
+vop! { F32, f32_src -> write_f32, float: true;
+    v_add_f32(a, b) => a + b;
+    v_sub_f32(a, b) => a - b;
+    v_subrev_f32(a, b) => b - a;
+    v_mul_f32(a, b) => a * b;
+    v_mul_legacy_f32(a, b) => if a == 0.0 || b == 0.0 { 0.0 } else { a * b };
+    v_min_f32(a, b) => fmin32(a, b);
+    v_max_f32(a, b) => fmax32(a, b);
+    v_fma_f32(a, b, c) => fma32(a, b, c);
+    v_fmac_f32(a, b, c) => fma32(a, b, c);
+    v_fmamk_f32(a, b, c) => fma32(a, b, c);
+    v_fmaak_f32(a, b, c) => fma32(a, b, c);
+    v_mad_f32(a, b, c) => mad32(a, b, c);
+    v_mac_f32(a, b, c) => mad32(a, b, c);
+    v_madmk_f32(a, b, c) => mad32(a, b, c);
+    v_madak_f32(a, b, c) => mad32(a, b, c);
+    v_mad_legacy_f32(a, b, c) => if a == 0.0 || b == 0.0 { flush_f32(c) } else { mad32(a, b, c) };
+    v_min3_f32(a, b, c) => fmin32(fmin32(a, b), c);
+    v_max3_f32(a, b, c) => fmax32(fmax32(a, b), c);
+    v_med3_f32(a, b, c) => med3_f32(a, b, c);
+    v_rcp_f32(a) => 1.0 / a;
+    v_rcp_iflag_f32(a) => 1.0 / a;
+    v_rsq_f32(a) => 1.0 / a.sqrt();
+    v_sqrt_f32(a) => a.sqrt();
+    v_exp_f32(a) => a.exp2();
+    v_log_f32(a) => a.log2();
+    v_exp_legacy_f32(a) => a.exp2();
+    v_log_legacy_f32(a) => a.log2();
+    v_sin_f32(a) => (f64::from(a) * std::f64::consts::TAU).sin() as f32;
+    v_cos_f32(a) => (f64::from(a) * std::f64::consts::TAU).cos() as f32;
+    v_fract_f32(a) => if a.is_infinite() { f32::NAN } else { (a - a.floor()).min(f32::from_bits(0x3F7F_FFFF)) };
+    v_trunc_f32(a) => a.trunc();
+    v_ceil_f32(a) => a.ceil();
+    v_floor_f32(a) => a.floor();
+    v_rndne_f32(a) => a.round_ties_even();
+    v_frexp_mant_f32(a) => frexp_mant32(a);
+}
+
+fn frexp_mant32(a: f32) -> f32 {
+    if a.is_nan() || a.is_infinite() || a == 0.0 {
+        return a;
+    }
+    let (m, _) = frexp(f64::from(a));
+    m as f32
+}
+
+fn frexp(a: f64) -> (f64, i32) {
+    if a == 0.0 || a.is_nan() || a.is_infinite() {
+        return (a, 0);
+    }
+    let mut e = a.abs().log2().floor() as i32 + 1;
+    let mut m = a / 2f64.powi(e);
+    // Correct for log2 rounding at the edges.
+    if m.abs() >= 1.0 {
+        m /= 2.0;
+        e += 1;
+    } else if m.abs() < 0.5 {
+        m *= 2.0;
+        e -= 1;
+    }
+    (m, e)
+}
+
+fn v_ldexp_f32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    check_round(w)?;
+    let a = f32_src(w, i, 0)?;
+    let e = u32_src(w, i, 1)?;
+    write_f32(w, i, std::array::from_fn(|l| ldexp32(a[l], e[l] as i32)))
+}
+
+fn v_frexp_exp_i32_f32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let a = f32_src(w, i, 0)?;
+    write(
+        w,
+        i,
+        &std::array::from_fn(|l| frexp(f64::from(a[l])).1 as u32),
+    )
+}
+
+vop! { F64, f64_src -> write_f64, float: true;
+    v_add_f64(a, b) => a + b;
+    v_mul_f64(a, b) => a * b;
+    v_min_f64(a, b) => a.min(b);
+    v_max_f64(a, b) => a.max(b);
+    v_fma_f64(a, b, c) => a.mul_add(b, c);
+    v_fmac_f64(a, b, c) => a.mul_add(b, c);
+    v_rcp_f64(a) => 1.0 / a;
+    v_rsq_f64(a) => 1.0 / a.sqrt();
+    v_sqrt_f64(a) => a.sqrt();
+    v_trunc_f64(a) => a.trunc();
+    v_ceil_f64(a) => a.ceil();
+    v_floor_f64(a) => a.floor();
+    v_rndne_f64(a) => a.round_ties_even();
+    v_fract_f64(a) => if a.is_infinite() { f64::NAN } else { (a - a.floor()).min(f64::from_bits(0x3FEF_FFFF_FFFF_FFFF)) };
+    v_frexp_mant_f64(a) => frexp(a).0;
+}
+
+fn v_ldexp_f64(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    check_round(w)?;
+    let a = f64_src(w, i, 0)?;
+    let e = u32_src(w, i, 1)?;
+    write_f64(
+        w,
+        i,
+        std::array::from_fn(|l| {
+            let e = e[l] as i32;
+            // Two steps keep the intermediate power of two representable.
+            let h = e / 2;
+            a[l] * 2f64.powi(h) * 2f64.powi(e - h)
+        }),
+    )
+}
+
+fn v_frexp_exp_i32_f64(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let a = f64_src(w, i, 0)?;
+    write(w, i, &std::array::from_fn(|l| frexp(a[l]).1 as u32))
+}
+
+vop! { F16, f16_src -> write_f16, float: true;
+    v_add_f16(a, b) => a + b;
+    v_sub_f16(a, b) => a - b;
+    v_subrev_f16(a, b) => b - a;
+    v_mul_f16(a, b) => a * b;
+    v_min_f16(a, b) => a.min(b);
+    v_max_f16(a, b) => a.max(b);
+    v_fma_f16(a, b, c) => (f64::from(a) * f64::from(b) + f64::from(c)) as f32;
+    v_mac_f16(a, b, c) => a * b + c;
+    v_mad_f16(a, b, c) => a * b + c;
+    v_mad_legacy_f16(a, b, c) => a * b + c;
+    v_fma_legacy_f16(a, b, c) => (f64::from(a) * f64::from(b) + f64::from(c)) as f32;
+    v_madmk_f16(a, b, c) => a * b + c;
+    v_madak_f16(a, b, c) => a * b + c;
+    v_min3_f16(a, b, c) => a.min(b).min(c);
+    v_max3_f16(a, b, c) => a.max(b).max(c);
+    v_med3_f16(a, b, c) => med3_f32(a, b, c);
+    v_rcp_f16(a) => 1.0 / a;
+    v_rsq_f16(a) => 1.0 / a.sqrt();
+    v_sqrt_f16(a) => a.sqrt();
+    v_exp_f16(a) => a.exp2();
+    v_log_f16(a) => a.log2();
+    v_sin_f16(a) => (f64::from(a) * std::f64::consts::TAU).sin() as f32;
+    v_cos_f16(a) => (f64::from(a) * std::f64::consts::TAU).cos() as f32;
+    v_trunc_f16(a) => a.trunc();
+    v_ceil_f16(a) => a.ceil();
+    v_floor_f16(a) => a.floor();
+    v_rndne_f16(a) => a.round_ties_even();
+    v_fract_f16(a) => if a.is_infinite() { f32::NAN } else { a - a.floor() };
+}
+
+fn bfe(v: u32, off: u32, width: u32, signed: bool) -> u32 {
+    let off = off & 31;
+    let width = width & 31;
+    if width == 0 {
+        return 0;
+    }
+    let x = v >> off;
+    if off + width < 32 {
+        let shift = 32 - width;
+        if signed {
+            (((x << shift) as i32) >> shift) as u32
+        } else {
+            (x << shift) >> shift
+        }
+    } else if signed {
+        ((v as i32) >> off) as u32
+    } else {
+        x
+    }
+}
+
+fn med3_i(a: i32, b: i32, c: i32) -> i32 {
+    a.max(b).min(a.min(b).max(c))
+}
+
+fn med3_u(a: u32, b: u32, c: u32) -> u32 {
+    a.max(b).min(a.min(b).max(c))
+}
+
+fn ffbh(v: u32) -> u32 {
+    if v == 0 { u32::MAX } else { v.leading_zeros() }
+}
+
+fn ffbh_i(v: u32) -> u32 {
+    let x = if (v as i32) < 0 { !v } else { v };
+    if x == 0 { u32::MAX } else { x.leading_zeros() }
+}
+
+fn perm(a: u32, b: u32, sel: u32) -> u32 {
+    // Bytes 0-3 of S1, 4-7 of S0; 8-11 sign replicas; 12 = 0; 13+ = 0xFF.
+    let src = u64::from(b) | u64::from(a) << 32;
+    (0..4).fold(0, |d, k| {
+        let s = (sel >> (8 * k)) & 0xFF;
+        let byte = match s {
+            0..=7 => (src >> (8 * s)) as u8,
+            8 => ((src >> 15) & 1) as u8 * 0xFF,
+            9 => ((src >> 31) & 1) as u8 * 0xFF,
+            10 => ((src >> 47) & 1) as u8 * 0xFF,
+            11 => ((src >> 63) & 1) as u8 * 0xFF,
+            12 => 0,
+            _ => 0xFF,
+        };
+        d | u32::from(byte) << (8 * k)
+    })
+}
+
+fn sad_u8(a: u32, b: u32, c: u32) -> u32 {
+    (0..4).fold(c, |acc, k| {
+        let x = (a >> (8 * k)) as u8;
+        let y = (b >> (8 * k)) as u8;
+        acc.wrapping_add(u32::from(x.abs_diff(y)))
+    })
+}
+
+fn u24(v: u32) -> u64 {
+    u64::from(v & 0xFF_FFFF)
+}
+
+fn i24(v: u32) -> i64 {
+    i64::from(((v << 8) as i32) >> 8)
+}
+
+vop! { U32, u32_src -> write_u32, float: false;
+    v_mov_b32(a) => a;
+    v_not_b32(a) => !a;
+    v_bfrev_b32(a) => a.reverse_bits();
+    v_ffbh_u32(a) => ffbh(a);
+    v_ffbl_b32(a) => if a == 0 { u32::MAX } else { a.trailing_zeros() };
+    v_ffbh_i32(a) => ffbh_i(a);
+    v_cvt_f32_i32(a) => (a as i32 as f32).to_bits();
+    v_cvt_f32_u32(a) => (a as f32).to_bits();
+    v_cvt_f32_ubyte0(a) => f32::from(a as u8).to_bits();
+    v_cvt_f32_ubyte1(a) => f32::from((a >> 8) as u8).to_bits();
+    v_cvt_f32_ubyte2(a) => f32::from((a >> 16) as u8).to_bits();
+    v_cvt_f32_ubyte3(a) => f32::from((a >> 24) as u8).to_bits();
+    v_cvt_off_f32_i4(a) => ((((a & 0xF) as i32) << 28 >> 28) as f32 / 16.0).to_bits();
+    v_and_b32(a, b) => a & b;
+    v_or_b32(a, b) => a | b;
+    v_xor_b32(a, b) => a ^ b;
+    v_xnor_b32(a, b) => !(a ^ b);
+    v_add_u32(a, b) => a.wrapping_add(b);
+    v_sub_u32(a, b) => a.wrapping_sub(b);
+    v_subrev_u32(a, b) => b.wrapping_sub(a);
+    v_lshlrev_b32(a, b) => b << (a & 31);
+    v_lshrrev_b32(a, b) => b >> (a & 31);
+    v_ashrrev_i32(a, b) => ((b as i32) >> (a & 31)) as u32;
+    v_min_i32(a, b) => (a as i32).min(b as i32) as u32;
+    v_max_i32(a, b) => (a as i32).max(b as i32) as u32;
+    v_min_u32(a, b) => a.min(b);
+    v_max_u32(a, b) => a.max(b);
+    v_mul_lo_u32(a, b) => a.wrapping_mul(b);
+    v_mul_hi_u32(a, b) => ((u64::from(a) * u64::from(b)) >> 32) as u32;
+    v_mul_hi_i32(a, b) => ((i64::from(a as i32) * i64::from(b as i32)) >> 32) as u32;
+    v_mul_u32_u24(a, b) => (u24(a) * u24(b)) as u32;
+    v_mul_hi_u32_u24(a, b) => ((u24(a) * u24(b)) >> 32) as u32;
+    v_mul_i32_i24(a, b) => (i24(a) * i24(b)) as u32;
+    v_mul_hi_i32_i24(a, b) => ((i24(a) * i24(b)) >> 32) as u32;
+    v_bcnt_u32_b32(a, b) => a.count_ones().wrapping_add(b);
+    v_bfm_b32(a, b) => (((1u64 << (a & 31)) - 1) as u32) << (b & 31);
+    v_mad_u32_u24(a, b, c) => ((u24(a) * u24(b)) as u32).wrapping_add(c);
+    v_mad_i32_i24(a, b, c) => ((i24(a) * i24(b)) as u32).wrapping_add(c);
+    v_bfe_u32(a, b, c) => bfe(a, b, c, false);
+    v_bfe_i32(a, b, c) => bfe(a, b, c, true);
+    v_bfi_b32(a, b, c) => (a & b) | (!a & c);
+    v_alignbit_b32(a, b, c) => ((u64::from(a) << 32 | u64::from(b)) >> (c & 31)) as u32;
+    v_alignbyte_b32(a, b, c) => ((u64::from(a) << 32 | u64::from(b)) >> (8 * (c & 3))) as u32;
+    v_min3_i32(a, b, c) => (a as i32).min(b as i32).min(c as i32) as u32;
+    v_max3_i32(a, b, c) => (a as i32).max(b as i32).max(c as i32) as u32;
+    v_med3_i32(a, b, c) => med3_i(a as i32, b as i32, c as i32) as u32;
+    v_min3_u32(a, b, c) => a.min(b).min(c);
+    v_max3_u32(a, b, c) => a.max(b).max(c);
+    v_med3_u32(a, b, c) => med3_u(a, b, c);
+    v_lshl_add_u32(a, b, c) => (a << (b & 31)).wrapping_add(c);
+    v_add_lshl_u32(a, b, c) => a.wrapping_add(b) << (c & 31);
+    v_add3_u32(a, b, c) => a.wrapping_add(b).wrapping_add(c);
+    v_lshl_or_b32(a, b, c) => (a << (b & 31)) | c;
+    v_and_or_b32(a, b, c) => (a & b) | c;
+    v_or3_b32(a, b, c) => a | b | c;
+    v_xad_u32(a, b, c) => (a ^ b).wrapping_add(c);
+    v_perm_b32(a, b, c) => perm(a, b, c);
+    v_sad_u8(a, b, c) => sad_u8(a, b, c);
+    v_sad_u16(a, b, c) => c.wrapping_add(u32::from((a as u16).abs_diff(b as u16))).wrapping_add(u32::from(((a >> 16) as u16).abs_diff((b >> 16) as u16)));
+    v_sad_u32(a, b, c) => a.abs_diff(b).wrapping_add(c);
+    v_cvt_pk_u16_u32(a, b) => (a.min(0xFFFF)) | b.min(0xFFFF) << 16;
+    v_cvt_pk_i16_i32(a, b) => ((a as i32).clamp(-32768, 32767) as u32 & 0xFFFF) | ((b as i32).clamp(-32768, 32767) as u32) << 16;
+    v_pack_b32_f16(a, b) => (a & 0xFFFF) | b << 16;
+}
+
+vop! { U16, u16_src -> write_u16, float: false;
+    v_add_u16(a, b) => a.wrapping_add(b);
+    v_sub_u16(a, b) => a.wrapping_sub(b);
+    v_subrev_u16(a, b) => b.wrapping_sub(a);
+    v_mul_lo_u16(a, b) => a.wrapping_mul(b);
+    v_lshlrev_b16(a, b) => b << (a & 15);
+    v_lshrrev_b16(a, b) => b >> (a & 15);
+    v_ashrrev_i16(a, b) => ((b as i16) >> (a & 15)) as u16;
+    v_max_u16(a, b) => a.max(b);
+    v_min_u16(a, b) => a.min(b);
+    v_max_i16(a, b) => (a as i16).max(b as i16) as u16;
+    v_min_i16(a, b) => (a as i16).min(b as i16) as u16;
+    v_add_i16(a, b) => (a as i16).wrapping_add(b as i16) as u16;
+    v_sub_i16(a, b) => (a as i16).wrapping_sub(b as i16) as u16;
+    v_mad_u16(a, b, c) => a.wrapping_mul(b).wrapping_add(c);
+    v_mad_i16(a, b, c) => (a as i16).wrapping_mul(b as i16).wrapping_add(c as i16) as u16;
+    v_mad_legacy_u16(a, b, c) => a.wrapping_mul(b).wrapping_add(c);
+    v_mad_legacy_i16(a, b, c) => (a as i16).wrapping_mul(b as i16).wrapping_add(c as i16) as u16;
+    v_max3_u16(a, b, c) => a.max(b).max(c);
+    v_min3_u16(a, b, c) => a.min(b).min(c);
+    v_med3_u16(a, b, c) => a.max(b).min(a.min(b).max(c));
+    v_max3_i16(a, b, c) => (a as i16).max(b as i16).max(c as i16) as u16;
+    v_min3_i16(a, b, c) => (a as i16).min(b as i16).min(c as i16) as u16;
+    v_med3_i16(a, b, c) => { let (a, b, c) = (a as i16, b as i16, c as i16); a.max(b).min(a.min(b).max(c)) as u16 };
+}
+
+// ---------------------------------------------------------------------------
+// Conversions between float widths and to integers
+// ---------------------------------------------------------------------------
+
+/// f32 → i32 as the hardware converts: truncate, saturate, NaN → 0.
+fn f32_to_i32(x: f32) -> u32 {
+    (x as i32) as u32
+}
+
+fn f32_to_u32(x: f32) -> u32 {
+    x as u32
+}
+
+fn v_cvt_i32_f32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let a = f32_src(w, i, 0)?;
+    write(w, i, &std::array::from_fn(|l| f32_to_i32(a[l])))
+}
+
+fn v_cvt_u32_f32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let a = f32_src(w, i, 0)?;
+    write(w, i, &std::array::from_fn(|l| f32_to_u32(a[l])))
+}
+
+fn v_cvt_rpi_i32_f32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let a = f32_src(w, i, 0)?;
+    write(
+        w,
+        i,
+        &std::array::from_fn(|l| f32_to_i32((a[l] + 0.5).floor())),
+    )
+}
+
+fn v_cvt_flr_i32_f32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let a = f32_src(w, i, 0)?;
+    write(w, i, &std::array::from_fn(|l| f32_to_i32(a[l].floor())))
+}
+
+fn v_cvt_f16_f32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let a = f32_src(w, i, 0)?;
+    let h: Lanes = std::array::from_fn(|l| u32::from(f32_to_f16(omod_clamp_f32(i, a[l]))));
+    write_b16(w, i, h)
+}
+
+fn v_cvt_f32_f16(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let a = f16_src(w, i, 0)?;
+    write_f32(w, i, a)
+}
+
+fn v_cvt_f32_f64(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let a = f64_src(w, i, 0)?;
+    write_f32(w, i, std::array::from_fn(|l| a[l] as f32))
+}
+
+fn v_cvt_f64_f32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let a = f32_src(w, i, 0)?;
+    write_f64(w, i, std::array::from_fn(|l| f64::from(a[l])))
+}
+
+fn v_cvt_i32_f64(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let a = f64_src(w, i, 0)?;
+    write(w, i, &std::array::from_fn(|l| (a[l] as i32) as u32))
+}
+
+fn v_cvt_u32_f64(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let a = f64_src(w, i, 0)?;
+    write(w, i, &std::array::from_fn(|l| a[l] as u32))
+}
+
+fn v_cvt_f64_i32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let a = u32_src(w, i, 0)?;
+    write_f64(w, i, std::array::from_fn(|l| f64::from(a[l] as i32)))
+}
+
+fn v_cvt_f64_u32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let a = u32_src(w, i, 0)?;
+    write_f64(w, i, std::array::from_fn(|l| f64::from(a[l])))
+}
+
+fn v_cvt_f16_u16(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let a = u32_src(w, i, 0)?;
+    write_f16(w, i, std::array::from_fn(|l| f32::from(a[l] as u16)))
+}
+
+fn v_cvt_f16_i16(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let a = u32_src(w, i, 0)?;
+    write_f16(w, i, std::array::from_fn(|l| f32::from(a[l] as i16)))
+}
+
+fn v_cvt_u16_f16(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let a = f16_src(w, i, 0)?;
+    write_b16(w, i, std::array::from_fn(|l| u32::from(a[l] as u16)))
+}
+
+fn v_cvt_i16_f16(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let a = f16_src(w, i, 0)?;
+    write_b16(w, i, std::array::from_fn(|l| u32::from(a[l] as i16 as u16)))
+}
+
+/// `v_cvt_pkrtz_f16_f32`: two f32 to packed f16, rounding toward zero.
+fn v_cvt_pkrtz_f16_f32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let a = f32_src(w, i, 0)?;
+    let b = f32_src(w, i, 1)?;
+    write(
+        w,
+        i,
+        &std::array::from_fn(|l| {
+            u32::from(f32_to_f16_rtz(a[l])) | u32::from(f32_to_f16_rtz(b[l])) << 16
+        }),
+    )
+}
+
+fn f32_to_f16_rtz(x: f32) -> u16 {
+    let r = f32_to_f16(x);
+    // If rounding went away from zero, step back one ulp toward zero
+    // (never past the largest finite value for finite inputs).
+    if x.is_nan() || x.is_infinite() {
+        return r;
+    }
+    if f16_to_f32(r).abs() > x.abs() {
+        if r & 0x7FFF == 0x7C00 {
+            (r & 0x8000) | 0x7BFF
+        } else {
+            r - 1
+        }
+    } else {
+        r
+    }
+}
+
+const CONVERSIONS: &[(&str, Exec)] = &[
+    ("v_cvt_i32_f32", v_cvt_i32_f32),
+    ("v_cvt_u32_f32", v_cvt_u32_f32),
+    ("v_cvt_rpi_i32_f32", v_cvt_rpi_i32_f32),
+    ("v_cvt_flr_i32_f32", v_cvt_flr_i32_f32),
+    ("v_cvt_f16_f32", v_cvt_f16_f32),
+    ("v_cvt_f32_f16", v_cvt_f32_f16),
+    ("v_cvt_f32_f64", v_cvt_f32_f64),
+    ("v_cvt_f64_f32", v_cvt_f64_f32),
+    ("v_cvt_i32_f64", v_cvt_i32_f64),
+    ("v_cvt_u32_f64", v_cvt_u32_f64),
+    ("v_cvt_f64_i32", v_cvt_f64_i32),
+    ("v_cvt_f64_u32", v_cvt_f64_u32),
+    ("v_cvt_f16_u16", v_cvt_f16_u16),
+    ("v_cvt_f16_i16", v_cvt_f16_i16),
+    ("v_cvt_u16_f16", v_cvt_u16_f16),
+    ("v_cvt_i16_f16", v_cvt_i16_f16),
+    ("v_cvt_pkrtz_f16_f32", v_cvt_pkrtz_f16_f32),
+    ("v_ldexp_f32", v_ldexp_f32),
+    ("v_ldexp_f64", v_ldexp_f64),
+    ("v_frexp_exp_i32_f32", v_frexp_exp_i32_f32),
+    ("v_frexp_exp_i32_f64", v_frexp_exp_i32_f64),
+];
+
+// ---------------------------------------------------------------------------
+// Carries, 64-bit integer ops, selects
+// ---------------------------------------------------------------------------
+
+/// Writes a per-lane condition to the scalar destination `sdst` (VCC for
+/// the short forms): bits of inactive lanes are 0.
+fn write_sdst(w: &mut Wave, sdst: u8, bits: u64) {
+    w.set_s64(sdst, bits & w.exec());
+}
+
+macro_rules! carry_ops {
+    ($($name:ident($carry_in:expr) => |$a:ident, $b:ident, $c:ident| $body:expr;)*) => {
+        $(fn $name(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+            let $a = u32_src(w, i, 0)?;
+            let $b = u32_src(w, i, 1)?;
+            let cin: u64 = if $carry_in { w.s64_of(i.src[2], Ty::U64)? } else { 0 };
+            let mut out = [0u32; LANES];
+            let mut carry = 0u64;
+            for l in 0..LANES {
+                let ($a, $b, $c) = (u64::from($a[l]), u64::from($b[l]), cin >> l & 1);
+                let (d, co): (u64, bool) = $body;
+                out[l] = d as u32;
+                carry |= u64::from(co) << l;
+            }
+            if i.mods.clamp {
+                // Unsigned saturation instead of wrap-around.
+                for l in 0..LANES {
+                    if carry >> l & 1 != 0 {
+                        out[l] = if stringify!($name).contains("add") { u32::MAX } else { 0 };
+                    }
+                }
+            }
+            write(w, i, &out)?;
+            write_sdst(w, i.sdst, carry);
+            Ok(())
+        })*
+        const CARRY: &[(&str, Exec)] = &[$((stringify!($name), $name as Exec)),*];
+    };
+}
+
+carry_ops! {
+    v_add_co_u32(false) => |a, b, _c| { let s = a + b; (s, s >> 32 != 0) };
+    v_sub_co_u32(false) => |a, b, _c| (a.wrapping_sub(b), b > a);
+    v_subrev_co_u32(false) => |a, b, _c| (b.wrapping_sub(a), a > b);
+    v_addc_co_u32(true) => |a, b, c| { let s = a + b + c; (s, s >> 32 != 0) };
+    v_subb_co_u32(true) => |a, b, c| (a.wrapping_sub(b).wrapping_sub(c), b + c > a);
+    v_subbrev_co_u32(true) => |a, b, c| (b.wrapping_sub(a).wrapping_sub(c), a + c > b);
+}
+
+/// `v_add_i32`/`v_sub_i32` (VOP3, gfx9): wrap, or saturate with clamp.
+fn v_add_i32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let a = u32_src(w, i, 0)?;
+    let b = u32_src(w, i, 1)?;
+    let out: Lanes = std::array::from_fn(|l| {
+        let (a, b) = (a[l] as i32, b[l] as i32);
+        (if i.mods.clamp {
+            a.saturating_add(b)
+        } else {
+            a.wrapping_add(b)
+        }) as u32
+    });
+    write(w, i, &out)
+}
+
+fn v_sub_i32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let a = u32_src(w, i, 0)?;
+    let b = u32_src(w, i, 1)?;
+    let out: Lanes = std::array::from_fn(|l| {
+        let (a, b) = (a[l] as i32, b[l] as i32);
+        (if i.mods.clamp {
+            a.saturating_sub(b)
+        } else {
+            a.wrapping_sub(b)
+        }) as u32
+    });
+    write(w, i, &out)
+}
+
+fn v_cndmask_b32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    // Float modifiers apply (VOP3 abs/neg on src0/src1 as f32 bits).
+    let a = f32_src_bits(w, i, 0)?;
+    let b = f32_src_bits(w, i, 1)?;
+    let m = w.s64_of(i.src[2], Ty::U64)?;
+    write(
+        w,
+        i,
+        &std::array::from_fn(|l| if m >> l & 1 != 0 { b[l] } else { a[l] }),
+    )
+}
+
+/// Raw 32-bit source with abs/neg applied to the sign bit (no flushing).
+fn f32_src_bits(w: &Wave, i: &Inst, n: usize) -> Result<Lanes, Fault> {
+    let raw = w.lanes(i, n, Ty::B32)?;
+    let abs = i.mods.abs >> n & 1 != 0;
+    let neg = i.mods.neg >> n & 1 != 0;
+    Ok(std::array::from_fn(|l| {
+        let x = if abs { raw[l] & 0x7FFF_FFFF } else { raw[l] };
+        if neg { x ^ 0x8000_0000 } else { x }
+    }))
+}
+
+fn v_mad_u64_u32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let a = u32_src(w, i, 0)?;
+    let b = u32_src(w, i, 1)?;
+    let c = u64_src(w, i, 2, Ty::U64)?;
+    let mut carry = 0u64;
+    let out: [u64; LANES] = std::array::from_fn(|l| {
+        let p = u128::from(a[l]) * u128::from(b[l]) + u128::from(c[l]);
+        carry |= u64::from(p >> 64 != 0) << l;
+        p as u64
+    });
+    write64(w, i, &out)?;
+    write_sdst(w, i.sdst, carry);
+    Ok(())
+}
+
+fn v_mad_i64_i32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let a = u32_src(w, i, 0)?;
+    let b = u32_src(w, i, 1)?;
+    let c = u64_src(w, i, 2, Ty::I64)?;
+    let mut carry = 0u64;
+    let out: [u64; LANES] = std::array::from_fn(|l| {
+        let p = i128::from(a[l] as i32) * i128::from(b[l] as i32) + i128::from(c[l] as i64);
+        carry |= u64::from(p != i128::from(p as i64)) << l;
+        p as u64
+    });
+    write64(w, i, &out)?;
+    write_sdst(w, i.sdst, carry);
+    Ok(())
+}
+
+macro_rules! vop_64 {
+    ($($name:ident($ta:ident, $tb:ident) => |$a:ident, $b:ident| $body:expr;)*) => {
+        $(fn $name(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+            let $a = vop64_src(w, i, 0, Ty::$ta)?;
+            let $b = vop64_src(w, i, 1, Ty::$tb)?;
+            let out: [u64; LANES] = std::array::from_fn(|l| { let ($a, $b) = ($a[l], $b[l]); $body });
+            write64(w, i, &out)
+        })*
+        const OPS64: &[(&str, Exec)] = &[$((stringify!($name), $name as Exec)),*];
+    };
+}
+
+/// A source that is 32-bit (`B32`, zero-extended) or 64-bit.
+fn vop64_src(w: &Wave, i: &Inst, n: usize, ty: Ty) -> Result<[u64; LANES], Fault> {
+    if ty == Ty::B32 {
+        let v = w.lanes(i, n, ty)?;
+        Ok(std::array::from_fn(|l| u64::from(v[l])))
+    } else {
+        w.lanes64(i, n, ty)
+    }
+}
+
+vop_64! {
+    v_lshlrev_b64(B32, U64) => |a, b| b << (a & 63);
+    v_lshrrev_b64(B32, U64) => |a, b| b >> (a & 63);
+    v_ashrrev_i64(B32, I64) => |a, b| ((b as i64) >> (a & 63)) as u64;
+    v_mov_b64(U64, U64) => |a, b| { let _ = b; a };
+}
+
+fn v_lshl_add_u64(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let a = u64_src(w, i, 0, Ty::U64)?;
+    let b = u32_src(w, i, 1)?;
+    let c = u64_src(w, i, 2, Ty::U64)?;
+    write64(
+        w,
+        i,
+        &std::array::from_fn(|l| (a[l] << (b[l] & 7)).wrapping_add(c[l])),
+    )
+}
+
+/// `v_mbcnt_lo/hi`: count of set mask bits below the lane, plus src1.
+fn v_mbcnt_lo_u32_b32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let m = u32_src(w, i, 0)?;
+    let c = u32_src(w, i, 1)?;
+    write(
+        w,
+        i,
+        &std::array::from_fn(|l| {
+            let below = if l >= 32 { u32::MAX } else { (1u32 << l) - 1 };
+            (m[l] & below).count_ones().wrapping_add(c[l])
+        }),
+    )
+}
+
+fn v_mbcnt_hi_u32_b32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let m = u32_src(w, i, 0)?;
+    let c = u32_src(w, i, 1)?;
+    write(
+        w,
+        i,
+        &std::array::from_fn(|l| {
+            let below = if l < 32 {
+                0
+            } else if l == 63 {
+                u32::MAX >> 1
+            } else {
+                (1u32 << (l - 32)) - 1
+            };
+            (m[l] & below).count_ones().wrapping_add(c[l])
+        }),
+    )
+}
+
+// ---------------------------------------------------------------------------
+// Lane access: readlane, writelane, readfirstlane; register moves
+// ---------------------------------------------------------------------------
+
+fn v_readlane_b32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let lane = (w.s32_of(i.src[1], Ty::B32)? & 63) as usize;
+    let Src::Vgpr(r) = i.src[0] else {
+        return Err(Fault::Operand { code: 0 });
+    };
+    let v = w.vreg(r, false)?[lane];
+    // VOP3 encodes the SGPR destination in VDST.
+    w.set_s32(i.vdst as u8, v);
+    Ok(())
+}
+
+fn v_writelane_b32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let v = w.s32_of(i.src[0], Ty::B32)?;
+    let lane = (w.s32_of(i.src[1], Ty::B32)? & 63) as usize;
+    w.vreg_mut(i.vdst, false)?[lane] = v;
+    Ok(())
+}
+
+fn v_readfirstlane_b32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let exec = w.exec();
+    let lane = if exec == 0 {
+        0
+    } else {
+        exec.trailing_zeros() as usize
+    };
+    let v = match i.src[0] {
+        Src::Vgpr(r) => w.vreg(r, false)?[lane],
+        s => w.s32_of(s, Ty::B32)?,
+    };
+    w.set_s32(i.vdst as u8, v);
+    Ok(())
+}
+
+fn v_nop(_: &mut Wave, _: &Inst, _: &mut Ctx<'_>) -> R {
+    Ok(())
+}
+
+fn v_swap_b32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let Src::Vgpr(s) = i.src[0] else {
+        return Err(Fault::Operand { code: 0 });
+    };
+    let exec = w.exec();
+    let a = *w.vreg(i.vdst, false)?;
+    let b = *w.vreg(s, false)?;
+    w.write_lanes(i.vdst, &b, exec)?;
+    w.write_lanes(s, &a, exec)
+}
+
+const OTHER: &[(&str, Exec)] = &[
+    ("v_add_i32", v_add_i32),
+    ("v_sub_i32", v_sub_i32),
+    ("v_cndmask_b32", v_cndmask_b32),
+    ("v_mad_u64_u32", v_mad_u64_u32),
+    ("v_mad_i64_i32", v_mad_i64_i32),
+    ("v_lshl_add_u64", v_lshl_add_u64),
+    ("v_mbcnt_lo_u32_b32", v_mbcnt_lo_u32_b32),
+    ("v_mbcnt_hi_u32_b32", v_mbcnt_hi_u32_b32),
+    ("v_readlane_b32", v_readlane_b32),
+    ("v_writelane_b32", v_writelane_b32),
+    ("v_readfirstlane_b32", v_readfirstlane_b32),
+    ("v_nop", v_nop),
+    ("v_swap_b32", v_swap_b32),
+];
+
+// ---------------------------------------------------------------------------
+// Compares (VOPC and VOP3-encoded VOPC)
+// ---------------------------------------------------------------------------
+
+/// Writes a compare result: the destination SGPR pair (VCC for VOPC), and
+/// EXEC too for `v_cmpx` (gfx9 writes both).
+fn compare_result(w: &mut Wave, i: &Inst, bits: u64, x: bool) {
+    let bits = bits & w.exec();
+    w.set_s64(i.sdst, bits);
+    if x {
+        w.set_exec(bits);
+    }
+}
+
+fn cmp_f32(w: &Wave, i: &Inst, n: usize) -> Result<[f32; LANES], Fault> {
+    f32_src(w, i, n)
+}
+
+fn cmp_f64(w: &Wave, i: &Inst, n: usize) -> Result<[f64; LANES], Fault> {
+    f64_src(w, i, n)
+}
+
+fn cmp_f16(w: &Wave, i: &Inst, n: usize) -> Result<[f32; LANES], Fault> {
+    f16_src(w, i, n)
+}
+
+fn cmp_i32(w: &Wave, i: &Inst, n: usize) -> Result<[i32; LANES], Fault> {
+    let v = w.lanes(i, n, Ty::B32)?;
+    Ok(std::array::from_fn(|l| v[l] as i32))
+}
+
+fn cmp_u32(w: &Wave, i: &Inst, n: usize) -> Result<[u32; LANES], Fault> {
+    w.lanes(i, n, Ty::B32)
+}
+
+fn cmp_i16(w: &Wave, i: &Inst, n: usize) -> Result<[i16; LANES], Fault> {
+    let v = w.lanes(i, n, Ty::B16)?;
+    Ok(std::array::from_fn(|l| v[l] as i16))
+}
+
+fn cmp_u16(w: &Wave, i: &Inst, n: usize) -> Result<[u16; LANES], Fault> {
+    let v = w.lanes(i, n, Ty::B16)?;
+    Ok(std::array::from_fn(|l| v[l] as u16))
+}
+
+fn cmp_i64(w: &Wave, i: &Inst, n: usize) -> Result<[i64; LANES], Fault> {
+    let v = w.lanes64(i, n, Ty::I64)?;
+    Ok(std::array::from_fn(|l| v[l] as i64))
+}
+
+fn cmp_u64(w: &Wave, i: &Inst, n: usize) -> Result<[u64; LANES], Fault> {
+    w.lanes64(i, n, Ty::U64)
+}
+
+/// Whether `a` and `b` are ordered one of the ways in `any` (false when
+/// either is NaN): the ordered compares, and negated, the unordered ones.
+fn ord<T: PartialOrd>(a: T, b: T, any: &[std::cmp::Ordering]) -> bool {
+    a.partial_cmp(&b).is_some_and(|o| any.contains(&o))
+}
+
+/// Float compares in all 16 flavours for one type.
+macro_rules! float_cmps {
+    ($table:ident, $src:ident: $f:ident $xf:ident, $lt:ident $xlt:ident, $eq:ident $xeq:ident, $le:ident $xle:ident,
+     $gt:ident $xgt:ident, $lg:ident $xlg:ident, $ge:ident $xge:ident, $o:ident $xo:ident,
+     $u:ident $xu:ident, $nge:ident $xnge:ident, $nlg:ident $xnlg:ident, $ngt:ident $xngt:ident,
+     $nle:ident $xnle:ident, $neq:ident $xneq:ident, $nlt:ident $xnlt:ident, $tru:ident $xtru:ident) => {
+        cmp_table! { $table, $src:
+            $f, $xf => |a, b| { let _ = (a, b); false };
+            $lt, $xlt => |a, b| ord(a, b, &[Less]);
+            $eq, $xeq => |a, b| ord(a, b, &[Equal]);
+            $le, $xle => |a, b| ord(a, b, &[Less, Equal]);
+            $gt, $xgt => |a, b| ord(a, b, &[Greater]);
+            $lg, $xlg => |a, b| ord(a, b, &[Less, Greater]);
+            $ge, $xge => |a, b| ord(a, b, &[Greater, Equal]);
+            $o, $xo => |a, b| a.partial_cmp(&b).is_some();
+            $u, $xu => |a, b| a.partial_cmp(&b).is_none();
+            $nge, $xnge => |a, b| !ord(a, b, &[Greater, Equal]);
+            $nlg, $xnlg => |a, b| !ord(a, b, &[Less, Greater]);
+            $ngt, $xngt => |a, b| !ord(a, b, &[Greater]);
+            $nle, $xnle => |a, b| !ord(a, b, &[Less, Equal]);
+            $neq, $xneq => |a, b| !ord(a, b, &[Equal]);
+            $nlt, $xnlt => |a, b| !ord(a, b, &[Less]);
+            $tru, $xtru => |a, b| { let _ = (a, b); true };
+        }
+    };
+}
+
+macro_rules! int_cmps {
+    ($table:ident, $src:ident: $f:ident $xf:ident, $lt:ident $xlt:ident, $eq:ident $xeq:ident, $le:ident $xle:ident,
+     $gt:ident $xgt:ident, $ne:ident $xne:ident, $ge:ident $xge:ident, $t:ident $xt:ident) => {
+        cmp_table! { $table, $src:
+            $f, $xf => |a, b| { let _ = (a, b); false };
+            $lt, $xlt => |a, b| a < b;
+            $eq, $xeq => |a, b| a == b;
+            $le, $xle => |a, b| a <= b;
+            $gt, $xgt => |a, b| a > b;
+            $ne, $xne => |a, b| a != b;
+            $ge, $xge => |a, b| a >= b;
+            $t, $xt => |a, b| { let _ = (a, b); true };
+        }
+    };
+}
+
+/// Defines compare executors (plain and `x`) and their table.
+macro_rules! cmp_table {
+    ($table:ident, $src:ident: $($name:ident, $xname:ident => |$a:ident, $b:ident| $body:expr;)*) => {
+        $(
+            fn $name(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+                let $a = $src(w, i, 0)?;
+                let $b = $src(w, i, 1)?;
+                let bits = (0..LANES).fold(0u64, |m, l| { let ($a, $b) = ($a[l], $b[l]); m | u64::from($body) << l });
+                compare_result(w, i, bits, false);
+                Ok(())
+            }
+            fn $xname(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+                let $a = $src(w, i, 0)?;
+                let $b = $src(w, i, 1)?;
+                let bits = (0..LANES).fold(0u64, |m, l| { let ($a, $b) = ($a[l], $b[l]); m | u64::from($body) << l });
+                compare_result(w, i, bits, true);
+                Ok(())
+            }
+        )*
+        const $table: &[(&str, Exec)] = &[$((stringify!($name), $name as Exec), (stringify!($xname), $xname as Exec)),*];
+    };
+}
+
+float_cmps!(CMP_F32, cmp_f32: v_cmp_f_f32 v_cmpx_f_f32, v_cmp_lt_f32 v_cmpx_lt_f32, v_cmp_eq_f32 v_cmpx_eq_f32,
+    v_cmp_le_f32 v_cmpx_le_f32, v_cmp_gt_f32 v_cmpx_gt_f32, v_cmp_lg_f32 v_cmpx_lg_f32,
+    v_cmp_ge_f32 v_cmpx_ge_f32, v_cmp_o_f32 v_cmpx_o_f32, v_cmp_u_f32 v_cmpx_u_f32,
+    v_cmp_nge_f32 v_cmpx_nge_f32, v_cmp_nlg_f32 v_cmpx_nlg_f32, v_cmp_ngt_f32 v_cmpx_ngt_f32,
+    v_cmp_nle_f32 v_cmpx_nle_f32, v_cmp_neq_f32 v_cmpx_neq_f32, v_cmp_nlt_f32 v_cmpx_nlt_f32,
+    v_cmp_tru_f32 v_cmpx_tru_f32);
+float_cmps!(CMP_F64, cmp_f64: v_cmp_f_f64 v_cmpx_f_f64, v_cmp_lt_f64 v_cmpx_lt_f64, v_cmp_eq_f64 v_cmpx_eq_f64,
+    v_cmp_le_f64 v_cmpx_le_f64, v_cmp_gt_f64 v_cmpx_gt_f64, v_cmp_lg_f64 v_cmpx_lg_f64,
+    v_cmp_ge_f64 v_cmpx_ge_f64, v_cmp_o_f64 v_cmpx_o_f64, v_cmp_u_f64 v_cmpx_u_f64,
+    v_cmp_nge_f64 v_cmpx_nge_f64, v_cmp_nlg_f64 v_cmpx_nlg_f64, v_cmp_ngt_f64 v_cmpx_ngt_f64,
+    v_cmp_nle_f64 v_cmpx_nle_f64, v_cmp_neq_f64 v_cmpx_neq_f64, v_cmp_nlt_f64 v_cmpx_nlt_f64,
+    v_cmp_tru_f64 v_cmpx_tru_f64);
+float_cmps!(CMP_F16, cmp_f16: v_cmp_f_f16 v_cmpx_f_f16, v_cmp_lt_f16 v_cmpx_lt_f16, v_cmp_eq_f16 v_cmpx_eq_f16,
+    v_cmp_le_f16 v_cmpx_le_f16, v_cmp_gt_f16 v_cmpx_gt_f16, v_cmp_lg_f16 v_cmpx_lg_f16,
+    v_cmp_ge_f16 v_cmpx_ge_f16, v_cmp_o_f16 v_cmpx_o_f16, v_cmp_u_f16 v_cmpx_u_f16,
+    v_cmp_nge_f16 v_cmpx_nge_f16, v_cmp_nlg_f16 v_cmpx_nlg_f16, v_cmp_ngt_f16 v_cmpx_ngt_f16,
+    v_cmp_nle_f16 v_cmpx_nle_f16, v_cmp_neq_f16 v_cmpx_neq_f16, v_cmp_nlt_f16 v_cmpx_nlt_f16,
+    v_cmp_tru_f16 v_cmpx_tru_f16);
+int_cmps!(CMP_I32, cmp_i32: v_cmp_f_i32 v_cmpx_f_i32, v_cmp_lt_i32 v_cmpx_lt_i32, v_cmp_eq_i32 v_cmpx_eq_i32,
+    v_cmp_le_i32 v_cmpx_le_i32, v_cmp_gt_i32 v_cmpx_gt_i32, v_cmp_ne_i32 v_cmpx_ne_i32,
+    v_cmp_ge_i32 v_cmpx_ge_i32, v_cmp_t_i32 v_cmpx_t_i32);
+int_cmps!(CMP_U32, cmp_u32: v_cmp_f_u32 v_cmpx_f_u32, v_cmp_lt_u32 v_cmpx_lt_u32, v_cmp_eq_u32 v_cmpx_eq_u32,
+    v_cmp_le_u32 v_cmpx_le_u32, v_cmp_gt_u32 v_cmpx_gt_u32, v_cmp_ne_u32 v_cmpx_ne_u32,
+    v_cmp_ge_u32 v_cmpx_ge_u32, v_cmp_t_u32 v_cmpx_t_u32);
+int_cmps!(CMP_I16, cmp_i16: v_cmp_f_i16 v_cmpx_f_i16, v_cmp_lt_i16 v_cmpx_lt_i16, v_cmp_eq_i16 v_cmpx_eq_i16,
+    v_cmp_le_i16 v_cmpx_le_i16, v_cmp_gt_i16 v_cmpx_gt_i16, v_cmp_ne_i16 v_cmpx_ne_i16,
+    v_cmp_ge_i16 v_cmpx_ge_i16, v_cmp_t_i16 v_cmpx_t_i16);
+int_cmps!(CMP_U16, cmp_u16: v_cmp_f_u16 v_cmpx_f_u16, v_cmp_lt_u16 v_cmpx_lt_u16, v_cmp_eq_u16 v_cmpx_eq_u16,
+    v_cmp_le_u16 v_cmpx_le_u16, v_cmp_gt_u16 v_cmpx_gt_u16, v_cmp_ne_u16 v_cmpx_ne_u16,
+    v_cmp_ge_u16 v_cmpx_ge_u16, v_cmp_t_u16 v_cmpx_t_u16);
+int_cmps!(CMP_I64, cmp_i64: v_cmp_f_i64 v_cmpx_f_i64, v_cmp_lt_i64 v_cmpx_lt_i64, v_cmp_eq_i64 v_cmpx_eq_i64,
+    v_cmp_le_i64 v_cmpx_le_i64, v_cmp_gt_i64 v_cmpx_gt_i64, v_cmp_ne_i64 v_cmpx_ne_i64,
+    v_cmp_ge_i64 v_cmpx_ge_i64, v_cmp_t_i64 v_cmpx_t_i64);
+int_cmps!(CMP_U64, cmp_u64: v_cmp_f_u64 v_cmpx_f_u64, v_cmp_lt_u64 v_cmpx_lt_u64, v_cmp_eq_u64 v_cmpx_eq_u64,
+    v_cmp_le_u64 v_cmpx_le_u64, v_cmp_gt_u64 v_cmpx_gt_u64, v_cmp_ne_u64 v_cmpx_ne_u64,
+    v_cmp_ge_u64 v_cmpx_ge_u64, v_cmp_t_u64 v_cmpx_t_u64);
+
+/// `v_cmp_class_*`: src1's bits select IEEE classes of src0 (CDNA3 ISA,
+/// "V_CMP_CLASS"): 0 sNaN, 1 qNaN, 2 -inf, 3 -normal, 4 -denormal, 5 -0,
+/// 6 +0, 7 +denormal, 8 +normal, 9 +inf.
+fn class_of(x: f64, is_snan: bool, is_denorm: bool) -> u32 {
+    if x.is_nan() {
+        return if is_snan { 0 } else { 1 };
+    }
+    let neg = x.is_sign_negative();
+    if x.is_infinite() {
+        if neg { 2 } else { 9 }
+    } else if x == 0.0 {
+        if neg { 5 } else { 6 }
+    } else if is_denorm {
+        if neg { 4 } else { 7 }
+    } else if neg {
+        3
+    } else {
+        8
+    }
+}
+
+fn class_bits(w: &Wave, i: &Inst) -> Result<u64, Fault> {
+    let mask = w.lanes(i, 1, Ty::B32)?;
+    let mn = i.mnemonic;
+    let mut bits = 0u64;
+    if mn.ends_with("f64") {
+        let a = f64_src(w, i, 0)?;
+        for l in 0..LANES {
+            let x = a[l];
+            let b = x.to_bits();
+            let snan = x.is_nan() && b & (1 << 51) == 0;
+            let c = class_of(x, snan, x.is_subnormal());
+            bits |= u64::from(mask[l] >> c & 1) << l;
+        }
+    } else if mn.ends_with("f16") {
+        let raw = w.lanes(i, 0, Ty::B16)?;
+        for l in 0..LANES {
+            let mut h = raw[l] as u16;
+            if i.mods.abs & 1 != 0 {
+                h &= 0x7FFF;
+            }
+            if i.mods.neg & 1 != 0 {
+                h ^= 0x8000;
+            }
+            let x = f64::from(f16_to_f32(h));
+            let snan = x.is_nan() && h & 0x200 == 0;
+            let denorm = h & 0x7C00 == 0 && h & 0x3FF != 0;
+            let c = class_of(x, snan, denorm);
+            bits |= u64::from(mask[l] >> c & 1) << l;
+        }
+    } else {
+        let a = f32_src_bits(w, i, 0)?;
+        for l in 0..LANES {
+            let x = f32::from_bits(a[l]);
+            let snan = x.is_nan() && a[l] & (1 << 22) == 0;
+            let c = class_of(f64::from(x), snan, x.is_subnormal());
+            bits |= u64::from(mask[l] >> c & 1) << l;
+        }
+    }
+    Ok(bits)
+}
+
+fn v_cmp_class(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let bits = class_bits(w, i)?;
+    compare_result(w, i, bits, false);
+    Ok(())
+}
+
+fn v_cmpx_class(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let bits = class_bits(w, i)?;
+    compare_result(w, i, bits, true);
+    Ok(())
+}
+
+const CLASS: &[(&str, Exec)] = &[
+    ("v_cmp_class_f32", v_cmp_class),
+    ("v_cmp_class_f64", v_cmp_class),
+    ("v_cmp_class_f16", v_cmp_class),
+    ("v_cmpx_class_f32", v_cmpx_class),
+    ("v_cmpx_class_f64", v_cmpx_class),
+    ("v_cmpx_class_f16", v_cmpx_class),
+];
+
+/// Every VALU executor of this module.
+pub const OPS: &[&[(&str, Exec)]] = &[
+    F32,
+    F64,
+    F16,
+    U32,
+    U16,
+    CONVERSIONS,
+    CARRY,
+    OPS64,
+    OTHER,
+    CLASS,
+    CMP_F32,
+    CMP_F64,
+    CMP_F16,
+    CMP_I32,
+    CMP_U32,
+    CMP_I16,
+    CMP_U16,
+    CMP_I64,
+    CMP_U64,
+];

@@ -1,0 +1,161 @@
+//! Small-float formats: IEEE binary16 (f16) and bfloat16 (bf16), converted
+//! exactly as the hardware does (round to nearest even, NaN stays NaN,
+//! overflow to infinity).
+//!
+//! Arithmetic on f16 is done in f32 and rounded once: for add, sub and mul
+//! of two f16 values the f32 result is exact or correctly rounded, and
+//! double rounding through f32 cannot happen because f32 has more than
+//! 2 × 11 + 2 significand bits (Figueroa's condition), so the final result
+//! equals a correctly rounded f16 operation. FMA is done in f64 for the
+//! same reason.
+
+/// f16 bits to f32 (exact).
+pub fn f16_to_f32(h: u16) -> f32 {
+    let sign = u32::from(h >> 15) << 31;
+    let exp = u32::from(h >> 10) & 0x1F;
+    let man = u32::from(h) & 0x3FF;
+    let bits = match exp {
+        0 if man == 0 => sign,
+        0 => {
+            // Subnormal: normalise.
+            let shift = man.leading_zeros() - 21;
+            let man = (man << shift) & 0x3FF;
+            sign | (113 - shift) << 23 | man << 13
+        }
+        0x1F => sign | 0x7F80_0000 | man << 13 | if man != 0 { 0x40_0000 } else { 0 },
+        _ => sign | (exp + 112) << 23 | man << 13,
+    };
+    f32::from_bits(bits)
+}
+
+/// f32 to f16 bits, round to nearest even.
+pub fn f32_to_f16(f: f32) -> u16 {
+    let x = f.to_bits();
+    let sign = ((x >> 16) & 0x8000) as u16;
+    let exp = ((x >> 23) & 0xFF) as i32;
+    let man = x & 0x7F_FFFF;
+    if exp == 0xFF {
+        // Inf stays inf; NaN is quieted, keeping the payload's top bits.
+        return sign
+            | 0x7C00
+            | if man != 0 {
+                0x200 | (man >> 13) as u16
+            } else {
+                0
+            };
+    }
+    let e = exp - 127 + 15;
+    if e >= 0x1F {
+        return sign | 0x7C00;
+    }
+    if e <= 0 {
+        // Subnormal or zero in f16.
+        if e < -10 {
+            return sign;
+        }
+        let m = man | 0x80_0000;
+        let shift = (14 - e) as u32;
+        let half = 1u32 << (shift - 1);
+        let rest = m & ((1 << shift) - 1);
+        let mut r = m >> shift;
+        if rest > half || (rest == half && r & 1 == 1) {
+            r += 1;
+        }
+        return sign | r as u16;
+    }
+    let rest = man & 0x1FFF;
+    let mut r = ((e as u32) << 10) | (man >> 13);
+    if rest > 0x1000 || (rest == 0x1000 && r & 1 == 1) {
+        r += 1; // may carry into the exponent, up to infinity: correct.
+    }
+    sign | r as u16
+}
+
+/// bf16 bits to f32 (exact).
+pub fn bf16_to_f32(h: u16) -> f32 {
+    f32::from_bits(u32::from(h) << 16)
+}
+
+/// f32 to bf16 bits, round to nearest even; NaN stays a quiet NaN.
+pub fn f32_to_bf16(f: f32) -> u16 {
+    let x = f.to_bits();
+    if f.is_nan() {
+        return ((x >> 16) | 0x40) as u16;
+    }
+    let round = 0x7FFF + ((x >> 16) & 1);
+    (x.wrapping_add(round) >> 16) as u16
+}
+
+/// Packed f16 add of the two halves.
+pub fn pk_add_f16(a: u32, b: u32) -> u32 {
+    let lo = f32_to_f16(f16_to_f32(a as u16) + f16_to_f32(b as u16));
+    let hi = f32_to_f16(f16_to_f32((a >> 16) as u16) + f16_to_f32((b >> 16) as u16));
+    u32::from(lo) | u32::from(hi) << 16
+}
+
+/// Packed bf16 add of the two halves.
+pub fn pk_add_bf16(a: u32, b: u32) -> u32 {
+    let lo = f32_to_bf16(bf16_to_f32(a as u16) + bf16_to_f32(b as u16));
+    let hi = f32_to_bf16(bf16_to_f32((a >> 16) as u16) + bf16_to_f32((b >> 16) as u16));
+    u32::from(lo) | u32::from(hi) << 16
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_f16_round_trips_through_f32() {
+        for h in 0..=u16::MAX {
+            let f = f16_to_f32(h);
+            let back = f32_to_f16(f);
+            if f.is_nan() {
+                assert!(back & 0x7C00 == 0x7C00 && back & 0x3FF != 0, "{h:#x}");
+            } else {
+                assert_eq!(back, h, "{h:#x} -> {f}");
+            }
+        }
+    }
+
+    #[test]
+    fn f16_values_match_their_definition() {
+        // Independent reference: value = (-1)^s * 2^(e-15) * (1 + m/1024),
+        // subnormals 2^-14 * m/1024, computed in f64.
+        for h in 0..=u16::MAX {
+            let s = if h >> 15 == 1 { -1.0 } else { 1.0 };
+            let e = i32::from((h >> 10) & 0x1F);
+            let m = f64::from(h & 0x3FF);
+            let v = match e {
+                0 => s * m / 1024.0 * 2f64.powi(-14),
+                31 => continue,
+                _ => s * (1.0 + m / 1024.0) * 2f64.powi(e - 15),
+            };
+            assert_eq!(f64::from(f16_to_f32(h)), v, "{h:#x}");
+        }
+    }
+
+    #[test]
+    fn f32_to_f16_rounds_to_nearest_even() {
+        // 1 + 2^-11 is halfway between 1 and 1 + 2^-10: ties to even (1).
+        assert_eq!(f32_to_f16(1.0 + 2f32.powi(-11)), 0x3C00);
+        // 1 + 3 * 2^-11 is halfway between 1 + 2^-10 and 1 + 2^-9: to even.
+        assert_eq!(f32_to_f16(1.0 + 3.0 * 2f32.powi(-11)), 0x3C02);
+        // Just above halfway rounds up.
+        assert_eq!(f32_to_f16(1.0 + 2f32.powi(-11) + 2f32.powi(-20)), 0x3C01);
+        assert_eq!(f32_to_f16(65520.0), 0x7C00);
+        assert_eq!(f32_to_f16(65519.0), 0x7BFF);
+        // Smallest subnormal and half of it (ties to even: zero).
+        assert_eq!(f32_to_f16(2f32.powi(-24)), 0x0001);
+        assert_eq!(f32_to_f16(2f32.powi(-25)), 0x0000);
+        assert_eq!(f32_to_f16(1.5 * 2f32.powi(-24)), 0x0002);
+    }
+
+    #[test]
+    fn bf16_rounds_to_nearest_even() {
+        assert_eq!(f32_to_bf16(1.0), 0x3F80);
+        assert_eq!(f32_to_bf16(f32::from_bits(0x3F80_8000)), 0x3F80);
+        assert_eq!(f32_to_bf16(f32::from_bits(0x3F81_8000)), 0x3F82);
+        assert_eq!(f32_to_bf16(f32::from_bits(0x3F80_8001)), 0x3F81);
+        assert_eq!(bf16_to_f32(0xC040), -3.0);
+    }
+}

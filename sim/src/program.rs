@@ -1,0 +1,238 @@
+//! A code object loaded into device memory and decoded once.
+//!
+//! Loading copies the `PT_LOAD` segments to one simulator allocation (so
+//! kernels reach their read-only data pc-relatively, as on hardware), then
+//! decodes every executable segment front to back into [`Inst`]s with their
+//! executors resolved. Execution never decodes again: a pc is an index into
+//! that array, and a jump maps its byte address back through a per-word
+//! index. Words that decode to nothing, or to an instruction the simulator
+//! does not implement, are kept as such and fault only when executed.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use aqueduct_abi::code_object::{CodeObject, CodeObjectError, Kernel};
+
+use crate::decode::{DecodeError, Inst, Target, decode};
+use crate::exec::{self, Exec};
+use crate::fault::Fault;
+use crate::memory::{Memory, MemoryError};
+
+/// Why a code object could not be loaded.
+#[derive(Debug)]
+pub enum LoadError {
+    CodeObject(CodeObjectError),
+    /// The code object is for a processor the simulator does not run.
+    UnsupportedTarget {
+        processor: String,
+    },
+    /// Built for another processor than the device's.
+    TargetMismatch {
+        device: Target,
+        code_object: String,
+    },
+    Memory(MemoryError),
+    NoCode,
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::CodeObject(e) => write!(f, "bad code object: {e}"),
+            Self::UnsupportedTarget { processor } => {
+                write!(f, "the simulator does not run {processor} code")
+            }
+            Self::TargetMismatch {
+                device,
+                code_object,
+            } => write!(
+                f,
+                "code object for {code_object} cannot run on a {device:?} device"
+            ),
+            Self::Memory(e) => write!(f, "cannot place the code object: {e}"),
+            Self::NoCode => write!(f, "the code object has no executable segment"),
+        }
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// A decoded instruction, its executor and its address.
+pub(crate) struct Slot {
+    pub inst: Inst,
+    pub exec: Exec,
+    /// Offset from the image base.
+    pub offset: u64,
+    pub word: u32,
+    /// Why the words here are no instruction, if they are not.
+    pub invalid: Option<DecodeError>,
+}
+
+/// A loaded, decoded code object.
+pub struct Program {
+    pub target: Target,
+    pub code_object: CodeObject,
+    memory: Arc<Memory>,
+    /// Device address of the image (vaddr 0 of the code object).
+    pub base: u64,
+    pub(crate) slots: Vec<Slot>,
+    /// Per word of the executable range: the slot starting there, or
+    /// `u32::MAX`.
+    index: Vec<u32>,
+    /// First vaddr of the executable range.
+    code_start: u64,
+    kernels: HashMap<String, usize>,
+}
+
+impl Program {
+    /// Loads `bytes` for `target` into `memory`.
+    pub fn load(memory: Arc<Memory>, target: Target, bytes: &[u8]) -> Result<Self, LoadError> {
+        let code_object = CodeObject::parse(bytes).map_err(LoadError::CodeObject)?;
+        let processor = code_object.target.processor.to_string();
+        let co_target =
+            Target::from_name(&processor).ok_or_else(|| LoadError::UnsupportedTarget {
+                processor: processor.clone(),
+            })?;
+        if co_target != target {
+            return Err(LoadError::TargetMismatch {
+                device: target,
+                code_object: processor,
+            });
+        }
+        let size = code_object
+            .segments
+            .iter()
+            .map(|s| s.vaddr + s.memsz)
+            .max()
+            .ok_or(LoadError::NoCode)?;
+        let base = memory.alloc(size, 4096).map_err(LoadError::Memory)?;
+        let mut program = Self {
+            target,
+            code_object,
+            memory,
+            base,
+            slots: Vec::new(),
+            index: Vec::new(),
+            code_start: 0,
+            kernels: HashMap::new(),
+        };
+        // The image is zero-filled; copy each segment's file part.
+        for s in &program.code_object.segments {
+            let from = s.file_offset as usize;
+            let data = &bytes[from..from + s.filesz as usize];
+            program
+                .memory
+                .write_bytes(base + s.vaddr, data)
+                .map_err(LoadError::Memory)?;
+        }
+        let code: Vec<_> = program
+            .code_object
+            .segments
+            .iter()
+            .filter(|s| s.executable)
+            .copied()
+            .collect();
+        let start = code
+            .iter()
+            .map(|s| s.vaddr)
+            .min()
+            .ok_or(LoadError::NoCode)?;
+        let end = code
+            .iter()
+            .map(|s| s.vaddr + s.filesz)
+            .max()
+            .unwrap_or(start);
+        program.code_start = start;
+        program.index = vec![u32::MAX; ((end - start) / 4) as usize];
+        for s in &code {
+            let from = s.file_offset as usize;
+            let words: Vec<u32> = bytes[from..from + s.filesz as usize]
+                .as_chunks::<4>()
+                .0
+                .iter()
+                .map(|&c| u32::from_le_bytes(c))
+                .collect();
+            program.decode_segment(s.vaddr, &words);
+        }
+        for (i, k) in program.code_object.kernels.iter().enumerate() {
+            program.kernels.insert(k.name().to_string(), i);
+        }
+        Ok(program)
+    }
+
+    fn decode_segment(&mut self, vaddr: u64, words: &[u32]) {
+        let mut at = 0;
+        while at < words.len() {
+            let offset = vaddr + at as u64 * 4;
+            let (inst, exec, invalid, n) = match decode(&words[at..], self.target) {
+                Ok(inst) => {
+                    let exec = exec::lookup(inst.mnemonic).unwrap_or(exec::unimplemented);
+                    (inst, exec, None, usize::from(inst.words))
+                }
+                Err(e) => (exec::invalid_inst(), exec::invalid as Exec, Some(e), 1),
+            };
+            self.index[((offset - self.code_start) / 4) as usize] = self.slots.len() as u32;
+            self.slots.push(Slot {
+                inst,
+                exec,
+                offset,
+                word: words[at],
+                invalid,
+            });
+            at += n;
+        }
+    }
+
+    /// A kernel by name (or by its `.kd` symbol name).
+    pub fn kernel(&self, name: &str) -> Option<&Kernel> {
+        let name = name.strip_suffix(".kd").unwrap_or(name);
+        self.kernels
+            .get(name)
+            .map(|&i| &self.code_object.kernels[i])
+    }
+
+    /// The slot index of the instruction at device address `address`.
+    pub(crate) fn index_of(&self, address: u64) -> Result<usize, Fault> {
+        let bad = Fault::BranchTarget { address };
+        let rel = address
+            .checked_sub(self.base + self.code_start)
+            .ok_or(bad.clone())?;
+        if rel % 4 != 0 {
+            return Err(bad);
+        }
+        match self.index.get((rel / 4) as usize) {
+            Some(&i) if i != u32::MAX => Ok(i as usize),
+            _ => Err(bad),
+        }
+    }
+
+    /// Device address of slot `i`.
+    pub(crate) fn address_of(&self, i: usize) -> u64 {
+        self.slots.get(i).map_or(0, |s| self.base + s.offset)
+    }
+
+    /// Every decoded instruction with its address offset, in order; for
+    /// tools (coverage, disassembly comparisons).
+    pub fn instructions(&self) -> impl Iterator<Item = (u64, Result<&Inst, DecodeError>)> {
+        self.slots.iter().map(|s| {
+            (
+                s.offset,
+                match s.invalid {
+                    Some(e) => Err(e),
+                    None => Ok(&s.inst),
+                },
+            )
+        })
+    }
+
+    pub fn memory(&self) -> &Arc<Memory> {
+        &self.memory
+    }
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // The image was allocated in `load`; nothing else frees it.
+        let _ = self.memory.free(self.base);
+    }
+}

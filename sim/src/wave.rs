@@ -1,0 +1,347 @@
+//! A wavefront's architectural state and typed operand access.
+//!
+//! The scalar register file is indexed by operand code (CDNA3 ISA,
+//! "Scalar operands"): SGPRs 0..=101, FLAT_SCRATCH 102/103, XNACK_MASK
+//! 104/105, VCC 106/107, TTMPs 108..=123, M0 124, EXEC 126/127. Vector
+//! registers are stored register-major (`v[r][lane]`) so a VALU op is a
+//! tight loop over 64 lanes. gfx90a/gfx942 have a unified register file of
+//! architectural VGPRs and AGPRs; each is sized from the kernel's metadata
+//! and an access beyond it is a fault, not a silent read of zeros.
+//!
+//! Inline constants depend on the operand's type: `1.0` is `0x3f800000` to
+//! a 32-bit operand, `0x3c00` to a 16-bit one and `0x3ff0000000000000` to a
+//! 64-bit float one; integer constants are sign-extended to the width.
+
+use crate::decode::inst::code;
+use crate::decode::{Ext, Inst, Src};
+use crate::fault::Fault;
+
+pub const LANES: usize = 64;
+/// One 32-bit value per lane.
+pub type Lanes = [u32; LANES];
+
+/// Operand types as far as inline constants and literals care.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ty {
+    /// 32-bit integer or float: float constants are f32 bit patterns.
+    B32,
+    /// 16-bit: float constants are f16 bit patterns.
+    B16,
+    /// 64-bit unsigned or untyped: a literal is zero-extended.
+    U64,
+    /// 64-bit signed (`s_ashr_i64`, `v_cmp_*_i64`, ...): a literal is
+    /// sign-extended (LLVM's OPERAND_REG_IMM_I64).
+    I64,
+    /// 64-bit float: constants are f64; a literal is the high dword.
+    F64,
+}
+
+/// Flat-address apertures (high dword of the 64-bit address). Chosen as
+/// ROCr does on x86-64 hosts: above the 47-bit user address space, so no
+/// host pointer falls in them.
+pub const SHARED_APERTURE_HI: u32 = 0x1_0000;
+pub const PRIVATE_APERTURE_HI: u32 = 0x2_0000;
+
+/// Scheduling state of a wave.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Running,
+    /// Waiting at `s_barrier` for the rest of the workgroup.
+    Barrier,
+    Ended,
+}
+
+/// The per-lane private (scratch) segment of a wave: lane `l`'s byte `o`
+/// lives at `base + (o / 4) * 256 + l * 4 + o % 4` — the hardware's
+/// swizzle with 4-byte elements and a 64-lane stride, so MUBUF accesses
+/// through a swizzled V# and flat/scratch accesses agree.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Scratch {
+    pub base: u64,
+    /// Bytes per lane.
+    pub lane_bytes: u32,
+}
+
+impl Scratch {
+    /// The backing address of lane `lane`'s private byte `offset`, if in
+    /// range for `size` bytes.
+    #[inline]
+    pub fn address(&self, lane: usize, offset: u64, size: u64) -> Option<u64> {
+        if offset.checked_add(size)? > u64::from(self.lane_bytes) {
+            return None;
+        }
+        Some(self.base + (offset / 4) * 256 + lane as u64 * 4 + offset % 4)
+    }
+}
+
+/// A wavefront.
+#[derive(Clone, Debug)]
+pub struct Wave {
+    /// Index of the next instruction in the program.
+    pub pc: usize,
+    /// Scalar operand space 0..=127 (see module doc).
+    pub s: [u32; 128],
+    pub scc: bool,
+    pub v: Vec<Lanes>,
+    pub a: Vec<Lanes>,
+    /// MODE register (denormal and round modes, as set from the kernel
+    /// descriptor and by `s_setreg`).
+    pub mode: u32,
+    pub trapsts: u32,
+    pub status: Status,
+    /// Wave index within its workgroup.
+    pub id: u32,
+    pub scratch: Scratch,
+    /// Instructions executed.
+    pub executed: u64,
+}
+
+impl Wave {
+    pub fn new(vgprs: usize, agprs: usize) -> Self {
+        Self {
+            pc: 0,
+            s: [0; 128],
+            scc: false,
+            v: vec![[0; LANES]; vgprs],
+            a: vec![[0; LANES]; agprs],
+            mode: 0,
+            trapsts: 0,
+            status: Status::Running,
+            id: 0,
+            scratch: Scratch::default(),
+            executed: 0,
+        }
+    }
+
+    #[inline]
+    pub fn exec(&self) -> u64 {
+        u64::from(self.s[code::EXEC_LO as usize]) | u64::from(self.s[code::EXEC_HI as usize]) << 32
+    }
+
+    #[inline]
+    pub fn set_exec(&mut self, v: u64) {
+        self.set_s64(code::EXEC_LO, v);
+    }
+
+    #[inline]
+    pub fn vcc(&self) -> u64 {
+        self.s64(code::VCC_LO)
+    }
+
+    #[inline]
+    pub fn s64(&self, r: u8) -> u64 {
+        let r = usize::from(r & 0x7E);
+        u64::from(self.s[r]) | u64::from(self.s[r + 1]) << 32
+    }
+
+    #[inline]
+    pub fn set_s64(&mut self, r: u8, v: u64) {
+        let r = usize::from(r & 0x7F);
+        if r < 127 {
+            self.s[r] = v as u32;
+            self.s[r + 1] = (v >> 32) as u32;
+        }
+    }
+
+    #[inline]
+    pub fn set_s32(&mut self, r: u8, v: u32) {
+        if let Some(x) = self.s.get_mut(usize::from(r)) {
+            *x = v;
+        }
+    }
+
+    /// A VGPR (or AGPR with `acc`), checked against the allocation.
+    #[inline]
+    pub fn vreg(&self, r: u16, acc: bool) -> Result<&Lanes, Fault> {
+        let file = if acc { &self.a } else { &self.v };
+        file.get(usize::from(r))
+            .ok_or(Fault::Register { index: r, acc })
+    }
+
+    #[inline]
+    pub fn vreg_mut(&mut self, r: u16, acc: bool) -> Result<&mut Lanes, Fault> {
+        let file = if acc { &mut self.a } else { &mut self.v };
+        file.get_mut(usize::from(r))
+            .ok_or(Fault::Register { index: r, acc })
+    }
+
+    /// The value of a special scalar operand code.
+    fn special(&self, c: u8) -> Result<u32, Fault> {
+        Ok(match c {
+            code::VCCZ => u32::from(self.vcc() == 0),
+            code::EXECZ => u32::from(self.exec() == 0),
+            code::SCC => u32::from(self.scc),
+            code::SHARED_BASE => SHARED_APERTURE_HI,
+            code::SHARED_LIMIT => SHARED_APERTURE_HI,
+            code::PRIVATE_BASE => PRIVATE_APERTURE_HI,
+            code::PRIVATE_LIMIT => PRIVATE_APERTURE_HI,
+            code::POPS_EXITING_WAVE_ID => 0,
+            _ => return Err(Fault::Operand { code: c }),
+        })
+    }
+
+    /// A scalar 32-bit operand.
+    #[inline]
+    pub fn s32_of(&self, src: Src, ty: Ty) -> Result<u32, Fault> {
+        match src {
+            Src::Sgpr(r) => Ok(self.s[usize::from(r & 0x7F)]),
+            Src::Inline(c) => Ok(inline32(c, ty)),
+            Src::Literal(l) => Ok(l),
+            Src::Special(c) => self.special(c),
+            Src::Vgpr(r) | Src::Agpr(r) => Err(Fault::Operand { code: r as u8 }),
+            Src::None => Ok(0),
+        }
+    }
+
+    /// A scalar 64-bit operand.
+    #[inline]
+    pub fn s64_of(&self, src: Src, ty: Ty) -> Result<u64, Fault> {
+        match src {
+            Src::Sgpr(r) => Ok(self.s64(r)),
+            Src::Inline(c) => Ok(inline64(c, ty)),
+            Src::Literal(l) => Ok(literal64(l, ty)),
+            Src::Special(c) => self.special(c).map(u64::from),
+            Src::Vgpr(r) | Src::Agpr(r) => Err(Fault::Operand { code: r as u8 }),
+            Src::None => Ok(0),
+        }
+    }
+
+    /// A vector 32-bit source as lanes, with SDWA selection and DPP
+    /// movement applied (source `n` of `i`), no float modifiers.
+    #[inline]
+    pub fn lanes(&self, i: &Inst, n: usize, ty: Ty) -> Result<Lanes, Fault> {
+        let src = i.src[n];
+        let mut out = match src {
+            Src::Vgpr(r) => *self.vreg(r, false)?,
+            Src::Agpr(r) => *self.vreg(r, true)?,
+            _ => [self.s32_of(src, ty)?; LANES],
+        };
+        match i.ext {
+            Ext::None | Ext::Mai(_) => {}
+            Ext::Sdwa(s) => {
+                let (sel, sext) = match n {
+                    0 => (s.src0_sel, s.src0_sext),
+                    1 => (s.src1_sel, s.src1_sext),
+                    _ => return Ok(out),
+                };
+                for x in &mut out {
+                    *x = crate::exec::sdwa::select(*x, sel, sext);
+                }
+            }
+            Ext::Dpp(d) if n == 0 => out = crate::exec::dpp::permute(&out, d.ctrl, d.bound_ctrl),
+            Ext::Dpp(_) => {}
+        }
+        Ok(out)
+    }
+
+    /// A vector 64-bit source as lanes (register pairs).
+    #[inline]
+    pub fn lanes64(&self, i: &Inst, n: usize, ty: Ty) -> Result<[u64; LANES], Fault> {
+        let src = i.src[n];
+        Ok(match src {
+            Src::Vgpr(r) | Src::Agpr(r) => {
+                let acc = matches!(src, Src::Agpr(_));
+                let lo = self.vreg(r, acc)?;
+                let hi = self.vreg(r + 1, acc)?;
+                std::array::from_fn(|l| u64::from(lo[l]) | u64::from(hi[l]) << 32)
+            }
+            _ => [self.s64_of(src, ty)?; LANES],
+        })
+    }
+
+    /// Writes `vals` to VGPR `r` in the lanes of `mask`.
+    #[inline]
+    pub fn write_lanes(&mut self, r: u16, vals: &Lanes, mask: u64) -> Result<(), Fault> {
+        let d = self.vreg_mut(r, false)?;
+        if mask == u64::MAX {
+            *d = *vals;
+        } else {
+            for l in 0..LANES {
+                if mask >> l & 1 != 0 {
+                    d[l] = vals[l];
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes a 64-bit result to the VGPR pair at `r` in the lanes of `mask`.
+    #[inline]
+    pub fn write_lanes64(&mut self, r: u16, vals: &[u64; LANES], mask: u64) -> Result<(), Fault> {
+        let lo: Lanes = std::array::from_fn(|l| vals[l] as u32);
+        let hi: Lanes = std::array::from_fn(|l| (vals[l] >> 32) as u32);
+        // Check both before writing either, so a fault leaves no half write.
+        self.vreg(r + 1, false)?;
+        self.write_lanes(r, &lo, mask)?;
+        self.write_lanes(r + 1, &hi, mask)
+    }
+}
+
+/// The 32-bit (or 16-bit, by `ty`) value of an inline-constant code.
+#[inline]
+pub fn inline32(c: u8, ty: Ty) -> u32 {
+    match c {
+        code::ZERO..=code::INT_MAX => u32::from(c - code::ZERO),
+        193..=code::INT_NEG_MAX => (-(i32::from(c) - 192)) as u32,
+        _ => match ty {
+            Ty::B16 => u32::from(match c {
+                240 => 0x3800u16,
+                241 => 0xB800,
+                242 => 0x3C00,
+                243 => 0xBC00,
+                244 => 0x4000,
+                245 => 0xC000,
+                246 => 0x4400,
+                247 => 0xC400,
+                _ => 0x3118,
+            }),
+            // A 64-bit float's constant read as a 32-bit value is its high
+            // dword; callers asking for 32 bits of an F64 get the f32 form.
+            _ => match c {
+                240 => 0.5f32.to_bits(),
+                241 => (-0.5f32).to_bits(),
+                242 => 1.0f32.to_bits(),
+                243 => (-1.0f32).to_bits(),
+                244 => 2.0f32.to_bits(),
+                245 => (-2.0f32).to_bits(),
+                246 => 4.0f32.to_bits(),
+                247 => (-4.0f32).to_bits(),
+                _ => 0x3E22_F983,
+            },
+        },
+    }
+}
+
+/// The 64-bit value of an inline-constant code.
+#[inline]
+pub fn inline64(c: u8, ty: Ty) -> u64 {
+    match c {
+        code::ZERO..=code::INT_NEG_MAX => i64::from(inline32(c, Ty::B32) as i32) as u64,
+        // Float constants of any 64-bit operand are doubles.
+        _ => match ty {
+            Ty::F64 | Ty::I64 | Ty::U64 => match c {
+                240 => 0.5f64.to_bits(),
+                241 => (-0.5f64).to_bits(),
+                242 => 1.0f64.to_bits(),
+                243 => (-1.0f64).to_bits(),
+                244 => 2.0f64.to_bits(),
+                245 => (-2.0f64).to_bits(),
+                246 => 4.0f64.to_bits(),
+                247 => (-4.0f64).to_bits(),
+                _ => 0x3FC4_5F30_6DC9_C882,
+            },
+            _ => u64::from(inline32(c, ty)),
+        },
+    }
+}
+
+/// A 32-bit literal as a 64-bit operand: the high dword of a double,
+/// sign-extended for signed operands, else zero-extended.
+#[inline]
+pub fn literal64(l: u32, ty: Ty) -> u64 {
+    match ty {
+        Ty::F64 => u64::from(l) << 32,
+        Ty::I64 => i64::from(l as i32) as u64,
+        _ => u64::from(l),
+    }
+}
