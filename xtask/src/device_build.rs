@@ -44,6 +44,17 @@ pub struct DeviceCrate {
     pub allow_spills: &'static [&'static str],
     /// Kernels allowed to use a dynamic stack (recursion, indirect calls).
     pub allow_dynamic_stack: &'static [&'static str],
+    /// The only gfx targets this crate is built for; empty means every
+    /// requested target (test kernels that use CDNA-only instructions
+    /// are built for the targets the simulator runs).
+    pub only_for: &'static [&'static str],
+}
+
+impl DeviceCrate {
+    /// Whether this crate is built for `gfx`.
+    pub fn builds_for(&self, gfx: &str) -> bool {
+        self.only_for.is_empty() || self.only_for.contains(&gfx)
+    }
 }
 
 /// Every device crate, in build order.
@@ -53,12 +64,21 @@ pub const DEVICE_CRATES: &[DeviceCrate] = &[
         dir: "device/runtime",
         allow_spills: &[],
         allow_dynamic_stack: &[],
+        only_for: &[],
     },
     DeviceCrate {
         package: "aqueduct-gemm",
         dir: "device/gemm",
         allow_spills: &[],
         allow_dynamic_stack: &[],
+        only_for: &[],
+    },
+    DeviceCrate {
+        package: "aqueduct-test-kernels",
+        dir: "tests/kernels",
+        allow_spills: &[],
+        allow_dynamic_stack: &[],
+        only_for: &["gfx90a", "gfx942"],
     },
 ];
 
@@ -345,7 +365,7 @@ pub fn build(
     let shims = shim_files(&opts.workspace).map_err(|m| fail("*", "*", m))?;
     let mut artifacts = Vec::new();
     for target in &opts.targets {
-        for krate in DEVICE_CRATES {
+        for krate in DEVICE_CRATES.iter().filter(|k| k.builds_for(target.name)) {
             progress(Event::Started {
                 gfx: target.name,
                 package: krate.package,

@@ -58,7 +58,16 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
 }
 
 fn build(opts: &Options) -> Result<Vec<device_build::Artifact>, String> {
-    let total = (opts.targets.len() * DEVICE_CRATES.len()) as u64;
+    let total = opts
+        .targets
+        .iter()
+        .map(|t| {
+            DEVICE_CRATES
+                .iter()
+                .filter(|k| k.builds_for(t.name))
+                .count() as u64
+        })
+        .sum();
     let interactive = std::io::stderr().is_terminal();
     let bar = if interactive {
         ProgressBar::new(total)
