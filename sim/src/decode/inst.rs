@@ -13,12 +13,19 @@ use super::{Classified, DecodeError, Format, Target, classify};
 
 /// Scalar operand codes (8-bit SSRC/SDST, the low half of 9-bit SRC).
 pub mod code {
+    /// The last SGPR, s101.
+    pub const SGPR_LAST: u8 = 101;
     pub const FLAT_SCRATCH_LO: u8 = 102;
+    pub const FLAT_SCRATCH_HI: u8 = 103;
     pub const XNACK_MASK_LO: u8 = 104;
+    pub const XNACK_MASK_HI: u8 = 105;
     pub const VCC_LO: u8 = 106;
     pub const VCC_HI: u8 = 107;
     pub const TTMP0: u8 = 108;
+    pub const TTMP_LAST: u8 = 123;
     pub const M0: u8 = 124;
+    /// Reads as zero (LLVM prints it `null`; FLAT's SADDR may name it).
+    pub const NULL: u8 = 125;
     pub const EXEC_LO: u8 = 126;
     pub const EXEC_HI: u8 = 127;
     pub const ZERO: u8 = 128;
@@ -169,9 +176,11 @@ pub enum Ext {
 pub mod flag {
     /// GLC (gfx90a) / SC0 (gfx942).
     pub const GLC: u16 = 1 << 0;
-    /// SLC (gfx90a) / SC1 (gfx942, FLAT and MUBUF).
+    /// SLC (gfx90a) / SC1 (gfx942: FLAT bit 25 and MUBUF bit 15, where
+    /// gfx90a has SCC).
     pub const SLC: u16 = 1 << 1;
-    /// NT (gfx942) / SCC (gfx90a MUBUF bit 15).
+    /// NT (gfx942: FLAT and MUBUF bit 17, MTBUF word 1 bit 22 — where
+    /// gfx90a has SLC).
     pub const NT: u16 = 1 << 2;
     pub const OFFEN: u16 = 1 << 3;
     pub const IDXEN: u16 = 1 << 4;
@@ -195,13 +204,16 @@ pub mod flag {
 /// A decoded instruction.
 ///
 /// Slot use per format:
-/// - SOP1/SOP2/SOPC: `sdst`, `src[0]`, `src[1]`. SOPK: `sdst`, `imm` =
+/// - SOP1/SOP2/SOPC: `sdst`, `src[0]`, `src[1]`; `s_set_gpr_idx_on` has
+///   its mode mask (SSRC1) in `imm`, not `src[1]`. SOPK: `sdst`, `imm` =
 ///   SIMM16 (and `src[0]` = the literal of `s_setreg_imm32_b32`). SOPP:
 ///   `imm` = SIMM16.
 /// - SMEM: `vdst` = SDATA (SGPR number), `src[0]` = SBASE (first SGPR),
 ///   `src[1]` = SOFFSET when `SOE` or not `IMM`, `imm` = the immediate.
 /// - VOP*: `vdst`, `sdst` (VOPC/VOP3b carry or compare destination),
-///   `src[0..3]`; the short encodings' implied VCC is explicit.
+///   `src[0..3]`; the short encodings' implied VCC is explicit. MAI:
+///   `src[0..3]` = A, B, C (AGPRs where the ACC bits say); `v_smfmac_*`
+///   accumulate into `vdst` and have the sparsity-index VGPR in `src[2]`.
 /// - DS: `vdst`, `src[0]` = ADDR, `src[1]` = DATA0, `src[2]` = DATA1,
 ///   `imm` = OFFSET0 | OFFSET1 << 8.
 /// - FLAT/GLOBAL/SCRATCH: `vdst`, `src[0]` = ADDR (`None` when off),
@@ -221,7 +233,7 @@ pub struct Inst {
     pub mods: Mods,
     pub flags: u16,
     pub ext: Ext,
-    /// MTBUF data and numeric format.
+    /// MTBUF format: data format in bits 3:0, numeric format in 6:4.
     pub fmt: u8,
 }
 
@@ -235,7 +247,7 @@ fn sext(v: u32, n: u32) -> i32 {
 
 /// Mnemonics of VOP3 opcodes that are VOP3b: a scalar carry/condition
 /// destination in bits 14:8 instead of ABS/OP_SEL/CLAMP's low bits.
-fn is_vop3b(mnemonic: &str) -> bool {
+pub(crate) fn is_vop3b(mnemonic: &str) -> bool {
     matches!(
         mnemonic,
         "v_add_co_u32"
@@ -252,7 +264,7 @@ fn is_vop3b(mnemonic: &str) -> bool {
 }
 
 /// VOP2 ops that read VCC as a third operand in the short encoding.
-fn vop2_reads_vcc(mnemonic: &str) -> bool {
+pub(crate) fn vop2_reads_vcc(mnemonic: &str) -> bool {
     matches!(
         mnemonic,
         "v_cndmask_b32" | "v_addc_co_u32" | "v_subb_co_u32" | "v_subbrev_co_u32"
@@ -333,7 +345,12 @@ pub fn decode(code: &[u32], target: Target) -> Result<Inst, DecodeError> {
         }
         Format::Sopc => {
             i.src[0] = Src::scalar(w0, literal);
-            i.src[1] = Src::scalar(w0 >> 8, literal);
+            if mnemonic == "s_set_gpr_idx_on" {
+                // SSRC1 is the 4-bit mode mask, not an operand.
+                i.imm = bits(w0, 8, 8) as i32;
+            } else {
+                i.src[1] = Src::scalar(w0 >> 8, literal);
+            }
         }
         Format::Sopp => i.imm = bits(w0, 0, 16) as i32,
         Format::Smem => {
@@ -351,8 +368,13 @@ pub fn decode(code: &[u32], target: Target) -> Result<Inst, DecodeError> {
                     i.flags |= flag::SOE;
                     i.src[1] = Src::Sgpr(bits(w1, 25, 7) as u8);
                 }
+            } else if soe {
+                // SGPR offset in SOFFSET (how LLVM encodes it for GFX9).
+                i.flags |= flag::SOE;
+                i.src[1] = Src::Sgpr(bits(w1, 25, 7) as u8);
             } else {
-                i.src[1] = Src::Sgpr(bits(w1, 0, 8) as u8);
+                // The legacy form: OFFSET[6:0] names the SGPR.
+                i.src[1] = Src::Sgpr(bits(w1, 0, 7) as u8);
             }
         }
         Format::Vop1 | Format::Vop2 | Format::Vopc => {
@@ -395,7 +417,14 @@ pub fn decode(code: &[u32], target: Target) -> Result<Inst, DecodeError> {
                 _ => i.src[0] = Src::vector(src0, literal),
             }
             match format {
-                Format::Vop1 => i.vdst = bits(w0, 17, 8) as u16,
+                Format::Vop1 => {
+                    i.vdst = bits(w0, 17, 8) as u16;
+                    // gfx90a's VOP1 v_accvgpr_mov_b32 moves AGPR to AGPR;
+                    // its VGPR-range source names an AGPR.
+                    if let ("v_accvgpr_mov_b32", Src::Vgpr(r)) = (mnemonic, i.src[0]) {
+                        i.src[0] = Src::Agpr(r);
+                    }
+                }
                 Format::Vop2 => {
                     i.vdst = bits(w0, 17, 8) as u16;
                     i.src[1] = Src::Vgpr(bits(w0, 9, 8) as u16);
@@ -472,6 +501,11 @@ pub fn decode(code: &[u32], target: Target) -> Result<Inst, DecodeError> {
                     mai_src(bits(w1, 9, 9), acc & 2 != 0),
                     mai_src(bits(w1, 18, 9), acc_cd),
                 ];
+                // The sparse ops accumulate into VDST in place; SRC2 is the
+                // sparsity index, always a VGPR.
+                if mnemonic.starts_with("v_smfmac") {
+                    i.src[2] = Src::vector(bits(w1, 18, 9), None);
+                }
                 if acc_cd {
                     i.flags |= flag::ACC_CD;
                 }
@@ -492,10 +526,10 @@ pub fn decode(code: &[u32], target: Target) -> Result<Inst, DecodeError> {
                 i.mods.clamp = w0 & (1 << 15) != 0;
                 i.mods.neg = bits(w1, 29, 3) as u8;
                 // v_accvgpr_* live in this space on gfx90a/gfx942.
-                match mnemonic {
-                    "v_accvgpr_read_b32" => i.src[0] = Src::vreg(bits(w1, 0, 8), true),
-                    "v_accvgpr_mov_b32" => i.src[0] = Src::vreg(bits(w1, 0, 8), true),
-                    _ => {}
+                // Their register sources are AGPRs: bit 8 picks the register
+                // file, the rest of the 9-bit field reads as usual.
+                if matches!(mnemonic, "v_accvgpr_read_b32" | "v_accvgpr_mov_b32") {
+                    i.src[0] = mai_src(bits(w1, 0, 9), true);
                 }
             }
         }
@@ -504,7 +538,9 @@ pub fn decode(code: &[u32], target: Target) -> Result<Inst, DecodeError> {
             if w0 & (1 << 16) != 0 {
                 i.flags |= flag::GDS;
             }
-            let acc = w1 & (1 << 25) != 0;
+            // ACC is bit 25 of the first dword (bits 31:24 of the second
+            // are VDST).
+            let acc = w0 & (1 << 25) != 0;
             if acc {
                 i.flags |= flag::ACC;
             }
@@ -525,11 +561,13 @@ pub fn decode(code: &[u32], target: Target) -> Result<Inst, DecodeError> {
             if w0 & (1 << 16) != 0 {
                 i.flags |= flag::GLC;
             }
+            // gfx940 renamed the bits in place: SLC (17) became NT and
+            // SCC (25) became SC1 (LLVM's CPol: NT = SLC, SC1 = SCC).
             if w0 & (1 << 17) != 0 {
-                i.flags |= flag::SLC;
+                i.flags |= if gfx942 { flag::NT } else { flag::SLC };
             }
             if w0 & (1 << 25) != 0 {
-                i.flags |= if gfx942 { flag::NT } else { flag::SCC };
+                i.flags |= if gfx942 { flag::SLC } else { flag::SCC };
             }
             let acc = w1 & (1 << 23) != 0;
             if acc {
@@ -584,8 +622,9 @@ pub fn decode(code: &[u32], target: Target) -> Result<Inst, DecodeError> {
                 }
             } else {
                 i.fmt = bits(w0, 19, 7) as u8;
+                // MTBUF's SLC is NT on gfx940, as in MUBUF.
                 if w1 & (1 << 22) != 0 {
-                    i.flags |= flag::SLC;
+                    i.flags |= if gfx942 { flag::NT } else { flag::SLC };
                 }
             }
             let acc = w1 & (1 << 23) != 0;

@@ -16,6 +16,7 @@
 
 pub mod inst;
 pub mod opcodes;
+pub mod print;
 
 pub use inst::{Ext, Inst, Mods, Src, decode};
 
