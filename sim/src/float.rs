@@ -100,6 +100,47 @@ pub fn pk_add_bf16(a: u32, b: u32) -> u32 {
     u32::from(lo) | u32::from(hi) << 16
 }
 
+/// Bias of gfx942's FP8 (E4M3 FNUZ): one more than IEEE-style 7, because
+/// the format spends no exponent code on infinities (CDNA3 ISA, "FP8 and
+/// BF8 formats"; LLVM's `Float8E4M3FNUZ`).
+const FP8_BIAS: i32 = 8;
+/// Bias of gfx942's BF8 (E5M2 FNUZ), likewise one more than IEEE's 15.
+const BF8_BIAS: i32 = 16;
+/// The one NaN of both FNUZ formats: "negative zero" (sign bit alone).
+/// There is no infinity and no negative zero.
+const FNUZ_NAN: u8 = 0x80;
+
+/// Decodes an 8-bit FNUZ float with `man_bits` of mantissa and `bias`.
+fn fnuz_to_f32(b: u8, man_bits: u32, bias: i32) -> f32 {
+    if b == FNUZ_NAN {
+        return f32::NAN;
+    }
+    let sign = if b & 0x80 != 0 { -1.0 } else { 1.0 };
+    let exp = i32::from((b & 0x7F) >> man_bits);
+    let man = f32::from(b & ((1 << man_bits) - 1));
+    let scale = (1u32 << man_bits) as f32;
+    // Exact: every FNUZ value is a small integer times a power of two
+    // that f32 represents.
+    let magnitude = if exp == 0 {
+        man / scale * 2f32.powi(1 - bias)
+    } else {
+        (1.0 + man / scale) * 2f32.powi(exp - bias)
+    };
+    sign * magnitude
+}
+
+/// gfx942 FP8 (E4M3 FNUZ: bias 8, no infinities, 0x80 is the only NaN)
+/// bits to f32 (exact).
+pub fn fp8_fnuz_to_f32(b: u8) -> f32 {
+    fnuz_to_f32(b, 3, FP8_BIAS)
+}
+
+/// gfx942 BF8 (E5M2 FNUZ: bias 16, no infinities, 0x80 is the only NaN)
+/// bits to f32 (exact).
+pub fn bf8_fnuz_to_f32(b: u8) -> f32 {
+    fnuz_to_f32(b, 2, BF8_BIAS)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,5 +198,23 @@ mod tests {
         assert_eq!(f32_to_bf16(f32::from_bits(0x3F81_8000)), 0x3F82);
         assert_eq!(f32_to_bf16(f32::from_bits(0x3F80_8001)), 0x3F81);
         assert_eq!(bf16_to_f32(0xC040), -3.0);
+    }
+
+    #[test]
+    fn fnuz_small_floats_decode_to_their_documented_values() {
+        // E4M3 FNUZ: 1.0 = exponent 8, largest finite 0x7F = 1.875 * 2^7
+        // = 240, smallest subnormal 2^-10, and 0x80 the only NaN.
+        assert_eq!(fp8_fnuz_to_f32(0x40), 1.0);
+        assert_eq!(fp8_fnuz_to_f32(0x7F), 240.0);
+        assert_eq!(fp8_fnuz_to_f32(0xFF), -240.0);
+        assert_eq!(fp8_fnuz_to_f32(0x01), 2f32.powi(-10));
+        assert_eq!(fp8_fnuz_to_f32(0x00), 0.0);
+        assert!(fp8_fnuz_to_f32(0x80).is_nan());
+        // E5M2 FNUZ: 1.0 = exponent 16, largest 0x7F = 1.75 * 2^15 = 57344.
+        assert_eq!(bf8_fnuz_to_f32(0x40), 1.0);
+        assert_eq!(bf8_fnuz_to_f32(0x7F), 57344.0);
+        assert_eq!(bf8_fnuz_to_f32(0x01), 2f32.powi(-17));
+        assert_eq!(bf8_fnuz_to_f32(0xC2), -1.5);
+        assert!(bf8_fnuz_to_f32(0x80).is_nan());
     }
 }

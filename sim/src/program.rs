@@ -236,3 +236,46 @@ impl Drop for Program {
         let _ = self.memory.free(self.base);
     }
 }
+
+#[cfg(test)]
+impl Program {
+    /// A program with no code, for executor unit tests that need a
+    /// [`crate::exec::Ctx`] but never jump.
+    pub(crate) fn empty(memory: Arc<Memory>, target: Target) -> Self {
+        use aqueduct_abi::code_object::{
+            CodeObjectVersion, FeatureSetting, Metadata, Target as CoTarget,
+        };
+        let processor = match target {
+            Target::Gfx90a => "gfx90a",
+            Target::Gfx942 => "gfx942",
+        };
+        Self {
+            target,
+            code_object: CodeObject {
+                version: CodeObjectVersion::V5,
+                target: CoTarget {
+                    mach: 0,
+                    processor,
+                    xnack: FeatureSetting::Any,
+                    sramecc: FeatureSetting::Any,
+                    generic_version: 0,
+                },
+                e_flags: 0,
+                metadata: Metadata {
+                    version: [1, 2],
+                    target: None,
+                    kernels: Vec::new(),
+                },
+                kernels: Vec::new(),
+                abi_version: None,
+                segments: Vec::new(),
+            },
+            memory,
+            base: 0,
+            slots: Vec::new(),
+            index: Vec::new(),
+            code_start: 0,
+            kernels: HashMap::new(),
+        }
+    }
+}

@@ -18,7 +18,7 @@ use crate::decode::{Format, Inst, Src};
 use crate::exec::{Ctx, Exec};
 use crate::fault::{Fault, Space};
 use crate::memory::Access;
-use crate::wave::{LANES, PRIVATE_APERTURE_HI, SHARED_APERTURE_HI, Wave};
+use crate::wave::{LANES, Lanes, PRIVATE_APERTURE_HI, SHARED_APERTURE_HI, Wave};
 
 type R = Result<(), Fault>;
 
@@ -27,41 +27,104 @@ type R = Result<(), Fault>;
 pub(crate) enum Loc {
     Global(u64),
     Lds(u32),
+    /// A lane's private bytes, by the backing address of the first. The
+    /// wave's scratch is swizzled a dword at a time (see
+    /// [`crate::wave::Scratch::address`]: lane `l`'s dword `k` at
+    /// `base + 256 k + 4 l`), so a multi-dword access moves on 256 bytes
+    /// per dword, not 4. That is the private segment's swizzle with 4-byte
+    /// elements and a 64-lane index stride (CDNA3 ISA, "Buffer Resource
+    /// Descriptor": ADD_TID_ENABLE, ELEMENT_SIZE, INDEX_STRIDE; the V#
+    /// `dispatch::init_scratch_sgprs` builds), which architected flat
+    /// scratch on gfx942 shares.
+    Private(u64),
 }
 
-/// Resolves lane `l`'s address for `size` bytes.
-fn locate(w: &Wave, i: &Inst, l: usize, size: u64) -> Result<Loc, Fault> {
-    let offset = i64::from(i.imm);
-    match i.format {
-        Format::Global => {
-            let address = match i.src[2] {
-                Src::Sgpr(s) => {
-                    let v = vreg32(w, i.src[0], l)?;
-                    w.s64(s).wrapping_add(u64::from(v))
-                }
-                _ => vreg64(w, i.src[0], l)?,
-            };
-            Ok(Loc::Global(address.wrapping_add(offset as u64)))
+/// How an instruction's lanes form their addresses.
+#[derive(Clone, Copy)]
+enum Mode {
+    Global,
+    Scratch,
+    /// By aperture: LDS, the lane's scratch, or global.
+    Flat,
+}
+
+/// An instruction's address operands, read once for all its lanes: lane
+/// `l`'s address is `base + lo[l] + hi[l] << 32` (mod 2^64), where `base`
+/// holds the instruction offset and any SADDR. Reading the registers per
+/// lane was a tenth of a small kernel's time (sim-bench).
+#[derive(Clone, Copy)]
+struct Addressing<'w> {
+    w: &'w Wave,
+    mode: Mode,
+    base: u64,
+    lo: Option<&'w Lanes>,
+    hi: Option<&'w Lanes>,
+}
+
+/// The address operands of `i`. A missing register is the fault the first
+/// active lane raises, so callers report it only once they meet one.
+fn addressing<'w>(w: &'w Wave, i: &Inst) -> Result<Addressing<'w>, Fault> {
+    let offset = i64::from(i.imm) as u64;
+    let vgpr = |s: Src| -> Result<Option<&'w Lanes>, Fault> {
+        match s {
+            Src::Vgpr(r) => w.vreg(r, false).map(Some),
+            _ => Ok(None),
         }
+    };
+    // A 64-bit VGPR address: the low register is checked first.
+    let pair = |s: Src| -> Result<(Option<&'w Lanes>, Option<&'w Lanes>), Fault> {
+        match s {
+            Src::Vgpr(r) => Ok((Some(w.vreg(r, false)?), Some(w.vreg(r + 1, false)?))),
+            _ => Ok((None, None)),
+        }
+    };
+    let (mode, base, (lo, hi)) = match i.format {
+        Format::Global => match i.src[2] {
+            Src::Sgpr(s) => (
+                Mode::Global,
+                w.s64(s).wrapping_add(offset),
+                (vgpr(i.src[0])?, None),
+            ),
+            _ => (Mode::Global, offset, pair(i.src[0])?),
+        },
         Format::Scratch => {
-            let mut o = offset;
-            if let Src::Vgpr(_) = i.src[0] {
-                o += i64::from(vreg32(w, i.src[0], l)?);
-            }
-            if let Src::Sgpr(s) = i.src[2] {
-                o += i64::from(w.s[usize::from(s)]);
-            }
-            private(w, l, o as u64, size)
+            let lo = vgpr(i.src[0])?;
+            let saddr = match i.src[2] {
+                Src::Sgpr(s) => u64::from(w.s[usize::from(s)]),
+                _ => 0,
+            };
+            (Mode::Scratch, offset.wrapping_add(saddr), (lo, None))
         }
-        _ => {
-            let address = vreg64(w, i.src[0], l)?.wrapping_add(offset as u64);
-            let hi = (address >> 32) as u32;
-            if hi == SHARED_APERTURE_HI {
-                Ok(Loc::Lds(address as u32))
-            } else if hi == PRIVATE_APERTURE_HI {
-                private(w, l, address & 0xFFFF_FFFF, size)
-            } else {
-                Ok(Loc::Global(address))
+        _ => (Mode::Flat, offset, pair(i.src[0])?),
+    };
+    Ok(Addressing {
+        w,
+        mode,
+        base,
+        lo,
+        hi,
+    })
+}
+
+impl Addressing<'_> {
+    /// Lane `l`'s location for `size` bytes.
+    #[inline]
+    fn lane(&self, l: usize, size: u64) -> Result<Loc, Fault> {
+        let lo = self.lo.map_or(0, |r| u64::from(r[l]));
+        let hi = self.hi.map_or(0, |r| u64::from(r[l]));
+        let address = self.base.wrapping_add(lo).wrapping_add(hi << 32);
+        match self.mode {
+            Mode::Global => Ok(Loc::Global(address)),
+            Mode::Scratch => private(self.w, l, address, size),
+            Mode::Flat => {
+                let aperture = (address >> 32) as u32;
+                if aperture == SHARED_APERTURE_HI {
+                    Ok(Loc::Lds(address as u32))
+                } else if aperture == PRIVATE_APERTURE_HI {
+                    private(self.w, l, address & 0xFFFF_FFFF, size)
+                } else {
+                    Ok(Loc::Global(address))
+                }
             }
         }
     }
@@ -71,29 +134,13 @@ fn locate(w: &Wave, i: &Inst, l: usize, size: u64) -> Result<Loc, Fault> {
 fn private(w: &Wave, l: usize, offset: u64, size: u64) -> Result<Loc, Fault> {
     w.scratch
         .address(l, offset, size)
-        .map(Loc::Global)
+        .map(Loc::Private)
         .ok_or(Fault::Memory {
             space: Space::Scratch,
             address: offset,
             size,
             write: false,
         })
-}
-
-fn vreg32(w: &Wave, s: Src, l: usize) -> Result<u32, Fault> {
-    match s {
-        Src::Vgpr(r) => Ok(w.vreg(r, false)?[l]),
-        _ => Ok(0),
-    }
-}
-
-fn vreg64(w: &Wave, s: Src, l: usize) -> Result<u64, Fault> {
-    match s {
-        Src::Vgpr(r) => {
-            Ok(u64::from(w.vreg(r, false)?[l]) | u64::from(w.vreg(r + 1, false)?[l]) << 32)
-        }
-        _ => Ok(0),
-    }
 }
 
 /// Memory of one instruction: global through the range table, LDS through
@@ -108,12 +155,15 @@ impl Port<'_, '_> {
         let ok = match loc {
             Loc::Global(a) => self.m.check(a, size).is_ok(),
             Loc::Lds(o) => u64::from(o) + size <= self.lds.len() as u64,
+            // `Scratch::address` checked the whole access against the
+            // lane's segment; each dword lies in the wave's region.
+            Loc::Private(a) => self.m.check(a, size.min(4)).is_ok(),
         };
         if ok {
             return Ok(());
         }
         Err(match loc {
-            Loc::Global(address) => Fault::Memory {
+            Loc::Global(address) | Loc::Private(address) => Fault::Memory {
                 space,
                 address,
                 size,
@@ -131,7 +181,7 @@ impl Port<'_, '_> {
     /// `size` (1, 2, 4) bytes zero-extended.
     fn load(&self, loc: Loc, size: u32) -> u32 {
         match loc {
-            Loc::Global(a) => self.m.load_small(a, size),
+            Loc::Global(a) | Loc::Private(a) => self.m.load_small(a, size),
             Loc::Lds(o) => {
                 let o = o as usize;
                 (0..size as usize).fold(0, |v, k| v | u32::from(self.lds[o + k]) << (8 * k))
@@ -141,7 +191,7 @@ impl Port<'_, '_> {
 
     fn store(&mut self, loc: Loc, size: u32, v: u32) {
         match loc {
-            Loc::Global(a) => self.m.store_small(a, size, v),
+            Loc::Global(a) | Loc::Private(a) => self.m.store_small(a, size, v),
             Loc::Lds(o) => {
                 for k in 0..size as usize {
                     self.lds[o as usize + k] = (v >> (8 * k)) as u8;
@@ -155,6 +205,9 @@ fn advance(loc: Loc, bytes: u32) -> Loc {
     match loc {
         Loc::Global(a) => Loc::Global(a + u64::from(bytes)),
         Loc::Lds(o) => Loc::Lds(o + bytes),
+        Loc::Private(a) => {
+            Loc::Private(a + u64::from(bytes / 4) * LANES as u64 * 4 + u64::from(bytes % 4))
+        }
     }
 }
 
@@ -169,7 +222,7 @@ fn space_of(i: &Inst) -> Space {
 
 /// How a load puts its data into the destination.
 #[derive(Clone, Copy)]
-enum Put {
+pub(crate) enum Put {
     /// `n` dwords.
     Dwords(u32),
     /// One value of `size` bytes, sign-extended when `signed`.
@@ -194,11 +247,12 @@ fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
         lds: ctx.lds,
     };
     let space = space_of(i);
+    let at = addressing(w, i);
     for l in 0..LANES {
         if exec >> l & 1 == 0 {
             continue;
         }
-        let loc = locate(w, i, l, u64::from(bytes))?;
+        let loc = at.clone()?.lane(l, u64::from(bytes))?;
         port.check(loc, u64::from(bytes), false, space)?;
         match put {
             Put::Dwords(n) => {
@@ -230,7 +284,8 @@ fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
     Ok(())
 }
 
-fn extend(v: u32, size: u32, signed: bool) -> u32 {
+/// `v`'s low `size` bytes, sign-extended when `signed`.
+pub(crate) fn extend(v: u32, size: u32, signed: bool) -> u32 {
     match (size, signed) {
         (1, true) => v as u8 as i8 as i32 as u32,
         (2, true) => v as u16 as i16 as i32 as u32,
@@ -263,11 +318,12 @@ fn store(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, take: Take) -> R {
         m: ctx.mem.access(),
         lds: ctx.lds,
     };
+    let at = addressing(w, i);
     for l in 0..LANES {
         if exec >> l & 1 == 0 {
             continue;
         }
-        let loc = locate(w, i, l, u64::from(bytes))?;
+        let loc = at.clone()?.lane(l, u64::from(bytes))?;
         port.check(loc, u64::from(bytes), true, space)?;
         match take {
             Take::Dwords(n) => {
@@ -388,6 +444,7 @@ fn atomic(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, op: Rmw, wide: bool) -> R {
             m: ctx.mem.access(),
             lds: ctx.lds,
         };
+        let at = addressing(w, i);
         for l in 0..LANES {
             if exec >> l & 1 == 0 {
                 continue;
@@ -406,7 +463,7 @@ fn atomic(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, op: Rmw, wide: bool) -> R {
             } else {
                 0
             };
-            let loc = locate(w, i, l, size)?;
+            let loc = at.clone()?.lane(l, size)?;
             port.check(loc, size, true, space)?;
             olds[l] = rmw(&mut port, loc, op, d, cmp, wide)?;
         }
@@ -475,12 +532,15 @@ pub(crate) fn rmw(
                 }
             }
         }
-        Loc::Lds(o) => {
-            if u64::from(o) % size != 0 {
-                return Err(Fault::Misaligned {
-                    address: u64::from(o),
-                    size,
-                });
+        // Only this lane sees its private bytes, so a plain
+        // read-modify-write is atomic.
+        Loc::Lds(_) | Loc::Private(_) => {
+            let at = match loc {
+                Loc::Lds(o) => u64::from(o),
+                Loc::Global(a) | Loc::Private(a) => a,
+            };
+            if at % 4 != 0 || matches!(loc, Loc::Lds(_)) && at % size != 0 {
+                return Err(Fault::Misaligned { address: at, size });
             }
             let lo = u64::from(port.load(loc, 4));
             let old = if wide {
@@ -572,9 +632,13 @@ fn buffer_wbl2(_: &mut Wave, _: &Inst, _: &mut Ctx<'_>) -> R {
 }
 
 /// Cache maintenance: functional no-ops (the model has no caches).
+/// `buffer_invl2` is gfx90a's L2 invalidate, which LLVM emits after a
+/// system-scope acquire (AMDGPUUsage, "Memory Model GFX90A": `buffer_invl2;
+/// buffer_wbinvl1_vol`); gfx942 spells it `buffer_inv sc1`.
 const CACHE: &[(&str, Exec)] = &[
     ("buffer_wbl2", buffer_wbl2),
     ("buffer_inv", buffer_wbl2),
+    ("buffer_invl2", buffer_wbl2),
     ("buffer_wbinvl1", buffer_wbl2),
     ("buffer_wbinvl1_vol", buffer_wbl2),
 ];

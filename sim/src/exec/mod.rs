@@ -22,7 +22,10 @@ use crate::program::Program;
 use crate::wave::Wave;
 
 pub mod dpp;
+pub mod ds;
 pub mod flat;
+pub mod mfma;
+pub mod mubuf;
 pub mod salu;
 pub mod sdwa;
 pub mod smem;
@@ -63,11 +66,20 @@ impl Ctx<'_> {
 fn registry() -> &'static HashMap<&'static str, Exec> {
     static REGISTRY: OnceLock<HashMap<&'static str, Exec>> = OnceLock::new();
     REGISTRY.get_or_init(|| {
-        [salu::OPS, smem::OPS, valu::OPS, vop3p::OPS, flat::OPS]
-            .into_iter()
-            .flatten()
-            .flat_map(|table| table.iter().copied())
-            .collect()
+        [
+            salu::OPS,
+            smem::OPS,
+            valu::OPS,
+            vop3p::OPS,
+            flat::OPS,
+            ds::OPS,
+            mubuf::OPS,
+            mfma::OPS,
+        ]
+        .into_iter()
+        .flatten()
+        .flat_map(|table| table.iter().copied())
+        .collect()
     })
 }
 

@@ -6,8 +6,8 @@
 //! "result is non-zero" for logic, shifts and bit-field ops, "S0 chosen"
 //! for min/max.
 
-use crate::decode::Inst;
 use crate::decode::inst::code;
+use crate::decode::{Inst, Src};
 use crate::exec::{Ctx, Event, Exec};
 use crate::fault::Fault;
 use crate::wave::{PRIVATE_APERTURE_HI, SHARED_APERTURE_HI, Status, Ty, Wave};
@@ -41,8 +41,8 @@ macro_rules! sop2_32 {
 macro_rules! sop2_64 {
     ($table:ident: $($name:ident($t0:ident, $t1:ident) => |$a:ident, $b:ident, $c:ident| $body:expr;)*) => {
         $(fn $name(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-            let $a = w.s64_of(i.src[0], Ty::$t0)?;
-            let $b = w.s64_of(i.src[1], Ty::$t1)?;
+            let $a = sop2_64_src(w, i.src[0], Ty::$t0)?;
+            let $b = sop2_64_src(w, i.src[1], Ty::$t1)?;
             let $c = w.scc;
             let (d, scc): (u64, Option<bool>) = $body;
             w.set_s64(i.sdst, d);
@@ -147,6 +147,20 @@ fn shl_add(a: u32, b: u32, n: u32) -> (u32, Option<bool>) {
     (s as u32, Some(s >> 32 != 0))
 }
 
+/// A source of a 64-bit SOP2 op: 64 bits, or, typed `B32`, one dword
+/// zero-extended. Shift amounts and bit-field controls are 32-bit operands
+/// even in the 64-bit ops (CDNA3 ISA, SOP2: `S_LSHL_B64: D.u64 = S0.u64 <<
+/// S1.u[5:0]`, `S_BFM_B64: D.u64 = ((1 << S0.u[5:0]) - 1) << S1.u[5:0]`;
+/// LLVM's SOPInstructions.td gives them the classes SOP2_64_32 and
+/// SOP2_64_32_32, whose 32-bit sources are one SGPR): `s_lshl_b64 s[16:17],
+/// 1, s13` reads s13 alone, not the pair s[12:13].
+fn sop2_64_src(w: &Wave, src: Src, ty: Ty) -> Result<u64, Fault> {
+    match ty {
+        Ty::B32 => w.s32_of(src, Ty::B32).map(u64::from),
+        _ => w.s64_of(src, ty),
+    }
+}
+
 sop2_64! { SOP2_64:
     s_cselect_b64(U64, U64) => |a, b, c| (if c { a } else { b }, None);
     s_and_b64(U64, U64) => |a, b, _c| nz64(a & b);
@@ -157,12 +171,12 @@ sop2_64! { SOP2_64:
     s_nand_b64(U64, U64) => |a, b, _c| nz64(!(a & b));
     s_nor_b64(U64, U64) => |a, b, _c| nz64(!(a | b));
     s_xnor_b64(U64, U64) => |a, b, _c| nz64(!(a ^ b));
-    s_lshl_b64(U64, U64) => |a, b, _c| nz64(a << (b & 63));
-    s_lshr_b64(U64, U64) => |a, b, _c| nz64(a >> (b & 63));
-    s_ashr_i64(I64, U64) => |a, b, _c| nz64(((a as i64) >> (b & 63)) as u64);
-    s_bfm_b64(U64, U64) => |a, b, _c| ((((1u128 << (a & 63)) - 1) as u64) << (b & 63), None);
-    s_bfe_u64(U64, U64) => |a, b, _c| nz64(bfe_u(a, b as u32, (b as u32 >> 16) & 0x7F, 64));
-    s_bfe_i64(I64, U64) => |a, b, _c| nz64(bfe_i(a, b as u32, (b as u32 >> 16) & 0x7F, 64) as u64);
+    s_lshl_b64(U64, B32) => |a, b, _c| nz64(a << (b & 63));
+    s_lshr_b64(U64, B32) => |a, b, _c| nz64(a >> (b & 63));
+    s_ashr_i64(I64, B32) => |a, b, _c| nz64(((a as i64) >> (b & 63)) as u64);
+    s_bfm_b64(B32, B32) => |a, b, _c| ((((1u128 << (a & 63)) - 1) as u64) << (b & 63), None);
+    s_bfe_u64(U64, B32) => |a, b, _c| nz64(bfe_u(a, b as u32, (b as u32 >> 16) & 0x7F, 64));
+    s_bfe_i64(I64, B32) => |a, b, _c| nz64(bfe_i(a, b as u32, (b as u32 >> 16) & 0x7F, 64) as u64);
 }
 
 // ---------------------------------------------------------------------------

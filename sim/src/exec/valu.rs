@@ -31,7 +31,7 @@ type R = Result<(), Fault>;
 const MODE_ROUND: u32 = 0xF;
 const MODE_DENORM32_SHIFT: u32 = 4;
 
-fn check_round(w: &Wave) -> R {
+pub(crate) fn check_round(w: &Wave) -> R {
     if w.mode & MODE_ROUND != 0 {
         return Err(Fault::Unimplemented {
             mnemonic: "a float round mode other than nearest-even",
@@ -40,11 +40,11 @@ fn check_round(w: &Wave) -> R {
     Ok(())
 }
 
-fn flush32(w: &Wave) -> bool {
+pub(crate) fn flush32(w: &Wave) -> bool {
     (w.mode >> MODE_DENORM32_SHIFT) & 3 != 3
 }
 
-fn flush_f32(x: f32) -> f32 {
+pub(crate) fn flush_f32(x: f32) -> f32 {
     if x.is_subnormal() {
         0.0f32.copysign(x)
     } else {

@@ -1,0 +1,857 @@
+//! Matrix fused multiply-add (MFMA, the VOP3P-MAI encoding) of gfx90a and
+//! gfx942: D = A × B + C over one wave, each matrix spread over the 64
+//! lanes and several registers.
+//!
+//! CDNA2/CDNA3 ISA, "Matrix Arithmetic Instructions" (dependent-register
+//! layouts, CBSZ/ABID/BLGP), cross-checked against AMD's matrix instruction
+//! calculator (github.com/ROCm/amd_matrix_instruction_calculator), whose
+//! `--detail-instruction` output gives each instruction's element-to-lane
+//! formulas. An M×N×K instruction with B blocks computes B independent
+//! products; every shape here has M = N. [`Shape`] holds the dimensions and
+//! types, and the layout is a handful of formulas shared by the families:
+//!
+//! ```text
+//!   A[i][k] of block b (B[k][j] alike, j for i):  E = M·K·B/64 per lane
+//!     lane = i + M·(b·K/E + k/E),  element k % E packed low bits first
+//!     f64 4x4x4 (4 blocks) instead: lane = i + 4·b + 16·k
+//!   C/D[i][j] of block b:
+//!     M = 32:  register 16·b + 4·(i/8) + i%4,  lane 32·((i/4)%2) + j
+//!     M = 16:  register 4·b + i%4,             lane 16·(i/4) + j
+//!     M = 4:   register i,                     lane 4·b + j
+//!     f64:     register pair i/4,              lane 16·(i%4) + M·b + j
+//! ```
+//!
+//! Modifiers: CBSZ/ABID make each group of 2^CBSZ blocks read the A block
+//! ABID of its group (only multi-block shapes have more than one block to
+//! share); BLGP makes B's lane L read lane `blgp_lane(L)` (broadcast or
+//! rotate 16/32-lane groups). On gfx942 the f64 shapes reuse BLGP's three
+//! bits as negation of A, B and C (CDNA3 ISA; the calculator and LLVM's
+//! gfx940 `neg:[..]` syntax agree); on gfx90a the f64 shapes have no BLGP
+//! and the field is ignored.
+//!
+//! Arithmetic: float products are exact in f64 for every input type
+//! (24 + 24 significand bits at most), summed over K in f64 with C and
+//! rounded once to f32, so the result is within one f32 rounding of the
+//! exact value. The hardware's internal order and rounding are not
+//! documented bit for bit (MMA-Sim, arXiv:2511.10909, finds truncating
+//! accumulation on CDNA3), so tests compare with a tolerance. f64 shapes
+//! fuse in K order from C; i8 shapes wrap in i32. `xf32` inputs are taken
+//! as full f32, as MMA-Sim reports for the multiply stage. Denormals are
+//! kept regardless of MODE.
+//!
+//! EXEC: an MFMA is one operation of the whole wave (every D element reads
+//! 16 to 64 lanes of A and B), so all lanes are read and written whatever
+//! EXEC holds.
+
+use crate::decode::inst::flag;
+use crate::decode::{Ext, Inst, Src};
+use crate::exec::{Ctx, Exec};
+use crate::fault::Fault;
+use crate::float::{bf8_fnuz_to_f32, bf16_to_f32, f16_to_f32, fp8_fnuz_to_f32};
+use crate::wave::{LANES, Lanes, Ty, Wave};
+
+type R = Result<(), Fault>;
+
+/// Element type of an A or B operand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum In {
+    F32,
+    /// gfx942's reduced-precision f32 shapes; read as f32 (module doc).
+    Xf32,
+    F16,
+    Bf16,
+    I8,
+    /// gfx942 FP8, E4M3 FNUZ.
+    Fp8,
+    /// gfx942 BF8, E5M2 FNUZ.
+    Bf8,
+    F64,
+}
+
+impl In {
+    const fn bits(self) -> usize {
+        match self {
+            In::F32 | In::Xf32 => 32,
+            In::F16 | In::Bf16 => 16,
+            In::I8 | In::Fp8 | In::Bf8 => 8,
+            In::F64 => 64,
+        }
+    }
+
+    /// The value of a `bits()`-wide element, exactly, as f64 (integers
+    /// too: i8 products and sums stay far inside 2^53).
+    fn value(self, raw: u64) -> f64 {
+        match self {
+            In::F32 | In::Xf32 => f64::from(f32::from_bits(raw as u32)),
+            In::F16 => f64::from(f16_to_f32(raw as u16)),
+            In::Bf16 => f64::from(bf16_to_f32(raw as u16)),
+            In::I8 => f64::from(raw as u8 as i8),
+            In::Fp8 => f64::from(fp8_fnuz_to_f32(raw as u8)),
+            In::Bf8 => f64::from(bf8_fnuz_to_f32(raw as u8)),
+            In::F64 => f64::from_bits(raw),
+        }
+    }
+}
+
+/// Dimensions and types of one MFMA instruction (M = N for all of them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shape {
+    pub m: usize,
+    pub k: usize,
+    pub blocks: usize,
+    pub a: In,
+    pub b: In,
+    /// gfx942 f64: BLGP is NEG for A, B, C (bits 0, 1, 2).
+    pub blgp_is_neg: bool,
+}
+
+const fn shape(m: usize, k: usize, blocks: usize, a: In, b: In) -> Shape {
+    Shape {
+        m,
+        k,
+        blocks,
+        a,
+        b,
+        blgp_is_neg: false,
+    }
+}
+
+/// gfx942's f64 shapes, whose BLGP field negates.
+const fn shape_neg(m: usize, k: usize, blocks: usize) -> Shape {
+    Shape {
+        blgp_is_neg: true,
+        ..shape(m, k, blocks, In::F64, In::F64)
+    }
+}
+
+impl Shape {
+    /// A (and B) elements per lane.
+    pub const fn per_lane(&self) -> usize {
+        self.m * self.k * self.blocks / LANES
+    }
+
+    /// Registers of the A (B) operand.
+    pub const fn ab_regs(&self, t: In) -> usize {
+        (self.per_lane() * t.bits()).div_ceil(32)
+    }
+
+    /// Registers of C and D.
+    pub const fn cd_regs(&self) -> usize {
+        let words = if matches!(self.a, In::F64) { 2 } else { 1 };
+        self.m * self.m * self.blocks / LANES * words
+    }
+
+    /// Lane and element index within the lane of A[row][k] (or B[k][row])
+    /// of block `b`.
+    pub const fn ab_slot(&self, row: usize, k: usize, b: usize) -> (usize, usize) {
+        if matches!(self.a, In::F64) && self.blocks > 1 {
+            return (row + self.m * b + 16 * k, 0);
+        }
+        let e = self.per_lane();
+        (row + self.m * (b * (self.k / e) + k / e), k % e)
+    }
+
+    /// Register (first of the pair for f64) and lane of C/D[i][j] of
+    /// block `b`.
+    pub const fn cd_slot(&self, i: usize, j: usize, b: usize) -> (usize, usize) {
+        if matches!(self.a, In::F64) {
+            return (2 * (i / 4), 16 * (i % 4) + self.m * b + j);
+        }
+        match self.m {
+            4 => (i, 4 * b + j),
+            16 => (4 * b + i % 4, 16 * (i / 4) + j),
+            _ => (16 * b + 4 * (i / 8) + i % 4, 32 * ((i / 4) % 2) + j),
+        }
+    }
+}
+
+/// The lane whose B data lane `lane` uses under BLGP (CDNA3 ISA, BLGP:
+/// 1/2 broadcast lanes 0-31/32-63, 3 rotates down by 16, 4-7 broadcast
+/// lanes 16·(blgp-4) to 16·(blgp-4)+15).
+pub const fn blgp_lane(lane: usize, blgp: u8) -> usize {
+    match blgp {
+        1 => lane % 32,
+        2 => 32 + lane % 32,
+        3 => (lane + 16) % LANES,
+        4..=7 => 16 * (blgp as usize - 4) + lane % 16,
+        _ => lane,
+    }
+}
+
+/// The A block that block `b` reads under CBSZ/ABID: blocks come in groups
+/// of 2^CBSZ and each group reads its block ABID. CBSZ is capped at the
+/// shape's block count and ABID taken within the group, so a malformed
+/// encoding reads some block of A rather than faulting.
+pub fn cbsz_block(b: usize, blocks: usize, cbsz: u8, abid: u8) -> usize {
+    let group = (1usize << cbsz).min(blocks);
+    b - b % group + (abid as usize) % group
+}
+
+/// `count` consecutive registers of a MAI operand; a non-register operand
+/// (SrcC may be an inline constant) gives its value in every register, or
+/// in every pair for f64.
+fn operand(w: &Wave, src: Src, count: usize, f64: bool) -> Result<Vec<Lanes>, Fault> {
+    match src {
+        Src::Vgpr(r) | Src::Agpr(r) => {
+            let acc = matches!(src, Src::Agpr(_));
+            (0..count)
+                .map(|n| w.vreg(r + n as u16, acc).copied())
+                .collect()
+        }
+        _ if f64 => {
+            let v = w.s64_of(src, Ty::F64)?;
+            Ok((0..count)
+                .map(|n| {
+                    [if n % 2 == 0 {
+                        v as u32
+                    } else {
+                        (v >> 32) as u32
+                    }; LANES]
+                })
+                .collect())
+        }
+        _ => Ok(vec![[w.s32_of(src, Ty::B32)?; LANES]; count]),
+    }
+}
+
+/// Element `item` (of `bits` each, packed from bit 0 of the first
+/// register) of lane `lane`.
+fn element(regs: &[Lanes], lane: usize, item: usize, bits: usize) -> u64 {
+    if bits == 64 {
+        return u64::from(regs[2 * item][lane]) | u64::from(regs[2 * item + 1][lane]) << 32;
+    }
+    let bit = item * bits;
+    let word = regs[bit / 32][lane] >> (bit % 32);
+    u64::from(word) & ((1u64 << bits) - 1)
+}
+
+/// Runs one MFMA of `s`.
+fn run(w: &mut Wave, i: &Inst, s: &Shape) -> R {
+    let Ext::Mai(mai) = i.ext else {
+        return Err(Fault::Unimplemented {
+            mnemonic: "an MFMA without its MAI fields",
+        });
+    };
+    let f64_out = matches!(s.a, In::F64);
+    let int_out = matches!(s.a, In::I8);
+    let (blgp, neg) = if s.blgp_is_neg {
+        (0, mai.blgp)
+    } else if f64_out {
+        (0, 0)
+    } else {
+        (mai.blgp, 0)
+    };
+    let a_regs = operand(w, i.src[0], s.ab_regs(s.a), f64_out)?;
+    let b_regs = operand(w, i.src[1], s.ab_regs(s.b), f64_out)?;
+    let c_regs = operand(w, i.src[2], s.cd_regs(), f64_out)?;
+    let sign = |bit: u8| if neg & bit != 0 { -1.0 } else { 1.0 };
+    let (sa, sb, sc) = (sign(1), sign(2), sign(4));
+
+    // Gather A as [block][row][k] and B as [block][k][col], modifiers
+    // applied, so the product below is a plain loop.
+    let (m, kk, nb) = (s.m, s.k, s.blocks);
+    let mut a = vec![0f64; nb * m * kk];
+    let mut b = vec![0f64; nb * kk * m];
+    for blk in 0..nb {
+        let src_blk = cbsz_block(blk, nb, mai.cbsz, mai.abid);
+        for row in 0..m {
+            for k in 0..kk {
+                let (lane, item) = s.ab_slot(row, k, src_blk);
+                a[(blk * m + row) * kk + k] =
+                    sa * s.a.value(element(&a_regs, lane, item, s.a.bits()));
+                let (lane, item) = s.ab_slot(row, k, blk);
+                let lane = blgp_lane(lane, blgp);
+                b[(blk * kk + k) * m + row] =
+                    sb * s.b.value(element(&b_regs, lane, item, s.b.bits()));
+            }
+        }
+    }
+
+    let mut d = vec![[0u32; LANES]; s.cd_regs()];
+    for blk in 0..nb {
+        for row in 0..m {
+            let a_row = &a[(blk * m + row) * kk..][..kk];
+            for col in 0..m {
+                let (reg, lane) = s.cd_slot(row, col, blk);
+                let products = (0..kk).map(|k| (a_row[k], b[(blk * kk + k) * m + col]));
+                if f64_out {
+                    let c = sc * f64::from_bits(element(&c_regs, lane, reg / 2, 64));
+                    let v = products.fold(c, |acc, (x, y)| x.mul_add(y, acc));
+                    d[reg][lane] = v.to_bits() as u32;
+                    d[reg + 1][lane] = (v.to_bits() >> 32) as u32;
+                } else if int_out {
+                    let c = c_regs[reg][lane] as i32;
+                    let v = products.fold(c, |acc, (x, y)| acc.wrapping_add((x * y) as i32));
+                    d[reg][lane] = v as u32;
+                } else {
+                    let c = f64::from(f32::from_bits(c_regs[reg][lane]));
+                    let v = products.fold(c, |acc, (x, y)| acc + x * y);
+                    d[reg][lane] = (v as f32).to_bits();
+                }
+            }
+        }
+    }
+
+    let acc = i.flags & flag::ACC_CD != 0;
+    // Check the whole destination before writing any of it.
+    w.vreg(i.vdst + d.len() as u16 - 1, acc)?;
+    for (n, vals) in d.iter().enumerate() {
+        *w.vreg_mut(i.vdst + n as u16, acc)? = *vals;
+    }
+    Ok(())
+}
+
+/// Defines one executor per mnemonic and the table of shapes.
+macro_rules! mfma {
+    ($($name:ident => $shape:expr;)*) => {
+        $(fn $name(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+            run(w, i, &$shape)
+        })*
+        /// Every MFMA shape by mnemonic (gfx90a and gfx942 spellings).
+        pub const SHAPES: &[(&str, Shape)] = &[$((stringify!($name), $shape)),*];
+        const TABLE: &[(&str, Exec)] = &[$((stringify!($name), $name as Exec)),*];
+    };
+}
+
+use In::{Bf8, Bf16, F16, F32, F64, Fp8, I8, Xf32};
+
+mfma! {
+    // gfx90a spellings (CDNA2 ISA).
+    v_mfma_f32_32x32x1f32 => shape(32, 1, 2, F32, F32);
+    v_mfma_f32_16x16x1f32 => shape(16, 1, 4, F32, F32);
+    v_mfma_f32_4x4x1f32 => shape(4, 1, 16, F32, F32);
+    v_mfma_f32_32x32x2f32 => shape(32, 2, 1, F32, F32);
+    v_mfma_f32_16x16x4f32 => shape(16, 4, 1, F32, F32);
+    v_mfma_f32_32x32x4f16 => shape(32, 4, 2, F16, F16);
+    v_mfma_f32_16x16x4f16 => shape(16, 4, 4, F16, F16);
+    v_mfma_f32_4x4x4f16 => shape(4, 4, 16, F16, F16);
+    v_mfma_f32_32x32x8f16 => shape(32, 8, 1, F16, F16);
+    v_mfma_f32_16x16x16f16 => shape(16, 16, 1, F16, F16);
+    v_mfma_i32_32x32x4i8 => shape(32, 4, 2, I8, I8);
+    v_mfma_i32_16x16x4i8 => shape(16, 4, 4, I8, I8);
+    v_mfma_i32_4x4x4i8 => shape(4, 4, 16, I8, I8);
+    v_mfma_i32_32x32x8i8 => shape(32, 8, 1, I8, I8);
+    v_mfma_i32_16x16x16i8 => shape(16, 16, 1, I8, I8);
+    v_mfma_f32_32x32x2bf16 => shape(32, 2, 2, Bf16, Bf16);
+    v_mfma_f32_16x16x2bf16 => shape(16, 2, 4, Bf16, Bf16);
+    v_mfma_f32_4x4x2bf16 => shape(4, 2, 16, Bf16, Bf16);
+    v_mfma_f32_32x32x4bf16 => shape(32, 4, 1, Bf16, Bf16);
+    v_mfma_f32_16x16x8bf16 => shape(16, 8, 1, Bf16, Bf16);
+    v_mfma_f32_32x32x4bf16_1k => shape(32, 4, 2, Bf16, Bf16);
+    v_mfma_f32_16x16x4bf16_1k => shape(16, 4, 4, Bf16, Bf16);
+    v_mfma_f32_4x4x4bf16_1k => shape(4, 4, 16, Bf16, Bf16);
+    v_mfma_f32_32x32x8bf16_1k => shape(32, 8, 1, Bf16, Bf16);
+    v_mfma_f32_16x16x16bf16_1k => shape(16, 16, 1, Bf16, Bf16);
+    v_mfma_f64_16x16x4f64 => shape(16, 4, 1, F64, F64);
+    v_mfma_f64_4x4x4f64 => shape(4, 4, 4, F64, F64);
+    // gfx942 spellings (CDNA3 ISA).
+    v_mfma_f32_32x32x1_2b_f32 => shape(32, 1, 2, F32, F32);
+    v_mfma_f32_16x16x1_4b_f32 => shape(16, 1, 4, F32, F32);
+    v_mfma_f32_4x4x1_16b_f32 => shape(4, 1, 16, F32, F32);
+    v_mfma_f32_32x32x2_f32 => shape(32, 2, 1, F32, F32);
+    v_mfma_f32_16x16x4_f32 => shape(16, 4, 1, F32, F32);
+    v_mfma_f32_16x16x8_xf32 => shape(16, 8, 1, Xf32, Xf32);
+    v_mfma_f32_32x32x4_xf32 => shape(32, 4, 1, Xf32, Xf32);
+    v_mfma_f32_32x32x4_2b_f16 => shape(32, 4, 2, F16, F16);
+    v_mfma_f32_16x16x4_4b_f16 => shape(16, 4, 4, F16, F16);
+    v_mfma_f32_4x4x4_16b_f16 => shape(4, 4, 16, F16, F16);
+    v_mfma_f32_32x32x8_f16 => shape(32, 8, 1, F16, F16);
+    v_mfma_f32_16x16x16_f16 => shape(16, 16, 1, F16, F16);
+    v_mfma_i32_32x32x4_2b_i8 => shape(32, 4, 2, I8, I8);
+    v_mfma_i32_16x16x4_4b_i8 => shape(16, 4, 4, I8, I8);
+    v_mfma_i32_4x4x4_16b_i8 => shape(4, 4, 16, I8, I8);
+    v_mfma_i32_32x32x16_i8 => shape(32, 16, 1, I8, I8);
+    v_mfma_i32_16x16x32_i8 => shape(16, 32, 1, I8, I8);
+    v_mfma_f32_32x32x4_2b_bf16 => shape(32, 4, 2, Bf16, Bf16);
+    v_mfma_f32_16x16x4_4b_bf16 => shape(16, 4, 4, Bf16, Bf16);
+    v_mfma_f32_4x4x4_16b_bf16 => shape(4, 4, 16, Bf16, Bf16);
+    v_mfma_f32_32x32x8_bf16 => shape(32, 8, 1, Bf16, Bf16);
+    v_mfma_f32_16x16x16_bf16 => shape(16, 16, 1, Bf16, Bf16);
+    v_mfma_f64_16x16x4_f64 => shape_neg(16, 4, 1);
+    v_mfma_f64_4x4x4_4b_f64 => shape_neg(4, 4, 4);
+    v_mfma_f32_16x16x32_bf8_bf8 => shape(16, 32, 1, Bf8, Bf8);
+    v_mfma_f32_16x16x32_bf8_fp8 => shape(16, 32, 1, Bf8, Fp8);
+    v_mfma_f32_16x16x32_fp8_bf8 => shape(16, 32, 1, Fp8, Bf8);
+    v_mfma_f32_16x16x32_fp8_fp8 => shape(16, 32, 1, Fp8, Fp8);
+    v_mfma_f32_32x32x16_bf8_bf8 => shape(32, 16, 1, Bf8, Bf8);
+    v_mfma_f32_32x32x16_bf8_fp8 => shape(32, 16, 1, Bf8, Fp8);
+    v_mfma_f32_32x32x16_fp8_bf8 => shape(32, 16, 1, Fp8, Bf8);
+    v_mfma_f32_32x32x16_fp8_fp8 => shape(32, 16, 1, Fp8, Fp8);
+}
+
+/// Every MFMA executor. The sparse `v_smfmac_*` of gfx942 are not here.
+pub const OPS: &[&[(&str, Exec)]] = &[TABLE];
+
+#[cfg(test)]
+mod tests {
+    //! The executor against a scalar model written the other way round:
+    //! it walks every (register, lane) slot and asks which matrix element
+    //! the slot holds (the calculator's "register to matrix element"
+    //! mapping), builds dense matrices, multiplies them with a plain
+    //! triple loop, and compares. The shapes come from the mnemonics'
+    //! `MxNxK[_Bb]` text, not from [`SHAPES`].
+
+    use super::*;
+    use crate::decode::opcodes::VOP3P;
+    use crate::decode::{Target, decode};
+    use crate::float::{f32_to_bf16, f32_to_f16};
+
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u32 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            (self.0 >> 16) as u32
+        }
+
+        /// A non-zero value in ±[0.25, 2) with random low bits.
+        fn unit(&mut self) -> f32 {
+            let mag = 0.25 + (self.next() % 7000) as f32 / 4000.0;
+            if self.next() & 1 == 0 { mag } else { -mag }
+        }
+    }
+
+    /// Block counts of the gfx90a spellings, which do not say them
+    /// (calculator `--detail-instruction`, "blocks").
+    fn blocks_of(name: &str, m: usize, k: usize) -> usize {
+        if let Some(b) = name
+            .split('_')
+            .find_map(|p| p.strip_suffix('b')?.parse().ok())
+        {
+            return b;
+        }
+        let _ = (m, k);
+        match name {
+            "v_mfma_f32_32x32x1f32"
+            | "v_mfma_f32_32x32x4f16"
+            | "v_mfma_i32_32x32x4i8"
+            | "v_mfma_f32_32x32x2bf16"
+            | "v_mfma_f32_32x32x4bf16_1k" => 2,
+            "v_mfma_f32_16x16x1f32"
+            | "v_mfma_f32_16x16x4f16"
+            | "v_mfma_i32_16x16x4i8"
+            | "v_mfma_f32_16x16x2bf16"
+            | "v_mfma_f32_16x16x4bf16_1k"
+            | "v_mfma_f64_4x4x4f64" => 4,
+            "v_mfma_f32_4x4x1f32"
+            | "v_mfma_f32_4x4x4f16"
+            | "v_mfma_i32_4x4x4i8"
+            | "v_mfma_f32_4x4x2bf16"
+            | "v_mfma_f32_4x4x4bf16_1k" => 16,
+            _ => 1,
+        }
+    }
+
+    /// (M, K, blocks, A type, B type) from the mnemonic text.
+    fn parse(name: &str) -> (usize, usize, usize, In, In) {
+        let dims = name
+            .split('_')
+            .find(|p| p.matches('x').count() == 2)
+            .expect("MxNxK");
+        let mut it = dims.split('x');
+        let m: usize = it.next().and_then(|s| s.parse().ok()).expect("M");
+        let k_text = it.nth(1).expect("K");
+        let digits: String = k_text.chars().take_while(char::is_ascii_digit).collect();
+        let k: usize = digits.parse().expect("K");
+        let ty = |t: &str| match t {
+            "fp8" => In::Fp8,
+            "bf8" => In::Bf8,
+            _ => unreachable!(),
+        };
+        let (a, b) = if name.contains("fp8") || name.contains("bf8") {
+            let parts: Vec<&str> = name.rsplit('_').take(2).collect();
+            (ty(parts[1]), ty(parts[0]))
+        } else {
+            let t = if name.contains("xf32") {
+                In::Xf32
+            } else if name.contains("bf16") {
+                In::Bf16
+            } else if name.contains("f16") {
+                In::F16
+            } else if name.contains("i8") {
+                In::I8
+            } else if name.contains("f64") {
+                In::F64
+            } else {
+                In::F32
+            };
+            (t, t)
+        };
+        (m, k, blocks_of(name, m, k), a, b)
+    }
+
+    fn bits(t: In) -> usize {
+        match t {
+            In::F64 => 64,
+            In::F32 | In::Xf32 => 32,
+            In::F16 | In::Bf16 => 16,
+            _ => 8,
+        }
+    }
+
+    /// Which (block, row, k) an A/B slot holds (lane, element index).
+    fn ab_element(
+        name: &str,
+        m: usize,
+        k: usize,
+        blocks: usize,
+        lane: usize,
+        t: usize,
+    ) -> (usize, usize, usize) {
+        if name.contains("f64") {
+            // A i: lane % M, k: lane / 16, block: (lane / 4) % 4 for 4x4.
+            let block = if blocks > 1 { (lane / 4) % 4 } else { 0 };
+            return (block, lane % m, lane / 16);
+        }
+        let per_lane = m * k * blocks / 64;
+        let group = lane / m;
+        if blocks > 1 {
+            (group, lane % m, t)
+        } else {
+            (0, lane % m, group * per_lane + t)
+        }
+    }
+
+    /// Which (block, i, j) a C/D slot holds (register, lane); for f64 the
+    /// register is the pair's first.
+    fn cd_element(name: &str, m: usize, reg: usize, lane: usize) -> (usize, usize, usize) {
+        if name.contains("f64") {
+            let block = if m == 4 { (lane / 4) % 4 } else { 0 };
+            return (block, 4 * (reg / 2) + lane / 16, lane % m);
+        }
+        match m {
+            32 => (
+                reg / 16,
+                8 * ((reg % 16) / 4) + 4 * (lane / 32) + reg % 4,
+                lane % 32,
+            ),
+            16 => (reg / 4, 4 * (lane / 16) + reg % 4, lane % 16),
+            _ => (lane / 4, reg, lane % 4),
+        }
+    }
+
+    fn value(t: In, raw: u64) -> f64 {
+        match t {
+            In::F32 | In::Xf32 => f64::from(f32::from_bits(raw as u32)),
+            In::F16 => f64::from(f16_to_f32(raw as u16)),
+            In::Bf16 => f64::from(bf16_to_f32(raw as u16)),
+            In::I8 => f64::from(raw as u8 as i8),
+            In::Fp8 => f64::from(fp8_fnuz_to_f32(raw as u8)),
+            In::Bf8 => f64::from(bf8_fnuz_to_f32(raw as u8)),
+            In::F64 => f64::from_bits(raw),
+        }
+    }
+
+    /// Random register contents for `n` elements per lane of type `t`.
+    fn fill(rng: &mut Rng, t: In, per_lane: usize) -> Vec<Lanes> {
+        let words = (per_lane * bits(t)).div_ceil(32);
+        let mut regs = vec![[0u32; LANES]; words];
+        for l in 0..LANES {
+            for e in 0..per_lane {
+                let raw: u64 = match t {
+                    In::F32 | In::Xf32 => u64::from(rng.unit().to_bits()),
+                    In::F16 => u64::from(f32_to_f16(rng.unit())),
+                    In::Bf16 => u64::from(f32_to_bf16(rng.unit())),
+                    In::I8 => u64::from(rng.next() as u8),
+                    // Any byte but the NaN 0x80, and no tiny subnormals.
+                    In::Fp8 | In::Bf8 => {
+                        u64::from((rng.next() % 0x70 + 8) as u8 | (rng.next() as u8 & 0x80))
+                    }
+                    In::F64 => f64::from(rng.unit()).to_bits() ^ u64::from(rng.next() & 0xFFFF),
+                };
+                let bit = e * bits(t);
+                for w in 0..bits(t).div_ceil(32) {
+                    let part = (raw >> (32 * w)) as u32;
+                    regs[bit / 32 + w][l] |= part << (bit % 32);
+                }
+            }
+        }
+        regs
+    }
+
+    fn read(regs: &[Lanes], lane: usize, t: In, e: usize) -> u64 {
+        let b = bits(t);
+        let bit = e * b;
+        if b == 64 {
+            return u64::from(regs[2 * e][lane]) | u64::from(regs[2 * e + 1][lane]) << 32;
+        }
+        u64::from(regs[bit / 32][lane] >> (bit % 32)) & ((1 << b) - 1)
+    }
+
+    /// The scalar model: D registers for the given inputs and modifiers.
+    #[allow(clippy::too_many_arguments)]
+    fn model(
+        name: &str,
+        a_regs: &[Lanes],
+        b_regs: &[Lanes],
+        c_regs: &[Lanes],
+        cbsz: u8,
+        abid: u8,
+        blgp: u8,
+    ) -> Vec<Lanes> {
+        let (m, k, blocks, ta, tb) = parse(name);
+        let per_lane = m * k * blocks / 64;
+        let neg_mode = name.contains("f64") && name.ends_with("_f64");
+        let blgp_lanes = if name.contains("f64") { 0 } else { blgp };
+        let neg = if neg_mode { blgp } else { 0 };
+        let mut a = vec![vec![vec![0f64; k]; m]; blocks];
+        let mut b = vec![vec![vec![0f64; m]; k]; blocks];
+        for lane in 0..64 {
+            for t in 0..per_lane {
+                let (blk, row, kk) = ab_element(name, m, k, blocks, lane, t);
+                a[blk][row][kk] = value(ta, read(a_regs, lane, ta, t));
+                let from = match blgp_lanes {
+                    0 => lane,
+                    1 => lane % 32,
+                    2 => lane % 32 + 32,
+                    3 => (lane + 16) % 64,
+                    g => lane % 16 + 16 * (g as usize - 4),
+                };
+                b[blk][kk][row] = value(tb, read(b_regs, from, tb, t));
+            }
+        }
+        let sign = |bit: u8| if neg & bit != 0 { -1.0 } else { 1.0 };
+        let f64_out = ta == In::F64;
+        let words = if f64_out { 2 } else { 1 };
+        let mut d = vec![[0u32; LANES]; m * m * blocks / 64 * words];
+        for reg in (0..d.len()).step_by(words) {
+            for lane in 0..64 {
+                let (blk, i, j) = cd_element(name, m, reg, lane);
+                let group = 1usize << cbsz;
+                let src = blk / group * group + usize::from(abid);
+                let src = if blocks > 1 { src } else { blk };
+                let mut acc = 0f64;
+                let mut iacc = 0i64;
+                for kk in 0..k {
+                    acc += sign(1) * a[src][i][kk] * sign(2) * b[blk][kk][j];
+                    iacc += (a[src][i][kk] * b[blk][kk][j]) as i64;
+                }
+                if f64_out {
+                    let c = f64::from_bits(read(c_regs, lane, In::F64, reg / 2));
+                    let v = (acc + sign(4) * c).to_bits();
+                    d[reg][lane] = v as u32;
+                    d[reg + 1][lane] = (v >> 32) as u32;
+                } else if ta == In::I8 {
+                    d[reg][lane] = (iacc + i64::from(c_regs[reg][lane] as i32)) as i32 as u32;
+                } else {
+                    d[reg][lane] =
+                        ((acc + f64::from(f32::from_bits(c_regs[reg][lane]))) as f32).to_bits();
+                }
+            }
+        }
+        d
+    }
+
+    /// Hand-assembled VOP3P-MAI (CDNA3 ISA, "VOP3P-MAI"): checked
+    /// against LLVM's MC tests, e.g. `v_mfma_f32_16x16x8_xf32 a[0:3],
+    /// v[2:3], v[4:5], a[2:5]` = d3be8000 040a0902.
+    #[allow(clippy::too_many_arguments)]
+    fn encode(
+        op: u16,
+        vdst: u32,
+        acc_cd: bool,
+        a: u32,
+        b: u32,
+        c: u32,
+        acc_ab: u32,
+        cbsz: u8,
+        abid: u8,
+        blgp: u8,
+    ) -> [u32; 2] {
+        const MAI: u32 = 0xD380_0000;
+        [
+            MAI | u32::from(op) << 16
+                | u32::from(acc_cd) << 15
+                | u32::from(abid) << 11
+                | u32::from(cbsz) << 8
+                | vdst,
+            (0x100 | a)
+                | (0x100 | b) << 9
+                | (0x100 | c) << 18
+                | acc_ab << 27
+                | u32::from(blgp) << 29,
+        ]
+    }
+
+    fn target_and_opcode(name: &str) -> (Target, u16) {
+        VOP3P
+            .iter()
+            .find_map(|o| {
+                if o.gfx942 == name {
+                    Some((Target::Gfx942, o.opcode))
+                } else if o.gfx90a == name {
+                    Some((Target::Gfx90a, o.opcode))
+                } else {
+                    None
+                }
+            })
+            .expect("MFMA in the opcode table")
+    }
+
+    const A_REG: u32 = 0;
+    const B_REG: u32 = 8;
+    const C_REG: u32 = 16;
+    const D_REG: u32 = 64;
+
+    #[allow(clippy::too_many_arguments)]
+    fn check(
+        name: &str,
+        shape: &Shape,
+        cbsz: u8,
+        abid: u8,
+        blgp: u8,
+        acc_ab: u32,
+        acc_cd: bool,
+        seed: u64,
+    ) {
+        let mut rng = Rng(seed);
+        let (target, op) = target_and_opcode(name);
+        let a = fill(&mut rng, shape.a, shape.per_lane());
+        let b = fill(&mut rng, shape.b, shape.per_lane());
+        let c_words = shape.cd_regs();
+        let c_ty = match shape.a {
+            In::F64 => In::F64,
+            In::I8 => In::I8,
+            _ => In::F32,
+        };
+        let c: Vec<Lanes> = if c_ty == In::I8 {
+            (0..c_words)
+                .map(|_| std::array::from_fn(|_| rng.next()))
+                .collect()
+        } else {
+            let per = if c_ty == In::F64 {
+                c_words / 2
+            } else {
+                c_words
+            };
+            fill(&mut rng, c_ty, per)
+        };
+        let mut w = Wave::new(128, 128);
+        // EXEC is ignored by MFMA: leave half the lanes off.
+        w.set_exec(0x0000_FFFF_FFFF_0000);
+        let (a_file_acc, b_file_acc) = (acc_ab & 1 != 0, acc_ab & 2 != 0);
+        for (n, r) in a.iter().enumerate() {
+            *w.vreg_mut(A_REG as u16 + n as u16, a_file_acc).unwrap() = *r;
+        }
+        for (n, r) in b.iter().enumerate() {
+            *w.vreg_mut(B_REG as u16 + n as u16, b_file_acc).unwrap() = *r;
+        }
+        for (n, r) in c.iter().enumerate() {
+            *w.vreg_mut(C_REG as u16 + n as u16, acc_cd).unwrap() = *r;
+        }
+        let words = encode(
+            op, D_REG, acc_cd, A_REG, B_REG, C_REG, acc_ab, cbsz, abid, blgp,
+        );
+        let inst = decode(&words, target).unwrap();
+        assert_eq!(inst.mnemonic, name);
+        run(&mut w, &inst, shape).unwrap();
+        let want_hi = model(name, &a, &b, &c, cbsz, abid, blgp);
+        for (n, want) in want_hi.iter().enumerate() {
+            let got = w.vreg(D_REG as u16 + n as u16, acc_cd).unwrap();
+            for l in 0..LANES {
+                let ok = match c_ty {
+                    In::F32 => {
+                        let (g, e) = (f32::from_bits(got[l]), f32::from_bits(want[l]));
+                        (g - e).abs() <= 1e-6 * (1.0 + e.abs())
+                    }
+                    In::F64 if n % 2 == 0 => {
+                        let g = f64::from_bits(
+                            u64::from(got[l])
+                                | u64::from(
+                                    w.vreg(D_REG as u16 + n as u16 + 1, acc_cd).unwrap()[l],
+                                ) << 32,
+                        );
+                        let e =
+                            f64::from_bits(u64::from(want[l]) | u64::from(want_hi[n + 1][l]) << 32);
+                        (g - e).abs() <= 1e-12 * (1.0 + e.abs())
+                    }
+                    In::F64 => true,
+                    _ => got[l] == want[l],
+                };
+                assert!(
+                    ok,
+                    "{name} cbsz {cbsz} abid {abid} blgp {blgp}: d[{n}] lane {l}: {:#x} vs {:#x}",
+                    got[l], want[l]
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_mfma_matches_the_scalar_model_with_broadcasts_and_lane_patterns() {
+        let mut seed: u64 = 0x1234_5678_9ABC_DEF1;
+        for (name, shape) in SHAPES {
+            let log_blocks = shape.blocks.trailing_zeros() as u8;
+            let mut settings = vec![(0u8, 0u8, 0u8), (0, 0, 3), (0, 0, 6)];
+            if shape.blocks > 1 {
+                settings.push((1, 1, 0));
+                settings.push((log_blocks, (shape.blocks - 1) as u8, 1));
+                settings.push((log_blocks.min(2), 2u8.min((shape.blocks - 1) as u8), 7));
+            }
+            if shape.a == In::F64 {
+                settings.push((0, 0, 5));
+            }
+            for (n, &(cbsz, abid, blgp)) in settings.iter().enumerate() {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let acc_ab = (n % 4) as u32;
+                check(name, shape, cbsz, abid, blgp, acc_ab, n % 2 == 0, seed | 1);
+            }
+        }
+    }
+
+    #[test]
+    fn the_f64_blgp_field_negates_on_gfx942_only() {
+        // gfx942: blgp bit 0 negates A: D = -A·B + C; with A = B = 1 and
+        // C = 0 that is -K in every element. gfx90a ignores the field.
+        for (name, negated) in [
+            ("v_mfma_f64_16x16x4_f64", true),
+            ("v_mfma_f64_16x16x4f64", false),
+        ] {
+            let (target, op) = target_and_opcode(name);
+            let mut w = Wave::new(16, 16);
+            let one = 1f64.to_bits();
+            for r in 0..2 {
+                w.v[r] = [(one >> (32 * r)) as u32; LANES];
+                w.v[2 + r] = [(one >> (32 * r)) as u32; LANES];
+            }
+            let words = encode(op, 4, false, 0, 2, 0, 0, 0, 0, 1);
+            let mut inst = decode(&words, target).unwrap();
+            inst.src[2] = Src::Inline(crate::decode::inst::code::ZERO);
+            run(
+                &mut w,
+                &inst,
+                &SHAPES.iter().find(|s| s.0 == name).unwrap().1,
+            )
+            .unwrap();
+            let d = f64::from_bits(u64::from(w.v[4][0]) | u64::from(w.v[5][0]) << 32);
+            assert_eq!(d, if negated { -4.0 } else { 4.0 }, "{name}");
+        }
+    }
+
+    #[test]
+    fn an_inline_constant_c_fills_every_accumulator() {
+        let (target, op) = target_and_opcode("v_mfma_f32_4x4x1_16b_f32");
+        let mut w = Wave::new(8, 8);
+        let words = encode(op, 0, true, 0, 1, 0, 0, 0, 0, 0);
+        let mut inst = decode(&words, target).unwrap();
+        // 2.0 as SrcC; A = B = 0.
+        inst.src[2] = Src::Inline(244);
+        run(
+            &mut w,
+            &inst,
+            &SHAPES
+                .iter()
+                .find(|s| s.0 == "v_mfma_f32_4x4x1_16b_f32")
+                .unwrap()
+                .1,
+        )
+        .unwrap();
+        for r in 0..4 {
+            assert!(w.a[r].iter().all(|&x| x == 2f32.to_bits()));
+        }
+    }
+}

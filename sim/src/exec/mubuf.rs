@@ -1,0 +1,928 @@
+//! MUBUF and MTBUF buffer instructions: memory addressed through a buffer
+//! resource descriptor (V#) in four SGPRs.
+//!
+//! CDNA3 ISA, "Vector Memory Buffer Instructions" (the gfx90a CDNA2 text is
+//! the same). A lane's address is
+//!
+//! ```text
+//! index  = (IDXEN ? VADDR[0] : 0) + (ADD_TID_ENABLE ? lane : 0)
+//! offset = (OFFEN ? VADDR[IDXEN ? 1 : 0] : 0) + OFFSET
+//! linear:   buffer_offset = offset + index * stride
+//! swizzled: buffer_offset = (index / index_stride * stride
+//!                            + offset / element_size * element_size) * index_stride
+//!                           + index % index_stride * element_size
+//!                           + offset % element_size
+//! address = base + SOFFSET + buffer_offset
+//! ```
+//!
+//! Range checking ("Range Checking" in the GFX9 / CDNA buffer chapter; the
+//! rule differs by buffer type, and LLVM notes "on GFX9 IDXEN matters for
+//! the interpretation of buffer sizes"):
+//!
+//! | buffer     | used when                     | out of range if                 |
+//! |------------|-------------------------------|---------------------------------|
+//! | private    | ADD_TID_ENABLE and not IDXEN  | never (no range checking)       |
+//! | structured | IDXEN and stride != 0         | index >= NUM_RECORDS            |
+//! | raw        | otherwise                     | offset >= NUM_RECORDS           |
+//!
+//! The ISA's raw row is written for ADD_TID = SWIZZLE_EN = IDXEN = 0 and its
+//! structured row for ADD_TID = 0; the combinations it leaves open (IDXEN
+//! with stride 0, swizzled without IDXEN or ADD_TID, ADD_TID with IDXEN)
+//! take the row above whose condition they meet. SOFFSET is not part of
+//! the checked offset. The offset is compared as an unbounded (64-bit)
+//! sum, which agrees with the unsigned, saturating check LLVM's
+//! AMDGPUUsage describes ("relaxed buffer OOB mode"). DWORDx2/x3/x4 loads
+//! and stores are checked per dword, at the dword's own offset
+//! (`offset + 4k`), so an access straddling NUM_RECORDS keeps its
+//! in-range dwords; bytes, shorts, atomics and typed (format) accesses
+//! are all-or-nothing on their first byte.
+//!
+//! The table is the ISA text's; gem5's Vega model differs for unswizzled
+//! structured buffers (it compares the byte offset with NUM_RECORDS minus
+//! SOFFSET). A hardware run of a structured edge case would settle it;
+//! until then the ISA and LLVM's GFX9 note win.
+//! Out-of-range loads return 0 (returning atomics too), out-of-range
+//! stores and atomics are dropped. An in-range access still goes through
+//! the valid-range table; outside it the wave stops with a memory fault in
+//! [`Space::Global`].
+//!
+//! With ADD_TID_ENABLE the V#'s DATA_FORMAT field holds stride bits 17:14
+//! (GFX9 scratch descriptors need strides above 16 KiB); gem5's Vega model
+//! reads it the same way.
+//!
+//! Atomics return the pre-op value when GLC (SC0 on gfx942) is set, in
+//! VDATA, and run lane by lane in lane order; `cmpswap` data is (new,
+//! compare) as in FLAT.
+//!
+//! Not implemented (no executor, or a fault when the bits ask for it): the
+//! LDS-destination forms (`lds` bit), MUBUF `buffer_*_format_*` (they need
+//! the V#'s formats and DST_SEL swizzles), the d16 `tbuffer` forms, and
+//! MTBUF formats other than 32-bit UINT/SINT/FLOAT components. Cache
+//! maintenance (`buffer_wbl2`, `buffer_inv`, `buffer_wbinvl1*`) lives in
+//! `exec::flat`.
+
+use crate::decode::inst::flag;
+use crate::decode::{Inst, Src};
+use crate::exec::flat::{Loc, Port, Rmw, extend, rmw};
+use crate::exec::{Ctx, Exec};
+use crate::fault::{Fault, Space};
+use crate::wave::{LANES, Lanes, Ty, Wave};
+
+type R = Result<(), Fault>;
+
+// ---------------------------------------------------------------------
+// The buffer resource descriptor
+// ---------------------------------------------------------------------
+
+/// A buffer resource descriptor (V#), CDNA3 ISA "Buffer Resource
+/// Descriptor". The bit layout is the hardware's, not ours to change; the
+/// fields are decoded (element size and index stride in bytes and lanes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rsrc {
+    /// BASE_ADDRESS, bits 47:0: byte address of the buffer.
+    pub base: u64,
+    /// STRIDE, bits 61:48, in bytes; with ADD_TID_ENABLE, DATA_FORMAT
+    /// supplies bits 17:14.
+    pub stride: u32,
+    /// SWIZZLE_EN, bit 63: swizzled addressing.
+    pub swizzle: bool,
+    /// NUM_RECORDS, bits 95:64: bytes (raw) or records (structured).
+    pub num_records: u32,
+    /// NUM_FORMAT, bits 110:108 (MUBUF format ops only).
+    pub num_format: u8,
+    /// DATA_FORMAT, bits 114:111.
+    pub data_format: u8,
+    /// ELEMENT_SIZE, bits 116:115: 2, 4, 8 or 16 bytes (swizzling).
+    pub element_size: u32,
+    /// INDEX_STRIDE, bits 118:117: 8, 16, 32 or 64 indices (swizzling).
+    pub index_stride: u32,
+    /// ADD_TID_ENABLE, bit 119: the lane id is added to the index.
+    pub add_tid: bool,
+}
+
+impl Rsrc {
+    pub fn from_words(w: [u32; 4]) -> Self {
+        let data_format = (w[3] >> 15 & 0xF) as u8;
+        let add_tid = w[3] >> 23 & 1 != 0;
+        let stride = w[1] >> 16 & 0x3FFF;
+        Self {
+            base: u64::from(w[0]) | u64::from(w[1] & 0xFFFF) << 32,
+            stride: if add_tid {
+                stride | u32::from(data_format) << 14
+            } else {
+                stride
+            },
+            swizzle: w[1] >> 31 != 0,
+            num_records: w[2],
+            num_format: (w[3] >> 12 & 7) as u8,
+            data_format,
+            element_size: 2 << (w[3] >> 19 & 3),
+            index_stride: 8 << (w[3] >> 21 & 3),
+            add_tid,
+        }
+    }
+
+    /// Which range check applies (see the module doc's table).
+    fn check(&self, idxen: bool) -> Check {
+        if self.add_tid && !idxen {
+            Check::Private
+        } else if idxen && self.stride != 0 {
+            Check::Structured
+        } else {
+            Check::Raw
+        }
+    }
+
+    /// The byte offset of (`index`, `offset`) from the base (before
+    /// SOFFSET), linear or swizzled.
+    pub fn buffer_offset(&self, index: u64, offset: u64) -> u64 {
+        let stride = u64::from(self.stride);
+        if !self.swizzle {
+            return offset + index * stride;
+        }
+        let (es, is) = (u64::from(self.element_size), u64::from(self.index_stride));
+        (index / is * stride + offset / es * es) * is + index % is * es + offset % es
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Check {
+    Private,
+    Structured,
+    Raw,
+}
+
+/// One lane's index and offset.
+#[derive(Clone, Copy)]
+struct Lane {
+    index: u64,
+    offset: u64,
+}
+
+/// Everything an instruction's lanes share.
+struct Buffer {
+    rsrc: Rsrc,
+    soffset: u64,
+    check: Check,
+}
+
+impl Buffer {
+    fn of(w: &Wave, i: &Inst) -> Result<Self, Fault> {
+        let Src::Sgpr(s) = i.src[1] else {
+            return Err(Fault::Operand { code: 0 });
+        };
+        let s = usize::from(s);
+        let words = w.s.get(s..s + 4).ok_or(Fault::Operand { code: s as u8 })?;
+        let rsrc = Rsrc::from_words([words[0], words[1], words[2], words[3]]);
+        Ok(Self {
+            rsrc,
+            soffset: u64::from(w.s32_of(i.src[2], Ty::B32)?),
+            check: rsrc.check(i.flags & flag::IDXEN != 0),
+        })
+    }
+
+    /// Lane `l`'s index and offset from VADDR.
+    fn lane(&self, vaddr: &[Option<&Lanes>; 2], i: &Inst, l: usize) -> Lane {
+        let idxen = i.flags & flag::IDXEN != 0;
+        let offen = i.flags & flag::OFFEN != 0;
+        let get = |k: usize| vaddr[k].map_or(0, |r| u64::from(r[l]));
+        let mut index = if idxen { get(0) } else { 0 };
+        if self.rsrc.add_tid {
+            index += l as u64;
+        }
+        let voffset = match (idxen, offen) {
+            (true, true) => get(1),
+            (false, true) => get(0),
+            _ => 0,
+        };
+        Lane {
+            index,
+            offset: voffset + u64::from(i.imm as u32 & 0xFFF),
+        }
+    }
+
+    /// Whether the byte at `extra` past the lane's offset is in range.
+    fn in_range(&self, lane: Lane, extra: u64) -> bool {
+        let n = u64::from(self.rsrc.num_records);
+        match self.check {
+            Check::Private => true,
+            Check::Structured => lane.index < n,
+            Check::Raw => lane.offset + extra < n,
+        }
+    }
+
+    /// The address of the byte at `extra` past the lane's offset.
+    fn address(&self, lane: Lane, extra: u64) -> u64 {
+        self.rsrc
+            .base
+            .wrapping_add(self.soffset)
+            .wrapping_add(self.rsrc.buffer_offset(lane.index, lane.offset + extra))
+    }
+}
+
+/// The VADDR registers an instruction reads (index and/or offset).
+fn vaddr<'w>(w: &'w Wave, i: &Inst) -> Result<[Option<&'w Lanes>; 2], Fault> {
+    let n = usize::from(i.flags & flag::IDXEN != 0) + usize::from(i.flags & flag::OFFEN != 0);
+    let Src::Vgpr(r) = i.src[0] else {
+        return Err(Fault::Operand { code: 0 });
+    };
+    let mut out = [None, None];
+    for (k, slot) in out.iter_mut().enumerate().take(n) {
+        *slot = Some(w.vreg(r + k as u16, false)?);
+    }
+    Ok(out)
+}
+
+fn refuse_lds(i: &Inst) -> R {
+    if i.flags & flag::LDS != 0 {
+        return Err(Fault::Unimplemented {
+            mnemonic: i.mnemonic,
+        });
+    }
+    Ok(())
+}
+
+fn memory_fault(address: u64, size: u64, write: bool) -> Fault {
+    Fault::Memory {
+        space: Space::Global,
+        address,
+        size,
+        write,
+    }
+}
+
+fn acc(i: &Inst) -> bool {
+    i.flags & flag::ACC != 0
+}
+
+fn write_regs(w: &mut Wave, first: u16, acc: bool, out: &[Lanes], exec: u64) -> R {
+    w.vreg(first + out.len() as u16 - 1, acc)?;
+    for (k, vals) in out.iter().enumerate() {
+        let d = w.vreg_mut(first + k as u16, acc)?;
+        for l in 0..LANES {
+            if exec >> l & 1 != 0 {
+                d[l] = vals[l];
+            }
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------
+// Loads and stores
+// ---------------------------------------------------------------------
+
+/// How a load puts its data into VDATA (as in FLAT).
+#[derive(Clone, Copy)]
+enum Put {
+    /// `n` dwords, range-checked one by one.
+    Dwords(u32),
+    /// `n` dwords, range-checked together (typed loads).
+    Typed(u32),
+    Extend {
+        size: u32,
+        signed: bool,
+    },
+    D16 {
+        size: u32,
+        signed: bool,
+        hi: bool,
+    },
+}
+
+fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
+    refuse_lds(i)?;
+    let exec = w.exec();
+    let acc = acc(i);
+    let buf = Buffer::of(w, i)?;
+    let va = vaddr(w, i)?;
+    let dwords = match put {
+        Put::Dwords(n) | Put::Typed(n) => n as usize,
+        _ => 1,
+    };
+    w.vreg(i.vdst + dwords as u16 - 1, acc)?;
+    // D16 loads keep the other half of the register.
+    let old = *w.vreg(i.vdst, acc)?;
+    let mut out = vec![[0u32; LANES]; dwords];
+    let mut m = ctx.mem.access();
+    for l in (0..LANES).filter(|l| exec >> l & 1 != 0) {
+        let lane = buf.lane(&va, i, l);
+        let mut get = |extra: u64, size: u32| -> Result<u32, Fault> {
+            let a = buf.address(lane, extra);
+            m.check(a, u64::from(size))
+                .map_err(|_| memory_fault(a, u64::from(size), false))?;
+            Ok(m.load_small(a, size))
+        };
+        match put {
+            Put::Dwords(n) => {
+                for k in 0..n as usize {
+                    let extra = 4 * k as u64;
+                    if buf.in_range(lane, extra) {
+                        out[k][l] = get(extra, 4)?;
+                    }
+                }
+            }
+            Put::Typed(n) => {
+                if buf.in_range(lane, 0) {
+                    for k in 0..n as usize {
+                        out[k][l] = get(4 * k as u64, 4)?;
+                    }
+                }
+            }
+            Put::Extend { size, signed } => {
+                if buf.in_range(lane, 0) {
+                    out[0][l] = extend(get(0, size)?, size, signed);
+                }
+            }
+            Put::D16 { size, signed, hi } => {
+                let v = if buf.in_range(lane, 0) {
+                    extend(get(0, size)?, size, signed) & 0xFFFF
+                } else {
+                    0
+                };
+                out[0][l] = if hi {
+                    (old[l] & 0xFFFF) | v << 16
+                } else {
+                    (old[l] & 0xFFFF_0000) | v
+                };
+            }
+        }
+    }
+    drop(m);
+    write_regs(w, i.vdst, acc, &out, exec)
+}
+
+/// How a store takes its data from VDATA.
+#[derive(Clone, Copy)]
+enum Take {
+    Dwords(u32),
+    Typed(u32),
+    Part { size: u32, hi: bool },
+}
+
+fn store(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, take: Take) -> R {
+    refuse_lds(i)?;
+    let exec = w.exec();
+    let acc = acc(i);
+    let buf = Buffer::of(w, i)?;
+    let va = vaddr(w, i)?;
+    let dwords = match take {
+        Take::Dwords(n) | Take::Typed(n) => n,
+        Take::Part { .. } => 1,
+    };
+    w.vreg(i.vdst + dwords as u16 - 1, acc)?;
+    // (address, size, value) of every in-range piece, checked before any
+    // is written so a fault leaves memory unchanged.
+    let mut writes = Vec::new();
+    let mut m = ctx.mem.access();
+    for l in (0..LANES).filter(|l| exec >> l & 1 != 0) {
+        let lane = buf.lane(&va, i, l);
+        let all = buf.in_range(lane, 0);
+        for k in 0..dwords {
+            let extra = 4 * u64::from(k);
+            let v = w.vreg(i.vdst + k as u16, acc)?[l];
+            let (ok, size, v) = match take {
+                Take::Dwords(_) => (buf.in_range(lane, extra), 4, v),
+                Take::Typed(_) => (all, 4, v),
+                Take::Part { size, hi } => (all, size, if hi { v >> 16 } else { v }),
+            };
+            if ok {
+                let a = buf.address(lane, extra);
+                m.check(a, u64::from(size))
+                    .map_err(|_| memory_fault(a, u64::from(size), true))?;
+                writes.push((a, size, v));
+            }
+        }
+    }
+    for (a, size, v) in writes {
+        m.store_small(a, size, v);
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------
+// Atomics
+// ---------------------------------------------------------------------
+
+fn atomic(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, op: Rmw, wide: bool) -> R {
+    refuse_lds(i)?;
+    let exec = w.exec();
+    let acc = acc(i);
+    let buf = Buffer::of(w, i)?;
+    let va = vaddr(w, i)?;
+    let size: u64 = if wide { 8 } else { 4 };
+    let n: u16 = if wide { 2 } else { 1 };
+    let cmpswap = matches!(op, Rmw::CmpSwap);
+    let regs = if cmpswap { 2 * n } else { n };
+    w.vreg(i.vdst + regs - 1, acc)?;
+    let value = |r: u16, l: usize| -> Result<u64, Fault> {
+        let lo = u64::from(w.vreg(i.vdst + r, acc)?[l]);
+        Ok(if wide {
+            lo | u64::from(w.vreg(i.vdst + r + 1, acc)?[l]) << 32
+        } else {
+            lo
+        })
+    };
+    let mut port = Port {
+        m: ctx.mem.access(),
+        lds: ctx.lds,
+    };
+    // (lane, address, data, compare) of the in-range lanes, all checked
+    // before the first one runs.
+    let mut todo = Vec::new();
+    for l in (0..LANES).filter(|l| exec >> l & 1 != 0) {
+        let lane = buf.lane(&va, i, l);
+        if !buf.in_range(lane, 0) {
+            continue;
+        }
+        let a = buf.address(lane, 0);
+        port.m
+            .check(a, size)
+            .map_err(|_| memory_fault(a, size, true))?;
+        if !a.is_multiple_of(size) {
+            return Err(Fault::Misaligned { address: a, size });
+        }
+        let cmp = if cmpswap { value(n, l)? } else { 0 };
+        todo.push((l, a, value(0, l)?, cmp));
+    }
+    let mut old = [0u64; LANES];
+    for (l, a, d, cmp) in todo {
+        old[l] = rmw(&mut port, Loc::Global(a), op, d, cmp, wide)?;
+    }
+    drop(port);
+    if i.flags & flag::GLC == 0 {
+        return Ok(());
+    }
+    let mut out = vec![std::array::from_fn(|l| old[l] as u32)];
+    if wide {
+        out.push(std::array::from_fn(|l| (old[l] >> 32) as u32));
+    }
+    write_regs(w, i.vdst, acc, &out, exec)
+}
+
+// ---------------------------------------------------------------------
+// Typed (MTBUF) accesses
+// ---------------------------------------------------------------------
+
+/// MTBUF DFMT values of 32-bit-per-component formats and their component
+/// counts (CDNA3 ISA, "Buffer Data Formats": BUF_DATA_FORMAT_32,
+/// _32_32, _32_32_32, _32_32_32_32).
+const DATA_FORMATS_32: [(u8, u32); 4] = [(4, 1), (11, 2), (13, 3), (14, 4)];
+/// NFMT values whose 32-bit components pass through unconverted:
+/// BUF_NUM_FORMAT_UINT, _SINT and _FLOAT.
+const NUM_FORMATS_RAW: [u8; 3] = [4, 5, 7];
+
+/// The components of an MTBUF instruction's format, if the simulator
+/// supports it: 32-bit components without conversion, at least `want`
+/// of them (a load may read fewer components than the format has; a
+/// store must write them all).
+fn typed(i: &Inst, want: u32, store: bool) -> Result<u32, Fault> {
+    let dfmt = i.fmt & 0xF;
+    let nfmt = i.fmt >> 4;
+    let refuse = Fault::Unimplemented {
+        mnemonic: i.mnemonic,
+    };
+    let comps = DATA_FORMATS_32
+        .iter()
+        .find(|(d, _)| *d == dfmt)
+        .map(|&(_, c)| c)
+        .ok_or(refuse.clone())?;
+    let fits = if store { comps == want } else { comps >= want };
+    if !NUM_FORMATS_RAW.contains(&nfmt) || !fits {
+        return Err(refuse);
+    }
+    Ok(want)
+}
+
+fn tload(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, n: u32) -> R {
+    let n = typed(i, n, false)?;
+    load(w, i, ctx, Put::Typed(n))
+}
+
+fn tstore(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, n: u32) -> R {
+    let n = typed(i, n, true)?;
+    store(w, i, ctx, Take::Typed(n))
+}
+
+// ---------------------------------------------------------------------
+// The table
+// ---------------------------------------------------------------------
+
+macro_rules! buffer_ops {
+    ($table:ident: $($name:literal => |$w:ident, $i:ident, $c:ident| $body:expr;)*) => {
+        const $table: &[(&str, Exec)] = &[
+            $(($name, { fn f($w: &mut Wave, $i: &Inst, $c: &mut Ctx<'_>) -> R { $body } f }),)*
+        ];
+    };
+}
+
+buffer_ops! { MEM:
+    "buffer_load_ubyte" => |w, i, c| load(w, i, c, Put::Extend { size: 1, signed: false });
+    "buffer_load_sbyte" => |w, i, c| load(w, i, c, Put::Extend { size: 1, signed: true });
+    "buffer_load_ushort" => |w, i, c| load(w, i, c, Put::Extend { size: 2, signed: false });
+    "buffer_load_sshort" => |w, i, c| load(w, i, c, Put::Extend { size: 2, signed: true });
+    "buffer_load_dword" => |w, i, c| load(w, i, c, Put::Dwords(1));
+    "buffer_load_dwordx2" => |w, i, c| load(w, i, c, Put::Dwords(2));
+    "buffer_load_dwordx3" => |w, i, c| load(w, i, c, Put::Dwords(3));
+    "buffer_load_dwordx4" => |w, i, c| load(w, i, c, Put::Dwords(4));
+    "buffer_load_ubyte_d16" => |w, i, c| load(w, i, c, Put::D16 { size: 1, signed: false, hi: false });
+    "buffer_load_ubyte_d16_hi" => |w, i, c| load(w, i, c, Put::D16 { size: 1, signed: false, hi: true });
+    "buffer_load_sbyte_d16" => |w, i, c| load(w, i, c, Put::D16 { size: 1, signed: true, hi: false });
+    "buffer_load_sbyte_d16_hi" => |w, i, c| load(w, i, c, Put::D16 { size: 1, signed: true, hi: true });
+    "buffer_load_short_d16" => |w, i, c| load(w, i, c, Put::D16 { size: 2, signed: false, hi: false });
+    "buffer_load_short_d16_hi" => |w, i, c| load(w, i, c, Put::D16 { size: 2, signed: false, hi: true });
+    "buffer_store_byte" => |w, i, c| store(w, i, c, Take::Part { size: 1, hi: false });
+    "buffer_store_byte_d16_hi" => |w, i, c| store(w, i, c, Take::Part { size: 1, hi: true });
+    "buffer_store_short" => |w, i, c| store(w, i, c, Take::Part { size: 2, hi: false });
+    "buffer_store_short_d16_hi" => |w, i, c| store(w, i, c, Take::Part { size: 2, hi: true });
+    "buffer_store_dword" => |w, i, c| store(w, i, c, Take::Dwords(1));
+    "buffer_store_dwordx2" => |w, i, c| store(w, i, c, Take::Dwords(2));
+    "buffer_store_dwordx3" => |w, i, c| store(w, i, c, Take::Dwords(3));
+    "buffer_store_dwordx4" => |w, i, c| store(w, i, c, Take::Dwords(4));
+    "tbuffer_load_format_x" => |w, i, c| tload(w, i, c, 1);
+    "tbuffer_load_format_xy" => |w, i, c| tload(w, i, c, 2);
+    "tbuffer_load_format_xyz" => |w, i, c| tload(w, i, c, 3);
+    "tbuffer_load_format_xyzw" => |w, i, c| tload(w, i, c, 4);
+    "tbuffer_store_format_x" => |w, i, c| tstore(w, i, c, 1);
+    "tbuffer_store_format_xy" => |w, i, c| tstore(w, i, c, 2);
+    "tbuffer_store_format_xyz" => |w, i, c| tstore(w, i, c, 3);
+    "tbuffer_store_format_xyzw" => |w, i, c| tstore(w, i, c, 4);
+}
+
+buffer_ops! { ATOMIC:
+    "buffer_atomic_swap" => |w, i, c| atomic(w, i, c, Rmw::Swap, false);
+    "buffer_atomic_cmpswap" => |w, i, c| atomic(w, i, c, Rmw::CmpSwap, false);
+    "buffer_atomic_add" => |w, i, c| atomic(w, i, c, Rmw::Add, false);
+    "buffer_atomic_sub" => |w, i, c| atomic(w, i, c, Rmw::Sub, false);
+    "buffer_atomic_smin" => |w, i, c| atomic(w, i, c, Rmw::SMin, false);
+    "buffer_atomic_umin" => |w, i, c| atomic(w, i, c, Rmw::UMin, false);
+    "buffer_atomic_smax" => |w, i, c| atomic(w, i, c, Rmw::SMax, false);
+    "buffer_atomic_umax" => |w, i, c| atomic(w, i, c, Rmw::UMax, false);
+    "buffer_atomic_and" => |w, i, c| atomic(w, i, c, Rmw::And, false);
+    "buffer_atomic_or" => |w, i, c| atomic(w, i, c, Rmw::Or, false);
+    "buffer_atomic_xor" => |w, i, c| atomic(w, i, c, Rmw::Xor, false);
+    "buffer_atomic_inc" => |w, i, c| atomic(w, i, c, Rmw::Inc, false);
+    "buffer_atomic_dec" => |w, i, c| atomic(w, i, c, Rmw::Dec, false);
+    "buffer_atomic_add_f32" => |w, i, c| atomic(w, i, c, Rmw::AddF32, false);
+    "buffer_atomic_pk_add_f16" => |w, i, c| atomic(w, i, c, Rmw::PkAddF16, false);
+    "buffer_atomic_swap_x2" => |w, i, c| atomic(w, i, c, Rmw::Swap, true);
+    "buffer_atomic_cmpswap_x2" => |w, i, c| atomic(w, i, c, Rmw::CmpSwap, true);
+    "buffer_atomic_add_x2" => |w, i, c| atomic(w, i, c, Rmw::Add, true);
+    "buffer_atomic_sub_x2" => |w, i, c| atomic(w, i, c, Rmw::Sub, true);
+    "buffer_atomic_smin_x2" => |w, i, c| atomic(w, i, c, Rmw::SMin, true);
+    "buffer_atomic_umin_x2" => |w, i, c| atomic(w, i, c, Rmw::UMin, true);
+    "buffer_atomic_smax_x2" => |w, i, c| atomic(w, i, c, Rmw::SMax, true);
+    "buffer_atomic_umax_x2" => |w, i, c| atomic(w, i, c, Rmw::UMax, true);
+    "buffer_atomic_and_x2" => |w, i, c| atomic(w, i, c, Rmw::And, true);
+    "buffer_atomic_or_x2" => |w, i, c| atomic(w, i, c, Rmw::Or, true);
+    "buffer_atomic_xor_x2" => |w, i, c| atomic(w, i, c, Rmw::Xor, true);
+    "buffer_atomic_inc_x2" => |w, i, c| atomic(w, i, c, Rmw::Inc, true);
+    "buffer_atomic_dec_x2" => |w, i, c| atomic(w, i, c, Rmw::Dec, true);
+    "buffer_atomic_add_f64" => |w, i, c| atomic(w, i, c, Rmw::AddF64, true);
+    "buffer_atomic_min_f64" => |w, i, c| atomic(w, i, c, Rmw::MinF64, true);
+    "buffer_atomic_max_f64" => |w, i, c| atomic(w, i, c, Rmw::MaxF64, true);
+}
+
+/// Every MUBUF/MTBUF executor (cache maintenance is in `exec::flat`).
+pub const OPS: &[&[(&str, Exec)]] = &[MEM, ATOMIC];
+
+#[cfg(test)]
+mod tests {
+    //! Instruction words and their disassembly come from the toolchain's
+    //! `llc`/`llvm-objdump` for gfx90a (module asm assembled into an
+    //! object, then disassembled).
+
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::decode::{Target, decode};
+    use crate::memory::Memory;
+    use crate::program::Program;
+    use crate::wave::Scratch;
+
+    const POISON: u32 = 0xDEAD_BEEF;
+    /// Bytes of the test buffer; dword k holds `PATTERN + k`.
+    const BUFFER: u64 = 4096;
+    const PATTERN: u32 = 0x7000_0000;
+    /// The V# lives in s[8:11] in every instruction below.
+    const SRSRC: usize = 8;
+
+    struct Rig {
+        program: Program,
+        buf: u64,
+    }
+
+    impl Rig {
+        fn new() -> Self {
+            let memory = Arc::new(Memory::new());
+            let buf = memory.alloc(BUFFER, 256).expect("alloc");
+            let bytes: Vec<u8> = (0..BUFFER as u32 / 4)
+                .flat_map(|k| (PATTERN + k).to_le_bytes())
+                .collect();
+            memory.write_bytes(buf, &bytes).expect("fill");
+            Self {
+                program: Program::empty(memory, Target::Gfx90a),
+                buf,
+            }
+        }
+
+        fn run(&self, w: &mut Wave, words: [u32; 2], mnemonic: &str) -> R {
+            let inst = decode(&words, Target::Gfx90a).expect("decodes");
+            assert_eq!(inst.mnemonic, mnemonic);
+            let exec = crate::exec::lookup(inst.mnemonic).expect("implemented");
+            let mut events = Vec::new();
+            let mut lds = Vec::new();
+            let mut ctx = Ctx {
+                program: &self.program,
+                mem: self.program.memory(),
+                lds: &mut lds,
+                pc: 0,
+                events: &mut events,
+            };
+            exec(w, &inst, &mut ctx)
+        }
+
+        fn dword(&self, address: u64) -> u32 {
+            let mut b = [0u8; 4];
+            self.program
+                .memory()
+                .read_bytes(address, &mut b)
+                .expect("in memory");
+            u32::from_le_bytes(b)
+        }
+
+        /// A raw or structured V# over the buffer.
+        fn rsrc(&self, stride: u32, num_records: u32) -> [u32; 4] {
+            [
+                self.buf as u32,
+                (self.buf >> 32) as u32 & 0xFFFF | stride << 16,
+                num_records,
+                0,
+            ]
+        }
+    }
+
+    fn wave(exec: u64, rsrc: [u32; 4]) -> Wave {
+        let mut w = Wave::new(16, 0);
+        w.set_exec(exec);
+        for r in 0..16 {
+            w.v[r] = [POISON; LANES];
+        }
+        w.s[SRSRC..SRSRC + 4].copy_from_slice(&rsrc);
+        w
+    }
+
+    fn pattern(byte_offset: u64) -> u32 {
+        PATTERN + (byte_offset / 4) as u32
+    }
+
+    #[test]
+    fn raw_load_reads_zero_from_num_records_on() {
+        let rig = Rig::new();
+        let mut w = wave(!(1 << 2), rig.rsrc(0, 24));
+        w.v[1] = std::array::from_fn(|l| 4 * l as u32);
+        // buffer_load_dword v4, v1, s[8:11], 0 offen
+        rig.run(&mut w, [0xE0501000, 0x80020401], "buffer_load_dword")
+            .unwrap();
+        for l in 0..LANES {
+            let want = match l {
+                2 => POISON,
+                0..6 => pattern(4 * l as u64),
+                _ => 0,
+            };
+            assert_eq!(w.v[4][l], want, "lane {l}");
+        }
+    }
+
+    #[test]
+    fn raw_dwordx4_is_checked_dword_by_dword() {
+        let rig = Rig::new();
+        let mut w = wave(0b111, rig.rsrc(0, 22));
+        // Lane 0 straddles NUM_RECORDS = 22: dwords at 12, 16 and 20 start
+        // below it (20 reads bytes 20..24, past the limit, from memory),
+        // 24 does not. Lane 1 starts at the limit; lane 2's offset is huge
+        // and must not wrap back into range.
+        w.v[1] = [12, 22, 0xFFFF_FFF0]
+            .into_iter()
+            .chain([0; 61])
+            .collect::<Vec<_>>()
+            .try_into()
+            .expect("64 lanes");
+        // buffer_load_dwordx4 v[4:7], v1, s[8:11], 0 offen
+        rig.run(&mut w, [0xE05C1000, 0x80020401], "buffer_load_dwordx4")
+            .unwrap();
+        let got = |l: usize| [w.v[4][l], w.v[5][l], w.v[6][l], w.v[7][l]];
+        assert_eq!(got(0), [pattern(12), pattern(16), pattern(20), 0]);
+        assert_eq!(got(1), [0; 4]);
+        assert_eq!(got(2), [0; 4]);
+        assert_eq!(got(3), [POISON; 4]);
+    }
+
+    #[test]
+    fn soffset_moves_the_address_but_is_not_range_checked() {
+        let rig = Rig::new();
+        let mut w = wave(0b11, rig.rsrc(0, 24));
+        w.s[5] = 8;
+        w.v[1][0] = 16;
+        w.v[1][1] = 20;
+        // buffer_load_dword v4, v1, s[8:11], s5 offen offset:4: lane 0's
+        // checked offset is 20 (< 24), its address base + 8 + 20; lane 1's
+        // offset 24 is out.
+        rig.run(&mut w, [0xE0501004, 0x05020401], "buffer_load_dword")
+            .unwrap();
+        assert_eq!(w.v[4][0], pattern(28));
+        assert_eq!(w.v[4][1], 0);
+    }
+
+    #[test]
+    fn raw_store_drops_the_out_of_range_dwords() {
+        let rig = Rig::new();
+        let mut w = wave(0b11, rig.rsrc(0, 24));
+        w.v[1][0] = 20;
+        w.v[1][1] = 24;
+        w.v[4] = [0xAAAA; LANES];
+        w.v[5] = [0xBBBB; LANES];
+        // buffer_store_dwordx2 v[4:5], v1, s[8:11], 0 offen
+        rig.run(&mut w, [0xE0741000, 0x80020401], "buffer_store_dwordx2")
+            .unwrap();
+        assert_eq!(rig.dword(rig.buf + 20), 0xAAAA);
+        assert_eq!(rig.dword(rig.buf + 24), pattern(24));
+        assert_eq!(rig.dword(rig.buf + 28), pattern(28));
+    }
+
+    #[test]
+    fn structured_buffer_checks_the_index_only() {
+        let rig = Rig::new();
+        let mut w = wave(0b1111, rig.rsrc(16, 3));
+        w.v[1] = std::array::from_fn(|l| l as u32);
+        // buffer_load_dwordx4 v[4:7], v1, s[8:11], 0 idxen offset:4: the
+        // last dword of record 2 reaches into record 3 and is still read.
+        rig.run(&mut w, [0xE05C2004, 0x80020401], "buffer_load_dwordx4")
+            .unwrap();
+        for l in 0..3 {
+            let at = 16 * l as u64 + 4;
+            let want = [0, 4, 8, 12].map(|k| pattern(at + k));
+            assert_eq!([w.v[4][l], w.v[5][l], w.v[6][l], w.v[7][l]], want);
+        }
+        assert_eq!([w.v[4][3], w.v[5][3], w.v[6][3], w.v[7][3]], [0; 4]);
+    }
+
+    #[test]
+    fn swizzled_buffer_interleaves_elements_across_indices() {
+        let rig = Rig::new();
+        let mut rsrc = rig.rsrc(16, 64);
+        rsrc[1] |= 1 << 31;
+        // ELEMENT_SIZE 4 bytes (code 1), INDEX_STRIDE 16 (code 1).
+        rsrc[3] = 1 << 19 | 1 << 21;
+        let mut w = wave(u64::MAX, rsrc);
+        w.v[1] = std::array::from_fn(|l| l as u32);
+        // buffer_load_dwordx4 v[4:7], v1, s[8:11], 0 idxen offset:4
+        rig.run(&mut w, [0xE05C2004, 0x80020401], "buffer_load_dwordx4")
+            .unwrap();
+        for l in 0..LANES as u64 {
+            // Sixteen indices share a 16 * 16-byte block; in it, dword d
+            // of index i sits at (d * 16 + i) * 4.
+            let block = l / 16 * 16 * 16;
+            let want = [1, 2, 3, 4].map(|d| pattern(block + (d * 16 + l % 16) * 4));
+            let l = l as usize;
+            assert_eq!(
+                [w.v[4][l], w.v[5][l], w.v[6][l], w.v[7][l]],
+                want,
+                "lane {l}"
+            );
+        }
+    }
+
+    #[test]
+    fn scratch_descriptor_agrees_with_the_private_segment_swizzle() {
+        let rig = Rig::new();
+        let lane_bytes = 64;
+        let wave_bytes = LANES as u64 * u64::from(lane_bytes);
+        let region = rig.program.memory().alloc(2 * wave_bytes, 256).unwrap();
+        // The second wave of the region, as dispatch lays waves out.
+        let scratch = Scratch {
+            base: region + wave_bytes,
+            lane_bytes,
+        };
+        let mut w = wave(u64::MAX, crate::dispatch::private_segment_buffer(region));
+        w.scratch = scratch;
+        w.s[5] = wave_bytes as u32;
+        w.v[1] = std::array::from_fn(|l| (4 * l as u32) % 56);
+        w.v[4] = std::array::from_fn(|l| 0x100 + l as u32);
+        w.v[5] = std::array::from_fn(|l| 0x200 + l as u32);
+        // buffer_store_dwordx2 v[4:5], v1, s[8:11], s5 offen
+        rig.run(&mut w, [0xE0741000, 0x05020401], "buffer_store_dwordx2")
+            .unwrap();
+        for l in 0..LANES {
+            let o = u64::from(w.v[1][l]);
+            let at = |o| scratch.address(l, o, 4).expect("in the lane's segment");
+            assert_eq!(rig.dword(at(o)), 0x100 + l as u32, "lane {l}");
+            assert_eq!(rig.dword(at(o + 4)), 0x200 + l as u32, "lane {l}");
+        }
+        w.v[4] = [POISON; LANES];
+        w.v[5] = [POISON; LANES];
+        // buffer_load_dwordx2 v[4:5], v1, s[8:11], s5 offen
+        rig.run(&mut w, [0xE0541000, 0x05020401], "buffer_load_dwordx2")
+            .unwrap();
+        for l in 0..LANES {
+            assert_eq!((w.v[4][l], w.v[5][l]), (0x100 + l as u32, 0x200 + l as u32));
+        }
+    }
+
+    #[test]
+    fn atomics_run_in_lane_order_and_skip_out_of_range_lanes() {
+        let rig = Rig::new();
+        let mut w = wave(u64::MAX, rig.rsrc(0, 64));
+        w.v[1] = [8; LANES];
+        w.v[1][3] = 64;
+        w.v[4] = std::array::from_fn(|l| l as u32 + 1);
+        // buffer_atomic_add v4, v1, s[8:11], 0 offen glc
+        rig.run(&mut w, [0xE1085000, 0x80020401], "buffer_atomic_add")
+            .unwrap();
+        let mut sum = pattern(8);
+        for l in 0..LANES {
+            if l == 3 {
+                assert_eq!(w.v[4][l], 0, "out of range returns 0");
+                continue;
+            }
+            assert_eq!(w.v[4][l], sum, "lane {l}");
+            sum = sum.wrapping_add(l as u32 + 1);
+        }
+        assert_eq!(rig.dword(rig.buf + 8), sum);
+        assert_eq!(rig.dword(rig.buf + 64), pattern(64));
+    }
+
+    #[test]
+    fn cmpswap_takes_new_value_then_compare() {
+        let rig = Rig::new();
+        let mut w = wave(0b11, rig.rsrc(0, 64));
+        w.v[1][0] = 0;
+        w.v[1][1] = 4;
+        w.v[4] = [0x1234; LANES];
+        w.v[5][0] = pattern(0);
+        w.v[5][1] = 0;
+        // buffer_atomic_cmpswap v[4:5], v1, s[8:11], 0 offen glc
+        rig.run(&mut w, [0xE1045000, 0x80020401], "buffer_atomic_cmpswap")
+            .unwrap();
+        assert_eq!((w.v[4][0], w.v[4][1]), (pattern(0), pattern(4)));
+        assert_eq!(rig.dword(rig.buf), 0x1234);
+        assert_eq!(rig.dword(rig.buf + 4), pattern(4));
+    }
+
+    #[test]
+    fn in_range_access_outside_device_memory_faults() {
+        let rig = Rig::new();
+        let mut w = wave(0b10, rig.rsrc(0, u32::MAX));
+        w.v[1][1] = BUFFER as u32;
+        // buffer_load_dword v4, v1, s[8:11], 0 offen
+        let r = rig.run(&mut w, [0xE0501000, 0x80020401], "buffer_load_dword");
+        assert_eq!(
+            r,
+            Err(Fault::Memory {
+                space: Space::Global,
+                address: rig.buf + BUFFER,
+                size: 4,
+                write: false
+            })
+        );
+        assert_eq!(w.v[4][1], POISON);
+    }
+
+    #[test]
+    fn typed_loads_are_all_or_nothing() {
+        let rig = Rig::new();
+        let mut w = wave(0b11, rig.rsrc(0, 24));
+        w.v[1][0] = 20;
+        w.v[1][1] = 24;
+        // tbuffer_load_format_xy v[4:5], v1, s[8:11], 0
+        //     format:[BUF_DATA_FORMAT_32_32,BUF_NUM_FORMAT_FLOAT] offen
+        rig.run(&mut w, [0xEBD89000, 0x80020401], "tbuffer_load_format_xy")
+            .unwrap();
+        assert_eq!((w.v[4][0], w.v[5][0]), (pattern(20), pattern(24)));
+        assert_eq!((w.v[4][1], w.v[5][1]), (0, 0));
+    }
+
+    #[test]
+    fn typed_formats_with_conversion_are_refused() {
+        let rig = Rig::new();
+        let mut w = wave(1, rig.rsrc(0, 24));
+        w.v[1][0] = 0;
+        // tbuffer_load_format_x v4, v1, s[8:11], 0
+        //     format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_FLOAT] offen
+        let r = rig.run(&mut w, [0xEB901000, 0x80020401], "tbuffer_load_format_x");
+        assert_eq!(
+            r,
+            Err(Fault::Unimplemented {
+                mnemonic: "tbuffer_load_format_x"
+            })
+        );
+    }
+
+    #[test]
+    fn add_tid_stride_takes_data_format_as_high_bits() {
+        let r = Rsrc::from_words([0, 5 << 16, 0, 1 << 23 | 0xA << 15]);
+        assert_eq!(r.stride, 0xA << 14 | 5);
+        let r = Rsrc::from_words([0, 5 << 16, 0, 0xA << 15]);
+        assert_eq!(r.stride, 5);
+    }
+}
