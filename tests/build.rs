@@ -13,6 +13,7 @@ fn main() {
     let workspace = xtask::workspace_root();
     for input in [
         "device",
+        "tests/kernels",
         "shared/src",
         "Cargo.toml",
         "Cargo.lock",

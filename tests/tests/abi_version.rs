@@ -43,6 +43,12 @@ fn device_library_records_this_abi_version_and_a_different_one_is_refused() {
     for built in built_code_objects() {
         let bytes = std::fs::read(&built.path).expect("read code object");
         let parsed = CodeObject::parse(&bytes).expect("parse");
+        // The simulator's test kernels link the device library, so they
+        // carry its version too.
+        if built.package == "aqueduct-test-kernels" {
+            assert_eq!(parsed.abi_version, Some(ABI_VERSION), "{}", built.gfx);
+            continue;
+        }
         if built.package != device_code::DEVICE_LIBRARY {
             assert_eq!(parsed.abi_version, None, "{}: {}", built.gfx, built.package);
             let err = device_code::check_abi(&built.path, &parsed).unwrap_err();

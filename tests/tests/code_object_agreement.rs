@@ -276,8 +276,18 @@ fn metadata_agrees_with_llvm_readobj_notes() {
             kernels_seen += 1;
         }
     }
-    // fill_u32, copy_bytes and saxpy_f32 on each of the five targets.
-    assert_eq!(kernels_seen, 15);
+    // fill_u32, copy_bytes and saxpy_f32 on each of the five targets, and
+    // the simulator's test kernels on gfx90a and gfx942.
+    let test_kernels: usize = built_code_objects()
+        .iter()
+        .filter(|b| b.package == "aqueduct-test-kernels")
+        .map(|b| {
+            let bytes = std::fs::read(&b.path).expect("read code object");
+            CodeObject::parse(&bytes).expect("parse").kernels.len()
+        })
+        .sum();
+    assert!(test_kernels > 2, "the test kernels are missing");
+    assert_eq!(kernels_seen, 15 + test_kernels);
 }
 
 #[test]

@@ -4,26 +4,9 @@
 //! so a kernel that skips or repeats an element fails.
 
 use aqueduct_sim::{Device, DispatchError, Fault, Program, Target};
-use aqueduct_tests::built_code_objects;
+use aqueduct_tests::{Rng, built_code_objects};
 
 const POISON: u32 = 0xDEAD_BEEF;
-
-/// A small deterministic generator (xorshift64*), so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn f32(&mut self) -> f32 {
-        // Values in [-1000, 1000) with full mantissas.
-        (self.next() >> 40) as f32 / (1u64 << 24) as f32 * 2000.0 - 1000.0
-    }
-}
 
 /// Each device code object for a simulated target, loaded.
 fn programs() -> Vec<(Device, Program)> {
@@ -106,7 +89,7 @@ fn copy_bytes_copies_odd_lengths() {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
     for (d, p) in programs() {
         for len in [1usize, 3, 255, 1001] {
-            let src_bytes: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+            let src_bytes: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
             let src = alloc_with(&d, &src_bytes);
             let dst = alloc_with(&d, &vec![0xA5; len + 3]);
             let ka = args(&[

@@ -15,16 +15,57 @@
         link_llvm_intrinsics,
         simd_ffi,
         repr_simd,
-        asm_experimental_arch
+        asm_experimental_arch,
+        f16
     )
 )]
 #![cfg_attr(target_arch = "amdgpu", allow(internal_features))]
 
 #[cfg(target_arch = "amdgpu")]
-pub mod mfma;
-
+pub mod atomics;
 #[cfg(target_arch = "amdgpu")]
-#[panic_handler]
-fn panic(_: &core::panic::PanicInfo) -> ! {
-    core::process::abort_immediate()
+pub mod control;
+#[cfg(target_arch = "amdgpu")]
+pub mod convert;
+#[cfg(target_arch = "amdgpu")]
+pub mod int64;
+#[cfg(target_arch = "amdgpu")]
+pub mod lds;
+#[cfg(target_arch = "amdgpu")]
+pub mod mfma;
+#[cfg(target_arch = "amdgpu")]
+pub mod scratch;
+
+/// This work-item's place in the x dimension of the current dispatch; the
+/// kernels are grid-stride over it (see `aqueduct_device::grid`).
+#[cfg(target_arch = "amdgpu")]
+#[inline(always)]
+fn work_item_x() -> aqueduct_device::grid::WorkItem {
+    use aqueduct_device::abi::aql::KernelDispatchPacket;
+    use core::arch::amdgpu::{workgroup_id_x, workitem_id_x};
+
+    unsafe extern "C" {
+        /// Defined in device/runtime/llvm/dispatch.ll, which every code
+        /// object links: `llvm.amdgcn.dispatch.ptr` as a generic pointer.
+        safe fn aqueduct_dispatch_ptr() -> *const KernelDispatchPacket;
+    }
+    let packet = aqueduct_dispatch_ptr();
+    // SAFETY: the dispatch pointer addresses this dispatch's AQL packet,
+    // valid and unchanged until the dispatch completes; the fields are read
+    // in place at their natural alignment.
+    let (workgroup_size, grid_size) = unsafe {
+        (
+            (&raw const (*packet).workgroup_size_x).read(),
+            (&raw const (*packet).grid_size_x).read(),
+        )
+    };
+    aqueduct_device::grid::WorkItem {
+        workgroup_id: workgroup_id_x(),
+        local_id: workitem_id_x(),
+        workgroup_size: u32::from(workgroup_size),
+        grid_size,
+    }
 }
+
+// The panic handler is aqueduct-device's (`s_trap 2`): the grid-stride
+// helper above links that crate in, and a second handler would clash.

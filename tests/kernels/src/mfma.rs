@@ -1,6 +1,170 @@
-//! MFMA test kernels: load A, B and C from memory, run one matrix
-//! instruction, store D (see tests/tests/sim_mfma.rs).
+//! Matrix fused multiply-add (MFMA) kernels: each runs one `v_mfma_*` of
+//! one wave with fixed CBSZ/ABID/BLGP on operands loaded from memory, so
+//! tests/tests/sim_mfma.rs can check the simulator's register layouts
+//! against a scalar model.
+//!
+//! Every kernel is `fn(a, b, c, d)`, launched as one wave of 64 work-items:
+//! lane `l` loads its A operand `a[l]`, its B operand `b[l]` and its C
+//! registers `c[l]` (register `r` of lane `l` is element `r` of `c[l]`),
+//! and stores D the same way to `d[l]`. The layout of the matrices over
+//! lanes and registers is the instruction's, which is what the test
+//! checks (CDNA2/CDNA3 ISA, "Matrix Arithmetic Instructions").
+//!
+//! The instructions are reached through their LLVM intrinsics
+//! (IntrinsicsAMDGPU.td), declared here with LLVM's exact types: an
+//! operand of several elements is a `#[repr(simd)]` array, which rustc
+//! passes as an LLVM vector (`<16 x float>`, `<4 x half>`, ...), and
+//! CBSZ/ABID/BLGP are `immarg`s, written as literals at each call. Only
+//! forms that gfx90a and gfx942 share are here: the gfx942-only ones
+//! (xf32, fp8/bf8, the K-doubled i8 shapes) would not compile for gfx90a,
+//! nor the gfx90a-only ones (single-block i8, the older bf16) for gfx942,
+//! and this crate is one source for both targets.
 
-/// Placeholder so the module is not empty until the MFMA kernels land.
-#[unsafe(no_mangle)]
-pub extern "gpu-kernel" fn mfma_probe_nop() {}
+use core::arch::amdgpu::workitem_id_x;
+
+/// `<2 x T>`, `<4 x T>`, ... as LLVM vectors (`#[repr(simd)]` over an
+/// array is the form rustc lowers to a vector type).
+macro_rules! vectors {
+    ($($name:ident = [$t:ty; $n:literal];)*) => {$(
+        #[repr(simd)]
+        #[derive(Clone, Copy)]
+        pub struct $name([$t; $n]);
+    )*};
+}
+
+vectors! {
+    F32x4 = [f32; 4];
+    F32x16 = [f32; 16];
+    F32x32 = [f32; 32];
+    I32x4 = [i32; 4];
+    I32x16 = [i32; 16];
+    I32x32 = [i32; 32];
+    F16x4 = [f16; 4];
+    I16x4 = [i16; 4];
+    F64x4 = [f64; 4];
+}
+
+/// Declares each intrinsic once, and for each a list of kernels, each
+/// `name: cbsz, abid, blgp`. The three are literals in the call, as LLVM
+/// requires of `immarg` operands.
+macro_rules! mfma {
+    ($($intrinsic:literal fn $f:ident($ab:ty, $cd:ty) {
+        $($kernel:ident: $cbsz:literal, $abid:literal, $blgp:literal;)*
+    })*) => {
+        unsafe extern "C" {
+            $(
+                #[link_name = $intrinsic]
+                fn $f(a: $ab, b: $ab, c: $cd, cbsz: i32, abid: i32, blgp: i32) -> $cd;
+            )*
+        }
+        $($(
+            #[doc = concat!("`", $intrinsic, "` with CBSZ ", $cbsz, ", ABID ", $abid,
+                ", BLGP ", $blgp, " (module doc: one wave, operands by lane).")]
+            #[unsafe(no_mangle)]
+            pub extern "gpu-kernel" fn $kernel(
+                a: *const $ab,
+                b: *const $ab,
+                c: *const $cd,
+                d: *mut $cd,
+            ) {
+                let lane = workitem_id_x() as usize;
+                // SAFETY: the test gives every buffer one element per lane
+                // of the single 64-lane wave it launches. The intrinsic's
+                // types are LLVM's and its immargs literals.
+                unsafe {
+                    let r = $f(
+                        a.add(lane).read(),
+                        b.add(lane).read(),
+                        c.add(lane).read(),
+                        $cbsz,
+                        $abid,
+                        $blgp,
+                    );
+                    d.add(lane).write(r);
+                }
+            }
+        )*)*
+    };
+}
+
+mfma! {
+    // f32: A and B one f32 per lane.
+    "llvm.amdgcn.mfma.f32.32x32x1f32" fn mfma_f32_32x32x1f32(f32, F32x32) {
+        mfma_f32_32x32x1f32_plain: 0, 0, 0;
+        mfma_f32_32x32x1f32_cbsz1_abid1: 1, 1, 0;
+        mfma_f32_32x32x1f32_blgp3: 0, 0, 3;
+    }
+    "llvm.amdgcn.mfma.f32.16x16x1f32" fn mfma_f32_16x16x1f32(f32, F32x16) {
+        mfma_f32_16x16x1f32_plain: 0, 0, 0;
+        mfma_f32_16x16x1f32_cbsz2_abid3: 2, 3, 0;
+        mfma_f32_16x16x1f32_cbsz1_blgp5: 1, 0, 5;
+    }
+    "llvm.amdgcn.mfma.f32.4x4x1f32" fn mfma_f32_4x4x1f32(f32, F32x4) {
+        mfma_f32_4x4x1f32_plain: 0, 0, 0;
+        mfma_f32_4x4x1f32_cbsz4_abid9: 4, 9, 0;
+        mfma_f32_4x4x1f32_cbsz3_abid5_blgp2: 3, 5, 2;
+    }
+    "llvm.amdgcn.mfma.f32.32x32x2f32" fn mfma_f32_32x32x2f32(f32, F32x16) {
+        mfma_f32_32x32x2f32_plain: 0, 0, 0;
+        mfma_f32_32x32x2f32_blgp1: 0, 0, 1;
+    }
+    "llvm.amdgcn.mfma.f32.16x16x4f32" fn mfma_f32_16x16x4f32(f32, F32x4) {
+        mfma_f32_16x16x4f32_plain: 0, 0, 0;
+        mfma_f32_16x16x4f32_blgp6: 0, 0, 6;
+    }
+    // f16: four halves per lane.
+    "llvm.amdgcn.mfma.f32.32x32x4f16" fn mfma_f32_32x32x4f16(F16x4, F32x32) {
+        mfma_f32_32x32x4f16_cbsz1_abid1_blgp4: 1, 1, 4;
+    }
+    "llvm.amdgcn.mfma.f32.16x16x4f16" fn mfma_f32_16x16x4f16(F16x4, F32x16) {
+        mfma_f32_16x16x4f16_cbsz2_abid1_blgp7: 2, 1, 7;
+    }
+    "llvm.amdgcn.mfma.f32.4x4x4f16" fn mfma_f32_4x4x4f16(F16x4, F32x4) {
+        mfma_f32_4x4x4f16_plain: 0, 0, 0;
+        mfma_f32_4x4x4f16_cbsz2_abid2_blgp3: 2, 2, 3;
+    }
+    "llvm.amdgcn.mfma.f32.32x32x8f16" fn mfma_f32_32x32x8f16(F16x4, F32x16) {
+        mfma_f32_32x32x8f16_blgp2: 0, 0, 2;
+    }
+    "llvm.amdgcn.mfma.f32.16x16x16f16" fn mfma_f32_16x16x16f16(F16x4, F32x4) {
+        mfma_f32_16x16x16f16_plain: 0, 0, 0;
+    }
+    // bf16 (the `_1k` forms, the only bf16 ones gfx942 keeps): four
+    // bf16 per lane, as i16 in LLVM.
+    "llvm.amdgcn.mfma.f32.32x32x4bf16.1k" fn mfma_f32_32x32x4bf16_1k(I16x4, F32x32) {
+        mfma_f32_32x32x4bf16_1k_cbsz1_abid1: 1, 1, 0;
+    }
+    "llvm.amdgcn.mfma.f32.16x16x4bf16.1k" fn mfma_f32_16x16x4bf16_1k(I16x4, F32x16) {
+        mfma_f32_16x16x4bf16_1k_blgp3: 0, 0, 3;
+    }
+    "llvm.amdgcn.mfma.f32.4x4x4bf16.1k" fn mfma_f32_4x4x4bf16_1k(I16x4, F32x4) {
+        mfma_f32_4x4x4bf16_1k_cbsz3_abid7_blgp1: 3, 7, 1;
+    }
+    "llvm.amdgcn.mfma.f32.32x32x8bf16.1k" fn mfma_f32_32x32x8bf16_1k(I16x4, F32x16) {
+        mfma_f32_32x32x8bf16_1k_blgp5: 0, 0, 5;
+    }
+    "llvm.amdgcn.mfma.f32.16x16x16bf16.1k" fn mfma_f32_16x16x16bf16_1k(I16x4, F32x4) {
+        mfma_f32_16x16x16bf16_1k_plain: 0, 0, 0;
+    }
+    // i8: four i8 per lane, packed in an i32. The single-block 90a shapes
+    // (32x32x8, 16x16x16) are gone on gfx942, which doubles their K.
+    "llvm.amdgcn.mfma.i32.32x32x4i8" fn mfma_i32_32x32x4i8(i32, I32x32) {
+        mfma_i32_32x32x4i8_cbsz1_abid1_blgp2: 1, 1, 2;
+    }
+    "llvm.amdgcn.mfma.i32.16x16x4i8" fn mfma_i32_16x16x4i8(i32, I32x16) {
+        mfma_i32_16x16x4i8_cbsz2_abid2_blgp6: 2, 2, 6;
+    }
+    "llvm.amdgcn.mfma.i32.4x4x4i8" fn mfma_i32_4x4x4i8(i32, I32x4) {
+        mfma_i32_4x4x4i8_plain: 0, 0, 0;
+        mfma_i32_4x4x4i8_cbsz4_abid5_blgp3: 4, 5, 3;
+    }
+    // f64: one double per lane. No CBSZ/ABID (neither ISA has them for
+    // f64), and BLGP stays 0: gfx942 reads it as negation and gfx90a has
+    // none, so one kernel could not mean the same on both.
+    "llvm.amdgcn.mfma.f64.16x16x4f64" fn mfma_f64_16x16x4f64(f64, F64x4) {
+        mfma_f64_16x16x4f64_plain: 0, 0, 0;
+    }
+    "llvm.amdgcn.mfma.f64.4x4x4f64" fn mfma_f64_4x4x4f64(f64, f64) {
+        mfma_f64_4x4x4f64_plain: 0, 0, 0;
+    }
+}

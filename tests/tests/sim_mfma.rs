@@ -1,0 +1,430 @@
+//! MFMA on the simulator, end to end: the kernels of
+//! tests/kernels/src/mfma.rs load A, B and C from memory, run one
+//! `v_mfma_*` with fixed CBSZ/ABID/BLGP and store D; this test runs them
+//! for gfx90a and gfx942 on random non-zero inputs and checks every D
+//! register of every lane against a scalar model of the documented layout.
+//!
+//! The model is written here from AMD's matrix instruction calculator
+//! (github.com/ROCm/amd_matrix_instruction_calculator, `--detail-
+//! instruction`, and its `_get_cbsz_abid_transformed_block` and
+//! `_get_blgp_transformed_lane`), not from the simulator's helpers: it
+//! places each matrix element in its (register, lane) slot, applies the
+//! modifiers, multiplies in f64 (exact for every input type here) and
+//! compares. Integer results must match exactly, f32 results within a few
+//! f32 rounding steps of the sum's magnitude (the hardware's accumulation
+//! order is not documented bit for bit), f64 results within a few f64
+//! steps.
+//!
+//! D is poisoned before each run and has a poisoned guard after it.
+
+use aqueduct_sim::{Device, Program, Target};
+use aqueduct_tests::{Rng, built_code_objects};
+
+const LANES: usize = 64;
+const POISON: u32 = 0xDEAD_BEEF;
+
+/// Element type of the A and B operands.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum In {
+    F32,
+    F16,
+    Bf16,
+    I8,
+    F64,
+}
+
+impl In {
+    const fn bytes(self) -> usize {
+        match self {
+            In::F32 => 4,
+            In::F16 | In::Bf16 => 2,
+            In::I8 => 1,
+            In::F64 => 8,
+        }
+    }
+
+    /// The exact value of a raw element.
+    fn value(self, raw: u64) -> f64 {
+        match self {
+            In::F32 => f64::from(f32::from_bits(raw as u32)),
+            In::F16 => {
+                // Only normal halves are generated (see `random`).
+                let (sign, exp, man) = (raw >> 15 & 1, (raw >> 10 & 0x1F) as i32, raw & 0x3FF);
+                let mag = (1.0 + man as f64 / 1024.0) * 2f64.powi(exp - 15);
+                if sign == 1 { -mag } else { mag }
+            }
+            In::Bf16 => f64::from(f32::from_bits((raw as u32) << 16)),
+            In::I8 => f64::from(raw as u8 as i8),
+            In::F64 => f64::from_bits(raw),
+        }
+    }
+
+    /// A random non-zero element, of magnitude in [0.25, 2) for floats
+    /// (so sums neither overflow nor lose everything to cancellation).
+    fn random(self, rng: &mut Rng) -> u64 {
+        let r = rng.next_u64();
+        let sign = r >> 63;
+        match self {
+            In::F32 => sign << 31 | (125 + r % 3) << 23 | (r >> 8) & 0x7F_FFFF,
+            In::F16 => sign << 15 | (13 + r % 3) << 10 | (r >> 8) & 0x3FF,
+            In::Bf16 => sign << 15 | (125 + r % 3) << 7 | (r >> 8) & 0x7F,
+            In::I8 => match (r >> 8) as u8 {
+                0 => 1,
+                b => u64::from(b),
+            },
+            In::F64 => sign << 63 | (1021 + r % 3) << 52 | (r >> 8) & 0xF_FFFF_FFFF_FFFF,
+        }
+    }
+}
+
+/// One kernel of tests/kernels/src/mfma.rs: shape M×M×K with `blocks`
+/// blocks (calculator `--detail-instruction`), and the modifiers it was
+/// compiled with.
+struct Case {
+    kernel: &'static str,
+    m: usize,
+    k: usize,
+    blocks: usize,
+    ty: In,
+    cbsz: u32,
+    abid: u32,
+    blgp: u32,
+}
+
+const fn case(
+    kernel: &'static str,
+    (m, k, blocks): (usize, usize, usize),
+    ty: In,
+    (cbsz, abid, blgp): (u32, u32, u32),
+) -> Case {
+    Case {
+        kernel,
+        m,
+        k,
+        blocks,
+        ty,
+        cbsz,
+        abid,
+        blgp,
+    }
+}
+
+use In::{Bf16, F16, F32, F64, I8};
+
+/// Every kernel, with the shape and modifiers its name and body say.
+#[rustfmt::skip]
+const CASES: &[Case] = &[
+    case("mfma_f32_32x32x1f32_plain", (32, 1, 2), F32, (0, 0, 0)),
+    case("mfma_f32_32x32x1f32_cbsz1_abid1", (32, 1, 2), F32, (1, 1, 0)),
+    case("mfma_f32_32x32x1f32_blgp3", (32, 1, 2), F32, (0, 0, 3)),
+    case("mfma_f32_16x16x1f32_plain", (16, 1, 4), F32, (0, 0, 0)),
+    case("mfma_f32_16x16x1f32_cbsz2_abid3", (16, 1, 4), F32, (2, 3, 0)),
+    case("mfma_f32_16x16x1f32_cbsz1_blgp5", (16, 1, 4), F32, (1, 0, 5)),
+    case("mfma_f32_4x4x1f32_plain", (4, 1, 16), F32, (0, 0, 0)),
+    case("mfma_f32_4x4x1f32_cbsz4_abid9", (4, 1, 16), F32, (4, 9, 0)),
+    case("mfma_f32_4x4x1f32_cbsz3_abid5_blgp2", (4, 1, 16), F32, (3, 5, 2)),
+    case("mfma_f32_32x32x2f32_plain", (32, 2, 1), F32, (0, 0, 0)),
+    case("mfma_f32_32x32x2f32_blgp1", (32, 2, 1), F32, (0, 0, 1)),
+    case("mfma_f32_16x16x4f32_plain", (16, 4, 1), F32, (0, 0, 0)),
+    case("mfma_f32_16x16x4f32_blgp6", (16, 4, 1), F32, (0, 0, 6)),
+    case("mfma_f32_32x32x4f16_cbsz1_abid1_blgp4", (32, 4, 2), F16, (1, 1, 4)),
+    case("mfma_f32_16x16x4f16_cbsz2_abid1_blgp7", (16, 4, 4), F16, (2, 1, 7)),
+    case("mfma_f32_4x4x4f16_plain", (4, 4, 16), F16, (0, 0, 0)),
+    case("mfma_f32_4x4x4f16_cbsz2_abid2_blgp3", (4, 4, 16), F16, (2, 2, 3)),
+    case("mfma_f32_32x32x8f16_blgp2", (32, 8, 1), F16, (0, 0, 2)),
+    case("mfma_f32_16x16x16f16_plain", (16, 16, 1), F16, (0, 0, 0)),
+    case("mfma_f32_32x32x4bf16_1k_cbsz1_abid1", (32, 4, 2), Bf16, (1, 1, 0)),
+    case("mfma_f32_16x16x4bf16_1k_blgp3", (16, 4, 4), Bf16, (0, 0, 3)),
+    case("mfma_f32_4x4x4bf16_1k_cbsz3_abid7_blgp1", (4, 4, 16), Bf16, (3, 7, 1)),
+    case("mfma_f32_32x32x8bf16_1k_blgp5", (32, 8, 1), Bf16, (0, 0, 5)),
+    case("mfma_f32_16x16x16bf16_1k_plain", (16, 16, 1), Bf16, (0, 0, 0)),
+    case("mfma_i32_32x32x4i8_cbsz1_abid1_blgp2", (32, 4, 2), I8, (1, 1, 2)),
+    case("mfma_i32_16x16x4i8_cbsz2_abid2_blgp6", (16, 4, 4), I8, (2, 2, 6)),
+    case("mfma_i32_4x4x4i8_plain", (4, 4, 16), I8, (0, 0, 0)),
+    case("mfma_i32_4x4x4i8_cbsz4_abid5_blgp3", (4, 4, 16), I8, (4, 5, 3)),
+    case("mfma_f64_16x16x4f64_plain", (16, 4, 1), F64, (0, 0, 0)),
+    case("mfma_f64_4x4x4f64_plain", (4, 4, 4), F64, (0, 0, 0)),
+];
+
+// ---------------------------------------------------------------------------
+// The layout (calculator formulas)
+// ---------------------------------------------------------------------------
+
+impl Case {
+    /// A (or B) elements each lane holds.
+    fn per_lane(&self) -> usize {
+        self.m * self.k * self.blocks / LANES
+    }
+
+    /// C/D elements each lane holds (one register each, a pair for f64).
+    fn cd_per_lane(&self) -> usize {
+        self.m * self.m * self.blocks / LANES
+    }
+
+    /// Lane and element within the lane of A[i][k] of `block` (B[k][j]
+    /// alike, with j for i). Calculator, e.g. 32x32x8f16 "Lane: 32 *
+    /// floor(k / 4) + i", 32x32x4f16 "Lane: 32 * block + i", f64 4x4x4
+    /// "Lane: 4 * block + 16 * k + i".
+    fn ab_slot(&self, i: usize, k: usize, block: usize) -> (usize, usize) {
+        if self.ty == F64 && self.blocks > 1 {
+            return (4 * block + 16 * k + i, 0);
+        }
+        let e = self.per_lane();
+        if self.blocks > 1 {
+            // Every lane holds a whole K row of its block.
+            assert_eq!(e, self.k);
+            (self.m * block + i, k)
+        } else {
+            (self.m * (k / e) + i, k % e)
+        }
+    }
+
+    /// Element (register, or pair for f64) and lane of C/D[i][j] of
+    /// `block`. Calculator "C or D[i][j].block GPR / Lane".
+    fn cd_slot(&self, i: usize, j: usize, block: usize) -> (usize, usize) {
+        if self.ty == F64 {
+            // 16x16x4: "[2*floor(i/4)+1 : 2*floor(i/4)]", "16 * (i % 4) + j";
+            // 4x4x4: one pair, "16 * (i % 4) + 4 * block + j".
+            return (i / 4, 16 * (i % 4) + 4 * block + j);
+        }
+        match self.m {
+            32 => (16 * block + 4 * (i / 8) + i % 4, (32 * (i / 4)) % 64 + j),
+            16 => (4 * block + i % 4, 16 * (i / 4) + j),
+            4 => (i, 4 * block + j),
+            m => unreachable!("no {m}x{m} shape"),
+        }
+    }
+
+    /// The A block that `block` multiplies with: "broadcast one block to
+    /// 2^CBSZ other blocks", ABID choosing which.
+    fn a_block(&self, block: usize) -> usize {
+        let group = 1 << self.cbsz;
+        block / group * group + self.abid as usize
+    }
+
+    /// The lane whose B data lane `lane` uses under BLGP (the
+    /// calculator's table, case by case).
+    fn b_lane(&self, lane: usize) -> usize {
+        match self.blgp {
+            0 => lane,
+            1 => lane % 32,
+            2 if lane < 32 => lane + 32,
+            2 => lane,
+            3 => (lane + 16) % 64,
+            g @ 4..=7 => 16 * (g as usize - 4) + lane % 16,
+            g => unreachable!("BLGP {g}"),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Inputs, reference and check
+// ---------------------------------------------------------------------------
+
+/// One lane's operands as raw elements: `a[lane][e]`.
+type Operand = Vec<Vec<u64>>;
+
+fn random_operand(ty: In, per_lane: usize, rng: &mut Rng) -> Operand {
+    (0..LANES)
+        .map(|_| (0..per_lane).map(|_| ty.random(rng)).collect())
+        .collect()
+}
+
+/// Lane-major bytes, each lane's elements packed low first (the register
+/// order the kernels load).
+fn operand_bytes(ty: In, op: &Operand) -> Vec<u8> {
+    let mut out = Vec::new();
+    for lane in op {
+        for &e in lane {
+            out.extend_from_slice(&e.to_le_bytes()[..ty.bytes()]);
+        }
+    }
+    out
+}
+
+/// C as `c[lane][element]` raw: an f32/i32 bit pattern, or f64 bits.
+fn random_c(case: &Case, rng: &mut Rng) -> Operand {
+    let elem = match case.ty {
+        F64 => F64,
+        I8 => I8,
+        _ => F32,
+    };
+    (0..LANES)
+        .map(|_| {
+            (0..case.cd_per_lane())
+                .map(|_| match elem {
+                    // C of an i8 MFMA is an i32; keep it large and signed.
+                    I8 => u64::from((rng.next_u64() >> 40) as u32 ^ 0x8000_0000),
+                    t => t.random(rng),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn c_bytes(case: &Case, c: &Operand) -> Vec<u8> {
+    let width = if case.ty == F64 { 8 } else { 4 };
+    let mut out = Vec::new();
+    for lane in c {
+        for &e in lane {
+            out.extend_from_slice(&e.to_le_bytes()[..width]);
+        }
+    }
+    out
+}
+
+/// The expected D, `[lane][element]`, with a magnitude bound per element
+/// for the float tolerance.
+fn reference(case: &Case, a: &Operand, b: &Operand, c: &Operand) -> Vec<Vec<(u64, f64)>> {
+    let mut d = vec![vec![(0u64, 0f64); case.cd_per_lane()]; LANES];
+    for block in 0..case.blocks {
+        for i in 0..case.m {
+            for j in 0..case.m {
+                let (reg, lane) = case.cd_slot(i, j, block);
+                let (mut sum, mut mag, mut isum) = (0f64, 0f64, 0i32);
+                for k in 0..case.k {
+                    let (al, ae) = case.ab_slot(i, k, case.a_block(block));
+                    let (bl, be) = case.ab_slot(j, k, block);
+                    let x = case.ty.value(a[al][ae]);
+                    let y = case.ty.value(b[case.b_lane(bl)][be]);
+                    sum += x * y;
+                    mag += (x * y).abs();
+                    isum = isum.wrapping_add((x * y) as i32);
+                }
+                let cv = c[lane][reg];
+                d[lane][reg] = match case.ty {
+                    I8 => ((cv as u32 as i32).wrapping_add(isum) as u32 as u64, 0.0),
+                    F64 => {
+                        let cf = f64::from_bits(cv);
+                        ((cf + sum).to_bits(), mag + cf.abs())
+                    }
+                    _ => {
+                        let cf = f64::from(f32::from_bits(cv as u32));
+                        (u64::from(((cf + sum) as f32).to_bits()), mag + cf.abs())
+                    }
+                };
+            }
+        }
+    }
+    d
+}
+
+fn check(target: Target, case: &Case, got: &[u8], want: &[Vec<(u64, f64)>]) {
+    let width = if case.ty == F64 { 8 } else { 4 };
+    for (lane, row) in want.iter().enumerate() {
+        for (reg, &(w, mag)) in row.iter().enumerate() {
+            let at = (lane * row.len() + reg) * width;
+            let mut raw = [0u8; 8];
+            raw[..width].copy_from_slice(&got[at..at + width]);
+            let g = u64::from_le_bytes(raw);
+            let what = format!("{target:?} {} lane {lane} element {reg}", case.kernel);
+            match case.ty {
+                I8 => assert_eq!(g as u32 as i32, w as u32 as i32, "{what}"),
+                F64 => {
+                    let (g, w) = (f64::from_bits(g), f64::from_bits(w));
+                    let tol = mag * 4.0 * f64::EPSILON;
+                    assert!((g - w).abs() <= tol, "{what}: {g} vs {w} (±{tol})");
+                }
+                _ => {
+                    let (g, w) = (f32::from_bits(g as u32), f32::from_bits(w as u32));
+                    let tol = mag * 4.0 * f64::from(f32::EPSILON);
+                    assert!(
+                        (f64::from(g) - f64::from(w)).abs() <= tol,
+                        "{what}: {g} vs {w} (±{tol})"
+                    );
+                }
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Running
+// ---------------------------------------------------------------------------
+
+/// The test kernels' code objects for gfx90a and gfx942, loaded.
+fn sims() -> Vec<(Device, Program)> {
+    let out: Vec<_> = built_code_objects()
+        .into_iter()
+        .filter(|b| b.package == "aqueduct-test-kernels")
+        .filter_map(|b| {
+            let target = Target::from_name(b.gfx)?;
+            let bytes = std::fs::read(&b.path).expect("read code object");
+            let d = Device::new(target);
+            let p = d.load(&bytes).expect("load code object");
+            Some((d, p))
+        })
+        .collect();
+    assert_eq!(out.len(), 2, "expected gfx90a and gfx942 test kernels");
+    out
+}
+
+fn upload(d: &Device, bytes: &[u8]) -> u64 {
+    let a = d.memory().alloc(bytes.len() as u64, 256).expect("alloc");
+    d.memory().write_bytes(a, bytes).expect("write");
+    a
+}
+
+fn run_case(d: &Device, p: &Program, case: &Case, seed: u64) {
+    let mut rng = Rng(seed);
+    let a = random_operand(case.ty, case.per_lane(), &mut rng);
+    let b = random_operand(case.ty, case.per_lane(), &mut rng);
+    let c = random_c(case, &mut rng);
+    let c_raw = c_bytes(case, &c);
+    let d_len = c_raw.len();
+
+    let poison: Vec<u8> = POISON.to_le_bytes().repeat(d_len / 4 + 1);
+    let buffers = [
+        upload(d, &operand_bytes(case.ty, &a)),
+        upload(d, &operand_bytes(case.ty, &b)),
+        upload(d, &c_raw),
+        upload(d, &poison),
+    ];
+    let kernarg: Vec<u8> = buffers.iter().flat_map(|p| p.to_le_bytes()).collect();
+    d.run(p, case.kernel, [64, 1, 1], [64, 1, 1], &kernarg)
+        .unwrap_or_else(|e| panic!("{:?} {}: {e}", d.target, case.kernel));
+
+    let mut got = vec![0u8; d_len + 4];
+    d.memory().read_bytes(buffers[3], &mut got).expect("read D");
+    assert_eq!(
+        got[d_len..],
+        POISON.to_le_bytes(),
+        "{:?} {}: wrote past D",
+        d.target,
+        case.kernel
+    );
+    check(d.target, case, &got[..d_len], &reference(case, &a, &b, &c));
+    for a in buffers {
+        d.memory().free(a).expect("free");
+    }
+}
+
+#[test]
+fn mfma_kernels_match_the_documented_layout_with_cbsz_abid_blgp() {
+    for (d, p) in sims() {
+        for (n, case) in CASES.iter().enumerate() {
+            for seed in [1, 2] {
+                run_case(&d, &p, case, 0x9E37_79B9_7F4A_7C15 ^ (n as u64) << 8 ^ seed);
+            }
+        }
+    }
+}
+
+#[test]
+fn every_mfma_kernel_has_a_case() {
+    // The code object's kernel list must match CASES, so a kernel added
+    // to tests/kernels/src/mfma.rs is not silently left unchecked.
+    for (d, p) in sims() {
+        let mut built: Vec<&str> = p
+            .code_object
+            .kernels
+            .iter()
+            .map(|k| k.name())
+            .filter(|k| k.starts_with("mfma_"))
+            .collect();
+        built.sort_unstable();
+        let mut cases: Vec<&str> = CASES.iter().map(|c| c.kernel).collect();
+        cases.sort_unstable();
+        assert_eq!(built, cases, "{:?}", d.target);
+    }
+}
