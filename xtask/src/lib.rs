@@ -1,5 +1,6 @@
 //! The library behind `cargo xtask`: building the device crates per gfx
-//! target, the targets' limits, and the code-object report.
+//! target, the targets' limits, the code-object report, and the
+//! simulator's instruction coverage and benchmark.
 //!
 //! It is a library so the test crate's build script can run the very same
 //! device build (without the command-line front end, feature `cli`).
@@ -7,6 +8,8 @@
 pub mod device_build;
 pub mod isa_tables;
 pub mod report;
+pub mod sim_bench;
+pub mod sim_coverage;
 pub mod targets;
 
 use std::path::PathBuf;

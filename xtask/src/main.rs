@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use indicatif::{ProgressBar, ProgressStyle};
 use xtask::device_build::{self, BuildOptions, DEVICE_CRATES, Event, Profile};
 use xtask::targets::{self, DEFAULT_TARGETS, GfxTarget};
-use xtask::{report, workspace_root};
+use xtask::{report, sim_bench, sim_coverage, workspace_root};
 
 const USAGE: &str = "\
 usage: cargo xtask <command> [options]
@@ -19,6 +19,15 @@ commands:
   run       the main job: build all targets and print the report
   test      the whole test suite: rustfmt check, clippy, cargo test
   isa-tables  regenerate sim/src/decode/opcodes.rs from llvm-objdump
+  sim-coverage  build for gfx90a and gfx942 (profiles device-dev and device)
+            and list each code object's instructions and whether the
+            simulator implements them; fails naming any it does not
+  sim-bench   build (profile device) and time fill, copy and a 1 Mi-element
+            saxpy on the simulator on one thread, checked against the CPU;
+            runs itself as a release build (the numbers mean nothing in debug)
+
+options (sim-coverage):
+  --release      only the `device` profile (the one the tests run)
 
 options (build, report, run):
   --gfx <list>   comma-separated gfx targets (default: gfx90a,gfx942,gfx950,gfx1100,gfx1201)
@@ -179,6 +188,87 @@ fn isa_tables() -> Result<(), String> {
     Ok(())
 }
 
+/// The simulated targets, for `sim-coverage` and `sim-bench`.
+fn simulated_targets() -> Result<Vec<&'static GfxTarget>, String> {
+    targets::parse_list(&sim_coverage::SIMULATED_TARGETS.join(","))
+}
+
+fn sim_coverage_command(args: &[String]) -> Result<(), String> {
+    let profiles = match args {
+        [] => vec![Profile::Dev, Profile::Release],
+        [r] if r == "--release" => vec![Profile::Release],
+        _ => return Err(format!("sim-coverage takes only --release\n\n{USAGE}")),
+    };
+    let mut all = Vec::new();
+    let mut problems = Vec::new();
+    // Both profiles write the same paths, so each is read right after its
+    // build; `device` goes last and stays, as the tests' build leaves it.
+    for profile in profiles {
+        let artifacts = build(&Options {
+            targets: simulated_targets()?,
+            profile,
+        })?;
+        for a in &artifacts {
+            let bytes = std::fs::read(&a.path).map_err(|e| format!("{}: {e}", a.path.display()))?;
+            let name = format!("{} ({})", a.package, profile.cargo_name());
+            let c = sim_coverage::coverage(a.gfx, &name, &bytes)?;
+            print!("{}", sim_coverage::format_table(&c));
+            problems.extend(c.problems());
+            all.push(c);
+        }
+    }
+    println!();
+    for (gfx, implemented, kinds, percent) in sim_coverage::totals(&all) {
+        println!("{gfx}: {implemented}/{kinds} instruction kinds implemented ({percent:.1} %)");
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the simulator cannot run {} of the instructions aqueduct builds:\n  {}",
+            problems.len(),
+            problems.join("\n  ")
+        ))
+    }
+}
+
+fn sim_bench_command(args: &[String]) -> Result<(), String> {
+    if !args.is_empty() {
+        return Err(format!("sim-bench takes no options\n\n{USAGE}"));
+    }
+    if cfg!(debug_assertions) {
+        // `cargo xtask` is a debug build, and so is the simulator in it:
+        // an unoptimised interpreter is ~17× slower and its numbers say
+        // nothing. A profile override for aqueduct-sim would change every
+        // debug build of the workspace; running ourselves in release does not.
+        eprintln!(
+            "sim-bench: this xtask is a debug build; running `cargo run --release -p xtask -- sim-bench`"
+        );
+        return cargo(&[
+            "run",
+            "--quiet",
+            "--release",
+            "-p",
+            "xtask",
+            "--",
+            "sim-bench",
+        ]);
+    }
+    let artifacts = build(&Options {
+        targets: simulated_targets()?,
+        profile: Profile::Release,
+    })?;
+    let mut samples = Vec::new();
+    for a in artifacts.iter().filter(|a| a.package == "aqueduct-device") {
+        let target = aqueduct_sim::Target::from_name(a.gfx)
+            .ok_or_else(|| format!("the simulator does not run {}", a.gfx))?;
+        let bytes = std::fs::read(&a.path).map_err(|e| format!("{}: {e}", a.path.display()))?;
+        samples.extend(sim_bench::run(target, &bytes)?);
+    }
+    print!("{}", sim_bench::format_table(&samples));
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
@@ -188,6 +278,8 @@ fn main() -> ExitCode {
             .and_then(|a| print_report(&a)),
         Some("test") if args.len() == 1 => test(),
         Some("isa-tables") if args.len() == 1 => isa_tables(),
+        Some("sim-coverage") => sim_coverage_command(&args[1..]),
+        Some("sim-bench") => sim_bench_command(&args[1..]),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Ok(())

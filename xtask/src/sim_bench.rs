@@ -1,0 +1,371 @@
+//! A fixed benchmark of the simulator: how fast it runs aqueduct's own
+//! kernels on one host thread.
+//!
+//! The simulator's speed decides how large the tests can be, so it has a
+//! target: a 1,048,576-element `saxpy_f32` on gfx942 (16,384 wave64s) in at
+//! most [`SAXPY_TARGET_SECONDS`] on one core. Each dispatch here runs a few
+//! times on fresh inputs and is checked against a CPU reference every time,
+//! so a broken run (a fault, a skipped element) cannot pass for a fast one.
+//!
+//! Numbers are only meaningful with the simulator optimised: `cargo xtask`
+//! is a debug build, so `sim-bench` re-runs itself with `--release`.
+//! Times are of `Device::run` (kernargs placed, the dispatch run, kernargs
+//! freed); buffer set-up and the reference check are outside them. Both
+//! wall time and the calling thread's CPU time are taken: on a busy machine
+//! wall time includes other processes' turns, so the target is judged on
+//! CPU time where Linux reports it (`/proc/thread-self/schedstat`).
+
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use aqueduct_sim::{Device, Program, Stats, Target};
+
+/// The saxpy target: 1 Mi elements on gfx942 within this on one core.
+pub const SAXPY_TARGET_SECONDS: f64 = 0.1;
+
+/// Elements (work-items) of every dispatch: 1 Mi, 16,384 wave64s.
+pub const ELEMENTS: usize = 1 << 20;
+/// Work-items per workgroup (four waves).
+pub const WORKGROUP: u16 = 256;
+/// Timed runs per dispatch; the best and the median are reported.
+pub const RUNS: usize = 5;
+
+/// One benchmarked dispatch.
+#[derive(Clone, Debug)]
+pub struct Sample {
+    pub gfx: &'static str,
+    pub kernel: &'static str,
+    pub elements: usize,
+    /// Wall time of each run.
+    pub times: Vec<Duration>,
+    /// CPU time of the running thread for each run, where known.
+    pub cpu_times: Option<Vec<Duration>>,
+    pub stats: Stats,
+}
+
+impl Sample {
+    pub fn best(&self) -> Duration {
+        self.times.iter().copied().min().unwrap_or_default()
+    }
+
+    pub fn median(&self) -> Duration {
+        let mut t = self.times.clone();
+        t.sort();
+        t.get(t.len() / 2).copied().unwrap_or_default()
+    }
+
+    pub fn best_cpu(&self) -> Option<Duration> {
+        self.cpu_times.as_ref()?.iter().copied().min()
+    }
+
+    /// The time the target is judged on: CPU time where known, else wall.
+    pub fn judged(&self) -> Duration {
+        self.best_cpu().unwrap_or_else(|| self.best())
+    }
+
+    /// Whether this is the dispatch the target is about, and it met it.
+    pub fn saxpy_target(&self) -> Option<bool> {
+        (self.kernel == "saxpy_f32" && self.gfx == "gfx942")
+            .then(|| self.judged().as_secs_f64() <= SAXPY_TARGET_SECONDS)
+    }
+}
+
+/// CPU time the calling thread has run: the first field of
+/// `/proc/thread-self/schedstat`, in nanoseconds (Linux's
+/// Documentation/scheduler/sched-stats.rst). `None` elsewhere.
+fn thread_cpu_time() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns = stat.split_whitespace().next()?.parse().ok()?;
+    Some(Duration::from_nanos(ns))
+}
+
+/// A small deterministic generator (xorshift64*), so inputs reproduce.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn f32(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 24) as f32 * 2000.0 - 1000.0
+    }
+}
+
+/// A device buffer holding `bytes`.
+fn upload(d: &Device, bytes: &[u8]) -> Result<u64, String> {
+    let a = d
+        .memory()
+        .alloc(bytes.len() as u64, 256)
+        .map_err(|e| e.to_string())?;
+    d.memory()
+        .write_bytes(a, bytes)
+        .map_err(|e| e.to_string())?;
+    Ok(a)
+}
+
+fn download(d: &Device, a: u64, len: usize) -> Result<Vec<u8>, String> {
+    let mut out = vec![0; len];
+    d.memory()
+        .read_bytes(a, &mut out)
+        .map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+/// The kernarg segment of `kernel`: each explicit argument's bytes at the
+/// offset the code object's metadata gives it, so a change of the kernel's
+/// signature fails here instead of passing garbage.
+fn kernargs(program: &Program, kernel: &str, values: &[&[u8]]) -> Result<Vec<u8>, String> {
+    let k = program
+        .kernel(kernel)
+        .ok_or_else(|| format!("no kernel {kernel}"))?;
+    let md = &k.metadata;
+    let explicit: Vec<_> = md
+        .args
+        .iter()
+        .filter(|a| !a.value_kind.starts_with("hidden_"))
+        .collect();
+    if explicit.len() != values.len() {
+        return Err(format!(
+            "{kernel} takes {} arguments, the benchmark passes {}",
+            explicit.len(),
+            values.len()
+        ));
+    }
+    let mut out = vec![0u8; md.kernarg_segment_size as usize];
+    for (arg, v) in explicit.iter().zip(values) {
+        if arg.size as usize != v.len() {
+            return Err(format!(
+                "{kernel}: argument at {} is {} bytes, the benchmark passes {}",
+                arg.offset,
+                arg.size,
+                v.len()
+            ));
+        }
+        let at = arg.offset as usize;
+        out.get_mut(at..at + v.len())
+            .ok_or_else(|| format!("{kernel}: argument at {at} is outside the segment"))?
+            .copy_from_slice(v);
+    }
+    Ok(out)
+}
+
+/// Runs `kernel` [`RUNS`] times, calling `prepare` before and `verify`
+/// after each run (both untimed).
+fn time(
+    d: &Device,
+    program: &Program,
+    kernel: &'static str,
+    ka: &[u8],
+    mut prepare: impl FnMut() -> Result<(), String>,
+    mut verify: impl FnMut() -> Result<(), String>,
+) -> Result<Sample, String> {
+    let gfx = match d.target {
+        Target::Gfx90a => "gfx90a",
+        Target::Gfx942 => "gfx942",
+    };
+    let mut times = Vec::new();
+    let mut cpu_times = Some(Vec::new());
+    let mut stats = Stats::default();
+    for _ in 0..RUNS {
+        prepare()?;
+        let cpu_started = thread_cpu_time();
+        let started = Instant::now();
+        stats = d
+            .run(
+                program,
+                kernel,
+                [ELEMENTS as u32, 1, 1],
+                [WORKGROUP, 1, 1],
+                ka,
+            )
+            .map_err(|e| format!("{gfx} {kernel}: {e}"))?;
+        times.push(started.elapsed());
+        cpu_times = cpu_times
+            .zip(cpu_started.zip(thread_cpu_time()))
+            .map(|(mut v, (from, to))| {
+                v.push(to.saturating_sub(from));
+                v
+            });
+        verify().map_err(|e| format!("{gfx} {kernel}: wrong result: {e}"))?;
+    }
+    Ok(Sample {
+        gfx,
+        kernel,
+        elements: ELEMENTS,
+        times,
+        cpu_times,
+        stats,
+    })
+}
+
+fn first_difference(got: &[u8], want: &[u8], elem: usize) -> Result<(), String> {
+    match got
+        .chunks(elem)
+        .zip(want.chunks(elem))
+        .position(|(g, w)| g != w)
+    {
+        None => Ok(()),
+        Some(i) => Err(format!(
+            "element {i} is {:02x?}, the CPU says {:02x?}",
+            &got[i * elem..(i + 1) * elem],
+            &want[i * elem..(i + 1) * elem]
+        )),
+    }
+}
+
+/// The benchmark dispatches on one code object of `aqueduct-device`.
+pub fn run(target: Target, code_object: &[u8]) -> Result<Vec<Sample>, String> {
+    // One thread is `Device::new`'s default; said here because the target
+    // is per core.
+    let d = Device::new(target).with_threads(1);
+    let p = d.load(code_object).map_err(|e| e.to_string())?;
+    let mut rng = Rng(0x5A5A_1234_9876_ABCD);
+    let len = ELEMENTS as u64;
+    let mut out = Vec::new();
+
+    // saxpy_f32(len, a, x, y): y = a * x + y, rounded twice as on the CPU.
+    let a = rng.f32();
+    let x: Vec<f32> = (0..ELEMENTS).map(|_| rng.f32()).collect();
+    let y: Vec<f32> = (0..ELEMENTS).map(|_| rng.f32()).collect();
+    let bytes = |v: &[f32]| -> Vec<u8> { v.iter().flat_map(|f| f.to_le_bytes()).collect() };
+    let want = bytes(&x.iter().zip(&y).map(|(x, y)| a * x + y).collect::<Vec<_>>());
+    let y_bytes = bytes(&y);
+    let xa = upload(&d, &bytes(&x))?;
+    let ya = upload(&d, &y_bytes)?;
+    let ka = kernargs(
+        &p,
+        "saxpy_f32",
+        &[
+            &len.to_le_bytes(),
+            &a.to_le_bytes(),
+            &xa.to_le_bytes(),
+            &ya.to_le_bytes(),
+        ],
+    )?;
+    out.push(time(
+        &d,
+        &p,
+        "saxpy_f32",
+        &ka,
+        || {
+            d.memory()
+                .write_bytes(ya, &y_bytes)
+                .map_err(|e| e.to_string())
+        },
+        || first_difference(&download(&d, ya, ELEMENTS * 4)?, &want, 4),
+    )?);
+    let _ = d.memory().free(xa);
+    let _ = d.memory().free(ya);
+
+    // fill_u32(dst, len, value).
+    let value = 0x600D_F00Du32;
+    let dst = upload(&d, &vec![0; ELEMENTS * 4])?;
+    let want: Vec<u8> = std::iter::repeat_n(value.to_le_bytes(), ELEMENTS)
+        .flatten()
+        .collect();
+    let zeros = vec![0; ELEMENTS * 4];
+    let ka = kernargs(
+        &p,
+        "fill_u32",
+        &[&dst.to_le_bytes(), &len.to_le_bytes(), &value.to_le_bytes()],
+    )?;
+    out.push(time(
+        &d,
+        &p,
+        "fill_u32",
+        &ka,
+        || {
+            d.memory()
+                .write_bytes(dst, &zeros)
+                .map_err(|e| e.to_string())
+        },
+        || first_difference(&download(&d, dst, ELEMENTS * 4)?, &want, 4),
+    )?);
+    let _ = d.memory().free(dst);
+
+    // copy_bytes(dst, src, len): one byte per work-item.
+    let src_bytes: Vec<u8> = (0..ELEMENTS).map(|_| rng.next() as u8).collect();
+    let src = upload(&d, &src_bytes)?;
+    let dst = upload(&d, &vec![0; ELEMENTS])?;
+    let zeros = vec![0; ELEMENTS];
+    let ka = kernargs(
+        &p,
+        "copy_bytes",
+        &[&dst.to_le_bytes(), &src.to_le_bytes(), &len.to_le_bytes()],
+    )?;
+    out.push(time(
+        &d,
+        &p,
+        "copy_bytes",
+        &ka,
+        || {
+            d.memory()
+                .write_bytes(dst, &zeros)
+                .map_err(|e| e.to_string())
+        },
+        || first_difference(&download(&d, dst, ELEMENTS)?, &src_bytes, 1),
+    )?);
+    let _ = d.memory().free(src);
+    let _ = d.memory().free(dst);
+    Ok(out)
+}
+
+/// One row per dispatch, and the target's verdict.
+pub fn format_table(samples: &[Sample]) -> String {
+    let mut out = format!(
+        "{:<7} {:<11} {:>8} {:>6} {:>10} {:>8} {:>8} {:>8} {:>11} {:>12}\n",
+        "target",
+        "kernel",
+        "elements",
+        "waves",
+        "wave-insts",
+        "cpu ms",
+        "wall ms",
+        "med ms",
+        "M wave-i/s",
+        "M lane-op/s"
+    );
+    for s in samples {
+        let judged = s.judged().as_secs_f64();
+        let cpu = s
+            .best_cpu()
+            .map_or("-".to_owned(), |t| format!("{:.2}", t.as_secs_f64() * 1e3));
+        let _ = writeln!(
+            out,
+            "{:<7} {:<11} {:>8} {:>6} {:>10} {cpu:>8} {:>8.2} {:>8.2} {:>11.1} {:>12.1}",
+            s.gfx,
+            s.kernel,
+            s.elements,
+            s.stats.waves,
+            s.stats.instructions,
+            s.best().as_secs_f64() * 1e3,
+            s.median().as_secs_f64() * 1e3,
+            s.stats.instructions as f64 / judged / 1e6,
+            s.stats.lane_ops as f64 / judged / 1e6,
+        );
+    }
+    let _ = writeln!(
+        out,
+        "best of {RUNS} runs each; cpu = the dispatching thread's CPU time, wall = wall time, med = median wall time; rates per cpu (else wall) second"
+    );
+    for s in samples {
+        if let Some(met) = s.saxpy_target() {
+            let _ = writeln!(
+                out,
+                "saxpy target (1 Mi elements on gfx942 in ≤ {SAXPY_TARGET_SECONDS} s on one thread): {} ({:.3} s {})",
+                if met { "met" } else { "MISSED" },
+                s.judged().as_secs_f64(),
+                if s.best_cpu().is_some() {
+                    "CPU time"
+                } else {
+                    "wall time"
+                },
+            );
+        }
+    }
+    out
+}
