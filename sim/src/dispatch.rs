@@ -132,6 +132,10 @@ struct Shape {
     sgpr_wave_offset: Option<u8>,
     workitem_dims: u32,
     architected_scratch: bool,
+    /// gfx90a: the private segment buffer V# is in s[0:3].
+    segment_buffer: bool,
+    /// gfx90a: where the flat scratch init pair goes.
+    flat_scratch_init_at: Option<u8>,
     entry: usize,
 }
 
@@ -160,19 +164,16 @@ fn shape(program: &Program, kernel: &Kernel, launch: &Launch) -> Result<Shape, D
         .next_multiple_of(4);
     let architected_scratch = program.target == Target::Gfx942;
     let kernarg = launch.kernarg_address;
-    let scratch_placeholder = 0; // patched per wave
-    let _ = scratch_placeholder;
     let mut user = Vec::new();
     let push2 = |user: &mut Vec<(u8, u32)>, v: u64| {
         let at = user.len() as u8;
         user.push((at, v as u32));
         user.push((at + 1, (v >> 32) as u32));
     };
-    // Private segment buffer V# placeholders are filled per wave; record
-    // their position with a marker value.
-    let mut segment_buffer_at = None;
-    if p.enable_sgpr_private_segment_buffer() && !architected_scratch {
-        segment_buffer_at = Some(user.len() as u8);
+    // The scratch SGPRs depend on the worker's scratch region: reserved
+    // here, filled per wave by `init_scratch_sgprs`.
+    let segment_buffer = p.enable_sgpr_private_segment_buffer() && !architected_scratch;
+    if segment_buffer {
         for _ in 0..4 {
             let at = user.len() as u8;
             user.push((at, 0));
@@ -190,15 +191,31 @@ fn shape(program: &Program, kernel: &Kernel, launch: &Launch) -> Result<Shape, D
     if p.enable_sgpr_dispatch_id() {
         push2(&mut user, launch.dispatch_id);
     }
+    let mut flat_scratch_init_at = None;
     if p.enable_sgpr_flat_scratch_init() && !architected_scratch {
-        // Patched per dispatch-thread with the scratch region base.
+        flat_scratch_init_at = Some(user.len() as u8);
         push2(&mut user, 0);
     }
     if p.enable_sgpr_private_segment_size() {
         let at = user.len() as u8;
         user.push((at, lane_bytes));
     }
-    let _ = segment_buffer_at;
+    // gfx942 kernarg preloading: KERNARG_PRELOAD_SPEC_LENGTH dwords from
+    // SPEC_OFFSET dwords into the kernarg segment follow the other user
+    // SGPRs, read from the kernarg segment as the hardware does.
+    let offset = u64::from(d.kernarg_preload_offset()) * 4;
+    let mut m = program.memory().access();
+    for k in 0..u64::from(d.kernarg_preload_length()) {
+        let a = launch.kernarg_address + offset + k * 4;
+        m.check(a, 4).map_err(|_| {
+            bad(format!(
+                "preloaded kernarg dword {k} at {a:#x} is outside device memory"
+            ))
+        })?;
+        let at = user.len() as u8;
+        user.push((at, m.load_u32(a)));
+    }
+    drop(m);
     let count = r2.user_sgpr_count() as u8;
     // Preloaded kernargs fill the rest of the user SGPRs (the values are
     // read at wave launch from the kernarg segment; see `launch_wave`).
@@ -240,6 +257,8 @@ fn shape(program: &Program, kernel: &Kernel, launch: &Launch) -> Result<Shape, D
         sgpr_wave_offset,
         workitem_dims: r2.enable_vgpr_workitem_id(),
         architected_scratch,
+        segment_buffer,
+        flat_scratch_init_at,
         entry,
     })
 }
@@ -398,8 +417,7 @@ fn run_group(
         for &(r, v) in &s.user_sgprs {
             w.s[usize::from(r)] = v;
         }
-        init_scratch_sgprs(w, kernel, s, scratch_region, wave_offset);
-        preload_kernargs(w, program, kernel, launch);
+        init_scratch_sgprs(w, s, scratch_region, wave_offset);
         for d in 0..3 {
             if let Some(r) = s.sgpr_wg[d] {
                 w.s[usize::from(r)] = id[d];
@@ -476,34 +494,16 @@ fn run_group(
 
 /// Scratch-related SGPRs: the private segment buffer V# and flat scratch
 /// init (gfx90a), FLAT_SCRATCH (gfx942).
-fn init_scratch_sgprs(w: &mut Wave, kernel: &Kernel, s: &Shape, region: u64, wave_offset: u64) {
-    let p = kernel.descriptor.properties();
+fn init_scratch_sgprs(w: &mut Wave, s: &Shape, region: u64, wave_offset: u64) {
     if s.architected_scratch {
         w.set_s64(code::FLAT_SCRATCH_LO, region + wave_offset);
         return;
     }
-    let mut at = 0usize;
-    if p.enable_sgpr_private_segment_buffer() {
+    if s.segment_buffer {
         w.s[..4].copy_from_slice(&private_segment_buffer(region));
-        at = 4;
     }
-    if p.enable_sgpr_flat_scratch_init() {
-        for (i, on) in [
-            p.enable_sgpr_dispatch_ptr(),
-            p.enable_sgpr_queue_ptr(),
-            p.enable_sgpr_kernarg_segment_ptr(),
-            p.enable_sgpr_dispatch_id(),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            let _ = i;
-            if on {
-                at += 2;
-            }
-        }
-        w.s[at] = region as u32;
-        w.s[at + 1] = (region >> 32) as u32;
+    if let Some(at) = s.flat_scratch_init_at {
+        w.set_s64(at, region);
     }
 }
 
@@ -518,42 +518,6 @@ pub(crate) fn private_segment_buffer(region: u64) -> [u32; 4] {
         u32::MAX,
         1 << 23 | 3 << 21 | 1 << 19,
     ]
-}
-
-/// gfx942 kernarg preloading: KERNARG_PRELOAD_SPEC_LENGTH dwords from
-/// SPEC_OFFSET dwords into the kernarg segment follow the other user
-/// SGPRs. They come from the kernarg segment, like on hardware.
-fn preload_kernargs(w: &mut Wave, program: &Program, kernel: &Kernel, launch: &Launch) {
-    let d = &kernel.descriptor;
-    let len = u32::from(d.kernarg_preload_length());
-    if len == 0 {
-        return;
-    }
-    let p = d.properties();
-    let first = [
-        (p.enable_sgpr_dispatch_ptr(), 2),
-        (p.enable_sgpr_queue_ptr(), 2),
-        (p.enable_sgpr_kernarg_segment_ptr(), 2),
-        (p.enable_sgpr_dispatch_id(), 2),
-        (p.enable_sgpr_private_segment_size(), 1),
-    ]
-    .iter()
-    .filter(|(on, _)| *on)
-    .map(|(_, n)| n)
-    .sum::<u32>();
-    let offset = u64::from(d.kernarg_preload_offset()) * 4;
-    let mut m = program.memory().access();
-    for k in 0..len {
-        let a = launch.kernarg_address + offset + u64::from(k) * 4;
-        let v = if m.check(a, 4).is_ok() {
-            m.load_u32(a)
-        } else {
-            0
-        };
-        if let Some(r) = w.s.get_mut((first + k) as usize) {
-            *r = v;
-        }
-    }
 }
 
 fn run_wave(
