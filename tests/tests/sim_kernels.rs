@@ -170,3 +170,42 @@ fn a_wild_pointer_stops_the_dispatch_with_a_memory_fault() {
         assert!(report.pc > p.base, "{report}");
     }
 }
+
+#[test]
+fn results_do_not_depend_on_how_many_threads_run_the_workgroups() {
+    let mut rng = Rng(7);
+    let len = 20_001usize;
+    let a = rng.f32();
+    let x: Vec<u8> = (0..len).flat_map(|_| rng.f32().to_le_bytes()).collect();
+    let y: Vec<u8> = (0..len).flat_map(|_| rng.f32().to_le_bytes()).collect();
+    for built in built_code_objects() {
+        let Some(target) = Target::from_name(built.gfx) else {
+            continue;
+        };
+        if built.package != "aqueduct-device" {
+            continue;
+        }
+        let bytes = std::fs::read(&built.path).expect("read code object");
+        let outputs: Vec<Vec<u32>> = [1, 4]
+            .map(|threads| {
+                let d = Device::new(target).with_threads(threads);
+                let p = d.load(&bytes).expect("load");
+                let xa = alloc_with(&d, &x);
+                let ya = alloc_with(&d, &y);
+                let ka = args(&[
+                    &(len as u64).to_le_bytes(),
+                    &a.to_le_bytes(),
+                    &[0; 4],
+                    &xa.to_le_bytes(),
+                    &ya.to_le_bytes(),
+                ]);
+                let stats = d
+                    .run(&p, "saxpy_f32", [2048, 1, 1], [128, 1, 1], &ka)
+                    .expect("run");
+                assert_eq!(stats.workgroups, 16);
+                read_u32s(&d, ya, len)
+            })
+            .into();
+        assert_eq!(outputs[0], outputs[1], "{target:?}");
+    }
+}
