@@ -10,7 +10,8 @@
 //! (round to nearest even, fused `mul_add` for FMA), which is what the
 //! hardware computes in its default mode; f32 denormals are flushed on
 //! input and output when the MODE register says so (the kernel
-//! descriptor's FLOAT_DENORM_MODE_32). `v_mad_f32`/`v_mac_f32` are the
+//! descriptor's FLOAT_DENORM_MODE_32), f16 and f64 ones likewise by
+//! FLOAT_DENORM_MODE_16_64. `v_mad_f32`/`v_mac_f32` are the
 //! unfused, denormal-flushing multiply-add. Round modes other than nearest
 //! even are refused rather than approximated.
 
@@ -80,9 +81,26 @@ fn f64_src(w: &Wave, i: &Inst, n: usize) -> Result<[f64; LANES], Fault> {
     let neg = i.mods.neg >> n & 1 != 0;
     let mask = if abs { !(1u64 << 63) } else { u64::MAX };
     let flip = if neg { 1u64 << 63 } else { 0 };
+    let flush = flush16_64(w);
     Ok(std::array::from_fn(|l| {
-        f64::from_bits((raw[l] & mask) ^ flip)
+        let x = f64::from_bits((raw[l] & mask) ^ flip);
+        if flush && x.is_subnormal() {
+            0.0f64.copysign(x)
+        } else {
+            x
+        }
     }))
+}
+
+/// Whether MODE's FP_DENORM for f16 and f64 (bits 7:6) flushes
+/// denormals (anything but 3, "keep in and out").
+fn flush16_64(w: &Wave) -> bool {
+    (w.mode >> (MODE_DENORM32_SHIFT + 2)) & 3 != 3
+}
+
+/// An f16 with its denormals flushed to a signed zero.
+fn flush_f16(h: u16) -> u16 {
+    if h & 0x7C00 == 0 { h & 0x8000 } else { h }
 }
 
 /// Source `n` as an f16 widened to f32, with op_sel (high half) and
@@ -93,11 +111,12 @@ fn f16_src(w: &Wave, i: &Inst, n: usize) -> Result<[f32; LANES], Fault> {
     let hi = i.mods.op_sel >> n & 1 != 0;
     let abs = i.mods.abs >> n & 1 != 0;
     let neg = i.mods.neg >> n & 1 != 0;
+    let flush = flush16_64(w);
     Ok(std::array::from_fn(|l| {
         let h = if hi { raw[l] >> 16 } else { raw[l] } as u16;
         let h = if abs { h & 0x7FFF } else { h };
         let h = if neg { h ^ 0x8000 } else { h };
-        f16_to_f32(h)
+        f16_to_f32(if flush { flush_f16(h) } else { h })
     }))
 }
 
@@ -185,14 +204,27 @@ fn write_f32(w: &mut Wave, i: &Inst, vals: [f32; LANES]) -> R {
 }
 
 fn write_f64(w: &mut Wave, i: &Inst, vals: [f64; LANES]) -> R {
-    let out: [u64; LANES] = std::array::from_fn(|l| omod_clamp_f64(i, vals[l]).to_bits());
+    let flush = flush16_64(w);
+    let out: [u64; LANES] = std::array::from_fn(|l| {
+        let x = omod_clamp_f64(i, vals[l]);
+        if flush && x.is_subnormal() {
+            0.0f64.copysign(x)
+        } else {
+            x
+        }
+        .to_bits()
+    });
     write64(w, i, &out)
 }
 
 /// Writes an f16 result: low half with the high half zeroed, or with
 /// op_sel[3] the high half with the low half kept (gfx9 16-bit results).
 fn write_f16(w: &mut Wave, i: &Inst, vals: [f32; LANES]) -> R {
-    let h: Lanes = std::array::from_fn(|l| u32::from(f32_to_f16(omod_clamp_f32(i, vals[l]))));
+    let flush = flush16_64(w);
+    let h: Lanes = std::array::from_fn(|l| {
+        let h = f32_to_f16(omod_clamp_f32(i, vals[l]));
+        u32::from(if flush { flush_f16(h) } else { h })
+    });
     write_b16(w, i, h)
 }
 
@@ -1295,3 +1327,83 @@ pub const OPS: &[&[(&str, Exec)]] = &[
     CMP_I64,
     CMP_U64,
 ];
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::decode::{Target, decode};
+    use crate::memory::Memory;
+    use crate::program::Program;
+
+    fn run(w: &mut Wave, words: &[u32], mnemonic: &str) -> R {
+        let program = Program::empty(Arc::new(Memory::new()), Target::Gfx942);
+        let inst = decode(words, Target::Gfx942).expect("decodes");
+        assert_eq!(inst.mnemonic, mnemonic);
+        let exec = crate::exec::lookup(inst.mnemonic).expect("implemented");
+        let mut events = Vec::new();
+        let mut lds = [];
+        let mut ctx = Ctx {
+            program: &program,
+            mem: program.memory(),
+            lds: &mut lds,
+            pc: 0,
+            events: &mut events,
+        };
+        exec(w, &inst, &mut ctx)
+    }
+
+    /// MODE with FP_DENORM[5:4] (f32) and [7:6] (f16/f64) set to `d32`,
+    /// `d16_64`: 3 keeps denormals, 0 flushes them.
+    fn mode(d32: u32, d16_64: u32) -> u32 {
+        d32 << 4 | d16_64 << 6
+    }
+
+    #[test]
+    fn denormals_are_flushed_or_kept_as_the_mode_says() {
+        let tiny32 = f32::from_bits(0x0000_0100); // subnormal
+        let tiny64 = f64::from_bits(0x0000_0000_0000_1000); // subnormal
+        for (m, keep32, keep64) in [
+            (mode(3, 3), true, true),
+            (mode(0, 3), false, true),
+            (mode(3, 0), true, false),
+        ] {
+            let mut w = Wave::new(8, 0);
+            w.set_exec(u64::MAX);
+            w.mode = m;
+            w.v[1] = [tiny32.to_bits(); LANES];
+            w.v[2] = [tiny32.to_bits(); LANES];
+            // v_add_f32_e32 v0, v1, v2
+            run(&mut w, &[0x0200_0501], "v_add_f32").unwrap();
+            let want32 = if keep32 {
+                (tiny32 + tiny32).to_bits()
+            } else {
+                0
+            };
+            assert_eq!(w.v[0][0], want32, "mode {m:#x}");
+            w.v[2] = [tiny64.to_bits() as u32; LANES];
+            w.v[3] = [(tiny64.to_bits() >> 32) as u32; LANES];
+            w.v[4] = w.v[2];
+            w.v[5] = w.v[3];
+            // v_add_f64 v[0:1], v[2:3], v[4:5]
+            run(&mut w, &[0xD280_0000, 0x0002_0902], "v_add_f64").unwrap();
+            let got = u64::from(w.v[0][5]) | u64::from(w.v[1][5]) << 32;
+            let want64 = if keep64 {
+                (tiny64 + tiny64).to_bits()
+            } else {
+                0
+            };
+            assert_eq!(got, want64, "mode {m:#x}");
+        }
+    }
+
+    #[test]
+    fn a_round_mode_other_than_nearest_even_is_refused() {
+        let mut w = Wave::new(8, 0);
+        w.set_exec(u64::MAX);
+        w.mode = mode(3, 3) | 1; // round toward +inf for f32
+        let err = run(&mut w, &[0x0200_0501], "v_add_f32").unwrap_err();
+        assert!(matches!(err, Fault::Unimplemented { .. }), "{err}");
+    }
+}
