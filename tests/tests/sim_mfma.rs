@@ -3,6 +3,9 @@
 //! `v_mfma_*` with fixed CBSZ/ABID/BLGP and store D; this test runs them
 //! for gfx90a and gfx942 on random non-zero inputs and checks every D
 //! register of every lane against a scalar model of the documented layout.
+//! The forms both targets have run on both ([`CASES`]); each target's own
+//! forms ([`GFX942_CASES`], [`GFX90A_CASES`]) run on it alone, as the
+//! kernel crate builds them only for it.
 //!
 //! The model is written here from AMD's matrix instruction calculator
 //! (github.com/ROCm/amd_matrix_instruction_calculator, `--detail-
@@ -14,6 +17,15 @@
 //! f32 rounding steps of the sum's magnitude (the hardware's accumulation
 //! order is not documented bit for bit), f64 results within a few f64
 //! steps.
+//!
+//! gfx942's own types: xf32 inputs are taken as full f32, the reading
+//! sim/src/exec/mfma.rs takes from MMA-Sim (arXiv:2511.10909; not checked
+//! here against hardware, which if it rounded xf32 inputs would need a
+//! wider tolerance than f32's); fp8 and bf8 are the FNUZ encodings CDNA3
+//! uses (decoded here, see [`fnuz`]); and on gfx942 an f64 MFMA's BLGP
+//! field negates A, B and C (bits 0, 1 and 2, CDNA3 ISA "Matrix
+//! Arithmetic Instructions"; the calculator's `negate` handling) instead
+//! of choosing B lanes.
 //!
 //! D is poisoned before each run and has a poisoned guard after it.
 
@@ -27,18 +39,46 @@ const POISON: u32 = 0xDEAD_BEEF;
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum In {
     F32,
+    /// gfx942's xf32, stored as f32.
+    Xf32,
     F16,
     Bf16,
     I8,
+    /// gfx942's FP8: E4M3 FNUZ.
+    Fp8,
+    /// gfx942's BF8: E5M2 FNUZ.
+    Bf8,
     F64,
 }
+
+/// The value of an FNUZ 8-bit float ("finite, no negative zero": 0x80 is
+/// the only NaN and there are no infinities) with `man_bits` of mantissa
+/// and exponent bias `bias` (CDNA3 ISA, FP8/BF8 data formats); the bias
+/// is one more than OCP's E4M3/E5M2 (8 and 16 against 7 and 15).
+fn fnuz(raw: u8, man_bits: u32, bias: i32) -> f64 {
+    assert_ne!(raw, 0x80, "the FNUZ NaN is never generated");
+    let man = f64::from(raw & ((1 << man_bits) - 1));
+    let exp = i32::from((raw & 0x7F) >> man_bits);
+    let scale = f64::from(1u32 << man_bits);
+    let mag = if exp == 0 {
+        man / scale * 2f64.powi(1 - bias)
+    } else {
+        (1.0 + man / scale) * 2f64.powi(exp - bias)
+    };
+    if raw & 0x80 != 0 { -mag } else { mag }
+}
+
+/// E4M3 FNUZ: three mantissa bits, bias 8.
+const FP8: (u32, i32) = (3, 8);
+/// E5M2 FNUZ: two mantissa bits, bias 16.
+const BF8: (u32, i32) = (2, 16);
 
 impl In {
     const fn bytes(self) -> usize {
         match self {
-            In::F32 => 4,
+            In::F32 | In::Xf32 => 4,
             In::F16 | In::Bf16 => 2,
-            In::I8 => 1,
+            In::I8 | In::Fp8 | In::Bf8 => 1,
             In::F64 => 8,
         }
     }
@@ -46,7 +86,7 @@ impl In {
     /// The exact value of a raw element.
     fn value(self, raw: u64) -> f64 {
         match self {
-            In::F32 => f64::from(f32::from_bits(raw as u32)),
+            In::F32 | In::Xf32 => f64::from(f32::from_bits(raw as u32)),
             In::F16 => {
                 // Only normal halves are generated (see `random`).
                 let (sign, exp, man) = (raw >> 15 & 1, (raw >> 10 & 0x1F) as i32, raw & 0x3FF);
@@ -55,21 +95,29 @@ impl In {
             }
             In::Bf16 => f64::from(f32::from_bits((raw as u32) << 16)),
             In::I8 => f64::from(raw as u8 as i8),
+            In::Fp8 => fnuz(raw as u8, FP8.0, FP8.1),
+            In::Bf8 => fnuz(raw as u8, BF8.0, BF8.1),
             In::F64 => f64::from_bits(raw),
         }
     }
 
-    /// A random non-zero element, of magnitude in [0.25, 2) for floats
-    /// (so sums neither overflow nor lose everything to cancellation).
+    /// A random non-zero element, of magnitude in [0.25, 2) for the wider
+    /// floats (so sums neither overflow nor lose everything to
+    /// cancellation); any byte but zero and the NaN for fp8/bf8, whose
+    /// whole range (subnormals to 240 or 57344) an f32 sum holds.
     fn random(self, rng: &mut Rng) -> u64 {
         let r = rng.next_u64();
         let sign = r >> 63;
         match self {
-            In::F32 => sign << 31 | (125 + r % 3) << 23 | (r >> 8) & 0x7F_FFFF,
+            In::F32 | In::Xf32 => sign << 31 | (125 + r % 3) << 23 | (r >> 8) & 0x7F_FFFF,
             In::F16 => sign << 15 | (13 + r % 3) << 10 | (r >> 8) & 0x3FF,
             In::Bf16 => sign << 15 | (125 + r % 3) << 7 | (r >> 8) & 0x7F,
             In::I8 => match (r >> 8) as u8 {
                 0 => 1,
+                b => u64::from(b),
+            },
+            In::Fp8 | In::Bf8 => match (r >> 8) as u8 {
+                0x00 | 0x80 => u64::from((r >> 16) as u8 & 0x7F | 1),
                 b => u64::from(b),
             },
             In::F64 => sign << 63 | (1021 + r % 3) << 52 | (r >> 8) & 0xF_FFFF_FFFF_FFFF,
@@ -78,14 +126,18 @@ impl In {
 }
 
 /// One kernel of tests/kernels/src/mfma.rs: shape M×M×K with `blocks`
-/// blocks (calculator `--detail-instruction`), and the modifiers it was
-/// compiled with.
+/// blocks (calculator `--detail-instruction`), A and B element types, and
+/// the modifiers it was compiled with.
 struct Case {
     kernel: &'static str,
     m: usize,
     k: usize,
     blocks: usize,
+    /// A's element type; also says what C and D hold (f64 for f64, i32
+    /// for i8, f32 otherwise).
     ty: In,
+    /// B's element type: `ty` but for the mixed fp8/bf8 forms.
+    b_ty: In,
     cbsz: u32,
     abid: u32,
     blgp: u32,
@@ -93,8 +145,18 @@ struct Case {
 
 const fn case(
     kernel: &'static str,
-    (m, k, blocks): (usize, usize, usize),
+    shape: (usize, usize, usize),
     ty: In,
+    modifiers: (u32, u32, u32),
+) -> Case {
+    mixed(kernel, shape, (ty, ty), modifiers)
+}
+
+/// A case whose A and B types differ (gfx942's fp8 × bf8 forms).
+const fn mixed(
+    kernel: &'static str,
+    (m, k, blocks): (usize, usize, usize),
+    (ty, b_ty): (In, In),
     (cbsz, abid, blgp): (u32, u32, u32),
 ) -> Case {
     Case {
@@ -103,13 +165,14 @@ const fn case(
         k,
         blocks,
         ty,
+        b_ty,
         cbsz,
         abid,
         blgp,
     }
 }
 
-use In::{Bf16, F16, F32, F64, I8};
+use In::{Bf8, Bf16, F16, F32, F64, Fp8, I8, Xf32};
 
 /// Every kernel, with the shape and modifiers its name and body say.
 #[rustfmt::skip]
@@ -145,6 +208,53 @@ const CASES: &[Case] = &[
     case("mfma_f64_16x16x4f64_plain", (16, 4, 1), F64, (0, 0, 0)),
     case("mfma_f64_4x4x4f64_plain", (4, 4, 4), F64, (0, 0, 0)),
 ];
+
+/// The gfx942-only kernels. xf32, fp8/bf8 and the K-doubled i8 shapes
+/// have no CBSZ/ABID/BLGP (calculator: "not supported"); the f64 ones
+/// carry BLGP as NEG (A, B, C in bits 0-2).
+#[rustfmt::skip]
+const GFX942_CASES: &[Case] = &[
+    case("mfma_f32_16x16x8_xf32_plain", (16, 8, 1), Xf32, (0, 0, 0)),
+    case("mfma_f32_32x32x4_xf32_plain", (32, 4, 1), Xf32, (0, 0, 0)),
+    mixed("mfma_f32_16x16x32_fp8_fp8_plain", (16, 32, 1), (Fp8, Fp8), (0, 0, 0)),
+    mixed("mfma_f32_16x16x32_fp8_bf8_plain", (16, 32, 1), (Fp8, Bf8), (0, 0, 0)),
+    mixed("mfma_f32_16x16x32_bf8_fp8_plain", (16, 32, 1), (Bf8, Fp8), (0, 0, 0)),
+    mixed("mfma_f32_16x16x32_bf8_bf8_plain", (16, 32, 1), (Bf8, Bf8), (0, 0, 0)),
+    mixed("mfma_f32_32x32x16_fp8_fp8_plain", (32, 16, 1), (Fp8, Fp8), (0, 0, 0)),
+    mixed("mfma_f32_32x32x16_fp8_bf8_plain", (32, 16, 1), (Fp8, Bf8), (0, 0, 0)),
+    mixed("mfma_f32_32x32x16_bf8_fp8_plain", (32, 16, 1), (Bf8, Fp8), (0, 0, 0)),
+    mixed("mfma_f32_32x32x16_bf8_bf8_plain", (32, 16, 1), (Bf8, Bf8), (0, 0, 0)),
+    case("mfma_i32_16x16x32_i8_plain", (16, 32, 1), I8, (0, 0, 0)),
+    case("mfma_i32_32x32x16_i8_plain", (32, 16, 1), I8, (0, 0, 0)),
+    case("mfma_f64_16x16x4f64_neg_a", (16, 4, 1), F64, (0, 0, 1)),
+    case("mfma_f64_16x16x4f64_neg_b_c", (16, 4, 1), F64, (0, 0, 6)),
+    case("mfma_f64_4x4x4f64_neg_c", (4, 4, 4), F64, (0, 0, 4)),
+];
+
+/// The gfx90a-only kernels: single-block i8 (BLGP but no CBSZ/ABID) and
+/// the bf16 forms older than `_1k`.
+#[rustfmt::skip]
+const GFX90A_CASES: &[Case] = &[
+    case("mfma_i32_32x32x8i8_plain", (32, 8, 1), I8, (0, 0, 0)),
+    case("mfma_i32_32x32x8i8_blgp3", (32, 8, 1), I8, (0, 0, 3)),
+    case("mfma_i32_16x16x16i8_blgp4", (16, 16, 1), I8, (0, 0, 4)),
+    case("mfma_f32_32x32x2bf16_cbsz1_abid1_blgp2", (32, 2, 2), Bf16, (1, 1, 2)),
+    case("mfma_f32_16x16x2bf16_cbsz2_abid3_blgp5", (16, 2, 4), Bf16, (2, 3, 5)),
+    case("mfma_f32_4x4x2bf16_plain", (4, 2, 16), Bf16, (0, 0, 0)),
+    case("mfma_f32_4x4x2bf16_cbsz4_abid11", (4, 2, 16), Bf16, (4, 11, 0)),
+    case("mfma_f32_32x32x4bf16_blgp1", (32, 4, 1), Bf16, (0, 0, 1)),
+    case("mfma_f32_16x16x8bf16_plain", (16, 8, 1), Bf16, (0, 0, 0)),
+    case("mfma_f32_16x16x8bf16_blgp7", (16, 8, 1), Bf16, (0, 0, 7)),
+];
+
+/// The kernels built for `target`.
+fn cases(target: Target) -> impl Iterator<Item = &'static Case> {
+    let own = match target {
+        Target::Gfx90a => GFX90A_CASES,
+        Target::Gfx942 => GFX942_CASES,
+    };
+    CASES.iter().chain(own)
+}
 
 // ---------------------------------------------------------------------------
 // The layout (calculator formulas)
@@ -203,8 +313,12 @@ impl Case {
     }
 
     /// The lane whose B data lane `lane` uses under BLGP (the
-    /// calculator's table, case by case).
+    /// calculator's table, case by case). f64 has no lane patterns: its
+    /// BLGP is negation ([`Case::sign`]).
     fn b_lane(&self, lane: usize) -> usize {
+        if self.ty == F64 {
+            return lane;
+        }
         match self.blgp {
             0 => lane,
             1 => lane % 32,
@@ -213,6 +327,17 @@ impl Case {
             3 => (lane + 16) % 64,
             g @ 4..=7 => 16 * (g as usize - 4) + lane % 16,
             g => unreachable!("BLGP {g}"),
+        }
+    }
+
+    /// The sign f64's NEG (its BLGP field on gfx942) gives operand `bit`
+    /// (1 A, 2 B, 4 C); gfx90a has no f64 BLGP and none of its f64 cases
+    /// set one.
+    fn sign(&self, bit: u32) -> f64 {
+        if self.ty == F64 && self.blgp & bit != 0 {
+            -1.0
+        } else {
+            1.0
         }
     }
 }
@@ -285,8 +410,8 @@ fn reference(case: &Case, a: &Operand, b: &Operand, c: &Operand) -> Vec<Vec<(u64
                 for k in 0..case.k {
                     let (al, ae) = case.ab_slot(i, k, case.a_block(block));
                     let (bl, be) = case.ab_slot(j, k, block);
-                    let x = case.ty.value(a[al][ae]);
-                    let y = case.ty.value(b[case.b_lane(bl)][be]);
+                    let x = case.sign(1) * case.ty.value(a[al][ae]);
+                    let y = case.sign(2) * case.b_ty.value(b[case.b_lane(bl)][be]);
                     sum += x * y;
                     mag += (x * y).abs();
                     isum = isum.wrapping_add((x * y) as i32);
@@ -295,7 +420,7 @@ fn reference(case: &Case, a: &Operand, b: &Operand, c: &Operand) -> Vec<Vec<(u64
                 d[lane][reg] = match case.ty {
                     I8 => ((cv as u32 as i32).wrapping_add(isum) as u32 as u64, 0.0),
                     F64 => {
-                        let cf = f64::from_bits(cv);
+                        let cf = case.sign(4) * f64::from_bits(cv);
                         ((cf + sum).to_bits(), mag + cf.abs())
                     }
                     _ => {
@@ -368,7 +493,7 @@ fn upload(d: &Device, bytes: &[u8]) -> u64 {
 fn run_case(d: &Device, p: &Program, case: &Case, seed: u64) {
     let mut rng = Rng(seed);
     let a = random_operand(case.ty, case.per_lane(), &mut rng);
-    let b = random_operand(case.ty, case.per_lane(), &mut rng);
+    let b = random_operand(case.b_ty, case.per_lane(), &mut rng);
     let c = random_c(case, &mut rng);
     let c_raw = c_bytes(case, &c);
     let d_len = c_raw.len();
@@ -376,7 +501,7 @@ fn run_case(d: &Device, p: &Program, case: &Case, seed: u64) {
     let poison: Vec<u8> = POISON.to_le_bytes().repeat(d_len / 4 + 1);
     let buffers = [
         upload(d, &operand_bytes(case.ty, &a)),
-        upload(d, &operand_bytes(case.ty, &b)),
+        upload(d, &operand_bytes(case.b_ty, &b)),
         upload(d, &c_raw),
         upload(d, &poison),
     ];
@@ -402,7 +527,7 @@ fn run_case(d: &Device, p: &Program, case: &Case, seed: u64) {
 #[test]
 fn mfma_kernels_match_the_documented_layout_with_cbsz_abid_blgp() {
     for (d, p) in sims() {
-        for (n, case) in CASES.iter().enumerate() {
+        for (n, case) in cases(d.target).enumerate() {
             for seed in [1, 2] {
                 run_case(&d, &p, case, 0x9E37_79B9_7F4A_7C15 ^ (n as u64) << 8 ^ seed);
             }
@@ -412,8 +537,9 @@ fn mfma_kernels_match_the_documented_layout_with_cbsz_abid_blgp() {
 
 #[test]
 fn every_mfma_kernel_has_a_case() {
-    // The code object's kernel list must match CASES, so a kernel added
-    // to tests/kernels/src/mfma.rs is not silently left unchecked.
+    // Each code object's kernel list must match its target's cases, so a
+    // kernel added to tests/kernels/src/mfma.rs (for both targets or for
+    // one) is not silently left unchecked.
     for (d, p) in sims() {
         let mut built: Vec<&str> = p
             .code_object
@@ -423,8 +549,8 @@ fn every_mfma_kernel_has_a_case() {
             .filter(|k| k.starts_with("mfma_"))
             .collect();
         built.sort_unstable();
-        let mut cases: Vec<&str> = CASES.iter().map(|c| c.kernel).collect();
-        cases.sort_unstable();
-        assert_eq!(built, cases, "{:?}", d.target);
+        let mut want: Vec<&str> = cases(d.target).map(|c| c.kernel).collect();
+        want.sort_unstable();
+        assert_eq!(built, want, "{:?}", d.target);
     }
 }

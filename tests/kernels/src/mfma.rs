@@ -14,11 +14,18 @@
 //! (IntrinsicsAMDGPU.td), declared here with LLVM's exact types: an
 //! operand of several elements is a `#[repr(simd)]` array, which rustc
 //! passes as an LLVM vector (`<16 x float>`, `<4 x half>`, ...), and
-//! CBSZ/ABID/BLGP are `immarg`s, written as literals at each call. Only
-//! forms that gfx90a and gfx942 share are here: the gfx942-only ones
-//! (xf32, fp8/bf8, the K-doubled i8 shapes) would not compile for gfx90a,
-//! nor the gfx90a-only ones (single-block i8, the older bf16) for gfx942,
-//! and this crate is one source for both targets.
+//! CBSZ/ABID/BLGP are `immarg`s, written as literals at each call.
+//!
+//! The forms gfx90a and gfx942 share come first. The others are compiled
+//! only for their target, under `cfg(aqueduct_gfx = "...")`, which this
+//! crate's build.rs sets from `-Ctarget-cpu` (rustc has no target-feature
+//! cfgs for amdgcn, and LLVM cannot select an intrinsic the processor lacks):
+//! gfx942's xf32, fp8/bf8 and K-doubled i8 shapes and its f64 BLGP-as-
+//! negation; gfx90a's single-block i8 shapes and the bf16 forms older than
+//! `_1k`. Modifier settings are ones AMD's matrix instruction calculator
+//! lists as supported for the instruction (`--detail-instruction`,
+//! "CBSZ and ABID bits supported", "BLGP bits supported"); the gfx942-only
+//! xf32, fp8/bf8 and i8 shapes support none, so they run plain.
 
 use core::arch::amdgpu::workitem_id_x;
 
@@ -33,6 +40,7 @@ macro_rules! vectors {
 }
 
 vectors! {
+    F32x2 = [f32; 2];
     F32x4 = [f32; 4];
     F32x16 = [f32; 16];
     F32x32 = [f32; 32];
@@ -40,6 +48,7 @@ vectors! {
     I32x16 = [i32; 16];
     I32x32 = [i32; 32];
     F16x4 = [f16; 4];
+    I16x2 = [i16; 2];
     I16x4 = [i16; 4];
     F64x4 = [f64; 4];
 }
@@ -146,8 +155,9 @@ mfma! {
     "llvm.amdgcn.mfma.f32.16x16x16bf16.1k" fn mfma_f32_16x16x16bf16_1k(I16x4, F32x4) {
         mfma_f32_16x16x16bf16_1k_plain: 0, 0, 0;
     }
-    // i8: four i8 per lane, packed in an i32. The single-block 90a shapes
-    // (32x32x8, 16x16x16) are gone on gfx942, which doubles their K.
+    // i8: four i8 per lane, packed in an i32. The single-block shapes
+    // differ: gfx90a's 32x32x8 and 16x16x16, gfx942's 32x32x16 and
+    // 16x16x32 (below).
     "llvm.amdgcn.mfma.i32.32x32x4i8" fn mfma_i32_32x32x4i8(i32, I32x32) {
         mfma_i32_32x32x4i8_cbsz1_abid1_blgp2: 1, 1, 2;
     }
@@ -159,12 +169,112 @@ mfma! {
         mfma_i32_4x4x4i8_cbsz4_abid5_blgp3: 4, 5, 3;
     }
     // f64: one double per lane. No CBSZ/ABID (neither ISA has them for
-    // f64), and BLGP stays 0: gfx942 reads it as negation and gfx90a has
-    // none, so one kernel could not mean the same on both.
+    // f64), and BLGP stays 0 here: gfx942 reads it as negation and gfx90a
+    // has none, so the negating kernels are gfx942's own (below).
     "llvm.amdgcn.mfma.f64.16x16x4f64" fn mfma_f64_16x16x4f64(f64, F64x4) {
         mfma_f64_16x16x4f64_plain: 0, 0, 0;
     }
     "llvm.amdgcn.mfma.f64.4x4x4f64" fn mfma_f64_4x4x4f64(f64, f64) {
         mfma_f64_4x4x4f64_plain: 0, 0, 0;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// gfx942 only (CDNA3)
+// ---------------------------------------------------------------------------
+
+#[cfg(aqueduct_gfx = "gfx942")]
+mfma! {
+    // xf32: two f32 per lane, `<2 x float>` in LLVM.
+    "llvm.amdgcn.mfma.f32.16x16x8.xf32" fn mfma_f32_16x16x8_xf32(F32x2, F32x4) {
+        mfma_f32_16x16x8_xf32_plain: 0, 0, 0;
+    }
+    "llvm.amdgcn.mfma.f32.32x32x4.xf32" fn mfma_f32_32x32x4_xf32(F32x2, F32x16) {
+        mfma_f32_32x32x4_xf32_plain: 0, 0, 0;
+    }
+    // fp8/bf8 (FNUZ): eight per lane, packed in an i64; the first type
+    // named is A's, the second B's.
+    "llvm.amdgcn.mfma.f32.16x16x32.fp8.fp8" fn mfma_f32_16x16x32_fp8_fp8(i64, F32x4) {
+        mfma_f32_16x16x32_fp8_fp8_plain: 0, 0, 0;
+    }
+    "llvm.amdgcn.mfma.f32.16x16x32.fp8.bf8" fn mfma_f32_16x16x32_fp8_bf8(i64, F32x4) {
+        mfma_f32_16x16x32_fp8_bf8_plain: 0, 0, 0;
+    }
+    "llvm.amdgcn.mfma.f32.16x16x32.bf8.fp8" fn mfma_f32_16x16x32_bf8_fp8(i64, F32x4) {
+        mfma_f32_16x16x32_bf8_fp8_plain: 0, 0, 0;
+    }
+    "llvm.amdgcn.mfma.f32.16x16x32.bf8.bf8" fn mfma_f32_16x16x32_bf8_bf8(i64, F32x4) {
+        mfma_f32_16x16x32_bf8_bf8_plain: 0, 0, 0;
+    }
+    "llvm.amdgcn.mfma.f32.32x32x16.fp8.fp8" fn mfma_f32_32x32x16_fp8_fp8(i64, F32x16) {
+        mfma_f32_32x32x16_fp8_fp8_plain: 0, 0, 0;
+    }
+    "llvm.amdgcn.mfma.f32.32x32x16.fp8.bf8" fn mfma_f32_32x32x16_fp8_bf8(i64, F32x16) {
+        mfma_f32_32x32x16_fp8_bf8_plain: 0, 0, 0;
+    }
+    "llvm.amdgcn.mfma.f32.32x32x16.bf8.fp8" fn mfma_f32_32x32x16_bf8_fp8(i64, F32x16) {
+        mfma_f32_32x32x16_bf8_fp8_plain: 0, 0, 0;
+    }
+    "llvm.amdgcn.mfma.f32.32x32x16.bf8.bf8" fn mfma_f32_32x32x16_bf8_bf8(i64, F32x16) {
+        mfma_f32_32x32x16_bf8_bf8_plain: 0, 0, 0;
+    }
+    // i8 with K doubled (the gfx90a single-block shapes' successors):
+    // eight i8 per lane, packed in an i64.
+    "llvm.amdgcn.mfma.i32.16x16x32.i8" fn mfma_i32_16x16x32_i8(i64, I32x4) {
+        mfma_i32_16x16x32_i8_plain: 0, 0, 0;
+    }
+    "llvm.amdgcn.mfma.i32.32x32x16.i8" fn mfma_i32_32x32x16_i8(i64, I32x16) {
+        mfma_i32_32x32x16_i8_plain: 0, 0, 0;
+    }
+}
+
+// f64 on gfx942: the BLGP field is NEG, bit 0 negating A, bit 1 B and
+// bit 2 C (CDNA3 ISA; LLVM prints it as `neg:[a,b,c]`). The same
+// intrinsics as the shared f64 kernels, so declared under other names.
+// Negating A and negating B give the same D, so the settings tell apart
+// the product's sign from C's: A only, B and C, C only.
+#[cfg(aqueduct_gfx = "gfx942")]
+mfma! {
+    "llvm.amdgcn.mfma.f64.16x16x4f64" fn mfma_f64_16x16x4f64_neg(f64, F64x4) {
+        mfma_f64_16x16x4f64_neg_a: 0, 0, 1;
+        mfma_f64_16x16x4f64_neg_b_c: 0, 0, 6;
+    }
+    "llvm.amdgcn.mfma.f64.4x4x4f64" fn mfma_f64_4x4x4f64_neg(f64, f64) {
+        mfma_f64_4x4x4f64_neg_c: 0, 0, 4;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// gfx90a only (CDNA2)
+// ---------------------------------------------------------------------------
+
+#[cfg(aqueduct_gfx = "gfx90a")]
+mfma! {
+    // i8, one block: four i8 per lane in an i32. BLGP, no CBSZ/ABID.
+    "llvm.amdgcn.mfma.i32.32x32x8i8" fn mfma_i32_32x32x8i8(i32, I32x16) {
+        mfma_i32_32x32x8i8_plain: 0, 0, 0;
+        mfma_i32_32x32x8i8_blgp3: 0, 0, 3;
+    }
+    "llvm.amdgcn.mfma.i32.16x16x16i8" fn mfma_i32_16x16x16i8(i32, I32x4) {
+        mfma_i32_16x16x16i8_blgp4: 0, 0, 4;
+    }
+    // bf16 before `_1k`: two bf16 per lane, `<2 x i16>` in LLVM, half the
+    // K of the `_1k` forms.
+    "llvm.amdgcn.mfma.f32.32x32x2bf16" fn mfma_f32_32x32x2bf16(I16x2, F32x32) {
+        mfma_f32_32x32x2bf16_cbsz1_abid1_blgp2: 1, 1, 2;
+    }
+    "llvm.amdgcn.mfma.f32.16x16x2bf16" fn mfma_f32_16x16x2bf16(I16x2, F32x16) {
+        mfma_f32_16x16x2bf16_cbsz2_abid3_blgp5: 2, 3, 5;
+    }
+    "llvm.amdgcn.mfma.f32.4x4x2bf16" fn mfma_f32_4x4x2bf16(I16x2, F32x4) {
+        mfma_f32_4x4x2bf16_plain: 0, 0, 0;
+        mfma_f32_4x4x2bf16_cbsz4_abid11: 4, 11, 0;
+    }
+    "llvm.amdgcn.mfma.f32.32x32x4bf16" fn mfma_f32_32x32x4bf16(I16x2, F32x16) {
+        mfma_f32_32x32x4bf16_blgp1: 0, 0, 1;
+    }
+    "llvm.amdgcn.mfma.f32.16x16x8bf16" fn mfma_f32_16x16x8bf16(I16x2, F32x4) {
+        mfma_f32_16x16x8bf16_plain: 0, 0, 0;
+        mfma_f32_16x16x8bf16_blgp7: 0, 0, 7;
     }
 }
