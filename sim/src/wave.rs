@@ -238,7 +238,7 @@ impl Wave {
     #[inline]
     pub fn lanes64(&self, i: &Inst, n: usize, ty: Ty) -> Result<[u64; LANES], Fault> {
         let src = i.src[n];
-        Ok(match src {
+        let v = match src {
             Src::Vgpr(r) | Src::Agpr(r) => {
                 let acc = matches!(src, Src::Agpr(_));
                 let lo = self.vreg(r, acc)?;
@@ -246,6 +246,13 @@ impl Wave {
                 std::array::from_fn(|l| u64::from(lo[l]) | u64::from(hi[l]) << 32)
             }
             _ => [self.s64_of(src, ty)?; LANES],
+        };
+        // DPP64 (gfx90a/gfx942) moves source 0's whole 64-bit lanes.
+        Ok(match i.ext {
+            Ext::Dpp(d) if n == 0 => std::array::from_fn(|l| {
+                crate::exec::dpp::source_lane(d.ctrl, l).map_or(0, |s| v[s])
+            }),
+            _ => v,
         })
     }
 

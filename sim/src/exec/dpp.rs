@@ -1,7 +1,8 @@
 //! DPP (data-parallel primitives): cross-lane source movement for VOP1,
 //! VOP2 and VOPC (CDNA3 ISA, "DPP"; DPP_CTRL encodings as LLVM's
 //! `DppCtrl`): quad permutes, row shifts and rotates within 16-lane rows,
-//! wave shifts and rotates by one, row mirrors and row broadcasts.
+//! wave shifts and rotates by one, row mirrors and row broadcasts, and
+//! gfx90a/gfx942's row_newbcast. 64-bit operands move as whole lanes.
 //!
 //! A lane whose source lane is invalid (shifted in from outside its row or
 //! the wave) reads 0 when BOUND_CTRL is set and is not written otherwise;
@@ -28,6 +29,9 @@ pub fn source_lane(ctrl: u16, lane: usize) -> Option<usize> {
         0x141 => Some((lane & !7) + 7 - (lane & 7)),
         0x142 => (lane >= 16).then(|| row - 1),
         0x143 => (lane >= 32).then_some(31),
+        // row_newbcast:n (gfx90a/gfx942 DPP64): lane n of each row to the
+        // whole row.
+        0x150..=0x15F => Some(row + n),
         _ => None,
     }
 }
@@ -50,4 +54,97 @@ pub fn write_mask(d: Dpp) -> u64 {
         }
     }
     m
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::decode::{Target, decode};
+    use crate::exec::Ctx;
+    use crate::memory::Memory;
+    use crate::program::Program;
+    use crate::wave::Wave;
+
+    #[test]
+    fn source_lanes_follow_the_control_encodings() {
+        // quad_perm:[1,0,3,2] = 0b10_11_00_01.
+        assert_eq!(source_lane(0xB1, 4), Some(5));
+        assert_eq!(source_lane(0xB1, 7), Some(6));
+        // row_shr:1 / row_shl:1 stay within the 16-lane row.
+        assert_eq!(source_lane(0x111, 16), None);
+        assert_eq!(source_lane(0x111, 17), Some(16));
+        assert_eq!(source_lane(0x101, 15), None);
+        // row_ror:1 wraps inside the row.
+        assert_eq!(source_lane(0x121, 16), Some(31));
+        // wave_shr:1, wave_rol:1.
+        assert_eq!(source_lane(0x138, 0), None);
+        assert_eq!(source_lane(0x134, 63), Some(0));
+        // row_mirror, row_half_mirror.
+        assert_eq!(source_lane(0x140, 17), Some(30));
+        assert_eq!(source_lane(0x141, 9), Some(14));
+        // row_bcast:15 / :31, row_newbcast:2.
+        assert_eq!(source_lane(0x142, 20), Some(15));
+        assert_eq!(source_lane(0x142, 3), None);
+        assert_eq!(source_lane(0x143, 40), Some(31));
+        assert_eq!(source_lane(0x152, 37), Some(34));
+    }
+
+    fn run(w: &mut Wave, words: &[u32], mnemonic: &str) {
+        let program = Program::empty(Arc::new(Memory::new()), Target::Gfx90a);
+        let inst = decode(words, Target::Gfx90a).expect("decodes");
+        assert_eq!(inst.mnemonic, mnemonic);
+        let exec = crate::exec::lookup(inst.mnemonic).expect("implemented");
+        let (mut events, mut lds) = (Vec::new(), []);
+        let mut ctx = Ctx {
+            program: &program,
+            mem: program.memory(),
+            lds: &mut lds,
+            pc: 0,
+            events: &mut events,
+        };
+        exec(w, &inst, &mut ctx).expect("executes");
+    }
+
+    const POISON: u32 = 0xDEAD_BEEF;
+
+    #[test]
+    fn dpp_moves_sources_and_masks_writes() {
+        let mut w = Wave::new(8, 0);
+        w.set_exec(u64::MAX);
+        w.v[0] = [POISON; LANES];
+        w.v[1] = std::array::from_fn(|l| 100 + l as u32);
+        // v_mov_b32_dpp v0, v1 row_shr:1 row_mask:0xf bank_mask:0xf bound_ctrl:1
+        run(&mut w, &[0x7E00_02FA, 0xFF09_1101], "v_mov_b32");
+        for l in 0..LANES {
+            // bound_ctrl: the first lane of each row reads 0.
+            let want = if l % 16 == 0 { 0 } else { 100 + l as u32 - 1 };
+            assert_eq!(w.v[0][l], want, "lane {l}");
+        }
+        // v_add_u32_dpp v1, v2, v3 row_bcast:15 row_mask:0xa bank_mask:0x5:
+        // rows 1 and 3, banks 0 and 2 are written; row 0 has no source.
+        w.v[1] = [POISON; LANES];
+        w.v[2] = std::array::from_fn(|l| 1000 * l as u32);
+        w.v[3] = [7; LANES];
+        run(&mut w, &[0x6802_06FA, 0xA501_4202], "v_add_u32");
+        for l in 0..LANES {
+            let (row, bank) = (l / 16, (l % 16) / 4);
+            let written = (row == 1 || row == 3) && (bank == 0 || bank == 2);
+            let want = if written {
+                1000 * (16 * row as u32 - 1) + 7
+            } else {
+                POISON
+            };
+            assert_eq!(w.v[1][l], want, "lane {l}");
+        }
+        // v_ceil_f64_dpp v[0:1], v[2:3] row_newbcast:1: 64-bit lanes move whole.
+        w.v[2] = std::array::from_fn(|l| (l as f64 + 0.25).to_bits() as u32);
+        w.v[3] = std::array::from_fn(|l| ((l as f64 + 0.25).to_bits() >> 32) as u32);
+        run(&mut w, &[0x7E00_30FA, 0xFF01_5102], "v_ceil_f64");
+        for l in 0..LANES {
+            let got = f64::from_bits(u64::from(w.v[0][l]) | u64::from(w.v[1][l]) << 32);
+            assert_eq!(got, ((l & !15) + 1) as f64 + 1.0, "lane {l}");
+        }
+    }
 }
