@@ -200,6 +200,14 @@ impl Wave {
             Src::Sgpr(r) => Ok(self.s64(r)),
             Src::Inline(c) => Ok(inline64(c, ty)),
             Src::Literal(l) => Ok(literal64(l, ty)),
+            // Read as 64 bits, the aperture bases give the aperture's
+            // address, the value in the high dword: LLVM materialises a
+            // segment aperture with `s_mov_b64 s[n:n+1], src_private_base`
+            // and uses the high register (`getSegmentAperture`, whose note
+            // says these registers read right only as 64-bit operands).
+            Src::Special(c @ (code::SHARED_BASE | code::PRIVATE_BASE)) => {
+                Ok(u64::from(self.special(c)?) << 32)
+            }
             Src::Special(c) => self.special(c).map(u64::from),
             Src::Vgpr(r) | Src::Agpr(r) => Err(Fault::Operand { code: r as u8 }),
             Src::None => Ok(0),

@@ -77,7 +77,7 @@ pub const DEVICE_CRATES: &[DeviceCrate] = &[
         package: "aqueduct-test-kernels",
         dir: "tests/kernels",
         allow_spills: &[],
-        allow_dynamic_stack: &[],
+        allow_dynamic_stack: &["call_hash", "call_indirect"],
         only_for: &["gfx90a", "gfx942"],
     },
 ];

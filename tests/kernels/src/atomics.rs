@@ -100,8 +100,8 @@ pub extern "gpu-kernel" fn atomic_saturating_add_u32(
     for i in work_item_x().stride(len) {
         // SAFETY: the test gives `src` `len` elements, and `i < len`.
         let v = unsafe { src.add(i as usize).read() };
-        let _ = total.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
-            Some(t.saturating_add(v).min(cap))
+        total.update(Ordering::Relaxed, Ordering::Relaxed, |t| {
+            t.saturating_add(v).min(cap)
         });
     }
 }

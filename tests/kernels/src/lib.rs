@@ -35,6 +35,8 @@ pub mod lds;
 pub mod mfma;
 #[cfg(target_arch = "amdgpu")]
 pub mod scratch;
+#[cfg(target_arch = "amdgpu")]
+pub mod system;
 
 /// This work-item's place in the x dimension of the current dispatch; the
 /// kernels are grid-stride over it (see `aqueduct_device::grid`).

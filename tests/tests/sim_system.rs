@@ -1,0 +1,619 @@
+//! Execution suite, part 3: program control and the system side of a
+//! wave, with the kernels of `tests/kernels/src/system.rs`, on gfx90a and
+//! gfx942.
+//!
+//! Calls (`s_getpc_b64` / `s_swappc_b64` / `s_setpc_b64`, direct and
+//! through a per-lane function pointer) match CPU references. The ways a
+//! wave stops early are each pinned down exactly: `s_trap` and
+//! `s_sethalt` stop the dispatch with a fault report naming the
+//! instruction, kernel, workgroup and wave; `s_endpgm` ends waves quietly.
+//! `s_sendmsg sendmsg(MSG_INTERRUPT)` reaches the host as one event per
+//! wave with that wave's M0, and the clocks never run backwards. Global,
+//! LDS and scratch accesses outside what the kernel owns stop the wave
+//! with a memory fault carrying the address, and host memory at a wild
+//! global address stays as it was.
+
+use aqueduct_sim::exec::Event;
+use aqueduct_sim::wave::PRIVATE_APERTURE_HI;
+use aqueduct_sim::{Device, DispatchError, Fault, FaultReport, Program, Space, Stats, Target};
+use aqueduct_tests::{Rng, built_code_objects};
+
+// ---------------------------------------------------------------------------
+// Buffers, kernargs and the simulated devices
+// ---------------------------------------------------------------------------
+
+const POISON: u32 = 0xDEAD_BEEF;
+
+/// `llvm.trap`'s trap id under the HSA ABI (LLVM AMDGPUUsage, "Trap
+/// Handler ABI": `s_trap 0x2`, "LLVM trap").
+const LLVM_TRAP_ID: u16 = 2;
+
+/// `sendmsg(MSG_INTERRUPT)`'s SIMM16: message id 1 in bits 3:0, no
+/// operation or stream (LLVM SIDefines.h `ID_INTERRUPT`; objdump shows
+/// the kernel's `s_sendmsg` as `0xBF900001`).
+const MSG_INTERRUPT: u16 = 1;
+
+/// Bytes of LDS `lds_read_at` has: the 1024-u32 array of
+/// `tests/kernels/llvm/workgroup.ll`.
+const LDS_BYTES: u32 = 4096;
+
+/// Kernel arguments, each at its natural alignment.
+#[derive(Default)]
+struct Args(Vec<u8>);
+
+impl Args {
+    fn u32(self, v: u32) -> Self {
+        self.put(&v.to_le_bytes())
+    }
+
+    fn u64(self, v: u64) -> Self {
+        self.put(&v.to_le_bytes())
+    }
+
+    fn put(mut self, bytes: &[u8]) -> Self {
+        self.0.resize(self.0.len().next_multiple_of(bytes.len()), 0);
+        self.0.extend_from_slice(bytes);
+        self
+    }
+}
+
+/// One simulated device with the test kernels loaded.
+struct Sim {
+    d: Device,
+    p: Program,
+}
+
+/// The test kernels' code object for gfx90a and for gfx942, loaded.
+fn sims() -> Vec<Sim> {
+    let mut out = Vec::new();
+    for built in built_code_objects() {
+        if built.package != "aqueduct-test-kernels" {
+            continue;
+        }
+        let Some(target) = Target::from_name(built.gfx) else {
+            continue;
+        };
+        let bytes = std::fs::read(&built.path).expect("read code object");
+        let d = Device::new(target);
+        let p = d.load(&bytes).expect("load code object");
+        out.push(Sim { d, p });
+    }
+    assert_eq!(out.len(), 2, "expected gfx90a and gfx942 test kernels");
+    out
+}
+
+impl Sim {
+    fn upload(&self, values: &[u32]) -> u64 {
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let a = self
+            .d
+            .memory()
+            .alloc(bytes.len().max(1) as u64, 256)
+            .expect("alloc");
+        self.d.memory().write_bytes(a, &bytes).expect("write");
+        a
+    }
+
+    /// A buffer of `len` poisoned u32 and a poisoned guard after them.
+    fn poisoned(&self, len: usize) -> u64 {
+        self.upload(&vec![POISON; len + 1])
+    }
+
+    fn read_u32(&self, a: u64, len: usize) -> Vec<u32> {
+        let mut bytes = vec![0u8; len * 4];
+        self.d.memory().read_bytes(a, &mut bytes).expect("read");
+        bytes
+            .as_chunks::<4>()
+            .0
+            .iter()
+            .map(|&c| u32::from_le_bytes(c))
+            .collect()
+    }
+
+    fn read_u64(&self, a: u64, len: usize) -> Vec<u64> {
+        let mut bytes = vec![0u8; len * 8];
+        self.d.memory().read_bytes(a, &mut bytes).expect("read");
+        bytes
+            .as_chunks::<8>()
+            .0
+            .iter()
+            .map(|&c| u64::from_le_bytes(c))
+            .collect()
+    }
+
+    /// The `len` elements of a [`Sim::poisoned`] buffer, after checking
+    /// that the guard past them is still poison.
+    fn output(&self, a: u64, len: usize, what: &str) -> Vec<u32> {
+        let mut v = self.read_u32(a, len + 1);
+        assert_eq!(
+            v.pop(),
+            Some(POISON),
+            "{}: wrote past the end",
+            self.at(what)
+        );
+        v
+    }
+
+    fn try_run(
+        &self,
+        kernel: &str,
+        grid: u32,
+        wg: u16,
+        args: &Args,
+    ) -> Result<Stats, DispatchError> {
+        self.d
+            .run(&self.p, kernel, [grid, 1, 1], [wg, 1, 1], &args.0)
+    }
+
+    fn run(&self, kernel: &str, grid: u32, wg: u16, args: &Args) -> Stats {
+        self.try_run(kernel, grid, wg, args)
+            .unwrap_or_else(|e| panic!("{}: {e}", self.at(kernel)))
+    }
+
+    /// Runs a dispatch that must fault, and returns the report after
+    /// checking the parts every fault shares: the kernel's name, and a pc
+    /// that holds an instruction of the program with mnemonic `at`.
+    fn fault(&self, kernel: &str, grid: u32, wg: u16, args: &Args, at: &str) -> FaultReport {
+        let report = match self.try_run(kernel, grid, wg, args) {
+            Err(DispatchError::Fault(report)) => *report,
+            Err(e) => panic!("{}: {e}, want a fault", self.at(kernel)),
+            Ok(_) => panic!("{}: completed, want a fault", self.at(kernel)),
+        };
+        assert_eq!(report.kernel, kernel, "{}", self.at(kernel));
+        assert!(
+            report.pc > self.p.base,
+            "{}: pc {:#x}",
+            self.at(kernel),
+            report.pc
+        );
+        let mnemonic = self
+            .p
+            .instructions()
+            .find(|&(offset, _)| self.p.base + offset == report.pc)
+            .and_then(|(_, inst)| inst.ok())
+            .map(|inst| inst.mnemonic);
+        assert_eq!(mnemonic, Some(at), "{}: {report}", self.at(kernel));
+        report
+    }
+
+    fn at(&self, what: &str) -> String {
+        format!("{:?} {what}", self.d.target)
+    }
+
+    fn free(&self, addresses: &[u64]) {
+        for &a in addresses {
+            self.d.memory().free(a).expect("free");
+        }
+    }
+}
+
+/// Asserts two slices are equal, naming the first differing element.
+fn assert_same(got: &[u32], want: &[u32], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    if let Some(i) = (0..got.len()).find(|&i| got[i] != want[i]) {
+        panic!("{what}: element {i} is {:#x}, want {:#x}", got[i], want[i]);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Calls
+// ---------------------------------------------------------------------------
+
+fn hash_rounds(x: u32, rounds: u32) -> u32 {
+    let mut h = x;
+    for r in 0..rounds {
+        h ^= h >> 16;
+        h = h.wrapping_mul(0x7FEB_352D);
+        h ^= h >> 15;
+        h = h.wrapping_add(r);
+    }
+    h
+}
+
+#[test]
+fn called_function_returns_to_each_lane_its_result() {
+    let mut rng = Rng(0xCA11_0001);
+    let len = 1001;
+    for sim in sims() {
+        let src: Vec<u32> = (0..len).map(|_| rng.u32()).collect();
+        let s = sim.upload(&src);
+        let dst = sim.poisoned(len);
+        // 0 rounds: the callee's loop is skipped; 13: not a multiple of
+        // its unrolling.
+        for rounds in [0, 1, 13] {
+            for (grid, wg) in [(64, 64), (300, 128), (1001, 256)] {
+                let what = format!("call_hash rounds {rounds} grid {grid}");
+                sim.d
+                    .memory()
+                    .write_bytes(dst, &vec![0xEF; len * 4])
+                    .expect("write");
+                let args = Args::default().u64(s).u64(dst).u64(len as u64).u32(rounds);
+                sim.run("call_hash", grid, wg, &args);
+                let want: Vec<u32> = src.iter().map(|&v| hash_rounds(v, rounds)).collect();
+                assert_same(&sim.output(dst, len, &what), &want, &sim.at(&what));
+            }
+        }
+        sim.free(&[s, dst]);
+    }
+}
+
+fn pointer_selected(v: u32) -> u32 {
+    match v & 3 {
+        0 => v.rotate_left(7) ^ 0xA5A5_0F0F,
+        1 => v.wrapping_mul(v).wrapping_neg(),
+        2 => v.count_ones() << 16 | v.leading_zeros() << 8 | v.trailing_zeros(),
+        _ if v % 2 == 0 => v / 2,
+        _ => v.wrapping_mul(3).wrapping_add(1),
+    }
+}
+
+#[test]
+fn indirect_call_reaches_each_lanes_own_function() {
+    let mut rng = Rng(0xCA11_0002);
+    let len = 999;
+    for sim in sims() {
+        // Random selectors (every wave wants all four targets), then runs
+        // of one selector (waves that agree, one trip of the loop).
+        let mut src: Vec<u32> = (0..len).map(|_| rng.u32()).collect();
+        for (k, v) in src[512..].iter_mut().enumerate() {
+            *v = (*v & !3) | ((k / 128) as u32 % 4);
+        }
+        src[0] = 0;
+        let want: Vec<u32> = src.iter().map(|&v| pointer_selected(v)).collect();
+        let s = sim.upload(&src);
+        let dst = sim.poisoned(len);
+        for (grid, wg) in [(64, 64), (77, 33), (999, 128)] {
+            let what = format!("call_indirect grid {grid} workgroup {wg}");
+            let args = Args::default().u64(s).u64(dst).u64(len as u64);
+            sim.run("call_indirect", grid, wg, &args);
+            assert_same(&sim.output(dst, len, &what), &want, &sim.at(&what));
+            sim.d
+                .memory()
+                .write_bytes(dst, &vec![0xEF; len * 4])
+                .expect("write");
+        }
+        sim.free(&[s, dst]);
+    }
+}
+
+fn select_op(op: u32, v: u32) -> u32 {
+    match op {
+        0 => v.wrapping_add(1),
+        1 => v.wrapping_mul(5),
+        2 => v ^ 0xFFFF,
+        3 => v << 3,
+        4 => v >> 3,
+        5 => v.reverse_bits(),
+        6 => v.count_ones(),
+        7 => !v,
+        8 => v.wrapping_mul(0x9E37_79B9),
+        9 => v.rotate_right(11),
+        10 => v.swap_bytes(),
+        _ => 0,
+    }
+}
+
+#[test]
+fn many_armed_match_on_a_uniform_value_takes_each_arm() {
+    let mut rng = Rng(0xCA11_0003);
+    let len = 333;
+    for sim in sims() {
+        let src: Vec<u32> = (0..len).map(|_| rng.u32()).collect();
+        let s = sim.upload(&src);
+        let dst = sim.poisoned(len);
+        for op in (0..=12).chain([u32::MAX]) {
+            let what = format!("select_op {op}");
+            let args = Args::default().u64(s).u64(dst).u64(len as u64).u32(op);
+            sim.run("select_op", 200, 64, &args);
+            let want: Vec<u32> = src.iter().map(|&v| select_op(op, v)).collect();
+            assert_same(&sim.output(dst, len, &what), &want, &sim.at(&what));
+        }
+        sim.free(&[s, dst]);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Ending a wave
+// ---------------------------------------------------------------------------
+
+#[test]
+fn trap_stops_the_dispatch_naming_its_id_workgroup_and_wave() {
+    let mut rng = Rng(0x7EA9_0001);
+    let len = 1000;
+    let trap_on = 0x7EA9_7EA9;
+    for sim in sims() {
+        let mut src: Vec<u32> = (0..len).map(|_| rng.u32() | 1).collect();
+        let s = sim.upload(&src);
+        let dst = sim.poisoned(len);
+        let args = Args::default().u64(s).u64(dst).u64(len as u64).u32(trap_on);
+
+        // No element asks: every work-item writes, none traps.
+        sim.run("trap_on_value", 1024, 256, &args);
+        let want: Vec<u32> = src.iter().map(|&v| v ^ 0x5A5A_5A5A).collect();
+        assert_same(&sim.output(dst, len, "no trap"), &want, &sim.at("no trap"));
+
+        // Element 700 asks: workgroup 700 / 256 = 2, its wave
+        // (700 - 512) / 64 = 2.
+        src[700] = trap_on;
+        let s2 = sim.upload(&src);
+        let args = Args::default()
+            .u64(s2)
+            .u64(dst)
+            .u64(len as u64)
+            .u32(trap_on);
+        let report = sim.fault("trap_on_value", 1024, 256, &args, "s_trap");
+        assert_eq!(
+            report.fault,
+            Fault::Trap { id: LLVM_TRAP_ID },
+            "{}",
+            sim.at("trap")
+        );
+        assert_eq!(report.workgroup, [2, 0, 0], "{}", sim.at("trap"));
+        assert_eq!(report.wave, 2, "{}", sim.at("trap"));
+        assert_eq!(report.word, 0xBF92_0000 | u32::from(LLVM_TRAP_ID));
+        sim.output(dst, len, "trap");
+        sim.free(&[s, s2, dst]);
+    }
+}
+
+#[test]
+fn sethalt_stops_the_dispatch_with_a_halt_fault() {
+    let len = 512;
+    for sim in sims() {
+        let dst = sim.poisoned(len);
+        // Halting from a workgroup past the last one: nothing halts.
+        let args = Args::default().u64(dst).u64(len as u64).u32(4);
+        sim.run("halt_from_workgroup", 512, 128, &args);
+        let want: Vec<u32> = (0..len as u32).collect();
+        assert_same(&sim.output(dst, len, "no halt"), &want, &sim.at("no halt"));
+
+        let args = Args::default().u64(dst).u64(len as u64).u32(3);
+        let report = sim.fault("halt_from_workgroup", 512, 128, &args, "s_sethalt");
+        assert_eq!(report.fault, Fault::Halt, "{}", sim.at("halt"));
+        // Workgroups run in order on one host thread: workgroup 3's first
+        // wave is the first to halt.
+        assert_eq!(report.workgroup, [3, 0, 0], "{}", sim.at("halt"));
+        assert_eq!(report.wave, 0, "{}", sim.at("halt"));
+        assert_eq!(report.word, 0xBF8D_0001, "{}", sim.at("halt"));
+        sim.output(dst, len, "halt");
+        sim.free(&[dst]);
+    }
+}
+
+#[test]
+fn endpgm_ends_waves_before_they_write() {
+    let len = 640;
+    for sim in sims() {
+        let dst = sim.poisoned(len);
+        let args = Args::default().u64(dst).u64(len as u64).u32(2);
+        let stats = sim.run("end_from_workgroup", 640, 128, &args);
+        assert_eq!(stats.waves, 10, "{}", sim.at("waves"));
+        let want: Vec<u32> = (0..len as u32)
+            .map(|i| if i < 256 { i } else { POISON })
+            .collect();
+        assert_same(&sim.output(dst, len, "endpgm"), &want, &sim.at("endpgm"));
+        sim.free(&[dst]);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Messages and clocks
+// ---------------------------------------------------------------------------
+
+#[test]
+fn each_wave_raises_one_interrupt_with_its_m0() {
+    let base = 0x0051_6E00;
+    for sim in sims() {
+        // 300 work-items in 128-item workgroups: 2 + 2 + 1 waves.
+        let stats = sim.run("interrupt_per_wave", 300, 128, &Args::default().u32(base));
+        let mut m0s: Vec<u32> = stats
+            .events
+            .iter()
+            .map(|e| match *e {
+                Event::Message { id, m0 } => {
+                    assert_eq!(id, MSG_INTERRUPT, "{}: {e:?}", sim.at("message id"));
+                    m0
+                }
+            })
+            .collect();
+        m0s.sort_unstable();
+        assert_eq!(
+            m0s,
+            [base, base, base + 1, base + 1, base + 2],
+            "{}",
+            sim.at("interrupts")
+        );
+        assert_eq!(stats.waves, 5, "{}", sim.at("waves"));
+    }
+}
+
+#[test]
+fn clocks_never_run_backwards_across_sleep() {
+    let workgroups = 4;
+    for sim in sims() {
+        let dst = sim.upload(&vec![0; workgroups * 8]);
+        let args = Args::default().u64(dst).u32(50);
+        sim.run("clocks_around_sleep", 64 * workgroups as u32, 64, &args);
+        let t = sim.read_u64(dst, workgroups * 4);
+        for g in 0..workgroups {
+            let [cycles0, ticks0, cycles1, ticks1] = t[g * 4..g * 4 + 4] else {
+                unreachable!()
+            };
+            let what = sim.at(&format!("workgroup {g}: {:?}", &t[g * 4..g * 4 + 4]));
+            assert!(cycles0 > 0 && ticks0 > 0, "{what}: a clock read 0");
+            assert!(cycles1 >= cycles0, "{what}: s_memtime ran backwards");
+            assert!(ticks1 >= ticks0, "{what}: s_memrealtime ran backwards");
+            // One clock for the whole device: a later workgroup never
+            // reads an earlier time than one that finished before it.
+            if g > 0 {
+                assert!(
+                    cycles0 >= t[g * 4 - 2],
+                    "{what}: s_memtime across workgroups"
+                );
+                assert!(
+                    ticks0 >= t[g * 4 - 1],
+                    "{what}: s_memrealtime across workgroups"
+                );
+            }
+        }
+        sim.free(&[dst]);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Out-of-range accesses
+// ---------------------------------------------------------------------------
+
+#[test]
+fn wild_global_pointer_faults_and_host_memory_stays_untouched() {
+    let len = 5;
+    for sim in sims() {
+        // Host memory the device does not own: the simulator's device
+        // addresses are host addresses, so this is the address a stray
+        // kernel pointer would hit.
+        let host = vec![POISON; len].into_boxed_slice();
+        let host_address = host.as_ptr() as u64;
+        let device = sim.upload(&[1, 2, 3, 4, 5]);
+        let dst = sim.poisoned(len);
+
+        let args = Args::default().u64(host_address).u64(dst).u64(len as u64);
+        let report = sim.fault("copy_u32", 64, 64, &args, "global_load_dword");
+        let want = Fault::Memory {
+            space: Space::Global,
+            address: host_address,
+            size: 4,
+            write: false,
+        };
+        assert_eq!(report.fault, want, "{}", sim.at("wild read"));
+        assert_eq!((report.workgroup, report.wave), ([0, 0, 0], 0));
+        assert_same(
+            &sim.output(dst, len, "wild read"),
+            &[POISON; 5],
+            &sim.at("wild read"),
+        );
+
+        let args = Args::default()
+            .u64(device)
+            .u64(host_address)
+            .u64(len as u64);
+        let report = sim.fault("copy_u32", 64, 64, &args, "global_store_dword");
+        let want = Fault::Memory {
+            space: Space::Global,
+            address: host_address,
+            size: 4,
+            write: true,
+        };
+        assert_eq!(report.fault, want, "{}", sim.at("wild write"));
+        assert_same(&host, &[POISON; 5], &sim.at("host memory"));
+
+        // A read far past a device buffer is no more the kernel's.
+        let far = device + (1 << 40);
+        let args = Args::default().u64(far).u64(dst).u64(1);
+        let report = sim.fault("copy_u32", 64, 64, &args, "global_load_dword");
+        let want = Fault::Memory {
+            space: Space::Global,
+            address: far,
+            size: 4,
+            write: false,
+        };
+        assert_eq!(report.fault, want, "{}", sim.at("far read"));
+        sim.free(&[device, dst]);
+    }
+}
+
+#[test]
+fn lds_read_past_the_group_segment_faults() {
+    for sim in sims() {
+        let group = sim
+            .p
+            .kernel("lds_read_at")
+            .expect("lds_read_at")
+            .descriptor
+            .group_segment_fixed_size;
+        assert_eq!(group, LDS_BYTES, "{}", sim.at("group segment"));
+        let len = 256;
+        let dst = sim.poisoned(len);
+        // In range: slot 200 holds 200 * 3 + 1; so does the last slot,
+        // written by work-item 1023.
+        for (address, wg, want) in [(800, 256, 601), (LDS_BYTES - 4, 1024, 1023 * 3 + 1)] {
+            let what = format!("lds_read_at {address}");
+            let args = Args::default().u64(dst).u64(len as u64).u32(address);
+            sim.run("lds_read_at", 1024, wg, &args);
+            assert_same(&sim.output(dst, len, &what), &[want; 256], &sim.at(&what));
+        }
+        // Just past the allocation, and far past it but inside the 64 KiB
+        // a workgroup could have.
+        for address in [LDS_BYTES, 0xFFFC] {
+            let what = format!("lds_read_at {address:#x}");
+            let args = Args::default().u64(dst).u64(len as u64).u32(address);
+            let report = sim.fault("lds_read_at", 1024, 256, &args, "ds_read_b32");
+            let want = Fault::Memory {
+                space: Space::Lds,
+                address: u64::from(address),
+                size: 4,
+                write: false,
+            };
+            assert_eq!(report.fault, want, "{}", sim.at(&what));
+            assert_eq!((report.workgroup, report.wave), ([0, 0, 0], 0));
+        }
+        sim.free(&[dst]);
+    }
+}
+
+#[test]
+fn private_read_past_the_segment_faults_in_scratch() {
+    let len = 100;
+    let seed = 0x1234;
+    for sim in sims() {
+        let value = sim.poisoned(len);
+        let place = sim.upload(&vec![0; 2 * len]);
+        let args = |index: u32| {
+            Args::default()
+                .u64(value)
+                .u64(place)
+                .u64(len as u64)
+                .u32(seed)
+                .u32(index)
+        };
+        sim.run("private_read_at", 128, 64, &args(5));
+        assert_same(
+            &sim.output(value, len, "in range"),
+            &[5 * 7 + seed; 100],
+            &sim.at("in range"),
+        );
+        // The array's generic address is in the private aperture, and
+        // every lane's is the same offset into its own segment.
+        let places = sim.read_u64(place, len);
+        let array = places[0];
+        assert!(places.iter().all(|&p| p == array), "{}", sim.at("places"));
+        assert_eq!(
+            array >> 32,
+            u64::from(PRIVATE_APERTURE_HI),
+            "{}",
+            sim.at("aperture")
+        );
+
+        let private_bytes = sim
+            .p
+            .kernel("private_read_at")
+            .expect("private_read_at")
+            .descriptor
+            .private_segment_fixed_size;
+        let index = 1 << 20;
+        let report = sim.fault("private_read_at", 128, 64, &args(index), "flat_load_dword");
+        let want = Fault::Memory {
+            space: Space::Scratch,
+            address: (array & 0xFFFF_FFFF) + 4 * u64::from(index),
+            size: 4,
+            write: false,
+        };
+        assert!(
+            4 * u64::from(index) > u64::from(private_bytes),
+            "{}",
+            sim.at("segment")
+        );
+        assert_eq!(report.fault, want, "{}", sim.at("far read"));
+        assert_eq!((report.workgroup, report.wave), ([0, 0, 0], 0));
+        sim.free(&[value, place]);
+    }
+}
