@@ -101,3 +101,31 @@ impl Rng {
         f32::from_bits(bits)
     }
 }
+
+/// `package`'s code objects for the simulated targets (gfx90a, gfx942),
+/// each loaded on a fresh simulated device of its target.
+pub fn simulated(package: &str) -> Vec<(aqueduct_sim::Device, aqueduct_sim::Program)> {
+    let out: Vec<_> = built_code_objects()
+        .into_iter()
+        .filter(|b| b.package == package)
+        .filter_map(|b| {
+            let target = aqueduct_sim::Target::from_name(b.gfx)?;
+            let bytes = std::fs::read(&b.path).expect("read code object");
+            let device = aqueduct_sim::Device::new(target);
+            let program = device.load(&bytes).expect("load code object");
+            Some((device, program))
+        })
+        .collect();
+    assert_eq!(out.len(), 2, "expected {package} for gfx90a and gfx942");
+    out
+}
+
+/// Copies `bytes` into a new simulator allocation.
+pub fn upload(device: &aqueduct_sim::Device, bytes: &[u8]) -> u64 {
+    let a = device
+        .memory()
+        .alloc(bytes.len().max(1) as u64, 256)
+        .expect("alloc");
+    device.memory().write_bytes(a, bytes).expect("write");
+    a
+}

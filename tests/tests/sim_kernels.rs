@@ -4,33 +4,17 @@
 //! so a kernel that skips or repeats an element fails.
 
 use aqueduct_sim::{Device, DispatchError, Fault, Program, Target};
-use aqueduct_tests::{Rng, built_code_objects};
+use aqueduct_tests::{Rng, built_code_objects, simulated, upload};
 
 const POISON: u32 = 0xDEAD_BEEF;
 
 /// Each device code object for a simulated target, loaded.
 fn programs() -> Vec<(Device, Program)> {
-    let mut out = Vec::new();
-    for built in built_code_objects() {
-        if built.package != "aqueduct-device" {
-            continue;
-        }
-        let Some(target) = Target::from_name(built.gfx) else {
-            continue;
-        };
-        let bytes = std::fs::read(&built.path).expect("read code object");
-        let device = Device::new(target);
-        let program = device.load(&bytes).expect("load code object");
-        out.push((device, program));
-    }
-    assert_eq!(out.len(), 2, "expected gfx90a and gfx942 code objects");
-    out
+    simulated("aqueduct-device")
 }
 
 fn alloc_with(d: &Device, bytes: &[u8]) -> u64 {
-    let a = d.memory().alloc(bytes.len() as u64, 256).expect("alloc");
-    d.memory().write_bytes(a, bytes).expect("write");
-    a
+    upload(d, bytes)
 }
 
 fn read_u32s(d: &Device, a: u64, n: usize) -> Vec<u32> {

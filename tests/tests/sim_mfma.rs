@@ -30,7 +30,7 @@
 //! D is poisoned before each run and has a poisoned guard after it.
 
 use aqueduct_sim::{Device, Program, Target};
-use aqueduct_tests::{Rng, built_code_objects};
+use aqueduct_tests::{Rng, simulated, upload};
 
 const LANES: usize = 64;
 const POISON: u32 = 0xDEAD_BEEF;
@@ -469,25 +469,7 @@ fn check(target: Target, case: &Case, got: &[u8], want: &[Vec<(u64, f64)>]) {
 
 /// The test kernels' code objects for gfx90a and gfx942, loaded.
 fn sims() -> Vec<(Device, Program)> {
-    let out: Vec<_> = built_code_objects()
-        .into_iter()
-        .filter(|b| b.package == "aqueduct-test-kernels")
-        .filter_map(|b| {
-            let target = Target::from_name(b.gfx)?;
-            let bytes = std::fs::read(&b.path).expect("read code object");
-            let d = Device::new(target);
-            let p = d.load(&bytes).expect("load code object");
-            Some((d, p))
-        })
-        .collect();
-    assert_eq!(out.len(), 2, "expected gfx90a and gfx942 test kernels");
-    out
-}
-
-fn upload(d: &Device, bytes: &[u8]) -> u64 {
-    let a = d.memory().alloc(bytes.len() as u64, 256).expect("alloc");
-    d.memory().write_bytes(a, bytes).expect("write");
-    a
+    simulated("aqueduct-test-kernels")
 }
 
 fn run_case(d: &Device, p: &Program, case: &Case, seed: u64) {

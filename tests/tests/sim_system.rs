@@ -15,8 +15,8 @@
 
 use aqueduct_sim::exec::Event;
 use aqueduct_sim::wave::PRIVATE_APERTURE_HI;
-use aqueduct_sim::{Device, DispatchError, Fault, FaultReport, Program, Space, Stats, Target};
-use aqueduct_tests::{Rng, built_code_objects};
+use aqueduct_sim::{Device, DispatchError, Fault, FaultReport, Program, Space, Stats};
+use aqueduct_tests::{Rng, simulated};
 
 // ---------------------------------------------------------------------------
 // Buffers, kernargs and the simulated devices
@@ -65,21 +65,10 @@ struct Sim {
 
 /// The test kernels' code object for gfx90a and for gfx942, loaded.
 fn sims() -> Vec<Sim> {
-    let mut out = Vec::new();
-    for built in built_code_objects() {
-        if built.package != "aqueduct-test-kernels" {
-            continue;
-        }
-        let Some(target) = Target::from_name(built.gfx) else {
-            continue;
-        };
-        let bytes = std::fs::read(&built.path).expect("read code object");
-        let d = Device::new(target);
-        let p = d.load(&bytes).expect("load code object");
-        out.push(Sim { d, p });
-    }
-    assert_eq!(out.len(), 2, "expected gfx90a and gfx942 test kernels");
-    out
+    simulated("aqueduct-test-kernels")
+        .into_iter()
+        .map(|(d, p)| Sim { d, p })
+        .collect()
 }
 
 impl Sim {

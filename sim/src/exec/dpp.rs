@@ -58,13 +58,9 @@ pub fn write_mask(d: Dpp) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
 
     use super::*;
-    use crate::decode::{Target, decode};
-    use crate::exec::Ctx;
-    use crate::memory::Memory;
-    use crate::program::Program;
+    use crate::decode::Target;
     use crate::wave::Wave;
 
     #[test]
@@ -92,19 +88,7 @@ mod tests {
     }
 
     fn run(w: &mut Wave, words: &[u32], mnemonic: &str) {
-        let program = Program::empty(Arc::new(Memory::new()), Target::Gfx90a);
-        let inst = decode(words, Target::Gfx90a).expect("decodes");
-        assert_eq!(inst.mnemonic, mnemonic);
-        let exec = crate::exec::lookup(inst.mnemonic).expect("implemented");
-        let (mut events, mut lds) = (Vec::new(), []);
-        let mut ctx = Ctx {
-            program: &program,
-            mem: program.memory(),
-            lds: &mut lds,
-            pc: 0,
-            events: &mut events,
-        };
-        exec(w, &inst, &mut ctx).expect("executes");
+        crate::exec::run_words(w, Target::Gfx90a, words, mnemonic, &mut []).expect("executes");
     }
 
     const POISON: u32 = 0xDEAD_BEEF;

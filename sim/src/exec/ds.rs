@@ -664,31 +664,15 @@ mod tests {
     //! `llc`/`llvm-objdump` for gfx90a (module asm assembled into an
     //! object, then disassembled).
 
-    use std::sync::Arc;
-
     use super::*;
-    use crate::decode::{Target, decode};
-    use crate::memory::Memory;
-    use crate::program::Program;
+    use crate::decode::Target;
 
     const POISON: u32 = 0xDEAD_BEEF;
 
     /// Runs the instruction `words` (whose mnemonic must be `mnemonic`) for
     /// `w` over `lds`.
     fn run(w: &mut Wave, words: [u32; 2], mnemonic: &str, lds: &mut [u8]) -> R {
-        let program = Program::empty(Arc::new(Memory::new()), Target::Gfx90a);
-        let inst = decode(&words, Target::Gfx90a).expect("decodes");
-        assert_eq!(inst.mnemonic, mnemonic);
-        let exec = crate::exec::lookup(inst.mnemonic).expect("implemented");
-        let mut events = Vec::new();
-        let mut ctx = Ctx {
-            program: &program,
-            mem: program.memory(),
-            lds,
-            pc: 0,
-            events: &mut events,
-        };
-        exec(w, &inst, &mut ctx)
+        crate::exec::run_words(w, Target::Gfx90a, &words, mnemonic, lds)
     }
 
     fn wave(exec: u64) -> Wave {

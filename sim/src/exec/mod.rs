@@ -125,3 +125,29 @@ pub(crate) fn invalid_inst() -> Inst {
         fmt: 0,
     }
 }
+
+/// Decodes `words` for `target`, checks the mnemonic, and runs the
+/// instruction for `w` with `lds` as the workgroup's LDS and no code object
+/// around it: the executors' unit tests.
+#[cfg(test)]
+pub(crate) fn run_words(
+    w: &mut Wave,
+    target: crate::decode::Target,
+    words: &[u32],
+    mnemonic: &str,
+    lds: &mut [u8],
+) -> Result<(), Fault> {
+    let program = Program::empty(std::sync::Arc::new(Memory::new()), target);
+    let inst = crate::decode::decode(words, target).expect("decodes");
+    assert_eq!(inst.mnemonic, mnemonic);
+    let exec = lookup(inst.mnemonic).expect("implemented");
+    let mut events = Vec::new();
+    let mut ctx = Ctx {
+        program: &program,
+        mem: program.memory(),
+        lds,
+        pc: 0,
+        events: &mut events,
+    };
+    exec(w, &inst, &mut ctx)
+}

@@ -1330,28 +1330,12 @@ pub const OPS: &[&[(&str, Exec)]] = &[
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
 
     use super::*;
-    use crate::decode::{Target, decode};
-    use crate::memory::Memory;
-    use crate::program::Program;
+    use crate::decode::Target;
 
     fn run(w: &mut Wave, words: &[u32], mnemonic: &str) -> R {
-        let program = Program::empty(Arc::new(Memory::new()), Target::Gfx942);
-        let inst = decode(words, Target::Gfx942).expect("decodes");
-        assert_eq!(inst.mnemonic, mnemonic);
-        let exec = crate::exec::lookup(inst.mnemonic).expect("implemented");
-        let mut events = Vec::new();
-        let mut lds = [];
-        let mut ctx = Ctx {
-            program: &program,
-            mem: program.memory(),
-            lds: &mut lds,
-            pc: 0,
-            events: &mut events,
-        };
-        exec(w, &inst, &mut ctx)
+        crate::exec::run_words(w, Target::Gfx942, words, mnemonic, &mut [])
     }
 
     /// MODE with FP_DENORM[5:4] (f32) and [7:6] (f16/f64) set to `d32`,
