@@ -42,6 +42,7 @@ pub mod dispatch;
 pub mod exec;
 pub mod fault;
 pub mod float;
+pub mod hsa;
 pub mod memory;
 pub mod program;
 pub mod wave;

@@ -230,6 +230,16 @@ impl Program {
     }
 }
 
+impl std::fmt::Debug for Program {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Program")
+            .field("target", &self.target)
+            .field("base", &format_args!("{:#x}", self.base))
+            .field("instructions", &self.slots.len())
+            .finish()
+    }
+}
+
 impl Drop for Program {
     fn drop(&mut self) {
         // The image was allocated in `load`; nothing else frees it.

@@ -1,0 +1,274 @@
+//! The simulator as an HSA runtime: `libaqueduct_sim.so` exports the
+//! `hsa_*`/`hsa_amd_*` functions of `libhsa-runtime64` that aqueduct's host
+//! shim resolves, with the same C signatures and, for every case aqueduct
+//! relies on, the same semantics and status codes as ROCr. The host shim
+//! loads it exactly as it loads ROCr (`AQUEDUCT_HSA_LIB`).
+//!
+//! ```text
+//!   hsa_init ──► Runtime (refcounted, one per process)
+//!                 ├─ agents: CPU + simulated GPUs from product profiles
+//!                 ├─ memory: one valid-range table, shared by all agents
+//!                 ├─ signals (amd_signal_t in simulator memory)
+//!                 ├─ queues (amd_queue_t + ring, one packet processor
+//!                 │          thread each, dispatching on the interpreter)
+//!                 └─ executables (the four-call loading sequence)
+//! ```
+//!
+//! One file per concern, like ROCr's: [`system`] (init, agents, ISAs),
+//! [`memory`] (pools, allocation, copies), [`signal`], [`queue`],
+//! [`executable`]. Each keeps its state in a field of [`Runtime`]. Handles
+//! are what ROCr makes them where device code or the host shim depends on
+//! it (a signal handle is its `amd_signal_t`'s address, a queue is its
+//! `hsa_queue_t`'s address, a kernel object is its descriptor's address);
+//! elsewhere they are opaque non-zero numbers.
+//!
+//! The exported functions are `unsafe extern "C"`: their pointer arguments
+//! carry hsa.h's contracts, which the caller (C or the host shim) upholds.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::memory::Memory;
+
+pub mod executable;
+pub mod memory;
+pub mod profile;
+pub mod queue;
+pub mod signal;
+pub mod system;
+
+pub use profile::{AgentSpec, PROFILES, Profile};
+
+/// `hsa_status_t` and the values the runtime returns (hsa.h,
+/// hsa_ext_amd.h; checked against the installed ROCr headers by
+/// `tests/tests/rocr_headers.rs` for the ones the host shim shares).
+pub type Status = u32;
+
+pub mod status {
+    use super::Status;
+    pub const SUCCESS: Status = 0x0;
+    pub const INFO_BREAK: Status = 0x1;
+    pub const ERROR: Status = 0x1000;
+    pub const INVALID_ARGUMENT: Status = 0x1001;
+    pub const INVALID_QUEUE_CREATION: Status = 0x1002;
+    pub const INVALID_ALLOCATION: Status = 0x1003;
+    pub const INVALID_AGENT: Status = 0x1004;
+    pub const INVALID_SIGNAL: Status = 0x1006;
+    pub const INVALID_QUEUE: Status = 0x1007;
+    pub const OUT_OF_RESOURCES: Status = 0x1008;
+    pub const INVALID_PACKET_FORMAT: Status = 0x1009;
+    pub const NOT_INITIALIZED: Status = 0x100B;
+    pub const INCOMPATIBLE_ARGUMENTS: Status = 0x100D;
+    pub const INVALID_ISA: Status = 0x100F;
+    pub const INVALID_CODE_OBJECT: Status = 0x1010;
+    pub const INVALID_EXECUTABLE: Status = 0x1011;
+    pub const FROZEN_EXECUTABLE: Status = 0x1012;
+    pub const INVALID_SYMBOL_NAME: Status = 0x1013;
+    pub const EXCEPTION: Status = 0x1016;
+    pub const INVALID_ISA_NAME: Status = 0x1017;
+    pub const INVALID_EXECUTABLE_SYMBOL: Status = 0x1019;
+    pub const INVALID_CODE_OBJECT_READER: Status = 0x1021;
+    pub const INVALID_MEMORY_POOL: Status = 40;
+    pub const MEMORY_APERTURE_VIOLATION: Status = 41;
+    pub const ILLEGAL_INSTRUCTION: Status = 42;
+    pub const MEMORY_FAULT: Status = 43;
+}
+
+/// What kind of agent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AgentKind {
+    Cpu,
+    /// A simulated GPU of this profile (possibly with overrides).
+    Gpu(Profile),
+}
+
+/// One agent of the runtime.
+#[derive(Clone, Debug)]
+pub struct AgentInfo {
+    /// `hsa_agent_t::handle`.
+    pub handle: u64,
+    pub kind: AgentKind,
+    /// KFD-style node id: 0 for the CPU, 1.. for GPUs.
+    pub node: u32,
+}
+
+/// Agent handles: opaque, non-zero, recognisably the simulator's.
+const AGENT_HANDLE_BASE: u64 = 0xA9E0_0000;
+
+/// The process's runtime between `hsa_init` and the last `hsa_shut_down`.
+pub struct Runtime {
+    pub memory: Arc<Memory>,
+    pub agents: Vec<AgentInfo>,
+    pub pools: memory::State,
+    pub signals: signal::State,
+    pub queues: queue::State,
+    pub executables: executable::State,
+}
+
+impl Runtime {
+    /// A runtime with the CPU agent and one GPU agent per spec.
+    pub fn new(specs: &[AgentSpec]) -> Self {
+        let mut agents = vec![AgentInfo {
+            handle: AGENT_HANDLE_BASE,
+            kind: AgentKind::Cpu,
+            node: 0,
+        }];
+        for (i, spec) in specs.iter().enumerate() {
+            agents.push(AgentInfo {
+                handle: AGENT_HANDLE_BASE + 1 + i as u64,
+                kind: AgentKind::Gpu(spec.profile()),
+                node: 1 + i as u32,
+            });
+        }
+        let memory = Arc::new(Memory::new());
+        Self {
+            pools: memory::State::new(&agents),
+            signals: signal::State::default(),
+            queues: queue::State::default(),
+            executables: executable::State::default(),
+            memory,
+            agents,
+        }
+    }
+
+    pub fn agent(&self, handle: u64) -> Option<&AgentInfo> {
+        self.agents.iter().find(|a| a.handle == handle)
+    }
+
+    /// The agent if it is a simulated GPU.
+    pub fn gpu(&self, handle: u64) -> Option<(&AgentInfo, Profile)> {
+        let a = self.agent(handle)?;
+        match a.kind {
+            AgentKind::Gpu(p) => Some((a, p)),
+            AgentKind::Cpu => None,
+        }
+    }
+
+    /// Stops every thread and frees every resource: queues first (their
+    /// processors may touch signals and executables), then the rest.
+    fn shut_down(&self) {
+        self.queues.shut_down();
+        self.executables.shut_down();
+        self.signals.shut_down();
+        self.pools.shut_down(&self.memory);
+    }
+}
+
+/// `hsa_init` calls minus `hsa_shut_down` calls, and the runtime while
+/// positive.
+static GLOBAL: Mutex<(u32, Option<Arc<Runtime>>)> = Mutex::new((0, None));
+
+fn global() -> MutexGuard<'static, (u32, Option<Arc<Runtime>>)> {
+    // Every critical section leaves the pair consistent, so a panic in
+    // another thread does not make it unusable.
+    GLOBAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The runtime, or NOT_INITIALIZED (ROCr's answer before `hsa_init`).
+pub fn runtime() -> Result<Arc<Runtime>, Status> {
+    global().1.clone().ok_or(status::NOT_INITIALIZED)
+}
+
+/// Writes `value` to `*out` if `out` is non-null.
+///
+/// # Safety
+/// `out` is null or valid for a write of `T`.
+pub(crate) unsafe fn put<T>(out: *mut T, value: T) -> Status {
+    if out.is_null() {
+        return status::INVALID_ARGUMENT;
+    }
+    // SAFETY: non-null, and valid for a write of T by the caller's contract.
+    unsafe { out.write_unaligned(value) };
+    status::SUCCESS
+}
+
+/// Collapses a `Result<(), Status>` to a status.
+#[allow(dead_code)] // used by the parts being filled in
+pub(crate) fn done(r: Result<(), Status>) -> Status {
+    match r {
+        Ok(()) => status::SUCCESS,
+        Err(s) => s,
+    }
+}
+
+/// A value an `*_get_info` function writes: the attribute's C type.
+pub(crate) enum Info {
+    U16(u16),
+    U32(u32),
+    U64(u64),
+    #[allow(dead_code)] // pool and symbol attributes
+    Bool(bool),
+    U16x3([u16; 3]),
+    U32x3([u32; 3]),
+    /// A `char[]` or byte array: exactly these bytes.
+    Bytes(Vec<u8>),
+}
+
+/// `text` as a `char[len]`, NUL-padded (truncated to keep one NUL).
+pub(crate) fn chars(text: &str, len: usize) -> Info {
+    let mut bytes = vec![0u8; len];
+    let n = text.len().min(len.saturating_sub(1));
+    bytes[..n].copy_from_slice(&text.as_bytes()[..n]);
+    Info::Bytes(bytes)
+}
+
+/// The shape every `*_get_info` shares: NOT_INITIALIZED before `hsa_init`,
+/// INVALID_ARGUMENT for a null `value`, else the attribute's value written
+/// as its C type, or the status `get` refused with.
+///
+/// # Safety
+/// `value` is null or valid for a write of the attribute's C type (the
+/// caller's contract in hsa.h).
+pub(crate) unsafe fn answer(
+    value: *mut std::ffi::c_void,
+    get: impl FnOnce(&Runtime) -> Result<Info, Status>,
+) -> Status {
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(s) => return s,
+    };
+    if value.is_null() {
+        return status::INVALID_ARGUMENT;
+    }
+    let info = match get(&rt) {
+        Ok(info) => info,
+        Err(s) => return s,
+    };
+    // SAFETY: `value` is non-null and valid for the attribute's C type,
+    // which is what `get` returned for the attribute (caller's contract).
+    unsafe {
+        match info {
+            Info::U16(v) => put(value.cast(), v),
+            Info::U32(v) => put(value.cast(), v),
+            Info::U64(v) => put(value.cast(), v),
+            Info::Bool(v) => put(value.cast(), v),
+            Info::U16x3(v) => put(value.cast(), v),
+            Info::U32x3(v) => put(value.cast(), v),
+            Info::Bytes(b) => {
+                std::ptr::copy_nonoverlapping(b.as_ptr(), value.cast::<u8>(), b.len());
+                status::SUCCESS
+            }
+        }
+    }
+}
+
+/// Calls an `hsa_*_iterate_*` callback for each handle: stops at the
+/// first status other than SUCCESS and returns it (INFO_BREAK included,
+/// as ROCr does).
+///
+/// # Safety
+/// `callback` and `data` follow hsa.h's iteration contract.
+pub(crate) unsafe fn iterate<H: Copy>(
+    handles: impl IntoIterator<Item = H>,
+    callback: unsafe extern "C" fn(H, *mut std::ffi::c_void) -> Status,
+    data: *mut std::ffi::c_void,
+) -> Status {
+    for h in handles {
+        // SAFETY: the caller passes a callback of this C signature and the
+        // data it expects.
+        let s = unsafe { callback(h, data) };
+        if s != status::SUCCESS {
+            return s;
+        }
+    }
+    status::SUCCESS
+}
