@@ -272,3 +272,69 @@ pub(crate) unsafe fn iterate<H: Copy>(
     }
     status::SUCCESS
 }
+
+/// The iterations over one agent's objects (`hsa_agent_iterate_isas`,
+/// `hsa_amd_agent_iterate_memory_pools`): NOT_INITIALIZED before
+/// `hsa_init`, INVALID_ARGUMENT for a null callback, INVALID_AGENT for an
+/// unknown agent, then the callback per handle `of` lists.
+///
+/// # Safety
+/// `callback`/`data` follow hsa.h's iteration contract.
+pub(crate) unsafe fn iterate_of_agent(
+    agent: system::Handle,
+    callback: Option<unsafe extern "C" fn(system::Handle, *mut std::ffi::c_void) -> Status>,
+    data: *mut std::ffi::c_void,
+    of: impl FnOnce(&Runtime, &AgentInfo) -> Vec<system::Handle>,
+) -> Status {
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(s) => return s,
+    };
+    let Some(callback) = callback else {
+        return status::INVALID_ARGUMENT;
+    };
+    let Some(a) = rt.agent(agent.0) else {
+        return status::INVALID_AGENT;
+    };
+    let handles = of(&rt, a);
+    // SAFETY: forwarded caller contract.
+    unsafe { iterate(handles, callback, data) }
+}
+
+/// Test support shared by the runtime's modules.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::sync::Arc;
+
+    use super::system::{hsa_init, hsa_shut_down};
+    use super::{Runtime, runtime, status};
+    use aqueduct_abi::hsa::SignalHandle;
+
+    /// One `hsa_init` reference for a test's duration (the runtime is
+    /// process-global and shared with tests running in parallel).
+    pub struct Init(pub Arc<Runtime>);
+
+    impl Init {
+        pub fn new() -> Self {
+            // SAFETY: plain C ABI call.
+            assert_eq!(unsafe { hsa_init() }, status::SUCCESS);
+            Self(runtime().expect("initialised"))
+        }
+
+        pub fn signal(&self, initial: i64) -> SignalHandle {
+            let mut s = SignalHandle::NULL;
+            // SAFETY: `s` is a valid out-pointer; no consumers.
+            let st =
+                unsafe { super::signal::hsa_signal_create(initial, 0, std::ptr::null(), &mut s) };
+            assert_eq!(st, status::SUCCESS);
+            s
+        }
+    }
+
+    impl Drop for Init {
+        fn drop(&mut self) {
+            // SAFETY: plain C ABI call, balancing `new`.
+            unsafe { hsa_shut_down() };
+        }
+    }
+}

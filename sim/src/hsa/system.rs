@@ -291,22 +291,13 @@ pub unsafe extern "C" fn hsa_agent_iterate_isas(
     callback: Option<unsafe extern "C" fn(Handle, *mut c_void) -> Status>,
     data: *mut c_void,
 ) -> Status {
-    let rt = match runtime() {
-        Ok(rt) => rt,
-        Err(s) => return s,
-    };
-    let Some(callback) = callback else {
-        return status::INVALID_ARGUMENT;
-    };
-    let Some(a) = rt.agent(agent.0) else {
-        return status::INVALID_AGENT;
-    };
-    let isas: Vec<Handle> = match a.kind {
-        AgentKind::Gpu(_) => vec![Handle(a.handle + ISA_HANDLE_OFFSET)],
-        AgentKind::Cpu => Vec::new(),
-    };
     // SAFETY: forwarded caller contract.
-    unsafe { iterate(isas, callback, data) }
+    unsafe {
+        super::iterate_of_agent(agent, callback, data, |_, a| match a.kind {
+            AgentKind::Gpu(_) => vec![Handle(a.handle + ISA_HANDLE_OFFSET)],
+            AgentKind::Cpu => Vec::new(),
+        })
+    }
 }
 
 /// The GPU profile behind an ISA handle.
