@@ -129,3 +129,197 @@ pub fn upload(device: &aqueduct_sim::Device, bytes: &[u8]) -> u64 {
     device.memory().write_bytes(a, bytes).expect("write");
     a
 }
+
+// ---------------------------------------------------------------------------
+// The HSA runtime the end-to-end tests run on
+// ---------------------------------------------------------------------------
+//
+// End-to-end tests (`tests/tests/hsa_e2e.rs`) open the runtime through the
+// host shim, like any aqueduct program. Which runtime:
+//
+//   AQUEDUCT_HSA_LIB set ──────────────► that library (named by its file)
+//   else ROCr loads, hsa_init succeeds,
+//        and it reports a GPU agent ──► ROCr
+//   else ───────────────────────────────► the simulator's cdylib, found next
+//                                         to the test binary
+//
+// The choice is made once per process and the runtime stays initialised
+// (one `System`, never dropped) for every test of the binary: the
+// simulator reads `AQUEDUCT_SIM_AGENTS` only at its first `hsa_init`.
+
+/// `AQUEDUCT_SIM_AGENTS` for the end-to-end tests: an MI300X and an MI210,
+/// so every test runs on both simulated targets.
+pub const SIM_AGENTS: &str = "gfx942,gfx90a";
+
+/// The HSA runtime the end-to-end tests use.
+#[derive(Clone, Debug)]
+pub struct Backend {
+    /// `"rocr"` or `"simulator"`.
+    pub name: &'static str,
+    /// The library the host shim loads (a path, or a name for the system
+    /// loader).
+    pub library: PathBuf,
+    /// Why this one was chosen (and what was tried before).
+    pub reason: String,
+}
+
+impl Backend {
+    pub fn is_simulator(&self) -> bool {
+        self.name == "simulator"
+    }
+}
+
+impl std::fmt::Display for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ({}; {})",
+            self.name,
+            self.library.display(),
+            self.reason
+        )
+    }
+}
+
+/// The runtime the end-to-end tests use, chosen on first call (see the
+/// section comment above).
+pub fn hsa_backend() -> &'static Backend {
+    hsa_runtime().0
+}
+
+/// The process's `System` on [`hsa_backend`]'s library: opened once, shared
+/// by every test (clones hold the same `hsa_init` reference).
+pub fn hsa_system() -> aqueduct::System {
+    hsa_runtime().1.clone()
+}
+
+fn hsa_runtime() -> (&'static Backend, &'static aqueduct::System) {
+    static RUNTIME: OnceLock<(Backend, aqueduct::System)> = OnceLock::new();
+    let (backend, system) = RUNTIME.get_or_init(|| {
+        let (backend, probed) = discover_backend();
+        let system = match probed {
+            Some(system) => system,
+            None => aqueduct::System::open(&aqueduct::LoadOptions::library(&backend.library))
+                .unwrap_or_else(|e| panic!("cannot open the {backend} runtime: {e}")),
+        };
+        (backend, system)
+    });
+    (backend, system)
+}
+
+/// Picks the runtime; returns ROCr's `System` when the probe opened it.
+fn discover_backend() -> (Backend, Option<aqueduct::System>) {
+    if let Some(path) = std::env::var_os("AQUEDUCT_HSA_LIB").filter(|p| !p.is_empty()) {
+        let library = PathBuf::from(path);
+        let simulator = is_simulator_library(&library);
+        if simulator {
+            set_sim_agents();
+        }
+        let backend = Backend {
+            name: if simulator { "simulator" } else { "rocr" },
+            library,
+            reason: "AQUEDUCT_HSA_LIB".into(),
+        };
+        return (backend, None);
+    }
+    // The shim's own search ($ROCM_PATH/lib, then the system loader path);
+    // AQUEDUCT_HSA_LIB is unset here, so it cannot pick the simulator.
+    let why_not_rocr = match aqueduct::System::open(&aqueduct::LoadOptions::default()) {
+        Ok(system) => match system.gpus() {
+            Ok(gpus) if !gpus.is_empty() => {
+                let backend = Backend {
+                    name: "rocr",
+                    library: PathBuf::from(system.runtime().path()),
+                    reason: format!(
+                        "ROCr reports {}",
+                        gpus.iter()
+                            .map(|g| g.info().name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                };
+                return (backend, Some(system));
+            }
+            Ok(_) => format!("ROCr at {} reports no GPU agent", system.runtime().path()),
+            Err(e) => format!("ROCr at {}: {e}", system.runtime().path()),
+        },
+        Err(aqueduct::Error::NoGpu { path, kfd, .. }) => {
+            format!("ROCr at {path}: hsa_init failed and {kfd} does not exist")
+        }
+        Err(aqueduct::Error::RuntimeNotFound { .. }) => "ROCr is not installed".into(),
+        Err(e) => format!("ROCr unusable: {e}"),
+    };
+    set_sim_agents();
+    let library = simulator_library().unwrap_or_else(|e| panic!("{why_not_rocr}, and {e}"));
+    (
+        Backend {
+            name: "simulator",
+            library,
+            reason: why_not_rocr,
+        },
+        None,
+    )
+}
+
+/// Whether `library` is aqueduct's simulator (by file name).
+fn is_simulator_library(library: &std::path::Path) -> bool {
+    library
+        .file_name()
+        .is_some_and(|n| n.to_string_lossy().contains("aqueduct_sim"))
+}
+
+/// Sets `AQUEDUCT_SIM_AGENTS` to [`SIM_AGENTS`] unless the user chose agents.
+fn set_sim_agents() {
+    const VAR: &str = aqueduct_sim::hsa::profile::AGENTS_ENV;
+    if std::env::var_os(VAR).is_none_or(|v| v.is_empty()) {
+        // SAFETY: called once, from `hsa_runtime`'s `OnceLock` initialiser,
+        // before this process loads any HSA library through these helpers.
+        // The other threads of a test binary that uses them are blocked on
+        // that `OnceLock` or run Rust code, whose environment accesses take
+        // std's environment lock; no C code of ours reads the environment
+        // concurrently.
+        unsafe { std::env::set_var(VAR, SIM_AGENTS) };
+    }
+}
+
+/// The simulator's cdylib as cargo built it for this test binary. Cargo
+/// builds every crate type of a dependency, so `aqueduct-sim`'s
+/// `libaqueduct_sim.so` sits in the same target directory as the test
+/// binary: in `<profile>/deps/` (classic layout) or in
+/// `<profile>/build/aqueduct-sim/<hash>/out/` (the build-dir layout this
+/// toolchain uses, with test binaries in
+/// `<profile>/build/aqueduct-tests/<hash>/out/`). The nearest directory up
+/// from the test binary that has one wins; among several hashes, the newest.
+pub fn simulator_library() -> Result<PathBuf, String> {
+    let file = format!(
+        "{}aqueduct_sim{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    );
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the test binary: {e}"))?;
+    for dir in exe.ancestors().skip(1) {
+        for candidate in [dir.join(&file), dir.join("deps").join(&file)] {
+            if candidate.is_file() {
+                return Ok(candidate);
+            }
+        }
+        let builds = dir.join("build").join("aqueduct-sim");
+        let Ok(entries) = std::fs::read_dir(&builds) else {
+            continue;
+        };
+        let newest = entries
+            .filter_map(|e| {
+                let path = e.ok()?.path().join("out").join(&file);
+                let modified = path.metadata().ok()?.modified().ok()?;
+                Some((modified, path))
+            })
+            .max();
+        if let Some((_, path)) = newest {
+            return Ok(path);
+        }
+    }
+    Err(format!(
+        "no {file} near {} (build aqueduct-sim, or set AQUEDUCT_HSA_LIB)",
+        exe.display()
+    ))
+}
