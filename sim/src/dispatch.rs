@@ -270,6 +270,20 @@ pub fn run(
     launch: &Launch,
     threads: usize,
 ) -> Result<Stats, DispatchError> {
+    run_observed(program, kernel, launch, threads, &|_| {})
+}
+
+/// [`run`], calling `on_event` for each event as its wave raises it (at
+/// the end of the wave's scheduling quantum at the latest) rather than
+/// only in the final [`Stats`]: a packet processor wakes host signal
+/// waiters on a device interrupt while the kernel still runs.
+pub fn run_observed(
+    program: &Program,
+    kernel: &Kernel,
+    launch: &Launch,
+    threads: usize,
+    on_event: &(dyn Fn(Event) + Sync),
+) -> Result<Stats, DispatchError> {
     let bad = |s: String| DispatchError::BadLaunch(s);
     let [gx, gy, gz] = launch.grid;
     let [wx, wy, wz] = launch.workgroup.map(u32::from);
@@ -335,6 +349,7 @@ pub fn run(
                 &mut lds,
                 &mut waves,
                 &mut local,
+                on_event,
             ) {
                 stop.store(true, Ordering::Relaxed);
                 let mut r = result.lock().unwrap_or_else(|p| p.into_inner());
@@ -380,6 +395,7 @@ fn run_group(
     lds: &mut [u8],
     waves: &mut Vec<Wave>,
     stats: &mut Stats,
+    on_event: &(dyn Fn(Event) + Sync),
 ) -> Result<(), FaultReport> {
     let [wx, wy, wz] = launch.workgroup.map(u32::from);
     // This workgroup's extent: partial at the grid's edge.
@@ -470,7 +486,11 @@ fn run_group(
         let mut at_barrier = false;
         for w in waves.iter_mut() {
             if w.status == Status::Running {
+                let before = events.len();
                 run_wave(program, kernel, w, id, lds, &mut events, stats)?;
+                for &e in &events[before..] {
+                    on_event(e);
+                }
             }
             running |= w.status == Status::Running;
             at_barrier |= w.status == Status::Barrier;

@@ -110,6 +110,20 @@ impl Device {
         workgroup: [u16; 3],
         kernargs: &[u8],
     ) -> Result<Stats, DispatchError> {
+        self.run_observed(program, kernel, grid, workgroup, kernargs, &|_| {})
+    }
+
+    /// [`Device::run`], calling `on_event` for each device event
+    /// (`s_sendmsg`) while the kernel runs.
+    pub fn run_observed(
+        &self,
+        program: &Program,
+        kernel: &str,
+        grid: [u32; 3],
+        workgroup: [u16; 3],
+        kernargs: &[u8],
+        on_event: &(dyn Fn(exec::Event) + Sync),
+    ) -> Result<Stats, DispatchError> {
         let k = program
             .kernel(kernel)
             .ok_or_else(|| DispatchError::BadLaunch(format!("no kernel named {kernel}")))?;
@@ -148,7 +162,7 @@ impl Device {
             .write_bytes(kernarg_address, kernargs)
             .and_then(|()| mem.write_bytes(packet_address, packet.as_bytes()))
             .map_err(DispatchError::Memory)
-            .and_then(|()| dispatch::run(program, k, &launch, self.threads));
+            .and_then(|()| dispatch::run_observed(program, k, &launch, self.threads, on_event));
         let _ = mem.free(packet_address);
         let _ = mem.free(kernarg_address);
         result

@@ -413,6 +413,26 @@ fn each_wave_raises_one_interrupt_with_its_m0() {
             sim.at("interrupts")
         );
         assert_eq!(stats.waves, 5, "{}", sim.at("waves"));
+        // The same events reach an observer while the kernel runs (how the
+        // HSA layer wakes signal waiters on a device interrupt).
+        let seen = std::sync::Mutex::new(Vec::new());
+        let args = Args::default().u32(base);
+        let stats = sim
+            .d
+            .run_observed(
+                &sim.p,
+                "interrupt_per_wave",
+                [300, 1, 1],
+                [128, 1, 1],
+                &args.0,
+                &|e| seen.lock().unwrap().push(e),
+            )
+            .unwrap_or_else(|e| panic!("{}: {e}", sim.at("observed")));
+        let mut seen = seen.into_inner().unwrap();
+        let mut all = stats.events.clone();
+        seen.sort_unstable_by_key(|e| format!("{e:?}"));
+        all.sort_unstable_by_key(|e| format!("{e:?}"));
+        assert_eq!(seen, all, "{}", sim.at("observed events"));
     }
 }
 

@@ -675,20 +675,15 @@ fn kernel_dispatch(
     let mut launch = Launch::from_packet(p, slot);
     launch.queue_address = q.address;
     launch.dispatch_id = id;
-    match dispatch::run(&program, kernel, &launch, *DISPATCH_THREADS) {
-        Ok(stats) => {
-            if stats
-                .events
-                .iter()
-                .any(|e| matches!(e, Event::Message { .. }))
-            {
-                // Device code raised an interrupt to wake host waiters.
-                // (Events arrive when the dispatch ends; waiters re-check on
-                // their own timeout meanwhile.)
-                super::signal::on_interrupt(rt);
-            }
-            Ok(())
+    // A device interrupt (s_sendmsg) wakes host signal waiters while the
+    // kernel still runs, as the hardware's interrupt does.
+    let wake = |e: Event| {
+        if matches!(e, Event::Message { .. }) {
+            super::signal::on_interrupt(rt);
         }
+    };
+    match dispatch::run_observed(&program, kernel, &launch, *DISPATCH_THREADS, &wake) {
+        Ok(_) => Ok(()),
         Err(e) => Err(error(
             error_status(&e),
             format!("kernel {}: {e}", kernel.name()),
