@@ -205,6 +205,9 @@ const QUEUE_TYPE_MULTIPLE: u32 = 1;
 const PROFILE_BASE: u32 = 0;
 const PROFILE_FULL: u32 = 1;
 
+/// The high bytes of a simulated GPU's unique id: "SIM" in ASCII.
+const SIM_UNIQUE_ID: u64 = 0x5349_4d00_0000_0000;
+
 /// ISA handles: one per GPU agent, derived from the agent's.
 const ISA_HANDLE_OFFSET: u64 = 0x100;
 
@@ -261,7 +264,13 @@ fn agent_info(rt: &Runtime, agent: Handle, attribute: u32) -> Result<Info, Statu
         (PRODUCT_NAME, None) => chars(cpu_name, 64),
         (MAX_WAVES_PER_CU, Some(_)) => Info::U32(32),
         (NUM_SIMDS_PER_CU, Some(_)) => Info::U32(4),
-        (UUID, Some(_)) => chars(&format!("GPU-SIM{:013x}", a.node), 21),
+        // ROCr: `GPU-` and the KFD unique id as 16 hex digits, the form
+        // `amdgpu://GPU-…` device strings parse. Ours spells "SIM" in its
+        // high bytes and the node below, so it is stable and distinct.
+        (UUID, Some(_)) => chars(
+            &format!("GPU-{:016x}", SIM_UNIQUE_ID | u64::from(a.node)),
+            21,
+        ),
         (UUID, None) => chars("CPU-XX", 7),
         _ => return Err(status::INVALID_ARGUMENT),
     })
