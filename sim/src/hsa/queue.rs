@@ -437,8 +437,10 @@ impl Backoff {
         Self(IDLE_PARK_MIN)
     }
 
-    fn park(&mut self, rt: &Runtime) {
-        rt.signals.park(self.0);
+    /// Sleeps until a notification after `seen` of a watched signal, or
+    /// the backoff's timeout.
+    fn park(&mut self, rt: &Runtime, seen: u64) {
+        rt.signals.park_since(seen, self.0);
         self.0 = (self.0 * 2).min(IDLE_PARK_MAX);
     }
 }
@@ -449,11 +451,16 @@ fn process(rt: &Runtime, q: &Entry) {
         // Only this thread writes `read_dispatch_id` (producers never do).
         let id = q.read_dispatch_id().load(Ordering::Relaxed);
         let slot = q.slot(id);
+        // Watch the doorbell before looking at the slot, so a ring between
+        // the look and the sleep still wakes this thread.
+        let watch = rt.signals.watch([q.doorbell]);
+        let seen = rt.signals.seen();
         let first = q.first_dword(slot).load(Ordering::Acquire);
         if PacketHeader(first as u16).packet_type() == PacketType::INVALID {
-            idle.park(rt);
+            idle.park(rt, seen);
             continue;
         }
+        drop(watch);
         idle = Backoff::new();
         let mut bytes = [0u8; PACKET_SIZE];
         if rt.memory.read_bytes(slot, &mut bytes).is_err() {
@@ -519,14 +526,14 @@ fn execute(
         }
         PacketType::BARRIER_AND => {
             let p = read::<BarrierAndPacket>(packet);
-            wait_until(rt, q, || {
+            wait_until(rt, q, &p.dep_signal, || {
                 Ok(deps(rt, &p.dep_signal)?.iter().all(|&v| v == 0))
             })?;
             Ok(p.completion_signal)
         }
         PacketType::BARRIER_OR => {
             let p = read::<BarrierOrPacket>(packet);
-            wait_until(rt, q, || {
+            wait_until(rt, q, &p.dep_signal, || {
                 let values = deps(rt, &p.dep_signal)?;
                 // With no dependencies at all there is nothing to wait for.
                 Ok(values.is_empty() || values.contains(&0))
@@ -553,7 +560,7 @@ fn execute(
                     ),
                 ));
             }
-            wait_until(rt, q, || {
+            wait_until(rt, q, &[p.signal], || {
                 let v = signal_value(rt, p.signal)?;
                 Ok(p.cond.holds(v & p.mask, p.value) == Some(true))
             })?;
@@ -615,17 +622,20 @@ fn deps(rt: &Runtime, signals: &[SignalHandle]) -> Result<Vec<i64>, Halt> {
 fn wait_until(
     rt: &Runtime,
     q: &Entry,
+    watch: &[SignalHandle],
     mut ready: impl FnMut() -> Result<bool, Halt>,
 ) -> Result<(), Halt> {
     let mut idle = Backoff::new();
+    let _watch = rt.signals.watch(watch.iter().map(|h| h.0));
     loop {
+        let seen = rt.signals.seen();
         if ready()? {
             return Ok(());
         }
         if q.stop.load(Ordering::Acquire) {
             return Err(Halt::Asked);
         }
-        idle.park(rt);
+        idle.park(rt, seen);
     }
 }
 

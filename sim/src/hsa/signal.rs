@@ -31,7 +31,7 @@
 //! are not defined on doorbells (ROCr asserts) and act on the union as a
 //! value.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -64,21 +64,92 @@ pub struct State {
     /// Addresses of the signals `hsa_signal_create` made and
     /// `hsa_signal_destroy` has not freed.
     live: Mutex<BTreeSet<u64>>,
+    /// How many sleepers watch each signal address ([`ANY`]: sleepers
+    /// that want every notification). A store to a signal nobody watches
+    /// wakes nobody: a doorbell rung while its processor waits on a
+    /// barrier's dependency costs a map look-up, not a system call.
+    watched: Mutex<HashMap<u64, usize>>,
+}
+
+/// The watch key of sleepers interested in every notification.
+const ANY: u64 = 0;
+
+/// Registration of a sleeper's interest in some signals, for as long as
+/// it lives: taken before reading the values, so a store between the read
+/// and the sleep still wakes it.
+pub struct Watch<'a> {
+    state: &'a State,
+    keys: Vec<u64>,
+}
+
+impl Drop for Watch<'_> {
+    fn drop(&mut self) {
+        let mut w = self.state.watched();
+        for k in &self.keys {
+            if let Some(n) = w.get_mut(k) {
+                *n -= 1;
+                if *n == 0 {
+                    w.remove(k);
+                }
+            }
+        }
+    }
 }
 
 impl State {
-    /// Wakes every host waiter to re-check its signal.
+    /// Wakes every sleeper to re-check what it waits for.
     pub fn notify(&self) {
         let mut e = self.epoch();
         *e = e.wrapping_add(1);
         self.changed.notify_all();
     }
 
-    /// Sleeps until the next [`State::notify`] or `timeout`, whichever is
-    /// first.
+    /// Wakes the sleepers if any of them watches the signal `handle` (or
+    /// everything): what a store to a signal does.
+    pub fn notify_signal(&self, handle: u64) {
+        let wanted = {
+            let w = self.watched();
+            w.contains_key(&SignalHandle(handle).address()) || w.contains_key(&ANY)
+        };
+        if wanted {
+            self.notify();
+        }
+    }
+
+    /// Registers interest in `handles` (null ones ignored) until the
+    /// returned guard drops.
+    pub fn watch(&self, handles: impl IntoIterator<Item = u64>) -> Watch<'_> {
+        let keys: Vec<u64> = handles
+            .into_iter()
+            .filter(|&h| h != 0)
+            .map(|h| SignalHandle(h).address())
+            .collect();
+        let mut w = self.watched();
+        for &k in &keys {
+            *w.entry(k).or_insert(0) += 1;
+        }
+        drop(w);
+        Watch { state: self, keys }
+    }
+
+    /// Sleeps until the next notification of any signal, or `timeout`.
     pub fn park(&self, timeout: Duration) {
+        let _any = self.watch_any();
         let seen = *self.epoch();
         self.park_since(seen, timeout);
+    }
+
+    fn watch_any(&self) -> Watch<'_> {
+        *self.watched().entry(ANY).or_insert(0) += 1;
+        Watch {
+            state: self,
+            keys: vec![ANY],
+        }
+    }
+
+    fn watched(&self) -> MutexGuard<'_, HashMap<u64, usize>> {
+        // Counts change by one per critical section: never inconsistent.
+        self.watched.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The notification count, to pass to [`State::park_since`] after
@@ -175,7 +246,7 @@ pub fn subtract(rt: &Runtime, handle: u64, n: i64) -> bool {
 /// waiters; false if `handle` is not simulator memory.
 fn add(rt: &Runtime, handle: u64, delta: i64, order: Ordering) -> bool {
     let done = with_value(rt, handle, |v| v.fetch_add(delta as u64, order)).is_some();
-    rt.signals.notify();
+    rt.signals.notify_signal(handle);
     done
 }
 
@@ -202,7 +273,7 @@ fn store(rt: &Runtime, handle: u64, value: i64, order: Ordering) {
     if let Some(at) = target {
         with_word(rt, at, |w| w.store(value as u64, order));
     }
-    rt.signals.notify();
+    rt.signals.notify_signal(handle);
 }
 
 /// Compare-and-swap; returns the value observed (the old value either
@@ -219,7 +290,7 @@ fn cas(
         v.compare_exchange(expected as u64, value as u64, success, failure)
             .unwrap_or_else(|current| current) as i64
     });
-    rt.signals.notify();
+    rt.signals.notify_signal(handle);
     observed.unwrap_or(0)
 }
 
@@ -243,6 +314,7 @@ pub fn wait(
     deadline: Option<Instant>,
     order: Ordering,
 ) -> Option<i64> {
+    let _watch = rt.signals.watch([handle]);
     loop {
         let seen = rt.signals.seen();
         let value = load(rt, handle, order)?;
