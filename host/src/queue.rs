@@ -29,7 +29,7 @@ use std::ffi::c_void;
 use std::ptr::NonNull;
 use std::sync::Arc;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, Ordering as MemOrdering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering as MemOrdering};
 use std::time::{Duration, Instant};
 
 use aqueduct_abi::aql::{PACKET_SIZE, Packet};
@@ -62,6 +62,15 @@ pub(crate) struct Inner {
     fault: Box<FaultSlot>,
     limits: DispatchLimits,
     kernarg_pool: MemoryPool,
+    /// The highest read index loaded so far. The index only grows, so room
+    /// this shows is room, and a reservation that finds it needs no
+    /// runtime call to read the index (ordering: see [`Queue::reserve`]).
+    read_seen: AtomicU64,
+    /// The write index after this process's last reservation: the expected
+    /// value of the next compare-and-swap. It is right unless another
+    /// producer (host or device) reserved since, and then the failed swap
+    /// returns the real index; never above it, as the index only grows.
+    write_guess: AtomicU64,
     /// Kernel-argument allocations of dispatches whose `Dispatch` value was
     /// dropped before completion: freed once their signal says done.
     pub(crate) retired: Mutex<Vec<Retired>>,
@@ -214,6 +223,8 @@ impl Agent {
             fault,
             limits: dispatch_limits(self.info()),
             kernarg_pool,
+            read_seen: AtomicU64::new(0),
+            write_guess: AtomicU64::new(0),
             retired: Mutex::new(Vec::new()),
         };
         match ring {
@@ -319,13 +330,29 @@ impl Queue {
             });
         }
         let n = u64::from(count);
-        let start = Instant::now();
+        let size = u64::from(self.inner.size);
+        let room = |write: u64, read: u64| write.wrapping_add(n).wrapping_sub(read) <= size;
+        // Started at the first look at a full ring: a clock read costs as
+        // much as the rest of a reservation with room.
+        let mut start = None;
         let mut spins = 0u32;
+        // First try the guessed write index against the read index seen
+        // last, without a runtime call. The acquire load pairs with the
+        // release `fetch_max` below, which follows the runtime's acquire
+        // load of the read index: the packet processor's reads of the slots
+        // before it happen before this producer overwrites them, as if this
+        // thread had loaded the index itself.
+        let mut write = self.inner.write_guess.load(MemOrdering::Relaxed);
         loop {
             self.check_fault()?;
-            let write = self.write_index();
-            let read = self.read_index();
-            if write.wrapping_add(n).wrapping_sub(read) <= u64::from(self.inner.size) {
+            let mut read = self.inner.read_seen.load(MemOrdering::Acquire);
+            if !room(write, read) {
+                // Either guess may be stale: decide on the runtime's indices.
+                write = self.write_index();
+                read = self.read_index();
+                self.inner.read_seen.fetch_max(read, MemOrdering::Release);
+            }
+            if room(write, read) {
                 // SAFETY: `raw` is live while `self` is.
                 let seen = unsafe {
                     (self.api().hsa_queue_cas_write_index_scacq_screl)(
@@ -335,6 +362,9 @@ impl Queue {
                     )
                 };
                 if seen == write {
+                    self.inner
+                        .write_guess
+                        .store(write + n, MemOrdering::Relaxed);
                     return Ok(Reservation {
                         queue: self,
                         first: write,
@@ -342,8 +372,11 @@ impl Queue {
                         written: 0,
                     });
                 }
-                continue; // another producer got there first
+                // Another producer got there first; `seen` is the index now.
+                write = seen;
+                continue;
             }
+            let start = *start.get_or_insert_with(Instant::now);
             if start.elapsed() >= timeout {
                 return Err(Error::Timeout {
                     what: format!(
@@ -351,7 +384,7 @@ impl Queue {
                         self.inner.id, self.inner.size
                     ),
                     condition: ">=",
-                    expected: (write + n).saturating_sub(u64::from(self.inner.size)) as i64,
+                    expected: (write + n).saturating_sub(size) as i64,
                     observed: read as i64,
                     waited: start.elapsed(),
                 });
