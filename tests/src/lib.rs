@@ -297,22 +297,17 @@ pub fn simulator_library() -> Result<PathBuf, String> {
         std::env::consts::DLL_SUFFIX
     );
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the test binary: {e}"))?;
+    // The nearest directory holding any copy wins, and within it the
+    // newest copy: cargo may have left older ones (another profile, an
+    // earlier `cargo build -p aqueduct-sim`) beside the current one.
     for dir in exe.ancestors().skip(1) {
-        for candidate in [dir.join(&file), dir.join("deps").join(&file)] {
-            if candidate.is_file() {
-                return Ok(candidate);
-            }
+        let mut candidates = vec![dir.join(&file), dir.join("deps").join(&file)];
+        if let Ok(entries) = std::fs::read_dir(dir.join("build").join("aqueduct-sim")) {
+            candidates.extend(entries.filter_map(|e| Some(e.ok()?.path().join("out").join(&file))));
         }
-        let builds = dir.join("build").join("aqueduct-sim");
-        let Ok(entries) = std::fs::read_dir(&builds) else {
-            continue;
-        };
-        let newest = entries
-            .filter_map(|e| {
-                let path = e.ok()?.path().join("out").join(&file);
-                let modified = path.metadata().ok()?.modified().ok()?;
-                Some((modified, path))
-            })
+        let newest = candidates
+            .into_iter()
+            .filter_map(|path| Some((path.metadata().ok()?.modified().ok()?, path)))
             .max();
         if let Some((_, path)) = newest {
             return Ok(path);

@@ -1,6 +1,9 @@
 //! `cargo xtask`: aqueduct's build and inspection commands.
 
+mod hsa_bench;
+
 use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -25,6 +28,15 @@ commands:
   sim-bench   build (profile device) and time fill, copy and a 1 Mi-element
             saxpy on the simulator on one thread, checked against the CPU;
             runs itself as a release build (the numbers mean nothing in debug)
+  hsa-bench   issue 6's benchmarks through the host shim on the simulator's
+            HSA runtime (agents gfx942,gfx90a unless AQUEDUCT_SIM_AGENTS
+            says otherwise): round trip of an empty kernel, batch
+            throughput, host-side ns per packet (target ≤ 100) and body
+            build ns; runs itself and the simulator as release builds
+
+options (hsa-bench):
+  --lib <path>   the HSA runtime to load (default: a release build of
+                 libaqueduct_sim.so, built first)
 
 options (sim-coverage):
   --release      only the `device` profile (the one the tests run)
@@ -269,6 +281,65 @@ fn sim_bench_command(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+fn hsa_bench_command(args: &[String]) -> Result<(), String> {
+    let library = match args {
+        [] => None,
+        [flag, path] if flag == "--lib" => Some(PathBuf::from(path)),
+        _ => return Err(format!("hsa-bench takes only --lib <path>\n\n{USAGE}")),
+    };
+    const AGENTS: &str = aqueduct_sim::hsa::profile::AGENTS_ENV;
+    if std::env::var_os(AGENTS).is_none_or(|v| v.is_empty()) {
+        // SAFETY: the first thing the command does, on the main thread,
+        // before it starts a thread (progress bars, cargo) or loads the
+        // runtime that reads the variable; the release re-run inherits it.
+        unsafe { std::env::set_var(AGENTS, "gfx942,gfx90a") };
+    }
+    if cfg!(debug_assertions) {
+        // As for sim-bench: a debug shim and simulator time themselves.
+        eprintln!(
+            "hsa-bench: this xtask is a debug build; running `cargo run --release -p xtask -- hsa-bench`"
+        );
+        let mut run = vec![
+            "run",
+            "--quiet",
+            "--release",
+            "-p",
+            "xtask",
+            "--",
+            "hsa-bench",
+        ];
+        run.extend(args.iter().map(String::as_str));
+        return cargo(&run);
+    }
+    let library = match library {
+        Some(path) => path,
+        None => {
+            // `cargo build -p` puts the cdylib beside this release binary:
+            // <target>/release/, whatever the target directory.
+            cargo(&["build", "--quiet", "--release", "-p", "aqueduct-sim"])?;
+            let exe = std::env::current_exe().map_err(|e| format!("cannot find xtask: {e}"))?;
+            exe.with_file_name(format!(
+                "{}aqueduct_sim{}",
+                std::env::consts::DLL_PREFIX,
+                std::env::consts::DLL_SUFFIX
+            ))
+        }
+    };
+    let artifacts = build(&Options {
+        targets: simulated_targets()?,
+        profile: Profile::Release,
+    })?;
+    let results = hsa_bench::run(&library, |gfx| {
+        let a = artifacts
+            .iter()
+            .find(|a| a.gfx == gfx && a.package == hsa_bench::KERNEL_PACKAGE)
+            .ok_or_else(|| format!("no {} built for {gfx}", hsa_bench::KERNEL_PACKAGE))?;
+        std::fs::read(&a.path).map_err(|e| format!("{}: {e}", a.path.display()))
+    })?;
+    print!("{}", hsa_bench::format_report(&library, &results));
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
@@ -280,6 +351,7 @@ fn main() -> ExitCode {
         Some("isa-tables") if args.len() == 1 => isa_tables(),
         Some("sim-coverage") => sim_coverage_command(&args[1..]),
         Some("sim-bench") => sim_bench_command(&args[1..]),
+        Some("hsa-bench") => hsa_bench_command(&args[1..]),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Ok(())

@@ -24,6 +24,8 @@
 #[cfg(target_arch = "amdgpu")]
 pub mod atomics;
 #[cfg(target_arch = "amdgpu")]
+pub mod bench;
+#[cfg(target_arch = "amdgpu")]
 pub mod control;
 #[cfg(target_arch = "amdgpu")]
 pub mod convert;
