@@ -273,10 +273,34 @@ pub(crate) unsafe fn iterate<H: Copy>(
     status::SUCCESS
 }
 
-/// The iterations over one agent's objects (`hsa_agent_iterate_isas`,
-/// `hsa_amd_agent_iterate_memory_pools`): NOT_INITIALIZED before
-/// `hsa_init`, INVALID_ARGUMENT for a null callback, INVALID_AGENT for an
-/// unknown agent, then the callback per handle `of` lists.
+/// The shape of the `hsa_*iterate*` functions: NOT_INITIALIZED before
+/// `hsa_init`, INVALID_ARGUMENT for a null callback, the status `list`
+/// refuses with (e.g. INVALID_AGENT), then the callback per listed handle.
+///
+/// # Safety
+/// `callback`/`data` follow hsa.h's iteration contract.
+pub(crate) unsafe fn iterate_listed(
+    callback: Option<unsafe extern "C" fn(system::Handle, *mut std::ffi::c_void) -> Status>,
+    data: *mut std::ffi::c_void,
+    list: impl FnOnce(&Runtime) -> Result<Vec<system::Handle>, Status>,
+) -> Status {
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(s) => return s,
+    };
+    let Some(callback) = callback else {
+        return status::INVALID_ARGUMENT;
+    };
+    match list(&rt) {
+        // SAFETY: forwarded caller contract.
+        Ok(handles) => unsafe { iterate(handles, callback, data) },
+        Err(s) => s,
+    }
+}
+
+/// [`iterate_listed`] over one agent's objects (`hsa_agent_iterate_isas`,
+/// `hsa_amd_agent_iterate_memory_pools`): INVALID_AGENT for an unknown
+/// agent.
 ///
 /// # Safety
 /// `callback`/`data` follow hsa.h's iteration contract.
@@ -286,19 +310,13 @@ pub(crate) unsafe fn iterate_of_agent(
     data: *mut std::ffi::c_void,
     of: impl FnOnce(&Runtime, &AgentInfo) -> Vec<system::Handle>,
 ) -> Status {
-    let rt = match runtime() {
-        Ok(rt) => rt,
-        Err(s) => return s,
-    };
-    let Some(callback) = callback else {
-        return status::INVALID_ARGUMENT;
-    };
-    let Some(a) = rt.agent(agent.0) else {
-        return status::INVALID_AGENT;
-    };
-    let handles = of(&rt, a);
     // SAFETY: forwarded caller contract.
-    unsafe { iterate(handles, callback, data) }
+    unsafe {
+        iterate_listed(callback, data, |rt| {
+            let a = rt.agent(agent.0).ok_or(status::INVALID_AGENT)?;
+            Ok(of(rt, a))
+        })
+    }
 }
 
 /// Test support shared by the runtime's modules.

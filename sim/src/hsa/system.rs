@@ -10,8 +10,7 @@ use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
 use super::{
-    AgentKind, AgentSpec, Info, Runtime, Status, answer, chars, global, iterate, profile, put,
-    runtime, status,
+    AgentKind, AgentSpec, Info, Runtime, Status, answer, chars, global, profile, put, status,
 };
 
 /// `hsa_agent_t`, `hsa_isa_t`.
@@ -147,16 +146,12 @@ pub unsafe extern "C" fn hsa_iterate_agents(
     callback: Option<unsafe extern "C" fn(Handle, *mut c_void) -> Status>,
     data: *mut c_void,
 ) -> Status {
-    let rt = match runtime() {
-        Ok(rt) => rt,
-        Err(s) => return s,
-    };
-    let Some(callback) = callback else {
-        return status::INVALID_ARGUMENT;
-    };
-    let handles: Vec<Handle> = rt.agents.iter().map(|a| Handle(a.handle)).collect();
     // SAFETY: forwarded caller contract.
-    unsafe { iterate(handles, callback, data) }
+    unsafe {
+        super::iterate_listed(callback, data, |rt| {
+            Ok(rt.agents.iter().map(|a| Handle(a.handle)).collect())
+        })
+    }
 }
 
 // hsa_agent_info_t / hsa_amd_agent_info_t values used below.
