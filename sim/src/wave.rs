@@ -280,6 +280,31 @@ impl Wave {
         Ok(())
     }
 
+    /// Writes `out[k]` to register `first + k` (AGPRs with `acc`) in the
+    /// lanes of `mask`, after checking every register exists, so a fault
+    /// writes nothing: how memory instructions return their data.
+    pub fn write_regs(
+        &mut self,
+        first: u16,
+        acc: bool,
+        out: &[Lanes],
+        mask: u64,
+    ) -> Result<(), Fault> {
+        if out.is_empty() {
+            return Ok(());
+        }
+        self.vreg(first + out.len() as u16 - 1, acc)?;
+        for (k, vals) in out.iter().enumerate() {
+            let d = self.vreg_mut(first + k as u16, acc)?;
+            for l in 0..LANES {
+                if mask >> l & 1 != 0 {
+                    d[l] = vals[l];
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Writes a 64-bit result to the VGPR pair at `r` in the lanes of `mask`.
     #[inline]
     pub fn write_lanes64(&mut self, r: u16, vals: &[u64; LANES], mask: u64) -> Result<(), Fault> {

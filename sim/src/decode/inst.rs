@@ -237,6 +237,14 @@ pub struct Inst {
     pub fmt: u8,
 }
 
+impl Inst {
+    /// Whether the data and destination registers of a memory or MAI
+    /// instruction are AGPRs (the ACC bit).
+    pub fn acc(&self) -> bool {
+        self.flags & flag::ACC != 0
+    }
+}
+
 fn bits(w: u32, lo: u32, n: u32) -> u32 {
     (w >> lo) & ((1 << n) - 1)
 }

@@ -53,10 +53,6 @@ const SWIZZLE_FFT: u32 = 0xE000;
 const SWIZZLE_ROTATE: u32 = 0xC000;
 const SWIZZLE_QUAD: u32 = 0x8000;
 
-fn acc(i: &Inst) -> bool {
-    i.flags & flag::ACC != 0
-}
-
 /// GDS instructions address a memory the model does not have.
 fn no_gds(i: &Inst) -> R {
     if i.flags & flag::GDS != 0 {
@@ -93,24 +89,6 @@ fn read_values(w: &Wave, first: u16, acc: bool, wide: bool) -> Result<[u64; LANE
     Ok(std::array::from_fn(|l| {
         u64::from(lo[l]) | u64::from(hi[l]) << 32
     }))
-}
-
-/// Writes `out[k]` to register `first + k` in the lanes of `exec`, after
-/// checking every register exists so a fault writes nothing.
-fn write_regs(w: &mut Wave, first: u16, acc: bool, out: &[Lanes], exec: u64) -> R {
-    if out.is_empty() {
-        return Ok(());
-    }
-    w.vreg(first + out.len() as u16 - 1, acc)?;
-    for (k, vals) in out.iter().enumerate() {
-        let d = w.vreg_mut(first + k as u16, acc)?;
-        for l in 0..LANES {
-            if exec >> l & 1 != 0 {
-                d[l] = vals[l];
-            }
-        }
-    }
-    Ok(())
 }
 
 /// `size` bytes at `address` lie in the workgroup's LDS, as a slice index.
@@ -152,7 +130,7 @@ fn lane_address(addr: &Lanes, i: &Inst, l: usize) -> u64 {
 fn read(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
     no_gds(i)?;
     let exec = w.exec();
-    let acc = acc(i);
+    let acc = i.acc();
     let addr = address_lanes(w, i)?;
     let (bytes, dwords) = match put {
         Put::Dwords(n) => (4 * n, n as usize),
@@ -181,7 +159,7 @@ fn read(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
             }
         }
     }
-    write_regs(w, i.vdst, acc, &out, exec)
+    w.write_regs(i.vdst, acc, &out, exec)
 }
 
 /// How a write takes its data from DATA0: `n` dwords, or `size` bytes of
@@ -195,7 +173,7 @@ enum Take {
 fn write(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, take: Take) -> R {
     no_gds(i)?;
     let exec = w.exec();
-    let acc = acc(i);
+    let acc = i.acc();
     let addr = address_lanes(w, i)?;
     let data = data_reg(i, 1)?;
     let (bytes, dwords) = match take {
@@ -239,7 +217,7 @@ fn pair_addresses(addr: &Lanes, i: &Inst, l: usize, elem: u64, st64: bool) -> [u
 fn read2(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, elem: u64, st64: bool) -> R {
     no_gds(i)?;
     let exec = w.exec();
-    let acc = acc(i);
+    let acc = i.acc();
     let addr = address_lanes(w, i)?;
     let per = (elem / 4) as usize;
     let mut out = vec![[0u32; LANES]; 2 * per];
@@ -254,13 +232,13 @@ fn read2(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, elem: u64, st64: bool) -> R 
             }
         }
     }
-    write_regs(w, i.vdst, acc, &out, exec)
+    w.write_regs(i.vdst, acc, &out, exec)
 }
 
 fn write2(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, elem: u64, st64: bool) -> R {
     no_gds(i)?;
     let exec = w.exec();
-    let acc = acc(i);
+    let acc = i.acc();
     let addr = address_lanes(w, i)?;
     let wide = elem == 8;
     let d0 = read_values(w, data_reg(i, 1)?, acc, wide)?;
@@ -368,7 +346,7 @@ impl Op {
 fn atomic(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, op: Op, wide: bool, rtn: bool) -> R {
     no_gds(i)?;
     let exec = w.exec();
-    let acc = acc(i);
+    let acc = i.acc();
     let addr = address_lanes(w, i)?;
     let size: u64 = if wide { 8 } else { 4 };
     let d0 = read_values(w, data_reg(i, 1)?, acc, wide)?;
@@ -396,7 +374,7 @@ fn atomic(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, op: Op, wide: bool, rtn: bo
         return Ok(());
     }
     let out = split(&old, wide);
-    write_regs(w, i.vdst, acc, &out, exec)
+    w.write_regs(i.vdst, acc, &out, exec)
 }
 
 /// u64 lanes as one or two registers' worth of dword lanes.
@@ -413,7 +391,7 @@ fn split(v: &[u64; LANES], wide: bool) -> Vec<Lanes> {
 fn wrxchg2(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, wide: bool, st64: bool) -> R {
     no_gds(i)?;
     let exec = w.exec();
-    let acc = acc(i);
+    let acc = i.acc();
     let addr = address_lanes(w, i)?;
     let size: u64 = if wide { 8 } else { 4 };
     let d = [
@@ -442,7 +420,7 @@ fn wrxchg2(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, wide: bool, st64: bool) ->
     }
     let mut out = split(&old[0], wide);
     out.extend(split(&old[1], wide));
-    write_regs(w, i.vdst, acc, &out, exec)
+    w.write_regs(i.vdst, acc, &out, exec)
 }
 
 // ---------------------------------------------------------------------
@@ -453,7 +431,7 @@ fn wrxchg2(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, wide: bool, st64: bool) ->
 /// offset's mode; a source lane outside EXEC gives 0.
 fn swizzle(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     let exec = w.exec();
-    let acc = acc(i);
+    let acc = i.acc();
     // The swizzled operand is the ADDR field (`ds_swizzle_b32 vdst, vaddr`).
     let src = address_lanes(w, i)?;
     let offset = i.imm as u32 & 0xFFFF;
@@ -492,7 +470,7 @@ fn swizzle(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
             pick(j | (l & 0x20))
         })
     };
-    write_regs(w, i.vdst, acc, &[out], exec)
+    w.write_regs(i.vdst, acc, &[out], exec)
 }
 
 /// The lane a permute names: (ADDR + OFFSET) / 4, high bits ignored.
@@ -505,28 +483,28 @@ fn permute_lane(addr: &Lanes, i: &Inst, l: usize) -> usize {
 /// nobody sends to get 0.
 fn permute(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     let exec = w.exec();
-    let acc = acc(i);
+    let acc = i.acc();
     let addr = address_lanes(w, i)?;
     let src = *w.vreg(data_reg(i, 1)?, acc)?;
     let mut out = [0u32; LANES];
     for l in (0..LANES).filter(|l| exec >> l & 1 != 0) {
         out[permute_lane(&addr, i, l)] = src[l];
     }
-    write_regs(w, i.vdst, acc, &[out], exec)
+    w.write_regs(i.vdst, acc, &[out], exec)
 }
 
 /// `ds_bpermute_b32` (pull): each active lane reads DATA0 of the lane its
 /// address names, or 0 when that lane is outside EXEC.
 fn bpermute(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     let exec = w.exec();
-    let acc = acc(i);
+    let acc = i.acc();
     let addr = address_lanes(w, i)?;
     let src = *w.vreg(data_reg(i, 1)?, acc)?;
     let out: Lanes = std::array::from_fn(|l| {
         let j = permute_lane(&addr, i, l);
         if exec >> j & 1 != 0 { src[j] } else { 0 }
     });
-    write_regs(w, i.vdst, acc, &[out], exec)
+    w.write_regs(i.vdst, acc, &[out], exec)
 }
 
 fn nop(_: &mut Wave, _: &Inst, _: &mut Ctx<'_>) -> R {

@@ -234,7 +234,7 @@ pub(crate) enum Put {
 
 fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
     let exec = w.exec();
-    let acc = i.flags & flag::ACC != 0;
+    let acc = i.acc();
     let (bytes, dwords) = match put {
         Put::Dwords(n) => (4 * n, n),
         Put::Extend { size, .. } | Put::D16 { size, .. } => (size, 1),
@@ -273,15 +273,7 @@ fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
         }
     }
     drop(port);
-    for k in 0..dwords as usize {
-        let d = w.vreg_mut(i.vdst + k as u16, acc)?;
-        for l in 0..LANES {
-            if exec >> l & 1 != 0 {
-                d[l] = out[k][l];
-            }
-        }
-    }
-    Ok(())
+    w.write_regs(i.vdst, acc, &out[..dwords as usize], exec)
 }
 
 /// `v`'s low `size` bytes, sign-extended when `signed`.
@@ -303,7 +295,7 @@ enum Take {
 
 fn store(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, take: Take) -> R {
     let exec = w.exec();
-    let acc = i.flags & flag::ACC != 0;
+    let acc = i.acc();
     let (Src::Vgpr(data) | Src::Agpr(data)) = i.src[1] else {
         return Err(Fault::Operand { code: 0 });
     };
@@ -424,7 +416,7 @@ impl Rmw {
 
 fn atomic(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, op: Rmw, wide: bool) -> R {
     let exec = w.exec();
-    let acc = i.flags & flag::ACC != 0;
+    let acc = i.acc();
     let (Src::Vgpr(data) | Src::Agpr(data)) = i.src[1] else {
         return Err(Fault::Operand { code: 0 });
     };
@@ -471,20 +463,11 @@ fn atomic(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, op: Rmw, wide: bool) -> R {
     if returns {
         let lo: [u32; LANES] = std::array::from_fn(|l| olds[l] as u32);
         let hi: [u32; LANES] = std::array::from_fn(|l| (olds[l] >> 32) as u32);
-        write_masked(w.vreg_mut(i.vdst, acc)?, &lo, exec);
-        if wide {
-            write_masked(w.vreg_mut(i.vdst + 1, acc)?, &hi, exec);
-        }
+        // The destination registers were checked before any access.
+        let regs = if wide { 2 } else { 1 };
+        w.write_regs(i.vdst, acc, &[lo, hi][..regs], exec)?;
     }
     Ok(())
-}
-
-fn write_masked(d: &mut [u32; LANES], v: &[u32; LANES], mask: u64) {
-    for l in 0..LANES {
-        if mask >> l & 1 != 0 {
-            d[l] = v[l];
-        }
-    }
 }
 
 /// One atomic read-modify-write; returns the old value.

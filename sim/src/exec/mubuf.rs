@@ -251,23 +251,6 @@ fn memory_fault(address: u64, size: u64, write: bool) -> Fault {
     }
 }
 
-fn acc(i: &Inst) -> bool {
-    i.flags & flag::ACC != 0
-}
-
-fn write_regs(w: &mut Wave, first: u16, acc: bool, out: &[Lanes], exec: u64) -> R {
-    w.vreg(first + out.len() as u16 - 1, acc)?;
-    for (k, vals) in out.iter().enumerate() {
-        let d = w.vreg_mut(first + k as u16, acc)?;
-        for l in 0..LANES {
-            if exec >> l & 1 != 0 {
-                d[l] = vals[l];
-            }
-        }
-    }
-    Ok(())
-}
-
 // ---------------------------------------------------------------------
 // Loads and stores
 // ---------------------------------------------------------------------
@@ -293,7 +276,7 @@ enum Put {
 fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
     refuse_lds(i)?;
     let exec = w.exec();
-    let acc = acc(i);
+    let acc = i.acc();
     let buf = Buffer::of(w, i)?;
     let va = vaddr(w, i)?;
     let dwords = match put {
@@ -349,7 +332,7 @@ fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
         }
     }
     drop(m);
-    write_regs(w, i.vdst, acc, &out, exec)
+    w.write_regs(i.vdst, acc, &out, exec)
 }
 
 /// How a store takes its data from VDATA.
@@ -363,7 +346,7 @@ enum Take {
 fn store(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, take: Take) -> R {
     refuse_lds(i)?;
     let exec = w.exec();
-    let acc = acc(i);
+    let acc = i.acc();
     let buf = Buffer::of(w, i)?;
     let va = vaddr(w, i)?;
     let dwords = match take {
@@ -407,7 +390,7 @@ fn store(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, take: Take) -> R {
 fn atomic(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, op: Rmw, wide: bool) -> R {
     refuse_lds(i)?;
     let exec = w.exec();
-    let acc = acc(i);
+    let acc = i.acc();
     let buf = Buffer::of(w, i)?;
     let va = vaddr(w, i)?;
     let size: u64 = if wide { 8 } else { 4 };
@@ -457,7 +440,7 @@ fn atomic(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, op: Rmw, wide: bool) -> R {
     if wide {
         out.push(std::array::from_fn(|l| (old[l] >> 32) as u32));
     }
-    write_regs(w, i.vdst, acc, &out, exec)
+    w.write_regs(i.vdst, acc, &out, exec)
 }
 
 // ---------------------------------------------------------------------

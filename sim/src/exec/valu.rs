@@ -133,18 +133,12 @@ fn u64_src(w: &Wave, i: &Inst, n: usize, ty: Ty) -> Result<[u64; LANES], Fault> 
 /// Applies the output modifier and clamp of a float result.
 #[inline]
 fn omod_clamp_f32(i: &Inst, x: f32) -> f32 {
-    let x = match i.mods.omod {
-        1 => x * 2.0,
-        2 => x * 4.0,
-        3 => x * 0.5,
-        _ => x,
-    };
-    if i.mods.clamp {
-        // Clamp to [0, 1]; NaN becomes 0 (DX10 clamp).
-        if x.is_nan() { 0.0 } else { x.clamp(0.0, 1.0) }
-    } else {
-        x
+    if i.mods.omod == 0 && !i.mods.clamp {
+        return x;
     }
+    // Scaling by a power of two is exact in f64, so one rounding back to
+    // f32 gives what the f32 multiply would.
+    omod_clamp_f64(i, f64::from(x)) as f32
 }
 
 #[inline]
@@ -156,6 +150,7 @@ fn omod_clamp_f64(i: &Inst, x: f64) -> f64 {
         _ => x,
     };
     if i.mods.clamp {
+        // Clamp to [0, 1]; NaN becomes 0 (DX10 clamp).
         if x.is_nan() { 0.0 } else { x.clamp(0.0, 1.0) }
     } else {
         x
