@@ -318,3 +318,44 @@ pub fn simulator_library() -> Result<PathBuf, String> {
         exe.display()
     ))
 }
+
+/// A value a kernel argument can hold: written little-endian at its
+/// natural alignment.
+pub trait KernargValue: Copy {
+    fn bytes(self) -> Vec<u8>;
+}
+
+macro_rules! kernarg_values {
+    ($($t:ty),*) => {$(
+        impl KernargValue for $t {
+            fn bytes(self) -> Vec<u8> {
+                self.to_le_bytes().to_vec()
+            }
+        }
+    )*};
+}
+
+kernarg_values!(u16, u32, u64, i32, i64, f32, f64);
+
+/// Kernel arguments built in order, each at its natural alignment (the
+/// AMDGPU kernarg layout the `gpu-kernel` ABI uses for scalars and
+/// pointers).
+#[derive(Clone, Debug, Default)]
+pub struct Args(pub Vec<u8>);
+
+impl Args {
+    pub fn arg<T: KernargValue>(mut self, v: T) -> Self {
+        let b = v.bytes();
+        self.0.resize(self.0.len().next_multiple_of(b.len()), 0);
+        self.0.extend_from_slice(&b);
+        self
+    }
+
+    pub fn u32(self, v: u32) -> Self {
+        self.arg(v)
+    }
+
+    pub fn u64(self, v: u64) -> Self {
+        self.arg(v)
+    }
+}

@@ -13,7 +13,7 @@
 //! helpers: f64 where rounding matters, exact integer arithmetic elsewhere.
 
 use aqueduct_sim::{Device, Program, Stats};
-use aqueduct_tests::{Rng, simulated};
+use aqueduct_tests::{Args, Rng, simulated};
 
 // ---------------------------------------------------------------------------
 // Buffers, kernargs and the simulated devices
@@ -44,19 +44,6 @@ macro_rules! word {
 }
 
 word!(u16 = 0xDEAD, u32 = 0xDEAD_BEEF, u64 = 0xDEAD_BEEF_DEAD_BEEF);
-
-/// Kernel arguments, each at its natural alignment (AMDGPU kernarg
-/// layout: the `gpu-kernel` ABI passes scalars and pointers by value).
-#[derive(Default)]
-struct Args(Vec<u8>);
-
-impl Args {
-    fn arg<T: Word>(mut self, v: T) -> Self {
-        self.0.resize(self.0.len().next_multiple_of(T::SIZE), 0);
-        v.put(&mut self.0);
-        self
-    }
-}
 
 /// One simulated device with the test kernels loaded.
 struct Sim {

@@ -4,7 +4,7 @@
 //! so a kernel that skips or repeats an element fails.
 
 use aqueduct_sim::{Device, DispatchError, Fault, Program, Target};
-use aqueduct_tests::{Rng, built_code_objects, simulated, upload};
+use aqueduct_tests::{Args, Rng, built_code_objects, simulated, upload};
 
 const POISON: u32 = 0xDEAD_BEEF;
 
@@ -27,10 +27,6 @@ fn read_u32s(d: &Device, a: u64, n: usize) -> Vec<u32> {
         .collect()
 }
 
-fn args(parts: &[&[u8]]) -> Vec<u8> {
-    parts.concat()
-}
-
 #[test]
 fn fill_u32_writes_exactly_the_requested_elements() {
     for (d, p) in programs() {
@@ -47,7 +43,7 @@ fn fill_u32_writes_exactly_the_requested_elements() {
                 .collect();
             d.memory().write_bytes(buf, &poison).unwrap();
             let value = 0x1234_5678u32 ^ len as u32;
-            let ka = args(&[&buf.to_le_bytes(), &len.to_le_bytes(), &value.to_le_bytes()]);
+            let ka = Args::default().arg(buf).arg(len).arg(value).0;
             let stats = d
                 .run(&p, "fill_u32", [grid, 1, 1], [wg, 1, 1], &ka)
                 .unwrap_or_else(|e| panic!("{:?}: {e}", d.target));
@@ -76,11 +72,7 @@ fn copy_bytes_copies_odd_lengths() {
             let src_bytes: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
             let src = alloc_with(&d, &src_bytes);
             let dst = alloc_with(&d, &vec![0xA5; len + 3]);
-            let ka = args(&[
-                &dst.to_le_bytes(),
-                &src.to_le_bytes(),
-                &(len as u64).to_le_bytes(),
-            ]);
+            let ka = Args::default().arg(dst).arg(src).arg(len as u64).0;
             d.run(&p, "copy_bytes", [300, 1, 1], [128, 1, 1], &ka)
                 .unwrap_or_else(|e| panic!("{:?}: {e}", d.target));
             let mut out = vec![0u8; len + 3];
@@ -105,13 +97,7 @@ fn saxpy_f32_matches_the_cpu_bit_for_bit() {
         let yb: Vec<u8> = y.iter().flat_map(|v| v.to_le_bytes()).collect();
         let xa = alloc_with(&d, &xb);
         let ya = alloc_with(&d, &yb);
-        let ka = args(&[
-            &(len as u64).to_le_bytes(),
-            &a.to_le_bytes(),
-            &[0; 4],
-            &xa.to_le_bytes(),
-            &ya.to_le_bytes(),
-        ]);
+        let ka = Args::default().arg(len as u64).arg(a).arg(xa).arg(ya).0;
         d.run(&p, "saxpy_f32", [512, 1, 1], [64, 1, 1], &ka)
             .unwrap_or_else(|e| panic!("{:?}: {e}", d.target));
         let out = read_u32s(&d, ya, len);
@@ -128,11 +114,7 @@ fn a_wild_pointer_stops_the_dispatch_with_a_memory_fault() {
     for (d, p) in programs() {
         // A host address the simulator never handed out.
         let wild = 0x10u64;
-        let ka = args(&[
-            &wild.to_le_bytes(),
-            &8u64.to_le_bytes(),
-            &1u32.to_le_bytes(),
-        ]);
+        let ka = Args::default().arg(wild).arg(8u64).arg(1u32).0;
         let err = d
             .run(&p, "fill_u32", [64, 1, 1], [64, 1, 1], &ka)
             .unwrap_err();
@@ -176,13 +158,7 @@ fn results_do_not_depend_on_how_many_threads_run_the_workgroups() {
                 let p = d.load(&bytes).expect("load");
                 let xa = alloc_with(&d, &x);
                 let ya = alloc_with(&d, &y);
-                let ka = args(&[
-                    &(len as u64).to_le_bytes(),
-                    &a.to_le_bytes(),
-                    &[0; 4],
-                    &xa.to_le_bytes(),
-                    &ya.to_le_bytes(),
-                ]);
+                let ka = Args::default().arg(len as u64).arg(a).arg(xa).arg(ya).0;
                 let stats = d
                     .run(&p, "saxpy_f32", [2048, 1, 1], [128, 1, 1], &ka)
                     .expect("run");

@@ -16,7 +16,7 @@
 use aqueduct_sim::exec::Event;
 use aqueduct_sim::wave::PRIVATE_APERTURE_HI;
 use aqueduct_sim::{Device, DispatchError, Fault, FaultReport, Program, Space, Stats};
-use aqueduct_tests::{Rng, simulated};
+use aqueduct_tests::{Args, Rng, simulated};
 
 // ---------------------------------------------------------------------------
 // Buffers, kernargs and the simulated devices
@@ -36,26 +36,6 @@ const MSG_INTERRUPT: u16 = 1;
 /// Bytes of LDS `lds_read_at` has: the 1024-u32 array of
 /// `tests/kernels/llvm/workgroup.ll`.
 const LDS_BYTES: u32 = 4096;
-
-/// Kernel arguments, each at its natural alignment.
-#[derive(Default)]
-struct Args(Vec<u8>);
-
-impl Args {
-    fn u32(self, v: u32) -> Self {
-        self.put(&v.to_le_bytes())
-    }
-
-    fn u64(self, v: u64) -> Self {
-        self.put(&v.to_le_bytes())
-    }
-
-    fn put(mut self, bytes: &[u8]) -> Self {
-        self.0.resize(self.0.len().next_multiple_of(bytes.len()), 0);
-        self.0.extend_from_slice(bytes);
-        self
-    }
-}
 
 /// One simulated device with the test kernels loaded.
 struct Sim {
