@@ -253,18 +253,7 @@ fn sim_bench_command(args: &[String]) -> Result<(), String> {
         // an unoptimised interpreter is ~17× slower and its numbers say
         // nothing. A profile override for aqueduct-sim would change every
         // debug build of the workspace; running ourselves in release does not.
-        eprintln!(
-            "sim-bench: this xtask is a debug build; running `cargo run --release -p xtask -- sim-bench`"
-        );
-        return cargo(&[
-            "run",
-            "--quiet",
-            "--release",
-            "-p",
-            "xtask",
-            "--",
-            "sim-bench",
-        ]);
+        return rerun_in_release("sim-bench", &[]);
     }
     let artifacts = build(&Options {
         targets: simulated_targets()?,
@@ -279,6 +268,17 @@ fn sim_bench_command(args: &[String]) -> Result<(), String> {
     }
     print!("{}", sim_bench::format_table(&samples));
     Ok(())
+}
+
+/// Runs `cargo xtask <command> <args>` again as a release build: the
+/// benchmarks' numbers mean nothing for debug builds of the code they time.
+fn rerun_in_release(command: &str, args: &[String]) -> Result<(), String> {
+    eprintln!(
+        "{command}: this xtask is a debug build; running `cargo run --release -p xtask -- {command}`"
+    );
+    let mut run = vec!["run", "--quiet", "--release", "-p", "xtask", "--", command];
+    run.extend(args.iter().map(String::as_str));
+    cargo(&run)
 }
 
 fn hsa_bench_command(args: &[String]) -> Result<(), String> {
@@ -296,20 +296,7 @@ fn hsa_bench_command(args: &[String]) -> Result<(), String> {
     }
     if cfg!(debug_assertions) {
         // As for sim-bench: a debug shim and simulator time themselves.
-        eprintln!(
-            "hsa-bench: this xtask is a debug build; running `cargo run --release -p xtask -- hsa-bench`"
-        );
-        let mut run = vec![
-            "run",
-            "--quiet",
-            "--release",
-            "-p",
-            "xtask",
-            "--",
-            "hsa-bench",
-        ];
-        run.extend(args.iter().map(String::as_str));
-        return cargo(&run);
+        return rerun_in_release("hsa-bench", args);
     }
     let library = match library {
         Some(path) => path,
