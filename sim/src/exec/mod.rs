@@ -138,12 +138,24 @@ pub(crate) fn run_words(
     lds: &mut [u8],
 ) -> Result<(), Fault> {
     let program = Program::empty(std::sync::Arc::new(Memory::new()), target);
-    let inst = crate::decode::decode(words, target).expect("decodes");
+    run_words_in(&program, w, words, mnemonic, lds)
+}
+
+/// [`run_words`] with `program`'s memory as device memory.
+#[cfg(test)]
+pub(crate) fn run_words_in(
+    program: &Program,
+    w: &mut Wave,
+    words: &[u32],
+    mnemonic: &str,
+    lds: &mut [u8],
+) -> Result<(), Fault> {
+    let inst = crate::decode::decode(words, program.target).expect("decodes");
     assert_eq!(inst.mnemonic, mnemonic);
     let exec = lookup(inst.mnemonic).expect("implemented");
     let mut events = Vec::new();
     let mut ctx = Ctx {
-        program: &program,
+        program,
         mem: program.memory(),
         lds,
         pc: 0,

@@ -578,7 +578,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::decode::{Target, decode};
+    use crate::decode::Target;
     use crate::memory::Memory;
     use crate::program::Program;
     use crate::wave::Scratch;
@@ -610,19 +610,7 @@ mod tests {
         }
 
         fn run(&self, w: &mut Wave, words: [u32; 2], mnemonic: &str) -> R {
-            let inst = decode(&words, Target::Gfx90a).expect("decodes");
-            assert_eq!(inst.mnemonic, mnemonic);
-            let exec = crate::exec::lookup(inst.mnemonic).expect("implemented");
-            let mut events = Vec::new();
-            let mut lds = Vec::new();
-            let mut ctx = Ctx {
-                program: &self.program,
-                mem: self.program.memory(),
-                lds: &mut lds,
-                pc: 0,
-                events: &mut events,
-            };
-            exec(w, &inst, &mut ctx)
+            crate::exec::run_words_in(&self.program, w, &words, mnemonic, &mut [])
         }
 
         fn dword(&self, address: u64) -> u32 {

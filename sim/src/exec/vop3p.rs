@@ -538,9 +538,6 @@ mod tests {
     use super::*;
     use crate::decode::opcodes::VOP3P;
     use crate::decode::{Target, decode};
-    use crate::memory::Memory;
-    use crate::program::Program;
-    use std::sync::Arc;
 
     /// Hand-assembled VOP3P (CDNA3 ISA, "VOP3P"): sources are VGPRs
     /// (or, with `None`, the 9-bit code given).
@@ -578,19 +575,8 @@ mod tests {
     }
 
     fn run(w: &mut Wave, words: &[u32]) {
-        let inst = decode(words, Target::Gfx942).unwrap();
-        let exec = crate::exec::lookup(inst.mnemonic).expect("implemented");
-        let mem = Arc::new(Memory::new());
-        let program = Program::empty(mem.clone(), Target::Gfx942);
-        let mut events = Vec::new();
-        let mut ctx = Ctx {
-            program: &program,
-            mem: &mem,
-            lds: &mut [],
-            pc: 0,
-            events: &mut events,
-        };
-        exec(w, &inst, &mut ctx).unwrap();
+        let mnemonic = decode(words, Target::Gfx942).expect("decodes").mnemonic;
+        crate::exec::run_words(w, Target::Gfx942, words, mnemonic, &mut []).expect("executes");
     }
 
     fn h(x: f32) -> u32 {
