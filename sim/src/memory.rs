@@ -148,6 +148,19 @@ impl Memory {
         })
     }
 
+    /// Frees every allocation and forgets every registered range: the end
+    /// of a runtime, once nothing runs on its memory.
+    pub fn clear(&self) {
+        for r in self.write().drain(..) {
+            if let Some(layout) = r.layout {
+                // SAFETY: allocated in `alloc` with this layout; removed
+                // from the table under the write lock, so no access is in
+                // flight (accesses hold the read lock) and none can start.
+                unsafe { dealloc(r.start as *mut u8, layout) };
+            }
+        }
+    }
+
     /// The kind of the range holding `address`, if any.
     pub fn kind_of(&self, address: u64) -> Option<RangeKind> {
         let ranges = self.read();
@@ -210,13 +223,7 @@ impl Memory {
 
 impl Drop for Memory {
     fn drop(&mut self) {
-        for r in self.write().drain(..) {
-            if let Some(layout) = r.layout {
-                // SAFETY: allocated in `alloc` with this layout; the table
-                // is being dropped, so nothing can access it any more.
-                unsafe { dealloc(r.start as *mut u8, layout) };
-            }
-        }
+        self.clear();
     }
 }
 

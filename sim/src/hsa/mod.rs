@@ -25,6 +25,8 @@
 //! The exported functions are `unsafe extern "C"`: their pointer arguments
 //! carry hsa.h's contracts, which the caller (C or the host shim) upholds.
 
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::memory::Memory;
@@ -150,6 +152,9 @@ impl Runtime {
         self.executables.shut_down();
         self.signals.shut_down();
         self.pools.shut_down(&self.memory);
+        // Whatever is left (signals, code images): a thread may keep the
+        // runtime's shell cached (`CACHED`) after this, but not its memory.
+        self.memory.clear();
     }
 }
 
@@ -163,9 +168,62 @@ fn global() -> MutexGuard<'static, (u32, Option<Arc<Runtime>>)> {
     GLOBAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Bumped (under [`GLOBAL`]'s lock) whenever the runtime is made or
+/// taken away, so a thread's cached runtime can be checked with one load.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// Marks a change of [`GLOBAL`]'s runtime; call with its lock held.
+pub(crate) fn runtime_changed() {
+    GENERATION.fetch_add(1, Ordering::Release);
+}
+
+thread_local! {
+    /// This thread's copy of the runtime and the [`GENERATION`] it is of:
+    /// the value functions (signal stores, queue indices) run per packet,
+    /// and the global lock plus a reference count cost more than the rest
+    /// of a packet. A stale copy is dropped at the thread's next call (or
+    /// exit); the resources of a shut-down runtime are released by
+    /// `hsa_shut_down` itself, so a copy holds only the empty shell.
+    static CACHED: RefCell<Option<(u64, Arc<Runtime>)>> = const { RefCell::new(None) };
+}
+
 /// The runtime, or NOT_INITIALIZED (ROCr's answer before `hsa_init`).
 pub fn runtime() -> Result<Arc<Runtime>, Status> {
-    global().1.clone().ok_or(status::NOT_INITIALIZED)
+    with_runtime(|rt| rt.clone())
+}
+
+/// Runs `f` on the runtime without taking the global lock or a reference
+/// when this thread's cached copy is current; NOT_INITIALIZED if there is
+/// none.
+pub fn with_runtime<R>(f: impl FnOnce(&Arc<Runtime>) -> R) -> Result<R, Status> {
+    let now = GENERATION.load(Ordering::Acquire);
+    let mut f = Some(f);
+    let fast = CACHED.try_with(|c| {
+        // Taken while `f` runs: a call back in from `f` finds it taken and
+        // goes the slow way.
+        let mut slot = c.try_borrow_mut().ok()?;
+        if slot.as_ref().is_none_or(|(g, _)| *g != now) {
+            // Dropped before the lock is taken: the last reference to a
+            // shut-down runtime frees it, which must not happen under it.
+            *slot = None;
+            let g = global();
+            *slot =
+                g.1.clone()
+                    .map(|rt| (GENERATION.load(Ordering::Relaxed), rt));
+        }
+        let f = f.take()?;
+        Some(match slot.as_ref() {
+            Some((_, rt)) => Ok(f(rt)),
+            None => Err(status::NOT_INITIALIZED),
+        })
+    });
+    if let Ok(Some(result)) = fast {
+        return result;
+    }
+    // Re-entered, or the thread is ending: the slow path.
+    let rt = global().1.clone().ok_or(status::NOT_INITIALIZED)?;
+    let f = f.take().ok_or(status::ERROR)?;
+    Ok(f(&rt))
 }
 
 /// Writes `value` to `*out` if `out` is non-null.

@@ -60,6 +60,7 @@
 //! `queue_inactive_signal` and the scratch fields stay zero: the simulator
 //! manages scratch itself and nothing in aqueduct reads them.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -133,6 +134,35 @@ static NEXT_OWNER: AtomicU64 = AtomicU64::new(0);
 /// queue pointer; an entry's `owner` says which runtime made it.
 static LIVE: Mutex<BTreeMap<u64, Arc<Entry>>> = Mutex::new(BTreeMap::new());
 
+/// Bumped, with [`LIVE`]'s lock held, after every change to it.
+static LIVE_GENERATION: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// The queue this thread used last, with the [`LIVE_GENERATION`] it
+    /// was looked up in: producers call the index functions per packet,
+    /// and the global lock plus a reference count would cost more than the
+    /// rest of the packet. A stale entry is dropped at the thread's next
+    /// index call (or exit), so a destroyed queue's memory may outlive
+    /// `hsa_queue_destroy` until then, but is never used.
+    static LAST_QUEUE: RefCell<Option<(u64, u64, Arc<Entry>)>> = const { RefCell::new(None) };
+}
+
+/// Drops this thread's cached queue if `which` says so: a queue destroyed
+/// by the thread that used it is freed at once.
+fn forget_cached(which: impl FnOnce(&Entry) -> bool) {
+    let _ = LAST_QUEUE.try_with(|c| {
+        if let Ok(mut slot) = c.try_borrow_mut()
+            && slot.as_ref().is_some_and(|(_, _, e)| which(e))
+        {
+            *slot = None;
+        }
+    });
+}
+
+fn live_changed() {
+    LIVE_GENERATION.fetch_add(1, Ordering::Release);
+}
+
 fn live() -> MutexGuard<'static, BTreeMap<u64, Arc<Entry>>> {
     // Each critical section is one map operation, which a panic cannot
     // leave half done.
@@ -195,8 +225,10 @@ impl State {
                 .filter(|(_, e)| e.owner == self.owner)
                 .map(|(&k, _)| k)
                 .collect();
+            live_changed();
             keys.iter().filter_map(|k| all.remove(k)).collect()
         };
+        forget_cached(|e| e.owner == self.owner);
         for e in mine {
             e.stop_and_join();
         }
@@ -245,6 +277,14 @@ impl Entry {
 
     fn write_dispatch_id(&self) -> &AtomicU64 {
         self.word(core::mem::offset_of!(AmdQueue, write_dispatch_id))
+    }
+
+    /// The value word of the doorbell signal.
+    fn doorbell_value(&self) -> &AtomicU64 {
+        // SAFETY: the doorbell is a 64-aligned `amd_signal_t` this entry
+        // owns and frees only in `Drop`; its value word is 8-aligned and
+        // accessed atomically by every party.
+        unsafe { AtomicU64::from_ptr((self.doorbell + super::signal::VALUE_OFFSET) as *mut u64) }
     }
 
     /// Address of packet `id`'s slot.
@@ -394,22 +434,87 @@ pub fn create(
         .spawn(move || process(&rt2, &e2))
         .map_err(|_| status::OUT_OF_RESOURCES)?;
     *entry.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(thread);
-    live().insert(address, entry);
+    let mut all = live();
+    all.insert(address, entry);
+    live_changed();
+    drop(all);
     Ok(address)
 }
 
 /// Stops and joins the processor of the queue at `queue` and frees the
 /// queue; INVALID_QUEUE if it is not a live queue (ROCr `hsa.cpp`
-/// `hsa_queue_destroy`).
+/// `hsa_queue_destroy`). The memory goes at once unless another thread
+/// has the queue cached ([`LAST_QUEUE`]); then at that thread's next
+/// index call or exit.
 pub fn destroy(queue: u64) -> Result<(), Status> {
-    let entry = live().remove(&queue).ok_or(status::INVALID_QUEUE)?;
+    let entry = {
+        let mut all = live();
+        let entry = all.remove(&queue).ok_or(status::INVALID_QUEUE)?;
+        live_changed();
+        entry
+    };
+    forget_cached(|e| e.address == queue);
     entry.stop_and_join();
     Ok(())
 }
 
-/// The live queue at `queue`, kept alive by the returned reference.
-fn lookup(queue: *const HsaQueue) -> Option<Arc<Entry>> {
-    live().get(&(queue as u64)).cloned()
+/// Runs `f` on the live queue at `queue`; `R::default()` if there is none.
+/// Takes neither the lock nor a reference when this thread's last queue
+/// is the one asked for and no queue was made or destroyed since.
+fn with_queue<R: Default>(queue: *const HsaQueue, f: impl FnOnce(&Entry) -> R) -> R {
+    let address = queue as u64;
+    let now = LIVE_GENERATION.load(Ordering::Acquire);
+    let mut f = Some(f);
+    let fast = LAST_QUEUE.try_with(|c| {
+        // Held while `f` runs; `f` does not call back in, and if it did it
+        // would take the slow path.
+        let mut slot = c.try_borrow_mut().ok()?;
+        if slot
+            .as_ref()
+            .is_none_or(|(g, a, _)| (*g, *a) != (now, address))
+        {
+            // A stale entry may be a destroyed queue's last reference:
+            // freed here, not under the lock.
+            *slot = None;
+            let all = live();
+            *slot = all.get(&address).map(|e| {
+                let generation = LIVE_GENERATION.load(Ordering::Relaxed);
+                (generation, address, e.clone())
+            });
+        }
+        let f = f.take()?;
+        Some(slot.as_ref().map(|(_, _, e)| f(e)).unwrap_or_default())
+    });
+    if let Ok(Some(r)) = fast {
+        return r;
+    }
+    let entry = live().get(&address).cloned();
+    match (entry, f.take()) {
+        (Some(e), Some(f)) => f(&e),
+        _ => R::default(),
+    }
+}
+
+/// A producer's doorbell store, without the valid-range table: if the
+/// signal `handle` is the doorbell of this thread's last queue (the one
+/// whose write index it just moved), stores `value` to it and returns true.
+/// The queue's reference in [`LAST_QUEUE`] keeps the doorbell allocated.
+pub(super) fn store_own_doorbell(handle: u64, value: i64, order: Ordering) -> bool {
+    let now = LIVE_GENERATION.load(Ordering::Acquire);
+    LAST_QUEUE
+        .try_with(|c| {
+            let Ok(slot) = c.try_borrow() else {
+                return false;
+            };
+            match slot.as_ref() {
+                Some((g, _, e)) if *g == now && e.doorbell == SignalHandle(handle).address() => {
+                    e.doorbell_value().store(value as u64, order);
+                    true
+                }
+                _ => false,
+            }
+        })
+        .unwrap_or(false)
 }
 
 // ===========================================================================
@@ -801,11 +906,15 @@ pub unsafe extern "C" fn hsa_queue_inactivate(queue: *mut HsaQueue) -> Status {
     if queue.is_null() {
         return status::INVALID_ARGUMENT;
     }
-    let Some(e) = lookup(queue) else {
-        return status::INVALID_QUEUE;
-    };
-    e.stop.store(true, Ordering::Release);
-    status::SUCCESS
+    let found = with_queue(queue, |e| {
+        e.stop.store(true, Ordering::Release);
+        true
+    });
+    if found {
+        status::SUCCESS
+    } else {
+        status::INVALID_QUEUE
+    }
 }
 
 // The index functions return no status and ROCr does not check their
@@ -825,14 +934,10 @@ fn with_index<R: Default>(
     index: Index,
     op: impl FnOnce(&AtomicU64) -> R,
 ) -> R {
-    let Some(e) = lookup(queue) else {
-        return R::default();
-    };
-    let word = match index {
-        Index::Read => e.read_dispatch_id(),
-        Index::Write => e.write_dispatch_id(),
-    };
-    op(word)
+    with_queue(queue, |e| match index {
+        Index::Read => op(e.read_dispatch_id()),
+        Index::Write => op(e.write_dispatch_id()),
+    })
 }
 
 /// The load ordering a `_scacquire`/`_relaxed` suffix names.
@@ -1446,6 +1551,8 @@ mod tests {
         let rt = runtime();
         let q = queue(&rt, None);
         let ring = amd_queue(&rt, q).hsa_queue.base_address;
+        // This thread's use caches the queue; destroying it still frees it.
+        assert_eq!(read_index(q), 0);
         // The processor holds the runtime.
         assert_eq!(Arc::strong_count(&rt), 2);
         destroy(q).unwrap();
@@ -1464,6 +1571,36 @@ mod tests {
         std::thread::sleep(SETTLE);
         destroy(q).unwrap();
         assert_eq!(Arc::strong_count(&rt), 1);
+    }
+
+    #[test]
+    fn only_the_doorbell_of_the_current_cached_queue_skips_the_table() {
+        let rt = runtime();
+        let (a, b) = (queue(&rt, None), queue(&rt, None));
+        let bell = |q| amd_queue(&rt, q).hsa_queue.doorbell_signal.0;
+        // Caches `a`, as a producer's reservation does. (Tests running in
+        // parallel make queues too, which may make the cache stale before
+        // the store: then it is cached again.)
+        let cached_store = (0..1000).any(|_| {
+            assert_eq!(read_index(a), 0);
+            store_own_doorbell(bell(a), 5, Ordering::Release)
+        });
+        assert!(cached_store);
+        assert_eq!(signal::value(&rt, bell(a)), Some(5));
+        assert!(!store_own_doorbell(bell(b), 6, Ordering::Release));
+        assert_eq!(signal::value(&rt, bell(b)), Some(0));
+        // A queue made or destroyed anywhere makes the cache stale, and
+        // stores go through the table (which still reaches `a`'s doorbell).
+        let c = queue(&rt, None);
+        assert!(!store_own_doorbell(bell(a), 7, Ordering::Release));
+        store(&rt, SignalHandle(bell(a)), 8);
+        assert_eq!(signal::value(&rt, bell(a)), Some(8));
+        // A destroyed queue's stale cache never takes a store.
+        assert_eq!(read_index(c), 0);
+        destroy(c).unwrap();
+        assert!(!store_own_doorbell(bell(a), 9, Ordering::Release));
+        assert_eq!(read_index(c), 0);
+        rt.queues.shut_down();
     }
 
     #[test]

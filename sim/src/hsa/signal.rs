@@ -31,8 +31,8 @@
 //! are not defined on doorbells (ROCr asserts) and act on the union as a
 //! value.
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering, fence};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -41,7 +41,7 @@ use aqueduct_abi::hsa::{SignalCondition, SignalHandle};
 use zerocopy::IntoBytes;
 
 use super::system::{Handle, TIMESTAMP_HZ};
-use super::{Runtime, Status, put, runtime, status};
+use super::{Runtime, Status, put, runtime, status, with_runtime};
 
 /// Byte offset of `value` in `amd_signal_t`.
 pub const VALUE_OFFSET: u64 = core::mem::offset_of!(AmdSignal, value) as u64;
@@ -56,7 +56,7 @@ const SIGNAL_BYTES: u64 = core::mem::size_of::<AmdSignal>() as u64;
 pub const WAIT_SLICE: Duration = Duration::from_millis(1);
 
 /// Signal bookkeeping and the waiters' wake-up.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct State {
     /// Bumped on every notification; waiters sleep on `changed`.
     epoch: Mutex<u64>,
@@ -64,33 +64,65 @@ pub struct State {
     /// Addresses of the signals `hsa_signal_create` made and
     /// `hsa_signal_destroy` has not freed.
     live: Mutex<BTreeSet<u64>>,
-    /// How many sleepers watch each signal address ([`ANY`]: sleepers
-    /// that want every notification). A store to a signal nobody watches
-    /// wakes nobody: a doorbell rung while its processor waits on a
-    /// barrier's dependency costs a map look-up, not a system call.
-    watched: Mutex<HashMap<u64, usize>>,
+    /// How many sleepers watch a signal whose address hashes to each
+    /// bucket. A store to a signal nobody watches wakes nobody: a doorbell
+    /// rung while its processor waits on a barrier's dependency costs one
+    /// load here, not a system call (the condition variable's wake-up is
+    /// one even without sleepers). Two signals sharing a bucket cost a
+    /// spurious wake-up, never a lost one.
+    watched: [AtomicU32; WATCH_BUCKETS],
+    /// Sleepers that want every notification.
+    watch_all: AtomicU32,
 }
 
-/// The watch key of sleepers interested in every notification.
-const ANY: u64 = 0;
+impl Default for State {
+    fn default() -> Self {
+        Self {
+            epoch: Mutex::new(0),
+            changed: Condvar::new(),
+            live: Mutex::new(BTreeSet::new()),
+            watched: [const { AtomicU32::new(0) }; WATCH_BUCKETS],
+            watch_all: AtomicU32::new(0),
+        }
+    }
+}
+
+/// Buckets of [`State::watched`]: more than the sleepers a runtime has at
+/// once (one per queue plus the host's waiters), so collisions are rare.
+const WATCH_BUCKETS: usize = 256;
+
+/// The bucket of the signal at `address` (signals are 64-byte aligned:
+/// the low bits carry nothing; a multiplicative hash spreads the rest).
+fn bucket(address: u64) -> usize {
+    ((address >> 6).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as usize % WATCH_BUCKETS
+}
 
 /// Registration of a sleeper's interest in some signals, for as long as
 /// it lives: taken before reading the values, so a store between the read
 /// and the sleep still wakes it.
+///
+/// The registration and a signal write pair up as in Dekker's algorithm:
+/// the sleeper counts itself in, fences, then reads the value; the writer
+/// writes the value, fences, then reads the count
+/// ([`State::notify_signal`]). With both fences sequentially consistent,
+/// either the writer sees the count and notifies, or the sleeper sees the
+/// new value and does not sleep.
 pub struct Watch<'a> {
     state: &'a State,
-    keys: Vec<u64>,
+    /// The buckets counted in; `None` for [`State::watch_all`].
+    buckets: Option<Vec<usize>>,
 }
 
 impl Drop for Watch<'_> {
     fn drop(&mut self) {
-        let mut w = self.state.watched();
-        for k in &self.keys {
-            if let Some(n) = w.get_mut(k) {
-                *n -= 1;
-                if *n == 0 {
-                    w.remove(k);
+        match &self.buckets {
+            Some(buckets) => {
+                for &b in buckets {
+                    self.state.watched[b].fetch_sub(1, Ordering::Release);
                 }
+            }
+            None => {
+                self.state.watch_all.fetch_sub(1, Ordering::Release);
             }
         }
     }
@@ -105,13 +137,15 @@ impl State {
     }
 
     /// Wakes the sleepers if any of them watches the signal `handle` (or
-    /// everything): what a store to a signal does.
+    /// everything): what a write to a signal does, after the write.
     pub fn notify_signal(&self, handle: u64) {
-        let wanted = {
-            let w = self.watched();
-            w.contains_key(&SignalHandle(handle).address()) || w.contains_key(&ANY)
-        };
-        if wanted {
+        // Orders the caller's write before the loads of the counts (see
+        // `Watch`).
+        fence(Ordering::SeqCst);
+        let b = bucket(SignalHandle(handle).address());
+        if self.watched[b].load(Ordering::Relaxed) != 0
+            || self.watch_all.load(Ordering::Relaxed) != 0
+        {
             self.notify();
         }
     }
@@ -119,37 +153,36 @@ impl State {
     /// Registers interest in `handles` (null ones ignored) until the
     /// returned guard drops.
     pub fn watch(&self, handles: impl IntoIterator<Item = u64>) -> Watch<'_> {
-        let keys: Vec<u64> = handles
+        let buckets: Vec<usize> = handles
             .into_iter()
             .filter(|&h| h != 0)
-            .map(|h| SignalHandle(h).address())
+            .map(|h| bucket(SignalHandle(h).address()))
             .collect();
-        let mut w = self.watched();
-        for &k in &keys {
-            *w.entry(k).or_insert(0) += 1;
+        for &b in &buckets {
+            self.watched[b].fetch_add(1, Ordering::Relaxed);
         }
-        drop(w);
-        Watch { state: self, keys }
+        // Orders the counts before the caller's reads (see `Watch`).
+        fence(Ordering::SeqCst);
+        Watch {
+            state: self,
+            buckets: Some(buckets),
+        }
     }
 
     /// Sleeps until the next notification of any signal, or `timeout`.
     pub fn park(&self, timeout: Duration) {
-        let _any = self.watch_any();
+        let _all = self.watch_all();
         let seen = *self.epoch();
         self.park_since(seen, timeout);
     }
 
-    fn watch_any(&self) -> Watch<'_> {
-        *self.watched().entry(ANY).or_insert(0) += 1;
+    fn watch_all(&self) -> Watch<'_> {
+        self.watch_all.fetch_add(1, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
         Watch {
             state: self,
-            keys: vec![ANY],
+            buckets: None,
         }
-    }
-
-    fn watched(&self) -> MutexGuard<'_, HashMap<u64, usize>> {
-        // Counts change by one per critical section: never inconsistent.
-        self.watched.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The notification count, to pass to [`State::park_since`] after
@@ -253,25 +286,26 @@ fn add(rt: &Runtime, handle: u64, delta: i64, order: Ordering) -> bool {
 /// Stores `value`: into a doorbell's register, else into the value word.
 fn store(rt: &Runtime, handle: u64, value: i64, order: Ordering) {
     let base = SignalHandle(handle).address();
-    let target = {
+    // A producer ringing the queue it just reserved slots in (a user-kind
+    // signal) skips the table.
+    if !super::queue::store_own_doorbell(handle, value, order) {
         let mut m = rt.memory.access();
-        match base.checked_add(KIND_OFFSET) {
-            Some(at) if m.check(at, 16).is_ok() => {
-                let kind = m.atomic_u64(at).map(|k| k.load(Ordering::Acquire) as i64);
-                let union = m.atomic_u64(base + VALUE_OFFSET);
-                match (kind, union) {
-                    (Some(kind), Some(union)) if kind == AmdSignalKind::DOORBELL.0 => {
-                        Some(union.load(Ordering::Acquire))
-                    }
-                    (Some(_), Some(_)) => Some(base + VALUE_OFFSET),
-                    _ => None,
+        let words = base
+            .checked_add(KIND_OFFSET)
+            .filter(|&at| m.check(at, 16).is_ok())
+            .and_then(|at| Some((m.atomic_u64(at)?, m.atomic_u64(base + VALUE_OFFSET)?)));
+        if let Some((kind, union)) = words {
+            if kind.load(Ordering::Acquire) as i64 == AmdSignalKind::DOORBELL.0 {
+                let register = union.load(Ordering::Acquire);
+                if m.check(register, 8).is_ok()
+                    && let Some(r) = m.atomic_u64(register)
+                {
+                    r.store(value as u64, order);
                 }
+            } else {
+                union.store(value as u64, order);
             }
-            _ => None,
         }
-    };
-    if let Some(at) = target {
-        with_word(rt, at, |w| w.store(value as u64, order));
     }
     rt.signals.notify_signal(handle);
 }
@@ -471,10 +505,10 @@ macro_rules! value_ops {
         /// memory.
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $name(signal: SignalHandle $(, $arg: $ty)*) $(-> $ret)? {
-            let Ok(rt) = runtime() else {
-                return Default::default();
-            };
-            value_ops!(@call $imp, &rt, signal.0 $(, $arg)*, $(Ordering::$ord),+)
+            with_runtime(|rt| {
+                value_ops!(@call $imp, rt, signal.0 $(, $arg)*, $(Ordering::$ord),+)
+            })
+            .unwrap_or_default()
         }
     )+};
     (@call load, $($a:expr),+) => { load($($a),+).unwrap_or(0) };
@@ -581,7 +615,26 @@ mod tests {
         ms * TIMESTAMP_HZ / 1000
     }
 
-    impl Init {}
+    #[test]
+    fn a_write_wakes_sleepers_only_when_someone_watches_its_signal() {
+        let state = State::default();
+        let (watched, other) = (0x1_0000u64, 0x2_0040u64);
+        assert_ne!(bucket(watched), bucket(other));
+        state.notify_signal(watched);
+        assert_eq!(state.seen(), 0, "nobody watches: no wake-up");
+        {
+            let _w = state.watch([watched, 0]);
+            state.notify_signal(other);
+            assert_eq!(state.seen(), 0);
+            state.notify_signal(watched);
+            assert_eq!(state.seen(), 1);
+        }
+        state.notify_signal(watched);
+        assert_eq!(state.seen(), 1, "the watch ended with its guard");
+        let _all = state.watch_all();
+        state.notify_signal(other);
+        assert_eq!(state.seen(), 2, "a sleeper on every signal is woken");
+    }
 
     #[test]
     fn a_signal_is_a_user_amd_signal_in_device_memory() {

@@ -48,6 +48,7 @@ pub unsafe extern "C" fn hsa_init() -> Status {
             }
         };
         g.1 = Some(Arc::new(Runtime::new(&specs)));
+        super::runtime_changed();
     }
     g.0 = g.0.saturating_add(1);
     status::SUCCESS
@@ -65,7 +66,12 @@ pub unsafe extern "C" fn hsa_shut_down() -> Status {
             return status::NOT_INITIALIZED;
         }
         g.0 -= 1;
-        if g.0 == 0 { g.1.take() } else { None }
+        if g.0 == 0 {
+            super::runtime_changed();
+            g.1.take()
+        } else {
+            None
+        }
     };
     // Outside the lock: processor threads may be calling `runtime()`.
     if let Some(rt) = last {
