@@ -14,6 +14,7 @@ fn main() {
     for input in [
         "device",
         "tests/kernels",
+        "tests/probes",
         "shared/src",
         "Cargo.toml",
         "Cargo.lock",

@@ -80,6 +80,13 @@ pub const DEVICE_CRATES: &[DeviceCrate] = &[
         allow_dynamic_stack: &["call_hash", "call_indirect"],
         only_for: &["gfx90a", "gfx942"],
     },
+    DeviceCrate {
+        package: "aqueduct-probes",
+        dir: "tests/probes",
+        allow_spills: &[],
+        allow_dynamic_stack: &[],
+        only_for: &[],
+    },
 ];
 
 /// LLVM fails to compile compiler_builtins for gfx1100 with debug assertions
@@ -95,7 +102,7 @@ const STD_WITHOUT_ASSERTIONS: &[&str] = &[
 ];
 
 /// Bumped whenever the link pipeline changes, so old stamps go stale.
-const PIPELINE_VERSION: u32 = 1;
+const PIPELINE_VERSION: u32 = 2;
 
 pub const DEVICE_TRIPLE: &str = "amdgcn-amd-amdhsa";
 
@@ -474,10 +481,11 @@ fn link(
     let shim = work.join("shims.ll");
     let mut text = format!("target datalayout = \"{}\"\n", toolchain.data_layout);
     text.push_str(&format!("target triple = \"{DEVICE_TRIPLE}\"\n"));
+    let mut groups = std::collections::BTreeMap::new();
     for file in shims {
-        text.push_str(
-            &std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?,
-        );
+        let body = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+        check_attribute_groups(&mut groups, file, &body)?;
+        text.push_str(&body);
         text.push('\n');
     }
     std::fs::write(&shim, text).map_err(|e| format!("{}: {e}", shim.display()))?;
@@ -523,6 +531,39 @@ fn link(
         "rust-lld",
     )?;
     Ok(tmp)
+}
+
+/// The shims are linked as one file, where `attributes #N` of two files
+/// name one group: LLVM keeps one definition and silently applies it to
+/// both files' functions (a `memory(none)` group from one file would let
+/// the optimiser delete another file's atomics). Numbers may repeat only
+/// with the same attributes.
+fn check_attribute_groups(
+    seen: &mut std::collections::BTreeMap<String, (PathBuf, String)>,
+    file: &Path,
+    body: &str,
+) -> Result<(), String> {
+    for line in body.lines() {
+        let Some(rest) = line.strip_prefix("attributes ") else {
+            continue;
+        };
+        let Some((group, attrs)) = rest.split_once('=') else {
+            continue;
+        };
+        let (group, attrs) = (group.trim().to_owned(), attrs.trim().to_owned());
+        if let Some((other, before)) = seen.get(&group)
+            && *before != attrs
+        {
+            return Err(format!(
+                "LLVM IR shims {} and {} both define attribute group {group} differently; \
+                 renumber one, or write the attributes inline",
+                other.display(),
+                file.display()
+            ));
+        }
+        seen.insert(group, (file.to_path_buf(), attrs));
+    }
+    Ok(())
 }
 
 /// Reads a built code object back and applies the build's rules.

@@ -5,6 +5,7 @@
 //! It is a library so the test crate's build script can run the very same
 //! device build (without the command-line front end, feature `cli`).
 
+pub mod atomics_ir;
 pub mod device_build;
 pub mod isa_tables;
 pub mod report;

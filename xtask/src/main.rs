@@ -22,6 +22,8 @@ commands:
   run       the main job: build all targets and print the report
   test      the whole test suite: rustfmt check, clippy, cargo test
   isa-tables  regenerate sim/src/decode/opcodes.rs from llvm-objdump
+  atomics-ir  regenerate device/runtime/llvm/atomics.ll (the device
+            library's scoped atomics as LLVM IR)
   sim-coverage  build for gfx90a and gfx942 (profiles device-dev and device)
             and list each code object's instructions and whether the
             simulator implements them; fails naming any it does not
@@ -336,6 +338,11 @@ fn main() -> ExitCode {
             .and_then(|a| print_report(&a)),
         Some("test") if args.len() == 1 => test(),
         Some("isa-tables") if args.len() == 1 => isa_tables(),
+        Some("atomics-ir") if args.len() == 1 => {
+            let path = workspace_root().join(xtask::atomics_ir::PATH);
+            std::fs::write(&path, xtask::atomics_ir::generate())
+                .map_err(|e| format!("{}: {e}", path.display()))
+        }
         Some("sim-coverage") => sim_coverage_command(&args[1..]),
         Some("sim-bench") => sim_bench_command(&args[1..]),
         Some("hsa-bench") => hsa_bench_command(&args[1..]),

@@ -19,11 +19,13 @@
 /// The layouts the device library shares with host and simulator.
 pub use aqueduct_abi as abi;
 
+pub mod atomic;
+pub mod blit;
 pub mod grid;
 
 #[cfg(target_arch = "amdgpu")]
 mod arch;
-#[cfg(target_arch = "amdgpu")]
+#[cfg(all(target_arch = "amdgpu", feature = "kernels"))]
 pub mod kernels;
 
 /// The [`aqueduct_abi::ABI_VERSION`] this library was built against, under
