@@ -36,6 +36,13 @@ pub fn work_item_x() -> WorkItem {
     }
 }
 
+/// Yields the wave's issue slots for a moment: what a spin-wait does
+/// between looks (`s_sleep 1`, about 64 clocks).
+#[inline(always)]
+pub fn pause() {
+    core::arch::amdgpu::s_sleep::<1>();
+}
+
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo) -> ! {
     // llvm.trap: `s_trap 2` on amdhsa, which the runtime reports as a queue

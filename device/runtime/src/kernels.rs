@@ -7,7 +7,12 @@
 //! element-at-a-time loops; the vectorised blits come with the device
 //! runtime's blit layer.
 
-use crate::arch::work_item_x;
+use aqueduct_abi::amd_queue::AmdQueue;
+use aqueduct_abi::hsa::SignalHandle;
+use aqueduct_abi::packet::{DispatchLimits, KernelDispatch};
+
+use crate::arch::{pause, work_item_x};
+use crate::queue::Queue;
 
 /// `dst[i] = value` for `i < len`.
 #[unsafe(no_mangle)]
@@ -43,4 +48,49 @@ pub extern "gpu-kernel" fn saxpy_f32(len: u64, a: f32, x: *const f32, y: *mut f3
             yi.write(a * x.add(i as usize).read() + yi.read());
         }
     }
+}
+
+/// Device-side enqueue, the first step of device scheduling: the first
+/// work-item builds a one-dimensional dispatch packet of `kernel_object`
+/// (grid `grid_size`, workgroups of `workgroup_size`, kernel arguments at
+/// `kernarg_address`, `group_segment_size` bytes of LDS, decrementing
+/// `completion_signal` when done) and submits it to the queue at `queue`:
+/// reserve a slot (waiting while the ring is full), write the body,
+/// publish the header with a system-scope release, ring the doorbell.
+/// `status[0]` receives the packet id, or `u64::MAX` if the packet or the
+/// queue was refused.
+#[unsafe(no_mangle)]
+pub extern "gpu-kernel" fn enqueue_dispatch(
+    queue: *mut AmdQueue,
+    kernel_object: u64,
+    kernarg_address: u64,
+    grid_size: u32,
+    workgroup_size: u32,
+    group_segment_size: u32,
+    completion_signal: u64,
+    status: *mut u64,
+) {
+    if work_item_x().global_id() != 0 {
+        return;
+    }
+    let id = match u16::try_from(workgroup_size) {
+        Ok(workgroup) => {
+            let packet = KernelDispatch {
+                group_segment_size,
+                completion_signal: SignalHandle(completion_signal),
+                ..KernelDispatch::linear(kernel_object, kernarg_address, grid_size, workgroup)
+            };
+            // SAFETY: the caller passes a live queue (the kernel's
+            // contract, as for every pointer argument).
+            match (packet.build(&DispatchLimits::AMD_GPU), unsafe {
+                Queue::from_ptr(queue)
+            }) {
+                (Ok(prepared), Ok(q)) => q.submit(&prepared, pause).unwrap_or(u64::MAX),
+                _ => u64::MAX,
+            }
+        }
+        Err(_) => u64::MAX,
+    };
+    // SAFETY: `status` holds one writable u64 (kernel contract).
+    unsafe { status.write(id) };
 }

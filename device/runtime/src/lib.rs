@@ -20,8 +20,9 @@
 pub use aqueduct_abi as abi;
 
 pub mod atomic;
-pub mod blit;
 pub mod grid;
+pub mod queue;
+pub mod signal;
 
 #[cfg(target_arch = "amdgpu")]
 mod arch;

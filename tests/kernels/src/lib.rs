@@ -30,6 +30,8 @@ pub mod control;
 #[cfg(target_arch = "amdgpu")]
 pub mod convert;
 #[cfg(target_arch = "amdgpu")]
+pub mod device_runtime;
+#[cfg(target_arch = "amdgpu")]
 pub mod int64;
 #[cfg(target_arch = "amdgpu")]
 pub mod lds;

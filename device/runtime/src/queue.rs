@@ -1,0 +1,395 @@
+//! AQL queue operations from device code, on the `amd_queue_t` layout of
+//! `aqueduct-abi`: reserve packet slots, write bodies, publish headers,
+//! ring the doorbell, the producer half of HSA's queue protocol (HSA
+//! Platform System Architecture Specification 1.2, section 2.8).
+//!
+//! ```text
+//!   first = write_dispatch_id.fetch_add(n)      reserve n slots
+//!   while first + n - read_dispatch_id > size   back-pressure: wait for the
+//!       pause()                                 packet processor to consume
+//!   slot[id] = body (header INVALID)            bytes 4..64
+//!   slot[id].first_word = header | setup        release store: publishes
+//!   doorbell = last id                          signal store (wakes the
+//!                                               processor)
+//! ```
+//!
+//! The same code runs on the host (where [`crate::atomic`] maps to core
+//! atomics), so the ring arithmetic and the protocol are unit-tested with
+//! `cargo test`.
+//!
+//! # Scopes
+//!
+//! The consumer of a queue is its packet processor, which is not a
+//! work-item of any agent: on hardware the command processor reads the
+//! ring (in system memory for ROCr's queues) through its own path, and on
+//! the simulator it is a host thread. Every queue access here is therefore
+//! system scope: the write index and read index as ROCr's own device code
+//! (`__ockl_hsa_queue_*`) accesses them, and the header with a system-scope
+//! release store so the body is visible to the processor first.
+
+use aqueduct_abi::amd_queue::AmdQueue;
+use aqueduct_abi::aql::{Packet, PacketHeader};
+use aqueduct_abi::hsa::SignalHandle;
+use aqueduct_abi::packet::{BarrierPacket, Prepared};
+
+use crate::atomic::{Acquire, Atomic, Relaxed, Release, System};
+use crate::signal::Signal;
+
+/// Bytes per AQL packet.
+pub const PACKET_BYTES: usize = 64;
+
+/// Whether `n` more packets fit in a ring of `size` slots when the write
+/// index is `write` and the read index `read`. Indices are 64-bit packet
+/// ids that only grow; the subtraction wraps, so the answer stays right
+/// across the (theoretical) overflow of the ids.
+pub const fn has_room(write: u64, read: u64, n: u64, size: u64) -> bool {
+    write.wrapping_add(n).wrapping_sub(read) <= size
+}
+
+/// The slot of packet `id` in a ring of `size` slots (a power of two).
+pub const fn slot_of(id: u64, size: u64) -> u64 {
+    id & (size - 1)
+}
+
+/// Why an enqueue gave up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueError {
+    /// More slots asked for than the ring has: back-pressure would wait
+    /// forever.
+    TooManySlots { asked: u64, size: u64 },
+    /// The ring's size is not a power of two (not a queue).
+    BadSize(u32),
+}
+
+/// A queue some other party created (the host, with `hsa_queue_create`),
+/// used from device code through its `amd_queue_t`.
+#[derive(Clone, Copy)]
+pub struct Queue {
+    queue: *mut AmdQueue,
+    ring: *mut u8,
+    size: u64,
+    doorbell: SignalHandle,
+}
+
+// SAFETY: a queue is shared by design (HSA MULTI queues take packets from
+// any number of producers); every access to shared state is an atomic
+// operation or the write of a slot the producer reserved.
+unsafe impl Send for Queue {}
+// SAFETY: as above.
+unsafe impl Sync for Queue {}
+
+impl Queue {
+    /// The queue whose `amd_queue_t` (equivalently, `hsa_queue_t`) is at
+    /// `queue`.
+    ///
+    /// # Safety
+    /// `queue` points to a live, initialised `amd_queue_t` whose ring and
+    /// doorbell signal stay valid while the returned value is used.
+    pub unsafe fn from_ptr(queue: *mut AmdQueue) -> Result<Self, QueueError> {
+        // SAFETY: the caller guarantees a live amd_queue_t; these fields
+        // are written once, at queue creation.
+        let (size, base, doorbell) = unsafe {
+            let hsa = &raw const (*queue).hsa_queue;
+            (
+                (&raw const (*hsa).size).read(),
+                (&raw const (*hsa).base_address).read(),
+                (&raw const (*hsa).doorbell_signal).read(),
+            )
+        };
+        if !size.is_power_of_two() {
+            return Err(QueueError::BadSize(size));
+        }
+        Ok(Self {
+            queue,
+            ring: base as *mut u8,
+            size: u64::from(size),
+            doorbell,
+        })
+    }
+
+    /// Ring size in packets.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    fn write_index(&self) -> &Atomic<u64> {
+        // SAFETY: a field of the live amd_queue_t (`from_ptr`), 8-aligned,
+        // accessed atomically by every party.
+        unsafe { Atomic::from_ptr(&raw mut (*self.queue).write_dispatch_id) }
+    }
+
+    fn read_index(&self) -> &Atomic<u64> {
+        // SAFETY: as above.
+        unsafe { Atomic::from_ptr(&raw mut (*self.queue).read_dispatch_id) }
+    }
+
+    /// The packet processor's read index (acquire: the slots before it are
+    /// free to overwrite).
+    pub fn load_read_index(&self) -> u64 {
+        self.read_index().load(Acquire, System)
+    }
+
+    /// The write index (relaxed).
+    pub fn load_write_index(&self) -> u64 {
+        self.write_index().load(Relaxed, System)
+    }
+
+    /// Reserves `n` consecutive slots and waits, calling `pause` between
+    /// looks, until the processor has consumed enough for all of them to
+    /// be free; returns the first packet id. Every reserved slot must then
+    /// be published (a reservation cannot be undone: the processor stops at
+    /// the first unpublished slot).
+    ///
+    /// Call it from one lane of a wave (or reserve for the whole wave at
+    /// once): lanes of one wave leave a wait loop together, so a lane whose
+    /// slot waits for a slot another lane of the same wave has reserved but
+    /// not yet written would wait forever.
+    pub fn reserve(&self, n: u64, mut pause: impl FnMut()) -> Result<u64, QueueError> {
+        if n > self.size {
+            return Err(QueueError::TooManySlots {
+                asked: n,
+                size: self.size,
+            });
+        }
+        let first = self.write_index().fetch_add(n, Relaxed, System);
+        while !has_room(first, self.load_read_index(), n, self.size) {
+            pause();
+        }
+        Ok(first)
+    }
+
+    /// The slot of packet `id`.
+    fn slot(&self, id: u64) -> *mut u8 {
+        // SAFETY (of the arithmetic): the slot index is below `size`, and
+        // the ring holds `size` packets.
+        self.ring
+            .wrapping_add(slot_of(id, self.size) as usize * PACKET_BYTES)
+    }
+
+    /// Writes `body` (whose header must read INVALID) into the slot of
+    /// packet `id`, then publishes it with a system-scope release store of
+    /// `first_word` (header and setup). `id` must be reserved by the caller
+    /// and its slot free ([`Queue::reserve`] guarantees both).
+    pub fn write_bytes(&self, id: u64, body: &[u8; PACKET_BYTES], first_word: u32) {
+        let slot = self.slot(id);
+        // SAFETY: the slot is inside the ring, reserved by this producer
+        // and consumed by the processor (reserve waited for the read
+        // index), so nobody reads bytes 4..64 until the header below says
+        // so. The first word is 64-aligned (slots are) and accessed
+        // atomically by producer and processor.
+        unsafe {
+            core::ptr::copy_nonoverlapping(body.as_ptr().add(4), slot.add(4), PACKET_BYTES - 4);
+            Atomic::<u32>::from_ptr(slot.cast()).store(first_word, Release, System);
+        }
+    }
+
+    /// Writes and publishes a prepared packet (see [`Queue::write_bytes`]).
+    pub fn write<P: Packet>(&self, id: u64, packet: &Prepared<P>) {
+        let mut bytes = [0u8; PACKET_BYTES];
+        bytes.copy_from_slice(packet.body.as_bytes());
+        self.write_bytes(id, &bytes, packet.first_word());
+    }
+
+    /// Writes and publishes a barrier-AND or barrier-OR packet.
+    pub fn write_barrier(&self, id: u64, packet: &BarrierPacket) {
+        self.write_bytes(id, &packet.body_bytes(), packet.first_word());
+    }
+
+    /// Rings the doorbell for packets up to `id`: a system-scope release
+    /// store of `id` to the doorbell signal (whatever its kind, as ROCr's
+    /// device code does it).
+    pub fn ring_doorbell(&self, id: u64) {
+        // SAFETY: the doorbell signal is the queue's own, live while the
+        // queue is (`from_ptr` contract).
+        let bell = unsafe { Signal::from_handle(self.doorbell) };
+        bell.store(id as i64, Release, System);
+    }
+
+    /// Reserve one slot, write `packet`, publish it, ring the doorbell;
+    /// returns the packet id.
+    pub fn submit<P: Packet>(
+        &self,
+        packet: &Prepared<P>,
+        pause: impl FnMut(),
+    ) -> Result<u64, QueueError> {
+        let id = self.reserve(1, pause)?;
+        self.write(id, packet);
+        self.ring_doorbell(id);
+        Ok(id)
+    }
+
+    /// [`Queue::submit`] for a barrier packet.
+    pub fn submit_barrier(
+        &self,
+        packet: &BarrierPacket,
+        pause: impl FnMut(),
+    ) -> Result<u64, QueueError> {
+        let id = self.reserve(1, pause)?;
+        self.write_barrier(id, packet);
+        self.ring_doorbell(id);
+        Ok(id)
+    }
+}
+
+/// Whether a published header at `first_word` is a packet (not INVALID).
+pub fn is_published(first_word: u32) -> bool {
+    PacketHeader(first_word as u16).packet_type() != aqueduct_abi::aql::PacketType::INVALID
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+
+    use std::boxed::Box;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+    use std::thread;
+    use std::vec::Vec;
+
+    use aqueduct_abi::amd_signal::AmdSignal;
+    use aqueduct_abi::aql::PacketType;
+    use aqueduct_abi::hsa::{HsaQueue, QueueFeatures, QueueType};
+    use aqueduct_abi::packet::{BarrierKind, Ordering as PacketOrdering, barrier};
+
+    use super::*;
+
+    #[test]
+    fn room_is_counted_across_wrap_around_and_index_overflow() {
+        assert!(has_room(0, 0, 64, 64));
+        assert!(!has_room(0, 0, 65, 64));
+        assert!(has_room(100, 40, 4, 64));
+        assert!(!has_room(100, 40, 5, 64));
+        // The write index has wrapped past u64::MAX, the read index not.
+        let read = u64::MAX - 10;
+        assert!(has_room(read.wrapping_add(60), read, 4, 64));
+        assert!(!has_room(read.wrapping_add(60), read, 5, 64));
+        assert_eq!(slot_of(u64::MAX, 64), 63);
+        assert_eq!(slot_of(u64::MAX.wrapping_add(1), 64), 0);
+        assert_eq!(slot_of(130, 64), 2);
+    }
+
+    /// A queue in host memory: the amd_queue_t, its ring and doorbell.
+    struct HostQueue {
+        amd: Box<AmdQueue>,
+        ring: Vec<AqlSlot>,
+        bell: Box<AmdSignal>,
+    }
+
+    #[derive(Clone, Copy)]
+    #[repr(C, align(64))]
+    struct AqlSlot([u8; 64]);
+
+    impl HostQueue {
+        fn new(size: u32, start: u64) -> Self {
+            let mut ring = std::vec![AqlSlot([0; 64]); size as usize];
+            for s in &mut ring {
+                s.0[..2].copy_from_slice(&PacketHeader::INVALID.0.to_le_bytes());
+            }
+            let mut bell = Box::new(AmdSignal::user(0));
+            let mut amd = Box::new(AmdQueue::new(HsaQueue {
+                queue_type: QueueType::MULTI,
+                features: QueueFeatures::KERNEL_DISPATCH,
+                base_address: ring.as_mut_ptr() as u64,
+                doorbell_signal: SignalHandle(&raw mut *bell as u64),
+                size,
+                reserved1: 0,
+                id: 1,
+            }));
+            amd.write_dispatch_id = start;
+            amd.read_dispatch_id = start;
+            Self { amd, ring, bell }
+        }
+
+        fn queue(&mut self) -> Queue {
+            // SAFETY: the queue, ring and doorbell live in `self`.
+            unsafe { Queue::from_ptr(&raw mut *self.amd) }.unwrap()
+        }
+    }
+
+    #[test]
+    fn a_full_ring_waits_for_the_processor_and_loses_no_packet() {
+        const SIZE: u32 = 8;
+        const PACKETS: u64 = 100;
+        // Start near the top of the id space: the ids overflow u64 midway.
+        let start = u64::MAX - 40;
+        let mut host = HostQueue::new(SIZE, start);
+        let q = host.queue();
+        let ring = host.ring.as_ptr() as usize;
+        let read = &raw mut host.amd.read_dispatch_id as usize;
+        let stop = Arc::new(AtomicBool::new(false));
+        // The packet processor: consumes published slots in order and
+        // records each packet's completion-signal field (its sequence
+        // number here).
+        let consumer = {
+            let stop = stop.clone();
+            thread::spawn(move || {
+                let mut seen = Vec::new();
+                let mut id = start;
+                while (seen.len() as u64) < PACKETS && !stop.load(Ordering::Relaxed) {
+                    let slot = ring + slot_of(id, u64::from(SIZE)) as usize * PACKET_BYTES;
+                    // SAFETY: slots of the live ring, accessed as the
+                    // protocol says (first word atomically).
+                    let first = unsafe { AtomicU32::from_ptr(slot as *mut u32) };
+                    let word = first.load(Ordering::Acquire);
+                    if !is_published(word) {
+                        std::hint::spin_loop();
+                        continue;
+                    }
+                    // SAFETY: published, so the body is complete.
+                    let bytes = unsafe { *(slot as *const [u8; 64]) };
+                    let header = PacketHeader(u16::from_le_bytes([bytes[0], bytes[1]]));
+                    assert_eq!(header.packet_type(), PacketType::BARRIER_AND);
+                    // completion_signal: the last 8 bytes of a barrier packet.
+                    let mut completion = [0u8; 8];
+                    completion.copy_from_slice(&bytes[56..]);
+                    seen.push(u64::from_le_bytes(completion));
+                    first.store(u32::from(PacketHeader::INVALID.0), Ordering::Release);
+                    id = id.wrapping_add(1);
+                    // SAFETY: the live amd_queue_t's read index.
+                    unsafe { AtomicU64::from_ptr(read as *mut u64) }.store(id, Ordering::Release);
+                }
+                seen
+            })
+        };
+        // Four producers, as many work-items would be.
+        let producers: Vec<_> = (0..4u64)
+            .map(|t| {
+                thread::spawn(move || {
+                    for i in 0..PACKETS / 4 {
+                        let tag = SignalHandle(1 + t * 1000 + i);
+                        let p =
+                            barrier(BarrierKind::And, &[], tag, PacketOrdering::SYSTEM).unwrap();
+                        q.submit_barrier(&p, std::thread::yield_now).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for p in producers {
+            p.join().unwrap();
+        }
+        let mut seen = consumer.join().unwrap();
+        stop.store(true, Ordering::Relaxed);
+        assert_eq!(seen.len() as u64, PACKETS);
+        seen.sort_unstable();
+        let mut want: Vec<u64> = (0..4u64)
+            .flat_map(|t| (0..PACKETS / 4).map(move |i| 1 + t * 1000 + i))
+            .collect();
+        want.sort_unstable();
+        assert_eq!(seen, want, "every packet exactly once");
+        assert_eq!(q.load_write_index(), start.wrapping_add(PACKETS));
+        // The doorbell holds the id of one of the last packets.
+        assert!(host.bell.value as u64 >= start.wrapping_add(PACKETS - 4));
+    }
+
+    #[test]
+    fn more_slots_than_the_ring_is_an_error_not_a_hang() {
+        let mut host = HostQueue::new(4, 0);
+        let q = host.queue();
+        assert_eq!(
+            q.reserve(5, || panic!("must not wait")),
+            Err(QueueError::TooManySlots { asked: 5, size: 4 })
+        );
+        assert_eq!(q.reserve(4, || panic!("room")), Ok(0));
+        assert_eq!(q.load_write_index(), 4);
+    }
+}
