@@ -76,7 +76,9 @@ pub const DEVICE_CRATES: &[DeviceCrate] = &[
     DeviceCrate {
         package: "aqueduct-test-kernels",
         dir: "tests/kernels",
-        allow_spills: &[],
+        // enqueue_barriers spills 15 SGPRs (to VGPR lanes) in the
+        // device-dev profile only, where debug assertions add live values.
+        allow_spills: &["enqueue_barriers"],
         allow_dynamic_stack: &["call_hash", "call_indirect"],
         only_for: &["gfx90a", "gfx942"],
     },
