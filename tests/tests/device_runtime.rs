@@ -156,10 +156,6 @@ fn signal_operations_return_the_old_values_and_post_the_event() {
 }
 
 #[test]
-#[ignore = "issue 7, open: on the simulator the device-built packet is refused by \
-            KernelDispatch::build (UnusedDimension, axis 2) although the host build of the \
-            same packet passes; under investigation (suspect: the simulator's scratch \
-            swizzle for a sub-dword store that crosses a dword)"]
 fn a_dispatch_enqueued_by_device_code_runs_and_wakes_the_host() {
     let system = system();
     const LEN: usize = 1000;

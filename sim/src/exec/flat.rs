@@ -181,6 +181,12 @@ impl Port<'_, '_> {
     /// `size` (1, 2, 4) bytes zero-extended.
     fn load(&self, loc: Loc, size: u32) -> u32 {
         match loc {
+            // Private bytes that cross a dword lie in two swizzled dwords
+            // (256 bytes apart): a byte at a time.
+            Loc::Private(a) if a % 4 + u64::from(size) > 4 => (0..size).fold(0, |v, k| {
+                let b = private_byte(a, k);
+                v | self.m.load_small(b, 1) << (8 * k)
+            }),
             Loc::Global(a) | Loc::Private(a) => self.m.load_small(a, size),
             Loc::Lds(o) => {
                 let o = o as usize;
@@ -191,6 +197,11 @@ impl Port<'_, '_> {
 
     fn store(&mut self, loc: Loc, size: u32, v: u32) {
         match loc {
+            Loc::Private(a) if a % 4 + u64::from(size) > 4 => {
+                for k in 0..size {
+                    self.m.store_small(private_byte(a, k), 1, v >> (8 * k));
+                }
+            }
             Loc::Global(a) | Loc::Private(a) => self.m.store_small(a, size, v),
             Loc::Lds(o) => {
                 for k in 0..size as usize {
@@ -205,10 +216,16 @@ fn advance(loc: Loc, bytes: u32) -> Loc {
     match loc {
         Loc::Global(a) => Loc::Global(a + u64::from(bytes)),
         Loc::Lds(o) => Loc::Lds(o + bytes),
-        Loc::Private(a) => {
-            Loc::Private(a + u64::from(bytes / 4) * LANES as u64 * 4 + u64::from(bytes % 4))
-        }
+        Loc::Private(a) => Loc::Private(private_byte(a, bytes)),
     }
+}
+
+/// The backing address of the private byte `bytes` after the one at `a`:
+/// a lane's consecutive dwords are 256 bytes apart (see `Loc::Private`),
+/// so the step is taken from the start of `a`'s dword.
+fn private_byte(a: u64, bytes: u32) -> u64 {
+    let at = a % 4 + u64::from(bytes);
+    a - a % 4 + at / 4 * LANES as u64 * 4 + at % 4
 }
 
 /// The space a fault outside every range is reported in.
@@ -628,3 +645,59 @@ const CACHE: &[(&str, Exec)] = &[
 
 /// Every FLAT/GLOBAL/SCRATCH executor.
 pub const OPS: &[&[(&str, Exec)]] = &[MEM, CACHE];
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::decode::Target;
+    use crate::exec::run_words_in;
+    use crate::memory::Memory;
+    use crate::program::Program;
+    use crate::wave::Scratch;
+
+    #[test]
+    fn a_private_dword_across_a_dword_boundary_is_split_by_the_swizzle() {
+        let program = Program::empty(Arc::new(Memory::new()), Target::Gfx942);
+        let lane_bytes = 16u32;
+        let base = program
+            .memory()
+            .alloc(LANES as u64 * u64::from(lane_bytes), 256)
+            .unwrap();
+        let mut w = Wave::new(8, 0);
+        w.set_exec(u64::MAX);
+        w.scratch = Scratch { base, lane_bytes };
+        w.v[1] = std::array::from_fn(|l| 0x4433_2211 + l as u32);
+        // scratch_store_dword off, v1, off offset:2: bytes 2..4 of the
+        // lane's dword 0 and bytes 0..2 of its dword 1, 256 bytes on.
+        run_words_in(
+            &program,
+            &mut w,
+            &[0xDC70_4002, 0x007F_0100],
+            "scratch_store_dword",
+            &mut [],
+        )
+        .unwrap();
+        let dword = |a: u64| {
+            let mut b = [0u8; 4];
+            program.memory().read_bytes(a, &mut b).unwrap();
+            u32::from_le_bytes(b)
+        };
+        for l in 0..LANES as u64 {
+            let v = 0x4433_2211 + l as u32;
+            assert_eq!(dword(base + 4 * l) >> 16, v & 0xffff, "lane {l}");
+            assert_eq!(dword(base + 256 + 4 * l) & 0xffff, v >> 16, "lane {l}");
+        }
+        // scratch_load_dword v2, off, off offset:2 reads the same bytes back.
+        run_words_in(
+            &program,
+            &mut w,
+            &[0xDC50_4002, 0x027F_0000],
+            "scratch_load_dword",
+            &mut [],
+        )
+        .unwrap();
+        assert_eq!(w.v[2], w.v[1]);
+    }
+}

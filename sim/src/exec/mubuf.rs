@@ -218,6 +218,24 @@ impl Buffer {
             .wrapping_add(self.soffset)
             .wrapping_add(self.rsrc.buffer_offset(lane.index, lane.offset + extra))
     }
+
+    /// Where the `size` (1, 2, 4) bytes at `extra` past the lane's offset
+    /// lie, as (address, bytes, bit shift) pieces: one, or a byte at a
+    /// time when a swizzled access crosses an element, whose neighbour
+    /// lies a whole index stride of elements further on.
+    fn pieces(&self, lane: Lane, extra: u64, size: u32) -> ([(u64, u32, u32); 4], usize) {
+        let es = u64::from(self.rsrc.element_size);
+        let at = lane.offset + extra;
+        let mut out = [(0, 0, 0); 4];
+        if !self.rsrc.swizzle || at % es + u64::from(size) <= es {
+            out[0] = (self.address(lane, extra), size, 0);
+            return (out, 1);
+        }
+        for k in 0..size {
+            out[k as usize] = (self.address(lane, extra + u64::from(k)), 1, 8 * k);
+        }
+        (out, size as usize)
+    }
 }
 
 /// The VADDR registers an instruction reads (index and/or offset).
@@ -291,10 +309,14 @@ fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
     for l in (0..LANES).filter(|l| exec >> l & 1 != 0) {
         let lane = buf.lane(&va, i, l);
         let mut get = |extra: u64, size: u32| -> Result<u32, Fault> {
-            let a = buf.address(lane, extra);
-            m.check(a, u64::from(size))
-                .map_err(|_| memory_fault(a, u64::from(size), false))?;
-            Ok(m.load_small(a, size))
+            let (pieces, n) = buf.pieces(lane, extra, size);
+            let mut v = 0;
+            for &(a, size, shift) in &pieces[..n] {
+                m.check(a, u64::from(size))
+                    .map_err(|_| memory_fault(a, u64::from(size), false))?;
+                v |= m.load_small(a, size) << shift;
+            }
+            Ok(v)
         };
         match put {
             Put::Dwords(n) => {
@@ -370,10 +392,12 @@ fn store(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, take: Take) -> R {
                 Take::Part { size, hi } => (all, size, if hi { v >> 16 } else { v }),
             };
             if ok {
-                let a = buf.address(lane, extra);
-                m.check(a, u64::from(size))
-                    .map_err(|_| memory_fault(a, u64::from(size), true))?;
-                writes.push((a, size, v));
+                let (pieces, n) = buf.pieces(lane, extra, size);
+                for &(a, size, shift) in &pieces[..n] {
+                    m.check(a, u64::from(size))
+                        .map_err(|_| memory_fault(a, u64::from(size), true))?;
+                    writes.push((a, size, v >> shift));
+                }
             }
         }
     }
@@ -761,6 +785,38 @@ mod tests {
                 want,
                 "lane {l}"
             );
+        }
+    }
+
+    #[test]
+    fn a_swizzled_access_across_an_element_takes_each_byte_from_its_element() {
+        let rig = Rig::new();
+        let mut rsrc = rig.rsrc(16, 64);
+        rsrc[1] |= 1 << 31;
+        // ELEMENT_SIZE 4 bytes (code 1), INDEX_STRIDE 16 (code 1).
+        rsrc[3] = 1 << 19 | 1 << 21;
+        let mut w = wave(u64::MAX, rsrc);
+        w.v[1] = std::array::from_fn(|l| l as u32);
+        // buffer_load_dword v4, v1, s[8:11], 0 idxen offset:2: bytes 2..4
+        // of element 0 and bytes 0..2 of element 1, which lies 16
+        // elements further on.
+        rig.run(&mut w, [0xE0502002, 0x80020401], "buffer_load_dword")
+            .unwrap();
+        for l in 0..LANES as u64 {
+            let element = |e: u64| rig.dword(rig.buf + (l / 16 * 16 * 16) + (e * 16 + l % 16) * 4);
+            let want = element(0) >> 16 | element(1) << 16;
+            assert_eq!(w.v[4][l as usize], want, "lane {l}");
+        }
+        // And back: the same store puts each byte into its element.
+        w.v[4] = std::array::from_fn(|l| 0x4433_2211 + l as u32);
+        // buffer_store_dword v4, v1, s[8:11], 0 idxen offset:2
+        rig.run(&mut w, [0xE0702002, 0x80020401], "buffer_store_dword")
+            .unwrap();
+        for l in 0..LANES as u64 {
+            let at = |e: u64| rig.buf + (l / 16 * 16 * 16) + (e * 16 + l % 16) * 4;
+            let v = 0x4433_2211 + l as u32;
+            assert_eq!(rig.dword(at(0)) >> 16, v & 0xffff, "lane {l}");
+            assert_eq!(rig.dword(at(1)) & 0xffff, v >> 16, "lane {l}");
         }
     }
 
