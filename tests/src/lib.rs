@@ -193,6 +193,43 @@ pub fn hsa_system() -> aqueduct::System {
     hsa_runtime().1.clone()
 }
 
+/// [`hsa_system`], after printing which backend runs (every end-to-end
+/// test says so).
+pub fn announced_system() -> aqueduct::System {
+    eprintln!("backend: {}", hsa_backend());
+    hsa_system()
+}
+
+/// Every GPU agent of `system` (at least one), printed by name.
+pub fn hsa_gpus(system: &aqueduct::System) -> Vec<aqueduct::agent::Agent> {
+    let gpus = system.gpus().expect("enumerate GPU agents");
+    assert!(!gpus.is_empty(), "the runtime reports no GPU agent");
+    let names: Vec<&str> = gpus.iter().map(|g| g.info().name.as_str()).collect();
+    eprintln!("GPU agents: {names:?}");
+    gpus
+}
+
+/// The code object of device crate `package` built for `gpu`'s processor,
+/// loaded on it.
+pub fn load_device_crate(gpu: &aqueduct::agent::Agent, package: &str) -> aqueduct::Executable {
+    let path = aqueduct::device_code::path(&gpu.info().name, package);
+    gpu.load_code_object_file(&path)
+        .unwrap_or_else(|e| panic!("load {} on {}: {e}", path.display(), gpu.info().name))
+}
+
+/// Fine-grained memory of the system's CPU agent: every agent reaches it,
+/// and the host reads and writes it while kernels run.
+pub fn host_pool(system: &aqueduct::System) -> aqueduct::MemoryPool {
+    system
+        .agents()
+        .expect("agents")
+        .into_iter()
+        .find(|a| !a.is_gpu())
+        .expect("a CPU agent")
+        .memory_pool(aqueduct::PoolKind::FineGrained)
+        .expect("fine-grained host pool")
+}
+
 fn hsa_runtime() -> (&'static Backend, &'static aqueduct::System) {
     static RUNTIME: OnceLock<(Backend, aqueduct::System)> = OnceLock::new();
     let (backend, system) = RUNTIME.get_or_init(|| {

@@ -21,9 +21,11 @@
 use std::time::Duration;
 
 use aqueduct::agent::Agent;
-use aqueduct::{DeviceBuffer, DevicePtr, Executable, Kernel, PoolKind, Queue, System};
+use aqueduct::{DeviceBuffer, DevicePtr, Kernel, PoolKind, Queue};
 use aqueduct_sim::{Device, DispatchError, Fault, Memory, Program};
-use aqueduct_tests::{Args, Rng, built_code_objects, hsa_backend, hsa_system, run_llvm_tool};
+use aqueduct_tests::{
+    Args, Rng, announced_system, built_code_objects, hsa_gpus, load_device_crate, run_llvm_tool,
+};
 
 /// Longest a test waits for one dispatch: the simulator interprets every
 /// instruction (in a debug build, for `cargo test`).
@@ -103,34 +105,6 @@ fn copy_cases() -> impl Iterator<Item = (usize, usize, usize)> {
 // Through the host shim, on every GPU agent
 // ---------------------------------------------------------------------------
 
-/// The shared system, after saying which backend runs.
-fn system() -> System {
-    eprintln!("backend: {}", hsa_backend());
-    hsa_system()
-}
-
-/// Every GPU agent; on the simulator, both simulated targets.
-fn gpus(system: &System) -> Vec<Agent> {
-    let gpus = system.gpus().expect("enumerate GPU agents");
-    assert!(!gpus.is_empty(), "the runtime reports no GPU agent");
-    eprintln!(
-        "GPU agents: {:?}",
-        gpus.iter()
-            .map(|g| g.info().name.as_str())
-            .collect::<Vec<_>>()
-    );
-    gpus
-}
-
-/// The device library built for `gpu`'s processor, loaded on it.
-fn device_library(gpu: &Agent) -> Executable {
-    let gfx = &gpu.info().name;
-    let (bytes, _) = aqueduct::device_code::load_device_library(gfx)
-        .unwrap_or_else(|e| panic!("device library for {gfx}: {e}"));
-    gpu.load_code_object(&bytes)
-        .unwrap_or_else(|e| panic!("load the device library on {gfx}: {e}"))
-}
-
 /// A device buffer of `len` bytes plus [`MARGIN`] on either side and 16 to
 /// shift the range by, holding `bytes` at `MARGIN + mis` and poison around.
 fn staged(gpu: &Agent, bytes: &[u8], mis: usize, capacity: usize) -> DeviceBuffer<u8> {
@@ -163,10 +137,12 @@ fn run(
 
 #[test]
 fn fill_writes_every_pattern_size_at_any_alignment_and_nothing_around_it() {
-    let system = system();
-    for gpu in gpus(&system) {
+    let system = announced_system();
+    for gpu in hsa_gpus(&system) {
         let gfx = gpu.info().name.clone();
-        let fill = device_library(&gpu).kernel("blit_fill").expect("blit_fill");
+        let fill = load_device_crate(&gpu, aqueduct::device_code::DEVICE_LIBRARY)
+            .kernel("blit_fill")
+            .expect("blit_fill");
         let queue = gpu.create_queue(QUEUE_SIZE).expect("queue");
         let capacity = LENGTHS.into_iter().max().unwrap_or(0);
         let mut buf = staged(&gpu, &[], 0, capacity);
@@ -196,11 +172,13 @@ fn fill_writes_every_pattern_size_at_any_alignment_and_nothing_around_it() {
 
 #[test]
 fn copy_matches_the_source_at_every_relative_alignment_and_writes_nothing_around_it() {
-    let system = system();
+    let system = announced_system();
     let mut rng = Rng(0xB117_0000_0007_0004);
-    for gpu in gpus(&system) {
+    for gpu in hsa_gpus(&system) {
         let gfx = gpu.info().name.clone();
-        let copy = device_library(&gpu).kernel("blit_copy").expect("blit_copy");
+        let copy = load_device_crate(&gpu, aqueduct::device_code::DEVICE_LIBRARY)
+            .kernel("blit_copy")
+            .expect("blit_copy");
         let queue = gpu.create_queue(QUEUE_SIZE).expect("queue");
         for (i, (dst_mis, src_mis, len)) in copy_cases().enumerate() {
             let data: Vec<u8> = (0..len).map(|_| rng.u32() as u8).collect();

@@ -8,47 +8,16 @@
 use std::time::Duration;
 
 use aqueduct::agent::Agent;
-use aqueduct::{DevicePtr, Executable, MemoryPool, PoolKind, Signal, System};
+use aqueduct::{DevicePtr, Signal};
 use aqueduct_abi::amd_signal::AmdSignal;
 use aqueduct_abi::hsa::SignalCondition;
-use aqueduct_tests::{hsa_backend, hsa_system};
+use aqueduct_tests::{announced_system, host_pool, hsa_gpus, load_device_crate};
 use zerocopy::IntoBytes;
 
 const TIMEOUT: Duration = Duration::from_secs(120);
 const POISON_U32: u32 = 0xDEAD_BEEF;
 
-fn system() -> System {
-    eprintln!("backend: {}", hsa_backend());
-    hsa_system()
-}
-
-fn gpus(system: &System) -> Vec<Agent> {
-    let gpus = system.gpus().expect("GPU agents");
-    assert!(!gpus.is_empty(), "no GPU agent");
-    gpus
-}
-
-/// A code object of `package` built for `gpu`, loaded on it.
-fn load(gpu: &Agent, package: &str) -> Executable {
-    let gfx = &gpu.info().name;
-    let path = aqueduct::device_code::path(gfx, package);
-    gpu.load_code_object_file(&path)
-        .unwrap_or_else(|e| panic!("load {} on {gfx}: {e}", path.display()))
-}
-
-/// Host memory every agent reaches (the host reads and writes it while
-/// kernels run, as it does signals).
-fn host_pool(system: &System) -> MemoryPool {
-    system
-        .agents()
-        .expect("agents")
-        .into_iter()
-        .find(|a| !a.is_gpu())
-        .expect("a CPU agent")
-        .memory_pool(PoolKind::FineGrained)
-        .expect("fine-grained host pool")
-}
-
+/// Runs `kernel` on a fresh queue of `gpu` and waits for it.
 fn run(
     gpu: &Agent,
     kernel: &aqueduct::Kernel,
@@ -75,13 +44,13 @@ const START: [u64; SLOT_WORDS] = [1000, 2000, 7, 1 << 63];
 
 #[test]
 fn scoped_atomics_from_many_waves_reach_their_exact_final_values() {
-    let system = system();
+    let system = announced_system();
     const WORKGROUPS: u64 = 4;
     const WORKGROUP: u64 = 128;
     const ITEMS: u64 = WORKGROUPS * WORKGROUP;
     const ITERATIONS: u64 = 5;
-    for gpu in gpus(&system) {
-        let lib = load(&gpu, "aqueduct-test-kernels");
+    for gpu in hsa_gpus(&system) {
+        let lib = load_device_crate(&gpu, "aqueduct-test-kernels");
         // (kernel, instance of the scope that item g belongs to).
         let scopes: [(&str, Instance); 5] = [
             ("hammer_workitem", |g| g),
@@ -121,10 +90,10 @@ fn scoped_atomics_from_many_waves_reach_their_exact_final_values() {
 
 #[test]
 fn signal_operations_return_the_old_values_and_post_the_event() {
-    let system = system();
+    let system = announced_system();
     const EVENT_ID: u32 = 0x00AB_CDEF;
-    for gpu in gpus(&system) {
-        let lib = load(&gpu, "aqueduct-test-kernels");
+    for gpu in hsa_gpus(&system) {
+        let lib = load_device_crate(&gpu, "aqueduct-test-kernels");
         let kernel = lib.kernel("signal_ops").expect("signal_ops");
         let pool = host_pool(&system);
         // A device-only signal: plain memory holding an amd_signal_t.
@@ -157,9 +126,9 @@ fn signal_operations_return_the_old_values_and_post_the_event() {
 
 #[test]
 fn a_dispatch_enqueued_by_device_code_runs_and_wakes_the_host() {
-    let system = system();
+    let system = announced_system();
     const LEN: usize = 1000;
-    for gpu in gpus(&system) {
+    for gpu in hsa_gpus(&system) {
         let lib = aqueduct::device_code::load_device_library(&gpu.info().name)
             .map(|(bytes, _)| gpu.load_code_object(&bytes))
             .expect("device library")
@@ -213,13 +182,13 @@ fn a_dispatch_enqueued_by_device_code_runs_and_wakes_the_host() {
 
 #[test]
 fn device_enqueue_into_a_full_ring_loses_no_packet() {
-    let system = system();
+    let system = announced_system();
     const RING: u32 = 64;
     const WAVES: u64 = 8;
     const PER_WAVE: u32 = 40;
     let total = WAVES * u64::from(PER_WAVE);
-    for gpu in gpus(&system) {
-        let lib = load(&gpu, "aqueduct-test-kernels");
+    for gpu in hsa_gpus(&system) {
+        let lib = load_device_crate(&gpu, "aqueduct-test-kernels");
         let kernel = lib.kernel("enqueue_barriers").expect("enqueue_barriers");
         let target = gpu.create_queue(RING).expect("small queue");
         let done = Signal::new(&system, total as i64).expect("completion");

@@ -29,7 +29,7 @@ use aqueduct::{DevicePtr, Error, Executable, Launch, MemoryPool, PoolKind, Signa
 use aqueduct::{LoadOrder, StoreOrder};
 use aqueduct_abi::hsa::SignalCondition;
 use aqueduct_abi::packet::{BarrierKind, Ordering, barrier};
-use aqueduct_tests::{Rng, hsa_backend, hsa_system};
+use aqueduct_tests::{Rng, host_pool, hsa_backend};
 
 /// Longest a test waits for one dispatch or copy: the simulator interprets
 /// every instruction (in a debug build, for `cargo test`).
@@ -60,22 +60,19 @@ const HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS: ffi::Status = 0x100D;
 
 /// The shared system, after saying which backend runs.
 fn system() -> System {
-    eprintln!("backend: {}", hsa_backend());
-    hsa_system()
+    aqueduct_tests::announced_system()
 }
 
 /// Every GPU agent; on the simulator, both simulated targets.
 fn gpus(system: &System) -> Vec<Agent> {
-    let gpus = system.gpus().expect("enumerate GPU agents");
-    assert!(!gpus.is_empty(), "the runtime reports no GPU agent");
-    let names: Vec<&str> = gpus.iter().map(|g| g.info().name.as_str()).collect();
+    let gpus = aqueduct_tests::hsa_gpus(system);
     if hsa_backend().is_simulator()
         && std::env::var(aqueduct_sim::hsa::profile::AGENTS_ENV).as_deref()
             == Ok(aqueduct_tests::SIM_AGENTS)
     {
+        let names: Vec<&str> = gpus.iter().map(|g| g.info().name.as_str()).collect();
         assert_eq!(names, ["gfx942", "gfx90a"], "simulated agents");
     }
-    eprintln!("GPU agents: {names:?}");
     gpus
 }
 
@@ -92,18 +89,6 @@ fn device_library(gpu: &Agent) -> Executable {
 fn device_pool(gpu: &Agent) -> MemoryPool {
     gpu.memory_pool(PoolKind::CoarseGrained)
         .expect("coarse-grained pool")
-}
-
-/// Host memory of the system's CPU agent.
-fn host_pool(system: &System) -> MemoryPool {
-    system
-        .agents()
-        .expect("agents")
-        .into_iter()
-        .find(|a| !a.is_gpu())
-        .expect("a CPU agent")
-        .memory_pool(PoolKind::FineGrained)
-        .expect("fine-grained host pool")
 }
 
 /// Waits until a signal reaches 0 (the end of a packet's or copy's life).

@@ -528,15 +528,19 @@ mod tests {
         }
     }
 
+    /// The 16 pattern bytes a (lo, hi) pair holds, little-endian.
+    fn pattern_bytes(lo: u64, hi: u64) -> Vec<u8> {
+        lo.to_le_bytes()
+            .into_iter()
+            .chain(hi.to_le_bytes())
+            .collect()
+    }
+
     #[test]
     fn every_pattern_size_repeats_its_bytes() {
         let lo = 0x0807_0605_0403_0201u64;
         let hi = 0x100f_0e0d_0c0b_0a09u64;
-        let bytes: Vec<u8> = lo
-            .to_le_bytes()
-            .into_iter()
-            .chain(hi.to_le_bytes())
-            .collect();
+        let bytes = pattern_bytes(lo, hi);
         for size in PATTERN_SIZES {
             let p = FillPattern::new(lo, hi, size).expect("a valid size");
             for offset in 0..64u64 {
@@ -654,11 +658,7 @@ mod tests {
     #[test]
     fn emulated_fill_matches_the_pattern_at_every_alignment() {
         let (lo, hi) = (0xf1e2_d3c4_b5a6_9788u64, 0x1122_3344_5566_7788u64);
-        let bytes: Vec<u8> = lo
-            .to_le_bytes()
-            .into_iter()
-            .chain(hi.to_le_bytes())
-            .collect();
+        let bytes = pattern_bytes(lo, hi);
         for size in PATTERN_SIZES {
             let pattern = FillPattern::new(lo, hi, size).expect("a valid size");
             for mis in 0..16 {

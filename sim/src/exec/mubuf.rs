@@ -637,6 +637,15 @@ mod tests {
             crate::exec::run_words_in(&self.program, w, &words, mnemonic, &mut [])
         }
 
+        /// 64 records of 16 bytes, swizzled: ELEMENT_SIZE 4 bytes (code
+        /// 1), INDEX_STRIDE 16 (code 1).
+        fn swizzled_rsrc(&self) -> [u32; 4] {
+            let mut rsrc = self.rsrc(16, 64);
+            rsrc[1] |= 1 << 31;
+            rsrc[3] = 1 << 19 | 1 << 21;
+            rsrc
+        }
+
         fn dword(&self, address: u64) -> u32 {
             let mut b = [0u8; 4];
             self.program
@@ -765,11 +774,7 @@ mod tests {
     #[test]
     fn swizzled_buffer_interleaves_elements_across_indices() {
         let rig = Rig::new();
-        let mut rsrc = rig.rsrc(16, 64);
-        rsrc[1] |= 1 << 31;
-        // ELEMENT_SIZE 4 bytes (code 1), INDEX_STRIDE 16 (code 1).
-        rsrc[3] = 1 << 19 | 1 << 21;
-        let mut w = wave(u64::MAX, rsrc);
+        let mut w = wave(u64::MAX, rig.swizzled_rsrc());
         w.v[1] = std::array::from_fn(|l| l as u32);
         // buffer_load_dwordx4 v[4:7], v1, s[8:11], 0 idxen offset:4
         rig.run(&mut w, [0xE05C2004, 0x80020401], "buffer_load_dwordx4")
@@ -791,11 +796,7 @@ mod tests {
     #[test]
     fn a_swizzled_access_across_an_element_takes_each_byte_from_its_element() {
         let rig = Rig::new();
-        let mut rsrc = rig.rsrc(16, 64);
-        rsrc[1] |= 1 << 31;
-        // ELEMENT_SIZE 4 bytes (code 1), INDEX_STRIDE 16 (code 1).
-        rsrc[3] = 1 << 19 | 1 << 21;
-        let mut w = wave(u64::MAX, rsrc);
+        let mut w = wave(u64::MAX, rig.swizzled_rsrc());
         w.v[1] = std::array::from_fn(|l| l as u32);
         // buffer_load_dword v4, v1, s[8:11], 0 idxen offset:2: bytes 2..4
         // of element 0 and bytes 0..2 of element 1, which lies 16
