@@ -60,6 +60,18 @@ macro_rules! open_enum {
                 pub const $konst: Self = Self($value);
             )+
 
+            /// Whether the value is one of the named constants (without
+            /// touching the names: device code that validates carries no
+            /// strings).
+            pub const fn is_known(self) -> bool {
+                $(
+                    if self.0 == $value {
+                        return true;
+                    }
+                )+
+                false
+            }
+
             /// The constant's name for a known value, `None` otherwise.
             pub const fn name(self) -> Option<&'static str> {
                 $(

@@ -191,7 +191,7 @@ impl Ordering {
 
     fn header(self, packet_type: PacketType) -> Result<PacketHeader, PacketError> {
         for scope in [self.acquire, self.release] {
-            if scope.name().is_none() {
+            if !scope.is_known() {
                 return Err(PacketError::FenceScope(scope.0));
             }
         }
