@@ -276,18 +276,25 @@ fn metadata_agrees_with_llvm_readobj_notes() {
             kernels_seen += 1;
         }
     }
-    // fill_u32, copy_bytes and saxpy_f32 on each of the five targets, and
-    // the simulator's test kernels on gfx90a and gfx942.
-    let test_kernels: usize = built_code_objects()
-        .iter()
-        .filter(|b| b.package == "aqueduct-test-kernels")
-        .map(|b| {
-            let bytes = std::fs::read(&b.path).expect("read code object");
-            CodeObject::parse(&bytes).expect("parse").kernels.len()
-        })
-        .sum();
+    // The device library's six kernels (fill_u32, copy_bytes, saxpy_f32,
+    // blit_fill, blit_copy, enqueue_dispatch) on each of the five targets,
+    // the simulator's test kernels on gfx90a and gfx942, and the
+    // memory-model probes on all five.
+    let kernels_of = |package: &str| -> usize {
+        built_code_objects()
+            .iter()
+            .filter(|b| b.package == package)
+            .map(|b| {
+                let bytes = std::fs::read(&b.path).expect("read code object");
+                CodeObject::parse(&bytes).expect("parse").kernels.len()
+            })
+            .sum()
+    };
+    let test_kernels = kernels_of("aqueduct-test-kernels");
+    let probes = kernels_of("aqueduct-probes");
     assert!(test_kernels > 2, "the test kernels are missing");
-    assert_eq!(kernels_seen, 15 + test_kernels);
+    assert_eq!(probes, 5 * 100, "the memory-model probes");
+    assert_eq!(kernels_seen, 6 * 5 + test_kernels + probes);
 }
 
 #[test]

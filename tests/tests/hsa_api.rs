@@ -117,7 +117,14 @@ const POISON_U32: u32 = 0xDEAD_BEEF;
 const HSA_SYSTEM_INFO_TIMESTAMP: u32 = 2;
 
 /// The device library's kernels (`device/runtime/src/kernels.rs`).
-const LIBRARY_KERNELS: [&str; 3] = ["copy_bytes", "fill_u32", "saxpy_f32"];
+const LIBRARY_KERNELS: [&str; 6] = [
+    "blit_copy",
+    "blit_fill",
+    "copy_bytes",
+    "enqueue_dispatch",
+    "fill_u32",
+    "saxpy_f32",
+];
 
 // ---------------------------------------------------------------------------
 // What the simulated products are
