@@ -20,6 +20,7 @@
 //! `hsa_status_string`'s text.
 
 pub mod agent;
+pub mod catalog;
 pub mod device;
 pub mod device_code;
 mod dispatch;

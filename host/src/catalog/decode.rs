@@ -1,0 +1,290 @@
+//! The decoder's state: the MessagePack reader, where in the tree it is (for
+//! error messages), and the nesting budget.
+//!
+//! Catalog nodes are maps tagged by a `type` key. Tensile's writer puts
+//! `type` first, which lets the decoder pick the variant and then read the
+//! rest straight from the stream. A map written in another order (a
+//! hand-written YAML catalog) is still accepted: its entries are captured,
+//! `type` is moved first, and the decoder reads the reordered copy.
+
+use std::path::PathBuf;
+
+use super::error::{CatalogError, Location, Result};
+use super::msgpack::{Kind, MsgpackError, Reader, Writer};
+
+/// Nesting limit for library nodes and predicates. Real catalogs nest about
+/// ten deep; the limit keeps hostile input from exhausting the stack.
+pub const MAX_DEPTH: usize = 64;
+
+/// A map key, copied out of the reader's window without allocating when it
+/// is short (they all are).
+pub struct Key {
+    inline: [u8; 48],
+    len: usize,
+    heap: Option<String>,
+}
+
+impl Key {
+    pub fn as_str(&self) -> &str {
+        match &self.heap {
+            Some(s) => s,
+            // The bytes came from a &str and were cut at its length.
+            None => std::str::from_utf8(&self.inline[..self.len]).unwrap_or_default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Seg {
+    Key(&'static str),
+    Index(usize),
+    Name(Box<str>),
+}
+
+pub struct Decoder<'r> {
+    pub r: Reader<'r>,
+    file: Option<PathBuf>,
+    path: Vec<Seg>,
+    depth: usize,
+    /// Readers set aside while a reordered map is being read.
+    saved: Vec<Reader<'r>>,
+}
+
+/// A tagged map whose `type` has been read; `len` entries remain.
+pub struct Typed {
+    pub ty: String,
+    pub len: usize,
+    reordered: bool,
+}
+
+impl<'r> Decoder<'r> {
+    pub fn new(r: Reader<'r>, file: Option<PathBuf>) -> Self {
+        Decoder {
+            r,
+            file,
+            path: Vec::new(),
+            depth: 0,
+            saved: Vec::new(),
+        }
+    }
+
+    pub fn file(&self) -> Option<&PathBuf> {
+        self.file.as_ref()
+    }
+
+    /// Where the decoder is, for an error.
+    pub fn at(&self) -> Location {
+        let mut path = String::new();
+        for seg in &self.path {
+            match seg {
+                Seg::Key(k) => {
+                    if !path.is_empty() {
+                        path.push('.');
+                    }
+                    path.push_str(k);
+                }
+                Seg::Index(i) => path.push_str(&format!("[{i}]")),
+                Seg::Name(n) => path.push_str(&format!("[{n:?}]")),
+            }
+        }
+        Location {
+            file: self.file.clone(),
+            path,
+        }
+    }
+
+    pub fn push_key(&mut self, key: &'static str) {
+        self.path.push(Seg::Key(key));
+    }
+    pub fn push_index(&mut self, i: usize) {
+        self.path.push(Seg::Index(i));
+    }
+    pub fn push_name(&mut self, name: &str) {
+        self.path.push(Seg::Name(name.into()));
+    }
+    pub fn pop(&mut self) {
+        self.path.pop();
+    }
+
+    /// Runs `f` one nesting level deeper, refusing to go past [`MAX_DEPTH`].
+    pub fn nested<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        if self.depth >= MAX_DEPTH {
+            return Err(CatalogError::TooDeep {
+                at: self.at(),
+                limit: MAX_DEPTH,
+            });
+        }
+        self.depth += 1;
+        let out = f(self);
+        self.depth -= 1;
+        out
+    }
+
+    pub fn msgpack(&self, e: MsgpackError) -> CatalogError {
+        CatalogError::Msgpack {
+            at: self.at(),
+            source: e,
+        }
+    }
+
+    pub fn invalid(&self, problem: impl Into<String>) -> CatalogError {
+        CatalogError::Invalid {
+            at: self.at(),
+            problem: problem.into(),
+        }
+    }
+
+    pub fn unknown(&self, what: &'static str, name: &str) -> CatalogError {
+        CatalogError::UnknownType {
+            at: self.at(),
+            what,
+            name: name.to_string(),
+        }
+    }
+
+    pub fn missing(&self, key: &'static str) -> CatalogError {
+        CatalogError::MissingKey { at: self.at(), key }
+    }
+
+    pub fn map_len(&mut self) -> Result<usize> {
+        self.r.map_len().map_err(|e| self.msgpack(e))
+    }
+    pub fn array_len(&mut self) -> Result<usize> {
+        self.r.array_len().map_err(|e| self.msgpack(e))
+    }
+    pub fn string(&mut self) -> Result<String> {
+        match self.r.str() {
+            Ok(s) => Ok(s.to_string()),
+            Err(e) => Err(self.msgpack(e)),
+        }
+    }
+    pub fn boxed_str(&mut self) -> Result<Box<str>> {
+        match self.r.str() {
+            Ok(s) => Ok(s.into()),
+            Err(e) => Err(self.msgpack(e)),
+        }
+    }
+    pub fn u64(&mut self) -> Result<u64> {
+        self.r.u64().map_err(|e| self.msgpack(e))
+    }
+    pub fn u32(&mut self) -> Result<u32> {
+        self.r.u32().map_err(|e| self.msgpack(e))
+    }
+    pub fn i64(&mut self) -> Result<i64> {
+        self.r.i64().map_err(|e| self.msgpack(e))
+    }
+    pub fn i32(&mut self) -> Result<i32> {
+        self.r.i32().map_err(|e| self.msgpack(e))
+    }
+    pub fn f64(&mut self) -> Result<f64> {
+        self.r.f64().map_err(|e| self.msgpack(e))
+    }
+    pub fn bool(&mut self) -> Result<bool> {
+        self.r.bool().map_err(|e| self.msgpack(e))
+    }
+    pub fn skip(&mut self) -> Result<()> {
+        self.r.skip().map_err(|e| self.msgpack(e))
+    }
+    pub fn peek(&mut self) -> Result<Kind> {
+        self.r.peek().map_err(|e| self.msgpack(e))
+    }
+
+    /// A map key: a string, or a non-negative integer (which Tensile turns
+    /// into its decimal text).
+    pub fn key(&mut self) -> Result<Key> {
+        let mut key = Key {
+            inline: [0; 48],
+            len: 0,
+            heap: None,
+        };
+        if self.peek()? == Kind::Int {
+            key.heap = Some(self.u64()?.to_string());
+            return Ok(key);
+        }
+        let s = match self.r.str() {
+            Ok(s) => s,
+            Err(e) => return Err(self.msgpack(e)),
+        };
+        if s.len() <= key.inline.len() {
+            key.inline[..s.len()].copy_from_slice(s.as_bytes());
+            key.len = s.len();
+        } else {
+            key.heap = Some(s.to_string());
+        }
+        Ok(key)
+    }
+
+    /// Opens a map tagged by `type` (see the module doc).
+    pub fn typed(&mut self) -> Result<Typed> {
+        let len = self.map_len()?;
+        if len == 0 {
+            return Err(self.missing("type"));
+        }
+        let first = self.key()?;
+        if first.as_str() == "type" {
+            let ty = self.string()?;
+            return Ok(Typed {
+                ty,
+                len: len - 1,
+                reordered: false,
+            });
+        }
+        // Capture every entry, then re-read them with `type` first.
+        let mut entries = Vec::with_capacity(len);
+        let value = self.r.capture().map_err(|e| self.msgpack(e))?;
+        entries.push((first.as_str().to_string(), value));
+        for _ in 1..len {
+            let k = self.key()?;
+            let v = self.r.capture().map_err(|e| self.msgpack(e))?;
+            entries.push((k.as_str().to_string(), v));
+        }
+        let Some(pos) = entries.iter().position(|(k, _)| k == "type") else {
+            return Err(self.missing("type"));
+        };
+        let (_, ty_bytes) = entries.remove(pos);
+        let ty = Reader::from_bytes(&ty_bytes)
+            .str()
+            .map(str::to_string)
+            .map_err(|e| self.msgpack(e))?;
+        let mut w = Writer::new();
+        for (k, v) in &entries {
+            w.str(k);
+            w.out.extend_from_slice(v);
+        }
+        let inner = Reader::from_bytes(&w.out);
+        let outer = std::mem::replace(&mut self.r, inner);
+        self.saved.push(outer);
+        Ok(Typed {
+            ty,
+            len: entries.len(),
+            reordered: true,
+        })
+    }
+
+    /// Closes a map opened with [`Decoder::typed`], after its entries.
+    pub fn end_typed(&mut self, t: &Typed) -> Result<()> {
+        if t.reordered {
+            self.r.finish().map_err(|e| self.msgpack(e))?;
+            if let Some(outer) = self.saved.pop() {
+                self.r = outer;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads the fields of a map with a closure per key; keys the closure does
+/// not claim (it returns `false`) are skipped, as Tensile ignores them.
+pub fn fields<'r>(
+    d: &mut Decoder<'r>,
+    len: usize,
+    mut f: impl FnMut(&mut Decoder<'r>, &str) -> Result<bool>,
+) -> Result<()> {
+    for _ in 0..len {
+        let key = d.key()?;
+        if !f(d, key.as_str())? {
+            d.skip()?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,851 @@
+//! A streaming MessagePack reader and a writer, for solution catalogs.
+//!
+//! The code-object reader in `aqueduct-abi` decodes its small metadata note
+//! into a tree. A Tensile catalog is another matter: rocBLAS's is 117 MB of
+//! MessagePack describing ~57 000 solutions, and a tree of it costs several
+//! times the file (Python's `msgpack.unpackb` peaks near 750 MB). So catalogs
+//! are read with a pull parser: the model's decoder asks for "a map header",
+//! "a string", "an integer" in the order it expects them, and builds its own
+//! compact structures straight from the bytes. Nothing but the model stays.
+//!
+//! The input is read through a window that refills from any [`Read`]er, so a
+//! file is never held whole in memory either; a string is borrowed from the
+//! window until the next call. Every read is bounds-checked and every error
+//! carries the byte offset where it happened. Skipping a value is iterative,
+//! so hostile nesting cannot exhaust the stack; the model's own recursion is
+//! bounded by its caller.
+//!
+//! Format reference: the MessagePack specification, "Formats".
+
+use std::fmt;
+use std::io::{self, Read};
+
+/// What went wrong while reading MessagePack, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MsgpackError {
+    /// Byte offset of the value that could not be read.
+    pub offset: u64,
+    pub kind: MsgpackErrorKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MsgpackErrorKind {
+    /// The input ended inside a value.
+    Truncated,
+    /// A value of another type stood where `expected` was needed.
+    Unexpected {
+        expected: &'static str,
+        found: &'static str,
+    },
+    /// An integer does not fit the type asked for.
+    OutOfRange { expected: &'static str },
+    /// A string is not UTF-8.
+    InvalidUtf8,
+    /// The reserved marker byte 0xc1.
+    Reserved,
+    /// Bytes follow the last value.
+    TrailingBytes,
+    /// The underlying reader failed.
+    Io(String),
+}
+
+impl fmt::Display for MsgpackError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            MsgpackErrorKind::Truncated => write!(f, "input ends inside a value"),
+            MsgpackErrorKind::Unexpected { expected, found } => {
+                write!(f, "expected {expected}, found {found}")
+            }
+            MsgpackErrorKind::OutOfRange { expected } => {
+                write!(f, "integer out of range for {expected}")
+            }
+            MsgpackErrorKind::InvalidUtf8 => write!(f, "string is not valid UTF-8"),
+            MsgpackErrorKind::Reserved => write!(f, "reserved marker byte 0xc1"),
+            MsgpackErrorKind::TrailingBytes => write!(f, "bytes follow the last value"),
+            MsgpackErrorKind::Io(e) => write!(f, "read failed: {e}"),
+        }?;
+        write!(f, " (at byte {})", self.offset)
+    }
+}
+
+impl std::error::Error for MsgpackError {}
+
+/// The type of the next value, as far as a decoder needs to know it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Nil,
+    Bool,
+    Int,
+    Float,
+    Str,
+    Bin,
+    Array,
+    Map,
+    Ext,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Nil => "nil",
+            Kind::Bool => "a boolean",
+            Kind::Int => "an integer",
+            Kind::Float => "a float",
+            Kind::Str => "a string",
+            Kind::Bin => "binary data",
+            Kind::Array => "an array",
+            Kind::Map => "a map",
+            Kind::Ext => "an extension value",
+        }
+    }
+}
+
+/// Classifies a marker byte; `None` for the reserved 0xc1.
+fn kind_of(marker: u8) -> Option<Kind> {
+    Some(match marker {
+        0x00..=0x7f | 0xe0..=0xff | 0xcc..=0xd3 => Kind::Int,
+        0x80..=0x8f | 0xde | 0xdf => Kind::Map,
+        0x90..=0x9f | 0xdc | 0xdd => Kind::Array,
+        0xa0..=0xbf | 0xd9..=0xdb => Kind::Str,
+        0xc0 => Kind::Nil,
+        0xc2 | 0xc3 => Kind::Bool,
+        0xc4..=0xc6 => Kind::Bin,
+        0xc7..=0xc9 | 0xd4..=0xd8 => Kind::Ext,
+        0xca | 0xcb => Kind::Float,
+        0xc1 => return None,
+    })
+}
+
+/// Bytes kept in the window when reading from a stream. Big enough that
+/// refills are rare, small enough not to matter next to the model.
+const WINDOW: usize = 1 << 20;
+
+/// A pull parser over a byte slice or a stream.
+pub struct Reader<'r> {
+    source: Option<Box<dyn Read + 'r>>,
+    buf: Vec<u8>,
+    pos: usize,
+    /// Offset of `buf[0]` in the whole input.
+    base: u64,
+    /// While capturing: the bytes consumed so far that have left the
+    /// window, and where in the window the rest starts.
+    capture: Option<(Vec<u8>, usize)>,
+}
+
+impl<'r> Reader<'r> {
+    /// Reads from bytes already in memory (they are copied once).
+    pub fn from_bytes(bytes: &[u8]) -> Self {
+        Reader {
+            source: None,
+            buf: bytes.to_vec(),
+            pos: 0,
+            base: 0,
+            capture: None,
+        }
+    }
+
+    /// Reads from a stream through a window of about a megabyte.
+    pub fn from_reader(source: impl Read + 'r) -> Self {
+        Reader {
+            source: Some(Box::new(source)),
+            buf: Vec::with_capacity(WINDOW),
+            pos: 0,
+            base: 0,
+            capture: None,
+        }
+    }
+
+    /// Offset of the next byte to be read.
+    pub fn offset(&self) -> u64 {
+        self.base + self.pos as u64
+    }
+
+    fn error(&self, kind: MsgpackErrorKind) -> MsgpackError {
+        MsgpackError {
+            offset: self.offset(),
+            kind,
+        }
+    }
+
+    /// Makes at least `n` bytes available at `pos`, or reports truncation.
+    #[inline]
+    fn ensure(&mut self, n: usize) -> Result<(), MsgpackError> {
+        if self.buf.len() - self.pos >= n {
+            return Ok(());
+        }
+        self.refill(n)
+    }
+
+    #[cold]
+    fn refill(&mut self, n: usize) -> Result<(), MsgpackError> {
+        let Some(source) = self.source.as_mut() else {
+            return Err(self.error(MsgpackErrorKind::Truncated));
+        };
+        // Slide the unread tail to the front, then read until `n` bytes are
+        // there (a string longer than the window grows it) or the input ends.
+        if let Some((out, start)) = &mut self.capture {
+            out.extend_from_slice(&self.buf[*start..self.pos]);
+            *start = 0;
+        }
+        self.buf.drain(..self.pos);
+        self.base += self.pos as u64;
+        self.pos = 0;
+        // Grow by at most a window per read, so that a forged length costs
+        // memory only as fast as real bytes arrive.
+        let want = n.max(WINDOW);
+        while self.buf.len() < n {
+            let have = self.buf.len();
+            self.buf.resize(want.min(have + WINDOW), 0);
+            let read = loop {
+                match source.read(&mut self.buf[have..]) {
+                    Ok(r) => break r,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        self.buf.truncate(have);
+                        return Err(self.error(MsgpackErrorKind::Io(e.to_string())));
+                    }
+                }
+            };
+            self.buf.truncate(have + read);
+            if read == 0 {
+                return Err(self.error(MsgpackErrorKind::Truncated));
+            }
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn byte(&mut self) -> Result<u8, MsgpackError> {
+        self.ensure(1)?;
+        let b = self.buf[self.pos];
+        self.pos += 1;
+        Ok(b)
+    }
+
+    #[inline]
+    fn array_of<const N: usize>(&mut self) -> Result<[u8; N], MsgpackError> {
+        self.ensure(N)?;
+        let mut out = [0; N];
+        out.copy_from_slice(&self.buf[self.pos..self.pos + N]);
+        self.pos += N;
+        Ok(out)
+    }
+
+    /// The kind of the next value, without consuming it.
+    pub fn peek(&mut self) -> Result<Kind, MsgpackError> {
+        self.ensure(1)?;
+        kind_of(self.buf[self.pos]).ok_or_else(|| self.error(MsgpackErrorKind::Reserved))
+    }
+
+    fn unexpected(&self, expected: &'static str, marker: u8) -> MsgpackError {
+        let found = kind_of(marker).map_or("the reserved byte 0xc1", Kind::name);
+        MsgpackError {
+            // The marker was consumed; point at it.
+            offset: self.offset() - 1,
+            kind: MsgpackErrorKind::Unexpected { expected, found },
+        }
+    }
+
+    /// True when the input is exhausted (only a stream needs to look).
+    pub fn at_end(&mut self) -> Result<bool, MsgpackError> {
+        match self.ensure(1) {
+            Ok(()) => Ok(false),
+            Err(MsgpackError {
+                kind: MsgpackErrorKind::Truncated,
+                ..
+            }) => Ok(true),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Fails unless the input is exhausted.
+    pub fn finish(&mut self) -> Result<(), MsgpackError> {
+        if self.at_end()? {
+            Ok(())
+        } else {
+            Err(self.error(MsgpackErrorKind::TrailingBytes))
+        }
+    }
+
+    /// Consumes a nil if one is next.
+    pub fn nil(&mut self) -> Result<bool, MsgpackError> {
+        self.ensure(1)?;
+        if self.buf[self.pos] == 0xc0 {
+            self.pos += 1;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    pub fn map_len(&mut self) -> Result<usize, MsgpackError> {
+        let m = self.byte()?;
+        match m {
+            0x80..=0x8f => Ok((m & 0x0f) as usize),
+            0xde => Ok(u16::from_be_bytes(self.array_of()?) as usize),
+            0xdf => Ok(u32::from_be_bytes(self.array_of()?) as usize),
+            _ => Err(self.unexpected("a map", m)),
+        }
+    }
+
+    pub fn array_len(&mut self) -> Result<usize, MsgpackError> {
+        let m = self.byte()?;
+        match m {
+            0x90..=0x9f => Ok((m & 0x0f) as usize),
+            0xdc => Ok(u16::from_be_bytes(self.array_of()?) as usize),
+            0xdd => Ok(u32::from_be_bytes(self.array_of()?) as usize),
+            _ => Err(self.unexpected("an array", m)),
+        }
+    }
+
+    fn str_len(&mut self) -> Result<usize, MsgpackError> {
+        let m = self.byte()?;
+        match m {
+            0xa0..=0xbf => Ok((m & 0x1f) as usize),
+            0xd9 => Ok(self.byte()? as usize),
+            0xda => Ok(u16::from_be_bytes(self.array_of()?) as usize),
+            0xdb => Ok(u32::from_be_bytes(self.array_of()?) as usize),
+            _ => Err(self.unexpected("a string", m)),
+        }
+    }
+
+    /// A string, borrowed from the window until the next call.
+    pub fn str(&mut self) -> Result<&str, MsgpackError> {
+        let start = self.offset();
+        let len = self.str_len()?;
+        self.ensure(len)?;
+        let bytes = &self.buf[self.pos..self.pos + len];
+        self.pos += len;
+        std::str::from_utf8(bytes).map_err(|_| MsgpackError {
+            offset: start,
+            kind: MsgpackErrorKind::InvalidUtf8,
+        })
+    }
+
+    pub fn bool(&mut self) -> Result<bool, MsgpackError> {
+        match self.byte()? {
+            0xc2 => Ok(false),
+            0xc3 => Ok(true),
+            m => Err(self.unexpected("a boolean", m)),
+        }
+    }
+
+    /// Any integer encoding, widened to i128 so that every u64 and i64 fits.
+    fn int_wide(&mut self, expected: &'static str) -> Result<i128, MsgpackError> {
+        let m = self.byte()?;
+        Ok(match m {
+            0x00..=0x7f => m as i128,
+            0xe0..=0xff => (m as i8) as i128,
+            0xcc => self.byte()? as i128,
+            0xcd => u16::from_be_bytes(self.array_of()?) as i128,
+            0xce => u32::from_be_bytes(self.array_of()?) as i128,
+            0xcf => u64::from_be_bytes(self.array_of()?) as i128,
+            0xd0 => (self.byte()? as i8) as i128,
+            0xd1 => i16::from_be_bytes(self.array_of()?) as i128,
+            0xd2 => i32::from_be_bytes(self.array_of()?) as i128,
+            0xd3 => i64::from_be_bytes(self.array_of()?) as i128,
+            _ => return Err(self.unexpected(expected, m)),
+        })
+    }
+
+    fn int_as<T: TryFrom<i128>>(&mut self, expected: &'static str) -> Result<T, MsgpackError> {
+        let start = self.offset();
+        let v = self.int_wide(expected)?;
+        T::try_from(v).map_err(|_| MsgpackError {
+            offset: start,
+            kind: MsgpackErrorKind::OutOfRange { expected },
+        })
+    }
+
+    pub fn i64(&mut self) -> Result<i64, MsgpackError> {
+        self.int_as("a 64-bit signed integer")
+    }
+
+    pub fn u64(&mut self) -> Result<u64, MsgpackError> {
+        self.int_as("an unsigned 64-bit integer")
+    }
+
+    pub fn u32(&mut self) -> Result<u32, MsgpackError> {
+        self.int_as("an unsigned 32-bit integer")
+    }
+
+    pub fn i32(&mut self) -> Result<i32, MsgpackError> {
+        self.int_as("a 32-bit signed integer")
+    }
+
+    /// A float; integers are accepted too (YAML writes `1` for `1.0`).
+    pub fn f64(&mut self) -> Result<f64, MsgpackError> {
+        self.ensure(1)?;
+        match self.buf[self.pos] {
+            0xca => {
+                self.pos += 1;
+                Ok(f32::from_be_bytes(self.array_of()?) as f64)
+            }
+            0xcb => {
+                self.pos += 1;
+                Ok(f64::from_be_bytes(self.array_of()?))
+            }
+            _ => Ok(self.int_wide("a number")? as f64),
+        }
+    }
+
+    /// Skips one whole value, however deeply nested, without recursion.
+    pub fn skip(&mut self) -> Result<(), MsgpackError> {
+        let mut pending: u64 = 1;
+        while pending > 0 {
+            pending -= 1;
+            let m = self.byte()?;
+            let skip_bytes = match m {
+                0x00..=0x7f | 0xe0..=0xff | 0xc0 | 0xc2 | 0xc3 => 0,
+                0x80..=0x8f => {
+                    pending += 2 * (m & 0x0f) as u64;
+                    0
+                }
+                0x90..=0x9f => {
+                    pending += (m & 0x0f) as u64;
+                    0
+                }
+                0xa0..=0xbf => (m & 0x1f) as usize,
+                0xc1 => {
+                    self.pos -= 1;
+                    return Err(self.error(MsgpackErrorKind::Reserved));
+                }
+                0xc4 | 0xd9 => self.byte()? as usize,
+                0xc5 | 0xda => u16::from_be_bytes(self.array_of()?) as usize,
+                0xc6 | 0xdb => u32::from_be_bytes(self.array_of()?) as usize,
+                0xc7 => 1 + self.byte()? as usize,
+                0xc8 => 1 + u16::from_be_bytes(self.array_of()?) as usize,
+                0xc9 => 1 + u32::from_be_bytes(self.array_of()?) as usize,
+                0xca => 4,
+                0xcb => 8,
+                0xcc | 0xd0 => 1,
+                0xcd | 0xd1 => 2,
+                0xce | 0xd2 => 4,
+                0xcf | 0xd3 => 8,
+                0xd4 => 2,
+                0xd5 => 3,
+                0xd6 => 5,
+                0xd7 => 9,
+                0xd8 => 17,
+                0xdc => {
+                    pending += u16::from_be_bytes(self.array_of()?) as u64;
+                    0
+                }
+                0xdd => {
+                    pending += u32::from_be_bytes(self.array_of()?) as u64;
+                    0
+                }
+                0xde => {
+                    pending += 2 * u16::from_be_bytes(self.array_of()?) as u64;
+                    0
+                }
+                0xdf => {
+                    pending += 2 * u32::from_be_bytes(self.array_of()?) as u64;
+                    0
+                }
+            };
+            self.skip_bytes(skip_bytes)?;
+        }
+        Ok(())
+    }
+
+    /// Consumes one whole value and returns its encoded bytes.
+    pub fn capture(&mut self) -> Result<Vec<u8>, MsgpackError> {
+        self.capture = Some((Vec::new(), self.pos));
+        let skipped = self.skip();
+        let (mut out, start) = self.capture.take().unwrap_or_default();
+        skipped?;
+        out.extend_from_slice(&self.buf[start..self.pos]);
+        Ok(out)
+    }
+
+    fn skip_bytes(&mut self, mut n: usize) -> Result<(), MsgpackError> {
+        // Skip in window-sized steps so a forged length cannot make the
+        // window grow to it.
+        while n > 0 {
+            let step = n.min(WINDOW);
+            self.ensure(step)?;
+            self.pos += step;
+            n -= step;
+        }
+        Ok(())
+    }
+
+    /// Reads one whole value as a [`Value`] tree (for small subtrees only:
+    /// YAML output and diagnostics).
+    pub fn value(&mut self, depth: usize) -> Result<Value, MsgpackError> {
+        if depth == 0 {
+            return Err(self.error(MsgpackErrorKind::Unexpected {
+                expected: "shallower nesting",
+                found: "a value nested too deeply",
+            }));
+        }
+        Ok(match self.peek()? {
+            Kind::Nil => {
+                self.pos += 1;
+                Value::Nil
+            }
+            Kind::Bool => Value::Bool(self.bool()?),
+            Kind::Int => {
+                let start = self.offset();
+                let v = self.int_wide("an integer")?;
+                if v < 0 {
+                    Value::Int(v as i64)
+                } else {
+                    Value::UInt(u64::try_from(v).map_err(|_| MsgpackError {
+                        offset: start,
+                        kind: MsgpackErrorKind::OutOfRange {
+                            expected: "a 64-bit integer",
+                        },
+                    })?)
+                }
+            }
+            Kind::Float => Value::Float(self.f64()?),
+            Kind::Str => Value::Str(self.str()?.to_owned()),
+            Kind::Array => {
+                let n = self.array_len()?;
+                let mut items = Vec::with_capacity(n.min(4096));
+                for _ in 0..n {
+                    items.push(self.value(depth - 1)?);
+                }
+                Value::Array(items)
+            }
+            Kind::Map => {
+                let n = self.map_len()?;
+                let mut entries = Vec::with_capacity(n.min(4096));
+                for _ in 0..n {
+                    let k = self.value(depth - 1)?;
+                    let v = self.value(depth - 1)?;
+                    entries.push((k, v));
+                }
+                Value::Map(entries)
+            }
+            kind @ (Kind::Bin | Kind::Ext) => {
+                return Err(self.error(MsgpackErrorKind::Unexpected {
+                    expected: "a catalog value",
+                    found: kind.name(),
+                }));
+            }
+        })
+    }
+}
+
+/// An owned MessagePack value: what YAML and small subtrees map onto.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Nil,
+    Bool(bool),
+    UInt(u64),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Array(Vec<Value>),
+    Map(Vec<(Value, Value)>),
+}
+
+impl Value {
+    /// Encodes the value.
+    pub fn write(&self, w: &mut Writer) {
+        match self {
+            Value::Nil => w.nil(),
+            Value::Bool(b) => w.bool(*b),
+            Value::UInt(v) => w.u64(*v),
+            Value::Int(v) => w.i64(*v),
+            Value::Float(v) => w.f64(*v),
+            Value::Str(s) => w.str(s),
+            Value::Array(items) => {
+                w.array(items.len());
+                for item in items {
+                    item.write(w);
+                }
+            }
+            Value::Map(entries) => {
+                w.map(entries.len());
+                for (k, v) in entries {
+                    k.write(w);
+                    v.write(w);
+                }
+            }
+        }
+    }
+}
+
+/// A MessagePack encoder with the smallest encoding for every integer, and
+/// float64 for every float, as Python's `msgpack.packb` writes them.
+#[derive(Default)]
+pub struct Writer {
+    pub out: Vec<u8>,
+}
+
+impl Writer {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn nil(&mut self) {
+        self.out.push(0xc0);
+    }
+
+    pub fn bool(&mut self, b: bool) {
+        self.out.push(if b { 0xc3 } else { 0xc2 });
+    }
+
+    pub fn u64(&mut self, v: u64) {
+        match v {
+            0..=0x7f => self.out.push(v as u8),
+            0x80..=0xff => self.out.extend_from_slice(&[0xcc, v as u8]),
+            0x100..=0xffff => {
+                self.out.push(0xcd);
+                self.out.extend_from_slice(&(v as u16).to_be_bytes());
+            }
+            0x1_0000..=0xffff_ffff => {
+                self.out.push(0xce);
+                self.out.extend_from_slice(&(v as u32).to_be_bytes());
+            }
+            _ => {
+                self.out.push(0xcf);
+                self.out.extend_from_slice(&v.to_be_bytes());
+            }
+        }
+    }
+
+    pub fn i64(&mut self, v: i64) {
+        if v >= 0 {
+            return self.u64(v as u64);
+        }
+        if v >= -32 {
+            self.out.push(v as i8 as u8);
+        } else if v >= i8::MIN as i64 {
+            self.out.extend_from_slice(&[0xd0, v as i8 as u8]);
+        } else if v >= i16::MIN as i64 {
+            self.out.push(0xd1);
+            self.out.extend_from_slice(&(v as i16).to_be_bytes());
+        } else if v >= i32::MIN as i64 {
+            self.out.push(0xd2);
+            self.out.extend_from_slice(&(v as i32).to_be_bytes());
+        } else {
+            self.out.push(0xd3);
+            self.out.extend_from_slice(&v.to_be_bytes());
+        }
+    }
+
+    pub fn f64(&mut self, v: f64) {
+        self.out.push(0xcb);
+        self.out.extend_from_slice(&v.to_be_bytes());
+    }
+
+    pub fn str(&mut self, s: &str) {
+        let n = s.len();
+        if n < 32 {
+            self.out.push(0xa0 | n as u8);
+        } else if n <= 0xff {
+            self.out.extend_from_slice(&[0xd9, n as u8]);
+        } else if n <= 0xffff {
+            self.out.push(0xda);
+            self.out.extend_from_slice(&(n as u16).to_be_bytes());
+        } else {
+            self.out.push(0xdb);
+            self.out.extend_from_slice(&(n as u32).to_be_bytes());
+        }
+        self.out.extend_from_slice(s.as_bytes());
+    }
+
+    pub fn array(&mut self, n: usize) {
+        self.container(n, 0x90, 0xdc, 0xdd);
+    }
+
+    pub fn map(&mut self, n: usize) {
+        self.container(n, 0x80, 0xde, 0xdf);
+    }
+
+    fn container(&mut self, n: usize, fix: u8, m16: u8, m32: u8) {
+        if n < 16 {
+            self.out.push(fix | n as u8);
+        } else if n <= 0xffff {
+            self.out.push(m16);
+            self.out.extend_from_slice(&(n as u16).to_be_bytes());
+        } else {
+            self.out.push(m32);
+            self.out.extend_from_slice(&(n as u32).to_be_bytes());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reader that hands out at most 3 bytes per call, to push every
+    /// value across window refills.
+    struct Trickle<'a>(&'a [u8]);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            let n = self.0.len().min(out.len()).min(3);
+            out[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    fn sample() -> Vec<u8> {
+        let mut w = Writer::new();
+        w.map(3);
+        w.str("name");
+        w.str(&"x".repeat(300));
+        w.str("ints");
+        w.array(9);
+        for v in [
+            0,
+            127,
+            128,
+            65_535,
+            65_536,
+            u32::MAX as i64 + 1,
+            -1,
+            -33,
+            i64::MIN,
+        ] {
+            w.i64(v);
+        }
+        w.str("nested");
+        w.array(2);
+        w.f64(0.25);
+        w.map(1);
+        w.str("b");
+        w.bool(true);
+        w.out
+    }
+
+    #[test]
+    fn values_round_trip_through_slices_and_trickling_streams() {
+        let bytes = sample();
+        let from_slice = Reader::from_bytes(&bytes).value(8).unwrap();
+        let mut streamed = Reader::from_reader(Trickle(&bytes));
+        let from_stream = streamed.value(8).unwrap();
+        streamed.finish().unwrap();
+        assert_eq!(from_slice, from_stream);
+        let mut w = Writer::new();
+        from_slice.write(&mut w);
+        assert_eq!(w.out, bytes, "re-encoding must give the same bytes");
+        let Value::Map(entries) = from_slice else {
+            panic!("not a map")
+        };
+        assert_eq!(
+            entries[1].1,
+            Value::Array(vec![
+                Value::UInt(0),
+                Value::UInt(127),
+                Value::UInt(128),
+                Value::UInt(65_535),
+                Value::UInt(65_536),
+                Value::UInt(u32::MAX as u64 + 1),
+                Value::Int(-1),
+                Value::Int(-33),
+                Value::Int(i64::MIN),
+            ])
+        );
+    }
+
+    #[test]
+    fn capture_returns_the_exact_bytes_of_one_value_across_refills() {
+        let bytes = sample();
+        let mut twice = bytes.clone();
+        twice.extend_from_slice(&bytes);
+        let mut r = Reader::from_reader(Trickle(&twice));
+        assert_eq!(r.capture().unwrap(), bytes);
+        assert_eq!(r.capture().unwrap(), bytes);
+        r.finish().unwrap();
+    }
+
+    #[test]
+    fn integer_encodings_are_the_smallest_ones() {
+        let enc = |v: i64| {
+            let mut w = Writer::new();
+            w.i64(v);
+            w.out
+        };
+        assert_eq!(enc(5), [0x05]);
+        assert_eq!(enc(-5), [0xfb]);
+        assert_eq!(enc(200), [0xcc, 200]);
+        assert_eq!(enc(-100), [0xd0, 0x9c]);
+        assert_eq!(enc(1000), [0xcd, 0x03, 0xe8]);
+        assert_eq!(enc(-1000), [0xd1, 0xfc, 0x18]);
+    }
+
+    #[test]
+    fn skip_passes_over_every_kind_in_a_stream() {
+        let bytes = sample();
+        let mut r = Reader::from_reader(Trickle(&bytes));
+        r.skip().unwrap();
+        assert!(r.at_end().unwrap());
+        // Extension and binary values are skipped too.
+        let odd = [0x92, 0xd6, 0x01, 1, 2, 3, 4, 0xc4, 0x02, 0xaa, 0xbb];
+        let mut r = Reader::from_bytes(&odd);
+        r.skip().unwrap();
+        r.finish().unwrap();
+    }
+
+    #[test]
+    fn malformed_input_gives_typed_errors_with_offsets() {
+        let mut r = Reader::from_bytes(&[0x92, 0x01]);
+        assert_eq!(r.skip().unwrap_err().kind, MsgpackErrorKind::Truncated);
+
+        let mut r = Reader::from_bytes(&[0x91, 0xc1]);
+        let e = r.skip().unwrap_err();
+        assert_eq!((e.kind, e.offset), (MsgpackErrorKind::Reserved, 1));
+
+        let mut r = Reader::from_bytes(&[0xa2, 0xff, 0xfe]);
+        assert_eq!(r.str().unwrap_err().kind, MsgpackErrorKind::InvalidUtf8);
+
+        let mut r = Reader::from_bytes(&[0xa1, b'x']);
+        let e = r.map_len().unwrap_err();
+        assert_eq!(
+            (e.kind, e.offset),
+            (
+                MsgpackErrorKind::Unexpected {
+                    expected: "a map",
+                    found: "a string"
+                },
+                0
+            )
+        );
+
+        let mut r = Reader::from_bytes(&[0xcd, 0x01, 0x00]);
+        assert_eq!(
+            r.i32(),
+            Ok(256),
+            "a uint16 is a valid 32-bit signed integer"
+        );
+        let mut r = Reader::from_bytes(&[0xff]);
+        assert!(matches!(
+            r.u32().unwrap_err().kind,
+            MsgpackErrorKind::OutOfRange { .. }
+        ));
+
+        // A forged 4 GiB string length ends in truncation, not an allocation.
+        let forged = [0xdb, 0xff, 0xff, 0xff, 0xff, 0x00];
+        let mut r = Reader::from_reader(Trickle(&forged));
+        assert_eq!(r.skip().unwrap_err().kind, MsgpackErrorKind::Truncated);
+        let mut r = Reader::from_reader(Trickle(&forged));
+        assert_eq!(r.str().unwrap_err().kind, MsgpackErrorKind::Truncated);
+
+        let mut r = Reader::from_bytes(&[0xc0, 0xc0]);
+        r.skip().unwrap();
+        assert_eq!(
+            r.finish().unwrap_err().kind,
+            MsgpackErrorKind::TrailingBytes
+        );
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_by_value_and_skipped_without_recursion() {
+        let deep = vec![0x91u8; 100_000];
+        let mut r = Reader::from_bytes(&deep);
+        assert!(r.value(64).is_err());
+        let mut bytes = deep.clone();
+        bytes.push(0xc0);
+        let mut r = Reader::from_bytes(&bytes);
+        r.skip().unwrap();
+        r.finish().unwrap();
+    }
+}

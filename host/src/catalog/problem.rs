@@ -1,0 +1,397 @@
+//! The problem a catalog is asked about: a GEMM, described the way Tensile's
+//! `ContractionProblem` describes it, so that every size, stride and flag a
+//! catalog predicate or property reads has Tensile's meaning.
+//!
+//! Tensile writes a batched GEMM `D = alpha * op(A) * op(B) + beta * C` as a
+//! contraction over the index names `i, j` (free: M and N), `k` (batch) and
+//! `l` (bound: K). Column-major A is `A[i, l, k]` when not transposed and
+//! `A[l, i, k]` when transposed; each tensor's strides are `[1, ld,
+//! batch stride]`. From that, Tensile's accessors are (for a GEMM, which has
+//! one free index per side, one batch and one bound index):
+//!
+//! | accessor | value |
+//! |---|---|
+//! | `freeSizeA(0)` | M |
+//! | `freeSizeB(0)` | N |
+//! | `batchSize(0)` | batch count |
+//! | `boundSize(0)` | K |
+//! | `size(0..4)` | M, N, batch, K (C's sizes, then the bound sizes) |
+//! | `a.strides` | `[1, lda, stride_a]` (and likewise B, C, D) |
+//!
+//! Sources: Tensile 4.36 (rocm-5.5.1) `ContractionProblem.cpp` (`GEMM_Strides`,
+//! `normalize`, `getOperationIdentifier`) and rocBLAS 5.5.1
+//! `tensile_host.cpp` (`ConstructTensileProblem`), which is how the rocBLAS
+//! catalog expects problems to be posed.
+
+use std::fmt;
+
+/// Element types, under Tensile's names (`DataTypes.cpp`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum DataType {
+    Float,
+    Double,
+    ComplexFloat,
+    ComplexDouble,
+    Half,
+    Int8x4,
+    Int32,
+    BFloat16,
+    Int8,
+    // Newer Tensile / hipBLASLt names.
+    Int64,
+    XFloat32,
+    Float8,
+    BFloat8,
+    Float8BFloat8,
+    BFloat8Float8,
+}
+
+impl DataType {
+    pub const ALL: [DataType; 15] = [
+        DataType::Float,
+        DataType::Double,
+        DataType::ComplexFloat,
+        DataType::ComplexDouble,
+        DataType::Half,
+        DataType::Int8x4,
+        DataType::Int32,
+        DataType::BFloat16,
+        DataType::Int8,
+        DataType::Int64,
+        DataType::XFloat32,
+        DataType::Float8,
+        DataType::BFloat8,
+        DataType::Float8BFloat8,
+        DataType::BFloat8Float8,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DataType::Float => "Float",
+            DataType::Double => "Double",
+            DataType::ComplexFloat => "ComplexFloat",
+            DataType::ComplexDouble => "ComplexDouble",
+            DataType::Half => "Half",
+            DataType::Int8x4 => "Int8x4",
+            DataType::Int32 => "Int32",
+            DataType::BFloat16 => "BFloat16",
+            DataType::Int8 => "Int8",
+            DataType::Int64 => "Int64",
+            DataType::XFloat32 => "XFloat32",
+            DataType::Float8 => "Float8",
+            DataType::BFloat8 => "BFloat8",
+            DataType::Float8BFloat8 => "Float8BFloat8",
+            DataType::BFloat8Float8 => "BFloat8Float8",
+        }
+    }
+
+    /// Parses a Tensile type name (case-sensitive, as Tensile's enum reader).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// Bytes per element (`DataTypeInfo::elementSize`).
+    pub fn element_bytes(self) -> u64 {
+        match self {
+            DataType::Int8 | DataType::Float8 | DataType::BFloat8 => 1,
+            DataType::Float8BFloat8 | DataType::BFloat8Float8 => 1,
+            DataType::Half | DataType::BFloat16 => 2,
+            DataType::Float | DataType::Int32 | DataType::Int8x4 | DataType::XFloat32 => 4,
+            DataType::Double | DataType::ComplexFloat | DataType::Int64 => 8,
+            DataType::ComplexDouble => 16,
+        }
+    }
+
+    /// Elements packed per value (`DataTypeInfo::packing`): Int8x4 holds 4.
+    pub fn packing(self) -> u64 {
+        if self == DataType::Int8x4 { 4 } else { 1 }
+    }
+
+    pub fn is_complex(self) -> bool {
+        matches!(self, DataType::ComplexFloat | DataType::ComplexDouble)
+    }
+}
+
+impl fmt::Display for DataType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How an operand is read: as stored, transposed, or conjugate-transposed
+/// (complex types only; Tensile marks it with a `C` after the tensor's
+/// index names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Transpose {
+    None,
+    Transpose,
+    ConjugateTranspose,
+}
+
+impl Transpose {
+    pub fn is_transposed(self) -> bool {
+        self != Transpose::None
+    }
+}
+
+/// `KernelLanguage` (`Any` in a problem accepts every solution).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KernelLanguage {
+    Any,
+    Assembly,
+    Source,
+}
+
+/// `ArithmeticUnit` (`Any` in a problem accepts every solution).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ArithmeticUnit {
+    Any,
+    Mfma,
+    Valu,
+}
+
+/// `PerformanceMetric`: what "best" means to the caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PerformanceMetric {
+    DeviceEfficiency,
+    CuEfficiency,
+    Auto,
+    Experimental,
+}
+
+/// A GEMM as Tensile sees it. Build one with [`Problem::gemm`] and adjust
+/// the public fields; the defaults are the ones rocBLAS passes for a plain
+/// `rocblas_sgemm` call (packed leading dimensions, one batch, C = D).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Problem {
+    pub trans_a: Transpose,
+    pub trans_b: Transpose,
+    pub m: u64,
+    pub n: u64,
+    pub k: u64,
+    pub batch: u64,
+    pub a_type: DataType,
+    pub b_type: DataType,
+    pub c_type: DataType,
+    pub d_type: DataType,
+    pub lda: u64,
+    pub ldb: u64,
+    pub ldc: u64,
+    pub ldd: u64,
+    pub stride_a: u64,
+    pub stride_b: u64,
+    pub stride_c: u64,
+    pub stride_d: u64,
+    /// Accumulate in a wider type than the inputs (rocBLAS: the compute
+    /// type is wider than the input type, or the input is Int8x4).
+    pub high_precision_accumulate: bool,
+    /// A strided batch (true) rather than an array of pointers.
+    pub strided_batched: bool,
+    pub deterministic_mode: bool,
+    pub fp16_alt_impl: bool,
+    /// Newer Tensile: round stochastically when converting the output.
+    pub stochastic_rounding: bool,
+    /// Newer Tensile: the math type of f32 MFMA (Float, or XFloat32).
+    pub f32_xdl_math_op: DataType,
+    pub kernel_language: KernelLanguage,
+    pub arithmetic_unit: ArithmeticUnit,
+    pub performance_metric: PerformanceMetric,
+    /// Bytes of workspace the caller can give the kernel.
+    pub workspace_size: u64,
+    /// The scalars, as rocBLAS categorises them: beta is 0, 1, -1 or 2
+    /// ("anything else").
+    pub alpha: f64,
+    pub beta: f64,
+    pub c_equals_d: bool,
+}
+
+impl Problem {
+    /// A single GEMM of one type with packed (minimal) leading dimensions.
+    pub fn gemm(
+        trans_a: Transpose,
+        trans_b: Transpose,
+        m: u64,
+        n: u64,
+        k: u64,
+        ty: DataType,
+    ) -> Self {
+        let lda = if trans_a.is_transposed() { k } else { m };
+        let ldb = if trans_b.is_transposed() { n } else { k };
+        let mut p = Problem {
+            trans_a,
+            trans_b,
+            m,
+            n,
+            k,
+            batch: 1,
+            a_type: ty,
+            b_type: ty,
+            c_type: ty,
+            d_type: ty,
+            lda: lda.max(1),
+            ldb: ldb.max(1),
+            ldc: m.max(1),
+            ldd: m.max(1),
+            stride_a: 0,
+            stride_b: 0,
+            stride_c: 0,
+            stride_d: 0,
+            high_precision_accumulate: false,
+            strided_batched: true,
+            deterministic_mode: false,
+            fp16_alt_impl: false,
+            stochastic_rounding: false,
+            f32_xdl_math_op: DataType::Float,
+            kernel_language: KernelLanguage::Any,
+            arithmetic_unit: ArithmeticUnit::Any,
+            performance_metric: PerformanceMetric::DeviceEfficiency,
+            workspace_size: 0,
+            alpha: 1.0,
+            beta: 0.0,
+            c_equals_d: true,
+        };
+        p.pack_batch_strides();
+        p
+    }
+
+    /// Sets the batch count and packed batch strides (each matrix right
+    /// after the previous one), Tensile's default for missing strides.
+    pub fn with_batch(mut self, batch: u64) -> Self {
+        self.batch = batch;
+        self.pack_batch_strides();
+        self
+    }
+
+    /// Sets the leading dimensions (batch strides are re-packed).
+    pub fn with_leading_dims(mut self, lda: u64, ldb: u64, ldc: u64, ldd: u64) -> Self {
+        (self.lda, self.ldb, self.ldc, self.ldd) = (lda, ldb, ldc, ldd);
+        self.pack_batch_strides();
+        self
+    }
+
+    fn pack_batch_strides(&mut self) {
+        let (a_cols, b_cols) = (self.a_sizes()[1], self.b_sizes()[1]);
+        self.stride_a = self.lda.wrapping_mul(a_cols);
+        self.stride_b = self.ldb.wrapping_mul(b_cols);
+        self.stride_c = self.ldc.wrapping_mul(self.n);
+        self.stride_d = self.ldd.wrapping_mul(self.n);
+    }
+
+    /// A's sizes in storage order: `[M, K, batch]`, or `[K, M, batch]`
+    /// when transposed.
+    pub fn a_sizes(&self) -> [u64; 3] {
+        if self.trans_a.is_transposed() {
+            [self.k, self.m, self.batch]
+        } else {
+            [self.m, self.k, self.batch]
+        }
+    }
+
+    /// B's sizes in storage order: `[K, N, batch]`, or `[N, K, batch]`.
+    pub fn b_sizes(&self) -> [u64; 3] {
+        if self.trans_b.is_transposed() {
+            [self.n, self.k, self.batch]
+        } else {
+            [self.k, self.n, self.batch]
+        }
+    }
+
+    pub fn a_strides(&self) -> [u64; 3] {
+        [1, self.lda, self.stride_a]
+    }
+    pub fn b_strides(&self) -> [u64; 3] {
+        [1, self.ldb, self.stride_b]
+    }
+    pub fn c_strides(&self) -> [u64; 3] {
+        [1, self.ldc, self.stride_c]
+    }
+    pub fn d_strides(&self) -> [u64; 3] {
+        [1, self.ldd, self.stride_d]
+    }
+
+    /// Tensile's operation identifier, the key of a catalog's ProblemMap.
+    pub fn operation_identifier(&self) -> &'static str {
+        use Transpose as T;
+        match (self.trans_a, self.trans_b) {
+            (T::None, T::None) => "Contraction_l_Ailk_Bljk_Cijk_Dijk",
+            (T::Transpose, T::None) => "Contraction_l_Alik_Bljk_Cijk_Dijk",
+            (T::ConjugateTranspose, T::None) => "Contraction_l_AlikC_Bljk_Cijk_Dijk",
+            (T::None, T::Transpose) => "Contraction_l_Ailk_Bjlk_Cijk_Dijk",
+            (T::Transpose, T::Transpose) => "Contraction_l_Alik_Bjlk_Cijk_Dijk",
+            (T::ConjugateTranspose, T::Transpose) => "Contraction_l_AlikC_Bjlk_Cijk_Dijk",
+            (T::None, T::ConjugateTranspose) => "Contraction_l_Ailk_BjlkC_Cijk_Dijk",
+            (T::Transpose, T::ConjugateTranspose) => "Contraction_l_Alik_BjlkC_Cijk_Dijk",
+            (T::ConjugateTranspose, T::ConjugateTranspose) => "Contraction_l_AlikC_BjlkC_Cijk_Dijk",
+        }
+    }
+
+    /// Tensile's `size(i)`: C's sizes (M, N, batch), then the bound size K.
+    pub fn size(&self, i: usize) -> Option<u64> {
+        [self.m, self.n, self.batch, self.k].get(i).copied()
+    }
+
+    /// Number of indices `size` answers for.
+    pub const SIZES: usize = 4;
+
+    /// `maxProblemSize`: the largest free or bound size (batch excluded).
+    pub fn max_problem_size(&self) -> u64 {
+        self.m.max(self.n).max(self.k)
+    }
+
+    /// `flopCount` with size_t arithmetic (it wraps as Tensile's does).
+    pub fn flop_count(&self) -> u64 {
+        2u64.wrapping_mul(self.a_type.packing())
+            .wrapping_mul(self.m)
+            .wrapping_mul(self.n)
+            .wrapping_mul(self.batch)
+            .wrapping_mul(self.k)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operation_identifiers_follow_tensiles_index_names() {
+        let p = |a, b| Problem::gemm(a, b, 8, 8, 8, DataType::Float).operation_identifier();
+        assert_eq!(
+            p(Transpose::None, Transpose::None),
+            "Contraction_l_Ailk_Bljk_Cijk_Dijk"
+        );
+        assert_eq!(
+            p(Transpose::Transpose, Transpose::None),
+            "Contraction_l_Alik_Bljk_Cijk_Dijk"
+        );
+        assert_eq!(
+            p(Transpose::None, Transpose::Transpose),
+            "Contraction_l_Ailk_Bjlk_Cijk_Dijk"
+        );
+        assert_eq!(
+            p(Transpose::ConjugateTranspose, Transpose::Transpose),
+            "Contraction_l_AlikC_Bjlk_Cijk_Dijk"
+        );
+    }
+
+    #[test]
+    fn packed_strides_follow_the_stored_shape() {
+        let p = Problem::gemm(
+            Transpose::Transpose,
+            Transpose::None,
+            100,
+            30,
+            7,
+            DataType::Half,
+        )
+        .with_batch(4);
+        assert_eq!(p.a_sizes(), [7, 100, 4]);
+        assert_eq!(p.a_strides(), [1, 7, 700]);
+        assert_eq!(p.b_strides(), [1, 7, 210]);
+        assert_eq!(p.c_strides(), [1, 100, 3000]);
+        assert_eq!(
+            (p.size(0), p.size(3), p.size(4)),
+            (Some(100), Some(7), None)
+        );
+    }
+}
