@@ -6,9 +6,16 @@
 //! device build (without the command-line front end, feature `cli`).
 
 pub mod atomics_ir;
+#[cfg(feature = "catalog")]
+pub mod catalog_bench;
+#[cfg(feature = "catalog")]
+pub mod catalog_queries;
+#[cfg(feature = "catalog")]
+pub mod catalog_write;
 pub mod device_build;
 pub mod isa_tables;
 pub mod report;
+pub mod rocblas_catalog;
 pub mod sim_bench;
 pub mod sim_coverage;
 pub mod targets;

@@ -36,6 +36,16 @@ commands:
             throughput, host-side ns per packet (target ≤ 100) and body
             build ns; runs itself and the simulator as release builds
 
+  catalog <description.yaml> --out <dir>
+            write Tensile-layout catalogs (lazy or eager, MessagePack or
+            YAML) from a description file (format: xtask/src/catalog_write.rs)
+  catalog-bench [--catalog <path>] [--queries <n>]
+            issue 8's catalog benchmarks on rocBLAS's 117 MB catalog
+            (fetched from Debian trixie and cached; see
+            xtask/src/rocblas_catalog.rs): eager load time and peak memory
+            against Python's msgpack, selection with and without the result
+            cache, lazy loading; runs itself as a release build
+
 options (hsa-bench):
   --lib <path>   the HSA runtime to load (default: a release build of
                  libaqueduct_sim.so, built first)
@@ -329,6 +339,54 @@ fn hsa_bench_command(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+fn catalog_command(args: &[String]) -> Result<(), String> {
+    let (desc, out) = match args {
+        [desc, flag, out] if flag == "--out" => (PathBuf::from(desc), PathBuf::from(out)),
+        _ => {
+            return Err(format!(
+                "catalog takes <description.yaml> --out <dir>\n\n{USAGE}"
+            ));
+        }
+    };
+    for path in xtask::catalog_write::from_description(&desc, &out)? {
+        println!("{}", path.display());
+    }
+    Ok(())
+}
+
+fn catalog_bench_command(args: &[String]) -> Result<(), String> {
+    if let [flag, path] = args
+        && flag == "--load-only"
+    {
+        return xtask::catalog_bench::load_only(std::path::Path::new(path));
+    }
+    let mut catalog = None;
+    let mut queries = 2000;
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--catalog" => {
+                catalog = Some(PathBuf::from(it.next().ok_or("--catalog needs a path")?))
+            }
+            "--queries" => {
+                queries = it
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .ok_or("--queries needs a number")?
+            }
+            other => return Err(format!("unknown option `{other}`\n\n{USAGE}")),
+        }
+    }
+    if cfg!(debug_assertions) {
+        return rerun_in_release("catalog-bench", args);
+    }
+    let path = match catalog {
+        Some(p) => p,
+        None => xtask::rocblas_catalog::fetch()?,
+    };
+    xtask::catalog_bench::run(&path, queries)
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
@@ -346,6 +404,8 @@ fn main() -> ExitCode {
         Some("sim-coverage") => sim_coverage_command(&args[1..]),
         Some("sim-bench") => sim_bench_command(&args[1..]),
         Some("hsa-bench") => hsa_bench_command(&args[1..]),
+        Some("catalog") => catalog_command(&args[1..]),
+        Some("catalog-bench") => catalog_bench_command(&args[1..]),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Ok(())

@@ -25,11 +25,11 @@ pub struct Key {
 }
 
 impl Key {
-    pub fn as_str(&self) -> &str {
+    /// The key as text; the one UTF-8 check a key gets.
+    pub fn text(&self) -> Option<&str> {
         match &self.heap {
-            Some(s) => s,
-            // The bytes came from a &str and were cut at its length.
-            None => std::str::from_utf8(&self.inline[..self.len]).unwrap_or_default(),
+            Some(s) => Some(s),
+            None => std::str::from_utf8(&self.inline[..self.len]).ok(),
         }
     }
 }
@@ -201,17 +201,28 @@ impl<'r> Decoder<'r> {
             key.heap = Some(self.u64()?.to_string());
             return Ok(key);
         }
-        let s = match self.r.str() {
+        let s = match self.r.str_bytes() {
             Ok(s) => s,
             Err(e) => return Err(self.msgpack(e)),
         };
         if s.len() <= key.inline.len() {
-            key.inline[..s.len()].copy_from_slice(s.as_bytes());
+            key.inline[..s.len()].copy_from_slice(s);
             key.len = s.len();
         } else {
-            key.heap = Some(s.to_string());
+            key.heap = Some(
+                String::from_utf8(s.to_vec())
+                    .map_err(|_| self.invalid("a map key is not UTF-8"))?,
+            );
         }
         Ok(key)
+    }
+
+    /// A map key as owned text.
+    pub fn key_string(&mut self) -> Result<String> {
+        let key = self.key()?;
+        key.text()
+            .map(str::to_string)
+            .ok_or_else(|| self.invalid("a map key is not UTF-8"))
     }
 
     /// Opens a map tagged by `type` (see the module doc).
@@ -220,8 +231,8 @@ impl<'r> Decoder<'r> {
         if len == 0 {
             return Err(self.missing("type"));
         }
-        let first = self.key()?;
-        if first.as_str() == "type" {
+        let first = self.key_string()?;
+        if first == "type" {
             let ty = self.string()?;
             return Ok(Typed {
                 ty,
@@ -232,11 +243,11 @@ impl<'r> Decoder<'r> {
         // Capture every entry, then re-read them with `type` first.
         let mut entries = Vec::with_capacity(len);
         let value = self.r.capture().map_err(|e| self.msgpack(e))?;
-        entries.push((first.as_str().to_string(), value));
+        entries.push((first, value));
         for _ in 1..len {
-            let k = self.key()?;
+            let k = self.key_string()?;
             let v = self.r.capture().map_err(|e| self.msgpack(e))?;
-            entries.push((k.as_str().to_string(), v));
+            entries.push((k, v));
         }
         let Some(pos) = entries.iter().position(|(k, _)| k == "type") else {
             return Err(self.missing("type"));
@@ -282,7 +293,10 @@ pub fn fields<'r>(
 ) -> Result<()> {
     for _ in 0..len {
         let key = d.key()?;
-        if !f(d, key.as_str())? {
+        let Some(k) = key.text() else {
+            return Err(d.invalid("a map key is not UTF-8"));
+        };
+        if !f(d, k)? {
             d.skip()?;
         }
     }

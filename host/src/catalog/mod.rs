@@ -1,12 +1,616 @@
-//! Solution catalogs (work in progress).
+//! Solution catalogs: which GEMM kernel to run for a problem on a GPU.
+//!
+//! A catalog is Tensile's "master solution library": a list of solutions
+//! (kernels, with the conditions under which each may run) and a tree of
+//! library nodes that narrows a query down to one of them:
+//!
+//! ```text
+//! Hardware rows (AMDGPU predicates: processor, CU count, PCI chip IDs)
+//!   └─ ProblemMap (operation: Contraction_l_Alik_Bjlk_Cijk_Dijk, ...)
+//!        └─ Problem rows (types, high-precision accumulate, ... predicates)
+//!             └─ Matching (sizes → nearest tuned size) / DecisionTree / Single
+//!                  └─ solution: index, kernel name, predicates, tile sizes
+//! ```
+//!
+//! Catalogs are read from Tensile's MessagePack (`.dat`) or YAML files and
+//! written back in the same layout (real rocBLAS and hipBLASLt catalogs load
+//! and select). With lazy loading, a parent `TensileLibrary_lazy_<gfx>.dat`
+//! holds `Placeholder` nodes naming child files, read the first time a query
+//! reaches them and kept; the code object behind a selected solution is
+//! loaded on first use, once ([`CodeObjects`]).
+//!
+//! Selection reproduces Tensile's semantics (see [`library`]); with
+//! `AQUEDUCT_CATALOG_DEBUG=1` every selection prints a trace in the manner
+//! of `TENSILE_DB` to standard error.
+//!
+//! Module map: [`msgpack`] (streaming reader, writer), [`yaml`], [`problem`]
+//! (the GEMM as Tensile poses it), [`hardware`] (the GPU, chip-ID registry,
+//! hardware-row order), [`predicate`], [`solution`], [`library`] (nodes and
+//! selection), [`stdsort`] (libstdc++'s sort order).
 
 mod decode;
 mod error;
 pub mod hardware;
+pub mod library;
 pub mod msgpack;
 pub mod predicate;
 pub mod problem;
+pub mod solution;
 pub mod stdsort;
 pub mod yaml;
 
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
 pub use error::{CatalogError, Location, Result};
+pub use hardware::Hardware;
+pub use library::Node;
+pub use predicate::Trace;
+pub use problem::{DataType, Problem, Transpose};
+pub use solution::Solution;
+
+use decode::{Decoder, fields};
+use library::{Ctx, Origin, Placeholder, Query, SolutionId};
+use msgpack::{Reader, Writer};
+
+/// One catalog file: its solutions and its library tree.
+#[derive(Debug)]
+pub struct File {
+    pub path: Option<PathBuf>,
+    pub solutions: Box<[Solution]>,
+    pub root: Node,
+    /// The placeholder name this file was reached through, if lazy.
+    pub prefix: Option<Box<str>>,
+}
+
+/// Is this path a YAML catalog (by extension); otherwise MessagePack.
+fn is_yaml(path: &Path) -> bool {
+    matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("yaml" | "yml")
+    )
+}
+
+impl File {
+    fn decode(d: &mut Decoder<'_>, origin: &Arc<Origin>, prefix: Option<Box<str>>) -> Result<File> {
+        let len = d.map_len()?;
+        let mut solutions: Option<Vec<Solution>> = None;
+        let mut index: HashMap<i64, SolutionId> = HashMap::new();
+        let mut root = None;
+        let mut deferred: Option<Vec<u8>> = None;
+        fields(d, len, |d, k| match k {
+            "solutions" => {
+                d.push_key("solutions");
+                let n = d.array_len()?;
+                let mut v = Vec::with_capacity(n.min(1 << 20));
+                for i in 0..n {
+                    d.push_index(i);
+                    let s = Solution::decode(d)?;
+                    if index.insert(s.index, i as SolutionId).is_some() {
+                        return Err(CatalogError::DuplicateSolution {
+                            at: d.at(),
+                            index: s.index,
+                        });
+                    }
+                    v.push(s);
+                    d.pop();
+                }
+                d.pop();
+                solutions = Some(v);
+                Ok(true)
+            }
+            "library" if solutions.is_some() => {
+                d.push_key("library");
+                let cx = Ctx {
+                    solutions: &index,
+                    origin,
+                };
+                root = Some(Node::decode(d, &cx)?);
+                d.pop();
+                Ok(true)
+            }
+            "library" => {
+                // The tree refers to solutions by index: keep its bytes
+                // until the solutions have been read.
+                deferred = Some(d.r.capture().map_err(|e| d.msgpack(e))?);
+                Ok(true)
+            }
+            _ => Ok(false),
+        })?;
+        let solutions = solutions.ok_or_else(|| d.missing("solutions"))?;
+        let root = match (root, deferred) {
+            (Some(root), _) => root,
+            (None, Some(bytes)) => {
+                let mut inner = Decoder::new(Reader::from_bytes(&bytes), d.file().cloned());
+                inner.push_key("library");
+                let cx = Ctx {
+                    solutions: &index,
+                    origin,
+                };
+                Node::decode(&mut inner, &cx)?
+            }
+            (None, None) => return Err(d.missing("library")),
+        };
+        d.r.finish().map_err(|e| d.msgpack(e))?;
+        Ok(File {
+            path: d.file().cloned(),
+            solutions: solutions.into_boxed_slice(),
+            root,
+            prefix,
+        })
+    }
+
+    /// Reads a catalog file; `chain` lists the files above it.
+    fn load(path: &Path, chain: Vec<PathBuf>, prefix: Option<Box<str>>) -> Result<File> {
+        let io = |e: std::io::Error| CatalogError::Io {
+            file: path.to_path_buf(),
+            message: e.to_string(),
+        };
+        let origin = Arc::new(Origin {
+            dir: path
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| PathBuf::from(".")),
+            suffix: path
+                .extension()
+                .and_then(|e| e.to_str())
+                .map(|e| format!(".{e}"))
+                .unwrap_or_default(),
+            chain,
+        });
+        if is_yaml(path) {
+            let text = std::fs::read_to_string(path).map_err(io)?;
+            let bytes = yaml::to_msgpack(&text).map_err(|message| CatalogError::Yaml {
+                at: Location {
+                    file: Some(path.to_path_buf()),
+                    path: String::new(),
+                },
+                message,
+            })?;
+            let mut d = Decoder::new(Reader::from_bytes(&bytes), Some(path.to_path_buf()));
+            return File::decode(&mut d, &origin, prefix);
+        }
+        let file = std::fs::File::open(path).map_err(io)?;
+        let mut d = Decoder::new(Reader::from_reader(file), Some(path.to_path_buf()));
+        File::decode(&mut d, &origin, prefix)
+    }
+
+    /// Every loaded file in this subtree (this one and loaded children).
+    fn loaded(&self, out: &mut Vec<PathBuf>) {
+        if let Some(p) = &self.path {
+            out.push(p.clone());
+        }
+        fn walk(node: &Node, out: &mut Vec<PathBuf>) {
+            match node {
+                Node::Hardware(rows) => rows.iter().for_each(|r| walk(&r.library, out)),
+                Node::Problem(rows) => rows.iter().for_each(|r| walk(&r.library, out)),
+                Node::ProblemMap(m) => m.entries.iter().for_each(|(_, n)| walk(n, out)),
+                Node::Matching(m) => m.values.iter().for_each(|n| walk(n, out)),
+                Node::DecisionTree(f) => f.trees.iter().for_each(|t| walk(&t.value, out)),
+                Node::Placeholder(p) => {
+                    if let Some(Ok(child)) = p.child.get() {
+                        child.loaded(out);
+                    }
+                }
+                Node::Single(_) => {}
+            }
+        }
+        walk(&self.root, out);
+    }
+
+    pub fn encode(&self, w: &mut Writer) {
+        w.map(2);
+        w.str("solutions");
+        w.array(self.solutions.len());
+        self.solutions.iter().for_each(|s| s.encode(w));
+        w.str("library");
+        let index_of = |id: SolutionId| self.solutions[id as usize].index;
+        self.root.encode(w, &index_of);
+    }
+}
+
+impl Placeholder {
+    /// The child file, read on first use (once, whatever the threads).
+    pub fn child(&self, trace: Option<&mut Trace>) -> Result<&File> {
+        let first = self.child.get().is_none();
+        let loaded = self.child.get_or_init(|| {
+            let name = format!("{}{}", self.prefix, self.origin.suffix);
+            let path = self.origin.dir.join(&name);
+            if !path.is_file() {
+                return Err(CatalogError::MissingChild {
+                    parent: self.origin.chain.last().cloned().unwrap_or_default(),
+                    name: self.prefix.to_string(),
+                    tried: vec![path],
+                });
+            }
+            let canonical = path.canonicalize().unwrap_or_else(|_| path.clone());
+            let mut chain = self.origin.chain.clone();
+            let cycle = chain.contains(&canonical);
+            chain.push(canonical);
+            if cycle {
+                return Err(CatalogError::PlaceholderCycle { chain });
+            }
+            File::load(&path, chain, Some(self.prefix.clone())).map(Box::new)
+        });
+        if first && let (Some(t), Ok(child)) = (trace, loaded) {
+            t.raw("");
+            t.raw(&"=".repeat(80));
+            t.raw(&format!(
+                "LIBRARY: {}",
+                child.path.as_deref().unwrap_or(Path::new("?")).display()
+            ));
+            t.raw(&"=".repeat(80));
+        }
+        loaded.as_deref().map_err(Clone::clone)
+    }
+}
+
+/// A solution chosen for a problem.
+#[derive(Debug, Clone, Copy)]
+pub struct Selected<'c> {
+    pub solution: &'c Solution,
+    /// The file that holds it (a lazy child, or the catalog itself).
+    pub file: &'c File,
+    /// The matching distance that chose it (0 when no table was involved).
+    pub fitness: f64,
+}
+
+impl Selected<'_> {
+    /// The code object that holds the kernel, next to the file: the
+    /// solution's `codeObject` if it names one; otherwise Tensile's rule for
+    /// lazy children: `<child>.co` for assembly kernels, `<child>.hsaco` for
+    /// source kernels (`<child>_<gfx>.hsaco` for a "fallback" child).
+    pub fn code_object(&self, hw: &Hardware) -> Option<PathBuf> {
+        let dir = self.file.path.as_deref()?.parent()?;
+        if let Some(name) = &self.solution.code_object {
+            return Some(dir.join(&**name));
+        }
+        let prefix = self.file.prefix.as_deref()?;
+        let name = if !self.solution.size_mapping.source_kernel {
+            format!("{prefix}.co")
+        } else if prefix.contains("fallback") {
+            format!("{prefix}_{}.hsaco", hw.processor)
+        } else {
+            format!("{prefix}.hsaco")
+        };
+        Some(dir.join(name))
+    }
+}
+
+/// A loaded catalog.
+#[derive(Debug)]
+pub struct Catalog {
+    root: File,
+}
+
+fn debug_enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| {
+        std::env::var("AQUEDUCT_CATALOG_DEBUG").is_ok_and(|v| !v.is_empty() && v != "0")
+    })
+}
+
+impl Catalog {
+    /// Reads a catalog file: YAML for `.yaml`/`.yml`, MessagePack otherwise.
+    /// Placeholders are resolved next to it, with its extension.
+    pub fn open(path: impl AsRef<Path>) -> Result<Catalog> {
+        let path = path.as_ref();
+        let canonical = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        Ok(Catalog {
+            root: File::load(path, vec![canonical], None)?,
+        })
+    }
+
+    /// Reads MessagePack bytes (placeholders cannot be resolved).
+    pub fn from_msgpack(bytes: &[u8]) -> Result<Catalog> {
+        let origin = Arc::new(Origin {
+            dir: PathBuf::new(),
+            suffix: ".dat".into(),
+            chain: Vec::new(),
+        });
+        let mut d = Decoder::new(Reader::from_bytes(bytes), None);
+        Ok(Catalog {
+            root: File::decode(&mut d, &origin, None)?,
+        })
+    }
+
+    /// Reads YAML text (placeholders cannot be resolved).
+    pub fn from_yaml(text: &str) -> Result<Catalog> {
+        let bytes = yaml::to_msgpack(text).map_err(|message| CatalogError::Yaml {
+            at: Location::default(),
+            message,
+        })?;
+        Self::from_msgpack(&bytes)
+    }
+
+    /// The catalog's own file (not its lazy children).
+    pub fn file(&self) -> &File {
+        &self.root
+    }
+
+    /// The catalog's own file, for writers that reorder it.
+    pub fn file_mut(&mut self) -> &mut File {
+        &mut self.root
+    }
+
+    /// The files read so far: the catalog, then each child loaded.
+    pub fn loaded_files(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        self.root.loaded(&mut out);
+        out
+    }
+
+    /// The catalog as MessagePack, in Tensile's layout.
+    pub fn to_msgpack(&self) -> Vec<u8> {
+        let mut w = Writer::new();
+        self.root.encode(&mut w);
+        w.out
+    }
+
+    /// The catalog as YAML.
+    pub fn to_yaml(&self) -> String {
+        // Our own encoding always reads back.
+        yaml::from_msgpack(&self.to_msgpack()).unwrap_or_default()
+    }
+
+    /// Selects the solution for `problem` on `hardware`: `Ok(None)` when
+    /// the catalog has none. With `AQUEDUCT_CATALOG_DEBUG=1` the trace goes
+    /// to standard error.
+    pub fn select(&self, problem: &Problem, hardware: &Hardware) -> Result<Option<Selected<'_>>> {
+        if debug_enabled() {
+            let (result, trace) = self.select_traced(problem, hardware);
+            eprint!("{trace}");
+            return result;
+        }
+        let mut q = Query {
+            problem,
+            hardware,
+            trace: None,
+        };
+        self.finish(self.root.root.select(&self.root, &mut q))
+    }
+
+    /// Selects and returns the trace of every predicate evaluated.
+    pub fn select_traced(
+        &self,
+        problem: &Problem,
+        hardware: &Hardware,
+    ) -> (Result<Option<Selected<'_>>>, String) {
+        let mut t = Trace::default();
+        t.raw(&format!(
+            "SELECT {} {}x{}x{} batch {} [{}, {}, {}, {}] on {} ({} CUs, chip {})",
+            problem.operation_identifier(),
+            problem.m,
+            problem.n,
+            problem.k,
+            problem.batch,
+            problem.a_type,
+            problem.b_type,
+            problem.c_type,
+            problem.d_type,
+            hardware.arch_name,
+            hardware.cu_count,
+            hardware
+                .chip_id
+                .map_or("none".into(), |c| format!("{c:#x}")),
+        ));
+        let mut q = Query {
+            problem,
+            hardware,
+            trace: Some(&mut t),
+        };
+        let result = self.finish(self.root.root.select(&self.root, &mut q));
+        match &result {
+            Ok(Some(s)) => t.raw(&format!(
+                "RESULT: solution {} {} (fitness {})",
+                s.solution.index, s.solution.name, s.fitness
+            )),
+            Ok(None) => t.raw("RESULT: no solution"),
+            Err(e) => t.raw(&format!("RESULT: error: {e}")),
+        }
+        (result, t.out)
+    }
+
+    fn finish<'c>(&'c self, hit: Result<Option<library::Hit<'c>>>) -> Result<Option<Selected<'c>>> {
+        Ok(hit?.map(|h| Selected {
+            solution: &h.file.solutions[h.id as usize],
+            file: h.file,
+            fitness: h.fitness,
+        }))
+    }
+
+    /// A selector for one GPU that remembers its answers.
+    pub fn selector(&self, hardware: Hardware) -> Selector<'_> {
+        Selector {
+            catalog: self,
+            hardware,
+            cache: Mutex::new(HashMap::default()),
+        }
+    }
+}
+
+/// The FxHash mixing step: cache keys are a few integers, and SipHash
+/// would cost more than the lookup it protects.
+#[derive(Default)]
+struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Arrays of integers arrive here as one byte slice.
+        let (words, rest) = bytes.as_chunks::<8>();
+        for w in words {
+            self.write_u64(u64::from_le_bytes(*w));
+        }
+        for b in rest {
+            self.write_u64(*b as u64);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+type CacheKey = [u64; 26];
+
+fn cache_key(p: &Problem) -> CacheKey {
+    use problem::{ArithmeticUnit as A, KernelLanguage as K, PerformanceMetric as M};
+    let t = |t: Transpose| t as u64;
+    let flags = (p.high_precision_accumulate as u64)
+        | (p.strided_batched as u64) << 1
+        | (p.deterministic_mode as u64) << 2
+        | (p.fp16_alt_impl as u64) << 3
+        | (p.stochastic_rounding as u64) << 4
+        | (p.c_equals_d as u64) << 5;
+    let enums = (match p.kernel_language {
+        K::Any => 0,
+        K::Assembly => 1,
+        K::Source => 2,
+    }) | (match p.arithmetic_unit {
+        A::Any => 0,
+        A::Mfma => 1,
+        A::Valu => 2,
+    }) << 2
+        | (match p.performance_metric {
+            M::DeviceEfficiency => 0,
+            M::CuEfficiency => 1,
+            M::Auto => 2,
+            M::Experimental => 3,
+        }) << 4
+        | (p.f32_xdl_math_op as u64) << 8;
+    [
+        t(p.trans_a),
+        t(p.trans_b),
+        p.m,
+        p.n,
+        p.k,
+        p.batch,
+        p.a_type as u64,
+        p.b_type as u64,
+        p.c_type as u64,
+        p.d_type as u64,
+        p.lda,
+        p.ldb,
+        p.ldc,
+        p.ldd,
+        p.stride_a,
+        p.stride_b,
+        p.stride_c,
+        p.stride_d,
+        flags,
+        enums,
+        p.workspace_size,
+        p.alpha.to_bits(),
+        p.beta.to_bits(),
+        0,
+        0,
+        0,
+    ]
+}
+
+/// Selection for one GPU with a result cache. Unlike Tensile's
+/// `CachingLibrary`, whose key leaves out alpha, beta and C == D (so its
+/// answers can depend on earlier queries when predicates test them), the key
+/// here is every field of the problem.
+pub struct Selector<'c> {
+    catalog: &'c Catalog,
+    hardware: Hardware,
+    cache: Mutex<HashMap<CacheKey, Option<Selected<'c>>, BuildHasherDefault<FxHasher>>>,
+}
+
+impl<'c> Selector<'c> {
+    pub fn hardware(&self) -> &Hardware {
+        &self.hardware
+    }
+
+    /// Like [`Catalog::select`], answering repeated problems from memory.
+    /// Errors (a child catalog that fails to load) are not remembered.
+    pub fn select(&self, problem: &Problem) -> Result<Option<Selected<'c>>> {
+        let key = cache_key(problem);
+        if let Some(hit) = self.lock().get(&key) {
+            return Ok(*hit);
+        }
+        let result = self.catalog.select(problem, &self.hardware)?;
+        self.lock().insert(key, result);
+        Ok(result)
+    }
+
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<
+        '_,
+        HashMap<CacheKey, Option<Selected<'c>>, BuildHasherDefault<FxHasher>>,
+    > {
+        // A panic while holding the lock leaves a valid map behind.
+        self.cache.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Code objects behind selected solutions, each loaded on first use and
+/// only once, however many solutions and threads ask for it.
+pub struct CodeObjects<T> {
+    loaded: Mutex<HashMap<PathBuf, Arc<LoadCell<T>>>>,
+}
+
+/// One code object's load, done once: the object or the reason it failed.
+type LoadCell<T> = OnceLock<std::result::Result<Arc<T>, String>>;
+
+impl<T> Default for CodeObjects<T> {
+    fn default() -> Self {
+        CodeObjects {
+            loaded: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl<T> CodeObjects<T> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The selected solution's code object, loaded with `load` the first
+    /// time this file is asked for. A failed load is remembered too.
+    pub fn get(
+        &self,
+        selected: &Selected<'_>,
+        hardware: &Hardware,
+        load: impl FnOnce(&Path) -> std::result::Result<T, String>,
+    ) -> Result<Arc<T>> {
+        let Some(path) = selected.code_object(hardware) else {
+            return Err(CatalogError::CodeObject {
+                file: PathBuf::new(),
+                solution: selected.solution.name.to_string(),
+                message:
+                    "the solution names no code object and was not reached through a placeholder"
+                        .into(),
+            });
+        };
+        let cell = self
+            .loaded
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(path.clone())
+            .or_default()
+            .clone();
+        cell.get_or_init(|| load(&path).map(Arc::new))
+            .clone()
+            .map_err(|message| CatalogError::CodeObject {
+                file: path,
+                solution: selected.solution.name.to_string(),
+                message,
+            })
+    }
+
+    /// How many distinct code objects have been asked for.
+    pub fn len(&self) -> usize {
+        self.loaded.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

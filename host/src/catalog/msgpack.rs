@@ -125,6 +125,8 @@ pub struct Reader<'r> {
     source: Option<Box<dyn Read + 'r>>,
     buf: Vec<u8>,
     pos: usize,
+    /// Bytes of `buf` that hold input (the rest is spare room).
+    end: usize,
     /// Offset of `buf[0]` in the whole input.
     base: u64,
     /// While capturing: the bytes consumed so far that have left the
@@ -139,6 +141,7 @@ impl<'r> Reader<'r> {
             source: None,
             buf: bytes.to_vec(),
             pos: 0,
+            end: bytes.len(),
             base: 0,
             capture: None,
         }
@@ -148,8 +151,9 @@ impl<'r> Reader<'r> {
     pub fn from_reader(source: impl Read + 'r) -> Self {
         Reader {
             source: Some(Box::new(source)),
-            buf: Vec::with_capacity(WINDOW),
+            buf: Vec::new(),
             pos: 0,
+            end: 0,
             base: 0,
             capture: None,
         }
@@ -170,7 +174,7 @@ impl<'r> Reader<'r> {
     /// Makes at least `n` bytes available at `pos`, or reports truncation.
     #[inline]
     fn ensure(&mut self, n: usize) -> Result<(), MsgpackError> {
-        if self.buf.len() - self.pos >= n {
+        if self.end - self.pos >= n {
             return Ok(());
         }
         self.refill(n)
@@ -187,29 +191,27 @@ impl<'r> Reader<'r> {
             out.extend_from_slice(&self.buf[*start..self.pos]);
             *start = 0;
         }
-        self.buf.drain(..self.pos);
+        self.buf.copy_within(self.pos..self.end, 0);
+        self.end -= self.pos;
         self.base += self.pos as u64;
         self.pos = 0;
-        // Grow by at most a window per read, so that a forged length costs
-        // memory only as fast as real bytes arrive.
-        let want = n.max(WINDOW);
-        while self.buf.len() < n {
-            let have = self.buf.len();
-            self.buf.resize(want.min(have + WINDOW), 0);
+        while self.end < n {
+            // Grow by at most a window at a time, so that a forged length
+            // costs memory only as fast as real bytes arrive.
+            if self.buf.len() == self.end {
+                self.buf.resize(self.buf.len() + WINDOW, 0);
+            }
             let read = loop {
-                match source.read(&mut self.buf[have..]) {
+                match source.read(&mut self.buf[self.end..]) {
                     Ok(r) => break r,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        self.buf.truncate(have);
-                        return Err(self.error(MsgpackErrorKind::Io(e.to_string())));
-                    }
+                    Err(e) => return Err(self.error(MsgpackErrorKind::Io(e.to_string()))),
                 }
             };
-            self.buf.truncate(have + read);
             if read == 0 {
                 return Err(self.error(MsgpackErrorKind::Truncated));
             }
+            self.end += read;
         }
         Ok(())
     }
@@ -306,6 +308,16 @@ impl<'r> Reader<'r> {
             0xdb => Ok(u32::from_be_bytes(self.array_of()?) as usize),
             _ => Err(self.unexpected("a string", m)),
         }
+    }
+
+    /// A string's bytes, not checked for UTF-8 (for map keys, which are
+    /// compared with known names and checked once by the caller).
+    pub fn str_bytes(&mut self) -> Result<&[u8], MsgpackError> {
+        let len = self.str_len()?;
+        self.ensure(len)?;
+        let bytes = &self.buf[self.pos..self.pos + len];
+        self.pos += len;
+        Ok(bytes)
     }
 
     /// A string, borrowed from the window until the next call.

@@ -1,0 +1,387 @@
+//! Solutions: one kernel each, with the conditions under which it may run.
+//!
+//! Only `index`, the two predicates and `sizeMapping.sourceKernel` matter to
+//! selection; the rest is kept so that a catalog can be written back and so
+//! that callers can launch the kernel (work-group and tile sizes). Keys a
+//! solution map may carry beyond these are skipped, as Tensile skips them.
+//! `codeObject` is aqueduct's own optional key: the file, next to the
+//! catalog, that holds the kernel (Tensile derives it from the lazy child's
+//! name instead; both are supported, see `Selected::code_object`).
+
+use super::decode::{Decoder, fields};
+use super::error::Result;
+use super::msgpack::Writer;
+use super::predicate::{HardwarePredicate, Predicate, ProblemPredicate};
+use super::problem::DataType;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Solution {
+    /// The key library nodes refer to the solution by.
+    pub index: i64,
+    /// The kernel's symbol name.
+    pub name: Box<str>,
+    pub problem_type: ProblemType,
+    pub hardware_predicate: HardwarePredicate,
+    pub problem_predicate: ProblemPredicate,
+    pub size_mapping: SizeMapping,
+    pub debug_kernel: bool,
+    pub library_logic_index: i32,
+    /// `ideals`: K → GFLOPS (unused by selection; kept for writing).
+    pub ideals: Box<[(i64, f64)]>,
+    /// `linearModel`: slope, intercept, max (written only if present).
+    pub linear_model: Option<[f64; 3]>,
+    /// aqueduct's `codeObject`: the kernel's code-object file name.
+    pub code_object: Option<Box<str>>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProblemType {
+    pub operation_identifier: Box<str>,
+    pub types: [DataType; 4],
+    pub use_beta: bool,
+    pub high_precision_accumulate: bool,
+    pub use_initial_strides_ab: bool,
+    pub use_initial_strides_cd: bool,
+    pub strided_batched: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SizeMapping {
+    pub work_group: [i64; 3],
+    /// Two or three entries in real catalogs; `thread_tile_len` says which.
+    pub thread_tile: [i64; 3],
+    pub thread_tile_len: u8,
+    pub macro_tile: [i64; 3],
+    pub depth_u: i64,
+    pub stagger_u: i64,
+    pub global_split_u: i64,
+    pub stagger_stride_shift: i64,
+    pub work_group_mapping: i64,
+    pub pack_batch_dims: i64,
+    pub pack_summation_dims: i64,
+    pub magic_div_alg: i64,
+    pub persistent_kernel: i64,
+    pub persistent_kernel_along_batch: bool,
+    /// A HIP-source kernel (`.hsaco`) rather than an assembly one (`.co`).
+    pub source_kernel: bool,
+    pub global_accumulation: i64,
+    pub workspace_size_per_elem_c: i64,
+}
+
+fn int_array<const N: usize>(d: &mut Decoder<'_>, min: usize) -> Result<([i64; N], u8)> {
+    let n = d.array_len()?;
+    if n < min || n > N {
+        return Err(d.invalid(format!("expected {min} to {N} integers, found {n}")));
+    }
+    let mut out = [0; N];
+    for slot in out.iter_mut().take(n) {
+        *slot = d.i64()?;
+    }
+    Ok((out, n as u8))
+}
+
+impl SizeMapping {
+    fn decode(d: &mut Decoder<'_>) -> Result<Self> {
+        let len = d.map_len()?;
+        let mut s = SizeMapping {
+            magic_div_alg: 1,
+            ..SizeMapping::default()
+        };
+        let mut seen = 0u32;
+        const REQUIRED: [&str; 13] = [
+            "workGroup",
+            "threadTile",
+            "macroTile",
+            "staggerU",
+            "depthU",
+            "globalSplitU",
+            "staggerStrideShift",
+            "workGroupMapping",
+            "persistentKernel",
+            "persistentKernelAlongBatch",
+            "sourceKernel",
+            "globalAccumulation",
+            "workspaceSizePerElemC",
+        ];
+        fields(d, len, |d, k| {
+            if let Some(bit) = REQUIRED.iter().position(|r| *r == k) {
+                seen |= 1 << bit;
+            }
+            match k {
+                "workGroup" => s.work_group = int_array(d, 1)?.0,
+                "threadTile" => (s.thread_tile, s.thread_tile_len) = int_array(d, 1)?,
+                "macroTile" => s.macro_tile = int_array(d, 1)?.0,
+                "staggerU" => s.stagger_u = d.i64()?,
+                "depthU" => s.depth_u = d.i64()?,
+                "globalSplitU" => s.global_split_u = d.i64()?,
+                "staggerStrideShift" => s.stagger_stride_shift = d.i64()?,
+                "workGroupMapping" => s.work_group_mapping = d.i64()?,
+                "persistentKernel" => s.persistent_kernel = d.i64()?,
+                "persistentKernelAlongBatch" => s.persistent_kernel_along_batch = d.bool()?,
+                "sourceKernel" => s.source_kernel = d.bool()?,
+                "globalAccumulation" => s.global_accumulation = d.i64()?,
+                "workspaceSizePerElemC" => s.workspace_size_per_elem_c = d.i64()?,
+                "packBatchDims" => s.pack_batch_dims = d.i64()?,
+                "packSummationDims" => s.pack_summation_dims = d.i64()?,
+                "magicDivAlg" => s.magic_div_alg = d.i64()?,
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
+        if let Some(bit) = (0..REQUIRED.len()).find(|b| seen & (1 << b) == 0) {
+            return Err(d.missing(REQUIRED[bit]));
+        }
+        Ok(s)
+    }
+
+    fn encode(&self, w: &mut Writer) {
+        w.map(16);
+        let arr = |w: &mut Writer, k: &str, v: &[i64]| {
+            w.str(k);
+            w.array(v.len());
+            v.iter().for_each(|x| w.i64(*x));
+        };
+        arr(w, "workGroup", &self.work_group);
+        arr(w, "macroTile", &self.macro_tile);
+        arr(
+            w,
+            "threadTile",
+            &self.thread_tile[..self.thread_tile_len as usize],
+        );
+        for (k, v) in [
+            ("depthU", self.depth_u),
+            ("staggerU", self.stagger_u),
+            ("globalSplitU", self.global_split_u),
+            ("staggerStrideShift", self.stagger_stride_shift),
+            ("workGroupMapping", self.work_group_mapping),
+            ("packSummationDims", self.pack_summation_dims),
+            ("packBatchDims", self.pack_batch_dims),
+            ("magicDivAlg", self.magic_div_alg),
+            ("persistentKernel", self.persistent_kernel),
+            ("globalAccumulation", self.global_accumulation),
+            ("workspaceSizePerElemC", self.workspace_size_per_elem_c),
+        ] {
+            w.str(k);
+            w.i64(v);
+        }
+        w.str("persistentKernelAlongBatch");
+        w.bool(self.persistent_kernel_along_batch);
+        w.str("sourceKernel");
+        w.bool(self.source_kernel);
+    }
+}
+
+impl ProblemType {
+    fn decode(d: &mut Decoder<'_>) -> Result<Self> {
+        let len = d.map_len()?;
+        let mut op = None;
+        let mut types: [Option<DataType>; 4] = [None; 4];
+        let (mut use_beta, mut hpa) = (None, None);
+        let mut t = ProblemType {
+            operation_identifier: "".into(),
+            types: [DataType::Float; 4],
+            use_beta: false,
+            high_precision_accumulate: false,
+            use_initial_strides_ab: false,
+            use_initial_strides_cd: false,
+            strided_batched: true,
+        };
+        fields(d, len, |d, k| {
+            let slot = match k {
+                "aType" => 0,
+                "bType" => 1,
+                "cType" => 2,
+                "dType" => 3,
+                "operationIdentifier" => {
+                    op = Some(d.boxed_str()?);
+                    return Ok(true);
+                }
+                "useBeta" => {
+                    use_beta = Some(d.bool()?);
+                    return Ok(true);
+                }
+                "highPrecisionAccumulate" => {
+                    hpa = Some(d.bool()?);
+                    return Ok(true);
+                }
+                "useInitialStridesAB" => {
+                    t.use_initial_strides_ab = d.bool()?;
+                    return Ok(true);
+                }
+                "useInitialStridesCD" => {
+                    t.use_initial_strides_cd = d.bool()?;
+                    return Ok(true);
+                }
+                "stridedBatched" => {
+                    t.strided_batched = d.bool()?;
+                    return Ok(true);
+                }
+                _ => return Ok(false),
+            };
+            let name = d.string()?;
+            types[slot] = Some(DataType::from_name(&name).ok_or_else(|| d.unknown("data", &name))?);
+            Ok(true)
+        })?;
+        t.operation_identifier = op.ok_or_else(|| d.missing("operationIdentifier"))?;
+        for (i, key) in ["aType", "bType", "cType", "dType"].into_iter().enumerate() {
+            t.types[i] = types[i].ok_or_else(|| d.missing(key))?;
+        }
+        t.use_beta = use_beta.ok_or_else(|| d.missing("useBeta"))?;
+        t.high_precision_accumulate = hpa.ok_or_else(|| d.missing("highPrecisionAccumulate"))?;
+        Ok(t)
+    }
+
+    fn encode(&self, w: &mut Writer) {
+        w.map(10);
+        w.str("operationIdentifier");
+        w.str(&self.operation_identifier);
+        for (k, t) in ["aType", "bType", "cType", "dType"]
+            .into_iter()
+            .zip(self.types)
+        {
+            w.str(k);
+            w.str(t.name());
+        }
+        for (k, v) in [
+            ("useBeta", self.use_beta),
+            ("highPrecisionAccumulate", self.high_precision_accumulate),
+            ("useInitialStridesAB", self.use_initial_strides_ab),
+            ("useInitialStridesCD", self.use_initial_strides_cd),
+            ("stridedBatched", self.strided_batched),
+        ] {
+            w.str(k);
+            w.bool(v);
+        }
+    }
+}
+
+impl Solution {
+    pub fn decode(d: &mut Decoder<'_>) -> Result<Self> {
+        let len = d.map_len()?;
+        let mut index = None;
+        let mut name = None;
+        let mut problem_type = None;
+        let mut hardware_predicate = None;
+        let mut problem_predicate = None;
+        let mut size_mapping = None;
+        let mut debug_kernel = None;
+        let mut library_logic_index = -1;
+        let mut ideals = Vec::new();
+        let mut linear_model = None;
+        let mut code_object = None;
+        fields(d, len, |d, k| {
+            match k {
+                "index" => index = Some(d.i64()?),
+                "name" => name = Some(d.boxed_str()?),
+                "problemType" => {
+                    d.push_key("problemType");
+                    problem_type = Some(ProblemType::decode(d)?);
+                    d.pop();
+                }
+                "hardwarePredicate" => {
+                    d.push_key("hardwarePredicate");
+                    hardware_predicate = Some(Predicate::decode(d)?);
+                    d.pop();
+                }
+                "problemPredicate" => {
+                    d.push_key("problemPredicate");
+                    problem_predicate = Some(Predicate::decode(d)?);
+                    d.pop();
+                }
+                "sizeMapping" => {
+                    d.push_key("sizeMapping");
+                    size_mapping = Some(SizeMapping::decode(d)?);
+                    d.pop();
+                }
+                "debugKernel" => debug_kernel = Some(d.bool()?),
+                "libraryLogicIndex" => library_logic_index = d.i32()?,
+                "ideals" => {
+                    d.push_key("ideals");
+                    let n = d.map_len()?;
+                    for _ in 0..n {
+                        let key = d.key_string()?;
+                        let k: i64 = key.parse().map_err(|_| {
+                            d.invalid(format!("ideals key {key:?} is not an integer"))
+                        })?;
+                        ideals.push((k, d.f64()?));
+                    }
+                    d.pop();
+                }
+                "linearModel" => {
+                    let n = d.map_len()?;
+                    let mut m = [1.0, 0.0, 1000.0];
+                    let mut any = false;
+                    fields(d, n, |d, k| {
+                        let slot = match k {
+                            "slope" => 0,
+                            "intercept" => 1,
+                            "max" => 2,
+                            _ => return Ok(false),
+                        };
+                        m[slot] = d.f64()?;
+                        any = true;
+                        Ok(true)
+                    })?;
+                    linear_model = any.then_some(m);
+                }
+                "codeObject" => code_object = Some(d.boxed_str()?),
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
+        Ok(Solution {
+            index: index.ok_or_else(|| d.missing("index"))?,
+            name: name.ok_or_else(|| d.missing("name"))?,
+            problem_type: problem_type.ok_or_else(|| d.missing("problemType"))?,
+            hardware_predicate: hardware_predicate.ok_or_else(|| d.missing("hardwarePredicate"))?,
+            problem_predicate: problem_predicate.ok_or_else(|| d.missing("problemPredicate"))?,
+            size_mapping: size_mapping.ok_or_else(|| d.missing("sizeMapping"))?,
+            debug_kernel: debug_kernel.ok_or_else(|| d.missing("debugKernel"))?,
+            library_logic_index,
+            ideals: ideals.into_boxed_slice(),
+            linear_model,
+            code_object,
+        })
+    }
+
+    pub fn encode(&self, w: &mut Writer) {
+        w.map(10 + usize::from(self.code_object.is_some()));
+        w.str("name");
+        w.str(&self.name);
+        w.str("problemType");
+        self.problem_type.encode(w);
+        w.str("hardwarePredicate");
+        self.hardware_predicate.encode(w);
+        w.str("problemPredicate");
+        self.problem_predicate.encode(w);
+        w.str("sizeMapping");
+        self.size_mapping.encode(w);
+        w.str("debugKernel");
+        w.bool(self.debug_kernel);
+        w.str("libraryLogicIndex");
+        w.i64(self.library_logic_index as i64);
+        w.str("index");
+        w.i64(self.index);
+        w.str("ideals");
+        w.map(self.ideals.len());
+        for (k, v) in self.ideals.iter() {
+            w.str(&k.to_string());
+            w.f64(*v);
+        }
+        w.str("linearModel");
+        match self.linear_model {
+            Some([slope, intercept, max]) => {
+                w.map(3);
+                for (k, v) in [("slope", slope), ("intercept", intercept), ("max", max)] {
+                    w.str(k);
+                    w.f64(v);
+                }
+            }
+            None => w.map(0),
+        }
+        if let Some(co) = &self.code_object {
+            w.str("codeObject");
+            w.str(co);
+        }
+    }
+}

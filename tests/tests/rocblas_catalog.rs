@@ -1,0 +1,110 @@
+//! A real Tensile catalog: rocBLAS 5.5.1's `TensileLibrary.dat` from Debian
+//! trixie (fetched once and cached; see `xtask::rocblas_catalog`) loads, and
+//! every selection it answers obeys Tensile's rules.
+
+use std::sync::OnceLock;
+
+use aqueduct::catalog::library::Node;
+use aqueduct::catalog::predicate::{GpuLeaf, Predicate};
+use aqueduct::catalog::{Catalog, Hardware, Problem};
+
+fn catalog() -> &'static Catalog {
+    static CATALOG: OnceLock<Catalog> = OnceLock::new();
+    CATALOG.get_or_init(|| {
+        let path = xtask::rocblas_catalog::fetch()
+            .unwrap_or_else(|e| panic!("fetching the rocBLAS catalog: {e}"));
+        Catalog::open(&path).unwrap_or_else(|e| panic!("{e}"))
+    })
+}
+
+fn mi210() -> Hardware {
+    Hardware::new("gfx90a:sramecc+:xnack-", 104, Some(0x740f))
+}
+
+#[test]
+fn the_rocblas_catalog_loads_with_its_hardware_rows() {
+    let c = catalog();
+    assert!(
+        c.file().solutions.len() > 50_000,
+        "{} solutions",
+        c.file().solutions.len()
+    );
+    let Node::Hardware(rows) = &c.file().root else {
+        panic!("the root is not a Hardware node")
+    };
+    // rocBLAS 5.5.1: gfx90a with 104 CUs first (the CU-specific row sorts
+    // ahead of the plain gfx90a row), a TruePred fallback row last.
+    let Predicate::Leaf(GpuLeaf::Amdgpu(first)) = &rows[0].predicate else {
+        panic!("row 0: {:?}", rows[0].predicate)
+    };
+    let Predicate::And(parts) = &**first else {
+        panic!("{first:?}")
+    };
+    assert_eq!(parts.len(), 2);
+    assert!(matches!(&parts[0], Predicate::Leaf(GpuLeaf::Processor(p)) if &**p == "gfx90a"));
+    assert!(matches!(&parts[1], Predicate::Leaf(GpuLeaf::CuCount(104))));
+    assert!(matches!(
+        rows.last().map(|r| &r.predicate),
+        Some(Predicate::True)
+    ));
+}
+
+/// Every answer satisfies the solution's own predicates, is for the asked
+/// operation and types, and is the nearest passing entry of its table.
+#[test]
+fn selections_obey_their_predicates_across_varied_problems() {
+    let c = catalog();
+    let hw = [
+        mi210(),
+        Hardware::new("gfx908", 120, None),
+        Hardware::new("gfx1100", 96, Some(0x744c)),
+    ];
+    let problems = xtask::catalog_queries::problems(600, 0xca7a_1065);
+    let mut found = 0;
+    for hw in &hw {
+        for p in &problems {
+            let Some(s) = c.select(p, hw).unwrap_or_else(|e| panic!("{e}")) else {
+                continue;
+            };
+            found += 1;
+            let sol = s.solution;
+            assert!(sol.hardware_predicate.eval(hw), "{}", sol.name);
+            assert!(sol.problem_predicate.eval(p), "{} for {p:?}", sol.name);
+            assert_eq!(
+                &*sol.problem_type.operation_identifier,
+                p.operation_identifier()
+            );
+            assert_eq!(
+                sol.problem_type.types,
+                [p.a_type, p.b_type, p.c_type, p.d_type]
+            );
+            assert!(s.fitness >= 0.0);
+        }
+    }
+    assert!(
+        found > problems.len(),
+        "only {found} answers for {} queries on 3 GPUs",
+        problems.len()
+    );
+}
+
+#[test]
+fn a_large_sgemm_on_mi210_gets_a_single_precision_kernel() {
+    let p = Problem::gemm(
+        aqueduct::catalog::Transpose::None,
+        aqueduct::catalog::Transpose::None,
+        4096,
+        4096,
+        4096,
+        aqueduct::catalog::DataType::Float,
+    );
+    let s = catalog()
+        .select(&p, &mi210())
+        .unwrap()
+        .expect("an SGEMM kernel");
+    assert!(
+        s.solution.name.starts_with("Cijk_Ailk_Bljk_S"),
+        "{}",
+        s.solution.name
+    );
+}

@@ -1,0 +1,89 @@
+//! Varied GEMM problems for exercising a catalog: every transpose pair,
+//! the types rocBLAS asks Tensile for (with the accumulate flag rocBLAS
+//! sets), sizes spread log-uniformly over 1..=16384, batched and not, and
+//! leading dimensions padded to odd values. Deterministic (a fixed seed),
+//! so a run can be repeated and two runs compared.
+
+use aqueduct::catalog::{DataType, Problem, Transpose};
+
+/// xorshift64*: small, fast and good enough to spread test sizes.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed.max(1))
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n.max(1)
+    }
+
+    /// Log-uniform in 1..=max.
+    pub fn size(&mut self, max: u64) -> u64 {
+        let bits = 64 - max.leading_zeros() as u64;
+        let b = self.below(bits) + 1;
+        let v = (1u64 << (b - 1)) + self.below(1u64 << (b - 1));
+        v.clamp(1, max)
+    }
+}
+
+/// (a, b, c, d types, high-precision accumulate): rocBLAS's GEMM flavours
+/// (sgemm, dgemm, hgemm, hgemm with f32 compute, bf16 with f32 compute,
+/// cgemm, zgemm, int8x4 into int32).
+pub const FLAVOURS: [([DataType; 4], bool); 8] = {
+    use DataType::*;
+    [
+        ([Float; 4], false),
+        ([Double; 4], false),
+        ([Half; 4], false),
+        ([Half; 4], true),
+        ([BFloat16, BFloat16, BFloat16, BFloat16], true),
+        ([ComplexFloat; 4], false),
+        ([ComplexDouble; 4], false),
+        ([Int8x4, Int8x4, Int32, Int32], true),
+    ]
+};
+
+/// `count` problems from `seed`.
+pub fn problems(count: usize, seed: u64) -> Vec<Problem> {
+    let mut rng = Rng::new(seed);
+    let trans = [
+        Transpose::None,
+        Transpose::Transpose,
+        Transpose::ConjugateTranspose,
+    ];
+    (0..count)
+        .map(|i| {
+            let (types, hpa) = FLAVOURS[i % FLAVOURS.len()];
+            let complex = types[0].is_complex();
+            let pick = |rng: &mut Rng| trans[rng.below(if complex { 3 } else { 2 }) as usize];
+            let (ta, tb) = (pick(&mut rng), pick(&mut rng));
+            let (m, n, k) = (rng.size(16384), rng.size(16384), rng.size(16384));
+            let mut p = Problem::gemm(ta, tb, m, n, k, types[0]);
+            (p.c_type, p.d_type) = (types[2], types[3]);
+            p.high_precision_accumulate = hpa;
+            if rng.below(4) == 0 {
+                p = p.with_batch(1 + rng.below(64));
+            }
+            if rng.below(2) == 0 {
+                // Odd padding on every leading dimension.
+                let pad = |rng: &mut Rng, ld: u64| ld + 1 + 2 * rng.below(8) + (ld % 2);
+                let (lda, ldb, ldc) = (
+                    pad(&mut rng, p.lda),
+                    pad(&mut rng, p.ldb),
+                    pad(&mut rng, p.ldc),
+                );
+                p = p.with_leading_dims(lda, ldb, ldc, ldc);
+            }
+            p.beta = [0.0, 1.0, 0.5][rng.below(3) as usize];
+            p
+        })
+        .collect()
+}

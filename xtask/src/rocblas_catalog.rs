@@ -1,0 +1,122 @@
+//! The real Tensile catalog aqueduct is tested and benchmarked against:
+//! `TensileLibrary.dat` from Debian trixie's `librocblas0` (rocBLAS 5.5.1,
+//! Tensile 4.36; 117 MB of MessagePack, 56 980 solutions for gfx803 to
+//! gfx1102).
+//!
+//! These machines run bookworm, so the package is fetched with `apt-get
+//! download` through a sources list of its own (trixie only, used for this
+//! one download, with its own lists and cache directories: the system's
+//! apt state is not touched and nothing is installed), and the package
+//! is unpacked with `dpkg-deb -x` into a scratch directory (2.3 GB, removed
+//! afterwards: only the catalog is kept). apt checks the download against
+//! trixie's signed Release file. The result is cached in
+//! `$AQUEDUCT_CACHE_DIR` (default `$XDG_CACHE_HOME/aqueduct`, else
+//! `~/.cache/aqueduct`), so a machine downloads it once.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The package version the tests' expectations were taken from; if the
+/// mirror no longer has it, the current trixie version is used instead.
+pub const VERSION: &str = "5.5.1+dfsg-7";
+const PACKAGE: &str = "librocblas0";
+const MEMBER: &str = "./usr/lib/x86_64-linux-gnu/rocblas/2.47.0/library/TensileLibrary.dat";
+const SOURCES: &str = "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main\n";
+
+pub fn cache_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("AQUEDUCT_CACHE_DIR") {
+        return PathBuf::from(dir);
+    }
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME") {
+        return PathBuf::from(dir).join("aqueduct");
+    }
+    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
+    home.join(".cache").join("aqueduct")
+}
+
+/// Where the catalog lands.
+pub fn path() -> PathBuf {
+    cache_dir()
+        .join("rocblas-trixie")
+        .join("TensileLibrary.dat")
+}
+
+fn run(cmd: &mut Command) -> Result<(), String> {
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{cmd:?} failed ({}):\n{}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+fn apt(work: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new("apt-get");
+    let opt = |k: &str, v: &Path| format!("-o{k}={}", v.display());
+    cmd.current_dir(work)
+        .arg("-q")
+        .arg(opt("Dir::Etc::SourceList", &work.join("sources.list")))
+        .arg(opt("Dir::Etc::SourceParts", &work.join("sources.list.d")))
+        .arg(opt("Dir::State::Lists", &work.join("lists")))
+        .arg(opt("Dir::Cache", &work.join("cache")))
+        .arg("-oAPT::Architecture=amd64")
+        .arg("-oDebug::NoLocking=1")
+        .args(args);
+    cmd
+}
+
+/// The catalog's path, downloading and extracting it if it is not cached.
+pub fn fetch() -> Result<PathBuf, String> {
+    let dest = path();
+    if dest.is_file() {
+        return Ok(dest);
+    }
+    let dir = dest
+        .parent()
+        .ok_or("cache path has no parent")?
+        .to_path_buf();
+    let work = dir.join(format!("work-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&work);
+    for sub in [
+        "lists/partial",
+        "cache/archives/partial",
+        "sources.list.d",
+        "root",
+    ] {
+        std::fs::create_dir_all(work.join(sub)).map_err(|e| format!("{}: {e}", work.display()))?;
+    }
+    std::fs::write(work.join("sources.list"), SOURCES).map_err(|e| e.to_string())?;
+    eprintln!(
+        "fetching {PACKAGE} from Debian trixie (one-off, cached in {})",
+        dir.display()
+    );
+    let result = (|| {
+        run(&mut apt(&work, &["update"]))?;
+        let pinned = format!("{PACKAGE}={VERSION}");
+        if let Err(e) = run(&mut apt(&work, &["download", &pinned])) {
+            eprintln!("{pinned} is not available ({e}); taking trixie's current {PACKAGE}");
+            run(&mut apt(&work, &["download", PACKAGE]))?;
+        }
+        let deb = std::fs::read_dir(&work)
+            .map_err(|e| e.to_string())?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| p.extension().is_some_and(|x| x == "deb"))
+            .ok_or("apt-get download left no .deb")?;
+        run(Command::new("dpkg-deb")
+            .arg("-x")
+            .arg(&deb)
+            .arg(work.join("root")))?;
+        let extracted = work.join("root").join(MEMBER);
+        // Rename within the cache directory, so a reader never sees half.
+        std::fs::rename(&extracted, &dest).map_err(|e| format!("{}: {e}", dest.display()))
+    })();
+    let _ = std::fs::remove_dir_all(&work);
+    result.map(|()| dest)
+}
