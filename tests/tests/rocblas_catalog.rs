@@ -108,3 +108,35 @@ fn a_large_sgemm_on_mi210_gets_a_single_precision_kernel() {
         s.solution.name
     );
 }
+
+/// A selector's pre-walked plans answer exactly what the tree walk
+/// answers, solution and fitness, across GPUs and varied problems; its
+/// result cache returns the same again.
+#[test]
+fn planned_and_cached_selection_equal_the_tree_walk() {
+    let c = catalog();
+    let problems = xtask::catalog_queries::problems(1500, 0x0b5e_55ed);
+    for hw in [
+        mi210(),
+        Hardware::new("gfx906", 60, None),
+        Hardware::new("gfx1030", 40, None),
+    ] {
+        let selector = c.selector(hw.clone());
+        for p in &problems {
+            let walk = c
+                .select(p, &hw)
+                .unwrap()
+                .map(|s| (s.solution.index, s.fitness));
+            let planned = selector
+                .select_uncached(p)
+                .unwrap()
+                .map(|s| (s.solution.index, s.fitness));
+            let cached = selector
+                .select(p)
+                .unwrap()
+                .map(|s| (s.solution.index, s.fitness));
+            assert_eq!(planned, walk, "{p:?} on {}", hw.arch_name);
+            assert_eq!(cached, walk);
+        }
+    }
+}

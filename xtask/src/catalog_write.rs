@@ -120,14 +120,35 @@ fn placeholder(w: &mut Writer, name: &str) {
     w.str(name);
 }
 
+/// Tensile's one-letter (or few-letter) precision codes (`DataType.toChar`).
+fn precision(t: DataType) -> &'static str {
+    match t {
+        DataType::Float => "S",
+        DataType::Double => "D",
+        DataType::ComplexFloat => "C",
+        DataType::ComplexDouble => "Z",
+        DataType::Half => "H",
+        DataType::BFloat16 => "B",
+        DataType::Int32 => "I",
+        DataType::Int8x4 => "4xi8",
+        DataType::Int8 => "I8",
+        DataType::Int64 => "I64",
+        DataType::XFloat32 => "X",
+        DataType::Float8 => "F8",
+        DataType::BFloat8 => "B8",
+        DataType::Float8BFloat8 => "F8B8",
+        DataType::BFloat8Float8 => "B8F8",
+    }
+}
+
+/// A lazy child's type part, as Tensile names it: A's and C's precision
+/// codes (`SS`, `HH`, `BB`), then `_HPA` for high-precision accumulate.
 fn type_code(pred: &aqueduct::catalog::predicate::ProblemPredicate) -> String {
     use aqueduct::catalog::predicate::ProblemLeaf;
     let mut code = String::new();
     let mut hpa = false;
     pred.leaves(&mut |l| match l {
-        ProblemLeaf::TypesEqual(t) => {
-            code = t.iter().map(|t| t.name()).collect::<Vec<_>>().join("");
-        }
+        ProblemLeaf::TypesEqual(t) => code = format!("{}{}", precision(t[0]), precision(t[2])),
         ProblemLeaf::HighPrecisionAccumulate(true) => hpa = true,
         _ => {}
     });

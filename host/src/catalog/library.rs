@@ -41,7 +41,7 @@ use super::decode::{Decoder, fields};
 use super::error::{CatalogError, Result};
 use super::hardware::Hardware;
 use super::msgpack::Writer;
-use super::predicate::{HardwarePredicate, Predicate, ProblemPredicate, Trace};
+use super::predicate::{HardwarePredicate, Leaf, Predicate, ProblemPredicate, Trace};
 use super::problem::Problem;
 use super::stdsort::std_sort_by;
 
@@ -183,6 +183,7 @@ impl Distance {
         }
     }
 
+    #[inline(always)]
     fn distance(self, q: &[i64], k: &[i64]) -> f64 {
         match self {
             Distance::Euclidean => q
@@ -224,11 +225,9 @@ impl Distance {
 
     /// Whether an entry whose first coordinate is `k[0]` could still beat
     /// `best` (`Distance.hpp`'s `improvementPossible` at index 0).
+    #[inline(always)]
     fn improvement_possible(self, q: &[i64], k: &[i64], best: f64) -> bool {
-        if q == k {
-            return true;
-        }
-        match self {
+        let first = match self {
             Distance::Euclidean => {
                 let d = q[0].wrapping_sub(k[0]) as f64;
                 d * d < best
@@ -239,7 +238,8 @@ impl Distance {
                 0.5 * np[0] * (np[0] / m[0]).ln() + 0.5 * nq[0] * (nq[0] / m[0]).ln() < best
             }
             Distance::Ratio | Distance::Equality => true,
-        }
+        };
+        first || q == k
     }
 }
 
@@ -284,13 +284,37 @@ pub struct Matching {
     /// that list (0 for entries that lead to a sub-library).
     pub solutions: Box<[SolutionId]>,
     pub local: Box<[u32]>,
+    /// Per block of [`BLOCK`] sorted entries, the least and greatest value
+    /// of each key coordinate (`arity` values per block).
+    block_min: Box<[i64]>,
+    block_max: Box<[i64]>,
+    /// Per block, its first key.
+    block_first: Box<[i64]>,
+    /// Per block, the distinct solutions of its entries (local ids),
+    /// `block_sols[block_sol_start[b]..block_sol_start[b + 1]]`.
+    block_sol_start: Box<[u32]>,
+    block_sols: Box<[u32]>,
+    /// Per local solution: its compiled predicate's leaf ids, copied next
+    /// to each other so that judging a table's solutions touches one small
+    /// array (`sol_leaves[sol_leaf_start[l]..sol_leaf_start[l + 1]]`), and
+    /// whether that copy stands for the whole condition (the hardware
+    /// predicate is TruePred and the problem predicate compiled).
+    sol_leaf_start: Box<[u32]>,
+    sol_leaves: Box<[u16]>,
+    sol_compiled: Box<[bool]>,
+    /// Every key coordinate lies within ±2^24 (block bounds are exact).
+    bounded: bool,
 }
+
+/// Entries per pruning block.
+const BLOCK: usize = 16;
 
 impl Matching {
     fn arity(&self) -> usize {
         self.properties.len()
     }
 
+    #[inline(always)]
     fn key(&self, i: usize) -> &[i64] {
         let n = self.arity();
         &self.keys[i * n..(i + 1) * n]
@@ -302,7 +326,26 @@ impl Matching {
 
     /// First entry whose key is not less than `q`.
     fn lower_bound(&self, q: &[i64]) -> usize {
-        let (mut lo, mut hi) = (0, self.len());
+        // First the blocks (their first keys sit together in a small
+        // array, so a cold table costs a few cache lines, not one per
+        // probe), then inside the one block that can hold the answer.
+        let n = self.arity();
+        let blocks = self.block_first.len() / n;
+        let (mut lo, mut hi) = (0, blocks);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if &self.block_first[mid * n..(mid + 1) * n] < q {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        // Blocks before `lo` start below q: the answer is in block lo-1 or
+        // is the start of block lo.
+        if lo == 0 {
+            return 0;
+        }
+        let (mut lo, mut hi) = ((lo - 1) * BLOCK, (lo * BLOCK).min(self.len()));
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             if self.key(mid) < q {
@@ -554,6 +597,30 @@ impl Node {
     }
 }
 
+/// [`single`] for a table walk without a trace: a predicate compiled to
+/// leaf ids is evaluated through the walk's leaf memo.
+fn single_fast(file: &super::File, id: SolutionId, q: &Query<'_>, leaf_state: &mut [u8]) -> bool {
+    let s = &file.solutions[id as usize];
+    if !s.hardware_predicate.eval(q.hardware) {
+        return false;
+    }
+    match &s.problem_predicate.leaf_ids {
+        Some(ids) => ids.iter().all(|&l| {
+            let l = l as usize;
+            match leaf_state[l] {
+                PASSES => true,
+                FAILS => false,
+                _ => {
+                    let pass = file.leaves[l].eval(q.problem);
+                    leaf_state[l] = if pass { PASSES } else { FAILS };
+                    pass
+                }
+            }
+        }),
+        None => s.problem_predicate.eval(q.problem),
+    }
+}
+
 /// A solution's own predicates: hardware first, then problem.
 fn single(file: &super::File, id: SolutionId, q: &mut Query<'_>) -> bool {
     let s = &file.solutions[id as usize];
@@ -644,7 +711,7 @@ impl Matching {
         if self.len() == 0 {
             return Ok(None);
         }
-        let mut state = take_state(self.solutions.len());
+        let mut state = take_state(self.solutions.len() + file.leaves.len());
         let result = self.search(file, q, key, &mut state);
         give_state(state);
         result
@@ -671,20 +738,219 @@ impl Matching {
             distance: f64::MAX,
             speed: 0.0,
         };
-        for i in start..self.len() {
-            if !self.visit(file, q, key, i, &mut best, state)? {
-                break;
+        if q.trace.is_none() && self.values.is_empty() {
+            let (solutions, leaves) = state.split_at_mut(self.solutions.len());
+            self.walk_fast(file, q, key, start, &mut best, solutions, leaves);
+        } else {
+            for i in start..self.len() {
+                if !self.visit(file, q, key, i, &mut best, state)? {
+                    break;
+                }
             }
-        }
-        for i in (0..start).rev() {
-            if !self.visit(file, q, key, i, &mut best, state)? {
-                break;
+            for i in (0..start).rev() {
+                if !self.visit(file, q, key, i, &mut best, state)? {
+                    break;
+                }
             }
         }
         Ok(best.hit.map(|h| Hit {
             fitness: best.distance,
             ..h
         }))
+    }
+
+    /// Block pruning is exact for distances whose stopping test grows
+    /// monotonically along each walk (Euclidean and Manhattan: the first
+    /// coordinate only moves away from the query) and whose block lower
+    /// bounds are exact in f64 (coordinates within ±2^24 of the query).
+    fn prunable(&self, key: &[i64]) -> bool {
+        matches!(self.distance, Distance::Euclidean | Distance::Manhattan)
+            && key.iter().all(|&k| k.unsigned_abs() < 1 << 24)
+            && self.bounded
+    }
+
+    /// True when no entry of block `b` can come within the best distance
+    /// (a tie needs d == best, so "cannot reach" is LB > best).
+    #[inline]
+    fn block_excluded(&self, b: usize, key: &[i64], best: &Best<'_>) -> bool {
+        if best.hit.is_none() {
+            return false;
+        }
+        let n = self.arity();
+        let (lo, hi) = (
+            &self.block_min[b * n..(b + 1) * n],
+            &self.block_max[b * n..(b + 1) * n],
+        );
+        let mut lb = 0.0;
+        for c in 0..n {
+            let gap = if key[c] < lo[c] {
+                (lo[c] - key[c]) as f64
+            } else if key[c] > hi[c] {
+                (key[c] - hi[c]) as f64
+            } else {
+                0.0
+            };
+            lb += if self.distance == Distance::Euclidean {
+                gap * gap
+            } else {
+                gap
+            };
+        }
+        lb > best.distance
+    }
+
+    /// Both walks for the common case (no trace, every entry a solution),
+    /// with whole blocks skipped when they cannot reach the best distance.
+    /// Same visiting rule as [`Matching::visit`]; kept apart so that the
+    /// loop stays small enough to stay in registers.
+    #[allow(clippy::too_many_arguments)] // the walk's whole state, kept in registers
+    fn walk_fast<'c>(
+        &'c self,
+        file: &'c super::File,
+        q: &mut Query<'_>,
+        key: &[i64],
+        start: usize,
+        best: &mut Best<'c>,
+        state: &mut [u8],
+        leaf_state: &mut [u8],
+    ) {
+        let prunable = self.prunable(key);
+        let n = self.len();
+        let step = |i: usize,
+                    best: &mut Best<'c>,
+                    q: &mut Query<'_>,
+                    state: &mut [u8],
+                    leaf_state: &mut [u8]|
+         -> bool {
+            let k = self.key(i);
+            if best.hit.is_some() && !self.distance.improvement_possible(key, k, best.distance) {
+                return false;
+            }
+            let local = self.local[i] as usize;
+            let known = state[local];
+            if known == FAILS {
+                return true;
+            }
+            let d = self.distance.distance(key, k);
+            let speed = self.speeds[i];
+            if d < best.distance || (d == best.distance && speed > best.speed) {
+                let Target::Solution(id) = self.targets[i] else {
+                    return true;
+                };
+                let pass = known == PASSES || {
+                    let pass = self.judge(local, file, q, leaf_state);
+                    state[local] = if pass { PASSES } else { FAILS };
+                    pass
+                };
+                if pass {
+                    *best = Best {
+                        hit: Some(Hit {
+                            file,
+                            id,
+                            fitness: 0.0,
+                        }),
+                        distance: d,
+                        speed,
+                    };
+                }
+            }
+            true
+        };
+        // A whole block changes nothing when none of its entries can reach
+        // the best distance, or when every solution in it fails: skip it,
+        // keeping the stop test at its first entry.
+        let skippable =
+            |b: usize, best: &Best<'c>, q: &Query<'_>, state: &mut [u8], leaf_state: &mut [u8]| {
+                (prunable && self.block_excluded(b, key, best))
+                    || self.block_fails(b, file, q, state, leaf_state)
+            };
+        let mut i = start;
+        while i < n {
+            if i.is_multiple_of(BLOCK)
+                && i + BLOCK <= n
+                && skippable(i / BLOCK, best, q, state, leaf_state)
+            {
+                if !self
+                    .distance
+                    .improvement_possible(key, self.key(i), best.distance)
+                {
+                    break;
+                }
+                i += BLOCK;
+                continue;
+            }
+            if !step(i, best, q, state, leaf_state) {
+                break;
+            }
+            i += 1;
+        }
+        let mut i = start;
+        while i > 0 {
+            let last = i - 1;
+            if i.is_multiple_of(BLOCK) && skippable(last / BLOCK, best, q, state, leaf_state) {
+                if !self
+                    .distance
+                    .improvement_possible(key, self.key(last), best.distance)
+                {
+                    break;
+                }
+                i -= BLOCK;
+                continue;
+            }
+            if !step(last, best, q, state, leaf_state) {
+                break;
+            }
+            i -= 1;
+        }
+    }
+
+    /// Whether local solution `l` passes its predicates for this query.
+    #[inline]
+    fn judge(&self, l: usize, file: &super::File, q: &Query<'_>, leaf_state: &mut [u8]) -> bool {
+        if !self.sol_compiled[l] {
+            return single_fast(file, self.solutions[l], q, leaf_state);
+        }
+        let ids =
+            &self.sol_leaves[self.sol_leaf_start[l] as usize..self.sol_leaf_start[l + 1] as usize];
+        ids.iter().all(|&leaf| {
+            let leaf = leaf as usize;
+            match leaf_state[leaf] {
+                PASSES => true,
+                FAILS => false,
+                _ => {
+                    let pass = file.leaves[leaf].eval(q.problem);
+                    leaf_state[leaf] = if pass { PASSES } else { FAILS };
+                    pass
+                }
+            }
+        })
+    }
+
+    /// True when every solution of block `b` fails its predicates for this
+    /// query (solutions not yet asked are asked now: predicates have no
+    /// side effects, so asking early changes nothing).
+    fn block_fails(
+        &self,
+        b: usize,
+        file: &super::File,
+        q: &Query<'_>,
+        state: &mut [u8],
+        leaf_state: &mut [u8],
+    ) -> bool {
+        let ids = &self.block_sols
+            [self.block_sol_start[b] as usize..self.block_sol_start[b + 1] as usize];
+        ids.iter().all(|&l| {
+            let l = l as usize;
+            match state[l] {
+                FAILS => true,
+                PASSES => false,
+                _ => {
+                    let pass = self.judge(l, file, q, leaf_state);
+                    state[l] = if pass { PASSES } else { FAILS };
+                    !pass
+                }
+            }
+        })
     }
 
     /// One step of either walk; false when the walk should stop.
@@ -757,6 +1023,8 @@ impl Forest {
 pub struct Ctx<'a> {
     /// Solution `index` → position in the file's list.
     pub solutions: &'a HashMap<i64, SolutionId>,
+    /// The solutions themselves (read before the library).
+    pub list: &'a [super::Solution],
     pub origin: &'a Arc<Origin>,
 }
 
@@ -1140,7 +1408,7 @@ impl Node {
         let targets: Box<[Target]> = order.iter().map(|&i| targets[i as usize]).collect();
         let mut solutions = Vec::new();
         let mut seen: HashMap<SolutionId, u32> = HashMap::new();
-        let local = targets
+        let local: Box<[u32]> = targets
             .iter()
             .map(|t| match t {
                 Target::Solution(id) => *seen.entry(*id).or_insert_with(|| {
@@ -1150,7 +1418,49 @@ impl Node {
                 Target::Node(_) => 0,
             })
             .collect();
+        let (mut block_min, mut block_max, mut block_first) = (Vec::new(), Vec::new(), Vec::new());
+        for block in sorted_keys.chunks(BLOCK * arity) {
+            block_first.extend_from_slice(&block[..arity]);
+            for c in 0..arity {
+                let coord = block.iter().skip(c).step_by(arity);
+                block_min.push(coord.clone().copied().min().unwrap_or(0));
+                block_max.push(coord.copied().max().unwrap_or(0));
+            }
+        }
+        let bounded = sorted_keys.iter().all(|k| k.unsigned_abs() < 1 << 24);
+        let (mut sol_leaf_start, mut sol_leaves, mut sol_compiled) =
+            (vec![0u32], Vec::new(), Vec::new());
+        for &id in &solutions {
+            let s = cx.list.get(id as usize);
+            let ids = s.and_then(|s| s.problem_predicate.leaf_ids.as_deref());
+            let compiled =
+                matches!(s.map(|s| &s.hardware_predicate), Some(Predicate::True)) && ids.is_some();
+            if compiled {
+                sol_leaves.extend_from_slice(ids.unwrap_or_default());
+            }
+            sol_compiled.push(compiled);
+            sol_leaf_start.push(sol_leaves.len() as u32);
+        }
+        let (mut block_sol_start, mut block_sols) = (vec![0u32], Vec::new());
+        for block in local.chunks(BLOCK) {
+            let first = block_sols.len();
+            for &l in block {
+                if !block_sols[first..].contains(&l) {
+                    block_sols.push(l);
+                }
+            }
+            block_sol_start.push(block_sols.len() as u32);
+        }
         Ok(Matching {
+            block_min: block_min.into_boxed_slice(),
+            block_first: block_first.into_boxed_slice(),
+            sol_leaf_start: sol_leaf_start.into_boxed_slice(),
+            sol_leaves: sol_leaves.into_boxed_slice(),
+            sol_compiled: sol_compiled.into_boxed_slice(),
+            block_sol_start: block_sol_start.into_boxed_slice(),
+            block_sols: block_sols.into_boxed_slice(),
+            block_max: block_max.into_boxed_slice(),
+            bounded,
             properties: properties.into_boxed_slice(),
             distance,
             keys: sorted_keys.into_boxed_slice(),
@@ -1434,6 +1744,226 @@ impl Node {
                 head(w, 2, "Placeholder");
                 w.str("value");
                 w.str(&p.prefix);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::msgpack::Value;
+    use crate::catalog::problem::{DataType, Transpose};
+    use crate::catalog::{Catalog, Hardware};
+
+    struct Rng(u64);
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+    }
+
+    fn s(v: &str) -> Value {
+        Value::Str(v.into())
+    }
+
+    fn map(entries: Vec<(&str, Value)>) -> Value {
+        Value::Map(entries.into_iter().map(|(k, v)| (s(k), v)).collect())
+    }
+
+    /// A solution whose predicate passes when M is a multiple of `m` and
+    /// K is at least `min_k`: enough variety for walks to skip, fall back
+    /// and tie.
+    fn solution(index: u64, m: u64, min_k: u64) -> Value {
+        let leaf = |ty: &str, extra: Vec<(&str, Value)>| {
+            let mut e = vec![("type", s(ty))];
+            e.extend(extra);
+            map(e)
+        };
+        let mut sm: Vec<(&str, Value)> = [
+            "staggerU",
+            "depthU",
+            "globalSplitU",
+            "staggerStrideShift",
+            "workGroupMapping",
+            "persistentKernel",
+            "globalAccumulation",
+            "workspaceSizePerElemC",
+        ]
+        .into_iter()
+        .map(|k| (k, Value::UInt(1)))
+        .collect();
+        for k in ["workGroup", "threadTile", "macroTile"] {
+            sm.push((k, Value::Array(vec![Value::UInt(1); 3])));
+        }
+        sm.push(("persistentKernelAlongBatch", Value::Bool(false)));
+        sm.push(("sourceKernel", Value::Bool(false)));
+        map(vec![
+            ("name", s(&format!("k{index}"))),
+            ("index", Value::UInt(index)),
+            ("debugKernel", Value::Bool(false)),
+            ("hardwarePredicate", leaf("TruePred", vec![])),
+            (
+                "problemPredicate",
+                leaf(
+                    "And",
+                    vec![(
+                        "value",
+                        Value::Array(vec![
+                            leaf(
+                                "SizeMultiple",
+                                vec![("index", Value::UInt(0)), ("value", Value::UInt(m))],
+                            ),
+                            leaf("GlobalSplitUCheckMinK", vec![("value", Value::UInt(min_k))]),
+                        ]),
+                    )],
+                ),
+            ),
+            (
+                "problemType",
+                map(vec![
+                    (
+                        "operationIdentifier",
+                        s("Contraction_l_Ailk_Bljk_Cijk_Dijk"),
+                    ),
+                    ("aType", s("Float")),
+                    ("bType", s("Float")),
+                    ("cType", s("Float")),
+                    ("dType", s("Float")),
+                    ("useBeta", Value::Bool(true)),
+                    ("highPrecisionAccumulate", Value::Bool(false)),
+                ]),
+            ),
+            ("sizeMapping", map(sm)),
+        ])
+    }
+
+    /// Tensile's search as its host library writes it: no blocks, no memo,
+    /// each candidate's predicates evaluated when it could win.
+    fn reference(
+        m: &Matching,
+        file: &crate::catalog::File,
+        q: &Problem,
+        hw: &Hardware,
+    ) -> Option<(SolutionId, f64)> {
+        let key: Vec<i64> = m
+            .properties
+            .iter()
+            .map(|p| p.value(q).unwrap_or(0) as i64)
+            .collect();
+        let start = m.lower_bound(&key);
+        let (mut best, mut best_d, mut best_speed) = (None, f64::MAX, 0.0);
+        let mut visit = |i: usize, best: &mut Option<SolutionId>, best_d: &mut f64| -> bool {
+            let k = m.key(i);
+            if best.is_some() && !m.distance.improvement_possible(&key, k, *best_d) {
+                return false;
+            }
+            let d = m.distance.distance(&key, k);
+            if (d < *best_d || (d == *best_d && m.speeds[i] > best_speed))
+                && let Target::Solution(id) = m.targets[i]
+            {
+                let sol = &file.solutions[id as usize];
+                if sol.hardware_predicate.eval(hw) && sol.problem_predicate.eval(q) {
+                    (*best, *best_d, best_speed) = (Some(id), d, m.speeds[i]);
+                }
+            }
+            true
+        };
+        for i in start..m.len() {
+            if !visit(i, &mut best, &mut best_d) {
+                break;
+            }
+        }
+        for i in (0..start).rev() {
+            if !visit(i, &mut best, &mut best_d) {
+                break;
+            }
+        }
+        best.map(|b| (b, best_d))
+    }
+
+    /// The blocked, memoised walk answers exactly what Tensile's plain walk
+    /// answers, on random tables full of ties, for both distances that
+    /// prune and for Ratio (which never stops early).
+    #[test]
+    fn optimised_walks_agree_with_tensiles_plain_walk() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let hw = Hardware::new("gfx90a", 104, None);
+        for (round, distance) in ["Euclidean", "Manhattan", "Ratio", "Euclidean", "Euclidean"]
+            .iter()
+            .enumerate()
+        {
+            let sols: Vec<Value> = (0..40)
+                .map(|i| solution(i, 1 + rng.below(4), rng.below(3) * 100))
+                .collect();
+            let entries = 300 + rng.below(700);
+            let grid = [1u64, 2, 3, 64, 100, 128, 256, 1000];
+            let table: Vec<Value> = (0..entries)
+                .map(|_| {
+                    let key = (0..3).map(|_| {
+                        Value::UInt(
+                            grid[rng.below(grid.len() as u64) as usize] * (1 + rng.below(2)),
+                        )
+                    });
+                    map(vec![
+                        ("key", Value::Array(key.collect())),
+                        ("index", Value::UInt(rng.below(40))),
+                        (
+                            "speed",
+                            Value::Float([0.0, 1.0, 2.0][rng.below(3) as usize]),
+                        ),
+                    ])
+                })
+                .collect();
+            let prop = |t: &str| map(vec![("type", s(t)), ("index", Value::UInt(0))]);
+            let tree = map(vec![
+                ("solutions", Value::Array(sols)),
+                (
+                    "library",
+                    map(vec![
+                        ("type", s("Matching")),
+                        (
+                            "properties",
+                            Value::Array(vec![
+                                prop("FreeSizeA"),
+                                prop("FreeSizeB"),
+                                prop("BoundSize"),
+                            ]),
+                        ),
+                        ("table", Value::Array(table)),
+                        ("distance", s(distance)),
+                    ]),
+                ),
+            ]);
+            let mut w = crate::catalog::msgpack::Writer::new();
+            tree.write(&mut w);
+            let catalog = Catalog::from_msgpack(&w.out).unwrap();
+            let Node::Matching(m) = &catalog.file().root else {
+                panic!()
+            };
+            for _ in 0..400 {
+                let size = |rng: &mut Rng| 1 + rng.below(1200);
+                let p = Problem::gemm(
+                    Transpose::None,
+                    Transpose::None,
+                    size(&mut rng),
+                    size(&mut rng),
+                    size(&mut rng),
+                    DataType::Float,
+                );
+                let expected = reference(m, catalog.file(), &p, &hw);
+                let got = catalog
+                    .select(&p, &hw)
+                    .unwrap()
+                    .map(|s| (s.solution.index as u32, s.fitness));
+                assert_eq!(
+                    got, expected,
+                    "round {round} ({distance}), {}x{}x{}",
+                    p.m, p.n, p.k
+                );
             }
         }
     }

@@ -33,6 +33,7 @@ mod error;
 pub mod hardware;
 pub mod library;
 pub mod msgpack;
+pub mod plan;
 pub mod predicate;
 pub mod problem;
 pub mod solution;
@@ -60,6 +61,8 @@ use msgpack::{Reader, Writer};
 pub struct File {
     pub path: Option<PathBuf>,
     pub solutions: Box<[Solution]>,
+    /// The distinct leaves of the solutions' problem predicates.
+    pub leaves: Box<[predicate::ProblemLeaf]>,
     pub root: Node,
     /// The placeholder name this file was reached through, if lazy.
     pub prefix: Option<Box<str>>,
@@ -77,6 +80,7 @@ impl File {
     fn decode(d: &mut Decoder<'_>, origin: &Arc<Origin>, prefix: Option<Box<str>>) -> Result<File> {
         let len = d.map_len()?;
         let mut solutions: Option<Vec<Solution>> = None;
+        let mut interner = solution::Interner::default();
         let mut index: HashMap<i64, SolutionId> = HashMap::new();
         let mut root = None;
         let mut deferred: Option<Vec<u8>> = None;
@@ -87,7 +91,7 @@ impl File {
                 let mut v = Vec::with_capacity(n.min(1 << 20));
                 for i in 0..n {
                     d.push_index(i);
-                    let s = Solution::decode(d)?;
+                    let s = Solution::decode(d, &mut interner)?;
                     if index.insert(s.index, i as SolutionId).is_some() {
                         return Err(CatalogError::DuplicateSolution {
                             at: d.at(),
@@ -105,6 +109,7 @@ impl File {
                 d.push_key("library");
                 let cx = Ctx {
                     solutions: &index,
+                    list: solutions.as_deref().unwrap_or_default(),
                     origin,
                 };
                 root = Some(Node::decode(d, &cx)?);
@@ -127,6 +132,7 @@ impl File {
                 inner.push_key("library");
                 let cx = Ctx {
                     solutions: &index,
+                    list: &solutions,
                     origin,
                 };
                 Node::decode(&mut inner, &cx)?
@@ -137,6 +143,7 @@ impl File {
         Ok(File {
             path: d.file().cloned(),
             solutions: solutions.into_boxed_slice(),
+            leaves: interner.leaves.into_boxed_slice(),
             root,
             prefix,
         })
@@ -421,12 +428,14 @@ impl Catalog {
         }))
     }
 
-    /// A selector for one GPU that remembers its answers.
+    /// A selector for one GPU: it pre-walks the tree once per class of
+    /// problem ([`plan`]) and remembers its answers.
     pub fn selector(&self, hardware: Hardware) -> Selector<'_> {
         Selector {
             catalog: self,
             hardware,
             cache: Mutex::new(HashMap::default()),
+            plans: Mutex::new(HashMap::default()),
         }
     }
 }
@@ -520,6 +529,7 @@ pub struct Selector<'c> {
     catalog: &'c Catalog,
     hardware: Hardware,
     cache: Mutex<HashMap<CacheKey, Option<Selected<'c>>, BuildHasherDefault<FxHasher>>>,
+    plans: Mutex<HashMap<plan::ClassKey, Arc<plan::Plan<'c>>, BuildHasherDefault<FxHasher>>>,
 }
 
 impl<'c> Selector<'c> {
@@ -534,9 +544,47 @@ impl<'c> Selector<'c> {
         if let Some(hit) = self.lock().get(&key) {
             return Ok(*hit);
         }
-        let result = self.catalog.select(problem, &self.hardware)?;
+        let result = self.select_uncached(problem)?;
         self.lock().insert(key, result);
         Ok(result)
+    }
+
+    /// Selects without the result cache: the problem's class plan is
+    /// built once, sizes are looked at every time. The answer is the tree
+    /// walk's ([`Catalog::select`]), which also serves traced selections.
+    pub fn select_uncached(&self, problem: &Problem) -> Result<Option<Selected<'c>>> {
+        if debug_enabled() {
+            return self.catalog.select(problem, &self.hardware);
+        }
+        let class = plan::class_key(problem);
+        let found = self
+            .plans
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&class)
+            .cloned();
+        let plan = match found {
+            Some(plan) => plan,
+            None => {
+                let built = Arc::new(plan::Plan::build(
+                    &self.catalog.root.root,
+                    problem,
+                    &self.hardware,
+                ));
+                self.plans
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .entry(class)
+                    .or_insert(built)
+                    .clone()
+            }
+        };
+        let mut q = Query {
+            problem,
+            hardware: &self.hardware,
+            trace: None,
+        };
+        self.catalog.finish(plan.run(&self.catalog.root, &mut q))
     }
 
     fn lock(

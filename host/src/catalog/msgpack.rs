@@ -240,11 +240,20 @@ impl<'r> Reader<'r> {
     }
 
     fn unexpected(&self, expected: &'static str, marker: u8) -> MsgpackError {
-        let found = kind_of(marker).map_or("the reserved byte 0xc1", Kind::name);
-        MsgpackError {
-            // The marker was consumed; point at it.
-            offset: self.offset() - 1,
-            kind: MsgpackErrorKind::Unexpected { expected, found },
+        // The marker was consumed; point at it.
+        let offset = self.offset() - 1;
+        match kind_of(marker) {
+            Some(kind) => MsgpackError {
+                offset,
+                kind: MsgpackErrorKind::Unexpected {
+                    expected,
+                    found: kind.name(),
+                },
+            },
+            None => MsgpackError {
+                offset,
+                kind: MsgpackErrorKind::Reserved,
+            },
         }
     }
 

@@ -31,7 +31,7 @@ use super::msgpack::Writer;
 use super::problem::{ArithmeticUnit, DataType, KernelLanguage, PerformanceMetric, Problem};
 
 /// A predicate tree over leaves `L`.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Predicate<L> {
     True,
     False,
@@ -468,7 +468,7 @@ impl HardwarePredicate {
 // ---------------------------------------------------------------------------
 
 /// `ScalarValue`: a restriction on alpha or beta.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ScalarValue {
     Any,
     One,
@@ -496,7 +496,7 @@ impl ScalarValue {
 }
 
 /// Which tensor a stride predicate reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Tensor {
     A,
     B,
@@ -505,7 +505,7 @@ pub enum Tensor {
 }
 
 /// Leaves of a problem predicate. Index and value fields are Tensile's.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum ProblemLeaf {
     Free0SizeMultiple {
         index: u64,
@@ -998,6 +998,40 @@ impl ProblemLeaf {
             _ => EqualityMatching,
         };
         Ok(Some(leaf))
+    }
+}
+
+impl ProblemLeaf {
+    /// True when the leaf reads only what a problem's class fixes
+    /// (operation, types, flags, metric), never sizes, strides or scalars:
+    /// its value is then the same for every problem of the class.
+    pub fn class_only(&self) -> bool {
+        use ProblemLeaf::*;
+        matches!(
+            self,
+            HighPrecisionAccumulate(_)
+                | KernelLanguageCompatible(_)
+                | ArithmeticUnitCompatible(_)
+                | DeterministicMode(_)
+                | TypesEqual(_)
+                | OperationIdentifierEqual(_)
+                | PersistentKernelCheck
+                | StridedBatched(_)
+                | Experimental
+                | Fp16AltImpl
+                | EqualityMatching
+                | StochasticRounding(_)
+                | F32XdlMathOp(_)
+        )
+    }
+}
+
+impl ProblemPredicate {
+    /// Every leaf is [`ProblemLeaf::class_only`].
+    pub fn class_only(&self) -> bool {
+        let mut all = true;
+        self.leaves(&mut |l| all &= l.class_only());
+        all
     }
 }
 

@@ -8,10 +8,13 @@
 //! catalog, that holds the kernel (Tensile derives it from the lazy child's
 //! name instead; both are supported, see `Selected::code_object`).
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use super::decode::{Decoder, fields};
 use super::error::Result;
 use super::msgpack::Writer;
-use super::predicate::{HardwarePredicate, Predicate, ProblemPredicate};
+use super::predicate::{HardwarePredicate, Predicate, ProblemLeaf, ProblemPredicate};
 use super::problem::DataType;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -22,7 +25,9 @@ pub struct Solution {
     pub name: Box<str>,
     pub problem_type: ProblemType,
     pub hardware_predicate: HardwarePredicate,
-    pub problem_predicate: ProblemPredicate,
+    /// Shared between solutions with the same conditions (rocBLAS's 56 980
+    /// solutions have 6 587 distinct ones).
+    pub problem_predicate: Arc<SolutionPredicate>,
     pub size_mapping: SizeMapping,
     pub debug_kernel: bool,
     pub library_logic_index: i32,
@@ -32,6 +37,66 @@ pub struct Solution {
     pub linear_model: Option<[f64; 3]>,
     /// aqueduct's `codeObject`: the kernel's code-object file name.
     pub code_object: Option<Box<str>>,
+}
+
+/// A solution's problem predicate, with a compiled form for fast
+/// evaluation: when the tree is an `And` of leaves (Tensile writes them so),
+/// the leaves' ids in the file's leaf table. A table walk then evaluates
+/// each distinct leaf once per query and a solution's predicate costs a
+/// few lookups in a small, hot table instead of a walk over a cold tree.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SolutionPredicate {
+    pub tree: ProblemPredicate,
+    pub leaf_ids: Option<Box<[u16]>>,
+}
+
+impl std::ops::Deref for SolutionPredicate {
+    type Target = ProblemPredicate;
+    fn deref(&self) -> &ProblemPredicate {
+        &self.tree
+    }
+}
+
+/// Shares identical solution predicates and numbers their leaves.
+#[derive(Default)]
+pub struct Interner {
+    predicates: HashMap<ProblemPredicate, Arc<SolutionPredicate>>,
+    leaf_ids: HashMap<ProblemLeaf, u16>,
+    pub leaves: Vec<ProblemLeaf>,
+}
+
+impl Interner {
+    pub fn intern(&mut self, tree: ProblemPredicate) -> Arc<SolutionPredicate> {
+        if let Some(shared) = self.predicates.get(&tree) {
+            return shared.clone();
+        }
+        let leaf_ids = match &tree {
+            Predicate::And(items) => items
+                .iter()
+                .map(|item| match item {
+                    Predicate::Leaf(l) => self.leaf_id(l),
+                    _ => None,
+                })
+                .collect::<Option<Box<[u16]>>>(),
+            _ => None,
+        };
+        let shared = Arc::new(SolutionPredicate {
+            tree: tree.clone(),
+            leaf_ids,
+        });
+        self.predicates.insert(tree, shared.clone());
+        shared
+    }
+
+    fn leaf_id(&mut self, leaf: &ProblemLeaf) -> Option<u16> {
+        if let Some(&id) = self.leaf_ids.get(leaf) {
+            return Some(id);
+        }
+        let id = u16::try_from(self.leaves.len()).ok()?;
+        self.leaf_ids.insert(leaf.clone(), id);
+        self.leaves.push(leaf.clone());
+        Some(id)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -256,7 +321,7 @@ impl ProblemType {
 }
 
 impl Solution {
-    pub fn decode(d: &mut Decoder<'_>) -> Result<Self> {
+    pub fn decode(d: &mut Decoder<'_>, interner: &mut Interner) -> Result<Self> {
         let len = d.map_len()?;
         let mut index = None;
         let mut name = None;
@@ -334,7 +399,8 @@ impl Solution {
             name: name.ok_or_else(|| d.missing("name"))?,
             problem_type: problem_type.ok_or_else(|| d.missing("problemType"))?,
             hardware_predicate: hardware_predicate.ok_or_else(|| d.missing("hardwarePredicate"))?,
-            problem_predicate: problem_predicate.ok_or_else(|| d.missing("problemPredicate"))?,
+            problem_predicate: interner
+                .intern(problem_predicate.ok_or_else(|| d.missing("problemPredicate"))?),
             size_mapping: size_mapping.ok_or_else(|| d.missing("sizeMapping"))?,
             debug_kernel: debug_kernel.ok_or_else(|| d.missing("debugKernel"))?,
             library_logic_index,

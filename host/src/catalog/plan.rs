@@ -1,0 +1,169 @@
+//! Selection plans: the library tree pre-walked for one GPU and one class
+//! of problem.
+//!
+//! Most of a query's path through a catalog does not depend on its sizes:
+//! the hardware rows test the GPU, the ProblemMap the operation, and most
+//! Problem rows the types and flags. rocBLAS's catalog makes a query test
+//! ~45 such predicates before it reaches a size table. A plan evaluates
+//! them once per (GPU, class), where a class is everything a
+//! [`ProblemLeaf::class_only`](super::predicate::ProblemLeaf::class_only)
+//! leaf can read, and keeps, in the tree's own depth-first order, the
+//! libraries a query of that class could end in, each with the
+//! size-dependent row predicates on its path as guards.
+//!
+//! Running a plan visits the same libraries in the same order as walking
+//! the tree (a row whose library answers nothing falls through to the
+//! next; hardware rows matched only through a chip-ID fallback are kept
+//! aside as in [`Node::select`]), so it returns exactly what the tree walk
+//! returns. It is not a result cache: sizes are looked at on every query.
+
+use super::File;
+use super::error::Result;
+use super::hardware::Hardware;
+use super::library::{Hit, Node, Query};
+use super::predicate::ProblemPredicate;
+use super::problem::Problem;
+
+/// What fixes a problem's class.
+pub type ClassKey = [u64; 4];
+
+pub fn class_key(p: &Problem) -> ClassKey {
+    use super::problem::{ArithmeticUnit as A, KernelLanguage as K, PerformanceMetric as M};
+    let types = (p.a_type as u64)
+        | (p.b_type as u64) << 8
+        | (p.c_type as u64) << 16
+        | (p.d_type as u64) << 24;
+    let trans = (p.trans_a as u64) | (p.trans_b as u64) << 4;
+    let flags = (p.high_precision_accumulate as u64)
+        | (p.strided_batched as u64) << 1
+        | (p.deterministic_mode as u64) << 2
+        | (p.fp16_alt_impl as u64) << 3
+        | (p.stochastic_rounding as u64) << 4;
+    let enums = (match p.kernel_language {
+        K::Any => 0,
+        K::Assembly => 1,
+        K::Source => 2,
+    }) | (match p.arithmetic_unit {
+        A::Any => 0,
+        A::Mfma => 1,
+        A::Valu => 2,
+    }) << 2
+        | (match p.performance_metric {
+            M::DeviceEfficiency => 0,
+            M::CuEfficiency => 1,
+            M::Auto => 2,
+            M::Experimental => 3,
+        }) << 4
+        | (p.f32_xdl_math_op as u64) << 8;
+    [types, trans, flags, enums]
+}
+
+/// A library a query may end in, behind the size-dependent predicates of
+/// the rows that lead to it.
+pub struct Step<'c> {
+    pub guards: Vec<&'c ProblemPredicate>,
+    pub node: &'c Node,
+}
+
+/// The steps under one matching hardware row.
+pub struct RowPlan<'c> {
+    pub fallback: bool,
+    pub steps: Vec<Step<'c>>,
+}
+
+pub enum Plan<'c> {
+    /// The root is a Hardware node: its matching rows, in order.
+    Rows(Vec<RowPlan<'c>>),
+    /// Any other root: its steps.
+    Steps(Vec<Step<'c>>),
+}
+
+fn flatten<'c>(
+    node: &'c Node,
+    problem: &Problem,
+    guards: &mut Vec<&'c ProblemPredicate>,
+    out: &mut Vec<Step<'c>>,
+) {
+    match node {
+        Node::ProblemMap(map) => {
+            if let Some(&i) = map.index.get(problem.operation_identifier()) {
+                flatten(&map.entries[i].1, problem, guards, out);
+            }
+        }
+        Node::Problem(rows) => {
+            for row in rows.iter() {
+                if row.predicate.class_only() {
+                    if row.predicate.eval(problem) {
+                        flatten(&row.library, problem, guards, out);
+                    }
+                } else {
+                    guards.push(&row.predicate);
+                    flatten(&row.library, problem, guards, out);
+                    guards.pop();
+                }
+            }
+        }
+        // Leaves of the plan: tables, trees, single solutions, nested
+        // hardware rows and placeholders (whose child is read only when a
+        // query reaches it).
+        other => out.push(Step {
+            guards: guards.clone(),
+            node: other,
+        }),
+    }
+}
+
+impl<'c> Plan<'c> {
+    pub fn build(root: &'c Node, problem: &Problem, hw: &Hardware) -> Plan<'c> {
+        match root {
+            Node::Hardware(rows) => Plan::Rows(
+                rows.iter()
+                    .filter(|r| r.predicate.eval(hw))
+                    .map(|r| {
+                        let mut steps = Vec::new();
+                        flatten(&r.library, problem, &mut Vec::new(), &mut steps);
+                        RowPlan {
+                            fallback: r.is_fallback_for(hw),
+                            steps,
+                        }
+                    })
+                    .collect(),
+            ),
+            other => {
+                let mut steps = Vec::new();
+                flatten(other, problem, &mut Vec::new(), &mut steps);
+                Plan::Steps(steps)
+            }
+        }
+    }
+
+    fn run_steps(steps: &[Step<'c>], file: &'c File, q: &mut Query<'_>) -> Result<Option<Hit<'c>>> {
+        for step in steps {
+            if step.guards.iter().all(|g| g.eval(q.problem))
+                && let Some(hit) = step.node.select(file, q)?
+            {
+                return Ok(Some(hit));
+            }
+        }
+        Ok(None)
+    }
+
+    pub fn run(&self, file: &'c File, q: &mut Query<'_>) -> Result<Option<Hit<'c>>> {
+        match self {
+            Plan::Steps(steps) => Self::run_steps(steps, file, q),
+            Plan::Rows(rows) => {
+                let mut fallback = None;
+                for row in rows {
+                    if !row.fallback {
+                        if let Some(hit) = Self::run_steps(&row.steps, file, q)? {
+                            return Ok(Some(hit));
+                        }
+                    } else if fallback.is_none() {
+                        fallback = Self::run_steps(&row.steps, file, q)?;
+                    }
+                }
+                Ok(fallback)
+            }
+        }
+    }
+}
