@@ -1621,3 +1621,35 @@ hardware:
     }
     assert_eq!(loads.load(Ordering::SeqCst), 1, "a failure is not retried");
 }
+
+/// Found by the fuzzer: a map header claiming a billion entries, on a node
+/// whose `type` is not its first key, once made the reader reserve 51 GB.
+#[test]
+fn a_forged_entry_count_on_a_reordered_node_is_a_truncation_error() {
+    let bytes = [
+        0x82, 0xa9, b's', b'o', b'l', b'u', b't', b'i', b'o', b'n', b's', 0x92, 0x87, 0xb1, b'h',
+        b'a', b'r', b'd', b'w', b'a', b'r', b'e', b'P', b'r', b'e', b'd', b'i', b'c', b'a', b't',
+        b'e', 0xdf, 0x40, 0x00, 0xa5, 0x76, 0x61,
+    ];
+    let err = Catalog::from_msgpack(&bytes).expect_err("37 bytes are no catalog");
+    assert!(
+        matches!(&err, CatalogError::Msgpack { source, .. } if source.kind == MsgpackErrorKind::Truncated),
+        "{err}"
+    );
+}
+
+/// A catalog read from memory has no directory to find children in: a
+/// placeholder is an error saying so, not a look in the working directory.
+#[test]
+fn a_placeholder_in_a_catalog_read_from_memory_is_a_no_directory_error() {
+    let text = "solutions: []\nlibrary: {type: Placeholder, value: TensileLibrary_Type_SS_child}\n";
+    let catalog = Catalog::from_yaml(text).unwrap();
+    let p = Problem::gemm(Transpose::None, Transpose::None, 8, 8, 8, DataType::Float);
+    let err = catalog
+        .select(&p, &Hardware::new("gfx942", 304, None))
+        .unwrap_err();
+    assert!(
+        matches!(&err, CatalogError::NoDirectory { name } if name == "TensileLibrary_Type_SS_child"),
+        "{err}"
+    );
+}

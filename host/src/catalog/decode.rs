@@ -241,7 +241,8 @@ impl<'r> Decoder<'r> {
             });
         }
         // Capture every entry, then re-read them with `type` first.
-        let mut entries = Vec::with_capacity(len);
+        // `len` is the input's claim; entries arrive only as bytes do.
+        let mut entries = Vec::with_capacity(len.min(64));
         let value = self.r.capture().map_err(|e| self.msgpack(e))?;
         entries.push((first, value));
         for _ in 1..len {

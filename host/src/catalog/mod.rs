@@ -223,6 +223,12 @@ impl Placeholder {
     pub fn child(&self, trace: Option<&mut Trace>) -> Result<&File> {
         let first = self.child.get().is_none();
         let loaded = self.child.get_or_init(|| {
+            if self.origin.chain.is_empty() {
+                // Read from memory: there is no directory to look in.
+                return Err(CatalogError::NoDirectory {
+                    name: self.prefix.to_string(),
+                });
+            }
             let name = format!("{}{}", self.prefix, self.origin.suffix);
             let path = self.origin.dir.join(&name);
             if !path.is_file() {

@@ -1,0 +1,67 @@
+//! Any bytes given to the catalog reader yield a catalog or a typed error;
+//! a panic, overflow, out-of-bounds access or runaway allocation is a
+//! finding. A catalog that loads must survive a round trip through
+//! `to_msgpack` (it reloads, and re-encoding it is idempotent), and
+//! selection on it must not panic. Bytes that are UTF-8 also go to the YAML
+//! reader. Seed the corpus with `corpus/catalog/seed-*` (small valid
+//! catalogs: Hardware/ProblemMap/Problem/Matching, Single, DecisionTree).
+#![no_main]
+
+use aqueduct::catalog::{Catalog, DataType, Hardware, Problem, Transpose};
+use libfuzzer_sys::fuzz_target;
+
+/// Loads, round-trips and queries one catalog.
+fn exercise(catalog: &Catalog) {
+    let first = catalog.to_msgpack();
+    let reloaded = match Catalog::from_msgpack(&first) {
+        Ok(c) => c,
+        Err(e) => panic!("a catalog's own encoding does not load again: {e}"),
+    };
+    let second = reloaded.to_msgpack();
+    assert!(
+        first == second,
+        "re-encoding is not idempotent ({} bytes, then {} bytes)",
+        first.len(),
+        second.len()
+    );
+
+    let problems = [
+        Problem::gemm(
+            Transpose::None,
+            Transpose::Transpose,
+            64,
+            32,
+            16,
+            DataType::Float,
+        ),
+        Problem::gemm(
+            Transpose::None,
+            Transpose::None,
+            1024,
+            1,
+            4096,
+            DataType::Half,
+        ),
+    ];
+    let gpus = [
+        Hardware::new("gfx90a", 104, Some(0x740f)),
+        Hardware::new("gfx942:sramecc+:xnack-", 304, None),
+    ];
+    for p in &problems {
+        for hw in &gpus {
+            let _ = catalog.select(p, hw);
+        }
+    }
+    let _ = reloaded.select(&problems[0], &gpus[0]);
+}
+
+fuzz_target!(|data: &[u8]| {
+    if let Ok(catalog) = Catalog::from_msgpack(data) {
+        exercise(&catalog);
+    }
+    if let Ok(text) = std::str::from_utf8(data)
+        && let Ok(catalog) = Catalog::from_yaml(text)
+    {
+        exercise(&catalog);
+    }
+});
