@@ -68,6 +68,18 @@ impl<'r> Decoder<'r> {
         }
     }
 
+    /// A decoder over `bytes` captured at this decoder's position: same
+    /// file, path and depth, so its errors say where the bytes came from.
+    pub fn sub<'s>(&self, bytes: &[u8]) -> Decoder<'s> {
+        Decoder {
+            r: Reader::from_bytes(bytes),
+            file: self.file.clone(),
+            path: self.path.clone(),
+            depth: self.depth,
+            saved: Vec::new(),
+        }
+    }
+
     pub fn file(&self) -> Option<&PathBuf> {
         self.file.as_ref()
     }

@@ -1333,7 +1333,29 @@ impl Node {
                     let mut speed = 0.0;
                     let mut index = -1i64;
                     let mut value = None;
-                    fields(d, m, |d, k| match k {
+                    // Tensile writes every entry as {key, index, speed}: read
+                    // those bytes directly, and anything else the long way.
+                    let mut rest = m;
+                    if m == 3 && d.r.literal(b"\xa3key") {
+                        let a = d.array_len()?;
+                        if a == 0 || a > MAX_ARITY {
+                            return Err(d.invalid(format!("a key of {a} values (1 to 10 allowed)")));
+                        }
+                        for _ in 0..a {
+                            keys.push(d.i64()?);
+                        }
+                        arity = Some(a as u8);
+                        rest = 2;
+                        if d.r.literal(b"\xa5index") {
+                            index = d.i64()?;
+                            rest = 1;
+                            if d.r.literal(b"\xa5speed") {
+                                speed = d.f64()?;
+                                rest = 0;
+                            }
+                        }
+                    }
+                    fields(d, rest, |d, k| match k {
                         "key" => {
                             let a = d.array_len()?;
                             if a == 0 || a > MAX_ARITY {

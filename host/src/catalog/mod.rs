@@ -449,7 +449,7 @@ impl Catalog {
 /// The FxHash mixing step: cache keys are a few integers, and SipHash
 /// would cost more than the lookup it protects.
 #[derive(Default)]
-struct FxHasher(u64);
+pub(crate) struct FxHasher(u64);
 
 impl Hasher for FxHasher {
     fn finish(&self) -> u64 {

@@ -233,6 +233,20 @@ impl<'r> Reader<'r> {
         Ok(out)
     }
 
+    /// Consumes `literal` if the input continues with exactly those bytes
+    /// (a fast path for keys the writer always puts in the same order).
+    #[inline]
+    pub fn literal(&mut self, literal: &[u8]) -> bool {
+        if self.ensure(literal.len()).is_err() {
+            return false;
+        }
+        if &self.buf[self.pos..self.pos + literal.len()] == literal {
+            self.pos += literal.len();
+            return true;
+        }
+        false
+    }
+
     /// The kind of the next value, without consuming it.
     pub fn peek(&mut self) -> Result<Kind, MsgpackError> {
         self.ensure(1)?;
@@ -471,12 +485,21 @@ impl<'r> Reader<'r> {
 
     /// Consumes one whole value and returns its encoded bytes.
     pub fn capture(&mut self) -> Result<Vec<u8>, MsgpackError> {
-        self.capture = Some((Vec::new(), self.pos));
+        let mut out = Vec::new();
+        self.capture_into(&mut out)?;
+        Ok(out)
+    }
+
+    /// Like [`Reader::capture`], appending to `out` (whose allocation a
+    /// caller can reuse).
+    pub fn capture_into(&mut self, out: &mut Vec<u8>) -> Result<(), MsgpackError> {
+        self.capture = Some((std::mem::take(out), self.pos));
         let skipped = self.skip();
-        let (mut out, start) = self.capture.take().unwrap_or_default();
+        let (taken, start) = self.capture.take().unwrap_or_default();
+        *out = taken;
         skipped?;
         out.extend_from_slice(&self.buf[start..self.pos]);
-        Ok(out)
+        Ok(())
     }
 
     fn skip_bytes(&mut self, mut n: usize) -> Result<(), MsgpackError> {

@@ -23,7 +23,8 @@ pub struct Solution {
     pub index: i64,
     /// The kernel's symbol name.
     pub name: Box<str>,
-    pub problem_type: ProblemType,
+    /// Shared between solutions of the same type.
+    pub problem_type: Arc<ProblemType>,
     pub hardware_predicate: HardwarePredicate,
     /// Shared between solutions with the same conditions (rocBLAS's 56 980
     /// solutions have 6 587 distinct ones).
@@ -57,15 +58,75 @@ impl std::ops::Deref for SolutionPredicate {
     }
 }
 
+type Fx = std::hash::BuildHasherDefault<super::FxHasher>;
+
 /// Shares identical solution predicates and numbers their leaves.
+///
+/// Most solutions repeat a predicate another solution has (rocBLAS: 56 980
+/// solutions, 6 587 distinct predicates), so a predicate's bytes are
+/// captured first and decoded only the first time they are seen.
 #[derive(Default)]
 pub struct Interner {
-    predicates: HashMap<ProblemPredicate, Arc<SolutionPredicate>>,
-    leaf_ids: HashMap<ProblemLeaf, u16>,
+    by_bytes: HashMap<Vec<u8>, Arc<SolutionPredicate>, Fx>,
+    types: HashMap<Vec<u8>, Arc<ProblemType>, Fx>,
+    mappings: HashMap<Vec<u8>, SizeMapping, Fx>,
+    predicates: HashMap<ProblemPredicate, Arc<SolutionPredicate>, Fx>,
+    leaf_ids: HashMap<ProblemLeaf, u16, Fx>,
     pub leaves: Vec<ProblemLeaf>,
+    scratch: Vec<u8>,
 }
 
 impl Interner {
+    /// Captures the value at `d`'s position into the scratch buffer.
+    fn capture(&mut self, d: &mut Decoder<'_>) -> Result<()> {
+        self.scratch.clear();
+        let mut buf = std::mem::take(&mut self.scratch);
+        let captured = d.r.capture_into(&mut buf);
+        self.scratch = buf;
+        captured.map_err(|e| d.msgpack(e))
+    }
+
+    /// Reads a problem type, shared with every solution of that type.
+    pub fn problem_type(&mut self, d: &mut Decoder<'_>) -> Result<Arc<ProblemType>> {
+        self.capture(d)?;
+        if let Some(shared) = self.types.get(&self.scratch) {
+            return Ok(shared.clone());
+        }
+        let mut sub = d.sub(&self.scratch);
+        let t = Arc::new(ProblemType::decode(&mut sub)?);
+        sub.r.finish().map_err(|e| sub.msgpack(e))?;
+        self.types.insert(self.scratch.clone(), t.clone());
+        Ok(t)
+    }
+
+    /// Reads a size mapping, decoding each distinct one once.
+    pub fn size_mapping(&mut self, d: &mut Decoder<'_>) -> Result<SizeMapping> {
+        self.capture(d)?;
+        if let Some(known) = self.mappings.get(&self.scratch) {
+            return Ok(known.clone());
+        }
+        let mut sub = d.sub(&self.scratch);
+        let m = SizeMapping::decode(&mut sub)?;
+        sub.r.finish().map_err(|e| sub.msgpack(e))?;
+        self.mappings.insert(self.scratch.clone(), m.clone());
+        Ok(m)
+    }
+
+    /// Reads a problem predicate at `d`'s position, shared with every
+    /// solution that has the same one.
+    pub fn read(&mut self, d: &mut Decoder<'_>) -> Result<Arc<SolutionPredicate>> {
+        self.capture(d)?;
+        if let Some(shared) = self.by_bytes.get(&self.scratch) {
+            return Ok(shared.clone());
+        }
+        let mut sub = d.sub(&self.scratch);
+        let tree = Predicate::decode(&mut sub)?;
+        sub.r.finish().map_err(|e| sub.msgpack(e))?;
+        let shared = self.intern(tree);
+        self.by_bytes.insert(self.scratch.clone(), shared.clone());
+        Ok(shared)
+    }
+
     pub fn intern(&mut self, tree: ProblemPredicate) -> Arc<SolutionPredicate> {
         if let Some(shared) = self.predicates.get(&tree) {
             return shared.clone();
@@ -340,7 +401,7 @@ impl Solution {
                 "name" => name = Some(d.boxed_str()?),
                 "problemType" => {
                     d.push_key("problemType");
-                    problem_type = Some(ProblemType::decode(d)?);
+                    problem_type = Some(interner.problem_type(d)?);
                     d.pop();
                 }
                 "hardwarePredicate" => {
@@ -350,12 +411,12 @@ impl Solution {
                 }
                 "problemPredicate" => {
                     d.push_key("problemPredicate");
-                    problem_predicate = Some(Predicate::decode(d)?);
+                    problem_predicate = Some(interner.read(d)?);
                     d.pop();
                 }
                 "sizeMapping" => {
                     d.push_key("sizeMapping");
-                    size_mapping = Some(SizeMapping::decode(d)?);
+                    size_mapping = Some(interner.size_mapping(d)?);
                     d.pop();
                 }
                 "debugKernel" => debug_kernel = Some(d.bool()?),
@@ -399,8 +460,7 @@ impl Solution {
             name: name.ok_or_else(|| d.missing("name"))?,
             problem_type: problem_type.ok_or_else(|| d.missing("problemType"))?,
             hardware_predicate: hardware_predicate.ok_or_else(|| d.missing("hardwarePredicate"))?,
-            problem_predicate: interner
-                .intern(problem_predicate.ok_or_else(|| d.missing("problemPredicate"))?),
+            problem_predicate: problem_predicate.ok_or_else(|| d.missing("problemPredicate"))?,
             size_mapping: size_mapping.ok_or_else(|| d.missing("sizeMapping"))?,
             debug_kernel: debug_kernel.ok_or_else(|| d.missing("debugKernel"))?,
             library_logic_index,
