@@ -284,16 +284,10 @@ pub struct Matching {
     /// that list (0 for entries that lead to a sub-library).
     pub solutions: Box<[SolutionId]>,
     pub local: Box<[u32]>,
-    /// Per block of [`BLOCK`] sorted entries, the least and greatest value
-    /// of each key coordinate (`arity` values per block).
-    block_min: Box<[i64]>,
-    block_max: Box<[i64]>,
-    /// Per block, its first key.
+    /// Per block of [`BLOCK`] sorted entries, its first key.
     block_first: Box<[i64]>,
-    /// Per block, the distinct solutions of its entries (local ids),
-    /// `block_sols[block_sol_start[b]..block_sol_start[b + 1]]`.
-    block_sol_start: Box<[u32]>,
-    block_sols: Box<[u32]>,
+    /// Summaries of blocks of 256 and of 16 entries, coarse first.
+    levels: [Level; 2],
     /// Per local solution: its compiled predicate's leaf ids, copied next
     /// to each other so that judging a table's solutions touches one small
     /// array (`sol_leaves[sol_leaf_start[l]..sol_leaf_start[l + 1]]`), and
@@ -306,8 +300,52 @@ pub struct Matching {
     bounded: bool,
 }
 
-/// Entries per pruning block.
+/// Entries per pruning block (the fine level, and the lower-bound index).
 const BLOCK: usize = 16;
+/// Entries per coarse pruning block.
+const SUPER: usize = 256;
+
+/// What a walk needs to know about each block of `size` sorted entries to
+/// skip it whole: the least and greatest value of each key coordinate, and
+/// the distinct solutions (local ids) of its entries.
+#[derive(Debug)]
+struct Level {
+    size: usize,
+    min: Box<[i64]>,
+    max: Box<[i64]>,
+    sol_start: Box<[u32]>,
+    sols: Box<[u32]>,
+}
+
+impl Level {
+    fn build(size: usize, arity: usize, keys: &[i64], local: &[u32]) -> Level {
+        let (mut min, mut max) = (Vec::new(), Vec::new());
+        for block in keys.chunks(size * arity) {
+            for c in 0..arity {
+                let coord = block.iter().skip(c).step_by(arity);
+                min.push(coord.clone().copied().min().unwrap_or(0));
+                max.push(coord.copied().max().unwrap_or(0));
+            }
+        }
+        let (mut sol_start, mut sols) = (vec![0u32], Vec::new());
+        for block in local.chunks(size) {
+            let first = sols.len();
+            for &l in block {
+                if !sols[first..].contains(&l) {
+                    sols.push(l);
+                }
+            }
+            sol_start.push(sols.len() as u32);
+        }
+        Level {
+            size,
+            min: min.into_boxed_slice(),
+            max: max.into_boxed_slice(),
+            sol_start: sol_start.into_boxed_slice(),
+            sols: sols.into_boxed_slice(),
+        }
+    }
+}
 
 impl Matching {
     fn arity(&self) -> usize {
@@ -772,14 +810,14 @@ impl Matching {
     /// True when no entry of block `b` can come within the best distance
     /// (a tie needs d == best, so "cannot reach" is LB > best).
     #[inline]
-    fn block_excluded(&self, b: usize, key: &[i64], best: &Best<'_>) -> bool {
+    fn block_excluded(&self, level: &Level, b: usize, key: &[i64], best: &Best<'_>) -> bool {
         if best.hit.is_none() {
             return false;
         }
         let n = self.arity();
         let (lo, hi) = (
-            &self.block_min[b * n..(b + 1) * n],
-            &self.block_max[b * n..(b + 1) * n],
+            &level.min[b * n..(b + 1) * n],
+            &level.max[b * n..(b + 1) * n],
         );
         let mut lb = 0.0;
         for c in 0..n {
@@ -859,25 +897,26 @@ impl Matching {
         // A whole block changes nothing when none of its entries can reach
         // the best distance, or when every solution in it fails: skip it,
         // keeping the stop test at its first entry.
-        let skippable =
-            |b: usize, best: &Best<'c>, q: &Query<'_>, state: &mut [u8], leaf_state: &mut [u8]| {
-                (prunable && self.block_excluded(b, key, best))
-                    || self.block_fails(b, file, q, state, leaf_state)
-            };
+        let skippable = |level: &Level, b: usize, best: &Best<'c>, state: &[u8]| {
+            (prunable && self.block_excluded(level, b, key, best))
+                || self.block_fails(level, b, state)
+        };
         let mut i = start;
-        while i < n {
-            if i.is_multiple_of(BLOCK)
-                && i + BLOCK <= n
-                && skippable(i / BLOCK, best, q, state, leaf_state)
-            {
-                if !self
-                    .distance
-                    .improvement_possible(key, self.key(i), best.distance)
+        'right: while i < n {
+            for level in &self.levels {
+                if i.is_multiple_of(level.size)
+                    && i + level.size <= n
+                    && skippable(level, i / level.size, best, state)
                 {
-                    break;
+                    if !self
+                        .distance
+                        .improvement_possible(key, self.key(i), best.distance)
+                    {
+                        break 'right;
+                    }
+                    i += level.size;
+                    continue 'right;
                 }
-                i += BLOCK;
-                continue;
             }
             if !step(i, best, q, state, leaf_state) {
                 break;
@@ -885,17 +924,20 @@ impl Matching {
             i += 1;
         }
         let mut i = start;
-        while i > 0 {
+        'left: while i > 0 {
             let last = i - 1;
-            if i.is_multiple_of(BLOCK) && skippable(last / BLOCK, best, q, state, leaf_state) {
-                if !self
-                    .distance
-                    .improvement_possible(key, self.key(last), best.distance)
+            for level in &self.levels {
+                if i.is_multiple_of(level.size) && skippable(level, last / level.size, best, state)
                 {
-                    break;
+                    if !self
+                        .distance
+                        .improvement_possible(key, self.key(last), best.distance)
+                    {
+                        break 'left;
+                    }
+                    i -= level.size;
+                    continue 'left;
                 }
-                i -= BLOCK;
-                continue;
             }
             if !step(last, best, q, state, leaf_state) {
                 break;
@@ -926,31 +968,12 @@ impl Matching {
         })
     }
 
-    /// True when every solution of block `b` fails its predicates for this
-    /// query (solutions not yet asked are asked now: predicates have no
-    /// side effects, so asking early changes nothing).
-    fn block_fails(
-        &self,
-        b: usize,
-        file: &super::File,
-        q: &Query<'_>,
-        state: &mut [u8],
-        leaf_state: &mut [u8],
-    ) -> bool {
-        let ids = &self.block_sols
-            [self.block_sol_start[b] as usize..self.block_sol_start[b + 1] as usize];
-        ids.iter().all(|&l| {
-            let l = l as usize;
-            match state[l] {
-                FAILS => true,
-                PASSES => false,
-                _ => {
-                    let pass = self.judge(l, file, q, leaf_state);
-                    state[l] = if pass { PASSES } else { FAILS };
-                    !pass
-                }
-            }
-        })
+    /// True when every solution of block `b` is already known to fail for
+    /// this query. Unknown ones are not asked early: that costs more than
+    /// walking past their entries.
+    fn block_fails(&self, level: &Level, b: usize, state: &[u8]) -> bool {
+        let ids = &level.sols[level.sol_start[b] as usize..level.sol_start[b + 1] as usize];
+        ids.iter().all(|&l| state[l as usize] == FAILS)
     }
 
     /// One step of either walk; false when the walk should stop.
@@ -1440,15 +1463,10 @@ impl Node {
                 Target::Node(_) => 0,
             })
             .collect();
-        let (mut block_min, mut block_max, mut block_first) = (Vec::new(), Vec::new(), Vec::new());
-        for block in sorted_keys.chunks(BLOCK * arity) {
-            block_first.extend_from_slice(&block[..arity]);
-            for c in 0..arity {
-                let coord = block.iter().skip(c).step_by(arity);
-                block_min.push(coord.clone().copied().min().unwrap_or(0));
-                block_max.push(coord.copied().max().unwrap_or(0));
-            }
-        }
+        let block_first: Vec<i64> = sorted_keys
+            .chunks(BLOCK * arity)
+            .flat_map(|block| block[..arity].iter().copied())
+            .collect();
         let bounded = sorted_keys.iter().all(|k| k.unsigned_abs() < 1 << 24);
         let (mut sol_leaf_start, mut sol_leaves, mut sol_compiled) =
             (vec![0u32], Vec::new(), Vec::new());
@@ -1463,25 +1481,16 @@ impl Node {
             sol_compiled.push(compiled);
             sol_leaf_start.push(sol_leaves.len() as u32);
         }
-        let (mut block_sol_start, mut block_sols) = (vec![0u32], Vec::new());
-        for block in local.chunks(BLOCK) {
-            let first = block_sols.len();
-            for &l in block {
-                if !block_sols[first..].contains(&l) {
-                    block_sols.push(l);
-                }
-            }
-            block_sol_start.push(block_sols.len() as u32);
-        }
+        let levels = [
+            Level::build(SUPER, arity, &sorted_keys, &local),
+            Level::build(BLOCK, arity, &sorted_keys, &local),
+        ];
         Ok(Matching {
-            block_min: block_min.into_boxed_slice(),
             block_first: block_first.into_boxed_slice(),
             sol_leaf_start: sol_leaf_start.into_boxed_slice(),
             sol_leaves: sol_leaves.into_boxed_slice(),
             sol_compiled: sol_compiled.into_boxed_slice(),
-            block_sol_start: block_sol_start.into_boxed_slice(),
-            block_sols: block_sols.into_boxed_slice(),
-            block_max: block_max.into_boxed_slice(),
+            levels,
             bounded,
             properties: properties.into_boxed_slice(),
             distance,
