@@ -297,6 +297,28 @@ impl<'r> Decoder<'r> {
     }
 }
 
+impl<'r> Decoder<'r> {
+    /// Reads the array under `key`, each element with `f`, keeping the
+    /// path (`key[i]`) for errors.
+    pub fn array<T>(
+        &mut self,
+        key: &'static str,
+        mut f: impl FnMut(&mut Self) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        self.push_key(key);
+        let n = self.array_len()?;
+        // `n` is the input's claim; elements arrive only as bytes do.
+        let mut v = Vec::with_capacity(n.min(1024));
+        for i in 0..n {
+            self.push_index(i);
+            v.push(f(self)?);
+            self.pop();
+        }
+        self.pop();
+        Ok(v)
+    }
+}
+
 /// Reads the fields of a map with a closure per key; keys the closure does
 /// not claim (it returns `false`) are skipped, as Tensile ignores them.
 pub fn fields<'r>(

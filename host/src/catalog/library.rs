@@ -1069,11 +1069,7 @@ fn rows<P>(
         if k != "rows" {
             return Ok(false);
         }
-        d.push_key("rows");
-        let n = d.array_len()?;
-        let mut v = Vec::with_capacity(n.min(4096));
-        for i in 0..n {
-            d.push_index(i);
+        let v = d.array("rows", |d| {
             let m = d.map_len()?;
             let (mut pred, mut lib) = (None, None);
             fields(d, m, |d, k| match k {
@@ -1093,10 +1089,8 @@ fn rows<P>(
             })?;
             let pred = pred.ok_or_else(|| d.missing("predicate"))?;
             let lib = lib.ok_or_else(|| d.missing("library"))?;
-            v.push((pred, lib));
-            d.pop();
-        }
-        d.pop();
+            Ok((pred, lib))
+        })?;
         out = Some(v);
         Ok(true)
     })?;
@@ -1178,6 +1172,28 @@ fn feature(d: &mut Decoder<'_>) -> Result<Feature> {
         other => return Err(d.unknown("decision-tree feature", other)),
     };
     Ok(f)
+}
+
+/// Writes a Hardware or Problem node: `{type, rows: [{predicate, library}]}`.
+fn encode_rows<'a, P: 'a>(
+    w: &mut Writer,
+    ty: &str,
+    rows: impl ExactSizeIterator<Item = (&'a P, &'a Node)>,
+    encode_predicate: impl Fn(&P, &mut Writer),
+    index_of: &dyn Fn(SolutionId) -> i64,
+) {
+    w.map(2);
+    w.str("type");
+    w.str(ty);
+    w.str("rows");
+    w.array(rows.len());
+    for (predicate, library) in rows {
+        w.map(2);
+        w.str("predicate");
+        encode_predicate(predicate, w);
+        w.str("library");
+        library.encode(w, index_of);
+    }
 }
 
 impl Node {
@@ -1312,16 +1328,7 @@ impl Node {
         let mut table_seen = false;
         fields(d, len, |d, k| match k {
             "properties" => {
-                d.push_key("properties");
-                let n = d.array_len()?;
-                let mut v = Vec::with_capacity(n.min(16));
-                for i in 0..n {
-                    d.push_index(i);
-                    v.push(property(d)?);
-                    d.pop();
-                }
-                d.pop();
-                properties = Some(v);
+                properties = Some(d.array("properties", property)?);
                 Ok(true)
             }
             "distance" => {
@@ -1509,16 +1516,7 @@ impl Node {
         let mut trees = None;
         fields(d, len, |d, k| match k {
             "features" => {
-                d.push_key("features");
-                let n = d.array_len()?;
-                let mut v = Vec::with_capacity(n.min(64));
-                for i in 0..n {
-                    d.push_index(i);
-                    v.push(feature(d)?);
-                    d.pop();
-                }
-                d.pop();
-                features = Some(v);
+                features = Some(d.array("features", feature)?);
                 Ok(true)
             }
             "trees" => {
@@ -1624,28 +1622,12 @@ impl Node {
         };
         match self {
             Node::Hardware(rows) => {
-                head(w, 2, "Hardware");
-                w.str("rows");
-                w.array(rows.len());
-                for r in rows.iter() {
-                    w.map(2);
-                    w.str("predicate");
-                    r.predicate.encode(w);
-                    w.str("library");
-                    r.library.encode(w, index_of);
-                }
+                let rows = rows.iter().map(|r| (&r.predicate, &r.library));
+                encode_rows(w, "Hardware", rows, |p, w| p.encode(w), index_of);
             }
             Node::Problem(rows) => {
-                head(w, 2, "Problem");
-                w.str("rows");
-                w.array(rows.len());
-                for r in rows.iter() {
-                    w.map(2);
-                    w.str("predicate");
-                    r.predicate.encode(w);
-                    w.str("library");
-                    r.library.encode(w, index_of);
-                }
+                let rows = rows.iter().map(|r| (&r.predicate, &r.library));
+                encode_rows(w, "Problem", rows, |p, w| p.encode(w), index_of);
             }
             Node::ProblemMap(m) => {
                 head(w, 3, "ProblemMap");

@@ -470,36 +470,12 @@ impl Hasher for FxHasher {
     }
 }
 
-type CacheKey = [u64; 26];
+type CacheKey = [u64; 23];
 
 fn cache_key(p: &Problem) -> CacheKey {
-    use problem::{ArithmeticUnit as A, KernelLanguage as K, PerformanceMetric as M};
-    let t = |t: Transpose| t as u64;
-    let flags = (p.high_precision_accumulate as u64)
-        | (p.strided_batched as u64) << 1
-        | (p.deterministic_mode as u64) << 2
-        | (p.fp16_alt_impl as u64) << 3
-        | (p.stochastic_rounding as u64) << 4
-        | (p.c_equals_d as u64) << 5;
-    let enums = (match p.kernel_language {
-        K::Any => 0,
-        K::Assembly => 1,
-        K::Source => 2,
-    }) | (match p.arithmetic_unit {
-        A::Any => 0,
-        A::Mfma => 1,
-        A::Valu => 2,
-    }) << 2
-        | (match p.performance_metric {
-            M::DeviceEfficiency => 0,
-            M::CuEfficiency => 1,
-            M::Auto => 2,
-            M::Experimental => 3,
-        }) << 4
-        | (p.f32_xdl_math_op as u64) << 8;
     [
-        t(p.trans_a),
-        t(p.trans_b),
+        p.trans_a as u64,
+        p.trans_b as u64,
         p.m,
         p.n,
         p.k,
@@ -516,14 +492,11 @@ fn cache_key(p: &Problem) -> CacheKey {
         p.stride_b,
         p.stride_c,
         p.stride_d,
-        flags,
-        enums,
+        p.flag_bits(),
+        p.mode_bits(),
         p.workspace_size,
         p.alpha.to_bits(),
         p.beta.to_bits(),
-        0,
-        0,
-        0,
     ]
 }
 

@@ -28,34 +28,14 @@ use super::problem::Problem;
 pub type ClassKey = [u64; 4];
 
 pub fn class_key(p: &Problem) -> ClassKey {
-    use super::problem::{ArithmeticUnit as A, KernelLanguage as K, PerformanceMetric as M};
     let types = (p.a_type as u64)
         | (p.b_type as u64) << 8
         | (p.c_type as u64) << 16
         | (p.d_type as u64) << 24;
     let trans = (p.trans_a as u64) | (p.trans_b as u64) << 4;
-    let flags = (p.high_precision_accumulate as u64)
-        | (p.strided_batched as u64) << 1
-        | (p.deterministic_mode as u64) << 2
-        | (p.fp16_alt_impl as u64) << 3
-        | (p.stochastic_rounding as u64) << 4;
-    let enums = (match p.kernel_language {
-        K::Any => 0,
-        K::Assembly => 1,
-        K::Source => 2,
-    }) | (match p.arithmetic_unit {
-        A::Any => 0,
-        A::Mfma => 1,
-        A::Valu => 2,
-    }) << 2
-        | (match p.performance_metric {
-            M::DeviceEfficiency => 0,
-            M::CuEfficiency => 1,
-            M::Auto => 2,
-            M::Experimental => 3,
-        }) << 4
-        | (p.f32_xdl_math_op as u64) << 8;
-    [types, trans, flags, enums]
+    // C == D is not part of a class: no class-only leaf reads it.
+    let flags = p.flag_bits() & !(1 << 5);
+    [types, trans, flags, p.mode_bits()]
 }
 
 /// A library a query may end in, behind the size-dependent predicates of

@@ -176,16 +176,7 @@ impl<L: Leaf> Predicate<L> {
                         if k != "value" {
                             return Ok(false);
                         }
-                        d.push_key("value");
-                        let n = d.array_len()?;
-                        let mut v = Vec::with_capacity(n.min(1024));
-                        for i in 0..n {
-                            d.push_index(i);
-                            v.push(Predicate::decode(d)?);
-                            d.pop();
-                        }
-                        d.pop();
-                        items = Some(v.into_boxed_slice());
+                        items = Some(d.array("value", Predicate::decode)?.into_boxed_slice());
                         Ok(true)
                     })?;
                     let items = items.ok_or_else(|| d.missing("value"))?;

@@ -339,6 +339,37 @@ impl Problem {
         self.m.max(self.n).max(self.k)
     }
 
+    /// The boolean switches packed in one word (for hash keys).
+    pub(crate) fn flag_bits(&self) -> u64 {
+        (self.high_precision_accumulate as u64)
+            | (self.strided_batched as u64) << 1
+            | (self.deterministic_mode as u64) << 2
+            | (self.fp16_alt_impl as u64) << 3
+            | (self.stochastic_rounding as u64) << 4
+            | (self.c_equals_d as u64) << 5
+    }
+
+    /// The enumerations packed in one word (for hash keys).
+    pub(crate) fn mode_bits(&self) -> u64 {
+        let language = match self.kernel_language {
+            KernelLanguage::Any => 0,
+            KernelLanguage::Assembly => 1,
+            KernelLanguage::Source => 2,
+        };
+        let unit = match self.arithmetic_unit {
+            ArithmeticUnit::Any => 0,
+            ArithmeticUnit::Mfma => 1,
+            ArithmeticUnit::Valu => 2,
+        };
+        let metric = match self.performance_metric {
+            PerformanceMetric::DeviceEfficiency => 0,
+            PerformanceMetric::CuEfficiency => 1,
+            PerformanceMetric::Auto => 2,
+            PerformanceMetric::Experimental => 3,
+        };
+        language | unit << 2 | metric << 4 | (self.f32_xdl_math_op as u64) << 8
+    }
+
     /// `flopCount` with size_t arithmetic (it wraps as Tensile's does).
     pub fn flop_count(&self) -> u64 {
         2u64.wrapping_mul(self.a_type.packing())
