@@ -280,8 +280,12 @@ pub struct Matching {
     /// Each sorted entry's position in the file, for writing it back.
     pub file_pos: Box<[u32]>,
     pub values: Vec<Node>,
-    /// The distinct solutions of the table, and each entry's position in
-    /// that list (0 for entries that lead to a sub-library).
+    /// The table's solutions grouped by condition: solutions with the same
+    /// (shared) problem predicate and a TruePred hardware predicate pass or
+    /// fail together, so a walk asks once per group (rocBLAS's largest
+    /// table: 1 631 solutions, 95 groups). One representative solution per
+    /// group, and each entry's group (0 for entries leading to a
+    /// sub-library).
     pub solutions: Box<[SolutionId]>,
     pub local: Box<[u32]>,
     /// Per block of [`BLOCK`] sorted entries, its first key.
@@ -304,6 +308,26 @@ pub struct Matching {
 const BLOCK: usize = 16;
 /// Entries per coarse pruning block.
 const SUPER: usize = 256;
+/// Entries a walk visits without a candidate before it asks every group.
+const BLIND_STEPS: usize = 48;
+/// Entries a walk visits before the answer is computed by
+/// [`Matching::nearest`] instead.
+#[cfg(not(test))]
+fn walk_budget() -> usize {
+    96
+}
+
+// Tests run the same tables with every budget, so that both ways of
+// answering are compared with Tensile's plain walk.
+#[cfg(test)]
+thread_local! {
+    static TEST_BUDGET: std::cell::Cell<usize> = const { std::cell::Cell::new(96) };
+}
+
+#[cfg(test)]
+fn walk_budget() -> usize {
+    TEST_BUDGET.with(|b| b.get())
+}
 
 /// What a walk needs to know about each block of `size` sorted entries to
 /// skip it whole: the least and greatest value of each key coordinate, and
@@ -811,9 +835,12 @@ impl Matching {
     /// (a tie needs d == best, so "cannot reach" is LB > best).
     #[inline]
     fn block_excluded(&self, level: &Level, b: usize, key: &[i64], best: &Best<'_>) -> bool {
-        if best.hit.is_none() {
-            return false;
-        }
+        best.hit.is_some() && self.block_bound(level, b, key) > best.distance
+    }
+
+    /// The least distance any entry of block `b` can have from `key`.
+    #[inline]
+    fn block_bound(&self, level: &Level, b: usize, key: &[i64]) -> f64 {
         let n = self.arity();
         let (lo, hi) = (
             &level.min[b * n..(b + 1) * n],
@@ -834,7 +861,126 @@ impl Matching {
                 gap
             };
         }
-        lb > best.distance
+        lb
+    }
+
+    /// The walk's answer computed without walking, for prunable distances
+    /// (used when a walk grows long).
+    ///
+    /// Why this is the walk's answer: the walk can only stop at an entry
+    /// whose first-coordinate term alone reaches the best distance so far,
+    /// and that term never exceeds an entry's whole distance, so no walk
+    /// stops before the first entry (in visiting order: rightward from the
+    /// lower bound, then leftward) at the least distance D* among passing
+    /// entries. After it, a later entry at D* replaces it only with a
+    /// strictly higher speed, and only if the walk still reaches it: if its
+    /// first-coordinate term is below D* (or its key is the query). So:
+    /// find D* by a best-first search over blocks ordered by their lower
+    /// bounds, collect the passing entries at D*, and fold them in visiting
+    /// order.
+    #[allow(clippy::too_many_arguments)] // the walk's state, as in walk_fast
+    fn nearest<'c>(
+        &'c self,
+        file: &'c super::File,
+        q: &Query<'_>,
+        key: &[i64],
+        start: usize,
+        state: &mut [u8],
+        leaf_state: &mut [u8],
+    ) -> Best<'c> {
+        let n = self.len();
+        let [coarse, fine] = &self.levels;
+        let mut supers: Vec<(f64, usize)> = (0..n.div_ceil(coarse.size))
+            .map(|s| (self.block_bound(coarse, s, key), s))
+            .collect();
+        supers.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut dstar = f64::MAX;
+        let mut at_dstar: Vec<usize> = Vec::new();
+        let mut blocks: Vec<(f64, usize)> = Vec::with_capacity(coarse.size / fine.size);
+        for &(bound, sb) in &supers {
+            if bound > dstar {
+                break;
+            }
+            if self.block_fails(coarse, sb, state) {
+                continue;
+            }
+            let first = sb * coarse.size / fine.size;
+            let last = (((sb + 1) * coarse.size).min(n)).div_ceil(fine.size);
+            blocks.clear();
+            blocks.extend((first..last).map(|b| (self.block_bound(fine, b, key), b)));
+            blocks.sort_by(|a, b| a.0.total_cmp(&b.0));
+            for &(bound, b) in &blocks {
+                if bound > dstar {
+                    break;
+                }
+                if self.block_fails(fine, b, state) {
+                    continue;
+                }
+                for i in b * fine.size..((b + 1) * fine.size).min(n) {
+                    let local = self.local[i] as usize;
+                    if state[local] == FAILS {
+                        continue;
+                    }
+                    let d = self.distance.distance(key, self.key(i));
+                    if d > dstar {
+                        continue;
+                    }
+                    if state[local] == UNKNOWN {
+                        let pass = self.judge(local, file, q, leaf_state);
+                        state[local] = if pass { PASSES } else { FAILS };
+                        if !pass {
+                            continue;
+                        }
+                    }
+                    if d < dstar {
+                        dstar = d;
+                        at_dstar.clear();
+                    }
+                    at_dstar.push(i);
+                }
+            }
+        }
+        // Visiting order: rightward from `start`, then leftward.
+        let visit = |i: usize| {
+            if i >= start {
+                i - start
+            } else {
+                n + (start - 1 - i)
+            }
+        };
+        at_dstar.sort_by_key(|&i| visit(i));
+        let mut best = Best {
+            hit: None,
+            distance: f64::MAX,
+            speed: 0.0,
+        };
+        for (rank, &i) in at_dstar.iter().enumerate() {
+            let k = self.key(i);
+            let reachable = rank == 0
+                || k == key
+                || match self.distance {
+                    Distance::Euclidean => {
+                        let d = key[0].wrapping_sub(k[0]) as f64;
+                        d * d < dstar
+                    }
+                    _ => (key[0].wrapping_sub(k[0]) as f64).abs() < dstar,
+                };
+            if reachable
+                && (best.hit.is_none() || self.speeds[i] > best.speed)
+                && let Target::Solution(id) = self.targets[i]
+            {
+                best = Best {
+                    hit: Some(Hit {
+                        file,
+                        id,
+                        fitness: 0.0,
+                    }),
+                    distance: dstar,
+                    speed: self.speeds[i],
+                };
+            }
+        }
+        best
     }
 
     /// Both walks for the common case (no trace, every entry a solution),
@@ -901,6 +1047,27 @@ impl Matching {
             (prunable && self.block_excluded(level, b, key, best))
                 || self.block_fails(level, b, state)
         };
+        // A walk that has found nothing after a few dozen entries is
+        // usually in a table none of whose solutions pass: ask every group
+        // once (a few dozen evaluations) and stop if none can, rather than
+        // walk thousands of entries to learn the same; otherwise the known
+        // failures let whole blocks be skipped.
+        let mut blind = 0usize;
+        let mut all_known = false;
+        let mut visits = 0usize;
+        let budget = walk_budget();
+        let mut hopeless =
+            |best: &Best<'c>, q: &Query<'_>, state: &mut [u8], leaf_state: &mut [u8]| {
+                if best.hit.is_some() || all_known {
+                    return false;
+                }
+                blind += 1;
+                if blind <= BLIND_STEPS {
+                    return false;
+                }
+                all_known = true;
+                !self.judge_all(file, q, state, leaf_state)
+            };
         let mut i = start;
         'right: while i < n {
             for level in &self.levels {
@@ -917,6 +1084,14 @@ impl Matching {
                     i += level.size;
                     continue 'right;
                 }
+            }
+            if hopeless(best, q, state, leaf_state) {
+                return;
+            }
+            visits += 1;
+            if prunable && visits > budget {
+                *best = self.nearest(file, q, key, start, state, leaf_state);
+                return;
             }
             if !step(i, best, q, state, leaf_state) {
                 break;
@@ -938,6 +1113,14 @@ impl Matching {
                     i -= level.size;
                     continue 'left;
                 }
+            }
+            if hopeless(best, q, state, leaf_state) {
+                return;
+            }
+            visits += 1;
+            if prunable && visits > budget {
+                *best = self.nearest(file, q, key, start, state, leaf_state);
+                return;
             }
             if !step(last, best, q, state, leaf_state) {
                 break;
@@ -966,6 +1149,25 @@ impl Matching {
                 }
             }
         })
+    }
+
+    /// Asks every group not yet asked; true when some group passes.
+    fn judge_all(
+        &self,
+        file: &super::File,
+        q: &Query<'_>,
+        state: &mut [u8],
+        leaf_state: &mut [u8],
+    ) -> bool {
+        let mut any = false;
+        for (l, known) in state.iter_mut().enumerate().take(self.solutions.len()) {
+            if *known == UNKNOWN {
+                let pass = self.judge(l, file, q, leaf_state);
+                *known = if pass { PASSES } else { FAILS };
+            }
+            any |= *known == PASSES;
+        }
+        any
     }
 
     /// True when every solution of block `b` is already known to fail for
@@ -1459,14 +1661,22 @@ impl Node {
         }
         let targets: Box<[Target]> = order.iter().map(|&i| targets[i as usize]).collect();
         let mut solutions = Vec::new();
-        let mut seen: HashMap<SolutionId, u32> = HashMap::new();
+        let mut seen: HashMap<(usize, SolutionId), u32> = HashMap::new();
         let local: Box<[u32]> = targets
             .iter()
             .map(|t| match t {
-                Target::Solution(id) => *seen.entry(*id).or_insert_with(|| {
-                    solutions.push(*id);
-                    solutions.len() as u32 - 1
-                }),
+                Target::Solution(id) => {
+                    let group = match cx.list.get(*id as usize) {
+                        Some(s) if matches!(s.hardware_predicate, Predicate::True) => {
+                            (Arc::as_ptr(&s.problem_predicate) as usize, 0)
+                        }
+                        _ => (0, *id),
+                    };
+                    *seen.entry(group).or_insert_with(|| {
+                        solutions.push(*id);
+                        solutions.len() as u32 - 1
+                    })
+                }
                 Target::Node(_) => 0,
             })
             .collect();
@@ -1903,6 +2113,13 @@ mod tests {
     /// prune and for Ratio (which never stops early).
     #[test]
     fn optimised_walks_agree_with_tensiles_plain_walk() {
+        for budget in [usize::MAX, 96, 2] {
+            TEST_BUDGET.with(|b| b.set(budget));
+            walks_agree(budget);
+        }
+    }
+
+    fn walks_agree(budget: usize) {
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         let hw = Hardware::new("gfx90a", 104, None);
         for (round, distance) in ["Euclidean", "Manhattan", "Ratio", "Euclidean", "Euclidean"]
@@ -1910,7 +2127,13 @@ mod tests {
             .enumerate()
         {
             let sols: Vec<Value> = (0..40)
-                .map(|i| solution(i, 1 + rng.below(4), rng.below(3) * 100))
+                .map(|i| {
+                    solution(
+                        i,
+                        [1, 2, 3, 4, 7, 9, 11][rng.below(7) as usize],
+                        rng.below(6) * 200,
+                    )
+                })
                 .collect();
             let entries = 300 + rng.below(700);
             let grid = [1u64, 2, 3, 64, 100, 128, 256, 1000];
@@ -1974,10 +2197,81 @@ mod tests {
                     .map(|s| (s.solution.index as u32, s.fitness));
                 assert_eq!(
                     got, expected,
-                    "round {round} ({distance}), {}x{}x{}",
+                    "budget {budget}, round {round} ({distance}), {}x{}x{}",
                     p.m, p.n, p.k
                 );
             }
+        }
+    }
+
+    /// Tensile's early exit, on a walk long enough to be answered by
+    /// `nearest`: two entries at the least distance, the later one faster,
+    /// but the walk stops on reaching it (its first coordinate alone is at
+    /// that distance), so the earlier one wins.
+    #[test]
+    fn a_long_walk_stops_where_tensiles_does_before_a_faster_equal_entry() {
+        let entry = |key: [u64; 3], index: u64, speed: f64| {
+            map(vec![
+                (
+                    "key",
+                    Value::Array(key.iter().map(|&k| Value::UInt(k)).collect()),
+                ),
+                ("index", Value::UInt(index)),
+                ("speed", Value::Float(speed)),
+            ])
+        };
+        // Solution 0 fails for M = 100 (not a multiple of 7); 1 and 2 pass.
+        let sols = vec![solution(0, 7, 0), solution(1, 1, 0), solution(2, 1, 0)];
+        let mut table: Vec<Value> = (0..200).map(|j| entry([100, 20 + j, 10], 0, 9.0)).collect();
+        table.push(entry([110, 10, 10], 1, 1.0));
+        table.push(entry([90, 10, 10], 2, 5.0));
+        let prop = |t: &str| map(vec![("type", s(t)), ("index", Value::UInt(0))]);
+        let tree = map(vec![
+            ("solutions", Value::Array(sols)),
+            (
+                "library",
+                map(vec![
+                    ("type", s("Matching")),
+                    (
+                        "properties",
+                        Value::Array(vec![
+                            prop("FreeSizeA"),
+                            prop("FreeSizeB"),
+                            prop("BoundSize"),
+                        ]),
+                    ),
+                    ("table", Value::Array(table)),
+                    ("distance", s("Euclidean")),
+                ]),
+            ),
+        ]);
+        let mut w = crate::catalog::msgpack::Writer::new();
+        tree.write(&mut w);
+        let catalog = Catalog::from_msgpack(&w.out).unwrap();
+        let Node::Matching(m) = &catalog.file().root else {
+            panic!()
+        };
+        let hw = Hardware::new("gfx90a", 104, None);
+        let p = Problem::gemm(
+            Transpose::None,
+            Transpose::None,
+            100,
+            10,
+            10,
+            DataType::Float,
+        );
+        assert_eq!(reference(m, catalog.file(), &p, &hw), Some((1, 100.0)));
+        for budget in [usize::MAX, 96, 2] {
+            TEST_BUDGET.with(|b| b.set(budget));
+            let got = catalog
+                .select(&p, &hw)
+                .unwrap()
+                .map(|s| (s.solution.index, s.fitness));
+            assert_eq!(
+                got,
+                Some((1, 100.0)),
+                "budget {budget}: the entry at (110, 10, 10), reached first"
+            );
         }
     }
 }
