@@ -186,6 +186,7 @@ pub fn run(path: &Path, queries: usize) -> Result<(), String> {
     );
 
     let mut cached = Vec::with_capacity(times.len());
+    let mut batch_ns = 0.0;
     for hw in &gpus {
         let selector = catalog.selector(hw.clone());
         for p in &problems {
@@ -197,13 +198,25 @@ pub fn run(path: &Path, queries: usize) -> Result<(), String> {
             cached.push(t.elapsed().as_nanos() as f64);
             std::hint::black_box(r.ok());
         }
+        // The same lookups timed as a batch: per-call timing above includes
+        // two clock reads (~40 ns here) that a batch spreads out.
+        let t = Instant::now();
+        for p in &problems {
+            std::hint::black_box(selector.select(p).ok());
+        }
+        batch_ns += t.elapsed().as_nanos() as f64;
     }
     cached.sort_by(f64::total_cmp);
     let cmed = percentile(&cached, 0.5);
+    let mean = batch_ns / cached.len() as f64;
     println!("\nselection with the result cache (second pass)");
     println!(
-        "  median     {cmed:>8.0} ns    target ≤ {CACHED_NS} ns  {}",
+        "  median     {cmed:>8.0} ns    target ≤ {CACHED_NS} ns  {}   (timed one call at a time)",
         verdict(cmed <= CACHED_NS)
+    );
+    println!(
+        "  mean       {mean:>8.0} ns    target ≤ {CACHED_NS} ns  {}   (timed as a batch)",
+        verdict(mean <= CACHED_NS)
     );
     println!("  p99        {:>8.0} ns", percentile(&cached, 0.99));
 

@@ -342,6 +342,16 @@ struct Level {
 }
 
 impl Level {
+    fn empty(size: usize) -> Level {
+        Level {
+            size,
+            min: Box::new([]),
+            max: Box::new([]),
+            sol_start: Box::new([0]),
+            sols: Box::new([]),
+        }
+    }
+
     fn build(size: usize, arity: usize, keys: &[i64], local: &[u32]) -> Level {
         let (mut min, mut max) = (Vec::new(), Vec::new());
         for block in keys.chunks(size * arity) {
@@ -352,10 +362,13 @@ impl Level {
             }
         }
         let (mut sol_start, mut sols) = (vec![0u32], Vec::new());
-        for block in local.chunks(size) {
-            let first = sols.len();
+        // `seen[g]` holds the last block (plus one) that listed group g.
+        let mut seen = vec![0u32; local.iter().max().map_or(0, |&m| m as usize + 1)];
+        for (b, block) in local.chunks(size).enumerate() {
+            let mark = b as u32 + 1;
             for &l in block {
-                if !sols[first..].contains(&l) {
+                if seen[l as usize] != mark {
+                    seen[l as usize] = mark;
                     sols.push(l);
                 }
             }
@@ -372,6 +385,55 @@ impl Level {
 }
 
 impl Matching {
+    /// Groups the table's solutions by condition and builds what walks
+    /// read about them (needs the solutions themselves).
+    fn group(&mut self, list: &[super::Solution]) {
+        let mut solutions = Vec::new();
+        let mut seen: HashMap<(usize, SolutionId), u32, super::FxBuild> = HashMap::default();
+        let local: Box<[u32]> = self
+            .targets
+            .iter()
+            .map(|t| match t {
+                Target::Solution(id) => {
+                    let group = match list.get(*id as usize) {
+                        Some(s) if matches!(s.hardware_predicate, Predicate::True) => {
+                            (Arc::as_ptr(&s.problem_predicate) as usize, 0)
+                        }
+                        _ => (0, *id),
+                    };
+                    *seen.entry(group).or_insert_with(|| {
+                        solutions.push(*id);
+                        solutions.len() as u32 - 1
+                    })
+                }
+                Target::Node(_) => 0,
+            })
+            .collect();
+        let (mut sol_leaf_start, mut sol_leaves, mut sol_compiled) =
+            (vec![0u32], Vec::new(), Vec::new());
+        for &id in &solutions {
+            let s = list.get(id as usize);
+            let ids = s.and_then(|s| s.problem_predicate.leaf_ids.as_deref());
+            let compiled =
+                matches!(s.map(|s| &s.hardware_predicate), Some(Predicate::True)) && ids.is_some();
+            if compiled {
+                sol_leaves.extend_from_slice(ids.unwrap_or_default());
+            }
+            sol_compiled.push(compiled);
+            sol_leaf_start.push(sol_leaves.len() as u32);
+        }
+        let arity = self.arity();
+        self.levels = [
+            Level::build(SUPER, arity, &self.keys, &local),
+            Level::build(BLOCK, arity, &self.keys, &local),
+        ];
+        self.solutions = solutions.into_boxed_slice();
+        self.local = local;
+        self.sol_leaf_start = sol_leaf_start.into_boxed_slice();
+        self.sol_leaves = sol_leaves.into_boxed_slice();
+        self.sol_compiled = sol_compiled.into_boxed_slice();
+    }
+
     fn arity(&self) -> usize {
         self.properties.len()
     }
@@ -1245,15 +1307,25 @@ impl Forest {
 // ---------------------------------------------------------------------------
 
 /// What decoding a library tree needs besides the reader.
-pub struct Ctx<'a> {
+pub(crate) struct Ctx<'a> {
     /// Solution `index` → position in the file's list.
-    pub solutions: &'a HashMap<i64, SolutionId>,
+    pub solutions: &'a HashMap<i64, SolutionId, super::FxBuild>,
     /// The solutions themselves (read before the library).
     pub list: &'a [super::Solution],
     pub origin: &'a Arc<Origin>,
+    /// When the library is read before (or beside) the solutions: the
+    /// indices met so far; nodes hold positions in this list until
+    /// [`Node::link`] replaces them.
+    pub raw: Option<&'a std::cell::RefCell<Vec<i64>>>,
 }
 
 fn solution_ref(d: &Decoder<'_>, cx: &Ctx<'_>, index: i64) -> Result<SolutionId> {
+    if let Some(raw) = cx.raw {
+        let mut raw = raw.borrow_mut();
+        raw.push(index);
+        return u32::try_from(raw.len() - 1)
+            .map_err(|_| d.invalid("more than 2^32 solution references"));
+    }
     cx.solutions
         .get(&index)
         .copied()
@@ -1376,6 +1448,50 @@ fn feature(d: &mut Decoder<'_>) -> Result<Feature> {
     Ok(f)
 }
 
+impl Node {
+    /// Replaces the provisional solution ids of a tree read with
+    /// [`Ctx::raw`] by real ones, and finishes its tables.
+    pub(crate) fn link(
+        &mut self,
+        resolve: &dyn Fn(SolutionId) -> Result<SolutionId>,
+        list: &[super::Solution],
+    ) -> Result<()> {
+        match self {
+            Node::Hardware(rows) => rows
+                .iter_mut()
+                .try_for_each(|r| r.library.link(resolve, list)),
+            Node::Problem(rows) => rows
+                .iter_mut()
+                .try_for_each(|r| r.library.link(resolve, list)),
+            Node::ProblemMap(m) => m
+                .entries
+                .iter_mut()
+                .try_for_each(|(_, n)| n.link(resolve, list)),
+            Node::Single(id) => {
+                *id = resolve(*id)?;
+                Ok(())
+            }
+            Node::Matching(m) => {
+                for t in m.targets.iter_mut() {
+                    if let Target::Solution(id) = t {
+                        *id = resolve(*id)?;
+                    }
+                }
+                m.values
+                    .iter_mut()
+                    .try_for_each(|n| n.link(resolve, list))?;
+                m.group(list);
+                Ok(())
+            }
+            Node::DecisionTree(f) => f
+                .trees
+                .iter_mut()
+                .try_for_each(|t| t.value.link(resolve, list)),
+            Node::Placeholder(_) => Ok(()),
+        }
+    }
+}
+
 /// Writes a Hardware or Problem node: `{type, rows: [{predicate, library}]}`.
 fn encode_rows<'a, P: 'a>(
     w: &mut Writer,
@@ -1399,7 +1515,7 @@ fn encode_rows<'a, P: 'a>(
 }
 
 impl Node {
-    pub fn decode(d: &mut Decoder<'_>, cx: &Ctx<'_>) -> Result<Node> {
+    pub(crate) fn decode(d: &mut Decoder<'_>, cx: &Ctx<'_>) -> Result<Node> {
         d.nested(|d| {
             let t = d.typed()?;
             let node = match t.ty.as_str() {
@@ -1556,6 +1672,7 @@ impl Node {
                 let n = d.array_len()?;
                 let cap = n.min(1 << 20);
                 speeds.reserve(cap);
+                keys.reserve(cap * 4);
                 targets.reserve(cap);
                 arities.reserve(cap);
                 for i in 0..n {
@@ -1660,54 +1777,17 @@ impl Node {
             sorted_keys.extend_from_slice(key_of(i));
         }
         let targets: Box<[Target]> = order.iter().map(|&i| targets[i as usize]).collect();
-        let mut solutions = Vec::new();
-        let mut seen: HashMap<(usize, SolutionId), u32> = HashMap::new();
-        let local: Box<[u32]> = targets
-            .iter()
-            .map(|t| match t {
-                Target::Solution(id) => {
-                    let group = match cx.list.get(*id as usize) {
-                        Some(s) if matches!(s.hardware_predicate, Predicate::True) => {
-                            (Arc::as_ptr(&s.problem_predicate) as usize, 0)
-                        }
-                        _ => (0, *id),
-                    };
-                    *seen.entry(group).or_insert_with(|| {
-                        solutions.push(*id);
-                        solutions.len() as u32 - 1
-                    })
-                }
-                Target::Node(_) => 0,
-            })
-            .collect();
         let block_first: Vec<i64> = sorted_keys
             .chunks(BLOCK * arity)
             .flat_map(|block| block[..arity].iter().copied())
             .collect();
         let bounded = sorted_keys.iter().all(|k| k.unsigned_abs() < 1 << 24);
-        let (mut sol_leaf_start, mut sol_leaves, mut sol_compiled) =
-            (vec![0u32], Vec::new(), Vec::new());
-        for &id in &solutions {
-            let s = cx.list.get(id as usize);
-            let ids = s.and_then(|s| s.problem_predicate.leaf_ids.as_deref());
-            let compiled =
-                matches!(s.map(|s| &s.hardware_predicate), Some(Predicate::True)) && ids.is_some();
-            if compiled {
-                sol_leaves.extend_from_slice(ids.unwrap_or_default());
-            }
-            sol_compiled.push(compiled);
-            sol_leaf_start.push(sol_leaves.len() as u32);
-        }
-        let levels = [
-            Level::build(SUPER, arity, &sorted_keys, &local),
-            Level::build(BLOCK, arity, &sorted_keys, &local),
-        ];
-        Ok(Matching {
+        let mut m = Matching {
             block_first: block_first.into_boxed_slice(),
-            sol_leaf_start: sol_leaf_start.into_boxed_slice(),
-            sol_leaves: sol_leaves.into_boxed_slice(),
-            sol_compiled: sol_compiled.into_boxed_slice(),
-            levels,
+            sol_leaf_start: Box::new([]),
+            sol_leaves: Box::new([]),
+            sol_compiled: Box::new([]),
+            levels: [Level::empty(SUPER), Level::empty(BLOCK)],
             bounded,
             properties: properties.into_boxed_slice(),
             distance,
@@ -1716,9 +1796,13 @@ impl Node {
             targets,
             file_pos: order.into_boxed_slice(),
             values,
-            solutions: solutions.into_boxed_slice(),
-            local,
-        })
+            solutions: Box::new([]),
+            local: Box::new([]),
+        };
+        if cx.raw.is_none() {
+            m.group(cx.list);
+        }
+        Ok(m)
     }
 
     fn forest(d: &mut Decoder<'_>, cx: &Ctx<'_>, len: usize) -> Result<Forest> {

@@ -76,33 +76,47 @@ fn is_yaml(path: &Path) -> bool {
     )
 }
 
+/// Files at least this big are read with two threads.
+const PARALLEL_BYTES: u64 = 16 << 20;
+
+/// A file's solutions, their index → position map, and the leaf table of
+/// their predicates.
+type Solutions = (
+    Vec<Solution>,
+    HashMap<i64, SolutionId, FxBuild>,
+    Box<[predicate::ProblemLeaf]>,
+);
+
 impl File {
+    fn decode_solutions(d: &mut Decoder<'_>) -> Result<Solutions> {
+        let mut interner = solution::Interner::default();
+        let mut index: HashMap<i64, SolutionId, FxBuild> = HashMap::default();
+        let list = d.array("solutions", |d| {
+            let s = Solution::decode(d, &mut interner)?;
+            if index.insert(s.index, index.len() as SolutionId).is_some() {
+                return Err(CatalogError::DuplicateSolution {
+                    at: d.at(),
+                    index: s.index,
+                });
+            }
+            Ok(s)
+        })?;
+        Ok((list, index, interner.leaves.into_boxed_slice()))
+    }
+
     fn decode(d: &mut Decoder<'_>, origin: &Arc<Origin>, prefix: Option<Box<str>>) -> Result<File> {
         let len = d.map_len()?;
         let mut solutions: Option<Vec<Solution>> = None;
-        let mut interner = solution::Interner::default();
-        let mut index: HashMap<i64, SolutionId> = HashMap::new();
+        let mut index: HashMap<i64, SolutionId, FxBuild> = HashMap::default();
+        let mut leaves: Box<[predicate::ProblemLeaf]> = Box::new([]);
         let mut root = None;
         let mut deferred: Option<Vec<u8>> = None;
         fields(d, len, |d, k| match k {
             "solutions" => {
-                d.push_key("solutions");
-                let n = d.array_len()?;
-                let mut v = Vec::with_capacity(n.min(1 << 20));
-                for i in 0..n {
-                    d.push_index(i);
-                    let s = Solution::decode(d, &mut interner)?;
-                    if index.insert(s.index, i as SolutionId).is_some() {
-                        return Err(CatalogError::DuplicateSolution {
-                            at: d.at(),
-                            index: s.index,
-                        });
-                    }
-                    v.push(s);
-                    d.pop();
-                }
-                d.pop();
-                solutions = Some(v);
+                let (list, map, table) = Self::decode_solutions(d)?;
+                solutions = Some(list);
+                index = map;
+                leaves = table;
                 Ok(true)
             }
             "library" if solutions.is_some() => {
@@ -111,6 +125,7 @@ impl File {
                     solutions: &index,
                     list: solutions.as_deref().unwrap_or_default(),
                     origin,
+                    raw: None,
                 };
                 root = Some(Node::decode(d, &cx)?);
                 d.pop();
@@ -134,6 +149,7 @@ impl File {
                     solutions: &index,
                     list: &solutions,
                     origin,
+                    raw: None,
                 };
                 Node::decode(&mut inner, &cx)?
             }
@@ -143,7 +159,98 @@ impl File {
         Ok(File {
             path: d.file().cloned(),
             solutions: solutions.into_boxed_slice(),
-            leaves: interner.leaves.into_boxed_slice(),
+            leaves,
+            root,
+            prefix,
+        })
+    }
+
+    /// Reads a big MessagePack file with two threads, each through its own
+    /// handle: this one reads the solutions and passes over the library,
+    /// the other passes over the solutions and reads the library, holding
+    /// solution indices as they are written until [`Node::link`] resolves
+    /// them. rocBLAS's catalog: 97 MB of solutions, 20 MB of library.
+    fn load_parallel(path: &Path, origin: &Arc<Origin>, prefix: Option<Box<str>>) -> Result<File> {
+        let io = |e: std::io::Error| CatalogError::Io {
+            file: path.to_path_buf(),
+            message: e.to_string(),
+        };
+        let open = || std::fs::File::open(path).map_err(io);
+        let (first, second) = (open()?, open()?);
+        let library_side = |file: std::fs::File| -> Result<(Node, Vec<i64>)> {
+            let mut d = Decoder::new(Reader::from_reader(file), Some(path.to_path_buf()));
+            let raw = std::cell::RefCell::new(Vec::new());
+            let no_solutions = HashMap::default();
+            let cx = Ctx {
+                solutions: &no_solutions,
+                list: &[],
+                origin,
+                raw: Some(&raw),
+            };
+            let len = d.map_len()?;
+            let mut root = None;
+            fields(&mut d, len, |d, k| {
+                if k != "library" {
+                    return Ok(false);
+                }
+                d.push_key("library");
+                root = Some(Node::decode(d, &cx)?);
+                d.pop();
+                Ok(true)
+            })?;
+            d.r.finish().map_err(|e| d.msgpack(e))?;
+            let root = root.ok_or_else(|| d.missing("library"))?;
+            Ok((root, raw.into_inner()))
+        };
+        let (solutions_side, library) = std::thread::scope(|scope| {
+            let library = scope.spawn(move || library_side(second));
+            let solutions_side = (|| -> Result<(Vec<Solution>, HashMap<i64, SolutionId, FxBuild>, Box<[predicate::ProblemLeaf]>)> {
+                let mut d = Decoder::new(Reader::from_reader(first), Some(path.to_path_buf()));
+                let len = d.map_len()?;
+                let mut out = None;
+                fields(&mut d, len, |d, k| {
+                    if k != "solutions" {
+                        return Ok(false);
+                    }
+                    out = Some(Self::decode_solutions(d)?);
+                    Ok(true)
+                })?;
+                d.r.finish().map_err(|e| d.msgpack(e))?;
+                out.ok_or_else(|| d.missing("solutions"))
+            })();
+            (solutions_side, library.join())
+        });
+        let (solutions, index, leaves) = solutions_side?;
+        let (mut root, raw) = match library {
+            Ok(result) => result?,
+            Err(_) => {
+                return Err(CatalogError::Invalid {
+                    at: Location {
+                        file: Some(path.to_path_buf()),
+                        path: "library".into(),
+                    },
+                    problem: "the thread reading the library panicked".into(),
+                });
+            }
+        };
+        let resolve = |provisional: SolutionId| -> Result<SolutionId> {
+            let wanted = raw.get(provisional as usize).copied().unwrap_or(i64::MIN);
+            index
+                .get(&wanted)
+                .copied()
+                .ok_or_else(|| CatalogError::MissingSolution {
+                    at: Location {
+                        file: Some(path.to_path_buf()),
+                        path: "library".into(),
+                    },
+                    index: wanted,
+                })
+        };
+        root.link(&resolve, &solutions)?;
+        Ok(File {
+            path: Some(path.to_path_buf()),
+            solutions: solutions.into_boxed_slice(),
+            leaves,
             root,
             prefix,
         })
@@ -180,6 +287,9 @@ impl File {
             return File::decode(&mut d, &origin, prefix);
         }
         let file = std::fs::File::open(path).map_err(io)?;
+        if file.metadata().is_ok_and(|m| m.len() >= PARALLEL_BYTES) {
+            return File::load_parallel(path, &origin, prefix);
+        }
         let mut d = Decoder::new(Reader::from_reader(file), Some(path.to_path_buf()));
         File::decode(&mut d, &origin, prefix)
     }
@@ -451,6 +561,8 @@ impl Catalog {
 #[derive(Default)]
 pub(crate) struct FxHasher(u64);
 
+pub(crate) type FxBuild = BuildHasherDefault<FxHasher>;
+
 impl Hasher for FxHasher {
     fn finish(&self) -> u64 {
         self.0
@@ -470,20 +582,22 @@ impl Hasher for FxHasher {
     }
 }
 
-type CacheKey = [u64; 23];
+type CacheKey = [u64; 17];
 
+/// Every field of the problem, packed: the small ones share a word.
 fn cache_key(p: &Problem) -> CacheKey {
+    let types = (p.a_type as u64)
+        | (p.b_type as u64) << 8
+        | (p.c_type as u64) << 16
+        | (p.d_type as u64) << 24;
+    let small = types | (p.trans_a as u64) << 32 | (p.trans_b as u64) << 36 | p.flag_bits() << 40;
     [
-        p.trans_a as u64,
-        p.trans_b as u64,
+        small,
+        p.mode_bits(),
         p.m,
         p.n,
         p.k,
         p.batch,
-        p.a_type as u64,
-        p.b_type as u64,
-        p.c_type as u64,
-        p.d_type as u64,
         p.lda,
         p.ldb,
         p.ldc,
@@ -492,8 +606,6 @@ fn cache_key(p: &Problem) -> CacheKey {
         p.stride_b,
         p.stride_c,
         p.stride_d,
-        p.flag_bits(),
-        p.mode_bits(),
         p.workspace_size,
         p.alpha.to_bits(),
         p.beta.to_bits(),
