@@ -204,7 +204,7 @@ impl File {
         };
         let (solutions_side, library) = std::thread::scope(|scope| {
             let library = scope.spawn(move || library_side(second));
-            let solutions_side = (|| -> Result<(Vec<Solution>, HashMap<i64, SolutionId, FxBuild>, Box<[predicate::ProblemLeaf]>)> {
+            let solutions_side = (|| -> Result<Solutions> {
                 let mut d = Decoder::new(Reader::from_reader(first), Some(path.to_path_buf()));
                 let len = d.map_len()?;
                 let mut out = None;
