@@ -2148,6 +2148,31 @@ mod tests {
         ])
     }
 
+    /// A catalog whose root is one Matching table over (M, N, K).
+    fn matching_catalog(sols: Vec<Value>, table: Vec<Value>, distance: &str) -> Catalog {
+        let prop = |t: &str| map(vec![("type", s(t)), ("index", Value::UInt(0))]);
+        let properties = Value::Array(vec![
+            prop("FreeSizeA"),
+            prop("FreeSizeB"),
+            prop("BoundSize"),
+        ]);
+        let tree = map(vec![
+            ("solutions", Value::Array(sols)),
+            (
+                "library",
+                map(vec![
+                    ("type", s("Matching")),
+                    ("properties", properties),
+                    ("table", Value::Array(table)),
+                    ("distance", s(distance)),
+                ]),
+            ),
+        ]);
+        let mut w = crate::catalog::msgpack::Writer::new();
+        tree.write(&mut w);
+        Catalog::from_msgpack(&w.out).unwrap()
+    }
+
     /// Tensile's search as its host library writes it: no blocks, no memo,
     /// each candidate's predicates evaluated when it could win.
     fn reference(
@@ -2238,29 +2263,7 @@ mod tests {
                     ])
                 })
                 .collect();
-            let prop = |t: &str| map(vec![("type", s(t)), ("index", Value::UInt(0))]);
-            let tree = map(vec![
-                ("solutions", Value::Array(sols)),
-                (
-                    "library",
-                    map(vec![
-                        ("type", s("Matching")),
-                        (
-                            "properties",
-                            Value::Array(vec![
-                                prop("FreeSizeA"),
-                                prop("FreeSizeB"),
-                                prop("BoundSize"),
-                            ]),
-                        ),
-                        ("table", Value::Array(table)),
-                        ("distance", s(distance)),
-                    ]),
-                ),
-            ]);
-            let mut w = crate::catalog::msgpack::Writer::new();
-            tree.write(&mut w);
-            let catalog = Catalog::from_msgpack(&w.out).unwrap();
+            let catalog = matching_catalog(sols, table, distance);
             let Node::Matching(m) = &catalog.file().root else {
                 panic!()
             };
@@ -2309,29 +2312,7 @@ mod tests {
         let mut table: Vec<Value> = (0..200).map(|j| entry([100, 20 + j, 10], 0, 9.0)).collect();
         table.push(entry([110, 10, 10], 1, 1.0));
         table.push(entry([90, 10, 10], 2, 5.0));
-        let prop = |t: &str| map(vec![("type", s(t)), ("index", Value::UInt(0))]);
-        let tree = map(vec![
-            ("solutions", Value::Array(sols)),
-            (
-                "library",
-                map(vec![
-                    ("type", s("Matching")),
-                    (
-                        "properties",
-                        Value::Array(vec![
-                            prop("FreeSizeA"),
-                            prop("FreeSizeB"),
-                            prop("BoundSize"),
-                        ]),
-                    ),
-                    ("table", Value::Array(table)),
-                    ("distance", s("Euclidean")),
-                ]),
-            ),
-        ]);
-        let mut w = crate::catalog::msgpack::Writer::new();
-        tree.write(&mut w);
-        let catalog = Catalog::from_msgpack(&w.out).unwrap();
+        let catalog = matching_catalog(sols, table, "Euclidean");
         let Node::Matching(m) = &catalog.file().root else {
             panic!()
         };
