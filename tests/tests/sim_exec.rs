@@ -13,7 +13,7 @@
 //! helpers: f64 where rounding matters, exact integer arithmetic elsewhere.
 
 use aqueduct_sim::{Device, Program, Stats};
-use aqueduct_tests::{Args, Rng, simulated};
+use aqueduct_tests::{Args, Rng, simulated, upload};
 
 // ---------------------------------------------------------------------------
 // Buffers, kernargs and the simulated devices
@@ -65,13 +65,7 @@ impl Sim {
         for &v in values {
             v.put(&mut bytes);
         }
-        let a = self
-            .d
-            .memory()
-            .alloc(bytes.len().max(1) as u64, 256)
-            .expect("alloc");
-        self.d.memory().write_bytes(a, &bytes).expect("write");
-        a
+        upload(&self.d, &bytes)
     }
 
     /// A buffer of `len` poisoned elements and a poisoned guard after them.

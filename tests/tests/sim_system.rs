@@ -16,7 +16,7 @@
 use aqueduct_sim::exec::Event;
 use aqueduct_sim::wave::PRIVATE_APERTURE_HI;
 use aqueduct_sim::{Device, DispatchError, Fault, FaultReport, Program, Space, Stats};
-use aqueduct_tests::{Args, Rng, simulated};
+use aqueduct_tests::{Args, Rng, simulated, upload};
 
 // ---------------------------------------------------------------------------
 // Buffers, kernargs and the simulated devices
@@ -54,13 +54,7 @@ fn sims() -> Vec<Sim> {
 impl Sim {
     fn upload(&self, values: &[u32]) -> u64 {
         let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        let a = self
-            .d
-            .memory()
-            .alloc(bytes.len().max(1) as u64, 256)
-            .expect("alloc");
-        self.d.memory().write_bytes(a, &bytes).expect("write");
-        a
+        upload(&self.d, &bytes)
     }
 
     /// A buffer of `len` poisoned u32 and a poisoned guard after them.
@@ -68,25 +62,24 @@ impl Sim {
         self.upload(&vec![POISON; len + 1])
     }
 
-    fn read_u32(&self, a: u64, len: usize) -> Vec<u32> {
-        let mut bytes = vec![0u8; len * 4];
+    /// `len` little-endian words of `N` bytes at `a`.
+    fn read_words<const N: usize>(&self, a: u64, len: usize) -> Vec<[u8; N]> {
+        let mut bytes = vec![0u8; len * N];
         self.d.memory().read_bytes(a, &mut bytes).expect("read");
-        bytes
-            .as_chunks::<4>()
-            .0
-            .iter()
-            .map(|&c| u32::from_le_bytes(c))
+        bytes.as_chunks::<N>().0.to_vec()
+    }
+
+    fn read_u32(&self, a: u64, len: usize) -> Vec<u32> {
+        self.read_words(a, len)
+            .into_iter()
+            .map(u32::from_le_bytes)
             .collect()
     }
 
     fn read_u64(&self, a: u64, len: usize) -> Vec<u64> {
-        let mut bytes = vec![0u8; len * 8];
-        self.d.memory().read_bytes(a, &mut bytes).expect("read");
-        bytes
-            .as_chunks::<8>()
-            .0
-            .iter()
-            .map(|&c| u64::from_le_bytes(c))
+        self.read_words(a, len)
+            .into_iter()
+            .map(u64::from_le_bytes)
             .collect()
     }
 

@@ -1130,64 +1130,47 @@ impl Matching {
                 all_known = true;
                 !self.judge_all(file, q, state, leaf_state)
             };
-        let mut i = start;
-        'right: while i < n {
-            for level in &self.levels {
-                if i.is_multiple_of(level.size)
-                    && i + level.size <= n
-                    && skippable(level, i / level.size, best, state)
-                {
-                    if !self
-                        .distance
-                        .improvement_possible(key, self.key(i), best.distance)
-                    {
-                        break 'right;
+        // Rightward the cursor is the next entry; leftward it is one past
+        // it, so that block alignment reads the same both ways.
+        for rightward in [true, false] {
+            let mut c = start;
+            'walk: loop {
+                let entry = match (rightward, c) {
+                    (true, c) if c < n => c,
+                    (false, c) if c > 0 => c - 1,
+                    _ => break,
+                };
+                for level in &self.levels {
+                    let aligned =
+                        c.is_multiple_of(level.size) && (!rightward || c + level.size <= n);
+                    if aligned && skippable(level, entry / level.size, best, state) {
+                        if !self
+                            .distance
+                            .improvement_possible(key, self.key(entry), best.distance)
+                        {
+                            break 'walk;
+                        }
+                        c = if rightward {
+                            c + level.size
+                        } else {
+                            c - level.size
+                        };
+                        continue 'walk;
                     }
-                    i += level.size;
-                    continue 'right;
                 }
-            }
-            if hopeless(best, q, state, leaf_state) {
-                return;
-            }
-            visits += 1;
-            if prunable && visits > budget {
-                *best = self.nearest(file, q, key, start, state, leaf_state);
-                return;
-            }
-            if !step(i, best, q, state, leaf_state) {
-                break;
-            }
-            i += 1;
-        }
-        let mut i = start;
-        'left: while i > 0 {
-            let last = i - 1;
-            for level in &self.levels {
-                if i.is_multiple_of(level.size) && skippable(level, last / level.size, best, state)
-                {
-                    if !self
-                        .distance
-                        .improvement_possible(key, self.key(last), best.distance)
-                    {
-                        break 'left;
-                    }
-                    i -= level.size;
-                    continue 'left;
+                if hopeless(best, q, state, leaf_state) {
+                    return;
                 }
+                visits += 1;
+                if prunable && visits > budget {
+                    *best = self.nearest(file, q, key, start, state, leaf_state);
+                    return;
+                }
+                if !step(entry, best, q, state, leaf_state) {
+                    break;
+                }
+                c = if rightward { c + 1 } else { c - 1 };
             }
-            if hopeless(best, q, state, leaf_state) {
-                return;
-            }
-            visits += 1;
-            if prunable && visits > budget {
-                *best = self.nearest(file, q, key, start, state, leaf_state);
-                return;
-            }
-            if !step(last, best, q, state, leaf_state) {
-                break;
-            }
-            i -= 1;
         }
     }
 
