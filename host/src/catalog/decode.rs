@@ -337,3 +337,22 @@ pub fn fields<'r>(
     }
     Ok(())
 }
+
+/// Reads a map's remaining `len` entries for the one field `key` (others
+/// are skipped); a missing `key` is an error naming it.
+pub fn field<'r, T>(
+    d: &mut Decoder<'r>,
+    len: usize,
+    key: &'static str,
+    mut read: impl FnMut(&mut Decoder<'r>) -> Result<T>,
+) -> Result<T> {
+    let mut out = None;
+    fields(d, len, |d, k| {
+        if k != key {
+            return Ok(false);
+        }
+        out = Some(read(d)?);
+        Ok(true)
+    })?;
+    out.ok_or_else(|| d.missing(key))
+}

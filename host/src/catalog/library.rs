@@ -37,7 +37,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
-use super::decode::{Decoder, fields};
+use super::decode::{Decoder, field, fields};
 use super::error::{CatalogError, Result};
 use super::hardware::Hardware;
 use super::msgpack::Writer;
@@ -1321,12 +1321,8 @@ fn rows<P>(
     len: usize,
     mut decode_pred: impl FnMut(&mut Decoder<'_>) -> Result<P>,
 ) -> Result<Vec<(P, Node)>> {
-    let mut out = None;
-    fields(d, len, |d, k| {
-        if k != "rows" {
-            return Ok(false);
-        }
-        let v = d.array("rows", |d| {
+    field(d, len, "rows", |d| {
+        d.array("rows", |d| {
             let m = d.map_len()?;
             let (mut pred, mut lib) = (None, None);
             fields(d, m, |d, k| match k {
@@ -1347,11 +1343,8 @@ fn rows<P>(
             let pred = pred.ok_or_else(|| d.missing("predicate"))?;
             let lib = lib.ok_or_else(|| d.missing("library"))?;
             Ok((pred, lib))
-        })?;
-        out = Some(v);
-        Ok(true)
-    })?;
-    out.ok_or_else(|| d.missing("rows"))
+        })
+    })
 }
 
 fn property(d: &mut Decoder<'_>) -> Result<Property> {
@@ -1526,29 +1519,13 @@ impl Node {
                 }
                 "ProblemMap" => Node::ProblemMap(Box::new(Self::problem_map(d, cx, t.len)?)),
                 "Single" => {
-                    let mut index = None;
-                    fields(d, t.len, |d, k| {
-                        if k != "index" {
-                            return Ok(false);
-                        }
-                        index = Some(d.i64()?);
-                        Ok(true)
-                    })?;
-                    let index = index.ok_or_else(|| d.missing("index"))?;
+                    let index = field(d, t.len, "index", Decoder::i64)?;
                     Node::Single(solution_ref(d, cx, index)?)
                 }
                 "Matching" => Node::Matching(Box::new(Self::matching(d, cx, t.len)?)),
                 "DecisionTree" => Node::DecisionTree(Box::new(Self::forest(d, cx, t.len)?)),
                 "Placeholder" => {
-                    let mut prefix = None;
-                    fields(d, t.len, |d, k| {
-                        if k != "value" {
-                            return Ok(false);
-                        }
-                        prefix = Some(d.boxed_str()?);
-                        Ok(true)
-                    })?;
-                    let prefix = prefix.ok_or_else(|| d.missing("value"))?;
+                    let prefix = field(d, t.len, "value", Decoder::boxed_str)?;
                     if prefix.is_empty()
                         || prefix.contains('/')
                         || prefix.contains('\\')

@@ -24,7 +24,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
-use super::decode::{Decoder, fields};
+use super::decode::{Decoder, field, fields};
 use super::error::Result;
 use super::hardware::{self, Hardware};
 use super::msgpack::Writer;
@@ -171,32 +171,15 @@ impl<L: Leaf> Predicate<L> {
                     }
                 }
                 "And" | "Or" => {
-                    let mut items = None;
-                    fields(d, t.len, |d, k| {
-                        if k != "value" {
-                            return Ok(false);
-                        }
-                        items = Some(d.array("value", Predicate::decode)?.into_boxed_slice());
-                        Ok(true)
-                    })?;
-                    let items = items.ok_or_else(|| d.missing("value"))?;
+                    let items = field(d, t.len, "value", |d| d.array("value", Predicate::decode))?
+                        .into_boxed_slice();
                     if t.ty == "And" {
                         Predicate::And(items)
                     } else {
                         Predicate::Or(items)
                     }
                 }
-                "Not" => {
-                    let mut inner = None;
-                    fields(d, t.len, |d, k| {
-                        if k != "value" {
-                            return Ok(false);
-                        }
-                        inner = Some(Box::new(Predicate::decode(d)?));
-                        Ok(true)
-                    })?;
-                    Predicate::Not(inner.ok_or_else(|| d.missing("value"))?)
-                }
+                "Not" => Predicate::Not(Box::new(field(d, t.len, "value", Predicate::decode)?)),
                 other => match L::decode(d, other, t.len)? {
                     Some(leaf) => Predicate::Leaf(leaf),
                     None => return Err(d.unknown("predicate", other)),
@@ -355,13 +338,9 @@ impl Leaf for GpuLeaf {
         if !known {
             return Ok(None);
         }
-        let mut leaf = None;
-        fields(d, len, |d, k| {
-            if k != "value" {
-                return Ok(false);
-            }
+        field(d, len, "value", |d| {
             d.push_key("value");
-            leaf = Some(match ty {
+            let leaf = match ty {
                 "AMDGPU" => GpuLeaf::Amdgpu(Box::new(Predicate::decode(d)?)),
                 "CUCount" => GpuLeaf::CuCount(d.u32()?),
                 "PciChipId" => GpuLeaf::PciChipId(d.u32()?),
@@ -376,11 +355,10 @@ impl Leaf for GpuLeaf {
                         GpuLeaf::TargetProcessor(name)
                     }
                 }
-            });
+            };
             d.pop();
-            Ok(true)
-        })?;
-        leaf.map(Some).ok_or_else(|| d.missing("value"))
+            Ok(Some(leaf))
+        })
     }
 
     fn encode(&self, w: &mut Writer) {
