@@ -141,6 +141,34 @@ fn planned_and_cached_selection_equal_the_tree_walk() {
     }
 }
 
+/// On the real tables, the tree search answers exactly what Tensile's
+/// plain walk answers: a traced selection walks every table entry by entry
+/// as Tensile does (its trace prints each step), an untraced one searches
+/// the tree. Solution and fitness agree on every problem.
+#[test]
+fn the_tree_search_equals_tensiles_walk_on_the_real_tables() {
+    let c = catalog();
+    let problems = xtask::catalog_queries::problems(500, 0x7ee5_ea7c);
+    let mut answered = 0;
+    for hw in [
+        mi210(),
+        Hardware::new("gfx908:sramecc+:xnack-", 120, Some(0x738c)),
+        Hardware::new("gfx1100", 96, Some(0x744c)),
+    ] {
+        for p in &problems {
+            let searched = c
+                .select(p, &hw)
+                .unwrap()
+                .map(|s| (s.solution.index, s.fitness));
+            let (walked, _trace) = c.select_traced(p, &hw);
+            let walked = walked.unwrap().map(|s| (s.solution.index, s.fitness));
+            assert_eq!(searched, walked, "{p:?} on {}", hw.arch_name);
+            answered += usize::from(searched.is_some());
+        }
+    }
+    assert!(answered > 1000, "{answered} of 1500 answered");
+}
+
 /// The two-thread reader (files of 16 MB and more) builds the same catalog
 /// as the one-pass reader: the same bytes when written back.
 #[test]

@@ -40,6 +40,7 @@ use std::sync::{Arc, OnceLock};
 use super::decode::{Decoder, field, fields};
 use super::error::{CatalogError, Result};
 use super::hardware::Hardware;
+use super::kd::{FAILS, KdIndex, PASSES, UNKNOWN};
 use super::msgpack::Writer;
 use super::predicate::{HardwarePredicate, Leaf, Predicate, ProblemPredicate, Trace};
 use super::problem::Problem;
@@ -288,10 +289,10 @@ pub struct Matching {
     /// sub-library).
     pub solutions: Box<[SolutionId]>,
     pub local: Box<[u32]>,
-    /// Per block of [`BLOCK`] sorted entries, its first key.
-    block_first: Box<[i64]>,
-    /// Summaries of blocks of 256 and of 16 entries, coarse first.
-    levels: [Level; 2],
+    /// The tree that answers Euclidean and Manhattan tables (None for
+    /// other distances, tables with sub-libraries, and tables outside the
+    /// tree's exact limits: those are walked as Tensile walks them).
+    kd: Option<KdIndex>,
     /// Per local solution: its compiled predicate's leaf ids, copied next
     /// to each other so that judging a table's solutions touches one small
     /// array (`sol_leaves[sol_leaf_start[l]..sol_leaf_start[l + 1]]`), and
@@ -300,88 +301,6 @@ pub struct Matching {
     sol_leaf_start: Box<[u32]>,
     sol_leaves: Box<[u16]>,
     sol_compiled: Box<[bool]>,
-    /// Every key coordinate lies within ±2^24 (block bounds are exact).
-    bounded: bool,
-}
-
-/// Entries per pruning block (the fine level, and the lower-bound index).
-const BLOCK: usize = 16;
-/// Entries per coarse pruning block.
-const SUPER: usize = 256;
-/// Entries a walk visits without a candidate before it asks every group.
-const BLIND_STEPS: usize = 48;
-/// Entries a walk visits before the answer is computed by
-/// [`Matching::nearest`] instead.
-#[cfg(not(test))]
-fn walk_budget() -> usize {
-    96
-}
-
-// Tests run the same tables with every budget, so that both ways of
-// answering are compared with Tensile's plain walk.
-#[cfg(test)]
-thread_local! {
-    static TEST_BUDGET: std::cell::Cell<usize> = const { std::cell::Cell::new(96) };
-}
-
-#[cfg(test)]
-fn walk_budget() -> usize {
-    TEST_BUDGET.with(|b| b.get())
-}
-
-/// What a walk needs to know about each block of `size` sorted entries to
-/// skip it whole: the least and greatest value of each key coordinate, and
-/// the distinct solutions (local ids) of its entries.
-#[derive(Debug)]
-struct Level {
-    size: usize,
-    min: Box<[i64]>,
-    max: Box<[i64]>,
-    sol_start: Box<[u32]>,
-    sols: Box<[u32]>,
-}
-
-impl Level {
-    fn empty(size: usize) -> Level {
-        Level {
-            size,
-            min: Box::new([]),
-            max: Box::new([]),
-            sol_start: Box::new([0]),
-            sols: Box::new([]),
-        }
-    }
-
-    fn build(size: usize, arity: usize, keys: &[i64], local: &[u32]) -> Level {
-        let (mut min, mut max) = (Vec::new(), Vec::new());
-        for block in keys.chunks(size * arity) {
-            for c in 0..arity {
-                let coord = block.iter().skip(c).step_by(arity);
-                min.push(coord.clone().copied().min().unwrap_or(0));
-                max.push(coord.copied().max().unwrap_or(0));
-            }
-        }
-        let (mut sol_start, mut sols) = (vec![0u32], Vec::new());
-        // `seen[g]` holds the last block (plus one) that listed group g.
-        let mut seen = vec![0u32; local.iter().max().map_or(0, |&m| m as usize + 1)];
-        for (b, block) in local.chunks(size).enumerate() {
-            let mark = b as u32 + 1;
-            for &l in block {
-                if seen[l as usize] != mark {
-                    seen[l as usize] = mark;
-                    sols.push(l);
-                }
-            }
-            sol_start.push(sols.len() as u32);
-        }
-        Level {
-            size,
-            min: min.into_boxed_slice(),
-            max: max.into_boxed_slice(),
-            sol_start: sol_start.into_boxed_slice(),
-            sols: sols.into_boxed_slice(),
-        }
-    }
 }
 
 impl Matching {
@@ -422,11 +341,11 @@ impl Matching {
             sol_compiled.push(compiled);
             sol_leaf_start.push(sol_leaves.len() as u32);
         }
-        let arity = self.arity();
-        self.levels = [
-            Level::build(SUPER, arity, &self.keys, &local),
-            Level::build(BLOCK, arity, &self.keys, &local),
-        ];
+        if let Some(kd) = &mut self.kd
+            && !kd.set_groups(&local, solutions.len())
+        {
+            self.kd = None;
+        }
         self.solutions = solutions.into_boxed_slice();
         self.local = local;
         self.sol_leaf_start = sol_leaf_start.into_boxed_slice();
@@ -450,26 +369,7 @@ impl Matching {
 
     /// First entry whose key is not less than `q`.
     fn lower_bound(&self, q: &[i64]) -> usize {
-        // First the blocks (their first keys sit together in a small
-        // array, so a cold table costs a few cache lines, not one per
-        // probe), then inside the one block that can hold the answer.
-        let n = self.arity();
-        let blocks = self.block_first.len() / n;
-        let (mut lo, mut hi) = (0, blocks);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if &self.block_first[mid * n..(mid + 1) * n] < q {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        // Blocks before `lo` start below q: the answer is in block lo-1 or
-        // is the start of block lo.
-        if lo == 0 {
-            return 0;
-        }
-        let (mut lo, mut hi) = ((lo - 1) * BLOCK, (lo * BLOCK).min(self.len()));
+        let (mut lo, mut hi) = (0, self.len());
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             if self.key(mid) < q {
@@ -760,19 +660,18 @@ fn single(file: &super::File, id: SolutionId, q: &mut Query<'_>) -> bool {
     }
 }
 
-/// What a table walk knows about each of the table's solutions for the
-/// current query: not yet asked, passes, fails. A walk meets the same
-/// solutions again and again (rocBLAS's tables hold up to 21 725 entries for
-/// at most 1 631 kernels) and their predicates cannot change within a
-/// query, so each is evaluated once; entries of a failing solution are then
-/// passed over without computing their distance. The early-exit test still
-/// runs at every entry, as in Tensile, so the walk stops where Tensile's
-/// stops.
-const UNKNOWN: u8 = 0;
-const PASSES: u8 = 1;
-const FAILS: u8 = 2;
-
+// A search keeps, per group of the table's solutions, what it knows for
+// the current query: not yet asked, passes, fails (`kd::UNKNOWN`, `PASSES`,
+// `FAILS`), and per predicate leaf of the file the same. A search meets the
+// same solutions again and again (rocBLAS's tables hold up to 21 725
+// entries for at most 1 631 kernels) and their predicates cannot change
+// within a query, so each is evaluated once; entries of a failing group are
+// then passed over without computing their distance. The plain walk still
+// runs the early-exit test at every entry, as in Tensile, so it stops where
+// Tensile's stops.
 thread_local! {
+    /// The tree search's entries at the least distance (reused).
+    static AT: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
     /// Spare state buffers (a walk may nest through a Matching entry's
     /// sub-library into another walk).
     static STATES: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -848,8 +747,8 @@ impl Matching {
         key: &[i64],
         state: &mut [u8],
     ) -> Result<Option<Hit<'c>>> {
-        let start = self.lower_bound(key);
         if self.distance == Distance::Equality {
+            let start = self.lower_bound(key);
             if start < self.len() && self.key(start) == key {
                 return Ok(self
                     .transform(file, start, q, state)?
@@ -857,24 +756,32 @@ impl Matching {
             }
             return Ok(None);
         }
+        if q.trace.is_none()
+            && let Some(kd) = self.kd.as_ref().filter(|kd| kd.accepts(key))
+        {
+            let (groups, leaf_state) = state.split_at_mut(self.solutions.len());
+            let mut judge = |l: usize| self.judge(l, file, q, leaf_state);
+            return Ok(AT.with(|at| {
+                let at = &mut at.borrow_mut();
+                let euclidean = self.distance == Distance::Euclidean;
+                let dstar = kd.nearest(key, euclidean, groups, &mut judge, at)?;
+                self.fold(file, key, dstar, at)
+            }));
+        }
+        let start = self.lower_bound(key);
         let mut best = Best {
             hit: None,
             distance: f64::MAX,
             speed: 0.0,
         };
-        if q.trace.is_none() && self.values.is_empty() {
-            let (solutions, leaves) = state.split_at_mut(self.solutions.len());
-            self.walk_fast(file, q, key, start, &mut best, solutions, leaves);
-        } else {
-            for i in start..self.len() {
-                if !self.visit(file, q, key, i, &mut best, state)? {
-                    break;
-                }
+        for i in start..self.len() {
+            if !self.visit(file, q, key, i, &mut best, state)? {
+                break;
             }
-            for i in (0..start).rev() {
-                if !self.visit(file, q, key, i, &mut best, state)? {
-                    break;
-                }
+        }
+        for i in (0..start).rev() {
+            if !self.visit(file, q, key, i, &mut best, state)? {
+                break;
             }
         }
         Ok(best.hit.map(|h| Hit {
@@ -883,295 +790,51 @@ impl Matching {
         }))
     }
 
-    /// Block pruning is exact for distances whose stopping test grows
-    /// monotonically along each walk (Euclidean and Manhattan: the first
-    /// coordinate only moves away from the query) and whose block lower
-    /// bounds are exact in f64 (coordinates within ±2^24 of the query).
-    fn prunable(&self, key: &[i64]) -> bool {
-        matches!(self.distance, Distance::Euclidean | Distance::Manhattan)
-            && key.iter().all(|&k| k.unsigned_abs() < 1 << 24)
-            && self.bounded
-    }
-
-    /// True when no entry of block `b` can come within the best distance
-    /// (a tie needs d == best, so "cannot reach" is LB > best).
-    #[inline]
-    fn block_excluded(&self, level: &Level, b: usize, key: &[i64], best: &Best<'_>) -> bool {
-        best.hit.is_some() && self.block_bound(level, b, key) > best.distance
-    }
-
-    /// The least distance any entry of block `b` can have from `key`.
-    #[inline]
-    fn block_bound(&self, level: &Level, b: usize, key: &[i64]) -> f64 {
-        let n = self.arity();
-        let (lo, hi) = (
-            &level.min[b * n..(b + 1) * n],
-            &level.max[b * n..(b + 1) * n],
-        );
-        let mut lb = 0.0;
-        for c in 0..n {
-            let gap = if key[c] < lo[c] {
-                (lo[c] - key[c]) as f64
-            } else if key[c] > hi[c] {
-                (key[c] - hi[c]) as f64
-            } else {
-                0.0
-            };
-            lb += if self.distance == Distance::Euclidean {
-                gap * gap
-            } else {
-                gap
-            };
-        }
-        lb
-    }
-
-    /// The walk's answer computed without walking, for prunable distances
-    /// (used when a walk grows long).
+    /// What Tensile's walk returns, given the least distance D* among
+    /// passing entries and all passing entries at D* (sorted positions).
     ///
-    /// Why this is the walk's answer: the walk can only stop at an entry
-    /// whose first-coordinate term alone reaches the best distance so far,
-    /// and that term never exceeds an entry's whole distance, so no walk
-    /// stops before the first entry (in visiting order: rightward from the
-    /// lower bound, then leftward) at the least distance D* among passing
-    /// entries. After it, a later entry at D* replaces it only with a
-    /// strictly higher speed, and only if the walk still reaches it: if its
-    /// first-coordinate term is below D* (or its key is the query). So:
-    /// find D* by a best-first search over blocks ordered by their lower
-    /// bounds, collect the passing entries at D*, and fold them in visiting
-    /// order.
-    #[allow(clippy::too_many_arguments)] // the walk's state, as in walk_fast
-    fn nearest<'c>(
+    /// Why: the walk can only stop at an entry whose first-coordinate term
+    /// alone reaches the best distance so far, and that term never exceeds
+    /// an entry's whole distance, so no walk stops before the first entry
+    /// (in visiting order: rightward from the lower bound, then leftward)
+    /// at D*. After it, a later entry at D* replaces it only with a
+    /// strictly higher speed, and only if the walk still reaches it: if
+    /// its first-coordinate term is below D* (or its key is the query).
+    /// An entry is right of the lower bound exactly when its key is not
+    /// less than the query, so the order needs no search for the bound.
+    fn fold<'c>(
         &'c self,
         file: &'c super::File,
-        q: &Query<'_>,
         key: &[i64],
-        start: usize,
-        state: &mut [u8],
-        leaf_state: &mut [u8],
-    ) -> Best<'c> {
+        dstar: f64,
+        at: &mut [u32],
+    ) -> Option<Hit<'c>> {
         let n = self.len();
-        let [coarse, fine] = &self.levels;
-        let mut supers: Vec<(f64, usize)> = (0..n.div_ceil(coarse.size))
-            .map(|s| (self.block_bound(coarse, s, key), s))
-            .collect();
-        supers.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let mut dstar = f64::MAX;
-        let mut at_dstar: Vec<usize> = Vec::new();
-        let mut blocks: Vec<(f64, usize)> = Vec::with_capacity(coarse.size / fine.size);
-        for &(bound, sb) in &supers {
-            if bound > dstar {
-                break;
-            }
-            if self.block_fails(coarse, sb, state) {
-                continue;
-            }
-            let first = sb * coarse.size / fine.size;
-            let last = (((sb + 1) * coarse.size).min(n)).div_ceil(fine.size);
-            blocks.clear();
-            blocks.extend((first..last).map(|b| (self.block_bound(fine, b, key), b)));
-            blocks.sort_by(|a, b| a.0.total_cmp(&b.0));
-            for &(bound, b) in &blocks {
-                if bound > dstar {
-                    break;
-                }
-                if self.block_fails(fine, b, state) {
-                    continue;
-                }
-                for i in b * fine.size..((b + 1) * fine.size).min(n) {
-                    let local = self.local[i] as usize;
-                    if state[local] == FAILS {
-                        continue;
-                    }
-                    let d = self.distance.distance(key, self.key(i));
-                    if d > dstar {
-                        continue;
-                    }
-                    if state[local] == UNKNOWN {
-                        let pass = self.judge(local, file, q, leaf_state);
-                        state[local] = if pass { PASSES } else { FAILS };
-                        if !pass {
-                            continue;
-                        }
-                    }
-                    if d < dstar {
-                        dstar = d;
-                        at_dstar.clear();
-                    }
-                    at_dstar.push(i);
-                }
-            }
-        }
-        // Visiting order: rightward from `start`, then leftward.
-        let visit = |i: usize| {
-            if i >= start {
-                i - start
-            } else {
-                n + (start - 1 - i)
-            }
-        };
-        at_dstar.sort_by_key(|&i| visit(i));
-        let mut best = Best {
-            hit: None,
-            distance: f64::MAX,
-            speed: 0.0,
-        };
-        for (rank, &i) in at_dstar.iter().enumerate() {
-            let k = self.key(i);
-            let reachable = rank == 0
-                || k == key
-                || match self.distance {
-                    Distance::Euclidean => {
-                        let d = key[0].wrapping_sub(k[0]) as f64;
-                        d * d < dstar
-                    }
-                    _ => (key[0].wrapping_sub(k[0]) as f64).abs() < dstar,
-                };
+        at.sort_unstable_by_key(|&i| {
+            let i = i as usize;
+            if self.key(i) >= key { i } else { 2 * n - i }
+        });
+        let mut best: Option<(SolutionId, f64)> = None;
+        for (rank, &i) in at.iter().enumerate() {
+            let (i, k) = (i as usize, self.key(i as usize));
+            let first = key[0].wrapping_sub(k[0]) as f64;
+            let first = match self.distance {
+                Distance::Euclidean => first * first,
+                _ => first.abs(),
+            };
+            let reachable = rank == 0 || k == key || first < dstar;
             if reachable
-                && (best.hit.is_none() || self.speeds[i] > best.speed)
+                && best.is_none_or(|(_, speed)| self.speeds[i] > speed)
                 && let Target::Solution(id) = self.targets[i]
             {
-                best = Best {
-                    hit: Some(Hit {
-                        file,
-                        id,
-                        fitness: 0.0,
-                    }),
-                    distance: dstar,
-                    speed: self.speeds[i],
-                };
+                best = Some((id, self.speeds[i]));
             }
         }
-        best
-    }
-
-    /// Both walks for the common case (no trace, every entry a solution),
-    /// with whole blocks skipped when they cannot reach the best distance.
-    /// Same visiting rule as [`Matching::visit`]; kept apart so that the
-    /// loop stays small enough to stay in registers.
-    #[allow(clippy::too_many_arguments)] // the walk's whole state, kept in registers
-    fn walk_fast<'c>(
-        &'c self,
-        file: &'c super::File,
-        q: &mut Query<'_>,
-        key: &[i64],
-        start: usize,
-        best: &mut Best<'c>,
-        state: &mut [u8],
-        leaf_state: &mut [u8],
-    ) {
-        let prunable = self.prunable(key);
-        let n = self.len();
-        let step = |i: usize,
-                    best: &mut Best<'c>,
-                    q: &mut Query<'_>,
-                    state: &mut [u8],
-                    leaf_state: &mut [u8]|
-         -> bool {
-            let k = self.key(i);
-            if best.hit.is_some() && !self.distance.improvement_possible(key, k, best.distance) {
-                return false;
-            }
-            let local = self.local[i] as usize;
-            let known = state[local];
-            if known == FAILS {
-                return true;
-            }
-            let d = self.distance.distance(key, k);
-            let speed = self.speeds[i];
-            if d < best.distance || (d == best.distance && speed > best.speed) {
-                let Target::Solution(id) = self.targets[i] else {
-                    return true;
-                };
-                let pass = known == PASSES || {
-                    let pass = self.judge(local, file, q, leaf_state);
-                    state[local] = if pass { PASSES } else { FAILS };
-                    pass
-                };
-                if pass {
-                    *best = Best {
-                        hit: Some(Hit {
-                            file,
-                            id,
-                            fitness: 0.0,
-                        }),
-                        distance: d,
-                        speed,
-                    };
-                }
-            }
-            true
-        };
-        // A whole block changes nothing when none of its entries can reach
-        // the best distance, or when every solution in it fails: skip it,
-        // keeping the stop test at its first entry.
-        let skippable = |level: &Level, b: usize, best: &Best<'c>, state: &[u8]| {
-            (prunable && self.block_excluded(level, b, key, best))
-                || self.block_fails(level, b, state)
-        };
-        // A walk that has found nothing after a few dozen entries is
-        // usually in a table none of whose solutions pass: ask every group
-        // once (a few dozen evaluations) and stop if none can, rather than
-        // walk thousands of entries to learn the same; otherwise the known
-        // failures let whole blocks be skipped.
-        let mut blind = 0usize;
-        let mut all_known = false;
-        let mut visits = 0usize;
-        let budget = walk_budget();
-        let mut hopeless =
-            |best: &Best<'c>, q: &Query<'_>, state: &mut [u8], leaf_state: &mut [u8]| {
-                if best.hit.is_some() || all_known {
-                    return false;
-                }
-                blind += 1;
-                if blind <= BLIND_STEPS {
-                    return false;
-                }
-                all_known = true;
-                !self.judge_all(file, q, state, leaf_state)
-            };
-        // Rightward the cursor is the next entry; leftward it is one past
-        // it, so that block alignment reads the same both ways.
-        for rightward in [true, false] {
-            let mut c = start;
-            'walk: loop {
-                let entry = match (rightward, c) {
-                    (true, c) if c < n => c,
-                    (false, c) if c > 0 => c - 1,
-                    _ => break,
-                };
-                for level in &self.levels {
-                    let aligned =
-                        c.is_multiple_of(level.size) && (!rightward || c + level.size <= n);
-                    if aligned && skippable(level, entry / level.size, best, state) {
-                        if !self
-                            .distance
-                            .improvement_possible(key, self.key(entry), best.distance)
-                        {
-                            break 'walk;
-                        }
-                        c = if rightward {
-                            c + level.size
-                        } else {
-                            c - level.size
-                        };
-                        continue 'walk;
-                    }
-                }
-                if hopeless(best, q, state, leaf_state) {
-                    return;
-                }
-                visits += 1;
-                if prunable && visits > budget {
-                    *best = self.nearest(file, q, key, start, state, leaf_state);
-                    return;
-                }
-                if !step(entry, best, q, state, leaf_state) {
-                    break;
-                }
-                c = if rightward { c + 1 } else { c - 1 };
-            }
-        }
+        best.map(|(id, _)| Hit {
+            file,
+            id,
+            fitness: dstar,
+        })
     }
 
     /// Whether local solution `l` passes its predicates for this query.
@@ -1196,33 +859,7 @@ impl Matching {
         })
     }
 
-    /// Asks every group not yet asked; true when some group passes.
-    fn judge_all(
-        &self,
-        file: &super::File,
-        q: &Query<'_>,
-        state: &mut [u8],
-        leaf_state: &mut [u8],
-    ) -> bool {
-        let mut any = false;
-        for (l, known) in state.iter_mut().enumerate().take(self.solutions.len()) {
-            if *known == UNKNOWN {
-                let pass = self.judge(l, file, q, leaf_state);
-                *known = if pass { PASSES } else { FAILS };
-            }
-            any |= *known == PASSES;
-        }
-        any
-    }
-
-    /// True when every solution of block `b` is already known to fail for
-    /// this query. Unknown ones are not asked early: that costs more than
-    /// walking past their entries.
-    fn block_fails(&self, level: &Level, b: usize, state: &[u8]) -> bool {
-        let ids = &level.sols[level.sol_start[b] as usize..level.sol_start[b + 1] as usize];
-        ids.iter().all(|&l| state[l as usize] == FAILS)
-    }
-
+    /// One step of the walk; false when the walk should stop.
     /// One step of either walk; false when the walk should stop.
     fn visit<'c>(
         &'c self,
@@ -1737,18 +1374,17 @@ impl Node {
             sorted_keys.extend_from_slice(key_of(i));
         }
         let targets: Box<[Target]> = order.iter().map(|&i| targets[i as usize]).collect();
-        let block_first: Vec<i64> = sorted_keys
-            .chunks(BLOCK * arity)
-            .flat_map(|block| block[..arity].iter().copied())
-            .collect();
-        let bounded = sorted_keys.iter().all(|k| k.unsigned_abs() < 1 << 24);
+        let kd = match distance {
+            Distance::Euclidean | Distance::Manhattan if values.is_empty() => {
+                KdIndex::build(&sorted_keys, arity)
+            }
+            _ => None,
+        };
         let mut m = Matching {
-            block_first: block_first.into_boxed_slice(),
+            kd,
             sol_leaf_start: Box::new([]),
             sol_leaves: Box::new([]),
             sol_compiled: Box::new([]),
-            levels: [Level::empty(SUPER), Level::empty(BLOCK)],
-            bounded,
             properties: properties.into_boxed_slice(),
             distance,
             keys: sorted_keys.into_boxed_slice(),
@@ -2133,7 +1769,7 @@ mod tests {
         Catalog::from_msgpack(&w.out).unwrap()
     }
 
-    /// Tensile's search as its host library writes it: no blocks, no memo,
+    /// Tensile's search as its host library writes it: no tree, no memo,
     /// each candidate's predicates evaluated when it could win.
     fn reference(
         m: &Matching,
@@ -2177,45 +1813,56 @@ mod tests {
         best.map(|b| (b, best_d))
     }
 
-    /// The blocked, memoised walk answers exactly what Tensile's plain walk
-    /// answers, on random tables full of ties, for both distances that
-    /// prune and for Ratio (which never stops early).
+    /// The tree search answers exactly what Tensile's plain walk answers,
+    /// on random tables full of ties, for both distances it serves; Ratio
+    /// takes the memoised plain walk. The later rounds have more than 64
+    /// solution groups (their summaries share bits), few distinct keys
+    /// (each repeated across many leaves of the tree), keys beyond the
+    /// tree's limits (the table is walked), and queries beyond them.
     #[test]
-    fn optimised_walks_agree_with_tensiles_plain_walk() {
-        for budget in [usize::MAX, 96, 2] {
-            TEST_BUDGET.with(|b| b.set(budget));
-            walks_agree(budget);
-        }
-    }
-
-    fn walks_agree(budget: usize) {
+    fn searches_agree_with_tensiles_plain_walk() {
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         let hw = Hardware::new("gfx90a", 104, None);
-        for (round, distance) in ["Euclidean", "Manhattan", "Ratio", "Euclidean", "Euclidean"]
-            .iter()
-            .enumerate()
-        {
-            let sols: Vec<Value> = (0..40)
+        let grid: &[u64] = &[1, 2, 3, 64, 100, 128, 256, 1000];
+        let few: &[u64] = &[100, 300];
+        let rounds = [
+            ("Euclidean", 40, 1u64, grid),
+            ("Manhattan", 40, 1, grid),
+            ("Ratio", 40, 1, grid),
+            ("Euclidean", 40, 1, grid),
+            ("Euclidean", 40, 1, grid),
+            ("Euclidean", 200, 1, grid),
+            ("Manhattan", 200, 1, grid),
+            ("Euclidean", 40, 1, few),
+            ("Manhattan", 200, 1, few),
+            ("Euclidean", 40, 1 << 25, grid),
+        ];
+        for (round, &(distance, kernels, scale, grid)) in rounds.iter().enumerate() {
+            let mut searched = 0;
+            let sols: Vec<Value> = (0..kernels)
                 .map(|i| {
-                    solution(
-                        i,
-                        [1, 2, 3, 4, 7, 9, 11][rng.below(7) as usize],
-                        rng.below(6) * 200,
-                    )
+                    let (m, min_k) = if kernels > 64 {
+                        // Mostly distinct conditions: many groups.
+                        (1 + i % 5, (i / 5) * 37)
+                    } else {
+                        (
+                            [1, 2, 3, 4, 7, 9, 11][rng.below(7) as usize],
+                            rng.below(6) * 200,
+                        )
+                    };
+                    solution(i, m, min_k)
                 })
                 .collect();
             let entries = 300 + rng.below(700);
-            let grid = [1u64, 2, 3, 64, 100, 128, 256, 1000];
             let table: Vec<Value> = (0..entries)
                 .map(|_| {
-                    let key = (0..3).map(|_| {
-                        Value::UInt(
-                            grid[rng.below(grid.len() as u64) as usize] * (1 + rng.below(2)),
-                        )
+                    let key = (0..3).map(|c| {
+                        let x = grid[rng.below(grid.len() as u64) as usize] * (1 + rng.below(2));
+                        Value::UInt(if c == 1 { x * scale } else { x })
                     });
                     map(vec![
                         ("key", Value::Array(key.collect())),
-                        ("index", Value::UInt(rng.below(40))),
+                        ("index", Value::UInt(rng.below(kernels))),
                         (
                             "speed",
                             Value::Float([0.0, 1.0, 2.0][rng.below(3) as usize]),
@@ -2227,16 +1874,34 @@ mod tests {
             let Node::Matching(m) = &catalog.file().root else {
                 panic!()
             };
-            for _ in 0..400 {
+            assert_eq!(
+                m.kd.is_some(),
+                distance != "Ratio" && scale == 1,
+                "round {round}: the tree is built exactly for tables within its limits"
+            );
+            if kernels > 64 {
+                assert!(
+                    m.solutions.len() > 64,
+                    "round {round}: {} groups",
+                    m.solutions.len()
+                );
+            }
+            for j in 0..400 {
                 let size = |rng: &mut Rng| 1 + rng.below(1200);
+                let mut n = size(&mut rng);
+                if j % 50 == 49 {
+                    n += 1 << 24; // beyond the tree's limit
+                }
                 let p = Problem::gemm(
                     Transpose::None,
                     Transpose::None,
                     size(&mut rng),
-                    size(&mut rng),
+                    n,
                     size(&mut rng),
                     DataType::Float,
                 );
+                let key = [p.m as i64, n as i64, p.k as i64];
+                searched += usize::from(m.kd.as_ref().is_some_and(|kd| kd.accepts(&key)));
                 let expected = reference(m, catalog.file(), &p, &hw);
                 let got = catalog
                     .select(&p, &hw)
@@ -2244,17 +1909,20 @@ mod tests {
                     .map(|s| (s.solution.index as u32, s.fitness));
                 assert_eq!(
                     got, expected,
-                    "budget {budget}, round {round} ({distance}), {}x{}x{}",
+                    "round {round} ({distance}), {}x{}x{}",
                     p.m, p.n, p.k
                 );
+            }
+            if m.kd.is_some() {
+                assert_eq!(searched, 392, "round {round}: queries the tree answered");
             }
         }
     }
 
-    /// Tensile's early exit, on a walk long enough to be answered by
-    /// `nearest`: two entries at the least distance, the later one faster,
-    /// but the walk stops on reaching it (its first coordinate alone is at
-    /// that distance), so the earlier one wins.
+    /// Tensile's early exit, reproduced by the tree search: two entries at
+    /// the least distance, the later one faster, but the walk stops on
+    /// reaching it (its first coordinate alone is at that distance), so
+    /// the earlier one wins.
     #[test]
     fn a_long_walk_stops_where_tensiles_does_before_a_faster_equal_entry() {
         let entry = |key: [u64; 3], index: u64, speed: f64| {
@@ -2285,18 +1953,16 @@ mod tests {
             10,
             DataType::Float,
         );
+        assert!(m.kd.is_some());
         assert_eq!(reference(m, catalog.file(), &p, &hw), Some((1, 100.0)));
-        for budget in [usize::MAX, 96, 2] {
-            TEST_BUDGET.with(|b| b.set(budget));
-            let got = catalog
-                .select(&p, &hw)
-                .unwrap()
-                .map(|s| (s.solution.index, s.fitness));
-            assert_eq!(
-                got,
-                Some((1, 100.0)),
-                "budget {budget}: the entry at (110, 10, 10), reached first"
-            );
-        }
+        let got = catalog
+            .select(&p, &hw)
+            .unwrap()
+            .map(|s| (s.solution.index, s.fitness));
+        assert_eq!(
+            got,
+            Some((1, 100.0)),
+            "the entry at (110, 10, 10), reached first"
+        );
     }
 }

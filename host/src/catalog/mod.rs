@@ -31,6 +31,7 @@
 mod decode;
 mod error;
 pub mod hardware;
+mod kd;
 pub mod library;
 pub mod msgpack;
 pub mod plan;
