@@ -45,33 +45,64 @@ pub const UNKNOWN: u8 = 0;
 pub const PASSES: u8 = 1;
 pub const FAILS: u8 = 2;
 
-/// One part of a node: entries `lo..hi` in tree order, split further by
-/// node `node` (0: a leaf; node 0 is the root and never a part).
-#[derive(Debug, Clone, Copy, Default)]
-struct Part {
-    mask: u64,
-    lo: u32,
-    hi: u32,
-    node: u32,
-}
-
 #[derive(Debug)]
 pub struct KdIndex {
     arity: usize,
-    /// `FAN` parts per node.
-    parts: Box<[Part]>,
-    /// Per part, its box: `arity` minima, then `arity` maxima.
-    boxes: Box<[i32]>,
-    /// Entries in tree order: keys, sorted positions, groups.
-    keys: Box<[i32]>,
-    pos: Box<[u32]>,
-    group: Box<[u16]>,
+    /// Nodes, `FAN` parts each, one record per part ([`Layout`]): its box,
+    /// its entries `lo..hi` in tree order, the node that splits them
+    /// further (0: a leaf; node 0 is the root and never a part), and its
+    /// group summary. A node's parts sit together, so a visit reads a few
+    /// adjacent cache lines.
+    nodes: Box<[u32]>,
+    /// Entries in tree order, one record each: the key (as `i32`), the
+    /// entry's sorted position, its group.
+    entries: Box<[u32]>,
     /// Groups per residue `g % 64`, and the residues in use.
     residues: [u16; 64],
     all: u64,
 }
 
+/// Where the fields of the records sit, in 32-bit words.
+#[derive(Clone, Copy)]
+struct Layout {
+    arity: usize,
+}
+
+impl Layout {
+    /// A part: `arity` minima, `arity` maxima, lo, hi, node, mask (2 words).
+    fn part(self) -> usize {
+        2 * self.arity + 5
+    }
+    fn node(self) -> usize {
+        FAN * self.part()
+    }
+    fn lo(self) -> usize {
+        2 * self.arity
+    }
+    fn hi(self) -> usize {
+        2 * self.arity + 1
+    }
+    fn child(self) -> usize {
+        2 * self.arity + 2
+    }
+    fn mask(self) -> usize {
+        2 * self.arity + 3
+    }
+    /// An entry: `arity` key values, the sorted position, the group.
+    fn entry(self) -> usize {
+        self.arity + 2
+    }
+}
+
+fn mask_of(part: &[u32], l: Layout) -> u64 {
+    part[l.mask()] as u64 | (part[l.mask() + 1] as u64) << 32
+}
+
 impl KdIndex {
+    fn layout(&self) -> Layout {
+        Layout { arity: self.arity }
+    }
+
     /// Builds the tree over sorted keys (`arity` each), or None when the
     /// table is outside the exact limits.
     pub fn build(keys: &[i64], arity: usize) -> Option<KdIndex> {
@@ -79,31 +110,29 @@ impl KdIndex {
         if arity == 0
             || arity > MAX_ARITY
             || n == 0
-            || n >= u32::MAX as usize
+            || n >= i32::MAX as usize
             || keys.iter().any(|&k| k.unsigned_abs() >= LIMIT as u64)
         {
             return None;
         }
+        let l = Layout { arity };
         let mut b = Builder {
             keys,
-            arity,
+            l,
             perm: (0..n as u32).collect(),
-            parts: Vec::new(),
-            boxes: Vec::new(),
+            nodes: Vec::new(),
         };
         b.node(0, n);
-        let mut tree_keys = Vec::with_capacity(n * arity);
+        let mut entries = Vec::with_capacity(n * l.entry());
         for &p in &b.perm {
             let k = &keys[p as usize * arity..(p as usize + 1) * arity];
-            tree_keys.extend(k.iter().map(|&x| x as i32));
+            entries.extend(k.iter().map(|&x| x as i32 as u32));
+            entries.extend([p, 0]);
         }
         Some(KdIndex {
             arity,
-            parts: b.parts.into_boxed_slice(),
-            boxes: b.boxes.into_boxed_slice(),
-            keys: tree_keys.into_boxed_slice(),
-            pos: b.perm.into_boxed_slice(),
-            group: Box::new([]),
+            nodes: b.nodes.into_boxed_slice(),
+            entries: entries.into_boxed_slice(),
             residues: [0; 64],
             all: 0,
         })
@@ -116,7 +145,10 @@ impl KdIndex {
         if groups > u16::MAX as usize + 1 {
             return false;
         }
-        self.group = self.pos.iter().map(|&p| local[p as usize] as u16).collect();
+        let l = self.layout();
+        for e in self.entries.chunks_exact_mut(l.entry()) {
+            e[l.arity + 1] = local[e[l.arity] as usize];
+        }
         self.residues = [0; 64];
         for g in 0..groups {
             self.residues[g % 64] += 1;
@@ -125,18 +157,23 @@ impl KdIndex {
             .filter(|&r| self.residues[r] > 0)
             .fold(0, |m, r| m | 1 << r);
         // Nodes are numbered parents first: fill from the last.
-        for node in (0..self.parts.len() / FAN).rev() {
-            for slot in node * FAN..(node + 1) * FAN {
-                let p = self.parts[slot];
-                let mask = if p.node != 0 {
-                    let c = p.node as usize * FAN;
-                    self.parts[c..c + FAN].iter().fold(0, |m, q| m | q.mask)
+        for node in (0..self.nodes.len() / l.node()).rev() {
+            for j in 0..FAN {
+                let at = node * l.node() + j * l.part();
+                let p = &self.nodes[at..at + l.part()];
+                let (lo, hi, child) = (p[l.lo()] as usize, p[l.hi()] as usize, p[l.child()]);
+                let mask = if child != 0 {
+                    let c = child as usize * l.node();
+                    self.nodes[c..c + l.node()]
+                        .chunks_exact(l.part())
+                        .fold(0, |m, q| m | mask_of(q, l))
                 } else {
-                    self.group[p.lo as usize..p.hi as usize]
-                        .iter()
-                        .fold(0, |m, &g| m | 1u64 << (g % 64))
+                    self.entries[lo * l.entry()..hi * l.entry()]
+                        .chunks_exact(l.entry())
+                        .fold(0, |m, e| m | 1u64 << (e[l.arity + 1] % 64))
                 };
-                self.parts[slot].mask = mask;
+                self.nodes[at + l.mask()] = mask as u32;
+                self.nodes[at + l.mask() + 1] = (mask >> 32) as u32;
             }
         }
         true
@@ -165,6 +202,7 @@ impl KdIndex {
         query[..self.arity].copy_from_slice(q);
         let mut s = Search {
             index: self,
+            l: self.layout(),
             q: query,
             euclidean,
             state,
@@ -184,23 +222,21 @@ impl KdIndex {
 
 struct Builder<'k> {
     keys: &'k [i64],
-    arity: usize,
+    l: Layout,
     perm: Vec<u32>,
-    parts: Vec<Part>,
-    boxes: Vec<i32>,
+    nodes: Vec<u32>,
 }
 
 impl Builder<'_> {
     fn coord(&self, p: u32, c: usize) -> i64 {
-        self.keys[p as usize * self.arity + c]
+        self.keys[p as usize * self.l.arity + c]
     }
 
     /// Builds the node over `perm[lo..hi]`; returns its number.
     fn node(&mut self, lo: usize, hi: usize) -> u32 {
-        let number = self.parts.len() / FAN;
-        self.parts.resize(self.parts.len() + FAN, Part::default());
-        self.boxes
-            .resize(self.boxes.len() + FAN * 2 * self.arity, 0);
+        let l = self.l;
+        let number = self.nodes.len() / l.node();
+        self.nodes.resize(self.nodes.len() + l.node(), 0);
         let mut ranges = vec![(lo, hi)];
         for _ in 0..3 {
             let mut next = Vec::with_capacity(ranges.len() * 2);
@@ -211,8 +247,7 @@ impl Builder<'_> {
                 }
                 let c = self.widest(a, b);
                 let mid = (b - a) / 2;
-                let keys = self.keys;
-                let arity = self.arity;
+                let (keys, arity) = (self.keys, l.arity);
                 self.perm[a..b].select_nth_unstable_by_key(mid, |&p| keys[p as usize * arity + c]);
                 next.push((a, a + mid));
                 next.push((a + mid, b));
@@ -220,32 +255,28 @@ impl Builder<'_> {
             ranges = next;
         }
         for (j, &(a, b)) in ranges.iter().enumerate() {
-            let slot = number * FAN + j;
-            for c in 0..self.arity {
+            let at = number * l.node() + j * l.part();
+            for c in 0..l.arity {
                 let (mut min, mut max) = (i64::MAX, i64::MIN);
                 for &p in &self.perm[a..b] {
                     let x = self.coord(p, c);
                     min = min.min(x);
                     max = max.max(x);
                 }
-                let at = slot * 2 * self.arity;
-                self.boxes[at + c] = min as i32;
-                self.boxes[at + self.arity + c] = max as i32;
+                self.nodes[at + c] = min as i32 as u32;
+                self.nodes[at + l.arity + c] = max as i32 as u32;
             }
-            let node = if b - a > BUCKET { self.node(a, b) } else { 0 };
-            self.parts[slot] = Part {
-                mask: 0,
-                lo: a as u32,
-                hi: b as u32,
-                node,
-            };
+            let child = if b - a > BUCKET { self.node(a, b) } else { 0 };
+            self.nodes[at + l.lo()] = a as u32;
+            self.nodes[at + l.hi()] = b as u32;
+            self.nodes[at + l.child()] = child;
         }
         number as u32
     }
 
     /// The coordinate with the widest spread over `perm[a..b]`.
     fn widest(&self, a: usize, b: usize) -> usize {
-        (0..self.arity)
+        (0..self.l.arity)
             .max_by_key(|&c| {
                 let it = self.perm[a..b].iter().map(|&p| self.coord(p, c));
                 let (min, max) =
@@ -258,6 +289,7 @@ impl Builder<'_> {
 
 struct Search<'s> {
     index: &'s KdIndex,
+    l: Layout,
     q: [i64; MAX_ARITY],
     euclidean: bool,
     state: &'s mut [u8],
@@ -283,14 +315,13 @@ impl Search<'_> {
         }
     }
 
-    /// The least distance any entry of part `slot` can have.
+    /// The least distance any entry of a part (its record) can have.
     #[inline]
-    fn bound(&self, slot: usize) -> u64 {
-        let n = self.index.arity;
-        let b = &self.index.boxes[slot * 2 * n..(slot + 1) * 2 * n];
+    fn bound(&self, part: &[u32]) -> u64 {
+        let n = self.l.arity;
         let mut sum = 0;
         for c in 0..n {
-            let (lo, hi, x) = (b[c] as i64, b[n + c] as i64, self.q[c]);
+            let (lo, hi, x) = (part[c] as i32 as i64, part[n + c] as i32 as i64, self.q[c]);
             let gap = if x < lo {
                 lo - x
             } else if x > hi {
@@ -304,51 +335,68 @@ impl Search<'_> {
     }
 
     fn node(&mut self, node: usize) {
+        let l = self.l;
+        let record = &self.index.nodes[node * l.node()..(node + 1) * l.node()];
         let mut order = [(0u64, 0usize); FAN];
         let mut count = 0;
-        for slot in node * FAN..(node + 1) * FAN {
-            let p = &self.index.parts[slot];
-            if p.lo == p.hi || p.mask & self.alive == 0 {
+        for (j, part) in record.chunks_exact(l.part()).enumerate() {
+            if part[l.lo()] == part[l.hi()] || mask_of(part, l) & self.alive == 0 {
                 continue;
             }
-            let lb = self.bound(slot);
+            let lb = self.bound(part);
             if lb > self.best {
                 continue;
             }
             // Insertion into the few parts kept, nearest first.
-            let mut j = count;
-            while j > 0 && order[j - 1].0 > lb {
-                order[j] = order[j - 1];
-                j -= 1;
+            let mut i = count;
+            while i > 0 && order[i - 1].0 > lb {
+                order[i] = order[i - 1];
+                i -= 1;
             }
-            order[j] = (lb, slot);
+            order[i] = (lb, j);
             count += 1;
         }
-        for &(lb, slot) in &order[..count] {
-            let p = self.index.parts[slot];
-            if self.done || lb > self.best || p.mask & self.alive == 0 {
+        // Start every kept part's lines on their way from memory at once:
+        // a cold table then costs a few round trips, not one per part.
+        for &(_, j) in &order[..count] {
+            let part = &record[j * l.part()..(j + 1) * l.part()];
+            let lines = match part[l.child()] {
+                0 => {
+                    let e = l.entry();
+                    &self.index.entries[part[l.lo()] as usize * e..part[l.hi()] as usize * e]
+                }
+                child => {
+                    &self.index.nodes[child as usize * l.node()..(child as usize + 1) * l.node()]
+                }
+            };
+            for line in lines.iter().step_by(16) {
+                std::hint::black_box(*line);
+            }
+        }
+        for &(lb, j) in &order[..count] {
+            let part = &record[j * l.part()..(j + 1) * l.part()];
+            if self.done || lb > self.best || mask_of(part, l) & self.alive == 0 {
                 continue;
             }
-            if p.node != 0 {
-                self.node(p.node as usize);
-            } else {
-                self.leaf(p.lo as usize, p.hi as usize);
+            match part[l.child()] {
+                0 => self.leaf(part[l.lo()] as usize, part[l.hi()] as usize),
+                child => self.node(child as usize),
             }
         }
     }
 
     fn leaf(&mut self, lo: usize, hi: usize) {
-        let n = self.index.arity;
-        for t in lo..hi {
-            let g = self.index.group[t] as usize;
+        let (n, stride) = (self.l.arity, self.l.entry());
+        let entries = &self.index.entries[lo * stride..hi * stride];
+        for e in entries.chunks_exact(stride) {
+            let g = e[n + 1] as usize;
             let known = self.state[g];
             if known == FAILS {
                 continue;
             }
-            let k = &self.index.keys[t * n..(t + 1) * n];
             let mut d = 0;
             for c in 0..n {
-                d += self.term(self.q[c] - k[c] as i64);
+                d += self.term(self.q[c] - e[c] as i32 as i64);
             }
             if d > self.best {
                 continue;
@@ -363,7 +411,7 @@ impl Search<'_> {
                 self.best = d;
                 self.at.clear();
             }
-            self.at.push(self.index.pos[t]);
+            self.at.push(e[n]);
         }
     }
 

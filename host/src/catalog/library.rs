@@ -293,14 +293,129 @@ pub struct Matching {
     /// other distances, tables with sub-libraries, and tables outside the
     /// tree's exact limits: those are walked as Tensile walks them).
     kd: Option<KdIndex>,
-    /// Per local solution: its compiled predicate's leaf ids, copied next
-    /// to each other so that judging a table's solutions touches one small
-    /// array (`sol_leaves[sol_leaf_start[l]..sol_leaf_start[l + 1]]`), and
-    /// whether that copy stands for the whole condition (the hardware
-    /// predicate is TruePred and the problem predicate compiled).
-    sol_leaf_start: Box<[u32]>,
-    sol_leaves: Box<[u16]>,
-    sol_compiled: Box<[bool]>,
+    /// The groups' conditions as masks over the table's leaves.
+    conditions: Conditions,
+}
+
+/// Most words a group's mask may take (512 distinct leaves per table;
+/// rocBLAS's tables use at most 114).
+const MASK_WORDS: usize = 8;
+
+/// A table's solution groups in the form a search judges fastest. Most
+/// groups' conditions compile to a conjunction of predicate leaves (the
+/// hardware predicate is TruePred and the problem predicate an And of
+/// leaves): such a group is a bit mask over the distinct leaves the
+/// table's groups use, `words` words per group, next to each other. A
+/// search then learns each table leaf once per query, rejects a group
+/// needing a leaf known to fail without evaluating anything, and reads one
+/// small record per group. The other groups are judged the long way.
+#[derive(Debug, Default)]
+struct Conditions {
+    /// Table leaf (bit 64w + b) → the file's leaf id.
+    leaves: Box<[u16]>,
+    words: usize,
+    masks: Box<[u64]>,
+    /// Per group: whether its mask is its whole condition.
+    compiled: Box<[bool]>,
+}
+
+impl Conditions {
+    fn build(list: &[super::Solution], groups: &[SolutionId]) -> Conditions {
+        let conjunction = |id: SolutionId| {
+            list.get(id as usize)
+                .filter(|s| matches!(s.hardware_predicate, Predicate::True))
+                .and_then(|s| s.problem_predicate.leaf_ids.as_deref())
+        };
+        // File leaf id → table leaf + 1.
+        let mut table_leaf: Vec<u32> = Vec::new();
+        let mut leaves = Vec::new();
+        for ids in groups.iter().filter_map(|&id| conjunction(id)) {
+            for &leaf in ids {
+                let leaf = leaf as usize;
+                if table_leaf.len() <= leaf {
+                    table_leaf.resize(leaf + 1, 0);
+                }
+                if table_leaf[leaf] == 0 {
+                    leaves.push(leaf as u16);
+                    table_leaf[leaf] = leaves.len() as u32;
+                }
+            }
+        }
+        let words = leaves.len().div_ceil(64);
+        if words > MASK_WORDS {
+            return Conditions {
+                compiled: vec![false; groups.len()].into_boxed_slice(),
+                ..Conditions::default()
+            };
+        }
+        let mut masks = vec![0u64; groups.len() * words];
+        let compiled = groups
+            .iter()
+            .enumerate()
+            .map(|(g, &id)| {
+                let ids = conjunction(id);
+                for &leaf in ids.unwrap_or_default() {
+                    let bit = table_leaf[leaf as usize] as usize - 1;
+                    masks[g * words + bit / 64] |= 1 << (bit % 64);
+                }
+                ids.is_some()
+            })
+            .collect();
+        Conditions {
+            leaves: leaves.into_boxed_slice(),
+            words,
+            masks: masks.into_boxed_slice(),
+            compiled,
+        }
+    }
+}
+
+/// What a search knows of its table's leaves for the current query, and
+/// how it judges a group.
+struct Judge<'a, 'q> {
+    table: &'a Matching,
+    file: &'a super::File,
+    q: &'a Query<'q>,
+    leaf_state: &'a mut [u8],
+    pass: [u64; MASK_WORDS],
+    fail: [u64; MASK_WORDS],
+}
+
+impl Judge<'_, '_> {
+    /// Whether group `l` passes its predicates for this query.
+    fn judge(&mut self, l: usize) -> bool {
+        let c = &self.table.conditions;
+        if !c.compiled[l] {
+            return single_fast(self.file, self.table.solutions[l], self.q, self.leaf_state);
+        }
+        let mask = &c.masks[l * c.words..(l + 1) * c.words];
+        if mask.iter().zip(&self.fail).any(|(m, f)| m & f != 0) {
+            return false;
+        }
+        for (w, &m) in mask.iter().enumerate() {
+            let mut todo = m & !self.pass[w];
+            while todo != 0 {
+                let b = todo.trailing_zeros() as usize;
+                todo &= todo - 1;
+                let leaf = c.leaves[w * 64 + b] as usize;
+                let pass = match self.leaf_state[leaf] {
+                    PASSES => true,
+                    FAILS => false,
+                    _ => {
+                        let pass = self.file.leaves[leaf].eval(self.q.problem);
+                        self.leaf_state[leaf] = if pass { PASSES } else { FAILS };
+                        pass
+                    }
+                };
+                if !pass {
+                    self.fail[w] |= 1 << b;
+                    return false;
+                }
+                self.pass[w] |= 1 << b;
+            }
+        }
+        true
+    }
 }
 
 impl Matching {
@@ -328,19 +443,7 @@ impl Matching {
                 Target::Node(_) => 0,
             })
             .collect();
-        let (mut sol_leaf_start, mut sol_leaves, mut sol_compiled) =
-            (vec![0u32], Vec::new(), Vec::new());
-        for &id in &solutions {
-            let s = list.get(id as usize);
-            let ids = s.and_then(|s| s.problem_predicate.leaf_ids.as_deref());
-            let compiled =
-                matches!(s.map(|s| &s.hardware_predicate), Some(Predicate::True)) && ids.is_some();
-            if compiled {
-                sol_leaves.extend_from_slice(ids.unwrap_or_default());
-            }
-            sol_compiled.push(compiled);
-            sol_leaf_start.push(sol_leaves.len() as u32);
-        }
+        self.conditions = Conditions::build(list, &solutions);
         if let Some(kd) = &mut self.kd
             && !kd.set_groups(&local, solutions.len())
         {
@@ -348,9 +451,6 @@ impl Matching {
         }
         self.solutions = solutions.into_boxed_slice();
         self.local = local;
-        self.sol_leaf_start = sol_leaf_start.into_boxed_slice();
-        self.sol_leaves = sol_leaves.into_boxed_slice();
-        self.sol_compiled = sol_compiled.into_boxed_slice();
     }
 
     fn arity(&self) -> usize {
@@ -760,7 +860,15 @@ impl Matching {
             && let Some(kd) = self.kd.as_ref().filter(|kd| kd.accepts(key))
         {
             let (groups, leaf_state) = state.split_at_mut(self.solutions.len());
-            let mut judge = |l: usize| self.judge(l, file, q, leaf_state);
+            let mut j = Judge {
+                table: self,
+                file,
+                q: &*q,
+                leaf_state,
+                pass: [0; MASK_WORDS],
+                fail: [0; MASK_WORDS],
+            };
+            let mut judge = |l: usize| j.judge(l);
             return Ok(AT.with(|at| {
                 let at = &mut at.borrow_mut();
                 let euclidean = self.distance == Distance::Euclidean;
@@ -837,30 +945,7 @@ impl Matching {
         })
     }
 
-    /// Whether local solution `l` passes its predicates for this query.
-    #[inline]
-    fn judge(&self, l: usize, file: &super::File, q: &Query<'_>, leaf_state: &mut [u8]) -> bool {
-        if !self.sol_compiled[l] {
-            return single_fast(file, self.solutions[l], q, leaf_state);
-        }
-        let ids =
-            &self.sol_leaves[self.sol_leaf_start[l] as usize..self.sol_leaf_start[l + 1] as usize];
-        ids.iter().all(|&leaf| {
-            let leaf = leaf as usize;
-            match leaf_state[leaf] {
-                PASSES => true,
-                FAILS => false,
-                _ => {
-                    let pass = file.leaves[leaf].eval(q.problem);
-                    leaf_state[leaf] = if pass { PASSES } else { FAILS };
-                    pass
-                }
-            }
-        })
-    }
-
     /// One step of the walk; false when the walk should stop.
-    /// One step of either walk; false when the walk should stop.
     fn visit<'c>(
         &'c self,
         file: &'c super::File,
@@ -1382,9 +1467,7 @@ impl Node {
         };
         let mut m = Matching {
             kd,
-            sol_leaf_start: Box::new([]),
-            sol_leaves: Box::new([]),
-            sol_compiled: Box::new([]),
+            conditions: Conditions::default(),
             properties: properties.into_boxed_slice(),
             distance,
             keys: sorted_keys.into_boxed_slice(),
