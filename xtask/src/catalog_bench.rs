@@ -7,7 +7,8 @@
 //!    `msgpack.unpackb` decodes the same file in the same run, measured the
 //!    same way (its `ru_maxrss`), for the ratio.
 //! 2. Selection without a cache: a few thousand varied problems on three
-//!    GPUs, each timed alone; median and p99.
+//!    GPUs, each timed alone, in three passes with fresh selectors; median
+//!    and p99 of each pass, and the verdict on the worst.
 //! 3. Selection with the result cache: the same queries again through a
 //!    `Selector` that has seen them.
 //! 4. Lazy loading: the catalog is split into Tensile's lazy layout (one
@@ -151,41 +152,58 @@ pub fn run(path: &Path, queries: usize) -> Result<(), String> {
         Hardware::new("gfx1100", 96, Some(0x744c)),
     ];
     let problems = crate::catalog_queries::problems(queries, 0x5e1e_c7ed);
-    let mut times = Vec::with_capacity(problems.len() * gpus.len());
+    // Three passes, each with fresh selectors (so each builds its plans
+    // again: the first query of each class pays for its plan), reported
+    // one by one.
+    let mut passes = Vec::new();
     let mut answered = 0usize;
-    for hw in &gpus {
-        let selector = catalog.selector(hw.clone());
-        for p in &problems {
-            let t = Instant::now();
-            let r = selector.select_uncached(p);
-            times.push(t.elapsed().as_nanos() as f64);
-            if matches!(r, Ok(Some(_))) {
-                answered += 1;
+    for _ in 0..3 {
+        let mut times = Vec::with_capacity(problems.len() * gpus.len());
+        answered = 0;
+        for hw in &gpus {
+            let selector = catalog.selector(hw.clone());
+            for p in &problems {
+                let t = Instant::now();
+                let r = selector.select_uncached(p);
+                times.push(t.elapsed().as_nanos() as f64);
+                if matches!(r, Ok(Some(_))) {
+                    answered += 1;
+                }
             }
         }
+        times.sort_by(f64::total_cmp);
+        passes.push(times);
     }
-    times.sort_by(f64::total_cmp);
-    let (median, p99) = (percentile(&times, 0.5), percentile(&times, 0.99));
     println!(
-        "\nselection without cache: {} queries ({} problems × {} GPUs), {answered} answered",
-        times.len(),
+        "\nselection without cache: {} queries ({} problems × {} GPUs), {answered} answered; 3 passes, fresh selectors each",
+        problems.len() * gpus.len(),
         problems.len(),
         gpus.len()
     );
+    for (i, t) in passes.iter().enumerate() {
+        println!(
+            "  pass {}: median {:>6.0} ns  p90 {:>6.0} ns  p99 {:>6.0} ns  max {:>7.0} ns",
+            i + 1,
+            percentile(t, 0.5),
+            percentile(t, 0.9),
+            percentile(t, 0.99),
+            t.last().copied().unwrap_or(0.0)
+        );
+    }
+    // The verdict is on the worst pass: the first is the coldest (nothing
+    // of the catalog has been read by a selection yet).
+    let worst = |q: f64| passes.iter().map(|t| percentile(t, q)).fold(0.0, f64::max);
+    let (median, p99) = (worst(0.5), worst(0.99));
     println!(
-        "  median     {median:>8.0} ns    target ≤ {MEDIAN_NS} ns  {}",
+        "  median     {median:>8.0} ns    target ≤ {MEDIAN_NS} ns  {}   (worst pass)",
         verdict(median <= MEDIAN_NS)
     );
     println!(
-        "  p99        {p99:>8.0} ns    target ≤ {P99_NS} ns  {}",
+        "  p99        {p99:>8.0} ns    target ≤ {P99_NS} ns  {}   (worst pass)",
         verdict(p99 <= P99_NS)
     );
-    println!(
-        "  max        {:>8.0} ns",
-        times.last().copied().unwrap_or(0.0)
-    );
 
-    let mut cached = Vec::with_capacity(times.len());
+    let mut cached = Vec::with_capacity(problems.len() * gpus.len());
     let mut batch_ns = 0.0;
     for hw in &gpus {
         let selector = catalog.selector(hw.clone());

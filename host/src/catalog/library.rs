@@ -82,13 +82,16 @@ impl HardwareRow {
 pub struct ProblemRow {
     pub predicate: ProblemPredicate,
     pub library: Node,
+    /// The predicate reads only what fixes a problem's class (worked out
+    /// at load, for [`plan`](super::plan)s).
+    pub class_only: bool,
 }
 
 #[derive(Debug)]
 pub struct ProblemMap {
     /// In file order, for writing.
     pub entries: Vec<(Box<str>, Node)>,
-    pub index: HashMap<Box<str>, usize>,
+    pub index: HashMap<Box<str>, usize, super::FxBuild>,
 }
 
 /// A size property: the problem's value becomes one coordinate of a
@@ -1235,7 +1238,11 @@ impl Node {
                     let rows = rows(d, cx, t.len, Predicate::decode)?;
                     Node::Problem(
                         rows.into_iter()
-                            .map(|(predicate, library)| ProblemRow { predicate, library })
+                            .map(|(predicate, library)| ProblemRow {
+                                class_only: predicate.class_only(),
+                                predicate,
+                                library,
+                            })
                             .collect(),
                     )
                 }
@@ -1291,7 +1298,7 @@ impl Node {
                 let n = d.map_len()?;
                 let mut m = ProblemMap {
                     entries: Vec::with_capacity(n.min(4096)),
-                    index: HashMap::with_capacity(n.min(4096)),
+                    index: HashMap::with_capacity_and_hasher(n.min(4096), Default::default()),
                 };
                 for _ in 0..n {
                     let key: Box<str> = d.key_string()?.into();

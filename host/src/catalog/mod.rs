@@ -550,6 +550,7 @@ impl Catalog {
     pub fn selector(&self, hardware: Hardware) -> Selector<'_> {
         Selector {
             catalog: self,
+            gpu_rows: plan::GpuRows::new(&self.root.root, &hardware),
             hardware,
             cache: Mutex::new(HashMap::default()),
             plans: Mutex::new(HashMap::default()),
@@ -560,9 +561,9 @@ impl Catalog {
 /// The FxHash mixing step: cache keys are a few integers, and SipHash
 /// would cost more than the lookup it protects.
 #[derive(Default)]
-pub(crate) struct FxHasher(u64);
+pub struct FxHasher(u64);
 
-pub(crate) type FxBuild = BuildHasherDefault<FxHasher>;
+pub type FxBuild = BuildHasherDefault<FxHasher>;
 
 impl Hasher for FxHasher {
     fn finish(&self) -> u64 {
@@ -620,6 +621,7 @@ fn cache_key(p: &Problem) -> CacheKey {
 pub struct Selector<'c> {
     catalog: &'c Catalog,
     hardware: Hardware,
+    gpu_rows: plan::GpuRows<'c>,
     cache: Mutex<HashMap<CacheKey, Option<Selected<'c>>, BuildHasherDefault<FxHasher>>>,
     plans: Mutex<HashMap<plan::ClassKey, Arc<plan::Plan<'c>>, BuildHasherDefault<FxHasher>>>,
 }
@@ -660,8 +662,8 @@ impl<'c> Selector<'c> {
             None => {
                 let built = Arc::new(plan::Plan::build(
                     &self.catalog.root.root,
+                    &self.gpu_rows,
                     problem,
-                    &self.hardware,
                 ));
                 self.plans
                     .lock()

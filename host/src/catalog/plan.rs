@@ -72,7 +72,7 @@ fn flatten<'c>(
         }
         Node::Problem(rows) => {
             for row in rows.iter() {
-                if row.predicate.class_only() {
+                if row.class_only {
                     if row.predicate.eval(problem) {
                         flatten(&row.library, problem, guards, out);
                     }
@@ -93,25 +93,41 @@ fn flatten<'c>(
     }
 }
 
-impl<'c> Plan<'c> {
-    pub fn build(root: &'c Node, problem: &Problem, hw: &Hardware) -> Plan<'c> {
-        match root {
-            Node::Hardware(rows) => Plan::Rows(
+/// The part of a plan that depends on the GPU alone: the hardware rows
+/// that match it, each with whether it matched only through a chip-ID
+/// fallback (None when the root is not a Hardware node). A selector works
+/// it out once.
+pub struct GpuRows<'c>(Option<Vec<(&'c Node, bool)>>);
+
+impl<'c> GpuRows<'c> {
+    pub fn new(root: &'c Node, hw: &Hardware) -> GpuRows<'c> {
+        GpuRows(match root {
+            Node::Hardware(rows) => Some(
                 rows.iter()
                     .filter(|r| r.predicate.eval(hw))
-                    .map(|r| {
+                    .map(|r| (&r.library, r.is_fallback_for(hw)))
+                    .collect(),
+            ),
+            _ => None,
+        })
+    }
+}
+
+impl<'c> Plan<'c> {
+    pub fn build(root: &'c Node, gpu: &GpuRows<'c>, problem: &Problem) -> Plan<'c> {
+        match &gpu.0 {
+            Some(rows) => Plan::Rows(
+                rows.iter()
+                    .map(|&(library, fallback)| {
                         let mut steps = Vec::new();
-                        flatten(&r.library, problem, &mut Vec::new(), &mut steps);
-                        RowPlan {
-                            fallback: r.is_fallback_for(hw),
-                            steps,
-                        }
+                        flatten(library, problem, &mut Vec::new(), &mut steps);
+                        RowPlan { fallback, steps }
                     })
                     .collect(),
             ),
-            other => {
+            None => {
                 let mut steps = Vec::new();
-                flatten(other, problem, &mut Vec::new(), &mut steps);
+                flatten(root, problem, &mut Vec::new(), &mut steps);
                 Plan::Steps(steps)
             }
         }
