@@ -29,7 +29,9 @@
 //!   entry whose first key alone cannot improve (Euclidean: `(q0-k0)² >=
 //!   best`, unless the whole key equals the query). Euclidean distance is
 //!   the squared distance. Equality tries only the first entry with the
-//!   exact key.
+//!   exact key. (Untraced, Euclidean and Manhattan tables get the walk's
+//!   answer from a tree search instead, `kd.rs`; `Matching::fold` says
+//!   why it is the same answer.)
 //! - A DecisionTree returns the value of the first tree that predicts
 //!   true, even when that solution's predicates fail (then: no answer).
 

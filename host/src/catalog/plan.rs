@@ -5,7 +5,8 @@
 //! the hardware rows test the GPU, the ProblemMap the operation, and most
 //! Problem rows the types and flags. rocBLAS's catalog makes a query test
 //! ~45 such predicates before it reaches a size table. A plan evaluates
-//! them once per (GPU, class), where a class is everything a
+//! them once per (GPU, class) (the hardware rows once per GPU: a
+//! selector keeps them as [`GpuRows`]), where a class is everything a
 //! [`ProblemLeaf::class_only`](super::predicate::ProblemLeaf::class_only)
 //! leaf can read, and keeps, in the tree's own depth-first order, the
 //! libraries a query of that class could end in, each with the
