@@ -3,9 +3,7 @@
 
 use crate::error::Result;
 use crate::hsa::System;
-use zerocopy::FromZeros;
 
-use crate::hsa::checked::push_handle;
 use crate::hsa::ffi;
 
 /// `hsa_device_type_t`.
@@ -135,13 +133,7 @@ fn c_string(bytes: &[u8]) -> String {
 impl System {
     /// Every agent, in the runtime's order (CPUs and GPUs).
     pub fn agents(&self) -> Result<Vec<Agent>> {
-        let mut handles: Vec<ffi::Agent> = Vec::new();
-        // SAFETY: the callback only pushes into `handles`, which outlives
-        // the call; HSA is initialised while `self` lives.
-        let status = unsafe {
-            (self.api().hsa_iterate_agents)(push_handle::<ffi::Agent>, (&raw mut handles).cast())
-        };
-        self.check("hsa_iterate_agents", status)?;
+        let handles = self.agent_handles()?;
         handles
             .into_iter()
             .map(|handle| {
@@ -160,30 +152,14 @@ impl System {
         Ok(self.agents()?.into_iter().filter(Agent::is_gpu).collect())
     }
 
-    /// Reads an agent attribute whose C type is `T`.
-    fn get<T: FromZeros + Copy>(
-        &self,
-        agent: ffi::Agent,
-        attribute: u32,
-        call: &'static str,
-    ) -> Result<T> {
-        self.info(call, self.api().hsa_agent_get_info, agent, attribute)
-    }
-
     /// Reads a `char[N]` attribute as a string.
-    fn get_string<const N: usize>(
-        &self,
-        agent: ffi::Agent,
-        attribute: u32,
-        call: &'static str,
-    ) -> Result<String> {
-        let bytes: [u8; N] = self.get(agent, attribute, call)?;
+    fn get_string<const N: usize>(&self, agent: ffi::Agent, attribute: u32) -> Result<String> {
+        let bytes: [u8; N] = self.agent_attribute(agent, attribute)?;
         Ok(c_string(&bytes).trim().to_string())
     }
 
     fn agent_info(&self, agent: ffi::Agent) -> Result<AgentInfo> {
-        const CALL: &str = "hsa_agent_get_info";
-        let kind = match self.get::<u32>(agent, ffi::HSA_AGENT_INFO_DEVICE, CALL)? {
+        let kind = match self.agent_attribute::<u32>(agent, ffi::HSA_AGENT_INFO_DEVICE)? {
             ffi::HSA_DEVICE_TYPE_CPU => AgentKind::Cpu,
             ffi::HSA_DEVICE_TYPE_GPU => AgentKind::Gpu,
             ffi::HSA_DEVICE_TYPE_DSP => AgentKind::Dsp,
@@ -191,9 +167,9 @@ impl System {
         };
         let mut info = AgentInfo {
             kind,
-            name: self.get_string::<64>(agent, ffi::HSA_AGENT_INFO_NAME, CALL)?,
-            vendor: self.get_string::<64>(agent, ffi::HSA_AGENT_INFO_VENDOR_NAME, CALL)?,
-            node: self.get(agent, ffi::HSA_AGENT_INFO_NODE, CALL)?,
+            name: self.get_string::<64>(agent, ffi::HSA_AGENT_INFO_NAME)?,
+            vendor: self.get_string::<64>(agent, ffi::HSA_AGENT_INFO_VENDOR_NAME)?,
+            node: self.agent_attribute(agent, ffi::HSA_AGENT_INFO_NODE)?,
             wavefront_size: 0,
             workgroup_max_dim: [0; 3],
             workgroup_max_size: 0,
@@ -207,59 +183,43 @@ impl System {
         if kind != AgentKind::Gpu {
             return Ok(info);
         }
-        info.wavefront_size = self.get(agent, ffi::HSA_AGENT_INFO_WAVEFRONT_SIZE, CALL)?;
-        info.workgroup_max_dim = self.get(agent, ffi::HSA_AGENT_INFO_WORKGROUP_MAX_DIM, CALL)?;
-        info.workgroup_max_size = self.get(agent, ffi::HSA_AGENT_INFO_WORKGROUP_MAX_SIZE, CALL)?;
-        info.grid_max_dim = self.get(agent, ffi::HSA_AGENT_INFO_GRID_MAX_DIM, CALL)?;
-        info.grid_max_size = self.get(agent, ffi::HSA_AGENT_INFO_GRID_MAX_SIZE, CALL)?;
-        info.queues_max = self.get(agent, ffi::HSA_AGENT_INFO_QUEUES_MAX, CALL)?;
-        info.queue_min_size = self.get(agent, ffi::HSA_AGENT_INFO_QUEUE_MIN_SIZE, CALL)?;
-        info.queue_max_size = self.get(agent, ffi::HSA_AGENT_INFO_QUEUE_MAX_SIZE, CALL)?;
-        let bdfid: u32 = self.get(agent, ffi::HSA_AMD_AGENT_INFO_BDFID, CALL)?;
-        let domain: u32 = self.get(agent, ffi::HSA_AMD_AGENT_INFO_DOMAIN, CALL)?;
+        info.wavefront_size = self.agent_attribute(agent, ffi::HSA_AGENT_INFO_WAVEFRONT_SIZE)?;
+        info.workgroup_max_dim =
+            self.agent_attribute(agent, ffi::HSA_AGENT_INFO_WORKGROUP_MAX_DIM)?;
+        info.workgroup_max_size =
+            self.agent_attribute(agent, ffi::HSA_AGENT_INFO_WORKGROUP_MAX_SIZE)?;
+        info.grid_max_dim = self.agent_attribute(agent, ffi::HSA_AGENT_INFO_GRID_MAX_DIM)?;
+        info.grid_max_size = self.agent_attribute(agent, ffi::HSA_AGENT_INFO_GRID_MAX_SIZE)?;
+        info.queues_max = self.agent_attribute(agent, ffi::HSA_AGENT_INFO_QUEUES_MAX)?;
+        info.queue_min_size = self.agent_attribute(agent, ffi::HSA_AGENT_INFO_QUEUE_MIN_SIZE)?;
+        info.queue_max_size = self.agent_attribute(agent, ffi::HSA_AGENT_INFO_QUEUE_MAX_SIZE)?;
+        let bdfid: u32 = self.agent_attribute(agent, ffi::HSA_AMD_AGENT_INFO_BDFID)?;
+        let domain: u32 = self.agent_attribute(agent, ffi::HSA_AMD_AGENT_INFO_DOMAIN)?;
         info.gpu = Some(GpuInfo {
             isa: self.isa_name(agent)?,
-            compute_units: self.get(agent, ffi::HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT, CALL)?,
-            simds_per_cu: self.get(agent, ffi::HSA_AMD_AGENT_INFO_NUM_SIMDS_PER_CU, CALL)?,
-            max_waves_per_cu: self.get(agent, ffi::HSA_AMD_AGENT_INFO_MAX_WAVES_PER_CU, CALL)?,
+            compute_units: self
+                .agent_attribute(agent, ffi::HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT)?,
+            simds_per_cu: self.agent_attribute(agent, ffi::HSA_AMD_AGENT_INFO_NUM_SIMDS_PER_CU)?,
+            max_waves_per_cu: self
+                .agent_attribute(agent, ffi::HSA_AMD_AGENT_INFO_MAX_WAVES_PER_CU)?,
             lds_size: self.group_segment_size(agent)?,
-            chip_id: self.get(agent, ffi::HSA_AMD_AGENT_INFO_CHIP_ID, CALL)?,
+            chip_id: self.agent_attribute(agent, ffi::HSA_AMD_AGENT_INFO_CHIP_ID)?,
             pci: PciAddress::from_bdfid(domain, bdfid),
-            uuid: self.get_string::<21>(agent, ffi::HSA_AMD_AGENT_INFO_UUID, CALL)?,
-            product_name: self.get_string::<64>(
-                agent,
-                ffi::HSA_AMD_AGENT_INFO_PRODUCT_NAME,
-                CALL,
-            )?,
-            max_clock_mhz: self.get(agent, ffi::HSA_AMD_AGENT_INFO_MAX_CLOCK_FREQUENCY, CALL)?,
-            cacheline_size: self.get(agent, ffi::HSA_AMD_AGENT_INFO_CACHELINE_SIZE, CALL)?,
+            uuid: self.get_string::<21>(agent, ffi::HSA_AMD_AGENT_INFO_UUID)?,
+            product_name: self.get_string::<64>(agent, ffi::HSA_AMD_AGENT_INFO_PRODUCT_NAME)?,
+            max_clock_mhz: self
+                .agent_attribute(agent, ffi::HSA_AMD_AGENT_INFO_MAX_CLOCK_FREQUENCY)?,
+            cacheline_size: self.agent_attribute(agent, ffi::HSA_AMD_AGENT_INFO_CACHELINE_SIZE)?,
         });
         Ok(info)
     }
 
     /// The first ISA's name.
     fn isa_name(&self, agent: ffi::Agent) -> Result<String> {
-        let isas = self.handles(
-            "hsa_agent_iterate_isas",
-            self.api().hsa_agent_iterate_isas,
-            agent,
-        )?;
-        let Some(&isa) = isas.first() else {
+        let Some(&isa) = self.isa_handles(agent)?.first() else {
             return Ok(String::new());
         };
-        let len: u32 = self.info(
-            "hsa_isa_get_info_alt",
-            self.api().hsa_isa_get_info_alt,
-            isa,
-            ffi::HSA_ISA_INFO_NAME_LENGTH,
-        )?;
-        let mut name = vec![0u8; len as usize + 1];
-        // SAFETY: NAME writes NAME_LENGTH bytes; the buffer has one more.
-        let status = unsafe {
-            (self.api().hsa_isa_get_info_alt)(isa, ffi::HSA_ISA_INFO_NAME, name.as_mut_ptr().cast())
-        };
-        self.check("hsa_isa_get_info_alt", status)?;
-        Ok(c_string(&name))
+        Ok(c_string(&self.isa_name_bytes(isa)?))
     }
 
     /// Size of the agent's group-segment (LDS) pool.

@@ -26,12 +26,12 @@ pub mod device_code;
 mod dispatch;
 mod error;
 mod executable;
-#[cfg(test)]
-mod fake_tests;
 pub mod hsa;
 pub mod memory;
 pub mod queue;
 mod signal;
+#[cfg(test)]
+mod sim_tests;
 
 pub use aqueduct_abi::code_object;
 pub use dispatch::{ArgKey, ArgValue, DevicePtr, Dispatch, Kernargs, KernelArgument, Launch};

@@ -2,14 +2,11 @@
 //! processor consumes in order (HSA Platform System Architecture
 //! Specification, "Architected Queuing Language").
 //!
-//! Submitting, per the AQL rules:
-//!
-//! ```text
-//!   reserve:  CAS write_index w -> w+n, only once w+n - read_index <= size
-//!   write:    packet bytes 4..64 into slot (id % size), header still INVALID
-//!   publish:  32-bit store of header|setup with release semantics
-//!   doorbell: store the last packet id into the doorbell signal (release)
-//! ```
+//! Submitting follows the AQL rules and the arithmetic of
+//! [`aqueduct_abi::aql_ring`], which device code and the simulator's packet
+//! processor share: reserve slots once they have room, write bytes 4..64,
+//! publish the header last with release semantics, store the last packet id
+//! in the doorbell signal.
 //!
 //! Reserving with a compare-and-swap after checking for room (instead of an
 //! unconditional add) means a full ring makes the producer wait — bounded by
@@ -33,14 +30,16 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering as MemOrdering};
 use std::time::{Duration, Instant};
 
 use aqueduct_abi::aql::{PACKET_SIZE, Packet};
+use aqueduct_abi::aql_ring::{doorbell_value, has_room, is_ring_size, slot_offset};
 use aqueduct_abi::hsa::{HsaQueue, QueueType, SignalCondition, SignalHandle};
 use aqueduct_abi::packet::{self, BarrierKind, BarrierPacket, DispatchLimits, Ordering, Prepared};
 
 use crate::agent::{Agent, AgentInfo};
 use crate::error::{Error, Result};
+use crate::hsa::System;
 use crate::hsa::ffi::{self, Status};
 use crate::memory::{HostBuffer, MemoryPool, PoolKind};
-use crate::signal::{LoadOrder, Signal, WaitOrder};
+use crate::signal::{LoadOrder, Signal, StoreOrder, WaitOrder};
 
 /// How long a producer waits for room in a full ring before giving up.
 pub const DEFAULT_SPACE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -164,7 +163,7 @@ pub(crate) fn check_queue_size(info: &AgentInfo, size: u32) -> Result<()> {
             info.name
         )));
     }
-    if !size.is_power_of_two() {
+    if !is_ring_size(size) {
         return Err(refuse(format!("{size} is not a power of two")));
     }
     if size < info.queue_min_size || size > info.queue_max_size {
@@ -306,18 +305,18 @@ impl Queue {
         self.fault().map_or(Ok(()), Err)
     }
 
+    fn system(&self) -> &System {
+        self.inner.agent.system()
+    }
+
     fn read_index(&self) -> u64 {
         // SAFETY: `raw` is live while `self` is.
-        unsafe { (self.api().hsa_queue_load_read_index_scacquire)(self.inner.raw.as_ptr()) }
+        unsafe { self.system().queue_read_index(self.inner.raw.as_ptr()) }
     }
 
     fn write_index(&self) -> u64 {
         // SAFETY: as above.
-        unsafe { (self.api().hsa_queue_load_write_index_relaxed)(self.inner.raw.as_ptr()) }
-    }
-
-    fn api(&self) -> &ffi::Api {
-        self.inner.agent.system().api()
+        unsafe { self.system().queue_write_index(self.inner.raw.as_ptr()) }
     }
 
     /// Reserves `count` consecutive packet slots, waiting up to `timeout`
@@ -331,7 +330,7 @@ impl Queue {
         }
         let n = u64::from(count);
         let size = u64::from(self.inner.size);
-        let room = |write: u64, read: u64| write.wrapping_add(n).wrapping_sub(read) <= size;
+        let room = |write: u64, read: u64| has_room(write, read, n, size);
         // Started at the first look at a full ring: a clock read costs as
         // much as the rest of a reservation with room.
         let mut start = None;
@@ -355,16 +354,16 @@ impl Queue {
             if room(write, read) {
                 // SAFETY: `raw` is live while `self` is.
                 let seen = unsafe {
-                    (self.api().hsa_queue_cas_write_index_scacq_screl)(
+                    self.system().queue_cas_write_index(
                         self.inner.raw.as_ptr(),
                         write,
-                        write + n,
+                        write.wrapping_add(n),
                     )
                 };
                 if seen == write {
                     self.inner
                         .write_guess
-                        .store(write + n, MemOrdering::Relaxed);
+                        .store(write.wrapping_add(n), MemOrdering::Relaxed);
                     return Ok(Reservation {
                         queue: self,
                         first: write,
@@ -384,7 +383,7 @@ impl Queue {
                         self.inner.id, self.inner.size
                     ),
                     condition: ">=",
-                    expected: (write + n).saturating_sub(size) as i64,
+                    expected: write.wrapping_add(n).saturating_sub(size) as i64,
                     observed: read as i64,
                     waited: start.elapsed(),
                 });
@@ -444,7 +443,7 @@ impl Queue {
     /// Writes `bytes` (a whole packet whose header is INVALID) into the
     /// slot of packet `id` and publishes it with `first_word`.
     fn emplace_bytes(&self, id: u64, bytes: &[u8; PACKET_SIZE], first_word: u32) {
-        let slot = (id % u64::from(self.inner.size)) as usize * PACKET_SIZE;
+        let slot = slot_offset(id, u64::from(self.inner.size)) as usize;
         // SAFETY: `slot` is inside the ring (size * 64 bytes). The slot was
         // reserved by this producer and its previous packet consumed (the
         // reservation checked the read index), so the processor does not
@@ -460,7 +459,10 @@ impl Queue {
 
     fn ring_doorbell(&self, id: u64) {
         // SAFETY: the doorbell signal lives as long as the queue.
-        unsafe { (self.api().hsa_signal_store_screlease)(self.inner.doorbell, id as i64) };
+        unsafe {
+            self.system()
+                .signal_store(self.inner.doorbell, doorbell_value(id), StoreOrder::Release)
+        };
     }
 }
 

@@ -119,53 +119,41 @@ impl Signal {
         self.inner.handle
     }
 
-    fn api(&self) -> &ffi::Api {
-        self.inner.system.api()
-    }
-
     /// The current value.
     pub fn load(&self, order: LoadOrder) -> i64 {
-        let f = match order {
-            LoadOrder::Relaxed => self.api().hsa_signal_load_relaxed,
-            LoadOrder::Acquire => self.api().hsa_signal_load_scacquire,
-        };
         // SAFETY: the handle is live while `self` is.
-        unsafe { f(self.inner.handle) }
+        unsafe { self.inner.system.signal_load(self.inner.handle, order) }
     }
 
     /// Sets the value and wakes waiters.
     pub fn store(&self, value: i64, order: StoreOrder) {
-        let f = match order {
-            StoreOrder::Relaxed => self.api().hsa_signal_store_relaxed,
-            StoreOrder::Release => self.api().hsa_signal_store_screlease,
-        };
         // SAFETY: the handle is live while `self` is.
-        unsafe { f(self.inner.handle, value) }
+        unsafe {
+            self.inner
+                .system
+                .signal_store(self.inner.handle, value, order)
+        }
     }
 
     /// Adds `value` (wrapping, as HSA does).
     pub fn add(&self, value: i64, order: RmwOrder) {
-        let f = match order {
-            RmwOrder::Relaxed => self.api().hsa_signal_add_relaxed,
-            RmwOrder::Acquire => self.api().hsa_signal_add_scacquire,
-            RmwOrder::Release => self.api().hsa_signal_add_screlease,
-            RmwOrder::AcqRel => self.api().hsa_signal_add_scacq_screl,
-        };
         // SAFETY: the handle is live while `self` is.
-        unsafe { f(self.inner.handle, value) }
+        unsafe {
+            self.inner
+                .system
+                .signal_add(self.inner.handle, value, order)
+        }
     }
 
     /// Stores `new` if the value is `expected`; returns the value observed
     /// (equal to `expected` when the exchange happened).
     pub fn cas(&self, expected: i64, new: i64, order: RmwOrder) -> i64 {
-        let f = match order {
-            RmwOrder::Relaxed => self.api().hsa_signal_cas_relaxed,
-            RmwOrder::Acquire => self.api().hsa_signal_cas_scacquire,
-            RmwOrder::Release => self.api().hsa_signal_cas_screlease,
-            RmwOrder::AcqRel => self.api().hsa_signal_cas_scacq_screl,
-        };
         // SAFETY: the handle is live while `self` is.
-        unsafe { f(self.inner.handle, expected, new) }
+        unsafe {
+            self.inner
+                .system
+                .signal_cas(self.inner.handle, expected, new, order)
+        }
     }
 
     /// Waits until `condition` holds between the value and `compare`, and
@@ -198,10 +186,6 @@ impl Signal {
                 problem: format!("unknown condition {condition:?}"),
             });
         };
-        let f = match order {
-            WaitOrder::Relaxed => self.api().hsa_signal_wait_relaxed,
-            WaitOrder::Acquire => self.api().hsa_signal_wait_scacquire,
-        };
         let start = Instant::now();
         loop {
             check()?;
@@ -210,13 +194,9 @@ impl Signal {
             // SAFETY: the handle is live while `self` is; the condition is
             // one of the four HSA defines (checked above).
             let value = unsafe {
-                f(
-                    self.inner.handle,
-                    condition.0,
-                    compare,
-                    hint,
-                    ffi::HSA_WAIT_STATE_BLOCKED,
-                )
+                self.inner
+                    .system
+                    .signal_wait(self.inner.handle, condition.0, compare, hint, order)
             };
             if condition.holds(value, compare) == Some(true) {
                 return Ok(value);

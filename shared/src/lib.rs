@@ -8,6 +8,12 @@
 //!   ROCr structures (`hsa.h`, `hsa_ext_amd.h`, `amd_hsa_queue.h`,
 //!   `amd_hsa_signal.h`), checked against the installed ROCr headers by
 //!   `tests/tests/rocr_headers.rs`.
+//! - [`hsa_api`]: the C interface of `libhsa-runtime64` (status codes,
+//!   enumerators, handles, the function table) that the host shim resolves
+//!   and the simulator exports.
+//! - [`aql_ring`]: the AQL ring protocol's arithmetic (room, slots,
+//!   publication, doorbell values) that producers and the packet processor
+//!   share.
 //! - [`packet`]: validating builders for AQL packets.
 //! - [`kernel_descriptor`]: the 64-byte AMDHSA kernel descriptor.
 //! - [`command`], [`scheduler`]: aqueduct's own command-buffer and scheduler
@@ -157,8 +163,10 @@ macro_rules! assert_layout {
 pub mod amd_queue;
 pub mod amd_signal;
 pub mod aql;
+pub mod aql_ring;
 pub mod command;
 pub mod hsa;
+pub mod hsa_api;
 pub mod kernel_descriptor;
 pub mod packet;
 pub mod scheduler;

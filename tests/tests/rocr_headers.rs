@@ -19,7 +19,6 @@ use std::mem::{align_of, offset_of, size_of};
 use std::path::PathBuf;
 use std::process::Command;
 
-use aqueduct::hsa::ffi;
 use aqueduct_abi::amd_queue::{
     AMD_QUEUE_ALIGN_BYTES, AmdQueue, AmdQueueCaps, AmdQueueProperties, AmdQueueV2,
     ScratchLastUsedIndexXcc,
@@ -30,6 +29,7 @@ use aqueduct_abi::aql::{
     BarrierAndPacket, BarrierOrPacket, FenceScope, KernelDispatchPacket, PacketType, header_bits,
 };
 use aqueduct_abi::hsa::{HsaQueue, QueueFeatures, QueueType, SignalCondition, SignalHandle};
+use aqueduct_abi::hsa_api;
 use aqueduct_abi::kernel_descriptor::{KernelCodeProperties, PgmRsrc1, PgmRsrc2};
 
 /// Which headers a check needs.
@@ -291,84 +291,21 @@ fn consts() -> Vec<Const> {
             "MAX_NUM_XCC" = aqueduct_abi::amd_queue::MAX_NUM_XCC,
             Since::QueueV2
         ),
-        // The host shim's C ABI constants.
-        c!("HSA_STATUS_SUCCESS" = ffi::HSA_STATUS_SUCCESS),
-        c!("HSA_STATUS_INFO_BREAK" = ffi::HSA_STATUS_INFO_BREAK),
-        c!("HSA_STATUS_ERROR" = ffi::HSA_STATUS_ERROR),
-        c!("HSA_STATUS_ERROR_INVALID_ARGUMENT" = ffi::HSA_STATUS_ERROR_INVALID_ARGUMENT),
-        c!("HSA_STATUS_ERROR_OUT_OF_RESOURCES" = ffi::HSA_STATUS_ERROR_OUT_OF_RESOURCES),
-        c!("HSA_STATUS_ERROR_NOT_INITIALIZED" = ffi::HSA_STATUS_ERROR_NOT_INITIALIZED),
-        c!("HSA_SYSTEM_INFO_VERSION_MAJOR" = ffi::HSA_SYSTEM_INFO_VERSION_MAJOR),
-        c!("HSA_SYSTEM_INFO_VERSION_MINOR" = ffi::HSA_SYSTEM_INFO_VERSION_MINOR),
-        c!("HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY" = ffi::HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY),
-        c!("HSA_AGENT_INFO_NAME" = ffi::HSA_AGENT_INFO_NAME),
-        c!("HSA_AGENT_INFO_VENDOR_NAME" = ffi::HSA_AGENT_INFO_VENDOR_NAME),
-        c!("HSA_AGENT_INFO_WAVEFRONT_SIZE" = ffi::HSA_AGENT_INFO_WAVEFRONT_SIZE),
-        c!("HSA_AGENT_INFO_WORKGROUP_MAX_DIM" = ffi::HSA_AGENT_INFO_WORKGROUP_MAX_DIM),
-        c!("HSA_AGENT_INFO_WORKGROUP_MAX_SIZE" = ffi::HSA_AGENT_INFO_WORKGROUP_MAX_SIZE),
-        c!("HSA_AGENT_INFO_GRID_MAX_DIM" = ffi::HSA_AGENT_INFO_GRID_MAX_DIM),
-        c!("HSA_AGENT_INFO_GRID_MAX_SIZE" = ffi::HSA_AGENT_INFO_GRID_MAX_SIZE),
-        c!("HSA_AGENT_INFO_QUEUES_MAX" = ffi::HSA_AGENT_INFO_QUEUES_MAX),
-        c!("HSA_AGENT_INFO_QUEUE_MIN_SIZE" = ffi::HSA_AGENT_INFO_QUEUE_MIN_SIZE),
-        c!("HSA_AGENT_INFO_QUEUE_MAX_SIZE" = ffi::HSA_AGENT_INFO_QUEUE_MAX_SIZE),
-        c!("HSA_AGENT_INFO_NODE" = ffi::HSA_AGENT_INFO_NODE),
-        c!("HSA_AGENT_INFO_DEVICE" = ffi::HSA_AGENT_INFO_DEVICE),
-        c!("HSA_DEVICE_TYPE_CPU" = ffi::HSA_DEVICE_TYPE_CPU),
-        c!("HSA_DEVICE_TYPE_GPU" = ffi::HSA_DEVICE_TYPE_GPU),
-        c!("HSA_DEVICE_TYPE_DSP" = ffi::HSA_DEVICE_TYPE_DSP),
-        c!("HSA_AMD_AGENT_INFO_CHIP_ID" = ffi::HSA_AMD_AGENT_INFO_CHIP_ID),
-        c!("HSA_AMD_AGENT_INFO_CACHELINE_SIZE" = ffi::HSA_AMD_AGENT_INFO_CACHELINE_SIZE),
-        c!("HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT" = ffi::HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT),
-        c!("HSA_AMD_AGENT_INFO_MAX_CLOCK_FREQUENCY" = ffi::HSA_AMD_AGENT_INFO_MAX_CLOCK_FREQUENCY),
-        c!("HSA_AMD_AGENT_INFO_BDFID" = ffi::HSA_AMD_AGENT_INFO_BDFID),
-        c!("HSA_AMD_AGENT_INFO_PRODUCT_NAME" = ffi::HSA_AMD_AGENT_INFO_PRODUCT_NAME),
-        c!("HSA_AMD_AGENT_INFO_MAX_WAVES_PER_CU" = ffi::HSA_AMD_AGENT_INFO_MAX_WAVES_PER_CU),
-        c!("HSA_AMD_AGENT_INFO_NUM_SIMDS_PER_CU" = ffi::HSA_AMD_AGENT_INFO_NUM_SIMDS_PER_CU),
-        c!("HSA_AMD_AGENT_INFO_DOMAIN" = ffi::HSA_AMD_AGENT_INFO_DOMAIN),
-        c!("HSA_AMD_AGENT_INFO_UUID" = ffi::HSA_AMD_AGENT_INFO_UUID),
-        c!("HSA_ISA_INFO_NAME_LENGTH" = ffi::HSA_ISA_INFO_NAME_LENGTH),
-        c!("HSA_ISA_INFO_NAME" = ffi::HSA_ISA_INFO_NAME),
-        c!("HSA_AMD_MEMORY_POOL_INFO_SEGMENT" = ffi::HSA_AMD_MEMORY_POOL_INFO_SEGMENT),
-        c!("HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS" = ffi::HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS),
-        c!("HSA_AMD_MEMORY_POOL_INFO_SIZE" = ffi::HSA_AMD_MEMORY_POOL_INFO_SIZE),
-        c!("HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED" =
-            ffi::HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED),
-        c!("HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_GRANULE" =
-            ffi::HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_GRANULE),
-        c!("HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALIGNMENT" =
-            ffi::HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALIGNMENT),
-        c!("HSA_AMD_MEMORY_POOL_INFO_ACCESSIBLE_BY_ALL" =
-            ffi::HSA_AMD_MEMORY_POOL_INFO_ACCESSIBLE_BY_ALL),
-        c!("HSA_AMD_MEMORY_POOL_INFO_ALLOC_MAX_SIZE" =
-            ffi::HSA_AMD_MEMORY_POOL_INFO_ALLOC_MAX_SIZE),
-        c!("HSA_AMD_SEGMENT_GLOBAL" = ffi::HSA_AMD_SEGMENT_GLOBAL),
-        c!("HSA_AMD_SEGMENT_READONLY" = ffi::HSA_AMD_SEGMENT_READONLY),
-        c!("HSA_AMD_SEGMENT_PRIVATE" = ffi::HSA_AMD_SEGMENT_PRIVATE),
-        c!("HSA_AMD_SEGMENT_GROUP" = ffi::HSA_AMD_SEGMENT_GROUP),
-        c!("HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT" =
-            ffi::HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT),
-        c!("HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED" =
-            ffi::HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED),
-        c!("HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED" =
-            ffi::HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED),
-        c!("HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT" =
-            ffi::HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT),
-        c!("HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE" =
-            ffi::HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE),
-        c!(
-            "HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_ALIGNMENT" =
-                ffi::HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_ALIGNMENT
-        ),
-        c!("HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE" =
-            ffi::HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE),
-        c!("HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE" =
-            ffi::HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE),
-        c!("HSA_PROFILE_FULL" = ffi::HSA_PROFILE_FULL),
-        c!("HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT" =
-            ffi::HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT),
-        c!("HSA_WAIT_STATE_BLOCKED" = ffi::HSA_WAIT_STATE_BLOCKED),
-        c!("HSA_WAIT_STATE_ACTIVE" = ffi::HSA_WAIT_STATE_ACTIVE),
     ]
+    .into_iter()
+    // The C interface of libhsa-runtime64, every status and enumerator of
+    // its one definition.
+    .chain(hsa_api::STATUSES.iter().map(|&(value, c, _)| Const {
+        c,
+        value: i128::from(value),
+        since: Since::Always,
+    }))
+    .chain(hsa_api::ENUMERATORS.iter().map(|&(c, value)| Const {
+        c,
+        value: i128::from(value),
+        since: Since::Always,
+    }))
+    .collect()
 }
 
 fn bitfields() -> Vec<Bitfield> {

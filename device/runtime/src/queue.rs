@@ -28,28 +28,13 @@
 //! release store so the body is visible to the processor first.
 
 use aqueduct_abi::amd_queue::AmdQueue;
-use aqueduct_abi::aql::{Packet, PacketHeader};
+use aqueduct_abi::aql::{PACKET_SIZE, Packet};
+use aqueduct_abi::aql_ring::{doorbell_value, has_room, is_ring_size, slot_offset};
 use aqueduct_abi::hsa::SignalHandle;
 use aqueduct_abi::packet::{BarrierPacket, Prepared};
 
 use crate::atomic::{Acquire, Atomic, Relaxed, Release, System};
 use crate::signal::Signal;
-
-/// Bytes per AQL packet.
-pub const PACKET_BYTES: usize = 64;
-
-/// Whether `n` more packets fit in a ring of `size` slots when the write
-/// index is `write` and the read index `read`. Indices are 64-bit packet
-/// ids that only grow; the subtraction wraps, so the answer stays right
-/// across the (theoretical) overflow of the ids.
-pub const fn has_room(write: u64, read: u64, n: u64, size: u64) -> bool {
-    write.wrapping_add(n).wrapping_sub(read) <= size
-}
-
-/// The slot of packet `id` in a ring of `size` slots (a power of two).
-pub const fn slot_of(id: u64, size: u64) -> u64 {
-    id & (size - 1)
-}
 
 /// Why an enqueue gave up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,7 +81,7 @@ impl Queue {
                 (&raw const (*hsa).doorbell_signal).read(),
             )
         };
-        if !size.is_power_of_two() {
+        if !is_ring_size(size) {
             return Err(QueueError::BadSize(size));
         }
         Ok(Self {
@@ -162,15 +147,14 @@ impl Queue {
     fn slot(&self, id: u64) -> *mut u8 {
         // SAFETY (of the arithmetic): the slot index is below `size`, and
         // the ring holds `size` packets.
-        self.ring
-            .wrapping_add(slot_of(id, self.size) as usize * PACKET_BYTES)
+        self.ring.wrapping_add(slot_offset(id, self.size) as usize)
     }
 
     /// Writes `body` (whose header must read INVALID) into the slot of
     /// packet `id`, then publishes it with a system-scope release store of
     /// `first_word` (header and setup). `id` must be reserved by the caller
     /// and its slot free ([`Queue::reserve`] guarantees both).
-    pub fn write_bytes(&self, id: u64, body: &[u8; PACKET_BYTES], first_word: u32) {
+    pub fn write_bytes(&self, id: u64, body: &[u8; PACKET_SIZE], first_word: u32) {
         let slot = self.slot(id);
         // SAFETY: the slot is inside the ring, reserved by this producer
         // and consumed by the processor (reserve waited for the read
@@ -178,14 +162,14 @@ impl Queue {
         // so. The first word is 64-aligned (slots are) and accessed
         // atomically by producer and processor.
         unsafe {
-            core::ptr::copy_nonoverlapping(body.as_ptr().add(4), slot.add(4), PACKET_BYTES - 4);
+            core::ptr::copy_nonoverlapping(body.as_ptr().add(4), slot.add(4), PACKET_SIZE - 4);
             Atomic::<u32>::from_ptr(slot.cast()).store(first_word, Release, System);
         }
     }
 
     /// Writes and publishes a prepared packet (see [`Queue::write_bytes`]).
     pub fn write<P: Packet>(&self, id: u64, packet: &Prepared<P>) {
-        let mut bytes = [0u8; PACKET_BYTES];
+        let mut bytes = [0u8; PACKET_SIZE];
         bytes.copy_from_slice(packet.body.as_bytes());
         self.write_bytes(id, &bytes, packet.first_word());
     }
@@ -202,7 +186,7 @@ impl Queue {
         // SAFETY: the doorbell signal is the queue's own, live while the
         // queue is (`from_ptr` contract).
         let bell = unsafe { Signal::from_handle(self.doorbell) };
-        bell.store(id as i64, Release, System);
+        bell.store(doorbell_value(id), Release, System);
     }
 
     /// Reserve one slot, write `packet`, publish it, ring the doorbell;
@@ -231,11 +215,6 @@ impl Queue {
     }
 }
 
-/// Whether a published header at `first_word` is a packet (not INVALID).
-pub fn is_published(first_word: u32) -> bool {
-    PacketHeader(first_word as u16).packet_type() != aqueduct_abi::aql::PacketType::INVALID
-}
-
 #[cfg(test)]
 mod tests {
     extern crate std;
@@ -247,26 +226,12 @@ mod tests {
     use std::vec::Vec;
 
     use aqueduct_abi::amd_signal::AmdSignal;
-    use aqueduct_abi::aql::PacketType;
+    use aqueduct_abi::aql::{PacketHeader, PacketType};
+    use aqueduct_abi::aql_ring::{consumed, is_published};
     use aqueduct_abi::hsa::{HsaQueue, QueueFeatures, QueueType};
     use aqueduct_abi::packet::{BarrierKind, Ordering as PacketOrdering, barrier};
 
     use super::*;
-
-    #[test]
-    fn room_is_counted_across_wrap_around_and_index_overflow() {
-        assert!(has_room(0, 0, 64, 64));
-        assert!(!has_room(0, 0, 65, 64));
-        assert!(has_room(100, 40, 4, 64));
-        assert!(!has_room(100, 40, 5, 64));
-        // The write index has wrapped past u64::MAX, the read index not.
-        let read = u64::MAX - 10;
-        assert!(has_room(read.wrapping_add(60), read, 4, 64));
-        assert!(!has_room(read.wrapping_add(60), read, 5, 64));
-        assert_eq!(slot_of(u64::MAX, 64), 63);
-        assert_eq!(slot_of(u64::MAX.wrapping_add(1), 64), 0);
-        assert_eq!(slot_of(130, 64), 2);
-    }
 
     /// A queue in host memory: the amd_queue_t, its ring and doorbell.
     struct HostQueue {
@@ -326,7 +291,7 @@ mod tests {
                 let mut seen = Vec::new();
                 let mut id = start;
                 while (seen.len() as u64) < PACKETS && !stop.load(Ordering::Relaxed) {
-                    let slot = ring + slot_of(id, u64::from(SIZE)) as usize * PACKET_BYTES;
+                    let slot = ring + slot_offset(id, u64::from(SIZE)) as usize;
                     // SAFETY: slots of the live ring, accessed as the
                     // protocol says (first word atomically).
                     let first = unsafe { AtomicU32::from_ptr(slot as *mut u32) };
@@ -343,7 +308,7 @@ mod tests {
                     let mut completion = [0u8; 8];
                     completion.copy_from_slice(&bytes[56..]);
                     seen.push(u64::from_le_bytes(completion));
-                    first.store(u32::from(PacketHeader::INVALID.0), Ordering::Release);
+                    first.store(consumed(word), Ordering::Release);
                     id = id.wrapping_add(1);
                     // SAFETY: the live amd_queue_t's read index.
                     unsafe { AtomicU64::from_ptr(read as *mut u64) }.store(id, Ordering::Release);

@@ -5,7 +5,9 @@
 //! touches a function pointer.
 //!
 //! Functions that take raw addresses stay `unsafe`: what they point at is the
-//! caller's to guarantee, and each says what it needs.
+//! caller's to guarantee, and each says what it needs. The status-less calls
+//! of the hot paths (signal values, queue indices) are `#[inline]` and cost
+//! no more than the raw call: only the table lookup moves here.
 
 use std::ffi::{CStr, c_void};
 
@@ -16,9 +18,10 @@ use aqueduct_abi::hsa::{HsaQueue, SignalHandle};
 use super::System;
 use super::ffi::{self, QueueErrorCallback};
 use crate::error::Result;
+use crate::signal::{LoadOrder, RmwOrder, StoreOrder, WaitOrder};
 
 impl System {
-    // ---- system -------------------------------------------------------
+    // ---- system and agents --------------------------------------------
 
     /// Ticks per second of `hsa_signal_wait_*` timeout hints
     /// (`HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY`, a `uint64_t`).
@@ -35,6 +38,60 @@ impl System {
         Ok(hz)
     }
 
+    /// Every agent handle, in the runtime's order.
+    pub(crate) fn agent_handles(&self) -> Result<Vec<ffi::Agent>> {
+        let mut out: Vec<ffi::Agent> = Vec::new();
+        // SAFETY: the callback only pushes agents into `out`, which outlives
+        // the synchronous iteration.
+        let status = unsafe {
+            (self.api().hsa_iterate_agents)(Some(push_handle::<ffi::Agent>), (&raw mut out).cast())
+        };
+        self.check("hsa_iterate_agents", status)?;
+        Ok(out)
+    }
+
+    /// Reads an agent attribute whose C type is `T`.
+    pub(crate) fn agent_attribute<T: FromZeros + Copy>(
+        &self,
+        agent: ffi::Agent,
+        attribute: u32,
+    ) -> Result<T> {
+        self.info(
+            "hsa_agent_get_info",
+            self.api().hsa_agent_get_info,
+            agent,
+            attribute,
+        )
+    }
+
+    pub(crate) fn isa_handles(&self, agent: ffi::Agent) -> Result<Vec<ffi::Isa>> {
+        self.handles(
+            "hsa_agent_iterate_isas",
+            self.api().hsa_agent_iterate_isas,
+            agent,
+        )
+    }
+
+    /// An ISA's name (`HSA_ISA_INFO_NAME`, whose length the runtime tells
+    /// first), without the NUL.
+    pub(crate) fn isa_name_bytes(&self, isa: ffi::Isa) -> Result<Vec<u8>> {
+        let len: u32 = self.info(
+            "hsa_isa_get_info_alt",
+            self.api().hsa_isa_get_info_alt,
+            isa,
+            ffi::HSA_ISA_INFO_NAME_LENGTH,
+        )?;
+        let mut name = vec![0u8; len as usize + 1];
+        // SAFETY: NAME writes NAME_LENGTH bytes; the buffer has one more.
+        let status = unsafe {
+            (self.api().hsa_isa_get_info_alt)(isa, ffi::HSA_ISA_INFO_NAME, name.as_mut_ptr().cast())
+        };
+        self.check("hsa_isa_get_info_alt", status)?;
+        let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+        name.truncate(end);
+        Ok(name)
+    }
+
     // ---- memory pools -------------------------------------------------
 
     /// Every handle an iteration function reports (agents of the system,
@@ -49,7 +106,7 @@ impl System {
         // SAFETY: the callback only pushes `H`s into `out`, which outlives
         // the synchronous iteration; `iterate` is the table's function for
         // handles of type `H`.
-        let status = unsafe { iterate(owner, push_handle::<H>, (&raw mut out).cast()) };
+        let status = unsafe { iterate(owner, Some(push_handle::<H>), (&raw mut out).cast()) };
         self.check(call, status)?;
         Ok(out)
     }
@@ -214,6 +271,112 @@ impl System {
         self.check("hsa_signal_destroy", status)
     }
 
+    // The value operations below return no status (hsa.h): each needs only
+    // a live signal.
+
+    /// `hsa_signal_load_*`.
+    ///
+    /// # Safety
+    /// `signal` is live (created and not yet destroyed).
+    #[inline]
+    pub(crate) unsafe fn signal_load(&self, signal: SignalHandle, order: LoadOrder) -> i64 {
+        let api = self.api();
+        let f = match order {
+            LoadOrder::Relaxed => api.hsa_signal_load_relaxed,
+            LoadOrder::Acquire => api.hsa_signal_load_scacquire,
+        };
+        // SAFETY: per the caller's contract.
+        unsafe { f(signal) }
+    }
+
+    /// `hsa_signal_store_*`: sets the value and wakes waiters.
+    ///
+    /// # Safety
+    /// As [`Self::signal_load`].
+    #[inline]
+    pub(crate) unsafe fn signal_store(&self, signal: SignalHandle, value: i64, order: StoreOrder) {
+        let api = self.api();
+        let f = match order {
+            StoreOrder::Relaxed => api.hsa_signal_store_relaxed,
+            StoreOrder::Release => api.hsa_signal_store_screlease,
+        };
+        // SAFETY: per the caller's contract.
+        unsafe { f(signal, value) }
+    }
+
+    /// `hsa_signal_add_*` (wrapping, as HSA does).
+    ///
+    /// # Safety
+    /// As [`Self::signal_load`].
+    #[inline]
+    pub(crate) unsafe fn signal_add(&self, signal: SignalHandle, value: i64, order: RmwOrder) {
+        let api = self.api();
+        let f = match order {
+            RmwOrder::Relaxed => api.hsa_signal_add_relaxed,
+            RmwOrder::Acquire => api.hsa_signal_add_scacquire,
+            RmwOrder::Release => api.hsa_signal_add_screlease,
+            RmwOrder::AcqRel => api.hsa_signal_add_scacq_screl,
+        };
+        // SAFETY: per the caller's contract.
+        unsafe { f(signal, value) }
+    }
+
+    /// `hsa_signal_cas_*`: the value observed.
+    ///
+    /// # Safety
+    /// As [`Self::signal_load`].
+    #[inline]
+    pub(crate) unsafe fn signal_cas(
+        &self,
+        signal: SignalHandle,
+        expected: i64,
+        new: i64,
+        order: RmwOrder,
+    ) -> i64 {
+        let api = self.api();
+        let f = match order {
+            RmwOrder::Relaxed => api.hsa_signal_cas_relaxed,
+            RmwOrder::Acquire => api.hsa_signal_cas_scacquire,
+            RmwOrder::Release => api.hsa_signal_cas_screlease,
+            RmwOrder::AcqRel => api.hsa_signal_cas_scacq_screl,
+        };
+        // SAFETY: per the caller's contract.
+        unsafe { f(signal, expected, new) }
+    }
+
+    /// `hsa_signal_wait_*` with a blocked wait-state hint: the value once
+    /// `condition` holds against `compare`, or when `timeout_hint` ticks
+    /// have passed (or spuriously; HSA allows both).
+    ///
+    /// # Safety
+    /// As [`Self::signal_load`]; `condition` is one of the four HSA
+    /// conditions.
+    #[inline]
+    pub(crate) unsafe fn signal_wait(
+        &self,
+        signal: SignalHandle,
+        condition: u32,
+        compare: i64,
+        timeout_hint: u64,
+        order: WaitOrder,
+    ) -> i64 {
+        let api = self.api();
+        let f = match order {
+            WaitOrder::Relaxed => api.hsa_signal_wait_relaxed,
+            WaitOrder::Acquire => api.hsa_signal_wait_scacquire,
+        };
+        // SAFETY: per the caller's contract.
+        unsafe {
+            f(
+                signal,
+                condition,
+                compare,
+                timeout_hint,
+                ffi::HSA_WAIT_STATE_BLOCKED,
+            )
+        }
+    }
+
     // ---- queues -------------------------------------------------------
 
     /// # Safety
@@ -251,6 +414,42 @@ impl System {
         // SAFETY: per the caller's contract.
         let status = unsafe { (self.api().hsa_queue_destroy)(queue) };
         self.check("hsa_queue_destroy", status)
+    }
+
+    /// `hsa_queue_load_read_index_scacquire`: the slots before it are free.
+    ///
+    /// # Safety
+    /// `queue` came from [`Self::queue_create`] and is not destroyed.
+    #[inline]
+    pub(crate) unsafe fn queue_read_index(&self, queue: *const HsaQueue) -> u64 {
+        // SAFETY: per the caller's contract.
+        unsafe { (self.api().hsa_queue_load_read_index_scacquire)(queue) }
+    }
+
+    /// `hsa_queue_load_write_index_relaxed`.
+    ///
+    /// # Safety
+    /// As [`Self::queue_read_index`].
+    #[inline]
+    pub(crate) unsafe fn queue_write_index(&self, queue: *const HsaQueue) -> u64 {
+        // SAFETY: per the caller's contract.
+        unsafe { (self.api().hsa_queue_load_write_index_relaxed)(queue) }
+    }
+
+    /// `hsa_queue_cas_write_index_scacq_screl`: the write index before the
+    /// operation (`expected` when it succeeded).
+    ///
+    /// # Safety
+    /// As [`Self::queue_read_index`].
+    #[inline]
+    pub(crate) unsafe fn queue_cas_write_index(
+        &self,
+        queue: *const HsaQueue,
+        expected: u64,
+        new: u64,
+    ) -> u64 {
+        // SAFETY: per the caller's contract.
+        unsafe { (self.api().hsa_queue_cas_write_index_scacq_screl)(queue, expected, new) }
     }
 
     // ---- executables --------------------------------------------------
@@ -365,7 +564,7 @@ pub(crate) type InfoFn<H> = unsafe extern "C" fn(H, u32, *mut c_void) -> ffi::St
 pub(crate) type HandleCallback<H> = unsafe extern "C" fn(H, *mut c_void) -> ffi::Status;
 /// An HSA iteration function over the handles of an `A`.
 pub(crate) type IterateFn<A, H> =
-    unsafe extern "C" fn(A, HandleCallback<H>, *mut c_void) -> ffi::Status;
+    unsafe extern "C" fn(A, Option<HandleCallback<H>>, *mut c_void) -> ffi::Status;
 
 /// Collects handles from an HSA iteration callback.
 pub(crate) unsafe extern "C" fn push_handle<H>(handle: H, data: *mut c_void) -> ffi::Status {

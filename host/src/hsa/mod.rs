@@ -2,9 +2,9 @@
 //! aqueduct's simulator elsewhere. Both export the same C functions.
 
 pub(crate) mod checked;
-#[cfg(test)]
-pub(crate) mod fake;
 pub mod ffi;
 mod system;
+#[cfg(test)]
+pub(crate) mod testing;
 
 pub use system::{LoadOptions, Runtime, System};

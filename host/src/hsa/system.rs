@@ -67,7 +67,7 @@ pub struct Runtime {
     api: Api,
     path: String,
     // Declared last: dropped after `api`, whose pointers point into it.
-    // `None` only for the in-process fake runtime of the unit tests.
+    // `None` only for the unit tests' in-process simulator (`testing`).
     _lib: Option<libloading::Library>,
 }
 
@@ -94,7 +94,7 @@ impl Runtime {
             // SAFETY: the library is an HSA runtime (see above), so each
             // symbol has the C signature `Api` declares; `Runtime` keeps the
             // library loaded as long as the pointers live.
-            let api = unsafe { Api::resolve(&lib) }.map_err(|symbol| Error::MissingSymbol {
+            let api = unsafe { ffi::resolve(&lib) }.map_err(|symbol| Error::MissingSymbol {
                 path: candidate.clone(),
                 symbol,
             })?;
@@ -108,7 +108,7 @@ impl Runtime {
     }
 
     /// A runtime whose functions live in this process (the unit tests'
-    /// fake HSA runtime).
+    /// simulator, `super::testing`).
     #[cfg(test)]
     pub(crate) fn from_api(api: Api, path: &str) -> Self {
         Self {
@@ -221,7 +221,9 @@ impl System {
         &self.inner.runtime
     }
 
-    pub(crate) fn api(&self) -> &Api {
+    /// The function table: only the checked layer (`super::checked`) calls
+    /// through it.
+    pub(super) fn api(&self) -> &Api {
         &self.inner.runtime.api
     }
 

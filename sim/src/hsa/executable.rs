@@ -32,44 +32,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use aqueduct_abi::code_object::{CodeObject, FeatureSetting, Kernel, Target as CoTarget};
 
-use super::system::Handle;
-use super::{Info, Profile, Runtime, Status, answer, put, runtime, status};
+use aqueduct_abi::hsa_api::{self, *};
+
+use super::{Info, Profile, Runtime, answer, put, runtime};
 use crate::program::{LoadError, Program};
 
 // hsa_profile_t, hsa_default_float_rounding_mode_t (hsa.h).
-const PROFILE_FULL: u32 = 1;
-const ROUNDING_MODE_NEAR: u32 = 2;
-
-// hsa_executable_info_t
-const EXECUTABLE_INFO_PROFILE: u32 = 1;
-const EXECUTABLE_INFO_STATE: u32 = 2;
-const EXECUTABLE_INFO_DEFAULT_FLOAT_ROUNDING_MODE: u32 = 3;
-// hsa_executable_state_t
-const EXECUTABLE_STATE_UNFROZEN: u32 = 0;
-const EXECUTABLE_STATE_FROZEN: u32 = 1;
-
-/// `hsa_executable_symbol_info_t` values answered for kernel symbols.
-pub mod symbol_info {
-    pub const TYPE: u32 = 0;
-    pub const NAME_LENGTH: u32 = 1;
-    pub const NAME: u32 = 2;
-    pub const LINKAGE: u32 = 5;
-    pub const KERNEL_KERNARG_SEGMENT_SIZE: u32 = 11;
-    pub const KERNEL_KERNARG_SEGMENT_ALIGNMENT: u32 = 12;
-    pub const KERNEL_GROUP_SEGMENT_SIZE: u32 = 13;
-    pub const KERNEL_PRIVATE_SEGMENT_SIZE: u32 = 14;
-    pub const KERNEL_DYNAMIC_CALLSTACK: u32 = 15;
-    pub const IS_DEFINITION: u32 = 17;
-    pub const AGENT: u32 = 20;
-    pub const KERNEL_OBJECT: u32 = 22;
-}
-
-/// `HSA_SYMBOL_KIND_KERNEL`.
-const SYMBOL_KIND_KERNEL: u32 = 1;
-/// `HSA_SYMBOL_LINKAGE_PROGRAM`: ROCr's linkage for a global ELF symbol,
-/// which every `.kd` is.
-const SYMBOL_LINKAGE_PROGRAM: u32 = 1;
-
 /// First handle: opaque, non-zero, recognisably the loader's (agent
 /// handles start at 0xA9E0_0000).
 const HANDLE_BASE: u64 = 0xC0DE_0000;
@@ -213,8 +181,8 @@ fn runs_on(target: &CoTarget, profile: Profile) -> bool {
 /// BASE/FULL or a rounding mode other than DEFAULT/ZERO/NEAR is
 /// INVALID_ARGUMENT.
 pub fn create(rt: &Runtime, profile: u32, rounding_mode: u32) -> Result<u64, Status> {
-    if profile > PROFILE_FULL || rounding_mode > ROUNDING_MODE_NEAR {
-        return Err(status::INVALID_ARGUMENT);
+    if profile > HSA_PROFILE_FULL || rounding_mode > HSA_DEFAULT_FLOAT_ROUNDING_MODE_NEAR {
+        return Err(HSA_STATUS_ERROR_INVALID_ARGUMENT);
     }
     let mut inner = rt.executables.lock();
     let handle = inner.next_handle();
@@ -238,7 +206,7 @@ pub fn destroy(rt: &Runtime, executable: u64) -> Result<(), Status> {
         let gone = inner
             .executables
             .remove(&executable)
-            .ok_or(status::INVALID_EXECUTABLE)?;
+            .ok_or(HSA_STATUS_ERROR_INVALID_EXECUTABLE)?;
         inner.symbols.retain(|_, s| s.executable != executable);
         gone
     };
@@ -251,7 +219,7 @@ pub fn destroy(rt: &Runtime, executable: u64) -> Result<(), Status> {
 /// not parsed (ROCr parses at load). No bytes is INVALID_ARGUMENT.
 pub fn create_reader(rt: &Runtime, bytes: &[u8]) -> Result<u64, Status> {
     if bytes.is_empty() {
-        return Err(status::INVALID_ARGUMENT);
+        return Err(HSA_STATUS_ERROR_INVALID_ARGUMENT);
     }
     let mut inner = rt.executables.lock();
     let handle = inner.next_handle();
@@ -264,13 +232,12 @@ pub fn create_reader(rt: &Runtime, bytes: &[u8]) -> Result<u64, Status> {
 pub fn destroy_reader(rt: &Runtime, reader: u64) -> Result<(), Status> {
     match rt.executables.lock().readers.remove(&reader) {
         Some(_) => Ok(()),
-        None => Err(status::INVALID_CODE_OBJECT_READER),
+        None => Err(HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER),
     }
 }
 
 /// `hsa_executable_load_agent_code_object`, checking in ROCr's order
-/// (`hsa.cpp`, then `ExecutableImpl::LoadCodeObject`; the host fake
-/// follows the same table):
+/// (`hsa.cpp`, then `ExecutableImpl::LoadCodeObject`):
 ///
 /// | condition                                  | status                     |
 /// |--------------------------------------------|----------------------------|
@@ -289,39 +256,40 @@ pub fn load(rt: &Runtime, executable: u64, agent: u64, reader: u64) -> Result<u6
         let exec = inner
             .executables
             .get(&executable)
-            .ok_or(status::INVALID_EXECUTABLE)?;
+            .ok_or(HSA_STATUS_ERROR_INVALID_EXECUTABLE)?;
         let bytes = inner
             .readers
             .get(&reader)
-            .ok_or(status::INVALID_CODE_OBJECT_READER)?;
+            .ok_or(HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER)?;
         if exec.frozen {
-            return Err(status::FROZEN_EXECUTABLE);
+            return Err(HSA_STATUS_ERROR_FROZEN_EXECUTABLE);
         }
         Arc::clone(bytes)
     };
-    let code_object = CodeObject::parse(&bytes).map_err(|_| status::INVALID_CODE_OBJECT)?;
-    let agent_info = rt.agent(agent).ok_or(status::INVALID_AGENT)?;
+    let code_object =
+        CodeObject::parse(&bytes).map_err(|_| HSA_STATUS_ERROR_INVALID_CODE_OBJECT)?;
+    let agent_info = rt.agent(agent).ok_or(HSA_STATUS_ERROR_INVALID_AGENT)?;
     let profile = match agent_info.kind {
         super::AgentKind::Gpu(p) if runs_on(&code_object.target, p) => p,
-        _ => return Err(status::INCOMPATIBLE_ARGUMENTS),
+        _ => return Err(HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS),
     };
     // Placing and decoding takes a while: done outside the lock, so queue
     // processors looking kernels up are not held up.
     let program =
         Program::load(Arc::clone(&rt.memory), profile.target, &bytes).map_err(|e| match e {
-            LoadError::Memory(_) => status::OUT_OF_RESOURCES,
+            LoadError::Memory(_) => HSA_STATUS_ERROR_OUT_OF_RESOURCES,
             LoadError::UnsupportedTarget { .. } | LoadError::TargetMismatch { .. } => {
-                status::INCOMPATIBLE_ARGUMENTS
+                HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS
             }
-            LoadError::CodeObject(_) | LoadError::NoCode => status::INVALID_CODE_OBJECT,
+            LoadError::CodeObject(_) | LoadError::NoCode => HSA_STATUS_ERROR_INVALID_CODE_OBJECT,
         })?;
     let program = Arc::new(program);
 
     let mut inner = rt.executables.lock();
     // Checked again: destroyed or frozen while the image was being loaded.
     match inner.executables.get(&executable) {
-        None => return Err(status::INVALID_EXECUTABLE),
-        Some(e) if e.frozen => return Err(status::FROZEN_EXECUTABLE),
+        None => return Err(HSA_STATUS_ERROR_INVALID_EXECUTABLE),
+        Some(e) if e.frozen => return Err(HSA_STATUS_ERROR_FROZEN_EXECUTABLE),
         Some(_) => {}
     }
     let symbols: Vec<Symbol> = program
@@ -330,7 +298,7 @@ pub fn load(rt: &Runtime, executable: u64, agent: u64, reader: u64) -> Result<u6
         .iter()
         .map(|k| Symbol::of(executable, agent, &program, k))
         .collect::<Option<_>>()
-        .ok_or(status::INVALID_CODE_OBJECT)?;
+        .ok_or(HSA_STATUS_ERROR_INVALID_CODE_OBJECT)?;
     for symbol in symbols {
         let handle = inner.next_handle();
         inner.symbols.insert(handle, symbol);
@@ -352,8 +320,8 @@ pub fn load(rt: &Runtime, executable: u64, agent: u64, reader: u64) -> Result<u6
 /// FROZEN_EXECUTABLE (ROCr `ExecutableImpl::Freeze`).
 pub fn freeze(rt: &Runtime, executable: u64) -> Result<(), Status> {
     match rt.executables.lock().executables.get_mut(&executable) {
-        None => Err(status::INVALID_EXECUTABLE),
-        Some(e) if e.frozen => Err(status::FROZEN_EXECUTABLE),
+        None => Err(HSA_STATUS_ERROR_INVALID_EXECUTABLE),
+        Some(e) if e.frozen => Err(HSA_STATUS_ERROR_FROZEN_EXECUTABLE),
         Some(e) => {
             e.frozen = true;
             Ok(())
@@ -375,7 +343,7 @@ pub fn symbol_by_name(
 ) -> Result<u64, Status> {
     let inner = rt.executables.lock();
     if !inner.executables.contains_key(&executable) {
-        return Err(status::INVALID_EXECUTABLE);
+        return Err(HSA_STATUS_ERROR_INVALID_EXECUTABLE);
     }
     inner
         .symbols
@@ -384,7 +352,7 @@ pub fn symbol_by_name(
             s.executable == executable && Some(s.agent) == agent && s.name.as_bytes() == name
         })
         .map(|(&h, _)| h)
-        .ok_or(status::INVALID_SYMBOL_NAME)
+        .ok_or(HSA_STATUS_ERROR_INVALID_SYMBOL_NAME)
 }
 
 /// The symbol behind a handle, or INVALID_EXECUTABLE_SYMBOL.
@@ -394,7 +362,7 @@ pub fn symbol(rt: &Runtime, symbol: u64) -> Result<Symbol, Status> {
         .symbols
         .get(&symbol)
         .cloned()
-        .ok_or(status::INVALID_EXECUTABLE_SYMBOL)
+        .ok_or(HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL)
 }
 
 /// `hsa_executable_symbol_get_info` for a kernel symbol, in the
@@ -402,22 +370,26 @@ pub fn symbol(rt: &Runtime, symbol: u64) -> Result<Symbol, Status> {
 /// NAME_LENGTH does not count one (ROCr `SymbolImpl::GetInfo`); variable
 /// attributes are INVALID_ARGUMENT, as ROCr answers for a kernel.
 fn symbol_info(rt: &Runtime, handle: u64, attribute: u32) -> Result<Info, Status> {
-    use symbol_info::*;
     let s = symbol(rt, handle)?;
     Ok(match attribute {
-        TYPE => Info::U32(SYMBOL_KIND_KERNEL),
-        NAME_LENGTH => Info::U32(s.name.len() as u32),
-        NAME => Info::Bytes(s.name.into_bytes()),
-        LINKAGE => Info::U32(SYMBOL_LINKAGE_PROGRAM),
-        IS_DEFINITION => Info::Bool(true),
-        AGENT => Info::U64(s.agent),
-        KERNEL_OBJECT => Info::U64(s.kernel_object),
-        KERNEL_KERNARG_SEGMENT_SIZE => Info::U32(s.kernarg_segment_size),
-        KERNEL_KERNARG_SEGMENT_ALIGNMENT => Info::U32(s.kernarg_segment_alignment),
-        KERNEL_GROUP_SEGMENT_SIZE => Info::U32(s.group_segment_size),
-        KERNEL_PRIVATE_SEGMENT_SIZE => Info::U32(s.private_segment_size),
-        KERNEL_DYNAMIC_CALLSTACK => Info::Bool(s.dynamic_callstack),
-        _ => return Err(status::INVALID_ARGUMENT),
+        HSA_EXECUTABLE_SYMBOL_INFO_TYPE => Info::U32(HSA_SYMBOL_KIND_KERNEL),
+        HSA_EXECUTABLE_SYMBOL_INFO_NAME_LENGTH => Info::U32(s.name.len() as u32),
+        HSA_EXECUTABLE_SYMBOL_INFO_NAME => Info::Bytes(s.name.into_bytes()),
+        HSA_EXECUTABLE_SYMBOL_INFO_LINKAGE => {
+            // ROCr's linkage for a global ELF symbol, which every `.kd` is.
+            Info::U32(HSA_SYMBOL_LINKAGE_PROGRAM)
+        }
+        HSA_EXECUTABLE_SYMBOL_INFO_IS_DEFINITION => Info::Bool(true),
+        HSA_EXECUTABLE_SYMBOL_INFO_AGENT => Info::U64(s.agent),
+        HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT => Info::U64(s.kernel_object),
+        HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE => Info::U32(s.kernarg_segment_size),
+        HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_ALIGNMENT => {
+            Info::U32(s.kernarg_segment_alignment)
+        }
+        HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE => Info::U32(s.group_segment_size),
+        HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE => Info::U32(s.private_segment_size),
+        HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_DYNAMIC_CALLSTACK => Info::Bool(s.dynamic_callstack),
+        _ => return Err(HSA_STATUS_ERROR_INVALID_ARGUMENT),
     })
 }
 
@@ -427,16 +399,16 @@ fn executable_info(rt: &Runtime, executable: u64, attribute: u32) -> Result<Info
     let e = inner
         .executables
         .get(&executable)
-        .ok_or(status::INVALID_EXECUTABLE)?;
+        .ok_or(HSA_STATUS_ERROR_INVALID_EXECUTABLE)?;
     Ok(match attribute {
-        EXECUTABLE_INFO_PROFILE => Info::U32(e.profile),
-        EXECUTABLE_INFO_STATE => Info::U32(if e.frozen {
-            EXECUTABLE_STATE_FROZEN
+        HSA_EXECUTABLE_INFO_PROFILE => Info::U32(e.profile),
+        HSA_EXECUTABLE_INFO_STATE => Info::U32(if e.frozen {
+            HSA_EXECUTABLE_STATE_FROZEN
         } else {
-            EXECUTABLE_STATE_UNFROZEN
+            HSA_EXECUTABLE_STATE_UNFROZEN
         }),
-        EXECUTABLE_INFO_DEFAULT_FLOAT_ROUNDING_MODE => Info::U32(e.rounding_mode),
-        _ => return Err(status::INVALID_ARGUMENT),
+        HSA_EXECUTABLE_INFO_DEFAULT_FLOAT_ROUNDING_MODE => Info::U32(e.rounding_mode),
+        _ => return Err(HSA_STATUS_ERROR_INVALID_ARGUMENT),
     })
 }
 
@@ -449,17 +421,21 @@ fn executable_info(rt: &Runtime, executable: u64, attribute: u32) -> Result<Info
 ///
 /// # Safety
 /// `out` is null or valid for a write of a handle.
-unsafe fn make(out: *mut Handle, f: impl FnOnce(&Runtime) -> Result<u64, Status>) -> Status {
+unsafe fn make<H>(
+    out: *mut H,
+    handle: fn(u64) -> H,
+    f: impl FnOnce(&Runtime) -> Result<u64, Status>,
+) -> Status {
     let rt = match runtime() {
         Ok(rt) => rt,
         Err(s) => return s,
     };
     if out.is_null() {
-        return status::INVALID_ARGUMENT;
+        return HSA_STATUS_ERROR_INVALID_ARGUMENT;
     }
     match f(&rt) {
         // SAFETY: non-null and valid for a handle write (caller's contract).
-        Ok(h) => unsafe { put(out, Handle(h)) },
+        Ok(h) => unsafe { put(out, handle(h)) },
         Err(s) => s,
     }
 }
@@ -467,7 +443,7 @@ unsafe fn make(out: *mut Handle, f: impl FnOnce(&Runtime) -> Result<u64, Status>
 /// Runs `f` on the runtime.
 fn with(f: impl FnOnce(&Runtime) -> Result<(), Status>) -> Status {
     match runtime().and_then(|rt| f(&rt)) {
-        Ok(()) => status::SUCCESS,
+        Ok(()) => HSA_STATUS_SUCCESS,
         Err(s) => s,
     }
 }
@@ -481,11 +457,11 @@ pub unsafe extern "C" fn hsa_executable_create_alt(
     profile: u32,
     default_float_rounding_mode: u32,
     _options: *const c_char,
-    executable: *mut Handle,
+    executable: *mut hsa_api::Executable,
 ) -> Status {
     // SAFETY: forwarded caller contract.
     unsafe {
-        make(executable, |rt| {
+        make(executable, hsa_api::Executable, |rt| {
             create(rt, profile, default_float_rounding_mode)
         })
     }
@@ -496,7 +472,7 @@ pub unsafe extern "C" fn hsa_executable_create_alt(
 /// # Safety
 /// None beyond the C ABI.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsa_executable_destroy(executable: Handle) -> Status {
+pub unsafe extern "C" fn hsa_executable_destroy(executable: hsa_api::Executable) -> Status {
     with(|rt| destroy(rt, executable.0))
 }
 
@@ -511,11 +487,11 @@ pub unsafe extern "C" fn hsa_executable_destroy(executable: Handle) -> Status {
 pub unsafe extern "C" fn hsa_code_object_reader_create_from_memory(
     code_object: *const c_void,
     size: usize,
-    code_object_reader: *mut Handle,
+    code_object_reader: *mut CodeObjectReader,
 ) -> Status {
     let copy = |rt: &Runtime| {
         if code_object.is_null() {
-            return Err(status::INVALID_ARGUMENT);
+            return Err(HSA_STATUS_ERROR_INVALID_ARGUMENT);
         }
         // SAFETY: non-null and holds `size` bytes (caller's contract);
         // copied before returning.
@@ -523,7 +499,7 @@ pub unsafe extern "C" fn hsa_code_object_reader_create_from_memory(
         create_reader(rt, bytes)
     };
     // SAFETY: forwarded caller contract.
-    unsafe { make(code_object_reader, copy) }
+    unsafe { make(code_object_reader, CodeObjectReader, copy) }
 }
 
 /// `hsa_code_object_reader_destroy`.
@@ -531,7 +507,9 @@ pub unsafe extern "C" fn hsa_code_object_reader_create_from_memory(
 /// # Safety
 /// None beyond the C ABI.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsa_code_object_reader_destroy(code_object_reader: Handle) -> Status {
+pub unsafe extern "C" fn hsa_code_object_reader_destroy(
+    code_object_reader: CodeObjectReader,
+) -> Status {
     with(|rt| destroy_reader(rt, code_object_reader.0))
 }
 
@@ -543,20 +521,20 @@ pub unsafe extern "C" fn hsa_code_object_reader_destroy(code_object_reader: Hand
 /// `hsa_loaded_code_object_t`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsa_executable_load_agent_code_object(
-    executable: Handle,
-    agent: Handle,
-    code_object_reader: Handle,
+    executable: hsa_api::Executable,
+    agent: Agent,
+    code_object_reader: CodeObjectReader,
     _options: *const c_char,
-    loaded_code_object: *mut Handle,
+    loaded_code_object: *mut LoadedCodeObject,
 ) -> Status {
     let rt = match runtime() {
         Ok(rt) => rt,
         Err(s) => return s,
     };
     match load(&rt, executable.0, agent.0, code_object_reader.0) {
-        Ok(_) if loaded_code_object.is_null() => status::SUCCESS,
+        Ok(_) if loaded_code_object.is_null() => HSA_STATUS_SUCCESS,
         // SAFETY: non-null and valid for a handle write (caller's contract).
-        Ok(h) => unsafe { put(loaded_code_object, Handle(h)) },
+        Ok(h) => unsafe { put(loaded_code_object, LoadedCodeObject(h)) },
         Err(s) => s,
     }
 }
@@ -567,7 +545,7 @@ pub unsafe extern "C" fn hsa_executable_load_agent_code_object(
 /// None beyond the C ABI.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsa_executable_freeze(
-    executable: Handle,
+    executable: hsa_api::Executable,
     _options: *const c_char,
 ) -> Status {
     with(|rt| freeze(rt, executable.0))
@@ -579,7 +557,7 @@ pub unsafe extern "C" fn hsa_executable_freeze(
 /// `value` is null or valid for the attribute's C type.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsa_executable_get_info(
-    executable: Handle,
+    executable: hsa_api::Executable,
     attribute: u32,
     value: *mut c_void,
 ) -> Status {
@@ -596,14 +574,14 @@ pub unsafe extern "C" fn hsa_executable_get_info(
 /// `hsa_executable_symbol_t`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsa_executable_get_symbol_by_name(
-    executable: Handle,
+    executable: hsa_api::Executable,
     symbol_name: *const c_char,
-    agent: *const Handle,
-    symbol: *mut Handle,
+    agent: *const Agent,
+    symbol: *mut ExecutableSymbol,
 ) -> Status {
     let find = |rt: &Runtime| {
         if symbol_name.is_null() {
-            return Err(status::INVALID_ARGUMENT);
+            return Err(HSA_STATUS_ERROR_INVALID_ARGUMENT);
         }
         // SAFETY: non-null and NUL-terminated (caller's contract).
         let name = unsafe { CStr::from_ptr(symbol_name) }.to_bytes();
@@ -613,7 +591,7 @@ pub unsafe extern "C" fn hsa_executable_get_symbol_by_name(
         symbol_by_name(rt, executable.0, name, agent)
     };
     // SAFETY: forwarded caller contract.
-    unsafe { make(symbol, find) }
+    unsafe { make(symbol, ExecutableSymbol, find) }
 }
 
 /// `hsa_executable_symbol_get_info`.
@@ -622,7 +600,7 @@ pub unsafe extern "C" fn hsa_executable_get_symbol_by_name(
 /// `value` is null or valid for the attribute's C type.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsa_executable_symbol_get_info(
-    executable_symbol: Handle,
+    executable_symbol: ExecutableSymbol,
     attribute: u32,
     value: *mut c_void,
 ) -> Status {
@@ -654,7 +632,7 @@ mod tests {
         let reader = create_reader(&rt, b"\x7fELF not really").unwrap();
         assert_eq!(
             load(&rt, exec, gpu(&rt), reader),
-            Err(status::INVALID_CODE_OBJECT)
+            Err(HSA_STATUS_ERROR_INVALID_CODE_OBJECT)
         );
         destroy_reader(&rt, reader).unwrap();
         destroy(&rt, exec).unwrap();
@@ -662,7 +640,10 @@ mod tests {
 
     #[test]
     fn a_reader_needs_bytes() {
-        assert_eq!(create_reader(&rt(), &[]), Err(status::INVALID_ARGUMENT));
+        assert_eq!(
+            create_reader(&rt(), &[]),
+            Err(HSA_STATUS_ERROR_INVALID_ARGUMENT)
+        );
     }
 
     #[test]
@@ -679,33 +660,39 @@ mod tests {
         let rt = rt();
         let exec = create(&rt, 0, 0).unwrap();
         let reader = create_reader(&rt, b"x").unwrap();
-        assert_eq!(destroy(&rt, 12345), Err(status::INVALID_EXECUTABLE));
-        assert_eq!(freeze(&rt, 12345), Err(status::INVALID_EXECUTABLE));
+        assert_eq!(
+            destroy(&rt, 12345),
+            Err(HSA_STATUS_ERROR_INVALID_EXECUTABLE)
+        );
+        assert_eq!(freeze(&rt, 12345), Err(HSA_STATUS_ERROR_INVALID_EXECUTABLE));
         assert_eq!(
             destroy_reader(&rt, 12345),
-            Err(status::INVALID_CODE_OBJECT_READER)
+            Err(HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER)
         );
         assert_eq!(
             load(&rt, 12345, gpu(&rt), reader),
-            Err(status::INVALID_EXECUTABLE)
+            Err(HSA_STATUS_ERROR_INVALID_EXECUTABLE)
         );
         assert_eq!(
             load(&rt, exec, gpu(&rt), 12345),
-            Err(status::INVALID_CODE_OBJECT_READER)
+            Err(HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER)
         );
         assert_eq!(
             symbol_by_name(&rt, 12345, b"k.kd", Some(gpu(&rt))),
-            Err(status::INVALID_EXECUTABLE)
+            Err(HSA_STATUS_ERROR_INVALID_EXECUTABLE)
         );
         assert_eq!(
-            symbol_info(&rt, 12345, symbol_info::KERNEL_OBJECT).err(),
-            Some(status::INVALID_EXECUTABLE_SYMBOL)
+            symbol_info(&rt, 12345, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT).err(),
+            Some(HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL)
         );
         // A reader is not an executable, nor the reverse.
-        assert_eq!(destroy(&rt, reader), Err(status::INVALID_EXECUTABLE));
+        assert_eq!(
+            destroy(&rt, reader),
+            Err(HSA_STATUS_ERROR_INVALID_EXECUTABLE)
+        );
         assert_eq!(
             destroy_reader(&rt, exec),
-            Err(status::INVALID_CODE_OBJECT_READER)
+            Err(HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER)
         );
     }
 
@@ -718,12 +705,12 @@ mod tests {
         freeze(&rt, exec).unwrap();
         assert_eq!(
             load(&rt, exec, gpu(&rt), reader),
-            Err(status::FROZEN_EXECUTABLE)
+            Err(HSA_STATUS_ERROR_FROZEN_EXECUTABLE)
         );
-        assert_eq!(freeze(&rt, exec), Err(status::FROZEN_EXECUTABLE));
+        assert_eq!(freeze(&rt, exec), Err(HSA_STATUS_ERROR_FROZEN_EXECUTABLE));
         assert!(matches!(
-            executable_info(&rt, exec, EXECUTABLE_INFO_STATE),
-            Ok(Info::U32(EXECUTABLE_STATE_FROZEN))
+            executable_info(&rt, exec, HSA_EXECUTABLE_INFO_STATE),
+            Ok(Info::U32(HSA_EXECUTABLE_STATE_FROZEN))
         ));
     }
 
@@ -734,7 +721,7 @@ mod tests {
         freeze(&rt, exec).unwrap();
         assert_eq!(
             symbol_by_name(&rt, exec, b"fill_u32.kd", Some(gpu(&rt))),
-            Err(status::INVALID_SYMBOL_NAME)
+            Err(HSA_STATUS_ERROR_INVALID_SYMBOL_NAME)
         );
         assert!(rt.executables.kernel_at(gpu(&rt), 0x1000).is_none());
     }
@@ -742,16 +729,16 @@ mod tests {
     #[test]
     fn create_refuses_unknown_profiles_and_rounding_modes() {
         let rt = rt();
-        assert_eq!(create(&rt, 2, 0), Err(status::INVALID_ARGUMENT));
-        assert_eq!(create(&rt, 0, 3), Err(status::INVALID_ARGUMENT));
-        let exec = create(&rt, PROFILE_FULL, ROUNDING_MODE_NEAR).unwrap();
+        assert_eq!(create(&rt, 2, 0), Err(HSA_STATUS_ERROR_INVALID_ARGUMENT));
+        assert_eq!(create(&rt, 0, 3), Err(HSA_STATUS_ERROR_INVALID_ARGUMENT));
+        let exec = create(&rt, HSA_PROFILE_FULL, HSA_DEFAULT_FLOAT_ROUNDING_MODE_NEAR).unwrap();
         assert!(matches!(
-            executable_info(&rt, exec, EXECUTABLE_INFO_PROFILE),
-            Ok(Info::U32(PROFILE_FULL))
+            executable_info(&rt, exec, HSA_EXECUTABLE_INFO_PROFILE),
+            Ok(Info::U32(HSA_PROFILE_FULL))
         ));
         assert!(matches!(
-            executable_info(&rt, exec, EXECUTABLE_INFO_DEFAULT_FLOAT_ROUNDING_MODE),
-            Ok(Info::U32(ROUNDING_MODE_NEAR))
+            executable_info(&rt, exec, HSA_EXECUTABLE_INFO_DEFAULT_FLOAT_ROUNDING_MODE),
+            Ok(Info::U32(HSA_DEFAULT_FLOAT_ROUNDING_MODE_NEAR))
         ));
     }
 

@@ -40,33 +40,10 @@ use std::time::{Duration, Instant};
 
 use aqueduct_abi::hsa::{SignalCondition, SignalHandle};
 
-use super::system::Handle;
-use super::{
-    AgentInfo, AgentKind, Info, Profile, Runtime, Status, answer, put, runtime, signal, status,
-};
+use super::{AgentInfo, AgentKind, Info, Profile, Runtime, answer, put, runtime, signal};
 use crate::Target;
 use crate::memory::{Access, Memory, MemoryError};
-
-// hsa_amd_segment_t
-const SEGMENT_GLOBAL: u32 = 0;
-const SEGMENT_GROUP: u32 = 3;
-
-// hsa_amd_memory_pool_global_flag_t
-const FLAG_KERNARG_INIT: u32 = 1;
-const FLAG_FINE_GRAINED: u32 = 2;
-const FLAG_COARSE_GRAINED: u32 = 4;
-
-// hsa_amd_memory_pool_info_t
-mod pool_info {
-    pub const SEGMENT: u32 = 0;
-    pub const GLOBAL_FLAGS: u32 = 1;
-    pub const SIZE: u32 = 2;
-    pub const RUNTIME_ALLOC_ALLOWED: u32 = 5;
-    pub const RUNTIME_ALLOC_GRANULE: u32 = 6;
-    pub const RUNTIME_ALLOC_ALIGNMENT: u32 = 7;
-    pub const ACCESSIBLE_BY_ALL: u32 = 15;
-    pub const ALLOC_MAX_SIZE: u32 = 16;
-}
+use aqueduct_abi::hsa_api::*;
 
 /// Granule and alignment of the global pools: ROCr's `kPageSize`.
 pub const PAGE: u64 = 4096;
@@ -120,7 +97,7 @@ impl Pool {
         Self {
             handle: pool_handle(owner, index),
             owner: owner.handle,
-            segment: SEGMENT_GLOBAL,
+            segment: HSA_AMD_SEGMENT_GLOBAL,
             global_flags: flags,
             size,
             alloc_allowed: true,
@@ -136,7 +113,7 @@ impl Pool {
         Self {
             handle: pool_handle(owner, index),
             owner: owner.handle,
-            segment: SEGMENT_GROUP,
+            segment: HSA_AMD_SEGMENT_GROUP,
             global_flags: 0,
             size: GROUP_SEGMENT_BYTES,
             alloc_allowed: false,
@@ -193,14 +170,33 @@ impl State {
         for a in agents {
             match a.kind {
                 AgentKind::Cpu => {
-                    let fine = FLAG_FINE_GRAINED | FLAG_KERNARG_INIT;
+                    let fine = HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED
+                        | HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT;
                     pools.push(Pool::global(a, 0, fine, system, true));
-                    pools.push(Pool::global(a, 1, FLAG_COARSE_GRAINED, system, true));
+                    pools.push(Pool::global(
+                        a,
+                        1,
+                        HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED,
+                        system,
+                        true,
+                    ));
                 }
                 AgentKind::Gpu(p) => {
                     let vram = vram_bytes(p);
-                    pools.push(Pool::global(a, 0, FLAG_COARSE_GRAINED, vram, false));
-                    pools.push(Pool::global(a, 1, FLAG_FINE_GRAINED, vram, false));
+                    pools.push(Pool::global(
+                        a,
+                        0,
+                        HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED,
+                        vram,
+                        false,
+                    ));
+                    pools.push(Pool::global(
+                        a,
+                        1,
+                        HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED,
+                        vram,
+                        false,
+                    ));
                     pools.push(Pool::group(a, 2));
                 }
             }
@@ -233,16 +229,18 @@ impl State {
     /// (LDS) or a size above its maximum; the size is rounded up to the
     /// granule.
     pub fn allocate(&self, memory: &Memory, pool: u64, size: u64) -> Result<u64, Status> {
-        let pool = self.pool(pool).ok_or(status::INVALID_MEMORY_POOL)?;
-        if !pool.alloc_allowed || pool.segment != SEGMENT_GLOBAL || size > pool.alloc_max {
-            return Err(status::INVALID_ALLOCATION);
+        let pool = self
+            .pool(pool)
+            .ok_or(HSA_STATUS_ERROR_INVALID_MEMORY_POOL)?;
+        if !pool.alloc_allowed || pool.segment != HSA_AMD_SEGMENT_GLOBAL || size > pool.alloc_max {
+            return Err(HSA_STATUS_ERROR_INVALID_ALLOCATION);
         }
         let len = size
             .checked_next_multiple_of(pool.granule)
-            .ok_or(status::INVALID_ALLOCATION)?;
+            .ok_or(HSA_STATUS_ERROR_INVALID_ALLOCATION)?;
         let start = memory.alloc(len, pool.alignment).map_err(|e| match e {
-            MemoryError::OutOfMemory { .. } => status::OUT_OF_RESOURCES,
-            _ => status::INVALID_ALLOCATION,
+            MemoryError::OutOfMemory { .. } => HSA_STATUS_ERROR_OUT_OF_RESOURCES,
+            _ => HSA_STATUS_ERROR_INVALID_ALLOCATION,
         })?;
         lock(&self.allocations).insert(
             start,
@@ -258,14 +256,14 @@ impl State {
     /// start one INVALID_ALLOCATION (ROCr `Runtime::FreeMemory`).
     pub fn free(&self, memory: &Memory, address: u64) -> Status {
         if address == 0 {
-            return status::SUCCESS;
+            return HSA_STATUS_SUCCESS;
         }
         if lock(&self.allocations).remove(&address).is_none() {
-            return status::INVALID_ALLOCATION;
+            return HSA_STATUS_ERROR_INVALID_ALLOCATION;
         }
         match memory.free(address) {
-            Ok(()) => status::SUCCESS,
-            Err(_) => status::INVALID_ALLOCATION,
+            Ok(()) => HSA_STATUS_SUCCESS,
+            Err(_) => HSA_STATUS_ERROR_INVALID_ALLOCATION,
         }
     }
 
@@ -285,7 +283,7 @@ impl State {
             .name("aqueduct-sim-copy".into())
             .spawn(work);
         let Ok(handle) = spawned else {
-            return status::OUT_OF_RESOURCES;
+            return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
         };
         let mut copies = lock(&self.copies);
         let (done, running): (Vec<_>, Vec<_>) = copies.drain(..).partition(|h| h.is_finished());
@@ -296,7 +294,7 @@ impl State {
             // A worker's panic is already reported on stderr.
             let _ = h.join();
         }
-        status::SUCCESS
+        HSA_STATUS_SUCCESS
     }
 
     /// Joins every async copy worker (those still waiting for a dependency
@@ -333,7 +331,7 @@ fn side(m: &mut Access<'_>, at: u64, len: u64) -> Result<Side, Status> {
     if m.check(at, len).is_ok() {
         Ok(Side::Simulator)
     } else if m.check(at, 1).is_ok() || at.checked_add(len).is_none() {
-        Err(status::INVALID_ARGUMENT)
+        Err(HSA_STATUS_ERROR_INVALID_ARGUMENT)
     } else {
         Ok(Side::Host)
     }
@@ -397,7 +395,7 @@ unsafe fn copy(memory: &Memory, dst: u64, src: u64, len: u64) -> Result<(), Stat
     let from = side(&mut m, src, len)?;
     if (to, from) == (Side::Host, Side::Host) {
         drop(m);
-        let len = usize::try_from(len).map_err(|_| status::INVALID_ARGUMENT)?;
+        let len = usize::try_from(len).map_err(|_| HSA_STATUS_ERROR_INVALID_ARGUMENT)?;
         // SAFETY: both ranges are host memory valid for `len` bytes
         // (caller's contract); `copy` allows overlap.
         unsafe { std::ptr::copy(src as *const u8, dst as *mut u8, len) };
@@ -444,8 +442,8 @@ unsafe fn copy(memory: &Memory, dst: u64, src: u64, len: u64) -> Result<(), Stat
 /// `callback`/`data` follow hsa.h's iteration contract.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsa_amd_agent_iterate_memory_pools(
-    agent: Handle,
-    callback: Option<unsafe extern "C" fn(Handle, *mut c_void) -> Status>,
+    agent: Agent,
+    callback: Option<PoolCallback>,
     data: *mut c_void,
 ) -> Status {
     // SAFETY: forwarded caller contract.
@@ -453,26 +451,28 @@ pub unsafe extern "C" fn hsa_amd_agent_iterate_memory_pools(
         super::iterate_of_agent(agent, callback, data, |rt, a| {
             rt.pools
                 .pools_of(a.handle)
-                .map(|p| Handle(p.handle))
+                .map(|p| MemoryPool(p.handle))
                 .collect()
         })
     }
 }
 
-fn pool_info(rt: &Runtime, pool: Handle, attribute: u32) -> Result<Info, Status> {
-    use pool_info::*;
-    let p = rt.pools.pool(pool.0).ok_or(status::INVALID_MEMORY_POOL)?;
+fn pool_info(rt: &Runtime, pool: MemoryPool, attribute: u32) -> Result<Info, Status> {
+    let p = rt
+        .pools
+        .pool(pool.0)
+        .ok_or(HSA_STATUS_ERROR_INVALID_MEMORY_POOL)?;
     // size_t attributes are u64 on the 64-bit hosts the simulator runs on.
     Ok(match attribute {
-        SEGMENT => Info::U32(p.segment),
-        GLOBAL_FLAGS => Info::U32(p.global_flags),
-        SIZE => Info::U64(p.size),
-        RUNTIME_ALLOC_ALLOWED => Info::Bool(p.alloc_allowed),
-        RUNTIME_ALLOC_GRANULE => Info::U64(p.granule),
-        RUNTIME_ALLOC_ALIGNMENT => Info::U64(p.alignment),
-        ACCESSIBLE_BY_ALL => Info::Bool(p.accessible_by_all),
-        ALLOC_MAX_SIZE => Info::U64(p.alloc_max),
-        _ => return Err(status::INVALID_ARGUMENT),
+        HSA_AMD_MEMORY_POOL_INFO_SEGMENT => Info::U32(p.segment),
+        HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS => Info::U32(p.global_flags),
+        HSA_AMD_MEMORY_POOL_INFO_SIZE => Info::U64(p.size),
+        HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED => Info::Bool(p.alloc_allowed),
+        HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_GRANULE => Info::U64(p.granule),
+        HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALIGNMENT => Info::U64(p.alignment),
+        HSA_AMD_MEMORY_POOL_INFO_ACCESSIBLE_BY_ALL => Info::Bool(p.accessible_by_all),
+        HSA_AMD_MEMORY_POOL_INFO_ALLOC_MAX_SIZE => Info::U64(p.alloc_max),
+        _ => return Err(HSA_STATUS_ERROR_INVALID_ARGUMENT),
     })
 }
 
@@ -483,7 +483,7 @@ fn pool_info(rt: &Runtime, pool: Handle, attribute: u32) -> Result<Info, Status>
 /// `value` is null or valid for the attribute's C type.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsa_amd_memory_pool_get_info(
-    pool: Handle,
+    pool: MemoryPool,
     attribute: u32,
     value: *mut c_void,
 ) -> Status {
@@ -501,7 +501,7 @@ pub unsafe extern "C" fn hsa_amd_memory_pool_get_info(
 /// `ptr` is null or valid for a write of `void*`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsa_amd_memory_pool_allocate(
-    pool: Handle,
+    pool: MemoryPool,
     size: usize,
     _flags: u32,
     ptr: *mut *mut c_void,
@@ -511,7 +511,7 @@ pub unsafe extern "C" fn hsa_amd_memory_pool_allocate(
         Err(s) => return s,
     };
     if size == 0 || ptr.is_null() {
-        return status::INVALID_ARGUMENT;
+        return HSA_STATUS_ERROR_INVALID_ARGUMENT;
     }
     match rt.pools.allocate(&rt.memory, pool.0, size as u64) {
         // SAFETY: `ptr` is non-null and valid for the write (caller).
@@ -544,7 +544,7 @@ pub unsafe extern "C" fn hsa_amd_memory_pool_free(ptr: *mut c_void) -> Status {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsa_amd_agents_allow_access(
     num_agents: u32,
-    agents: *const Handle,
+    agents: *const Agent,
     flags: *const u32,
     ptr: *const c_void,
 ) -> Status {
@@ -553,18 +553,18 @@ pub unsafe extern "C" fn hsa_amd_agents_allow_access(
         Err(s) => return s,
     };
     if num_agents == 0 || agents.is_null() || !flags.is_null() || ptr.is_null() {
-        return status::INVALID_ARGUMENT;
+        return HSA_STATUS_ERROR_INVALID_ARGUMENT;
     }
     // SAFETY: non-null and holding `num_agents` handles (caller's
     // contract).
     let agents = unsafe { std::slice::from_raw_parts(agents, num_agents as usize) };
     if rt.pools.pool_of(ptr as u64).is_none() {
-        return status::INVALID_ALLOCATION;
+        return HSA_STATUS_ERROR_INVALID_ALLOCATION;
     }
     if agents.iter().any(|a| rt.agent(a.0).is_none()) {
-        return status::INVALID_AGENT;
+        return HSA_STATUS_ERROR_INVALID_AGENT;
     }
-    status::SUCCESS
+    HSA_STATUS_SUCCESS
 }
 
 /// `hsa_memory_copy`: null INVALID_ARGUMENT, size 0 SUCCESS (`hsa.cpp`),
@@ -584,14 +584,14 @@ pub unsafe extern "C" fn hsa_memory_copy(
         Err(s) => return s,
     };
     if dst.is_null() || src.is_null() {
-        return status::INVALID_ARGUMENT;
+        return HSA_STATUS_ERROR_INVALID_ARGUMENT;
     }
     if size == 0 {
-        return status::SUCCESS;
+        return HSA_STATUS_SUCCESS;
     }
     // SAFETY: forwarded caller contract.
     match unsafe { copy(&rt.memory, dst as u64, src as u64, size as u64) } {
-        Ok(()) => status::SUCCESS,
+        Ok(()) => HSA_STATUS_SUCCESS,
         Err(s) => s,
     }
 }
@@ -617,9 +617,9 @@ pub unsafe extern "C" fn hsa_memory_copy(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hsa_amd_memory_async_copy(
     dst: *mut c_void,
-    dst_agent: Handle,
+    dst_agent: Agent,
     src: *const c_void,
-    src_agent: Handle,
+    src_agent: Agent,
     size: usize,
     num_dep_signals: u32,
     dep_signals: *const SignalHandle,
@@ -630,10 +630,10 @@ pub unsafe extern "C" fn hsa_amd_memory_async_copy(
         Err(s) => return s,
     };
     if dst.is_null() || src.is_null() || (num_dep_signals == 0) != dep_signals.is_null() {
-        return status::INVALID_ARGUMENT;
+        return HSA_STATUS_ERROR_INVALID_ARGUMENT;
     }
     if rt.agent(dst_agent.0).is_none() || rt.agent(src_agent.0).is_none() {
-        return status::INVALID_AGENT;
+        return HSA_STATUS_ERROR_INVALID_AGENT;
     }
     let deps: Vec<SignalHandle> = if num_dep_signals == 0 {
         Vec::new()
@@ -648,7 +648,7 @@ pub unsafe extern "C" fn hsa_amd_memory_async_copy(
         }
     }
     if size == 0 {
-        return status::SUCCESS;
+        return HSA_STATUS_SUCCESS;
     }
     let (dst, src, len) = (dst as u64, src as u64, size as u64);
     {
@@ -664,6 +664,10 @@ pub unsafe extern "C" fn hsa_amd_memory_async_copy(
             if !wait_for_zero(&rt, dep) {
                 return;
             }
+        }
+        let delay = super::hooks::async_copy_delay();
+        if !delay.is_zero() {
+            std::thread::sleep(delay);
         }
         // SAFETY: host-memory ranges stay valid until `completion` is
         // decremented (caller's contract), which happens only below.
@@ -727,25 +731,25 @@ mod tests {
         }
 
         fn pools(&self, agent: u64) -> Vec<u64> {
-            unsafe extern "C" fn push(pool: Handle, data: *mut c_void) -> Status {
+            unsafe extern "C" fn push(pool: MemoryPool, data: *mut c_void) -> Status {
                 // SAFETY: `data` is the Vec passed below.
                 unsafe { (*data.cast::<Vec<u64>>()).push(pool.0) };
-                status::SUCCESS
+                HSA_STATUS_SUCCESS
             }
             let mut out = Vec::<u64>::new();
             // SAFETY: the callback casts `data` back to this Vec.
             let s = unsafe {
-                hsa_amd_agent_iterate_memory_pools(Handle(agent), Some(push), (&raw mut out).cast())
+                hsa_amd_agent_iterate_memory_pools(Agent(agent), Some(push), (&raw mut out).cast())
             };
-            assert_eq!(s, status::SUCCESS);
+            assert_eq!(s, HSA_STATUS_SUCCESS);
             out
         }
 
         fn alloc(&self, pool: u64, size: usize) -> u64 {
             let mut p = std::ptr::null_mut();
             // SAFETY: `p` is a valid out-pointer.
-            let s = unsafe { hsa_amd_memory_pool_allocate(Handle(pool), size, 0, &mut p) };
-            assert_eq!(s, status::SUCCESS);
+            let s = unsafe { hsa_amd_memory_pool_allocate(MemoryPool(pool), size, 0, &mut p) };
+            assert_eq!(s, HSA_STATUS_SUCCESS);
             p as u64
         }
     }
@@ -753,9 +757,10 @@ mod tests {
     fn info<T: Default>(pool: u64, attribute: u32) -> T {
         let mut v = T::default();
         // SAFETY: every attribute asked below has C type T.
-        let s =
-            unsafe { hsa_amd_memory_pool_get_info(Handle(pool), attribute, (&raw mut v).cast()) };
-        assert_eq!(s, status::SUCCESS, "attribute {attribute}");
+        let s = unsafe {
+            hsa_amd_memory_pool_get_info(MemoryPool(pool), attribute, (&raw mut v).cast())
+        };
+        assert_eq!(s, HSA_STATUS_SUCCESS, "attribute {attribute}");
         v
     }
 
@@ -772,17 +777,34 @@ mod tests {
         assert_eq!(
             shape(rt.agents[0].handle),
             [
-                (SEGMENT_GLOBAL, FLAG_FINE_GRAINED | FLAG_KERNARG_INIT, true),
-                (SEGMENT_GLOBAL, FLAG_COARSE_GRAINED, true),
+                (
+                    HSA_AMD_SEGMENT_GLOBAL,
+                    HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED
+                        | HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT,
+                    true
+                ),
+                (
+                    HSA_AMD_SEGMENT_GLOBAL,
+                    HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED,
+                    true
+                ),
             ]
         );
         for gpu in &rt.agents[1..] {
             assert_eq!(
                 shape(gpu.handle),
                 [
-                    (SEGMENT_GLOBAL, FLAG_COARSE_GRAINED, true),
-                    (SEGMENT_GLOBAL, FLAG_FINE_GRAINED, true),
-                    (SEGMENT_GROUP, 0, false),
+                    (
+                        HSA_AMD_SEGMENT_GLOBAL,
+                        HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED,
+                        true
+                    ),
+                    (
+                        HSA_AMD_SEGMENT_GLOBAL,
+                        HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED,
+                        true
+                    ),
+                    (HSA_AMD_SEGMENT_GROUP, 0, false),
                 ]
             );
         }
@@ -800,42 +822,75 @@ mod tests {
         let init = Init::new();
         let cpu = init.pools(init.cpu());
         let gpu = init.pools(init.gpu());
-        use pool_info::*;
         assert_eq!(
-            info::<u32>(cpu[0], GLOBAL_FLAGS),
-            FLAG_FINE_GRAINED | FLAG_KERNARG_INIT
+            info::<u32>(cpu[0], HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS),
+            HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED
+                | HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT
         );
-        assert!(info::<bool>(cpu[0], ACCESSIBLE_BY_ALL));
-        assert!(!info::<bool>(gpu[0], ACCESSIBLE_BY_ALL));
-        assert_eq!(info::<u32>(gpu[0], SEGMENT), SEGMENT_GLOBAL);
-        assert_eq!(info::<u32>(gpu[0], GLOBAL_FLAGS), FLAG_COARSE_GRAINED);
-        assert_eq!(info::<u64>(gpu[0], RUNTIME_ALLOC_GRANULE), PAGE);
-        assert_eq!(info::<u64>(gpu[0], RUNTIME_ALLOC_ALIGNMENT), PAGE);
-        assert!(info::<bool>(gpu[0], RUNTIME_ALLOC_ALLOWED));
+        assert!(info::<bool>(
+            cpu[0],
+            HSA_AMD_MEMORY_POOL_INFO_ACCESSIBLE_BY_ALL
+        ));
+        assert!(!info::<bool>(
+            gpu[0],
+            HSA_AMD_MEMORY_POOL_INFO_ACCESSIBLE_BY_ALL
+        ));
         assert_eq!(
-            info::<u64>(gpu[0], ALLOC_MAX_SIZE),
-            info::<u64>(gpu[0], SIZE)
+            info::<u32>(gpu[0], HSA_AMD_MEMORY_POOL_INFO_SEGMENT),
+            HSA_AMD_SEGMENT_GLOBAL
         );
-        assert_eq!(info::<u32>(gpu[2], SEGMENT), SEGMENT_GROUP);
-        assert_eq!(info::<u64>(gpu[2], SIZE), GROUP_SEGMENT_BYTES);
-        assert!(!info::<bool>(gpu[2], RUNTIME_ALLOC_ALLOWED));
-        assert_eq!(info::<u64>(gpu[2], ALLOC_MAX_SIZE), 0);
+        assert_eq!(
+            info::<u32>(gpu[0], HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS),
+            HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED
+        );
+        assert_eq!(
+            info::<u64>(gpu[0], HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_GRANULE),
+            PAGE
+        );
+        assert_eq!(
+            info::<u64>(gpu[0], HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALIGNMENT),
+            PAGE
+        );
+        assert!(info::<bool>(
+            gpu[0],
+            HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED
+        ));
+        assert_eq!(
+            info::<u64>(gpu[0], HSA_AMD_MEMORY_POOL_INFO_ALLOC_MAX_SIZE),
+            info::<u64>(gpu[0], HSA_AMD_MEMORY_POOL_INFO_SIZE)
+        );
+        assert_eq!(
+            info::<u32>(gpu[2], HSA_AMD_MEMORY_POOL_INFO_SEGMENT),
+            HSA_AMD_SEGMENT_GROUP
+        );
+        assert_eq!(
+            info::<u64>(gpu[2], HSA_AMD_MEMORY_POOL_INFO_SIZE),
+            GROUP_SEGMENT_BYTES
+        );
+        assert!(!info::<bool>(
+            gpu[2],
+            HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED
+        ));
+        assert_eq!(
+            info::<u64>(gpu[2], HSA_AMD_MEMORY_POOL_INFO_ALLOC_MAX_SIZE),
+            0
+        );
 
         let mut v = 0u64;
         // SAFETY: `v` is valid for any attribute asked.
         unsafe {
             let out = (&raw mut v).cast();
             assert_eq!(
-                hsa_amd_memory_pool_get_info(Handle(gpu[0]), 99, out),
-                status::INVALID_ARGUMENT
+                hsa_amd_memory_pool_get_info(MemoryPool(gpu[0]), 99, out),
+                HSA_STATUS_ERROR_INVALID_ARGUMENT
             );
             assert_eq!(
-                hsa_amd_memory_pool_get_info(Handle(1), SIZE, out),
-                status::INVALID_MEMORY_POOL
+                hsa_amd_memory_pool_get_info(MemoryPool(1), HSA_AMD_MEMORY_POOL_INFO_SIZE, out),
+                HSA_STATUS_ERROR_INVALID_MEMORY_POOL
             );
             assert_eq!(
-                hsa_amd_agent_iterate_memory_pools(Handle(7), None, std::ptr::null_mut()),
-                status::INVALID_ARGUMENT
+                hsa_amd_agent_iterate_memory_pools(Agent(7), None, std::ptr::null_mut()),
+                HSA_STATUS_ERROR_INVALID_ARGUMENT
             );
         }
     }
@@ -850,61 +905,64 @@ mod tests {
         assert!(init.0.memory.access().check(p, PAGE).is_ok());
         assert!(init.0.memory.access().check(p, PAGE + 1).is_err());
 
-        let (cpu, gpu_agent) = (Handle(init.cpu()), Handle(init.gpu()));
+        let (cpu, gpu_agent) = (Agent(init.cpu()), Agent(init.gpu()));
         let both = [cpu, gpu_agent];
         // SAFETY: valid agent lists and pointers throughout.
         unsafe {
             let ptr = p as *const c_void;
             assert_eq!(
                 hsa_amd_agents_allow_access(2, both.as_ptr(), std::ptr::null(), ptr),
-                status::SUCCESS
+                HSA_STATUS_SUCCESS
             );
             let inside = (p + 8) as *const c_void;
             assert_eq!(
                 hsa_amd_agents_allow_access(2, both.as_ptr(), std::ptr::null(), inside),
-                status::INVALID_ALLOCATION
+                HSA_STATUS_ERROR_INVALID_ALLOCATION
             );
-            let bad = [Handle(3)];
+            let bad = [Agent(3)];
             assert_eq!(
                 hsa_amd_agents_allow_access(1, bad.as_ptr(), std::ptr::null(), ptr),
-                status::INVALID_AGENT
+                HSA_STATUS_ERROR_INVALID_AGENT
             );
             assert_eq!(
                 hsa_amd_agents_allow_access(0, both.as_ptr(), std::ptr::null(), ptr),
-                status::INVALID_ARGUMENT
+                HSA_STATUS_ERROR_INVALID_ARGUMENT
             );
 
-            assert_eq!(hsa_amd_memory_pool_free(p as *mut c_void), status::SUCCESS);
+            assert_eq!(
+                hsa_amd_memory_pool_free(p as *mut c_void),
+                HSA_STATUS_SUCCESS
+            );
             assert!(init.0.memory.access().check(p, 1).is_err());
             assert_eq!(
                 hsa_amd_memory_pool_free(p as *mut c_void),
-                status::INVALID_ALLOCATION
+                HSA_STATUS_ERROR_INVALID_ALLOCATION
             );
             assert_eq!(
                 hsa_amd_memory_pool_free(std::ptr::null_mut()),
-                status::SUCCESS
+                HSA_STATUS_SUCCESS
             );
 
             let mut out = std::ptr::null_mut();
             assert_eq!(
-                hsa_amd_memory_pool_allocate(Handle(gpu[0]), 0, 0, &mut out),
-                status::INVALID_ARGUMENT
+                hsa_amd_memory_pool_allocate(MemoryPool(gpu[0]), 0, 0, &mut out),
+                HSA_STATUS_ERROR_INVALID_ARGUMENT
             );
             assert_eq!(
-                hsa_amd_memory_pool_allocate(Handle(gpu[0]), 8, 0, std::ptr::null_mut()),
-                status::INVALID_ARGUMENT
+                hsa_amd_memory_pool_allocate(MemoryPool(gpu[0]), 8, 0, std::ptr::null_mut()),
+                HSA_STATUS_ERROR_INVALID_ARGUMENT
             );
             assert_eq!(
-                hsa_amd_memory_pool_allocate(Handle(gpu[2]), 8, 0, &mut out),
-                status::INVALID_ALLOCATION
+                hsa_amd_memory_pool_allocate(MemoryPool(gpu[2]), 8, 0, &mut out),
+                HSA_STATUS_ERROR_INVALID_ALLOCATION
             );
             assert_eq!(
-                hsa_amd_memory_pool_allocate(Handle(1), 8, 0, &mut out),
-                status::INVALID_MEMORY_POOL
+                hsa_amd_memory_pool_allocate(MemoryPool(1), 8, 0, &mut out),
+                HSA_STATUS_ERROR_INVALID_MEMORY_POOL
             );
             assert_eq!(
-                hsa_amd_memory_pool_allocate(Handle(gpu[0]), usize::MAX, 0, &mut out),
-                status::INVALID_ALLOCATION
+                hsa_amd_memory_pool_allocate(MemoryPool(gpu[0]), usize::MAX, 0, &mut out),
+                HSA_STATUS_ERROR_INVALID_ALLOCATION
             );
         }
     }
@@ -922,40 +980,43 @@ mod tests {
             let d = dev as *mut c_void;
             assert_eq!(
                 hsa_memory_copy(d.byte_add(3), host.as_ptr().cast(), 61),
-                status::SUCCESS
+                HSA_STATUS_SUCCESS
             );
             assert_eq!(
                 hsa_memory_copy(back.as_mut_ptr().cast(), d.byte_add(3), 61),
-                status::SUCCESS
+                HSA_STATUS_SUCCESS
             );
             assert_eq!(back[..61], host[..61]);
             // Overlapping, within device memory.
             assert_eq!(
                 hsa_memory_copy(d.byte_add(4), d.byte_add(3), 61),
-                status::SUCCESS
+                HSA_STATUS_SUCCESS
             );
             assert_eq!(
                 hsa_memory_copy(back.as_mut_ptr().cast(), d.byte_add(4), 61),
-                status::SUCCESS
+                HSA_STATUS_SUCCESS
             );
             assert_eq!(back[..61], host[..61]);
             assert_eq!(
                 hsa_memory_copy(d.byte_add(4050), host.as_ptr().cast(), 64),
-                status::INVALID_ARGUMENT
+                HSA_STATUS_ERROR_INVALID_ARGUMENT
             );
             assert_eq!(
                 hsa_memory_copy(d, std::ptr::null(), 1),
-                status::INVALID_ARGUMENT
+                HSA_STATUS_ERROR_INVALID_ARGUMENT
             );
-            assert_eq!(hsa_memory_copy(d, host.as_ptr().cast(), 0), status::SUCCESS);
-            assert_eq!(hsa_amd_memory_pool_free(d), status::SUCCESS);
+            assert_eq!(
+                hsa_memory_copy(d, host.as_ptr().cast(), 0),
+                HSA_STATUS_SUCCESS
+            );
+            assert_eq!(hsa_amd_memory_pool_free(d), HSA_STATUS_SUCCESS);
         }
     }
 
     #[test]
     fn async_copy_waits_for_its_dependency_then_signals_completion() {
         let init = Init::new();
-        let (cpu, gpu) = (Handle(init.cpu()), Handle(init.gpu()));
+        let (cpu, gpu) = (Agent(init.cpu()), Agent(init.gpu()));
         let vram = init.pools(gpu.0)[0];
         let dst = init.alloc(vram, 4096);
         let src: Vec<u8> = (0..4096u32).map(|i| (i * 7) as u8).collect();
@@ -975,7 +1036,7 @@ mod tests {
                 done,
             )
         };
-        assert_eq!(s, status::SUCCESS);
+        assert_eq!(s, HSA_STATUS_SUCCESS);
 
         // SAFETY: plain C ABI calls on live signals.
         unsafe {
@@ -1004,24 +1065,24 @@ mod tests {
             let s = src.as_ptr().cast();
             assert_eq!(
                 hsa_amd_memory_async_copy(d, gpu, s, cpu, 8, 1, null, done),
-                status::INVALID_ARGUMENT
+                HSA_STATUS_ERROR_INVALID_ARGUMENT
             );
             assert_eq!(
-                hsa_amd_memory_async_copy(d, Handle(9), s, cpu, 8, 0, null, done),
-                status::INVALID_AGENT
+                hsa_amd_memory_async_copy(d, Agent(9), s, cpu, 8, 0, null, done),
+                HSA_STATUS_ERROR_INVALID_AGENT
             );
             let buffer = SignalHandle(dst);
             assert_eq!(
                 hsa_amd_memory_async_copy(d, gpu, s, cpu, 8, 0, null, buffer),
-                status::INVALID_SIGNAL
+                HSA_STATUS_ERROR_INVALID_SIGNAL
             );
             assert_eq!(
                 hsa_amd_memory_async_copy(d, gpu, s, cpu, 8, 0, null, SignalHandle::NULL),
-                status::INVALID_ARGUMENT
+                HSA_STATUS_ERROR_INVALID_ARGUMENT
             );
-            assert_eq!(hsa_signal_destroy(dep), status::SUCCESS);
-            assert_eq!(hsa_signal_destroy(done), status::SUCCESS);
-            assert_eq!(hsa_amd_memory_pool_free(d), status::SUCCESS);
+            assert_eq!(hsa_signal_destroy(dep), HSA_STATUS_SUCCESS);
+            assert_eq!(hsa_signal_destroy(done), HSA_STATUS_SUCCESS);
+            assert_eq!(hsa_amd_memory_pool_free(d), HSA_STATUS_SUCCESS);
         }
     }
 
@@ -1039,7 +1100,7 @@ mod tests {
         let started = rt.pools.spawn_copy(move || {
             let _ = wait_for_zero(&worker_rt, SignalHandle(dep));
         });
-        assert_eq!(started, status::SUCCESS);
+        assert_eq!(started, HSA_STATUS_SUCCESS);
         let t = Instant::now();
         rt.pools.shut_down(&rt.memory);
         assert!(t.elapsed() < Duration::from_secs(5));

@@ -29,9 +29,13 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use aqueduct_abi::hsa_api::*;
+use aqueduct_abi::with_hsa_functions;
+
 use crate::memory::Memory;
 
 pub mod executable;
+pub mod hooks;
 pub mod memory;
 pub mod profile;
 pub mod queue;
@@ -40,39 +44,28 @@ pub mod system;
 
 pub use profile::{AgentSpec, PROFILES, Profile};
 
-/// `hsa_status_t` and the values the runtime returns (hsa.h,
-/// hsa_ext_amd.h; checked against the installed ROCr headers by
-/// `tests/tests/rocr_headers.rs` for the ones the host shim shares).
-pub type Status = u32;
+/// Every exported `hsa_*` function, as the one HSA function table
+/// ([`aqueduct_abi::hsa_api::Api`]) the host shim resolves. Building it is
+/// the compile-time proof that each export has exactly the signature the
+/// table declares: a drift on either side breaks the build. The host's
+/// unit tests run on the simulator in-process through it.
+pub const EXPORTS: Api = with_hsa_functions!(exports_table);
 
-pub mod status {
-    use super::Status;
-    pub const SUCCESS: Status = 0x0;
-    pub const INFO_BREAK: Status = 0x1;
-    pub const ERROR: Status = 0x1000;
-    pub const INVALID_ARGUMENT: Status = 0x1001;
-    pub const INVALID_QUEUE_CREATION: Status = 0x1002;
-    pub const INVALID_ALLOCATION: Status = 0x1003;
-    pub const INVALID_AGENT: Status = 0x1004;
-    pub const INVALID_SIGNAL: Status = 0x1006;
-    pub const INVALID_QUEUE: Status = 0x1007;
-    pub const OUT_OF_RESOURCES: Status = 0x1008;
-    pub const INVALID_PACKET_FORMAT: Status = 0x1009;
-    pub const NOT_INITIALIZED: Status = 0x100B;
-    pub const INCOMPATIBLE_ARGUMENTS: Status = 0x100D;
-    pub const INVALID_ISA: Status = 0x100F;
-    pub const INVALID_CODE_OBJECT: Status = 0x1010;
-    pub const INVALID_EXECUTABLE: Status = 0x1011;
-    pub const FROZEN_EXECUTABLE: Status = 0x1012;
-    pub const INVALID_SYMBOL_NAME: Status = 0x1013;
-    pub const EXCEPTION: Status = 0x1016;
-    pub const INVALID_ISA_NAME: Status = 0x1017;
-    pub const INVALID_EXECUTABLE_SYMBOL: Status = 0x1019;
-    pub const INVALID_CODE_OBJECT_READER: Status = 0x1021;
-    pub const INVALID_MEMORY_POOL: Status = 40;
-    pub const MEMORY_APERTURE_VIOLATION: Status = 41;
-    pub const ILLEGAL_INSTRUCTION: Status = 42;
-    pub const MEMORY_FAULT: Status = 43;
+/// Builds [`EXPORTS`] from the list, one field per function.
+macro_rules! exports_table {
+    ($(fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?;)+) => {
+        Api { $($name: exported::$name,)+ }
+    };
+}
+use exports_table;
+
+/// Where the exports live.
+mod exported {
+    pub use super::executable::*;
+    pub use super::memory::*;
+    pub use super::queue::*;
+    pub use super::signal::*;
+    pub use super::system::*;
 }
 
 /// What kind of agent.
@@ -214,15 +207,15 @@ pub fn with_runtime<R>(f: impl FnOnce(&Arc<Runtime>) -> R) -> Result<R, Status> 
         let f = f.take()?;
         Some(match slot.as_ref() {
             Some((_, rt)) => Ok(f(rt)),
-            None => Err(status::NOT_INITIALIZED),
+            None => Err(HSA_STATUS_ERROR_NOT_INITIALIZED),
         })
     });
     if let Ok(Some(result)) = fast {
         return result;
     }
     // Re-entered, or the thread is ending: the slow path.
-    let rt = global().1.clone().ok_or(status::NOT_INITIALIZED)?;
-    let f = f.take().ok_or(status::ERROR)?;
+    let rt = global().1.clone().ok_or(HSA_STATUS_ERROR_NOT_INITIALIZED)?;
+    let f = f.take().ok_or(HSA_STATUS_ERROR)?;
     Ok(f(&rt))
 }
 
@@ -232,18 +225,18 @@ pub fn with_runtime<R>(f: impl FnOnce(&Arc<Runtime>) -> R) -> Result<R, Status> 
 /// `out` is null or valid for a write of `T`.
 pub(crate) unsafe fn put<T>(out: *mut T, value: T) -> Status {
     if out.is_null() {
-        return status::INVALID_ARGUMENT;
+        return HSA_STATUS_ERROR_INVALID_ARGUMENT;
     }
     // SAFETY: non-null, and valid for a write of T by the caller's contract.
     unsafe { out.write_unaligned(value) };
-    status::SUCCESS
+    HSA_STATUS_SUCCESS
 }
 
 /// Collapses a `Result<(), Status>` to a status.
 #[allow(dead_code)] // used by the parts being filled in
 pub(crate) fn done(r: Result<(), Status>) -> Status {
     match r {
-        Ok(()) => status::SUCCESS,
+        Ok(()) => HSA_STATUS_SUCCESS,
         Err(s) => s,
     }
 }
@@ -277,7 +270,7 @@ pub(crate) fn chars(text: &str, len: usize) -> Info {
 /// `value` is null or valid for a write of the attribute's C type (the
 /// caller's contract in hsa.h).
 pub(crate) unsafe fn answer(
-    value: *mut std::ffi::c_void,
+    value: *mut c_void,
     get: impl FnOnce(&Runtime) -> Result<Info, Status>,
 ) -> Status {
     let rt = match runtime() {
@@ -285,7 +278,7 @@ pub(crate) unsafe fn answer(
         Err(s) => return s,
     };
     if value.is_null() {
-        return status::INVALID_ARGUMENT;
+        return HSA_STATUS_ERROR_INVALID_ARGUMENT;
     }
     let info = match get(&rt) {
         Ok(info) => info,
@@ -303,7 +296,7 @@ pub(crate) unsafe fn answer(
             Info::U32x3(v) => put(value.cast(), v),
             Info::Bytes(b) => {
                 std::ptr::copy_nonoverlapping(b.as_ptr(), value.cast::<u8>(), b.len());
-                status::SUCCESS
+                HSA_STATUS_SUCCESS
             }
         }
     }
@@ -317,18 +310,18 @@ pub(crate) unsafe fn answer(
 /// `callback` and `data` follow hsa.h's iteration contract.
 pub(crate) unsafe fn iterate<H: Copy>(
     handles: impl IntoIterator<Item = H>,
-    callback: unsafe extern "C" fn(H, *mut std::ffi::c_void) -> Status,
-    data: *mut std::ffi::c_void,
+    callback: unsafe extern "C" fn(H, *mut c_void) -> Status,
+    data: *mut c_void,
 ) -> Status {
     for h in handles {
         // SAFETY: the caller passes a callback of this C signature and the
         // data it expects.
         let s = unsafe { callback(h, data) };
-        if s != status::SUCCESS {
+        if s != HSA_STATUS_SUCCESS {
             return s;
         }
     }
-    status::SUCCESS
+    HSA_STATUS_SUCCESS
 }
 
 /// The shape of the `hsa_*iterate*` functions: NOT_INITIALIZED before
@@ -337,17 +330,17 @@ pub(crate) unsafe fn iterate<H: Copy>(
 ///
 /// # Safety
 /// `callback`/`data` follow hsa.h's iteration contract.
-pub(crate) unsafe fn iterate_listed(
-    callback: Option<unsafe extern "C" fn(system::Handle, *mut std::ffi::c_void) -> Status>,
-    data: *mut std::ffi::c_void,
-    list: impl FnOnce(&Runtime) -> Result<Vec<system::Handle>, Status>,
+pub(crate) unsafe fn iterate_listed<H: Copy>(
+    callback: Option<unsafe extern "C" fn(H, *mut c_void) -> Status>,
+    data: *mut c_void,
+    list: impl FnOnce(&Runtime) -> Result<Vec<H>, Status>,
 ) -> Status {
     let rt = match runtime() {
         Ok(rt) => rt,
         Err(s) => return s,
     };
     let Some(callback) = callback else {
-        return status::INVALID_ARGUMENT;
+        return HSA_STATUS_ERROR_INVALID_ARGUMENT;
     };
     match list(&rt) {
         // SAFETY: forwarded caller contract.
@@ -362,16 +355,16 @@ pub(crate) unsafe fn iterate_listed(
 ///
 /// # Safety
 /// `callback`/`data` follow hsa.h's iteration contract.
-pub(crate) unsafe fn iterate_of_agent(
-    agent: system::Handle,
-    callback: Option<unsafe extern "C" fn(system::Handle, *mut std::ffi::c_void) -> Status>,
-    data: *mut std::ffi::c_void,
-    of: impl FnOnce(&Runtime, &AgentInfo) -> Vec<system::Handle>,
+pub(crate) unsafe fn iterate_of_agent<H: Copy>(
+    agent: Agent,
+    callback: Option<unsafe extern "C" fn(H, *mut c_void) -> Status>,
+    data: *mut c_void,
+    of: impl FnOnce(&Runtime, &AgentInfo) -> Vec<H>,
 ) -> Status {
     // SAFETY: forwarded caller contract.
     unsafe {
         iterate_listed(callback, data, |rt| {
-            let a = rt.agent(agent.0).ok_or(status::INVALID_AGENT)?;
+            let a = rt.agent(agent.0).ok_or(HSA_STATUS_ERROR_INVALID_AGENT)?;
             Ok(of(rt, a))
         })
     }
@@ -383,8 +376,9 @@ pub(crate) mod testing {
     use std::sync::Arc;
 
     use super::system::{hsa_init, hsa_shut_down};
-    use super::{Runtime, runtime, status};
+    use super::{Runtime, runtime};
     use aqueduct_abi::hsa::SignalHandle;
+    use aqueduct_abi::hsa_api::HSA_STATUS_SUCCESS;
 
     /// One `hsa_init` reference for a test's duration (the runtime is
     /// process-global and shared with tests running in parallel).
@@ -393,7 +387,7 @@ pub(crate) mod testing {
     impl Init {
         pub fn new() -> Self {
             // SAFETY: plain C ABI call.
-            assert_eq!(unsafe { hsa_init() }, status::SUCCESS);
+            assert_eq!(unsafe { hsa_init() }, HSA_STATUS_SUCCESS);
             Self(runtime().expect("initialised"))
         }
 
@@ -402,7 +396,7 @@ pub(crate) mod testing {
             // SAFETY: `s` is a valid out-pointer; no consumers.
             let st =
                 unsafe { super::signal::hsa_signal_create(initial, 0, std::ptr::null(), &mut s) };
-            assert_eq!(st, status::SUCCESS);
+            assert_eq!(st, HSA_STATUS_SUCCESS);
             s
         }
     }

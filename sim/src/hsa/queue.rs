@@ -77,8 +77,10 @@ use aqueduct_abi::aql::{
 use aqueduct_abi::hsa::{HsaQueue, QueueFeatures, QueueType, SignalHandle};
 use zerocopy::{FromBytes, IntoBytes};
 
-use super::system::{Handle, QUEUE_MAX_PACKETS, QUEUE_MIN_PACKETS};
-use super::{AgentKind, Runtime, Status, runtime, status};
+use super::system::{QUEUE_MAX_PACKETS, QUEUE_MIN_PACKETS};
+use aqueduct_abi::hsa_api::*;
+
+use super::{AgentKind, Runtime, runtime};
 use crate::dispatch::{self, DispatchError, Launch, MAX_LDS};
 use crate::exec::Event;
 use crate::fault::Fault;
@@ -330,7 +332,7 @@ impl Drop for Entry {
 /// Creates a queue on GPU `agent` of `rt` and starts its processor;
 /// returns the `hsa_queue_t*` as an address. Checks in ROCr's order
 /// (`hsa.cpp` `hsa_queue_create`, `GpuAgent::QueueCreate`,
-/// `CpuAgent::QueueCreate`; the same table as host/src/hsa/fake.rs):
+/// `CpuAgent::QueueCreate`):
 ///
 /// | condition                                  | status                 |
 /// |--------------------------------------------|------------------------|
@@ -352,21 +354,21 @@ pub fn create(
     data: *mut c_void,
 ) -> Result<u64, Status> {
     if !size.is_power_of_two() || queue_type > QueueType::COOPERATIVE.0 {
-        return Err(status::INVALID_ARGUMENT);
+        return Err(HSA_STATUS_ERROR_INVALID_ARGUMENT);
     }
-    let a = rt.agent(agent).ok_or(status::INVALID_AGENT)?;
+    let a = rt.agent(agent).ok_or(HSA_STATUS_ERROR_INVALID_AGENT)?;
     let AgentKind::Gpu(profile) = a.kind else {
-        return Err(status::ERROR);
+        return Err(HSA_STATUS_ERROR);
     };
     if size > QUEUE_MAX_PACKETS {
-        return Err(status::OUT_OF_RESOURCES);
+        return Err(HSA_STATUS_ERROR_OUT_OF_RESOURCES);
     }
     if size < QUEUE_MIN_PACKETS {
-        return Err(status::INVALID_ARGUMENT);
+        return Err(HSA_STATUS_ERROR_INVALID_ARGUMENT);
     }
 
     let mem = &rt.memory;
-    let oom = |_| status::OUT_OF_RESOURCES;
+    let oom = |_| HSA_STATUS_ERROR_OUT_OF_RESOURCES;
     let ring_bytes = u64::from(size) * PACKET_SIZE as u64;
     // The ring is aligned to its size, as ROCr's is.
     let ring = mem.alloc(ring_bytes, ring_bytes).map_err(oom)?;
@@ -374,7 +376,7 @@ pub fn create(
         Ok(d) => d,
         Err(_) => {
             let _ = mem.free(ring);
-            return Err(status::OUT_OF_RESOURCES);
+            return Err(HSA_STATUS_ERROR_OUT_OF_RESOURCES);
         }
     };
     let address = match mem.alloc(size_of::<AmdQueue>() as u64, 64) {
@@ -382,7 +384,7 @@ pub fn create(
         Err(_) => {
             let _ = mem.free(ring);
             let _ = mem.free(doorbell);
-            return Err(status::OUT_OF_RESOURCES);
+            return Err(HSA_STATUS_ERROR_OUT_OF_RESOURCES);
         }
     };
     let id = NEXT_QUEUE_ID.fetch_add(1, Ordering::Relaxed);
@@ -432,7 +434,7 @@ pub fn create(
     let thread = std::thread::Builder::new()
         .name(format!("aqueduct-sim queue {id}"))
         .spawn(move || process(&rt2, &e2))
-        .map_err(|_| status::OUT_OF_RESOURCES)?;
+        .map_err(|_| HSA_STATUS_ERROR_OUT_OF_RESOURCES)?;
     *entry.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(thread);
     let mut all = live();
     all.insert(address, entry);
@@ -449,13 +451,24 @@ pub fn create(
 pub fn destroy(queue: u64) -> Result<(), Status> {
     let entry = {
         let mut all = live();
-        let entry = all.remove(&queue).ok_or(status::INVALID_QUEUE)?;
+        let entry = all.remove(&queue).ok_or(HSA_STATUS_ERROR_INVALID_QUEUE)?;
         live_changed();
         entry
     };
     forget_cached(|e| e.address == queue);
     entry.stop_and_join();
     Ok(())
+}
+
+/// Whether `queue` is the `hsa_queue_t*` of a live queue (of any runtime
+/// of this process).
+pub fn is_live(queue: u64) -> bool {
+    live().contains_key(&queue)
+}
+
+/// Whether `signal` is the doorbell signal of a live queue.
+pub fn is_doorbell(signal: u64) -> bool {
+    live().values().any(|q| q.doorbell == signal)
 }
 
 /// Runs `f` on the live queue at `queue`; `R::default()` if there is none.
@@ -594,7 +607,7 @@ fn process(rt: &Runtime, q: &Entry) {
                 "completion signal {:#x} is not a signal in device memory",
                 completion.0
             );
-            report(q, id, status::MEMORY_APERTURE_VIOLATION, &why);
+            report(q, id, HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION, &why);
             return;
         }
     }
@@ -649,7 +662,7 @@ fn execute(
             let Some(p) = packet.as_typed::<AmdBarrierValuePacket>() else {
                 // ROCr: EC_QUEUE_PACKET_VENDOR_UNSUPPORTED.
                 return Err(error(
-                    status::INVALID_PACKET_FORMAT,
+                    HSA_STATUS_ERROR_INVALID_PACKET_FORMAT,
                     format!(
                         "vendor-specific packet of AMD format {} is not supported",
                         packet.body[0]
@@ -658,7 +671,7 @@ fn execute(
             };
             if p.cond.holds(0, 0).is_none() {
                 return Err(error(
-                    status::INVALID_PACKET_FORMAT,
+                    HSA_STATUS_ERROR_INVALID_PACKET_FORMAT,
                     format!(
                         "barrier-value condition {} is not one of EQ/NE/LT/GTE",
                         p.cond.0
@@ -675,7 +688,7 @@ fn execute(
             let p = read::<AgentDispatchPacket>(packet);
             let Some(handler) = rt.queues.agent_dispatch_handler() else {
                 return Err(error(
-                    status::INVALID_PACKET_FORMAT,
+                    HSA_STATUS_ERROR_INVALID_PACKET_FORMAT,
                     "agent-dispatch packet and no agent-dispatch handler is registered",
                 ));
             };
@@ -689,7 +702,7 @@ fn execute(
             Ok(p.completion_signal)
         }
         _ => Err(error(
-            status::INVALID_PACKET_FORMAT,
+            HSA_STATUS_ERROR_INVALID_PACKET_FORMAT,
             format!("packet type {} is not an AQL packet type", kind.0),
         )),
     }
@@ -706,7 +719,7 @@ fn read<P: FromBytes>(packet: &AqlPacket) -> P {
 fn signal_value(rt: &Runtime, h: SignalHandle) -> Result<i64, Halt> {
     super::signal::value(rt, h.address()).ok_or_else(|| {
         error(
-            status::MEMORY_APERTURE_VIOLATION,
+            HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION,
             format!("signal {:#x} is not a signal in device memory", h.0),
         )
     })
@@ -756,7 +769,7 @@ fn kernel_dispatch(
     let dims = p.dimensions();
     if !(1..=3).contains(&dims) {
         return Err(error(
-            status::INCOMPATIBLE_ARGUMENTS,
+            HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS,
             format!("dispatch packet with {dims} grid dimensions"),
         ));
     }
@@ -764,13 +777,13 @@ fn kernel_dispatch(
     let items: u64 = wg.iter().product();
     if items == 0 || items > WORKGROUP_MAX_SIZE {
         return Err(error(
-            status::INVALID_ARGUMENT,
+            HSA_STATUS_ERROR_INVALID_ARGUMENT,
             format!("workgroup {wg:?} is empty or larger than {WORKGROUP_MAX_SIZE} work-items"),
         ));
     }
     if p.group_segment_size > MAX_LDS {
         return Err(error(
-            status::INVALID_ALLOCATION,
+            HSA_STATUS_ERROR_INVALID_ALLOCATION,
             format!(
                 "group segment of {} bytes exceeds the {MAX_LDS} of LDS",
                 p.group_segment_size
@@ -779,7 +792,7 @@ fn kernel_dispatch(
     }
     let Some((program, k)) = rt.executables.kernel_at(q.agent, p.kernel_object) else {
         return Err(error(
-            status::INVALID_CODE_OBJECT,
+            HSA_STATUS_ERROR_INVALID_CODE_OBJECT,
             format!(
                 "kernel_object {:#x} is not a kernel loaded for this agent",
                 p.kernel_object
@@ -827,17 +840,19 @@ fn kernel_dispatch(
 pub fn error_status(e: &DispatchError) -> Status {
     match e {
         DispatchError::Fault(r) => match r.fault {
-            Fault::Memory { .. } | Fault::Misaligned { .. } => status::MEMORY_APERTURE_VIOLATION,
+            Fault::Memory { .. } | Fault::Misaligned { .. } => {
+                HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION
+            }
             Fault::Decode(_)
             | Fault::Unimplemented { .. }
             | Fault::Register { .. }
             | Fault::Operand { .. }
             | Fault::BranchTarget { .. }
-            | Fault::RanOffEnd => status::ILLEGAL_INSTRUCTION,
-            Fault::Trap { .. } | Fault::Halt => status::EXCEPTION,
+            | Fault::RanOffEnd => HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION,
+            Fault::Trap { .. } | Fault::Halt => HSA_STATUS_ERROR_EXCEPTION,
         },
-        DispatchError::BadLaunch(_) => status::INVALID_ARGUMENT,
-        DispatchError::Memory(_) => status::OUT_OF_RESOURCES,
+        DispatchError::BadLaunch(_) => HSA_STATUS_ERROR_INVALID_ARGUMENT,
+        DispatchError::Memory(_) => HSA_STATUS_ERROR_OUT_OF_RESOURCES,
     }
 }
 
@@ -854,7 +869,7 @@ pub fn error_status(e: &DispatchError) -> Status {
 #[unsafe(no_mangle)]
 #[allow(clippy::too_many_arguments)]
 pub unsafe extern "C" fn hsa_queue_create(
-    agent: Handle,
+    agent: Agent,
     size: u32,
     queue_type: u32,
     callback: Option<ErrorCallback>,
@@ -868,7 +883,7 @@ pub unsafe extern "C" fn hsa_queue_create(
         Err(s) => return s,
     };
     if queue.is_null() {
-        return status::INVALID_ARGUMENT;
+        return HSA_STATUS_ERROR_INVALID_ARGUMENT;
     }
     match create(&rt, agent.0, size, queue_type, callback, data) {
         // SAFETY: `queue` is non-null and valid for a write (caller).
@@ -888,7 +903,7 @@ pub unsafe extern "C" fn hsa_queue_destroy(queue: *mut HsaQueue) -> Status {
         return s;
     }
     if queue.is_null() {
-        return status::INVALID_ARGUMENT;
+        return HSA_STATUS_ERROR_INVALID_ARGUMENT;
     }
     super::done(destroy(queue as u64))
 }
@@ -904,16 +919,16 @@ pub unsafe extern "C" fn hsa_queue_inactivate(queue: *mut HsaQueue) -> Status {
         return s;
     }
     if queue.is_null() {
-        return status::INVALID_ARGUMENT;
+        return HSA_STATUS_ERROR_INVALID_ARGUMENT;
     }
     let found = with_queue(queue, |e| {
         e.stop.store(true, Ordering::Release);
         true
     });
     if found {
-        status::SUCCESS
+        HSA_STATUS_SUCCESS
     } else {
-        status::INVALID_QUEUE
+        HSA_STATUS_ERROR_INVALID_QUEUE
     }
 }
 
@@ -1088,7 +1103,7 @@ pub unsafe extern "C" fn aqueduct_sim_set_agent_dispatch_handler(
     };
     let Some(handler) = handler else {
         rt.queues.set_agent_dispatch_handler(None);
-        return status::SUCCESS;
+        return HSA_STATUS_SUCCESS;
     };
     let data = CallbackData(data);
     let service = move |call: &AgentCall| {
@@ -1103,11 +1118,15 @@ pub unsafe extern "C" fn aqueduct_sim_set_agent_dispatch_handler(
                 data.0,
             )
         };
-        if s == status::SUCCESS { Ok(()) } else { Err(s) }
+        if s == HSA_STATUS_SUCCESS {
+            Ok(())
+        } else {
+            Err(s)
+        }
     };
     rt.queues
         .set_agent_dispatch_handler(Some(Arc::new(service)));
-    status::SUCCESS
+    HSA_STATUS_SUCCESS
 }
 
 #[cfg(test)]
@@ -1266,18 +1285,30 @@ mod tests {
         let multi = QueueType::MULTI.0;
         let nul = std::ptr::null_mut();
         let try_create = |agent, size, ty| create(&rt, agent, size, ty, None, nul).err();
-        assert_eq!(try_create(g, 100, multi), Some(status::INVALID_ARGUMENT));
-        assert_eq!(try_create(g, 0, multi), Some(status::INVALID_ARGUMENT));
-        assert_eq!(try_create(g, 64, 3), Some(status::INVALID_ARGUMENT));
-        assert_eq!(try_create(0x1234, 64, multi), Some(status::INVALID_AGENT));
-        assert_eq!(try_create(cpu, 64, multi), Some(status::ERROR));
+        assert_eq!(
+            try_create(g, 100, multi),
+            Some(HSA_STATUS_ERROR_INVALID_ARGUMENT)
+        );
+        assert_eq!(
+            try_create(g, 0, multi),
+            Some(HSA_STATUS_ERROR_INVALID_ARGUMENT)
+        );
+        assert_eq!(
+            try_create(g, 64, 3),
+            Some(HSA_STATUS_ERROR_INVALID_ARGUMENT)
+        );
+        assert_eq!(
+            try_create(0x1234, 64, multi),
+            Some(HSA_STATUS_ERROR_INVALID_AGENT)
+        );
+        assert_eq!(try_create(cpu, 64, multi), Some(HSA_STATUS_ERROR));
         assert_eq!(
             try_create(g, QUEUE_MAX_PACKETS * 2, multi),
-            Some(status::OUT_OF_RESOURCES)
+            Some(HSA_STATUS_ERROR_OUT_OF_RESOURCES)
         );
         assert_eq!(
             try_create(g, QUEUE_MIN_PACKETS / 2, multi),
-            Some(status::INVALID_ARGUMENT)
+            Some(HSA_STATUS_ERROR_INVALID_ARGUMENT)
         );
         let q = create(
             &rt,
@@ -1404,7 +1435,10 @@ mod tests {
         submit(&rt, q, &barrier_and(&[], c1));
         eventually("the error callback runs", || !seen.errors().is_empty());
         std::thread::sleep(SETTLE);
-        assert_eq!(seen.errors(), vec![(status::INVALID_PACKET_FORMAT, q)]);
+        assert_eq!(
+            seen.errors(),
+            vec![(HSA_STATUS_ERROR_INVALID_PACKET_FORMAT, q)]
+        );
         // Nothing after the bad packet runs, and it is not consumed.
         assert_eq!((load(&rt, c0), load(&rt, c1), read_index(q)), (1, 1, 0));
         rt.queues.shut_down();
@@ -1423,7 +1457,10 @@ mod tests {
         p.completion_signal = new_signal(&rt, 1);
         submit(&rt, q, &p);
         eventually("the error callback runs", || !seen.errors().is_empty());
-        assert_eq!(seen.errors(), vec![(status::INVALID_PACKET_FORMAT, q)]);
+        assert_eq!(
+            seen.errors(),
+            vec![(HSA_STATUS_ERROR_INVALID_PACKET_FORMAT, q)]
+        );
 
         let calls = Arc::new(Mutex::new(Vec::new()));
         let log = Arc::clone(&calls);
@@ -1483,7 +1520,10 @@ mod tests {
         p.completion_signal = new_signal(&rt, 1);
         submit(&rt, q, &p);
         eventually("the error callback runs", || !seen.errors().is_empty());
-        assert_eq!(seen.errors(), vec![(status::INVALID_CODE_OBJECT, q)]);
+        assert_eq!(
+            seen.errors(),
+            vec![(HSA_STATUS_ERROR_INVALID_CODE_OBJECT, q)]
+        );
         assert_eq!(load(&rt, p.completion_signal), 1);
 
         // Packet checks come first, with the statuses of their CP errors.
@@ -1492,7 +1532,10 @@ mod tests {
         p.setup = 0;
         submit(&rt, q2, &p);
         eventually("the error callback runs", || !seen2.errors().is_empty());
-        assert_eq!(seen2.errors(), vec![(status::INCOMPATIBLE_ARGUMENTS, q2)]);
+        assert_eq!(
+            seen2.errors(),
+            vec![(HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS, q2)]
+        );
         rt.queues.shut_down();
     }
 
@@ -1514,14 +1557,17 @@ mod tests {
             size: 4,
             write: true,
         };
-        assert_eq!(error_status(&fault(mem)), status::MEMORY_APERTURE_VIOLATION);
+        assert_eq!(
+            error_status(&fault(mem)),
+            HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION
+        );
         assert_eq!(
             error_status(&fault(Fault::RanOffEnd)),
-            status::ILLEGAL_INSTRUCTION
+            HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION
         );
         assert_eq!(
             error_status(&fault(Fault::Trap { id: 2 })),
-            status::EXCEPTION
+            HSA_STATUS_ERROR_EXCEPTION
         );
     }
 
@@ -1559,7 +1605,7 @@ mod tests {
         assert_eq!(Arc::strong_count(&rt), 1);
         assert_eq!(rt.memory.kind_of(q), None);
         assert_eq!(rt.memory.kind_of(ring), None);
-        assert_eq!(destroy(q), Err(status::INVALID_QUEUE));
+        assert_eq!(destroy(q), Err(HSA_STATUS_ERROR_INVALID_QUEUE));
 
         // A processor waiting on a barrier stops too.
         let q = queue(&rt, None);
@@ -1620,9 +1666,9 @@ mod tests {
     fn the_exports_create_and_destroy_on_the_process_runtime() {
         // SAFETY: plain C calls with valid out-pointers.
         unsafe {
-            assert_eq!(super::super::system::hsa_init(), status::SUCCESS);
+            assert_eq!(super::super::system::hsa_init(), HSA_STATUS_SUCCESS);
             let rt = super::super::runtime().unwrap();
-            let agent = Handle(gpu(&rt));
+            let agent = Agent(gpu(&rt));
             let mut q: *mut HsaQueue = std::ptr::null_mut();
             let create = |out| {
                 hsa_queue_create(
@@ -1636,17 +1682,20 @@ mod tests {
                     out,
                 )
             };
-            assert_eq!(create(std::ptr::null_mut()), status::INVALID_ARGUMENT);
-            assert_eq!(create(&mut q), status::SUCCESS);
+            assert_eq!(
+                create(std::ptr::null_mut()),
+                HSA_STATUS_ERROR_INVALID_ARGUMENT
+            );
+            assert_eq!(create(&mut q), HSA_STATUS_SUCCESS);
             assert_eq!((*q).size, 64);
-            assert_eq!(hsa_queue_destroy(q), status::SUCCESS);
-            assert_eq!(hsa_queue_destroy(q), status::INVALID_QUEUE);
+            assert_eq!(hsa_queue_destroy(q), HSA_STATUS_SUCCESS);
+            assert_eq!(hsa_queue_destroy(q), HSA_STATUS_ERROR_INVALID_QUEUE);
             assert_eq!(
                 hsa_queue_destroy(std::ptr::null_mut()),
-                status::INVALID_ARGUMENT
+                HSA_STATUS_ERROR_INVALID_ARGUMENT
             );
             drop(rt);
-            assert_eq!(super::super::system::hsa_shut_down(), status::SUCCESS);
+            assert_eq!(super::super::system::hsa_shut_down(), HSA_STATUS_SUCCESS);
         }
     }
 }

@@ -40,8 +40,10 @@ use aqueduct_abi::amd_signal::{AMD_SIGNAL_ALIGN_BYTES, AmdSignal, AmdSignalKind}
 use aqueduct_abi::hsa::{SignalCondition, SignalHandle};
 use zerocopy::IntoBytes;
 
-use super::system::{Handle, TIMESTAMP_HZ};
-use super::{Runtime, Status, put, runtime, status, with_runtime};
+use super::system::TIMESTAMP_HZ;
+use aqueduct_abi::hsa_api::*;
+
+use super::{Runtime, put, runtime, with_runtime};
 
 /// Byte offset of `value` in `amd_signal_t`.
 pub const VALUE_OFFSET: u64 = core::mem::offset_of!(AmdSignal, value) as u64;
@@ -391,11 +393,11 @@ pub fn create(rt: &Runtime, initial: i64) -> Result<u64, Status> {
     let at = rt
         .memory
         .alloc(SIGNAL_BYTES, AMD_SIGNAL_ALIGN_BYTES as u64)
-        .map_err(|_| status::OUT_OF_RESOURCES)?;
+        .map_err(|_| HSA_STATUS_ERROR_OUT_OF_RESOURCES)?;
     let signal = AmdSignal::user(initial);
     if rt.memory.write_bytes(at, signal.as_bytes()).is_err() {
         let _ = rt.memory.free(at);
-        return Err(status::OUT_OF_RESOURCES);
+        return Err(HSA_STATUS_ERROR_OUT_OF_RESOURCES);
     }
     rt.signals.live().insert(at);
     Ok(at)
@@ -406,18 +408,18 @@ pub fn create(rt: &Runtime, initial: i64) -> Result<u64, Status> {
 /// `Signal::Convert`), which includes a queue's doorbell and a buffer.
 pub fn destroy(rt: &Runtime, handle: u64) -> Status {
     if handle == 0 {
-        return status::INVALID_ARGUMENT;
+        return HSA_STATUS_ERROR_INVALID_ARGUMENT;
     }
     let at = SignalHandle(handle).address();
     if !rt.signals.live().remove(&at) {
-        return status::INVALID_SIGNAL;
+        return HSA_STATUS_ERROR_INVALID_SIGNAL;
     }
     let freed = rt.memory.free(at);
     // Waiters on the destroyed signal must find out.
     rt.signals.notify();
     match freed {
-        Ok(()) => status::SUCCESS,
-        Err(_) => status::INVALID_SIGNAL,
+        Ok(()) => HSA_STATUS_SUCCESS,
+        Err(_) => HSA_STATUS_ERROR_INVALID_SIGNAL,
     }
 }
 
@@ -426,10 +428,10 @@ pub fn destroy(rt: &Runtime, handle: u64) -> Status {
 /// live signal INVALID_SIGNAL (ROCr `Signal::Convert`).
 pub fn check(rt: &Runtime, handle: SignalHandle) -> Result<(), Status> {
     if handle.is_null() {
-        return Err(status::INVALID_ARGUMENT);
+        return Err(HSA_STATUS_ERROR_INVALID_ARGUMENT);
     }
     if !rt.signals.is_live(handle.0) {
-        return Err(status::INVALID_SIGNAL);
+        return Err(HSA_STATUS_ERROR_INVALID_SIGNAL);
     }
     Ok(())
 }
@@ -452,7 +454,7 @@ pub fn check(rt: &Runtime, handle: SignalHandle) -> Result<(), Status> {
 pub unsafe extern "C" fn hsa_signal_create(
     initial_value: i64,
     num_consumers: u32,
-    consumers: *const Handle,
+    consumers: *const Agent,
     signal: *mut SignalHandle,
 ) -> Status {
     let rt = match runtime() {
@@ -460,7 +462,7 @@ pub unsafe extern "C" fn hsa_signal_create(
         Err(s) => return s,
     };
     if signal.is_null() || (num_consumers != 0 && consumers.is_null()) {
-        return status::INVALID_ARGUMENT;
+        return HSA_STATUS_ERROR_INVALID_ARGUMENT;
     }
     if num_consumers != 0 {
         // SAFETY: non-null and holding `num_consumers` handles (caller's
@@ -468,10 +470,10 @@ pub unsafe extern "C" fn hsa_signal_create(
         let list = unsafe { std::slice::from_raw_parts(consumers, num_consumers as usize) };
         let distinct: BTreeSet<u64> = list.iter().map(|a| a.0).collect();
         if distinct.len() != list.len() {
-            return status::INVALID_ARGUMENT;
+            return HSA_STATUS_ERROR_INVALID_ARGUMENT;
         }
         if list.iter().any(|a| rt.agent(a.0).is_none()) {
-            return status::INVALID_AGENT;
+            return HSA_STATUS_ERROR_INVALID_AGENT;
         }
     }
     match create(&rt, initial_value) {
@@ -645,7 +647,7 @@ mod tests {
         init.0.memory.read_bytes(s.0, &mut bytes).unwrap();
         assert_eq!(bytes, AmdSignal::user(-5).as_bytes());
         // SAFETY: plain C ABI call.
-        assert_eq!(unsafe { hsa_signal_destroy(s) }, status::SUCCESS);
+        assert_eq!(unsafe { hsa_signal_destroy(s) }, HSA_STATUS_SUCCESS);
         assert!(init.0.memory.access().check(s.0, 1).is_err());
     }
 
@@ -665,7 +667,7 @@ mod tests {
             assert_eq!(hsa_signal_wait_relaxed(s, LT, 8, u64::MAX, 0), 7);
             // ROCr's answer to a condition it does not know.
             assert_eq!(hsa_signal_wait_relaxed(s, 9, 0, u64::MAX, 0), 0);
-            assert_eq!(hsa_signal_destroy(s), status::SUCCESS);
+            assert_eq!(hsa_signal_destroy(s), HSA_STATUS_SUCCESS);
         }
     }
 
@@ -684,7 +686,7 @@ mod tests {
         unsafe {
             assert_eq!(hsa_signal_wait_scacquire(s, EQ, 0, ms(10_000), 0), 0);
             adder.join().unwrap();
-            assert_eq!(hsa_signal_destroy(s), status::SUCCESS);
+            assert_eq!(hsa_signal_destroy(s), HSA_STATUS_SUCCESS);
         }
     }
 
@@ -705,7 +707,7 @@ mod tests {
         unsafe {
             assert_eq!(hsa_signal_wait_relaxed(s, EQ, 0, ms(10_000), 0), 0);
             device.join().unwrap();
-            assert_eq!(hsa_signal_destroy(s), status::SUCCESS);
+            assert_eq!(hsa_signal_destroy(s), HSA_STATUS_SUCCESS);
         }
     }
 
@@ -728,7 +730,7 @@ mod tests {
             hsa_signal_store_relaxed(s, 4);
             hsa_signal_add_scacq_screl(s, 1);
             assert_eq!(hsa_signal_load_relaxed(s), 5);
-            assert_eq!(hsa_signal_destroy(s), status::SUCCESS);
+            assert_eq!(hsa_signal_destroy(s), HSA_STATUS_SUCCESS);
         }
     }
 
@@ -746,13 +748,13 @@ mod tests {
             assert_eq!(hsa_signal_cas_relaxed(outside, 42, 1), 0);
             assert_eq!(hsa_signal_wait_scacquire(outside, EQ, 1, u64::MAX, 0), 0);
             assert_eq!(hsa_signal_load_relaxed(SignalHandle::NULL), 0);
-            assert_eq!(hsa_signal_destroy(outside), status::INVALID_SIGNAL);
+            assert_eq!(hsa_signal_destroy(outside), HSA_STATUS_ERROR_INVALID_SIGNAL);
             assert_eq!(
                 hsa_signal_destroy(SignalHandle::NULL),
-                status::INVALID_ARGUMENT
+                HSA_STATUS_ERROR_INVALID_ARGUMENT
             );
-            assert_eq!(hsa_signal_destroy(s), status::SUCCESS);
-            assert_eq!(hsa_signal_destroy(s), status::INVALID_SIGNAL);
+            assert_eq!(hsa_signal_destroy(s), HSA_STATUS_SUCCESS);
+            assert_eq!(hsa_signal_destroy(s), HSA_STATUS_ERROR_INVALID_SIGNAL);
             assert_eq!(hsa_signal_load_relaxed(s), 0);
         }
         assert_eq!(host, AmdSignal::user(42));
@@ -761,36 +763,36 @@ mod tests {
     #[test]
     fn create_checks_its_consumers() {
         let init = Init::new();
-        let gpu = Handle(init.0.agents[1].handle);
-        let cpu = Handle(init.0.agents[0].handle);
+        let gpu = Agent(init.0.agents[1].handle);
+        let cpu = Agent(init.0.agents[0].handle);
         let mut s = SignalHandle::NULL;
         // SAFETY: the lists hold the counts given; `s` is writable.
         unsafe {
             let twice = [gpu, gpu];
             assert_eq!(
                 hsa_signal_create(0, 2, twice.as_ptr(), &mut s),
-                status::INVALID_ARGUMENT
+                HSA_STATUS_ERROR_INVALID_ARGUMENT
             );
             assert_eq!(
                 hsa_signal_create(0, 1, std::ptr::null(), &mut s),
-                status::INVALID_ARGUMENT
+                HSA_STATUS_ERROR_INVALID_ARGUMENT
             );
             assert_eq!(
                 hsa_signal_create(0, 0, std::ptr::null(), std::ptr::null_mut()),
-                status::INVALID_ARGUMENT
+                HSA_STATUS_ERROR_INVALID_ARGUMENT
             );
-            let stranger = [Handle(5)];
+            let stranger = [Agent(5)];
             assert_eq!(
                 hsa_signal_create(0, 1, stranger.as_ptr(), &mut s),
-                status::INVALID_AGENT
+                HSA_STATUS_ERROR_INVALID_AGENT
             );
             let both = [cpu, gpu];
             assert_eq!(
                 hsa_signal_create(9, 2, both.as_ptr(), &mut s),
-                status::SUCCESS
+                HSA_STATUS_SUCCESS
             );
             assert_eq!(hsa_signal_load_relaxed(s), 9);
-            assert_eq!(hsa_signal_destroy(s), status::SUCCESS);
+            assert_eq!(hsa_signal_destroy(s), HSA_STATUS_SUCCESS);
         }
     }
 
@@ -818,7 +820,7 @@ mod tests {
         assert_eq!(value(&rt, s | 0b10_0110), Some(3));
         assert!(subtract(&rt, s | 0b10, 1));
         assert_eq!(value(&rt, s), Some(2));
-        assert_eq!(destroy(&rt, s | 0b100), status::SUCCESS);
+        assert_eq!(destroy(&rt, s | 0b100), HSA_STATUS_SUCCESS);
         assert_eq!(value(&rt, s), None);
     }
 }
