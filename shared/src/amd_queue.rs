@@ -132,9 +132,13 @@ pub struct AmdQueue {
     pub reserved5: u32,
 }
 
-assert_layout!(AmdQueue, size = 256, align = 64);
-assert_offsets!(
+assert_layout!(
     AmdQueue,
+    size = 256,
+    align = 64,
+    why = "ROCr's amd_queue_t (amd_hsa_queue.h; the first 256 bytes of amd_queue_v2_t, aligned to \
+           AMD_QUEUE_ALIGN_BYTES): the command processor, ROCr and device code (write_dispatch_id, \
+           read_dispatch_id) use these offsets",
     hsa_queue = 0,
     caps = 40,
     reserved1 = 44,
@@ -177,8 +181,15 @@ pub struct ScratchLastUsedIndexXcc {
     pub alt: u64,
 }
 
-assert_layout!(ScratchLastUsedIndexXcc, size = 16, align = 8);
-assert_offsets!(ScratchLastUsedIndexXcc, main = 0, alt = 8);
+assert_layout!(
+    ScratchLastUsedIndexXcc,
+    size = 16,
+    align = 8,
+    why = "amd_hsa_queue.h scratch_last_used_index_xcc_t, one element of the per-XCC array of \
+           amd_queue_v2_t that the command processor reads",
+    main = 0,
+    alt = 8,
+);
 
 /// The whole `amd_queue_v2_t`: [`AmdQueue`] followed by the per-XCC scratch
 /// indices and the AQL indirect-buffer state of the newest ROCr. The CP reads
@@ -199,9 +210,12 @@ pub struct AmdQueueV2 {
     pub tail_padding: [u64; 6],
 }
 
-assert_layout!(AmdQueueV2, size = 2368, align = 64);
-assert_offsets!(
+assert_layout!(
     AmdQueueV2,
+    size = 2368,
+    align = 64,
+    why = "amd_hsa_queue.h amd_queue_v2_t, what ROCr allocates for every queue: the command \
+           processor reads past byte 256 when caps has SW_ASYNC_RECLAIM",
     queue = 0,
     scratch_last_used_index = 256,
     aql_ib_active_packet = 2304,

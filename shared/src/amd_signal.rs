@@ -60,9 +60,13 @@ pub struct AmdSignal {
     pub reserved3: [u32; 2],
 }
 
-assert_layout!(AmdSignal, size = 64, align = 64);
-assert_offsets!(
+assert_layout!(
     AmdSignal,
+    size = 64,
+    align = 64,
+    why = "amd_hsa_signal.h amd_signal_t, frozen in ROCr at one 64-byte line \
+           (AMD_SIGNAL_ALIGN_BYTES): host, packet processor and device code reach kind and value \
+           (byte 8) with atomics",
     kind = 0,
     value = 8,
     event_mailbox_ptr = 16,

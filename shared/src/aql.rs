@@ -151,8 +151,15 @@ pub struct AqlPacket {
     pub body: [u8; 62],
 }
 
-assert_layout!(AqlPacket, size = 64, align = 64);
-assert_offsets!(AqlPacket, header = 0, body = 2);
+assert_layout!(
+    AqlPacket,
+    size = 64,
+    align = 64,
+    why = "one AQL ring slot: packets are 64 bytes, rings 64-byte aligned, and every packet opens \
+           with its 16-bit header (HSA PSA 1.2 section 2.9)",
+    header = 0,
+    body = 2,
+);
 
 /// `hsa_kernel_dispatch_packet_t`.
 #[repr(C)]
@@ -190,9 +197,13 @@ pub struct KernelDispatchPacket {
     pub completion_signal: SignalHandle,
 }
 
-assert_layout!(KernelDispatchPacket, size = 64, align = 8);
-assert_offsets!(
+assert_layout!(
     KernelDispatchPacket,
+    size = 64,
+    align = 8,
+    why = "hsa.h hsa_kernel_dispatch_packet_t: one 64-byte AQL slot whose fields the packet \
+           processor reads at these bytes (HSA PSA 1.2 section 2.9); the C struct is 8-byte \
+           aligned, the ring supplies 64",
     header = 0,
     setup = 2,
     workgroup_size_x = 4,
@@ -239,9 +250,13 @@ pub struct AgentDispatchPacket {
     pub completion_signal: SignalHandle,
 }
 
-assert_layout!(AgentDispatchPacket, size = 64, align = 8);
-assert_offsets!(
+assert_layout!(
     AgentDispatchPacket,
+    size = 64,
+    align = 8,
+    why = "hsa.h hsa_agent_dispatch_packet_t: one 64-byte AQL slot whose fields the packet \
+           processor and the agent's service read at these bytes; the C struct is 8-byte aligned, \
+           the ring supplies 64",
     header = 0,
     function = 2,
     reserved0 = 4,
@@ -276,9 +291,13 @@ macro_rules! barrier_packet {
             pub completion_signal: SignalHandle,
         }
 
-        assert_layout!($name, size = 64, align = 8);
-        assert_offsets!(
+        assert_layout!(
             $name,
+            size = 64,
+            align = 8,
+            why = "hsa.h hsa_barrier_and_packet_t and hsa_barrier_or_packet_t: one 64-byte AQL \
+                   slot whose fields the packet processor reads at these bytes; the C structs are \
+                   8-byte aligned, the ring supplies 64",
             header = 0,
             reserved0 = 2,
             reserved1 = 4,
@@ -323,12 +342,16 @@ pub struct AmdVendorPacketHeader {
     pub reserved: u8,
 }
 
-assert_layout!(AmdVendorPacketHeader, size = 4, align = 2);
-assert_offsets!(
+assert_layout!(
     AmdVendorPacketHeader,
+    size = 4,
+    align = 2,
+    why = "hsa_ext_amd.h hsa_amd_vendor_packet_header_t, the first 4 bytes of every AMD \
+           vendor-specific packet: ROCr's packet processor reads AmdFormat at byte 2 to pick the \
+           layout",
     header = 0,
     amd_format = 2,
-    reserved = 3
+    reserved = 3,
 );
 
 /// `hsa_amd_barrier_value_packet_t`: completes once
@@ -358,9 +381,13 @@ pub struct AmdBarrierValuePacket {
     pub completion_signal: SignalHandle,
 }
 
-assert_layout!(AmdBarrierValuePacket, size = 64, align = 8);
-assert_offsets!(
+assert_layout!(
     AmdBarrierValuePacket,
+    size = 64,
+    align = 8,
+    why = "hsa_ext_amd.h hsa_amd_barrier_value_packet_t: one 64-byte AQL slot whose fields the \
+           packet processor reads at these bytes; the C struct is 8-byte aligned, the ring \
+           supplies 64",
     header = 0,
     reserved0 = 4,
     signal = 8,

@@ -81,14 +81,18 @@ pub struct BufferRef {
     pub length: u64,
 }
 
-assert_layout!(BufferRef, size = 32, align = 8);
-assert_offsets!(
+assert_layout!(
     BufferRef,
+    size = 32,
+    align = 8,
+    why = "embedded in fill, copy, update, conditional-branch and dispatch commands and in \
+           BindingPatch, which the issue kernel reads at fixed offsets (aqueduct ABI: change it \
+           with ABI_VERSION)",
     kind = 0,
     slot = 4,
     address = 8,
     offset = 16,
-    length = 24
+    length = 24,
 );
 
 impl BufferRef {
@@ -134,8 +138,15 @@ pub struct AllocationHandle {
     pub length: u64,
 }
 
-assert_layout!(AllocationHandle, size = 16, align = 8);
-assert_offsets!(AllocationHandle, address = 0, length = 8);
+assert_layout!(
+    AllocationHandle,
+    size = 16,
+    align = 8,
+    why = "the allocator writes it and the issue kernel reads it through a BufferRef of kind \
+           ALLOCATION (aqueduct ABI: change it with ABI_VERSION)",
+    address = 0,
+    length = 8,
+);
 
 /// One slot of a submission's binding table.
 #[repr(C)]
@@ -147,8 +158,15 @@ pub struct BindingTableEntry {
     pub length: u64,
 }
 
-assert_layout!(BindingTableEntry, size = 16, align = 8);
-assert_offsets!(BindingTableEntry, address = 0, length = 8);
+assert_layout!(
+    BindingTableEntry,
+    size = 16,
+    align = 8,
+    why = "a submission's binding table is an array of these, which the issue kernel indexes by \
+           slot (aqueduct ABI: change it with ABI_VERSION)",
+    address = 0,
+    length = 8,
+);
 
 /// What the device knows of a loaded kernel, in device memory: a dispatch
 /// command points at one. Built by the host from the code object's metadata
@@ -175,9 +193,12 @@ pub struct KernelInfo {
     pub reserved: [u64; 3],
 }
 
-assert_layout!(KernelInfo, size = 64, align = 64);
-assert_offsets!(
+assert_layout!(
     KernelInfo,
+    size = 64,
+    align = 64,
+    why = "one 64-byte line the issue kernel reads for every dispatch command (aqueduct ABI: \
+           change it with ABI_VERSION)",
     kernel_object = 0,
     kernarg_size = 8,
     kernarg_alignment = 12,
@@ -215,9 +236,13 @@ pub struct CommandBufferHeader {
     pub reserved: [u64; 3],
 }
 
-assert_layout!(CommandBufferHeader, size = 64, align = 64);
-assert_offsets!(
+assert_layout!(
     CommandBufferHeader,
+    size = 64,
+    align = 64,
+    why = "one 64-byte line at the address a submission names; magic and abi_version stay at bytes \
+           0 and 4 in every ABI_VERSION so the device can refuse another version's recording, and \
+           the rest changes only with ABI_VERSION",
     magic = 0,
     abi_version = 4,
     block_count = 8,
@@ -247,9 +272,12 @@ pub struct CommandBlockHeader {
     pub reserved: [u64; 6],
 }
 
-assert_layout!(CommandBlockHeader, size = 64, align = 64);
-assert_offsets!(
+assert_layout!(
     CommandBlockHeader,
+    size = 64,
+    align = 64,
+    why = "exactly one 64-byte line, so command i of a block sits at block + 64 + 128 * i; the \
+           scheduler reads the block's totals here (aqueduct ABI: change it with ABI_VERSION)",
     block_index = 0,
     command_count = 4,
     packet_count = 8,
@@ -310,9 +338,12 @@ pub struct CommandHeader {
     pub kernarg_offset: u32,
 }
 
-assert_layout!(CommandHeader, size = 16, align = 4);
-assert_offsets!(
+assert_layout!(
     CommandHeader,
+    size = 16,
+    align = 4,
+    why = "embedded at byte 0 of every command, whose payload starts at byte 16; the issue kernel \
+           reads it before it knows the command's type (aqueduct ABI: change it with ABI_VERSION)",
     opcode = 0,
     flags = 1,
     acquire_scope = 2,
@@ -332,8 +363,16 @@ pub struct Command {
     pub payload: [u8; COMMAND_SIZE - 16],
 }
 
-assert_layout!(Command, size = COMMAND_SIZE, align = 64);
-assert_offsets!(Command, header = 0, payload = 16);
+assert_layout!(
+    Command,
+    size = COMMAND_SIZE,
+    align = 64,
+    why = "COMMAND_SIZE: a block's commands are an array of 128-byte slots, each starting a \
+           64-byte line and holding a 16-byte CommandHeader, then its opcode's payload (aqueduct \
+           ABI: change it with ABI_VERSION)",
+    header = 0,
+    payload = 16,
+);
 
 flags_type! {
     /// [`DispatchCommand::dispatch_flags`].
@@ -359,8 +398,32 @@ pub struct BindingPatch {
     pub reserved: u32,
 }
 
-assert_layout!(BindingPatch, size = 40, align = 8);
-assert_offsets!(BindingPatch, buffer = 0, kernarg_offset = 32, reserved = 36);
+assert_layout!(
+    BindingPatch,
+    size = 40,
+    align = 8,
+    why = "DispatchCommand::bindings points at an array of these, which the issue kernel reads \
+           (aqueduct ABI: change it with ABI_VERSION)",
+    buffer = 0,
+    kernarg_offset = 32,
+    reserved = 36,
+);
+
+/// Asserts a typed command's layout: [`Command::view`] transmutes a command
+/// slot into it, so it has a slot's size and alignment, and the issue kernel
+/// reads its payload at the offsets listed.
+macro_rules! assert_command_layout {
+    ($ty:ty, $($field:ident = $offset:expr),+ $(,)?) => {
+        assert_layout!(
+            $ty,
+            size = COMMAND_SIZE,
+            align = 64,
+            why = "Command::view transmutes a command slot into it, and the issue kernel reads \
+                   its payload at these offsets (aqueduct ABI: change it with ABI_VERSION)",
+            $($field = $offset),+
+        );
+    };
+}
 
 /// Launch a kernel: one kernel dispatch packet (two when
 /// `INDIRECT_DYNAMIC`).
@@ -395,8 +458,7 @@ pub struct DispatchCommand {
     pub reserved: [u64; 3],
 }
 
-assert_layout!(DispatchCommand, size = COMMAND_SIZE, align = 64);
-assert_offsets!(
+assert_command_layout!(
     DispatchCommand,
     header = 0,
     kernel = 16,
@@ -430,8 +492,7 @@ pub struct FillCommand {
     pub reserved: [u64; 7],
 }
 
-assert_layout!(FillCommand, size = COMMAND_SIZE, align = 64);
-assert_offsets!(
+assert_command_layout!(
     FillCommand,
     header = 0,
     target = 16,
@@ -452,13 +513,12 @@ pub struct CopyCommand {
     pub reserved: [u64; 6],
 }
 
-assert_layout!(CopyCommand, size = COMMAND_SIZE, align = 64);
-assert_offsets!(
+assert_command_layout!(
     CopyCommand,
     header = 0,
     source = 16,
     target = 48,
-    reserved = 80
+    reserved = 80,
 );
 
 /// Write inline data, recorded with the command buffer, to `target`: one
@@ -474,13 +534,12 @@ pub struct UpdateCommand {
     pub reserved: [u64; 9],
 }
 
-assert_layout!(UpdateCommand, size = COMMAND_SIZE, align = 64);
-assert_offsets!(
+assert_command_layout!(
     UpdateCommand,
     header = 0,
     source_data = 16,
     target = 24,
-    reserved = 56
+    reserved = 56,
 );
 
 /// An execution barrier: one barrier-AND packet without dependencies, with
@@ -492,8 +551,7 @@ pub struct BarrierCommand {
     pub reserved: [u64; 14],
 }
 
-assert_layout!(BarrierCommand, size = COMMAND_SIZE, align = 64);
-assert_offsets!(BarrierCommand, header = 0, reserved = 16);
+assert_command_layout!(BarrierCommand, header = 0, reserved = 16,);
 
 /// Continue with another block. Issues one packet: the scheduler's
 /// continuation dispatch (barrier bit set), which issues `target_block`.
@@ -506,13 +564,12 @@ pub struct BranchCommand {
     pub reserved: [u64; 13],
 }
 
-assert_layout!(BranchCommand, size = COMMAND_SIZE, align = 64);
-assert_offsets!(
+assert_command_layout!(
     BranchCommand,
     header = 0,
     target_block = 16,
     reserved0 = 20,
-    reserved = 24
+    reserved = 24,
 );
 
 /// Continue with `true_block` if `(u64 at condition) cond value` holds when
@@ -531,8 +588,7 @@ pub struct CondBranchCommand {
     pub reserved: [u64; 7],
 }
 
-assert_layout!(CondBranchCommand, size = COMMAND_SIZE, align = 64);
-assert_offsets!(
+assert_command_layout!(
     CondBranchCommand,
     header = 0,
     condition = 16,
@@ -553,8 +609,7 @@ pub struct ReturnCommand {
     pub reserved: [u64; 14],
 }
 
-assert_layout!(ReturnCommand, size = COMMAND_SIZE, align = 64);
-assert_offsets!(ReturnCommand, header = 0, reserved = 16);
+assert_command_layout!(ReturnCommand, header = 0, reserved = 16,);
 
 /// A command viewed by its opcode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -32,7 +32,13 @@ impl SignalHandle {
     }
 }
 
-assert_layout!(SignalHandle, size = 8, align = 8);
+assert_layout!(
+    SignalHandle,
+    size = 8,
+    align = 8,
+    why = "hsa.h hsa_signal_t, a 64-bit handle AQL packets, amd_queue_t and ROCr's C API carry by \
+           value"
+);
 
 open_enum! {
     /// `hsa_queue_type32_t` (`hsa_queue_type_t`): who may submit to a queue.
@@ -108,9 +114,12 @@ pub struct HsaQueue {
     pub id: u64,
 }
 
-assert_layout!(HsaQueue, size = 40, align = 8);
-assert_offsets!(
+assert_layout!(
     HsaQueue,
+    size = 40,
+    align = 8,
+    why = "hsa.h hsa_queue_t (ROCr's ABI), embedded at byte 0 of amd_queue_t: applications and \
+           device code find the ring, doorbell and size through an hsa_queue_t pointer",
     queue_type = 0,
     features = 4,
     base_address = 8,

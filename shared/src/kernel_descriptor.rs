@@ -8,7 +8,6 @@
 //! accessors over the raw words; where a field exists only on some families
 //! the accessor says which, and callers pick it by [`GfxFamily`].
 
-use static_assertions::{assert_eq_size, const_assert_eq};
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 /// `amd_kernel_descriptor` / `kernel_descriptor_t`.
@@ -41,37 +40,23 @@ pub struct KernelDescriptor {
     pub reserved2: [u8; 4],
 }
 
-// The command processor reads exactly 64 bytes at a 64-byte-aligned address.
-assert_eq_size!(KernelDescriptor, [u8; 64]);
-const_assert_eq!(core::mem::align_of::<KernelDescriptor>(), 64);
-const_assert_eq!(core::mem::offset_of!(KernelDescriptor, kernarg_size), 8);
-const_assert_eq!(
-    core::mem::offset_of!(KernelDescriptor, kernel_code_entry_byte_offset),
-    16
-);
-const_assert_eq!(
-    core::mem::offset_of!(KernelDescriptor, compute_pgm_rsrc3),
-    44
-);
-const_assert_eq!(
-    core::mem::offset_of!(KernelDescriptor, compute_pgm_rsrc1),
-    48
-);
-const_assert_eq!(
-    core::mem::offset_of!(KernelDescriptor, compute_pgm_rsrc2),
-    52
-);
-const_assert_eq!(
-    core::mem::offset_of!(KernelDescriptor, kernel_code_properties),
-    56
-);
-const_assert_eq!(core::mem::offset_of!(KernelDescriptor, kernarg_preload), 58);
-assert_offsets!(
+assert_layout!(
     KernelDescriptor,
+    size = 64,
+    align = 64,
+    why = "AMDGPUUsage, Kernel Descriptor (kernel_descriptor_t): the command processor reads \
+           exactly 64 bytes at a 64-byte-aligned address, each field at the byte the table gives",
     group_segment_fixed_size = 0,
     private_segment_fixed_size = 4,
+    kernarg_size = 8,
     reserved0 = 12,
+    kernel_code_entry_byte_offset = 16,
     reserved1 = 24,
+    compute_pgm_rsrc3 = 44,
+    compute_pgm_rsrc1 = 48,
+    compute_pgm_rsrc2 = 52,
+    kernel_code_properties = 56,
+    kernarg_preload = 58,
     reserved2 = 60,
 );
 

@@ -2,7 +2,7 @@
 //! simulator, defined once.
 //!
 //! `#![no_std]` so the device crates compile it for `amdgcn-amd-amdhsa`; its
-//! only dependencies are `zerocopy`, `bitflags` and `static_assertions`.
+//! only dependencies are `zerocopy` and `bitflags`.
 //!
 //! - [`hsa`], [`aql`], [`amd_queue`], [`amd_signal`]: mirrors of the HSA and
 //!   ROCr structures (`hsa.h`, `hsa_ext_amd.h`, `amd_hsa_queue.h`,
@@ -19,13 +19,15 @@
 //! - [`command`], [`scheduler`]: aqueduct's own command-buffer and scheduler
 //!   layouts, versioned by [`ABI_VERSION`].
 //!
-//! Conventions: every type is `#[repr(C)]` with static assertions on its size,
-//! alignment and field offsets. Pointers that cross the host/device line are
-//! `u64` addresses (the HSA "large model": `void*` is 8 bytes on both sides),
-//! so layouts are the same on x86-64 and amdgcn and every type can be read
-//! from raw bytes with zerocopy. Enumerations read from memory are newtypes
-//! over their integer with named constants (any value is representable),
-//! flags are `bitflags` types over a plain integer that keep unknown bits.
+//! Conventions: every type is `#[repr(C)]` with compile-time assertions on its
+//! size, alignment and field offsets, each saying why they are fixed (an
+//! outside ABI and its header, an AQL slot, a shared line). Pointers that
+//! cross the host/device line are `u64` addresses (the HSA "large model":
+//! `void*` is 8 bytes on both sides), so layouts are the same on x86-64 and
+//! amdgcn and every type can be read from raw bytes with zerocopy.
+//! Enumerations read from memory are newtypes over their integer with named
+//! constants (any value is representable), flags are `bitflags` types over a
+//! plain integer that keep unknown bits.
 //!
 //! With the `reader` feature (host side only, needs `alloc`) the crate also
 //! carries the one code-object reader that host, simulator and xtask share.
@@ -142,21 +144,38 @@ macro_rules! flags_type {
     };
 }
 
-/// Asserts the offset of every listed field of a `repr(C)` type at compile
-/// time: `assert_offsets!(Type, field = 8, other = 16)`.
-macro_rules! assert_offsets {
-    ($ty:ty, $($field:ident = $offset:expr),+ $(,)?) => {
-        $(
-            static_assertions::const_assert_eq!(core::mem::offset_of!($ty, $field), $offset);
-        )+
-    };
-}
-
-/// Asserts a type's size and alignment at compile time.
+/// Asserts at compile time a `repr(C)` type's size and alignment and the
+/// byte offset of each listed field, and says why they are fixed:
+/// `assert_layout!(Type, size = 64, align = 64, why = "one AQL slot", header = 0, body = 2)`.
+/// The reason is part of the error a failing assert gives, so whoever
+/// changes the layout learns what reads it.
 macro_rules! assert_layout {
-    ($ty:ty, size = $size:expr, align = $align:expr) => {
-        static_assertions::const_assert_eq!(core::mem::size_of::<$ty>(), $size);
-        static_assertions::const_assert_eq!(core::mem::align_of::<$ty>(), $align);
+    (
+        $ty:ty, size = $size:expr, align = $align:expr, why = $why:literal
+        $(, $field:ident = $offset:expr)* $(,)?
+    ) => {
+        const _: () = assert!(
+            core::mem::size_of::<$ty>() == $size && core::mem::align_of::<$ty>() == $align,
+            concat!(
+                stringify!($ty), " must be ", stringify!($size), " bytes, ",
+                stringify!($align), "-byte aligned: ", $why
+            )
+        );
+        $(
+            const _: () = assert!(
+                core::mem::offset_of!($ty, $field) == $offset,
+                concat!(
+                    stringify!($ty), "::", stringify!($field), " must be at byte ",
+                    stringify!($offset), ": ", $why
+                )
+            );
+        )*
+    };
+    ($($unexpected:tt)*) => {
+        compile_error!(
+            "assert_layout!(Type, size = N, align = N, why = \"...\", field = offset, ...): \
+             say why the layout is fixed"
+        );
     };
 }
 

@@ -50,8 +50,15 @@ pub struct SemaphoreRef {
     pub value: u64,
 }
 
-assert_layout!(SemaphoreRef, size = 16, align = 8);
-assert_offsets!(SemaphoreRef, semaphore = 0, value = 8);
+assert_layout!(
+    SemaphoreRef,
+    size = 16,
+    align = 8,
+    why = "a queue entry's wait and signal lists are arrays of these, which the scheduler reads \
+           (aqueduct ABI: change it with ABI_VERSION)",
+    semaphore = 0,
+    value = 8,
+);
 
 /// One submission in a scheduler's queue (a ring of these).
 #[repr(C, align(64))]
@@ -86,9 +93,13 @@ pub struct QueueEntry {
     pub command: Command,
 }
 
-assert_layout!(QueueEntry, size = 256, align = 64);
-assert_offsets!(
+assert_layout!(
     QueueEntry,
+    size = 256,
+    align = 64,
+    why = "one slot of the scheduler's queue ring, four 64-byte lines: submitters write the first \
+           two, and the last two are a whole Command, 64-byte aligned (aqueduct ABI: change it \
+           with ABI_VERSION)",
     kind = 0,
     reserved0 = 1,
     wait_count = 2,
@@ -121,8 +132,15 @@ pub struct SemaphoreWaiter {
     pub wake: u64,
 }
 
-assert_layout!(SemaphoreWaiter, size = 16, align = 8);
-assert_offsets!(SemaphoreWaiter, value = 0, wake = 8);
+assert_layout!(
+    SemaphoreWaiter,
+    size = 16,
+    align = 8,
+    why = "SEMAPHORE_WAITERS of these fill a Semaphore after its 32-byte head (aqueduct ABI: \
+           change it with ABI_VERSION)",
+    value = 0,
+    wake = 8,
+);
 
 flags_type! {
     /// [`Semaphore::flags`].
@@ -152,9 +170,12 @@ pub struct Semaphore {
     pub waiters: [SemaphoreWaiter; SEMAPHORE_WAITERS],
 }
 
-assert_layout!(Semaphore, size = 128, align = 64);
-assert_offsets!(
+assert_layout!(
     Semaphore,
+    size = 128,
+    align = 64,
+    why = "two 64-byte lines whose payload, flags and lock host and device code update with \
+           atomics (aqueduct ABI: change it with ABI_VERSION)",
     payload = 0,
     signal = 8,
     flags = 16,
@@ -181,14 +202,17 @@ pub struct KernargRing {
     pub reserved: [u64; 4],
 }
 
-assert_layout!(KernargRing, size = 64, align = 64);
-assert_offsets!(
+assert_layout!(
     KernargRing,
+    size = 64,
+    align = 64,
+    why = "one 64-byte line of offsets that producers and the scheduler update with atomics \
+           (aqueduct ABI: change it with ABI_VERSION)",
     base = 0,
     capacity = 8,
     write_offset = 16,
     read_offset = 24,
-    reserved = 32
+    reserved = 32,
 );
 
 /// The trace ring: fixed-size [`TraceRecord`]s written by device code and
@@ -211,9 +235,12 @@ pub struct TraceRing {
     pub reserved: [u64; 2],
 }
 
-assert_layout!(TraceRing, size = 64, align = 64);
-assert_offsets!(
+assert_layout!(
     TraceRing,
+    size = 64,
+    align = 64,
+    why = "one 64-byte line of indices shared by device writers and the host's trace worker \
+           (aqueduct ABI: change it with ABI_VERSION)",
     base = 0,
     capacity = 8,
     write_index = 16,
@@ -250,15 +277,18 @@ pub struct TraceRecord {
     pub end_ts: u64,
 }
 
-assert_layout!(TraceRecord, size = 32, align = 8);
-assert_offsets!(
+assert_layout!(
     TraceRecord,
+    size = 32,
+    align = 8,
+    why = "a trace ring slot: the host reads record i at base + 32 * i (aqueduct ABI: change it \
+           with ABI_VERSION)",
     kind = 0,
     flags = 2,
     reserved = 4,
     id = 8,
     start_ts = 16,
-    end_ts = 24
+    end_ts = 24,
 );
 
 #[cfg(test)]

@@ -1,8 +1,12 @@
-//! Shared helpers of aqueduct's integration tests.
+//! Shared helpers of aqueduct's integration tests, each defined once: the
+//! built code objects and the LLVM tools that inspect them, a seeded
+//! generator, simulated devices driven directly ([`Sim`]), the HSA runtime
+//! the end-to-end suites go through, and kernel arguments.
 
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use xtask::device_build::{DEVICE_CRATES, artifact_path, llvm_bin_dir};
 use xtask::targets::DEFAULT_TARGETS;
@@ -102,22 +106,53 @@ impl Rng {
     }
 }
 
-/// `package`'s code objects for the simulated targets (gfx90a, gfx942),
-/// each loaded on a fresh simulated device of its target.
-pub fn simulated(package: &str) -> Vec<(aqueduct_sim::Device, aqueduct_sim::Program)> {
-    let out: Vec<_> = built_code_objects()
-        .into_iter()
-        .filter(|b| b.package == package)
-        .filter_map(|b| {
-            let target = aqueduct_sim::Target::from_name(b.gfx)?;
-            let bytes = std::fs::read(&b.path).expect("read code object");
-            let device = aqueduct_sim::Device::new(target);
-            let program = device.load(&bytes).expect("load code object");
-            Some((device, program))
-        })
-        .collect();
-    assert_eq!(out.len(), 2, "expected {package} for gfx90a and gfx942");
-    out
+// ---------------------------------------------------------------------------
+// Simulated devices, driven directly
+// ---------------------------------------------------------------------------
+
+/// The device crate of kernels that exist to test the simulator
+/// (`tests/kernels`).
+pub const TEST_KERNELS: &str = "aqueduct-test-kernels";
+
+/// An element type of device buffers, with the pattern poisoned buffers
+/// hold: a value no kernel under test writes, so a skipped element or a
+/// write past the end shows.
+pub trait Word: Copy + PartialEq + std::fmt::Debug {
+    const SIZE: usize;
+    const POISON: Self;
+    fn put(self, out: &mut Vec<u8>);
+    fn get(bytes: &[u8]) -> Self;
+}
+
+macro_rules! word {
+    ($($t:ty = $poison:expr),*) => {$(
+        impl Word for $t {
+            const SIZE: usize = size_of::<$t>();
+            const POISON: Self = $poison;
+            fn put(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+            fn get(bytes: &[u8]) -> Self {
+                <$t>::from_le_bytes(bytes.try_into().expect("element size"))
+            }
+        }
+    )*};
+}
+
+word!(
+    u8 = 0xA5,
+    u16 = 0xDEAD,
+    u32 = 0xDEAD_BEEF,
+    u64 = 0xDEAD_BEEF_DEAD_BEEF
+);
+
+/// The little-endian bytes of `values`.
+fn words_to_bytes<T: Word>(values: &[T]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(values.len() * T::SIZE);
+    for &v in values {
+        v.put(&mut bytes);
+    }
+    bytes
 }
 
 /// Copies `bytes` into a new simulator allocation.
@@ -130,12 +165,157 @@ pub fn upload(device: &aqueduct_sim::Device, bytes: &[u8]) -> u64 {
     a
 }
 
+/// `len` elements at `a` of `device`'s memory.
+pub fn read<T: Word>(device: &aqueduct_sim::Device, a: u64, len: usize) -> Vec<T> {
+    let mut bytes = vec![0u8; len * T::SIZE];
+    device.memory().read_bytes(a, &mut bytes).expect("read");
+    bytes.chunks_exact(T::SIZE).map(T::get).collect()
+}
+
+/// One simulated device (`d`) with a code object (`p`) loaded on it.
+pub struct Sim {
+    pub d: aqueduct_sim::Device,
+    pub p: aqueduct_sim::Program,
+}
+
+/// `package`'s code objects for the simulated targets (gfx90a, gfx942),
+/// each loaded on a fresh simulated device of its target.
+pub fn simulated(package: &str) -> Vec<Sim> {
+    let out: Vec<_> = built_code_objects()
+        .into_iter()
+        .filter(|b| b.package == package)
+        .filter_map(|b| {
+            let target = aqueduct_sim::Target::from_name(b.gfx)?;
+            let bytes = std::fs::read(&b.path).expect("read code object");
+            let d = aqueduct_sim::Device::new(target);
+            let p = d.load(&bytes).expect("load code object");
+            Some(Sim { d, p })
+        })
+        .collect();
+    assert_eq!(out.len(), 2, "expected {package} for gfx90a and gfx942");
+    out
+}
+
+impl Sim {
+    /// A new allocation holding `values`.
+    pub fn upload<T: Word>(&self, values: &[T]) -> u64 {
+        upload(&self.d, &words_to_bytes(values))
+    }
+
+    /// A buffer of `len` poisoned elements and a poisoned guard after them.
+    pub fn poisoned<T: Word>(&self, len: usize) -> u64 {
+        self.upload(&vec![T::POISON; len + 1])
+    }
+
+    /// Refills a [`Sim::poisoned`] buffer with poison.
+    pub fn repoison<T: Word>(&self, a: u64, len: usize) {
+        let bytes = words_to_bytes(&vec![T::POISON; len + 1]);
+        self.d.memory().write_bytes(a, &bytes).expect("write");
+    }
+
+    pub fn read<T: Word>(&self, a: u64, len: usize) -> Vec<T> {
+        read(&self.d, a, len)
+    }
+
+    /// The `len` elements of a [`Sim::poisoned`] buffer, after checking
+    /// that the guard past them is still poison.
+    pub fn output<T: Word>(&self, a: u64, len: usize, what: &str) -> Vec<T> {
+        let mut v = self.read::<T>(a, len + 1);
+        assert_eq!(
+            v.pop(),
+            Some(T::POISON),
+            "{}: wrote past the end",
+            self.at(what)
+        );
+        v
+    }
+
+    /// Runs `kernel` on a one-dimensional `(grid, workgroup)` launch.
+    pub fn try_run(
+        &self,
+        kernel: &str,
+        (grid, wg): (u32, u16),
+        args: &Args,
+    ) -> Result<aqueduct_sim::Stats, aqueduct_sim::DispatchError> {
+        self.d
+            .run(&self.p, kernel, [grid, 1, 1], [wg, 1, 1], &args.0)
+    }
+
+    /// [`Sim::try_run`] of a dispatch that must complete.
+    pub fn run(&self, kernel: &str, launch: (u32, u16), args: &Args) -> aqueduct_sim::Stats {
+        self.try_run(kernel, launch, args).unwrap_or_else(|e| {
+            let (grid, wg) = launch;
+            panic!(
+                "{}: {e}",
+                self.at(&format!("{kernel} grid {grid} workgroup {wg}"))
+            )
+        })
+    }
+
+    /// Runs a dispatch that must fault, and returns the report after
+    /// checking the parts every fault shares: the kernel's name, and a pc
+    /// that holds an instruction of the program with mnemonic `at`.
+    pub fn fault(
+        &self,
+        kernel: &str,
+        launch: (u32, u16),
+        args: &Args,
+        at: &str,
+    ) -> aqueduct_sim::FaultReport {
+        let report = match self.try_run(kernel, launch, args) {
+            Err(aqueduct_sim::DispatchError::Fault(report)) => *report,
+            Err(e) => panic!("{}: {e}, want a fault", self.at(kernel)),
+            Ok(_) => panic!("{}: completed, want a fault", self.at(kernel)),
+        };
+        assert_eq!(report.kernel, kernel, "{}", self.at(kernel));
+        assert!(
+            report.pc > self.p.base,
+            "{}: pc {:#x}",
+            self.at(kernel),
+            report.pc
+        );
+        let mnemonic = self
+            .p
+            .instructions()
+            .find(|&(offset, _)| self.p.base + offset == report.pc)
+            .and_then(|(_, inst)| inst.ok())
+            .map(|inst| inst.mnemonic);
+        assert_eq!(mnemonic, Some(at), "{}: {report}", self.at(kernel));
+        report
+    }
+
+    /// `what`, prefixed with the device's target: how every message of a
+    /// test running on both targets says which failed.
+    pub fn at(&self, what: &str) -> String {
+        format!("{:?} {what}", self.d.target)
+    }
+
+    pub fn free(&self, addresses: &[u64]) {
+        for &a in addresses {
+            self.d.memory().free(a).expect("free");
+        }
+    }
+}
+
+/// Asserts two slices are equal, naming the first differing element (in
+/// hex: device buffers hold bit patterns).
+pub fn assert_same<T: PartialEq + std::fmt::Debug>(got: &[T], want: &[T], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    if let Some(i) = (0..got.len()).find(|&i| got[i] != want[i]) {
+        panic!(
+            "{what}: element {i} is {:#x?}, want {:#x?}",
+            got[i], want[i]
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------
 // The HSA runtime the end-to-end tests run on
 // ---------------------------------------------------------------------------
 //
-// End-to-end tests (`tests/tests/hsa_e2e.rs`) open the runtime through the
-// host shim, like any aqueduct program. Which runtime:
+// End-to-end tests (`hsa_e2e.rs`, `hsa_api.rs` and every suite that goes
+// through the host shim) open the runtime like any aqueduct program. Which
+// runtime:
 //
 //   AQUEDUCT_HSA_LIB set ──────────────► that library (named by its file)
 //   else ROCr loads, hsa_init succeeds,
@@ -150,6 +330,19 @@ pub fn upload(device: &aqueduct_sim::Device, bytes: &[u8]) -> u64 {
 /// `AQUEDUCT_SIM_AGENTS` for the end-to-end tests: an MI300X and an MI210,
 /// so every test runs on both simulated targets.
 pub const SIM_AGENTS: &str = "gfx942,gfx90a";
+
+/// Longest an end-to-end test waits for one dispatch or copy: the
+/// simulator interprets every instruction (in a debug build, for
+/// `cargo test`).
+pub const TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How long a test lets a blocked packet or copy sit before checking it
+/// has not run.
+pub const HOLD: Duration = Duration::from_millis(200);
+
+/// Packets per queue of the end-to-end tests: room for a few dispatches
+/// and barriers.
+pub const QUEUE_SIZE: u32 = 64;
 
 /// The HSA runtime the end-to-end tests use.
 #[derive(Clone, Debug)]
@@ -200,13 +393,45 @@ pub fn announced_system() -> aqueduct::System {
     hsa_system()
 }
 
-/// Every GPU agent of `system` (at least one), printed by name.
+/// Every GPU agent of `system` (at least one), printed by name; on the
+/// simulator with the agents of [`SIM_AGENTS`], exactly those.
 pub fn hsa_gpus(system: &aqueduct::System) -> Vec<aqueduct::agent::Agent> {
     let gpus = system.gpus().expect("enumerate GPU agents");
     assert!(!gpus.is_empty(), "the runtime reports no GPU agent");
     let names: Vec<&str> = gpus.iter().map(|g| g.info().name.as_str()).collect();
     eprintln!("GPU agents: {names:?}");
+    let agents = std::env::var(aqueduct_sim::hsa::profile::AGENTS_ENV);
+    if hsa_backend().is_simulator() && agents.as_deref() == Ok(SIM_AGENTS) {
+        assert_eq!(names.join(","), SIM_AGENTS, "simulated agents");
+    }
     gpus
+}
+
+/// The system's CPU agent.
+pub fn cpu_agent(system: &aqueduct::System) -> aqueduct::agent::Agent {
+    system
+        .agents()
+        .expect("agents")
+        .into_iter()
+        .find(|a| !a.is_gpu())
+        .expect("a CPU agent")
+}
+
+/// `gpu`'s device memory.
+pub fn device_pool(gpu: &aqueduct::agent::Agent) -> aqueduct::MemoryPool {
+    gpu.memory_pool(aqueduct::PoolKind::CoarseGrained)
+        .expect("coarse-grained pool")
+}
+
+/// The device library built for `gpu`'s processor, read the way a program
+/// reads it (`device_code::load_device_library`, which checks its ABI
+/// version) and loaded on `gpu` from memory.
+pub fn device_library(gpu: &aqueduct::agent::Agent) -> aqueduct::Executable {
+    let gfx = &gpu.info().name;
+    let (bytes, _) = aqueduct::device_code::load_device_library(gfx)
+        .unwrap_or_else(|e| panic!("device library for {gfx}: {e}"));
+    gpu.load_code_object(&bytes)
+        .unwrap_or_else(|e| panic!("load the device library on {gfx}: {e}"))
 }
 
 /// The code object of device crate `package` built for `gpu`'s processor,
@@ -220,12 +445,7 @@ pub fn load_device_crate(gpu: &aqueduct::agent::Agent, package: &str) -> aqueduc
 /// Fine-grained memory of the system's CPU agent: every agent reaches it,
 /// and the host reads and writes it while kernels run.
 pub fn host_pool(system: &aqueduct::System) -> aqueduct::MemoryPool {
-    system
-        .agents()
-        .expect("agents")
-        .into_iter()
-        .find(|a| !a.is_gpu())
-        .expect("a CPU agent")
+    cpu_agent(system)
         .memory_pool(aqueduct::PoolKind::FineGrained)
         .expect("fine-grained host pool")
 }

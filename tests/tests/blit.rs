@@ -18,26 +18,17 @@
 //! And one check of the code objects themselves: the blit kernels must keep
 //! their 16-byte loads and stores, so vectorisation cannot regress silently.
 
-use std::time::Duration;
-
 use aqueduct::agent::Agent;
-use aqueduct::{DeviceBuffer, DevicePtr, Kernel, PoolKind, Queue};
-use aqueduct_sim::{Device, DispatchError, Fault, Memory, Program};
+use aqueduct::device_code::DEVICE_LIBRARY;
+use aqueduct::{DeviceBuffer, DevicePtr, Kernel, Queue};
+use aqueduct_sim::{DispatchError, Fault, Memory};
 use aqueduct_tests::{
-    Args, Rng, announced_system, built_code_objects, hsa_gpus, load_device_crate, run_llvm_tool,
+    Args, QUEUE_SIZE, Rng, TIMEOUT, Word, announced_system, built_code_objects, device_pool,
+    hsa_gpus, load_device_crate, run_llvm_tool, simulated,
 };
-
-/// Longest a test waits for one dispatch: the simulator interprets every
-/// instruction (in a debug build, for `cargo test`).
-const TIMEOUT: Duration = Duration::from_secs(120);
-
-/// Packets per queue: dispatches are waited for one at a time.
-const QUEUE_SIZE: u32 = 64;
 
 /// Bytes before and after every range, holding poison that must survive.
 const MARGIN: usize = 48;
-
-const POISON: u8 = 0xA5;
 
 /// The fill pattern sizes the kernel accepts (`aqueduct_device::blit::PATTERN_SIZES`).
 const PATTERN_SIZES: [u32; 5] = [1, 2, 4, 8, 16];
@@ -74,9 +65,9 @@ fn first_difference(got: &[u8], want: &[u8]) -> Option<usize> {
 /// `before` poison bytes, then `range`, then poison up to `total` bytes:
 /// what a buffer holds after a correct blit into `[before, before + len)`.
 fn poisoned_around(range: &[u8], before: usize, total: usize) -> Vec<u8> {
-    let mut want = vec![POISON; before];
+    let mut want = vec![u8::POISON; before];
     want.extend_from_slice(range);
-    want.resize(total, POISON);
+    want.resize(total, u8::POISON);
     want
 }
 
@@ -109,11 +100,7 @@ fn copy_cases() -> impl Iterator<Item = (usize, usize, usize)> {
 /// shift the range by, holding `bytes` at `MARGIN + mis` and poison around.
 fn staged(gpu: &Agent, bytes: &[u8], mis: usize, capacity: usize) -> DeviceBuffer<u8> {
     let total = 2 * MARGIN + 16 + capacity;
-    let mut buf = gpu
-        .memory_pool(PoolKind::CoarseGrained)
-        .expect("coarse-grained pool")
-        .alloc_device::<u8>(total)
-        .expect("alloc");
+    let mut buf = device_pool(gpu).alloc_device::<u8>(total).expect("alloc");
     buf.write(0, &poisoned_around(bytes, MARGIN + mis, total))
         .expect("stage");
     buf
@@ -140,7 +127,7 @@ fn fill_writes_every_pattern_size_at_any_alignment_and_nothing_around_it() {
     let system = announced_system();
     for gpu in hsa_gpus(&system) {
         let gfx = gpu.info().name.clone();
-        let fill = load_device_crate(&gpu, aqueduct::device_code::DEVICE_LIBRARY)
+        let fill = load_device_crate(&gpu, DEVICE_LIBRARY)
             .kernel("blit_fill")
             .expect("blit_fill");
         let queue = gpu.create_queue(QUEUE_SIZE).expect("queue");
@@ -148,7 +135,7 @@ fn fill_writes_every_pattern_size_at_any_alignment_and_nothing_around_it() {
         let mut buf = staged(&gpu, &[], 0, capacity);
         let total = buf.len();
         for (i, (size, mis, len)) in fill_cases().enumerate() {
-            buf.write(0, &vec![POISON; total]).expect("poison");
+            buf.write(0, &vec![u8::POISON; total]).expect("poison");
             let dst = buf.address() + (MARGIN + mis) as u64;
             run(&fill, &queue, LAUNCHES[i % LAUNCHES.len()], |a| {
                 a.set("dst", DevicePtr(dst))?
@@ -176,7 +163,7 @@ fn copy_matches_the_source_at_every_relative_alignment_and_writes_nothing_around
     let mut rng = Rng(0xB117_0000_0007_0004);
     for gpu in hsa_gpus(&system) {
         let gfx = gpu.info().name.clone();
-        let copy = load_device_crate(&gpu, aqueduct::device_code::DEVICE_LIBRARY)
+        let copy = load_device_crate(&gpu, DEVICE_LIBRARY)
             .kernel("blit_copy")
             .expect("blit_copy");
         let queue = gpu.create_queue(QUEUE_SIZE).expect("queue");
@@ -223,7 +210,7 @@ impl Exact {
     /// `range` at `offset` (below 16) from the origin, poison around it, and
     /// room for `capacity` bytes there.
     fn new(range: &[u8], offset: usize, capacity: usize) -> Self {
-        let mut bytes = vec![POISON; 2 * MARGIN + 32 + capacity];
+        let mut bytes = vec![u8::POISON; 2 * MARGIN + 32 + capacity];
         let origin = MARGIN + bytes.as_ptr().addr().wrapping_neg() % 16;
         bytes[origin + offset..origin + offset + range.len()].copy_from_slice(range);
         Self { bytes, origin }
@@ -276,20 +263,9 @@ impl Drop for Registered<'_> {
     }
 }
 
-/// The device library for each simulated target, loaded.
-fn programs() -> Vec<(Device, Program)> {
-    aqueduct_tests::simulated("aqueduct-device")
-}
-
-/// Runs `kernel` on the simulator, panicking with the fault report.
-fn run_sim(d: &Device, p: &Program, kernel: &str, launch: (u32, u16), args: &Args, what: &str) {
-    d.run(p, kernel, [launch.0, 1, 1], [launch.1, 1, 1], &args.0)
-        .unwrap_or_else(|e| panic!("{:?}: {what}: {e}", d.target));
-}
-
 #[test]
 fn fill_touches_nothing_outside_its_exact_range() {
-    for (d, p) in programs() {
+    for sim in simulated(DEVICE_LIBRARY) {
         for (i, (size, mis, len)) in fill_cases().enumerate() {
             let buf = Exact::new(&[], 0, len + 16);
             let what =
@@ -301,21 +277,15 @@ fn fill_touches_nothing_outside_its_exact_range() {
                 .u64(PATTERN.1)
                 .u32(size);
             {
-                let _dst = buf.expose(d.memory(), mis, len);
-                run_sim(
-                    &d,
-                    &p,
-                    "blit_fill",
-                    LAUNCHES[i % LAUNCHES.len()],
-                    &args,
-                    &what,
-                );
+                let _dst = buf.expose(sim.d.memory(), mis, len);
+                sim.try_run("blit_fill", LAUNCHES[i % LAUNCHES.len()], &args)
+                    .unwrap_or_else(|e| panic!("{}: {e}", sim.at(&what)));
             }
             let want = poisoned_around(&fill_reference(size, len), MARGIN + mis, buf.all().len());
             assert!(
                 buf.all() == want,
-                "{:?}: {what}: first wrong byte at {:?}",
-                d.target,
+                "{}: first wrong byte at {:?}",
+                sim.at(&what),
                 first_difference(buf.all(), &want)
             );
         }
@@ -329,7 +299,7 @@ fn copy_reads_and_writes_nothing_outside_its_exact_ranges() {
     // the body: no chunk, the first chunks whose load windows fit, and a
     // few more.
     const SHORT: [usize; 8] = [0, 3, 16, 19, 35, 36, 52, 101];
-    for (d, p) in programs() {
+    for sim in simulated(DEVICE_LIBRARY) {
         for dst_mis in 0..16 {
             for src_mis in 0..16 {
                 let len = SHORT[(dst_mis * 3 + src_mis) % SHORT.len()];
@@ -344,16 +314,17 @@ fn copy_reads_and_writes_nothing_outside_its_exact_ranges() {
                     .u64(src.address(src_mis))
                     .u64(len as u64);
                 {
-                    let _src = src.expose(d.memory(), src_mis, len);
-                    let _dst = dst.expose(d.memory(), dst_mis, len);
+                    let _src = src.expose(sim.d.memory(), src_mis, len);
+                    let _dst = dst.expose(sim.d.memory(), dst_mis, len);
                     let launch = LAUNCHES[(dst_mis + src_mis) % LAUNCHES.len()];
-                    run_sim(&d, &p, "blit_copy", launch, &args, &what);
+                    sim.try_run("blit_copy", launch, &args)
+                        .unwrap_or_else(|e| panic!("{}: {e}", sim.at(&what)));
                 }
                 let want = poisoned_around(&data, MARGIN + dst_mis, dst.all().len());
                 assert!(
                     dst.all() == want,
-                    "{:?}: {what}: first wrong byte at {:?}",
-                    d.target,
+                    "{}: first wrong byte at {:?}",
+                    sim.at(&what),
                     first_difference(dst.all(), &want)
                 );
             }
@@ -363,7 +334,7 @@ fn copy_reads_and_writes_nothing_outside_its_exact_ranges() {
 
 #[test]
 fn fill_with_a_pattern_size_that_does_not_divide_a_chunk_traps_before_writing() {
-    for (d, p) in programs() {
+    for sim in simulated(DEVICE_LIBRARY) {
         for size in [0u32, 3, 5, 12, 32] {
             let buf = Exact::new(&[], 0, 64);
             let args = Args::default()
@@ -373,22 +344,22 @@ fn fill_with_a_pattern_size_that_does_not_divide_a_chunk_traps_before_writing() 
                 .u64(PATTERN.1)
                 .u32(size);
             let result = {
-                let _dst = buf.expose(d.memory(), 0, 64);
-                d.run(&p, "blit_fill", [64, 1, 1], [64, 1, 1], &args.0)
+                let _dst = buf.expose(sim.d.memory(), 0, 64);
+                sim.try_run("blit_fill", (64, 64), &args)
             };
             match result {
                 Err(DispatchError::Fault(report)) => {
                     assert!(matches!(report.fault, Fault::Trap { .. }), "{report}");
                 }
                 other => panic!(
-                    "{:?}: pattern size {size}: expected a trap, got {other:?}",
-                    d.target
+                    "{}: expected a trap, got {other:?}",
+                    sim.at(&format!("pattern size {size}"))
                 ),
             }
             assert!(
-                buf.all().iter().all(|&b| b == POISON),
-                "{:?}: pattern size {size}: the fill wrote before trapping",
-                d.target
+                buf.all().iter().all(|&b| b == u8::POISON),
+                "{}: the fill wrote before trapping",
+                sim.at(&format!("pattern size {size}"))
             );
         }
     }
@@ -413,7 +384,7 @@ fn disassembly_of<'a>(text: &'a str, kernel: &str) -> Vec<&'a str> {
 fn blit_kernels_keep_their_16_byte_loads_and_stores() {
     let mut checked = 0;
     for built in built_code_objects() {
-        if built.package != "aqueduct-device" {
+        if built.package != DEVICE_LIBRARY {
             continue;
         }
         let path = built.path.to_str().expect("UTF-8 path");

@@ -5,17 +5,15 @@
 //! whose completion wakes a host waiter, and device-side enqueue into a
 //! full ring under back-pressure.
 
-use std::time::Duration;
-
 use aqueduct::agent::Agent;
 use aqueduct::{DevicePtr, Signal};
 use aqueduct_abi::amd_signal::AmdSignal;
 use aqueduct_abi::hsa::SignalCondition;
-use aqueduct_tests::{announced_system, host_pool, hsa_gpus, load_device_crate};
+use aqueduct_tests::{
+    QUEUE_SIZE, TEST_KERNELS, TIMEOUT, Word, announced_system, device_library, host_pool, hsa_gpus,
+    load_device_crate,
+};
 use zerocopy::IntoBytes;
-
-const TIMEOUT: Duration = Duration::from_secs(120);
-const POISON_U32: u32 = 0xDEAD_BEEF;
 
 /// Runs `kernel` on a fresh queue of `gpu` and waits for it.
 fn run(
@@ -25,7 +23,7 @@ fn run(
     workgroup: u16,
     args: &aqueduct::Kernargs,
 ) {
-    let queue = gpu.create_queue(64).expect("queue");
+    let queue = gpu.create_queue(QUEUE_SIZE).expect("queue");
     let mut d = kernel
         .dispatch(&queue, grid, workgroup, args, None)
         .expect("dispatch");
@@ -50,7 +48,7 @@ fn scoped_atomics_from_many_waves_reach_their_exact_final_values() {
     const ITEMS: u64 = WORKGROUPS * WORKGROUP;
     const ITERATIONS: u64 = 5;
     for gpu in hsa_gpus(&system) {
-        let lib = load_device_crate(&gpu, "aqueduct-test-kernels");
+        let lib = load_device_crate(&gpu, TEST_KERNELS);
         // (kernel, instance of the scope that item g belongs to).
         let scopes: [(&str, Instance); 5] = [
             ("hammer_workitem", |g| g),
@@ -93,7 +91,7 @@ fn signal_operations_return_the_old_values_and_post_the_event() {
     let system = announced_system();
     const EVENT_ID: u32 = 0x00AB_CDEF;
     for gpu in hsa_gpus(&system) {
-        let lib = load_device_crate(&gpu, "aqueduct-test-kernels");
+        let lib = load_device_crate(&gpu, TEST_KERNELS);
         let kernel = lib.kernel("signal_ops").expect("signal_ops");
         let pool = host_pool(&system);
         // A device-only signal: plain memory holding an amd_signal_t.
@@ -129,15 +127,12 @@ fn a_dispatch_enqueued_by_device_code_runs_and_wakes_the_host() {
     let system = announced_system();
     const LEN: usize = 1000;
     for gpu in hsa_gpus(&system) {
-        let lib = aqueduct::device_code::load_device_library(&gpu.info().name)
-            .map(|(bytes, _)| gpu.load_code_object(&bytes))
-            .expect("device library")
-            .expect("load");
+        let lib = device_library(&gpu);
         let fill = lib.kernel("fill_u32").expect("fill_u32");
         let enqueue = lib.kernel("enqueue_dispatch").expect("enqueue_dispatch");
         let pool = host_pool(&system);
         let mut dst = pool.alloc_host::<u32>(LEN + 16).expect("dst");
-        dst.write(0, &vec![POISON_U32; LEN + 16]).expect("poison");
+        dst.write(0, &vec![u32::POISON; LEN + 16]).expect("poison");
         // fill_u32's arguments, in a kernarg buffer the device packet names.
         let mut fill_args = fill.kernargs().expect("kernargs");
         fill_args
@@ -150,7 +145,7 @@ fn a_dispatch_enqueued_by_device_code_runs_and_wakes_the_host() {
             .expect("kernarg buffer");
         kernargs.write(0, fill_args.bytes()).expect("kernargs");
         // The target queue, and the queue the enqueuing kernel runs on.
-        let target = gpu.create_queue(64).expect("target queue");
+        let target = gpu.create_queue(QUEUE_SIZE).expect("target queue");
         let done = Signal::new(&system, 1).expect("completion signal");
         let mut status = pool.alloc_host::<u64>(1).expect("status");
         status.write(0, &[0x5555]).expect("poison");
@@ -175,7 +170,7 @@ fn a_dispatch_enqueued_by_device_code_runs_and_wakes_the_host() {
         )
         .expect("the device-enqueued dispatch completes");
         let mut want = vec![0x600D_F00D_u32; LEN];
-        want.extend([POISON_U32; 16]);
+        want.extend([u32::POISON; 16]);
         assert_eq!(dst.to_vec().expect("dst"), want, "{}", gpu.info().name);
     }
 }
@@ -188,7 +183,7 @@ fn device_enqueue_into_a_full_ring_loses_no_packet() {
     const PER_WAVE: u32 = 40;
     let total = WAVES * u64::from(PER_WAVE);
     for gpu in hsa_gpus(&system) {
-        let lib = load_device_crate(&gpu, "aqueduct-test-kernels");
+        let lib = load_device_crate(&gpu, TEST_KERNELS);
         let kernel = lib.kernel("enqueue_barriers").expect("enqueue_barriers");
         let target = gpu.create_queue(RING).expect("small queue");
         let done = Signal::new(&system, total as i64).expect("completion");

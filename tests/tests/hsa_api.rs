@@ -88,30 +88,23 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aqueduct::agent::{Agent, AgentKind};
+use aqueduct::device_code::DEVICE_LIBRARY;
 use aqueduct::hsa::ffi;
 use aqueduct::memory::Segment;
 use aqueduct::queue::DEFAULT_SPACE_TIMEOUT;
 use aqueduct::{
-    AgentIsa, DevicePtr, Error, Executable, Kernel, Launch, LoadOrder, MemoryPool, PoolKind,
-    RmwOrder, Signal, StoreOrder, System, WaitOrder,
+    AgentIsa, DevicePtr, Error, Kernel, Launch, LoadOrder, MemoryPool, PoolKind, RmwOrder, Signal,
+    StoreOrder, System, WaitOrder,
 };
 use aqueduct_abi::hsa::SignalCondition;
 use aqueduct_abi::packet::{BarrierKind, KernelDispatch, Ordering, PacketError, barrier};
-use aqueduct_tests::{hsa_backend, hsa_system};
-
-/// Longest a test waits for one dispatch or copy (the simulator interprets
-/// every instruction, in a debug build).
-const TIMEOUT: Duration = Duration::from_secs(120);
-
-/// How long a test lets a blocked packet or copy sit before checking it
-/// has not run.
-const HOLD: Duration = Duration::from_millis(200);
+use aqueduct_tests::{
+    HOLD, QUEUE_SIZE, TIMEOUT, Word, announced_system, cpu_agent, device_library, device_pool,
+    host_pool, hsa_backend, hsa_gpus,
+};
 
 /// A short timeout for waits that must expire.
 const EXPIRE: Duration = Duration::from_millis(60);
-
-const QUEUE_SIZE: u32 = 64;
-const POISON_U32: u32 = 0xDEAD_BEEF;
 
 /// hsa.h `HSA_SYSTEM_INFO_TIMESTAMP` (the shim's ffi has no use for it).
 const HSA_SYSTEM_INFO_TIMESTAMP: u32 = 2;
@@ -188,60 +181,8 @@ fn product(gfx: &str) -> &'static Product {
 }
 
 // ---------------------------------------------------------------------------
-// The runtime, its agents and the device library
+// fill_u32 runs and refusals
 // ---------------------------------------------------------------------------
-
-/// The shared system, after saying which backend runs.
-fn system() -> System {
-    eprintln!("backend: {}", hsa_backend());
-    hsa_system()
-}
-
-fn on_simulator() -> bool {
-    hsa_backend().is_simulator()
-        && std::env::var(aqueduct_sim::hsa::profile::AGENTS_ENV).as_deref()
-            == Ok(aqueduct_tests::SIM_AGENTS)
-}
-
-/// Every GPU agent; on the simulator, both simulated targets.
-fn gpus(system: &System) -> Vec<Agent> {
-    let gpus = system.gpus().expect("enumerate GPU agents");
-    assert!(!gpus.is_empty(), "the runtime reports no GPU agent");
-    let names: Vec<&str> = gpus.iter().map(|g| g.info().name.as_str()).collect();
-    if on_simulator() {
-        assert_eq!(names, ["gfx942", "gfx90a"], "simulated agents");
-    }
-    gpus
-}
-
-fn cpu(system: &System) -> Agent {
-    system
-        .agents()
-        .expect("agents")
-        .into_iter()
-        .find(|a| !a.is_gpu())
-        .expect("a CPU agent")
-}
-
-fn library_path(gpu: &Agent) -> std::path::PathBuf {
-    aqueduct::device_code::path(&gpu.info().name, aqueduct::device_code::DEVICE_LIBRARY)
-}
-
-fn device_library(gpu: &Agent) -> Executable {
-    gpu.load_code_object_file(library_path(gpu))
-        .unwrap_or_else(|e| panic!("load the device library on {}: {e}", gpu.info().name))
-}
-
-fn device_pool(gpu: &Agent) -> MemoryPool {
-    gpu.memory_pool(PoolKind::CoarseGrained)
-        .expect("coarse-grained pool")
-}
-
-fn host_pool(system: &System) -> MemoryPool {
-    cpu(system)
-        .memory_pool(PoolKind::FineGrained)
-        .expect("fine-grained host pool")
-}
 
 /// `fill_u32`'s arguments for `len` elements of `value` at `dst`.
 fn fill_args(fill: &Kernel, dst: u64, len: usize, value: u32) -> aqueduct::Kernargs {
@@ -256,14 +197,14 @@ fn fill_args(fill: &Kernel, dst: u64, len: usize, value: u32) -> aqueduct::Kerna
 /// A poisoned device buffer of `len` u32.
 fn poisoned(gpu: &Agent, len: usize) -> aqueduct::DeviceBuffer<u32> {
     let mut b = device_pool(gpu).alloc_device::<u32>(len).expect("alloc");
-    b.write(0, &vec![POISON_U32; len]).expect("poison");
+    b.write(0, &vec![u32::POISON; len]).expect("poison");
     b
 }
 
 /// What `fill_u32` of `len` elements leaves in a poisoned buffer of `total`.
 fn filled(len: usize, total: usize, value: u32) -> Vec<u32> {
     let mut v = vec![value; len];
-    v.resize(total, POISON_U32);
+    v.resize(total, u32::POISON);
     v
 }
 
@@ -298,7 +239,7 @@ fn system_info<T: Copy>(system: &System, attribute: u32, mut value: T) -> T {
 
 #[test]
 fn system_info_counts_time_at_its_frequency() {
-    let system = system();
+    let system = announced_system();
     let major = system_info(&system, ffi::HSA_SYSTEM_INFO_VERSION_MAJOR, 0u16);
     let minor = system_info(&system, ffi::HSA_SYSTEM_INFO_VERSION_MINOR, 0u16);
     eprintln!("HSA {major}.{minor}");
@@ -351,7 +292,7 @@ fn system_info_counts_time_at_its_frequency() {
 
 #[test]
 fn runtime_checks_name_the_call_and_status() {
-    let system = system();
+    let system = announced_system();
     let runtime = system.runtime();
     runtime
         .check("hsa_init", ffi::HSA_STATUS_SUCCESS)
@@ -385,9 +326,9 @@ fn runtime_checks_name_the_call_and_status() {
 
 #[test]
 fn agents_report_their_products() {
-    let system = system();
+    let system = announced_system();
     let agents = system.agents().expect("agents");
-    let cpu = cpu(&system);
+    let cpu = cpu_agent(&system);
     assert_eq!(cpu.info().kind, AgentKind::Cpu);
     assert!(!cpu.is_gpu());
     assert!(cpu.info().gpu.is_none(), "a CPU has no GPU properties");
@@ -395,7 +336,7 @@ fn agents_report_their_products() {
         // ROCr lists the CPU agents first.
         assert_eq!(agents[0].handle(), cpu.handle(), "the CPU comes first");
     }
-    let gpus = gpus(&system);
+    let gpus = hsa_gpus(&system);
     assert_eq!(
         agents.iter().filter(|a| a.is_gpu()).count(),
         gpus.len(),
@@ -513,8 +454,8 @@ fn lds_size(info: &aqueduct::agent::AgentInfo) -> u64 {
 
 #[test]
 fn device_strings_select_agents() {
-    let system = system();
-    let gpus = gpus(&system);
+    let system = announced_system();
+    let gpus = hsa_gpus(&system);
     let handles = |agents: &[Agent]| agents.iter().map(|a| a.handle().0).collect::<Vec<_>>();
     assert_eq!(
         handles(&system.select("amdgpu").expect("all")),
@@ -600,8 +541,8 @@ fn shape(pool: &MemoryPool) -> PoolShape {
 
 #[test]
 fn memory_pools_match_the_simulated_topology() {
-    let system = system();
-    let cpu = cpu(&system);
+    let system = announced_system();
+    let cpu = cpu_agent(&system);
     let on_sim = hsa_backend().is_simulator();
     let cpu_pools = cpu.memory_pools().expect("CPU pools");
     if on_sim {
@@ -643,7 +584,7 @@ fn memory_pools_match_the_simulated_topology() {
     );
 
     let mut all = BTreeSet::new();
-    for gpu in gpus(&system) {
+    for gpu in hsa_gpus(&system) {
         let name = gpu.info().name.clone();
         let pools = gpu.memory_pools().expect("GPU pools");
         if on_sim {
@@ -713,8 +654,8 @@ fn memory_pools_match_the_simulated_topology() {
 
 #[test]
 fn allocations_are_refused_with_reasons() {
-    let system = system();
-    for gpu in gpus(&system) {
+    let system = announced_system();
+    for gpu in hsa_gpus(&system) {
         let vram = device_pool(&gpu);
         invalid_argument(
             vram.alloc_device::<u32>(0),
@@ -754,10 +695,10 @@ fn allocations_are_refused_with_reasons() {
 
 #[test]
 fn buffers_round_trip_and_refuse_ranges_outside_them() {
-    let system = system();
-    let cpu = cpu(&system);
+    let system = announced_system();
+    let cpu = cpu_agent(&system);
     let host = host_pool(&system);
-    let gpus = gpus(&system);
+    let gpus = hsa_gpus(&system);
     for gpu in &gpus {
         let name = &gpu.info().name;
         let pool = device_pool(gpu);
@@ -831,9 +772,9 @@ fn buffers_round_trip_and_refuse_ranges_outside_them() {
 
 #[test]
 fn synchronous_copies_move_between_every_kind_of_buffer() {
-    let system = system();
+    let system = announced_system();
     let host = host_pool(&system);
-    let gpus = gpus(&system);
+    let gpus = hsa_gpus(&system);
     const LEN: usize = 1000;
     let data: Vec<u32> = (0..LEN as u32)
         .map(|i| i.wrapping_mul(0x9E37_79B9))
@@ -874,9 +815,9 @@ fn synchronous_copies_move_between_every_kind_of_buffer() {
 
 #[test]
 fn async_copies_wait_for_every_dependency() {
-    let system = system();
+    let system = announced_system();
     const LEN: usize = 4096;
-    for gpu in gpus(&system) {
+    for gpu in hsa_gpus(&system) {
         let data: Vec<u32> = (0..LEN as u32).rev().collect();
         let mut src = device_pool(&gpu).alloc_device::<u32>(LEN).expect("alloc");
         src.write(0, &data).expect("upload");
@@ -930,8 +871,8 @@ const CONDITIONS: [(SignalCondition, &str); 4] = [
 
 #[test]
 fn signal_operations_follow_hsa_semantics_with_every_ordering() {
-    let system = system();
-    let gpus = gpus(&system);
+    let system = announced_system();
+    let gpus = hsa_gpus(&system);
     let consumers: Vec<&Agent> = gpus.iter().collect();
     let only_gpus = Signal::with_consumers(&system, -7, &consumers).expect("signal");
     assert_eq!(only_gpus.load(LoadOrder::Acquire), -7, "initial value");
@@ -984,7 +925,7 @@ fn signal_operations_follow_hsa_semantics_with_every_ordering() {
 
 #[test]
 fn signal_read_modify_writes_are_atomic() {
-    let system = system();
+    let system = announced_system();
     let s = Arc::new(Signal::new(&system, 0).expect("signal"));
     const THREADS: i64 = 4;
     const EACH: i64 = 2000;
@@ -1015,7 +956,7 @@ fn signal_read_modify_writes_are_atomic() {
 
 #[test]
 fn signal_waits_return_the_value_that_satisfied_them() {
-    let system = system();
+    let system = announced_system();
     let s = Signal::new(&system, 5).expect("signal");
     for order in WAITS {
         // Already satisfied: return at once with the value.
@@ -1065,7 +1006,7 @@ fn signal_waits_return_the_value_that_satisfied_them() {
 
 #[test]
 fn signal_wait_timeouts_report_the_last_value() {
-    let system = system();
+    let system = announced_system();
     let s = Signal::new(&system, 5).expect("signal");
     for (condition, symbol) in CONDITIONS {
         // Compare values none of which 5 satisfies.
@@ -1113,7 +1054,7 @@ fn signal_wait_timeouts_report_the_last_value() {
 
     // A wait through a healthy queue times out the same way, naming the
     // queue.
-    for gpu in gpus(&system) {
+    for gpu in hsa_gpus(&system) {
         let queue = gpu.create_queue(QUEUE_SIZE).expect("queue");
         match queue.wait(&s, SignalCondition::LT, 7, EXPIRE) {
             Err(Error::Timeout { what, observed, .. }) => {
@@ -1137,10 +1078,10 @@ fn signal_wait_timeouts_report_the_last_value() {
 
 #[test]
 fn queue_sizes_outside_the_agents_range_are_refused() {
-    let system = system();
-    let cpu = cpu(&system);
+    let system = announced_system();
+    let cpu = cpu_agent(&system);
     invalid_argument(cpu.create_queue(QUEUE_SIZE), "queue size", "is not a GPU");
-    for gpu in gpus(&system) {
+    for gpu in hsa_gpus(&system) {
         let name = gpu.info().name.clone();
         for (size, needle) in [
             (0, "0 is not a power of two".to_string()),
@@ -1182,11 +1123,11 @@ fn marker(done: &Signal) -> aqueduct_abi::packet::BarrierPacket {
 
 #[test]
 fn an_abandoned_reservation_is_skipped_and_later_packets_run() {
-    let system = system();
-    let cpu = cpu(&system);
+    let system = announced_system();
+    let cpu = cpu_agent(&system);
     let kernarg_pool = cpu.memory_pool(PoolKind::Kernarg).expect("kernarg pool");
     const LEN: usize = 300;
-    for gpu in gpus(&system) {
+    for gpu in hsa_gpus(&system) {
         let name = gpu.info().name.clone();
         let fill = device_library(&gpu).kernel("fill_u32").expect("fill_u32");
         let queue = gpu.create_queue(QUEUE_SIZE).expect("queue");
@@ -1294,8 +1235,8 @@ fn an_abandoned_reservation_is_skipped_and_later_packets_run() {
 
 #[test]
 fn a_full_ring_waits_for_the_packet_processor() {
-    let system = system();
-    for gpu in gpus(&system) {
+    let system = announced_system();
+    for gpu in hsa_gpus(&system) {
         let name = gpu.info().name.clone();
         let queue = gpu.create_queue(QUEUE_SIZE).expect("queue");
         // Slot 0 holds the processor; the other 63 fill the ring.
@@ -1344,10 +1285,10 @@ fn a_full_ring_waits_for_the_packet_processor() {
 fn producers_on_many_threads_share_a_queue() {
     // Queues are multi-producer: reservations race on the write index
     // (compare-and-swap) and every packet still runs exactly once.
-    let system = system();
+    let system = announced_system();
     const THREADS: u32 = 4;
     const EACH: u32 = 100;
-    for gpu in gpus(&system) {
+    for gpu in hsa_gpus(&system) {
         let queue = gpu.create_queue(QUEUE_SIZE).expect("queue");
         let count = Signal::new(&system, i64::from(THREADS * EACH)).expect("signal");
         let ids = std::sync::Mutex::new(Vec::new());
@@ -1381,10 +1322,10 @@ fn producers_on_many_threads_share_a_queue() {
 
 #[test]
 fn executables_find_kernels_by_name_and_symbol() {
-    let system = system();
-    for gpu in gpus(&system) {
+    let system = announced_system();
+    for gpu in hsa_gpus(&system) {
         let gfx = gpu.info().name.clone();
-        let path = library_path(&gpu);
+        let path = aqueduct::device_code::path(&gpu.info().name, DEVICE_LIBRARY);
         assert!(
             path.starts_with(aqueduct::device_code::dir()),
             "{}",
@@ -1462,7 +1403,7 @@ fn executables_find_kernels_by_name_and_symbol() {
     }
 
     // Refusals: a missing file, a file that is no code object, a CPU.
-    let gpu = &gpus(&system)[0];
+    let gpu = &hsa_gpus(&system)[0];
     let missing = std::env::temp_dir().join("aqueduct-hsa-api-no-such.hsaco");
     match gpu.load_code_object_file(&missing) {
         Err(Error::Io { path, .. }) => assert_eq!(path, missing),
@@ -1483,7 +1424,7 @@ fn executables_find_kernels_by_name_and_symbol() {
     ));
     let (bytes, _) = aqueduct::device_code::load_device_library(&gpu.info().name).expect("library");
     invalid_argument(
-        cpu(&system).load_code_object(&bytes),
+        cpu_agent(&system).load_code_object(&bytes),
         "load_code_object",
         "is not a GPU",
     );
@@ -1495,8 +1436,8 @@ fn executables_find_kernels_by_name_and_symbol() {
 
 #[test]
 fn kernargs_by_name_index_and_push_agree() {
-    let system = system();
-    for gpu in gpus(&system) {
+    let system = announced_system();
+    for gpu in hsa_gpus(&system) {
         let name = gpu.info().name.clone();
         let lib = device_library(&gpu);
         let fill = lib.kernel("fill_u32").expect("fill_u32");
@@ -1611,9 +1552,9 @@ fn launch_shapes_cover_the_grid_in_every_dimension() {
     // per row. What a multi-dimensional launch must get right is that
     // every workgroup of every row runs, to completion, with the packet's
     // x sizes.
-    let system = system();
+    let system = announced_system();
     const LEN: usize = 1000;
-    for gpu in gpus(&system) {
+    for gpu in hsa_gpus(&system) {
         let name = gpu.info().name.clone();
         let fill = device_library(&gpu).kernel("fill_u32").expect("fill_u32");
         let queue = gpu.create_queue(QUEUE_SIZE).expect("queue");
@@ -1661,8 +1602,8 @@ fn launch_shapes_cover_the_grid_in_every_dimension() {
 
 #[test]
 fn dispatch_refusals_name_what_is_wrong() {
-    let system = system();
-    let gpus = gpus(&system);
+    let system = announced_system();
+    let gpus = hsa_gpus(&system);
     for gpu in &gpus {
         let fill = device_library(gpu).kernel("fill_u32").expect("fill_u32");
         let queue = gpu.create_queue(QUEUE_SIZE).expect("queue");

@@ -21,29 +21,19 @@
 //!   (`Error::TargetMismatch`) and by the runtime itself (ROCr's status for
 //!   an ISA the agent does not support).
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use aqueduct::agent::Agent;
 use aqueduct::hsa::ffi;
-use aqueduct::{DevicePtr, Error, Executable, Launch, MemoryPool, PoolKind, Signal, System};
+use aqueduct::{DevicePtr, Error, Launch, Signal, System};
 use aqueduct::{LoadOrder, StoreOrder};
 use aqueduct_abi::hsa::SignalCondition;
 use aqueduct_abi::packet::{BarrierKind, Ordering, barrier};
-use aqueduct_tests::{Rng, host_pool, hsa_backend};
+use aqueduct_tests::{
+    HOLD, QUEUE_SIZE, Rng, TIMEOUT, Word, announced_system, device_library, device_pool, host_pool,
+    hsa_backend, hsa_gpus,
+};
 
-/// Longest a test waits for one dispatch or copy: the simulator interprets
-/// every instruction (in a debug build, for `cargo test`).
-const TIMEOUT: Duration = Duration::from_secs(120);
-
-/// How long a test lets a blocked packet or copy sit before checking it
-/// has not run.
-const HOLD: Duration = Duration::from_millis(200);
-
-/// Packets per queue: room for a few dispatches and barriers.
-const QUEUE_SIZE: u32 = 64;
-
-const POISON_U32: u32 = 0xDEAD_BEEF;
-const POISON_U8: u8 = 0xA5;
 const POISON_F32: f32 = f32::from_bits(0x7FC0_DEAD);
 
 /// Elements past the written range that must keep their poison.
@@ -53,43 +43,6 @@ const TAIL: usize = 37;
 /// returns from `hsa_executable_load_agent_code_object` when "code object's
 /// ISA is not supported by the agent" (ROCr `ExecutableImpl::LoadCodeObject`).
 const HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS: ffi::Status = 0x100D;
-
-// ---------------------------------------------------------------------------
-// The runtime, its agents and the device library
-// ---------------------------------------------------------------------------
-
-/// The shared system, after saying which backend runs.
-fn system() -> System {
-    aqueduct_tests::announced_system()
-}
-
-/// Every GPU agent; on the simulator, both simulated targets.
-fn gpus(system: &System) -> Vec<Agent> {
-    let gpus = aqueduct_tests::hsa_gpus(system);
-    if hsa_backend().is_simulator()
-        && std::env::var(aqueduct_sim::hsa::profile::AGENTS_ENV).as_deref()
-            == Ok(aqueduct_tests::SIM_AGENTS)
-    {
-        let names: Vec<&str> = gpus.iter().map(|g| g.info().name.as_str()).collect();
-        assert_eq!(names, ["gfx942", "gfx90a"], "simulated agents");
-    }
-    gpus
-}
-
-/// The device library built for `gpu`'s processor, loaded on it.
-fn device_library(gpu: &Agent) -> Executable {
-    let gfx = &gpu.info().name;
-    let (bytes, _) = aqueduct::device_code::load_device_library(gfx)
-        .unwrap_or_else(|e| panic!("device library for {gfx}: {e}"));
-    gpu.load_code_object(&bytes)
-        .unwrap_or_else(|e| panic!("load the device library on {gfx}: {e}"))
-}
-
-/// `gpu`'s device memory.
-fn device_pool(gpu: &Agent) -> MemoryPool {
-    gpu.memory_pool(PoolKind::CoarseGrained)
-        .expect("coarse-grained pool")
-}
 
 /// Waits until a signal reaches 0 (the end of a packet's or copy's life).
 fn wait_zero(signal: &Signal) {
@@ -113,8 +66,8 @@ const SHAPES: [(usize, u32, u16); 3] = [(3000, 1024, 256), (1000, 1000, 64), (10
 
 #[test]
 fn fill_u32_writes_its_range_and_nothing_past_it() {
-    let system = system();
-    for gpu in gpus(&system) {
+    let system = announced_system();
+    for gpu in hsa_gpus(&system) {
         let fill = device_library(&gpu).kernel("fill_u32").expect("fill_u32");
         let queue = gpu.create_queue(QUEUE_SIZE).expect("queue");
         for (i, &(len, grid, workgroup)) in SHAPES.iter().enumerate() {
@@ -122,7 +75,8 @@ fn fill_u32_writes_its_range_and_nothing_past_it() {
             let mut out = device_pool(&gpu)
                 .alloc_device::<u32>(len + TAIL)
                 .expect("alloc");
-            out.write(0, &vec![POISON_U32; len + TAIL]).expect("poison");
+            out.write(0, &vec![u32::POISON; len + TAIL])
+                .expect("poison");
             let mut args = fill.kernargs().expect("kernargs");
             args.set("dst", &out)
                 .and_then(|a| a.set("len", len as u64))
@@ -136,7 +90,7 @@ fn fill_u32_writes_its_range_and_nothing_past_it() {
             assert_eq!(done.load(LoadOrder::Acquire), 0, "completion signal");
             let got = out.to_vec().expect("read back");
             let mut want = vec![value; len];
-            want.extend([POISON_U32; TAIL]);
+            want.extend([u32::POISON; TAIL]);
             assert_eq!(
                 got,
                 want,
@@ -149,9 +103,9 @@ fn fill_u32_writes_its_range_and_nothing_past_it() {
 
 #[test]
 fn copy_bytes_copies_its_range_and_nothing_past_it() {
-    let system = system();
+    let system = announced_system();
     let mut rng = Rng(0xC0FF_EE00_0000_0006);
-    for gpu in gpus(&system) {
+    for gpu in hsa_gpus(&system) {
         let copy = device_library(&gpu)
             .kernel("copy_bytes")
             .expect("copy_bytes");
@@ -166,7 +120,7 @@ fn copy_bytes_copies_its_range_and_nothing_past_it() {
             let mut dst = device_pool(&gpu)
                 .alloc_device::<u8>(len + TAIL)
                 .expect("alloc");
-            dst.write(0, &vec![POISON_U8; len + TAIL]).expect("poison");
+            dst.write(0, &vec![u8::POISON; len + TAIL]).expect("poison");
             let mut args = copy.kernargs().expect("kernargs");
             args.set("dst", &dst)
                 .and_then(|a| a.set("src", &src))
@@ -180,7 +134,7 @@ fn copy_bytes_copies_its_range_and_nothing_past_it() {
             assert_eq!(done.load(LoadOrder::Acquire), 0, "completion signal");
             let got = dst.to_vec().expect("read back");
             let mut want = bytes[..len].to_vec();
-            want.extend([POISON_U8; TAIL]);
+            want.extend([u8::POISON; TAIL]);
             assert!(
                 got == want,
                 "{}: copy_bytes len {len}: first difference at byte {:?}",
@@ -193,9 +147,9 @@ fn copy_bytes_copies_its_range_and_nothing_past_it() {
 
 #[test]
 fn saxpy_f32_rounds_like_the_cpu() {
-    let system = system();
+    let system = announced_system();
     let mut rng = Rng(0x5A_0000_0006);
-    for gpu in gpus(&system) {
+    for gpu in hsa_gpus(&system) {
         let saxpy = device_library(&gpu).kernel("saxpy_f32").expect("saxpy_f32");
         let queue = gpu.create_queue(QUEUE_SIZE).expect("queue");
         for &(len, grid, workgroup) in &SHAPES {
@@ -251,10 +205,10 @@ fn saxpy_f32_rounds_like_the_cpu() {
 
 #[test]
 fn a_barrier_and_holds_a_queue_until_another_queues_dispatch_completes() {
-    let system = system();
+    let system = announced_system();
     const LEN: usize = 512;
     const VALUE: u32 = 0x0BAD_CAFE;
-    for gpu in gpus(&system) {
+    for gpu in hsa_gpus(&system) {
         let lib = device_library(&gpu);
         let fill = lib.kernel("fill_u32").expect("fill_u32");
         let copy = lib.kernel("copy_bytes").expect("copy_bytes");
@@ -262,7 +216,7 @@ fn a_barrier_and_holds_a_queue_until_another_queues_dispatch_completes() {
         let consumer_queue = gpu.create_queue(QUEUE_SIZE).expect("queue");
 
         let mut middle = device_pool(&gpu).alloc_device::<u32>(LEN).expect("alloc");
-        middle.write(0, &[POISON_U32; LEN]).expect("poison");
+        middle.write(0, &[u32::POISON; LEN]).expect("poison");
         let mut out = device_pool(&gpu).alloc_device::<u32>(LEN).expect("alloc");
         out.write(0, &[0; LEN]).expect("clear");
 
@@ -330,11 +284,11 @@ fn a_barrier_and_holds_a_queue_until_another_queues_dispatch_completes() {
 
 #[test]
 fn async_copies_wait_for_their_dependencies_and_complete() {
-    let system = system();
+    let system = announced_system();
     let host = host_pool(&system);
     let mut rng = Rng(0xA5C0_0000_0006);
     const LEN: usize = 10_000;
-    for gpu in gpus(&system) {
+    for gpu in hsa_gpus(&system) {
         let data: Vec<u32> = (0..LEN).map(|_| rng.u32()).collect();
         let mut staging = host.alloc_host::<u32>(LEN).expect("host alloc");
         staging.copy_from_slice(&data);
@@ -342,7 +296,7 @@ fn async_copies_wait_for_their_dependencies_and_complete() {
             staging.allow_access(&[&gpu]).expect("allow access");
         }
         let mut device = device_pool(&gpu).alloc_device::<u32>(LEN).expect("alloc");
-        device.write(0, &[POISON_U32; LEN]).expect("poison");
+        device.write(0, &[u32::POISON; LEN]).expect("poison");
 
         // Host -> device, held back by a gate signal.
         let gate = Signal::new(&system, 1).expect("signal");
@@ -368,7 +322,7 @@ fn async_copies_wait_for_their_dependencies_and_complete() {
 
         // Device -> host, no dependencies.
         let mut back = host.alloc_host::<u32>(LEN).expect("host alloc");
-        back.fill(POISON_U32);
+        back.fill(u32::POISON);
         if !host.info().accessible_by_all {
             back.allow_access(&[&gpu]).expect("allow access");
         }
@@ -398,12 +352,12 @@ const ROCR_FAULTS_ENV: &str = "AQUEDUCT_E2E_ROCR_FAULTS";
 
 #[test]
 fn a_wild_write_faults_its_queue_and_every_later_wait_reports_it() {
-    let system = system();
+    let system = announced_system();
     if !hsa_backend().is_simulator() && std::env::var_os(ROCR_FAULTS_ENV).is_none() {
         eprintln!("skipped on ROCr: set {ROCR_FAULTS_ENV}=1 to run (a page fault may abort)");
         return;
     }
-    for gpu in gpus(&system) {
+    for gpu in hsa_gpus(&system) {
         let fill = device_library(&gpu).kernel("fill_u32").expect("fill_u32");
         let queue = gpu.create_queue(QUEUE_SIZE).expect("queue");
         let mut args = fill.kernargs().expect("kernargs");
@@ -439,7 +393,7 @@ fn a_wild_write_faults_its_queue_and_every_later_wait_reports_it() {
             "the wait noticed the fault late"
         );
         let mut out = device_pool(&gpu).alloc_device::<u32>(64).expect("alloc");
-        out.write(0, &[POISON_U32; 64]).expect("poison");
+        out.write(0, &[u32::POISON; 64]).expect("poison");
         let mut good_args = fill.kernargs().expect("kernargs");
         good_args
             .set("dst", &out)
@@ -484,8 +438,8 @@ fn other_gfx(gpu: &Agent) -> &'static str {
 
 #[test]
 fn a_code_object_for_another_gfx_is_refused_by_the_shim_and_the_runtime() {
-    let system = system();
-    for gpu in gpus(&system) {
+    let system = announced_system();
+    for gpu in hsa_gpus(&system) {
         let gfx = gpu.info().name.clone();
         let other = other_gfx(&gpu);
         let (wrong, _) = aqueduct::device_code::load_device_library(other).expect("load");
@@ -652,7 +606,7 @@ unsafe extern "C" fn service(
 
 #[test]
 fn agent_dispatch_packets_reach_the_host_service() {
-    let system = system();
+    let system = announced_system();
     let backend = hsa_backend();
     if !backend.is_simulator() {
         eprintln!("skipped on ROCr: its GPU queues serve no agent dispatches");
@@ -673,7 +627,7 @@ fn agent_dispatch_packets_reach_the_host_service() {
     assert_eq!(status, ffi::HSA_STATUS_SUCCESS, "register the handler");
 
     let host = host_pool(&system);
-    for gpu in gpus(&system) {
+    for gpu in hsa_gpus(&system) {
         let queue = gpu.create_queue(QUEUE_SIZE).expect("queue");
         let mut answer = host.alloc_host::<u64>(1).expect("host alloc");
         answer[0] = u64::MAX;

@@ -12,126 +12,13 @@
 //! definitions in the kernels' doc comments, not from the simulator's
 //! helpers: f64 where rounding matters, exact integer arithmetic elsewhere.
 
-use aqueduct_sim::{Device, Program, Stats};
-use aqueduct_tests::{Args, Rng, simulated, upload};
-
-// ---------------------------------------------------------------------------
-// Buffers, kernargs and the simulated devices
-// ---------------------------------------------------------------------------
-
-/// An element type of device buffers, with the pattern poisoned buffers
-/// hold.
-trait Word: Copy + PartialEq + std::fmt::Debug {
-    const SIZE: usize;
-    const POISON: Self;
-    fn put(self, out: &mut Vec<u8>);
-    fn get(bytes: &[u8]) -> Self;
-}
-
-macro_rules! word {
-    ($($t:ty = $poison:expr),*) => {$(
-        impl Word for $t {
-            const SIZE: usize = size_of::<$t>();
-            const POISON: Self = $poison;
-            fn put(self, out: &mut Vec<u8>) {
-                out.extend_from_slice(&self.to_le_bytes());
-            }
-            fn get(bytes: &[u8]) -> Self {
-                <$t>::from_le_bytes(bytes.try_into().expect("element size"))
-            }
-        }
-    )*};
-}
-
-word!(u16 = 0xDEAD, u32 = 0xDEAD_BEEF, u64 = 0xDEAD_BEEF_DEAD_BEEF);
-
-/// One simulated device with the test kernels loaded.
-struct Sim {
-    d: Device,
-    p: Program,
-}
-
-/// The test kernels' code object for gfx90a and for gfx942, loaded.
-fn sims() -> Vec<Sim> {
-    simulated("aqueduct-test-kernels")
-        .into_iter()
-        .map(|(d, p)| Sim { d, p })
-        .collect()
-}
-
-impl Sim {
-    fn upload<T: Word>(&self, values: &[T]) -> u64 {
-        let mut bytes = Vec::with_capacity(values.len() * T::SIZE);
-        for &v in values {
-            v.put(&mut bytes);
-        }
-        upload(&self.d, &bytes)
-    }
-
-    /// A buffer of `len` poisoned elements and a poisoned guard after them.
-    fn poisoned<T: Word>(&self, len: usize) -> u64 {
-        self.upload(&vec![T::POISON; len + 1])
-    }
-
-    /// Refills a [`Sim::poisoned`] buffer with poison.
-    fn repoison<T: Word>(&self, a: u64, len: usize) {
-        let mut bytes = Vec::new();
-        for _ in 0..=len {
-            T::POISON.put(&mut bytes);
-        }
-        self.d.memory().write_bytes(a, &bytes).expect("write");
-    }
-
-    fn read<T: Word>(&self, a: u64, len: usize) -> Vec<T> {
-        let mut bytes = vec![0u8; len * T::SIZE];
-        self.d.memory().read_bytes(a, &mut bytes).expect("read");
-        bytes.chunks_exact(T::SIZE).map(T::get).collect()
-    }
-
-    /// The `len` elements of a [`Sim::poisoned`] buffer, after checking
-    /// that the guard past them is still poison.
-    fn output<T: Word>(&self, a: u64, len: usize, what: &str) -> Vec<T> {
-        let mut v = self.read::<T>(a, len + 1);
-        assert_eq!(
-            v.pop(),
-            Some(T::POISON),
-            "{:?} {what}: wrote past the end",
-            self.d.target
-        );
-        v
-    }
-
-    fn run(&self, kernel: &str, (grid, wg): (u32, u16), args: &Args) -> Stats {
-        self.d
-            .run(&self.p, kernel, [grid, 1, 1], [wg, 1, 1], &args.0)
-            .unwrap_or_else(|e| {
-                panic!(
-                    "{:?} {kernel} grid {grid} workgroup {wg}: {e}",
-                    self.d.target
-                )
-            })
-    }
-
-    fn free(&self, addresses: &[u64]) {
-        for &a in addresses {
-            self.d.memory().free(a).expect("free");
-        }
-    }
-}
+use aqueduct_tests::{Args, Rng, TEST_KERNELS, Word, assert_same, simulated};
 
 /// (grid, workgroup) shapes: one full wave; a partial wave per workgroup
 /// and a partial last workgroup; multi-wave workgroups with a partial last
 /// one; one partial 1024-item workgroup of nine waves, the last of one
 /// lane; and fewer work-items than elements in all but the largest inputs.
 const SHAPES: &[(u32, u16)] = &[(64, 64), (77, 33), (1000, 256), (300, 128), (513, 1024)];
-
-/// Asserts two slices are equal, naming the first differing element.
-fn assert_same<T: PartialEq + std::fmt::Debug>(got: &[T], want: &[T], what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    if let Some(i) = (0..got.len()).find(|&i| got[i] != want[i]) {
-        panic!("{what}: element {i} is {:?}, want {:?}", got[i], want[i]);
-    }
-}
 
 // ---------------------------------------------------------------------------
 // Divergent control flow
@@ -152,7 +39,7 @@ fn collatz_lanes_leave_the_loop_on_their_own_step() {
     let mut rng = Rng(0x0C01_1A72);
     let len = 1001;
     let limit = 150;
-    for sim in sims() {
+    for sim in simulated(TEST_KERNELS) {
         // Small values finish early, large ones often hit the limit; 0 and
         // 1 take the never/immediately exits.
         let mut src: Vec<u32> = (0..len)
@@ -172,7 +59,7 @@ fn collatz_lanes_leave_the_loop_on_their_own_step() {
             let args = Args::default().arg(s).arg(dst).arg(len as u64).arg(limit);
             sim.run("collatz_steps", shape, &args);
             let got = sim.output::<u32>(dst, len, "collatz_steps");
-            assert_same(&got, &want, &format!("{:?} {shape:?}", sim.d.target));
+            assert_same(&got, &want, &sim.at(&format!("{shape:?}")));
         }
         sim.free(&[s, dst]);
     }
@@ -183,7 +70,7 @@ fn first_pair_search_breaks_out_of_the_inner_loop() {
     let mut rng = Rng(0xF1257);
     let len = 777;
     let window = 11u32;
-    for sim in sims() {
+    for sim in simulated(TEST_KERNELS) {
         let src: Vec<u32> = (0..len).map(|_| rng.u32()).collect();
         let target = rng.u32();
         let want: Vec<u32> = (0..len)
@@ -213,7 +100,7 @@ fn first_pair_search_breaks_out_of_the_inner_loop() {
                 .arg(target);
             sim.run("first_pair_mod64", shape, &args);
             let got = sim.output::<u32>(dst, len, "first_pair_mod64");
-            assert_same(&got, &want, &format!("{:?} {shape:?}", sim.d.target));
+            assert_same(&got, &want, &sim.at(&format!("{shape:?}")));
         }
         sim.free(&[s, dst]);
     }
@@ -233,7 +120,7 @@ fn smallest_factor_reference(n: u32) -> u32 {
 fn four_way_branch_takes_every_arm_in_one_wave() {
     let mut rng = Rng(0xB2A2C4);
     let len = 1003;
-    for sim in sims() {
+    for sim in simulated(TEST_KERNELS) {
         let src: Vec<u32> = (0..len).map(|_| rng.u32()).collect();
         let want: Vec<u32> = src
             .iter()
@@ -254,7 +141,7 @@ fn four_way_branch_takes_every_arm_in_one_wave() {
             let args = Args::default().arg(s).arg(dst).arg(len as u64);
             sim.run("branch_mix", shape, &args);
             let got = sim.output::<u32>(dst, len, "branch_mix");
-            assert_same(&got, &want, &format!("{:?} {shape:?}", sim.d.target));
+            assert_same(&got, &want, &sim.at(&format!("{shape:?}")));
         }
         sim.free(&[s, dst]);
     }
@@ -271,7 +158,7 @@ const LDS_BYTES: u32 = 4096;
 fn workgroup_sums_reduce_through_lds_across_waves() {
     let mut rng = Rng(0x5_11A);
     let len = 4099;
-    for sim in sims() {
+    for sim in simulated(TEST_KERNELS) {
         let k = sim.p.kernel("workgroup_sum_u32").expect("kernel");
         assert!(k.descriptor.group_segment_fixed_size >= LDS_BYTES);
         let src: Vec<u32> = (0..len).map(|_| rng.u32()).collect();
@@ -289,11 +176,7 @@ fn workgroup_sums_reduce_through_lds_across_waves() {
             let args = Args::default().arg(s).arg(partial).arg(len as u64);
             sim.run("workgroup_sum_u32", (grid, wg), &args);
             let got = sim.output::<u32>(partial, groups, "workgroup_sum_u32");
-            assert_same(
-                &got,
-                &want,
-                &format!("{:?} grid {grid} workgroup {wg}", sim.d.target),
-            );
+            assert_same(&got, &want, &sim.at(&format!("grid {grid} workgroup {wg}")));
             sim.free(&[partial]);
         }
         sim.free(&[s]);
@@ -308,7 +191,7 @@ const OUT_OF_RANGE: u32 = 0x0BAD_0BAD;
 fn workgroup_reverse_reads_other_waves_slots_after_the_barrier() {
     let mut rng = Rng(0x2E7E25E);
     let len = 1001usize;
-    for sim in sims() {
+    for sim in simulated(TEST_KERNELS) {
         let src: Vec<u32> = (0..len).map(|_| rng.u32()).collect();
         let s = sim.upload(&src);
         let dst = sim.poisoned::<u32>(len);
@@ -328,11 +211,7 @@ fn workgroup_reverse_reads_other_waves_slots_after_the_barrier() {
             let args = Args::default().arg(s).arg(dst).arg(len as u64);
             sim.run("workgroup_reverse_u32", (grid, wg), &args);
             let got = sim.output::<u32>(dst, len, "workgroup_reverse_u32");
-            assert_same(
-                &got,
-                &want,
-                &format!("{:?} grid {grid} workgroup {wg}", sim.d.target),
-            );
+            assert_same(&got, &want, &sim.at(&format!("grid {grid} workgroup {wg}")));
         }
         sim.free(&[s, dst]);
     }
@@ -346,7 +225,7 @@ fn workgroup_reverse_reads_other_waves_slots_after_the_barrier() {
 fn u32_atomics_from_every_wave_reach_the_exact_totals() {
     let mut rng = Rng(0xA7_0A1C);
     let len = 3001;
-    for sim in sims() {
+    for sim in simulated(TEST_KERNELS) {
         let src: Vec<u32> = (0..len).map(|_| rng.u32()).collect();
         let init = [7u32, 11, 5, u32::MAX - 3, 0x55AA_55AA];
         let want = [
@@ -364,7 +243,7 @@ fn u32_atomics_from_every_wave_reach_the_exact_totals() {
             let args = Args::default().arg(s).arg(len as u64).arg(stats);
             sim.run("atomic_stats_u32", shape, &args);
             let got = sim.output::<u32>(stats, init.len(), "atomic_stats_u32");
-            assert_same(&got, &want, &format!("{:?} {shape:?}", sim.d.target));
+            assert_same(&got, &want, &sim.at(&format!("{shape:?}")));
             sim.free(&[stats]);
         }
         sim.free(&[s]);
@@ -375,7 +254,7 @@ fn u32_atomics_from_every_wave_reach_the_exact_totals() {
 fn fetch_add_hands_out_each_ticket_once() {
     let mut rng = Rng(0x71C_CE75);
     let len = 2049usize;
-    for sim in sims() {
+    for sim in simulated(TEST_KERNELS) {
         let tickets = sim.poisoned::<u32>(len);
         for &shape in SHAPES {
             sim.repoison::<u32>(tickets, len);
@@ -384,7 +263,7 @@ fn fetch_add_hands_out_each_ticket_once() {
             let counter = sim.upload(&[start, u32::POISON]);
             let args = Args::default().arg(counter).arg(tickets).arg(len as u64);
             sim.run("atomic_tickets_u32", shape, &args);
-            let what = format!("{:?} {shape:?}", sim.d.target);
+            let what = sim.at(&format!("{shape:?}"));
             let end = sim.output::<u32>(counter, 1, "atomic_tickets_u32 counter");
             assert_eq!(end, [start.wrapping_add(len as u32)], "{what}");
             let mut got = sim.output::<u32>(tickets, len, "atomic_tickets_u32");
@@ -402,7 +281,7 @@ fn fetch_add_hands_out_each_ticket_once() {
 fn u64_atomics_and_a_cas_loop_reach_the_exact_totals() {
     let mut rng = Rng(0x64_A70);
     let len = 1999;
-    for sim in sims() {
+    for sim in simulated(TEST_KERNELS) {
         // Mostly set bits, so the running AND keeps some until the end.
         let src: Vec<u64> = (0..len)
             .map(|_| rng.next_u64() | 0xF000_0000_0000_000F)
@@ -424,7 +303,7 @@ fn u64_atomics_and_a_cas_loop_reach_the_exact_totals() {
             let args = Args::default().arg(s).arg(len as u64).arg(acc);
             sim.run("atomic_stats_u64", shape, &args);
             let got = sim.output::<u64>(acc, init.len(), "atomic_stats_u64");
-            assert_same(&got, &want, &format!("{:?} {shape:?}", sim.d.target));
+            assert_same(&got, &want, &sim.at(&format!("{shape:?}")));
             sim.free(&[acc]);
         }
         sim.free(&[s]);
@@ -435,7 +314,7 @@ fn u64_atomics_and_a_cas_loop_reach_the_exact_totals() {
 fn saturating_add_by_cas_stops_at_the_cap() {
     let mut rng = Rng(0x5A7);
     let len = 1501;
-    for sim in sims() {
+    for sim in simulated(TEST_KERNELS) {
         let src: Vec<u32> = (0..len).map(|_| rng.below(1 << 20) as u32).collect();
         let total: u64 = src.iter().map(|&v| u64::from(v)).sum();
         let s = sim.upload(&src);
@@ -513,7 +392,7 @@ fn same_f32(got: u32, want: f64) -> bool {
 #[test]
 fn f32_to_f16_rounds_to_nearest_even_and_widens_exactly() {
     let mut rng = Rng(0xF16);
-    for sim in sims() {
+    for sim in simulated(TEST_KERNELS) {
         // Exponents from below the f16 subnormals to past its range, and
         // the edges by name: ties at 1 + 2^-11, the subnormal tie 2^-25,
         // the largest finite and the first value that rounds to infinity.
@@ -556,7 +435,7 @@ fn f32_to_f16_rounds_to_nearest_even_and_widens_exactly() {
                 .arg(square)
                 .arg(len as u64);
             sim.run("f32_f16_round_trip", shape, &args);
-            let what = format!("{:?} {shape:?}", sim.d.target);
+            let what = sim.at(&format!("{shape:?}"));
             let h = sim.output::<u16>(half, len, "f32_f16_round_trip half");
             let b = sim.output::<u32>(back, len, "f32_f16_round_trip back");
             let q = sim.output::<u32>(square, len, "f32_f16_round_trip square");
@@ -592,7 +471,7 @@ fn f32_to_f16_rounds_to_nearest_even_and_widens_exactly() {
 
 #[test]
 fn every_f16_encoding_widens_to_its_f32_value() {
-    for sim in sims() {
+    for sim in simulated(TEST_KERNELS) {
         // All 65536 encodings and one more, so the length is odd.
         let src: Vec<u16> = (0..=u16::MAX).chain([0x3C00]).collect();
         let len = src.len();
@@ -637,7 +516,7 @@ fn bf16_reference(x: f32) -> u16 {
 #[test]
 fn f32_to_bf16_rounds_ties_to_even_and_products_are_exact() {
     let mut rng = Rng(0xBF16);
-    for sim in sims() {
+    for sim in simulated(TEST_KERNELS) {
         let mut src: Vec<f32> = (0..1200).map(|_| rng.f32_exp(-60, 60)).collect();
         src.extend(
             [
@@ -667,7 +546,7 @@ fn f32_to_bf16_rounds_ties_to_even_and_products_are_exact() {
             sim.repoison::<u32>(prod, len);
             let args = Args::default().arg(s).arg(bf).arg(prod).arg(len as u64);
             sim.run("f32_bf16_round", shape, &args);
-            let what = format!("{:?} {shape:?}", sim.d.target);
+            let what = sim.at(&format!("{shape:?}"));
             let got_bf = sim.output::<u16>(bf, len, "f32_bf16_round bf");
             let got_prod = sim.output::<u32>(prod, len, "f32_bf16_round prod");
             assert_same(&got_bf, &want_bf, &what);
@@ -721,7 +600,7 @@ fn int64_reference(x: u64, y: u64) -> [u64; INT64_RESULTS] {
 #[test]
 fn u64_and_i64_arithmetic_matches_the_cpu() {
     let mut rng = Rng(0x6464);
-    for sim in sims() {
+    for sim in simulated(TEST_KERNELS) {
         // Random pairs, divisors of every magnitude (the expansion takes
         // different paths for divisors above and below 2^32), and the
         // edge cases by name.
@@ -796,7 +675,7 @@ fn private_arrays_indexed_at_run_time_live_in_scratch() {
     let mut rng = Rng(0x05C2_A7C4);
     let len = 301;
     let rounds = 3;
-    for sim in sims() {
+    for sim in simulated(TEST_KERNELS) {
         let k = sim.p.kernel("scratch_shuffle").expect("kernel");
         let private = k.descriptor.private_segment_fixed_size;
         assert!(
@@ -813,7 +692,7 @@ fn private_arrays_indexed_at_run_time_live_in_scratch() {
             let args = Args::default().arg(s).arg(dst).arg(len as u64).arg(rounds);
             sim.run("scratch_shuffle", shape, &args);
             let got = sim.output::<u32>(dst, len, "scratch_shuffle");
-            assert_same(&got, &want, &format!("{:?} {shape:?}", sim.d.target));
+            assert_same(&got, &want, &sim.at(&format!("{shape:?}")));
         }
         sim.free(&[s, dst]);
     }

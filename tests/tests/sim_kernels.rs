@@ -3,33 +3,13 @@
 //! poisoned before each run, lengths are odd and grids do not divide them,
 //! so a kernel that skips or repeats an element fails.
 
-use aqueduct_sim::{Device, DispatchError, Fault, Program, Target};
-use aqueduct_tests::{Args, Rng, built_code_objects, simulated, upload};
-
-const POISON: u32 = 0xDEAD_BEEF;
-
-/// Each device code object for a simulated target, loaded.
-fn programs() -> Vec<(Device, Program)> {
-    simulated("aqueduct-device")
-}
-
-fn alloc_with(d: &Device, bytes: &[u8]) -> u64 {
-    upload(d, bytes)
-}
-
-fn read_u32s(d: &Device, a: u64, n: usize) -> Vec<u32> {
-    let mut b = vec![0u8; n * 4];
-    d.memory().read_bytes(a, &mut b).expect("read");
-    b.as_chunks::<4>()
-        .0
-        .iter()
-        .map(|&c| u32::from_le_bytes(c))
-        .collect()
-}
+use aqueduct::device_code::DEVICE_LIBRARY;
+use aqueduct_sim::{Device, DispatchError, Fault, Target};
+use aqueduct_tests::{Args, Rng, Sim, Word, built_code_objects, read, simulated, upload};
 
 #[test]
 fn fill_u32_writes_exactly_the_requested_elements() {
-    for (d, p) in programs() {
+    for Sim { d, p } in simulated(DEVICE_LIBRARY) {
         for (len, grid, wg) in [
             (1u64, 64u32, 64u16),
             (1000, 256, 64),
@@ -37,8 +17,8 @@ fn fill_u32_writes_exactly_the_requested_elements() {
             (77, 33, 33),
         ] {
             // One element of slack after the end stays poisoned.
-            let buf = alloc_with(&d, &vec![0xEF; (len as usize + 1) * 4]);
-            let poison: Vec<u8> = std::iter::repeat_n(POISON.to_le_bytes(), len as usize + 1)
+            let buf = upload(&d, &vec![0xEF; (len as usize + 1) * 4]);
+            let poison: Vec<u8> = std::iter::repeat_n(u32::POISON.to_le_bytes(), len as usize + 1)
                 .flatten()
                 .collect();
             d.memory().write_bytes(buf, &poison).unwrap();
@@ -47,14 +27,15 @@ fn fill_u32_writes_exactly_the_requested_elements() {
             let stats = d
                 .run(&p, "fill_u32", [grid, 1, 1], [wg, 1, 1], &ka)
                 .unwrap_or_else(|e| panic!("{:?}: {e}", d.target));
-            let out = read_u32s(&d, buf, len as usize + 1);
+            let out = read::<u32>(&d, buf, len as usize + 1);
             assert!(
                 out[..len as usize].iter().all(|&v| v == value),
                 "{:?} len {len}",
                 d.target
             );
             assert_eq!(
-                out[len as usize], POISON,
+                out[len as usize],
+                u32::POISON,
                 "{:?} wrote past the end",
                 d.target
             );
@@ -67,18 +48,23 @@ fn fill_u32_writes_exactly_the_requested_elements() {
 #[test]
 fn copy_bytes_copies_odd_lengths() {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-    for (d, p) in programs() {
+    for Sim { d, p } in simulated(DEVICE_LIBRARY) {
         for len in [1usize, 3, 255, 1001] {
             let src_bytes: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
-            let src = alloc_with(&d, &src_bytes);
-            let dst = alloc_with(&d, &vec![0xA5; len + 3]);
+            let src = upload(&d, &src_bytes);
+            let dst = upload(&d, &vec![u8::POISON; len + 3]);
             let ka = Args::default().arg(dst).arg(src).arg(len as u64).0;
             d.run(&p, "copy_bytes", [300, 1, 1], [128, 1, 1], &ka)
                 .unwrap_or_else(|e| panic!("{:?}: {e}", d.target));
             let mut out = vec![0u8; len + 3];
             d.memory().read_bytes(dst, &mut out).unwrap();
             assert_eq!(&out[..len], &src_bytes[..], "{:?} len {len}", d.target);
-            assert_eq!(&out[len..], &[0xA5; 3], "{:?} wrote past the end", d.target);
+            assert_eq!(
+                &out[len..],
+                &[u8::POISON; 3],
+                "{:?} wrote past the end",
+                d.target
+            );
             d.memory().free(src).unwrap();
             d.memory().free(dst).unwrap();
         }
@@ -88,19 +74,19 @@ fn copy_bytes_copies_odd_lengths() {
 #[test]
 fn saxpy_f32_matches_the_cpu_bit_for_bit() {
     let mut rng = Rng(42);
-    for (d, p) in programs() {
+    for Sim { d, p } in simulated(DEVICE_LIBRARY) {
         let len = 3001usize;
         let a = rng.f32();
         let x: Vec<f32> = (0..len).map(|_| rng.f32()).collect();
         let y: Vec<f32> = (0..len).map(|_| rng.f32()).collect();
         let xb: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
         let yb: Vec<u8> = y.iter().flat_map(|v| v.to_le_bytes()).collect();
-        let xa = alloc_with(&d, &xb);
-        let ya = alloc_with(&d, &yb);
+        let xa = upload(&d, &xb);
+        let ya = upload(&d, &yb);
         let ka = Args::default().arg(len as u64).arg(a).arg(xa).arg(ya).0;
         d.run(&p, "saxpy_f32", [512, 1, 1], [64, 1, 1], &ka)
             .unwrap_or_else(|e| panic!("{:?}: {e}", d.target));
-        let out = read_u32s(&d, ya, len);
+        let out = read::<u32>(&d, ya, len);
         for i in 0..len {
             // The kernel rounds the product before the sum, like this.
             let want = a * x[i] + y[i];
@@ -111,7 +97,7 @@ fn saxpy_f32_matches_the_cpu_bit_for_bit() {
 
 #[test]
 fn a_wild_pointer_stops_the_dispatch_with_a_memory_fault() {
-    for (d, p) in programs() {
+    for Sim { d, p } in simulated(DEVICE_LIBRARY) {
         // A host address the simulator never handed out.
         let wild = 0x10u64;
         let ka = Args::default().arg(wild).arg(8u64).arg(1u32).0;
@@ -148,7 +134,7 @@ fn results_do_not_depend_on_how_many_threads_run_the_workgroups() {
         let Some(target) = Target::from_name(built.gfx) else {
             continue;
         };
-        if built.package != "aqueduct-device" {
+        if built.package != DEVICE_LIBRARY {
             continue;
         }
         let bytes = std::fs::read(&built.path).expect("read code object");
@@ -156,14 +142,14 @@ fn results_do_not_depend_on_how_many_threads_run_the_workgroups() {
             .map(|threads| {
                 let d = Device::new(target).with_threads(threads);
                 let p = d.load(&bytes).expect("load");
-                let xa = alloc_with(&d, &x);
-                let ya = alloc_with(&d, &y);
+                let xa = upload(&d, &x);
+                let ya = upload(&d, &y);
                 let ka = Args::default().arg(len as u64).arg(a).arg(xa).arg(ya).0;
                 let stats = d
                     .run(&p, "saxpy_f32", [2048, 1, 1], [128, 1, 1], &ka)
                     .expect("run");
                 assert_eq!(stats.workgroups, 16);
-                read_u32s(&d, ya, len)
+                read::<u32>(&d, ya, len)
             })
             .into();
         assert_eq!(outputs[0], outputs[1], "{target:?}");

@@ -30,10 +30,9 @@
 //! D is poisoned before each run and has a poisoned guard after it.
 
 use aqueduct_sim::{Device, Program, Target};
-use aqueduct_tests::{Rng, simulated, upload};
+use aqueduct_tests::{Rng, Sim, TEST_KERNELS, Word, simulated, upload};
 
 const LANES: usize = 64;
-const POISON: u32 = 0xDEAD_BEEF;
 
 /// Element type of the A and B operands.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -467,11 +466,6 @@ fn check(target: Target, case: &Case, got: &[u8], want: &[Vec<(u64, f64)>]) {
 // Running
 // ---------------------------------------------------------------------------
 
-/// The test kernels' code objects for gfx90a and gfx942, loaded.
-fn sims() -> Vec<(Device, Program)> {
-    simulated("aqueduct-test-kernels")
-}
-
 fn run_case(d: &Device, p: &Program, case: &Case, seed: u64) {
     let mut rng = Rng(seed);
     let a = random_operand(case.ty, case.per_lane(), &mut rng);
@@ -480,7 +474,7 @@ fn run_case(d: &Device, p: &Program, case: &Case, seed: u64) {
     let c_raw = c_bytes(case, &c);
     let d_len = c_raw.len();
 
-    let poison: Vec<u8> = POISON.to_le_bytes().repeat(d_len / 4 + 1);
+    let poison: Vec<u8> = u32::POISON.to_le_bytes().repeat(d_len / 4 + 1);
     let buffers = [
         upload(d, &operand_bytes(case.ty, &a)),
         upload(d, &operand_bytes(case.b_ty, &b)),
@@ -495,7 +489,7 @@ fn run_case(d: &Device, p: &Program, case: &Case, seed: u64) {
     d.memory().read_bytes(buffers[3], &mut got).expect("read D");
     assert_eq!(
         got[d_len..],
-        POISON.to_le_bytes(),
+        u32::POISON.to_le_bytes(),
         "{:?} {}: wrote past D",
         d.target,
         case.kernel
@@ -508,7 +502,7 @@ fn run_case(d: &Device, p: &Program, case: &Case, seed: u64) {
 
 #[test]
 fn mfma_kernels_match_the_documented_layout_with_cbsz_abid_blgp() {
-    for (d, p) in sims() {
+    for Sim { d, p } in simulated(TEST_KERNELS) {
         for (n, case) in cases(d.target).enumerate() {
             for seed in [1, 2] {
                 run_case(&d, &p, case, 0x9E37_79B9_7F4A_7C15 ^ (n as u64) << 8 ^ seed);
@@ -522,7 +516,7 @@ fn every_mfma_kernel_has_a_case() {
     // Each code object's kernel list must match its target's cases, so a
     // kernel added to tests/kernels/src/mfma.rs (for both targets or for
     // one) is not silently left unchecked.
-    for (d, p) in sims() {
+    for Sim { d, p } in simulated(TEST_KERNELS) {
         let mut built: Vec<&str> = p
             .code_object
             .kernels

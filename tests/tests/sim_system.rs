@@ -15,14 +15,12 @@
 
 use aqueduct_sim::exec::Event;
 use aqueduct_sim::wave::PRIVATE_APERTURE_HI;
-use aqueduct_sim::{Device, DispatchError, Fault, FaultReport, Program, Space, Stats};
-use aqueduct_tests::{Args, Rng, simulated, upload};
+use aqueduct_sim::{Fault, Space};
+use aqueduct_tests::{Args, Rng, TEST_KERNELS, Word, assert_same, simulated};
 
 // ---------------------------------------------------------------------------
-// Buffers, kernargs and the simulated devices
+// What the kernels and the ISA fix
 // ---------------------------------------------------------------------------
-
-const POISON: u32 = 0xDEAD_BEEF;
 
 /// `llvm.trap`'s trap id under the HSA ABI (LLVM AMDGPUUsage, "Trap
 /// Handler ABI": `s_trap 0x2`, "LLVM trap").
@@ -36,126 +34,6 @@ const MSG_INTERRUPT: u16 = 1;
 /// Bytes of LDS `lds_read_at` has: the 1024-u32 array of
 /// `tests/kernels/llvm/workgroup.ll`.
 const LDS_BYTES: u32 = 4096;
-
-/// One simulated device with the test kernels loaded.
-struct Sim {
-    d: Device,
-    p: Program,
-}
-
-/// The test kernels' code object for gfx90a and for gfx942, loaded.
-fn sims() -> Vec<Sim> {
-    simulated("aqueduct-test-kernels")
-        .into_iter()
-        .map(|(d, p)| Sim { d, p })
-        .collect()
-}
-
-impl Sim {
-    fn upload(&self, values: &[u32]) -> u64 {
-        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        upload(&self.d, &bytes)
-    }
-
-    /// A buffer of `len` poisoned u32 and a poisoned guard after them.
-    fn poisoned(&self, len: usize) -> u64 {
-        self.upload(&vec![POISON; len + 1])
-    }
-
-    /// `len` little-endian words of `N` bytes at `a`.
-    fn read_words<const N: usize>(&self, a: u64, len: usize) -> Vec<[u8; N]> {
-        let mut bytes = vec![0u8; len * N];
-        self.d.memory().read_bytes(a, &mut bytes).expect("read");
-        bytes.as_chunks::<N>().0.to_vec()
-    }
-
-    fn read_u32(&self, a: u64, len: usize) -> Vec<u32> {
-        self.read_words(a, len)
-            .into_iter()
-            .map(u32::from_le_bytes)
-            .collect()
-    }
-
-    fn read_u64(&self, a: u64, len: usize) -> Vec<u64> {
-        self.read_words(a, len)
-            .into_iter()
-            .map(u64::from_le_bytes)
-            .collect()
-    }
-
-    /// The `len` elements of a [`Sim::poisoned`] buffer, after checking
-    /// that the guard past them is still poison.
-    fn output(&self, a: u64, len: usize, what: &str) -> Vec<u32> {
-        let mut v = self.read_u32(a, len + 1);
-        assert_eq!(
-            v.pop(),
-            Some(POISON),
-            "{}: wrote past the end",
-            self.at(what)
-        );
-        v
-    }
-
-    fn try_run(
-        &self,
-        kernel: &str,
-        grid: u32,
-        wg: u16,
-        args: &Args,
-    ) -> Result<Stats, DispatchError> {
-        self.d
-            .run(&self.p, kernel, [grid, 1, 1], [wg, 1, 1], &args.0)
-    }
-
-    fn run(&self, kernel: &str, grid: u32, wg: u16, args: &Args) -> Stats {
-        self.try_run(kernel, grid, wg, args)
-            .unwrap_or_else(|e| panic!("{}: {e}", self.at(kernel)))
-    }
-
-    /// Runs a dispatch that must fault, and returns the report after
-    /// checking the parts every fault shares: the kernel's name, and a pc
-    /// that holds an instruction of the program with mnemonic `at`.
-    fn fault(&self, kernel: &str, grid: u32, wg: u16, args: &Args, at: &str) -> FaultReport {
-        let report = match self.try_run(kernel, grid, wg, args) {
-            Err(DispatchError::Fault(report)) => *report,
-            Err(e) => panic!("{}: {e}, want a fault", self.at(kernel)),
-            Ok(_) => panic!("{}: completed, want a fault", self.at(kernel)),
-        };
-        assert_eq!(report.kernel, kernel, "{}", self.at(kernel));
-        assert!(
-            report.pc > self.p.base,
-            "{}: pc {:#x}",
-            self.at(kernel),
-            report.pc
-        );
-        let mnemonic = self
-            .p
-            .instructions()
-            .find(|&(offset, _)| self.p.base + offset == report.pc)
-            .and_then(|(_, inst)| inst.ok())
-            .map(|inst| inst.mnemonic);
-        assert_eq!(mnemonic, Some(at), "{}: {report}", self.at(kernel));
-        report
-    }
-
-    fn at(&self, what: &str) -> String {
-        format!("{:?} {what}", self.d.target)
-    }
-
-    fn free(&self, addresses: &[u64]) {
-        for &a in addresses {
-            self.d.memory().free(a).expect("free");
-        }
-    }
-}
-
-/// Asserts two slices are equal, naming the first differing element.
-fn assert_same(got: &[u32], want: &[u32], what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}: length");
-    if let Some(i) = (0..got.len()).find(|&i| got[i] != want[i]) {
-        panic!("{what}: element {i} is {:#x}, want {:#x}", got[i], want[i]);
-    }
-}
 
 // ---------------------------------------------------------------------------
 // Calls
@@ -176,10 +54,10 @@ fn hash_rounds(x: u32, rounds: u32) -> u32 {
 fn called_function_returns_to_each_lane_its_result() {
     let mut rng = Rng(0xCA11_0001);
     let len = 1001;
-    for sim in sims() {
+    for sim in simulated(TEST_KERNELS) {
         let src: Vec<u32> = (0..len).map(|_| rng.u32()).collect();
         let s = sim.upload(&src);
-        let dst = sim.poisoned(len);
+        let dst = sim.poisoned::<u32>(len);
         // 0 rounds: the callee's loop is skipped; 13: not a multiple of
         // its unrolling.
         for rounds in [0, 1, 13] {
@@ -190,7 +68,7 @@ fn called_function_returns_to_each_lane_its_result() {
                     .write_bytes(dst, &vec![0xEF; len * 4])
                     .expect("write");
                 let args = Args::default().u64(s).u64(dst).u64(len as u64).u32(rounds);
-                sim.run("call_hash", grid, wg, &args);
+                sim.run("call_hash", (grid, wg), &args);
                 let want: Vec<u32> = src.iter().map(|&v| hash_rounds(v, rounds)).collect();
                 assert_same(&sim.output(dst, len, &what), &want, &sim.at(&what));
             }
@@ -213,7 +91,7 @@ fn pointer_selected(v: u32) -> u32 {
 fn indirect_call_reaches_each_lanes_own_function() {
     let mut rng = Rng(0xCA11_0002);
     let len = 999;
-    for sim in sims() {
+    for sim in simulated(TEST_KERNELS) {
         // Random selectors (every wave wants all four targets), then runs
         // of one selector (waves that agree, one trip of the loop).
         let mut src: Vec<u32> = (0..len).map(|_| rng.u32()).collect();
@@ -223,11 +101,11 @@ fn indirect_call_reaches_each_lanes_own_function() {
         src[0] = 0;
         let want: Vec<u32> = src.iter().map(|&v| pointer_selected(v)).collect();
         let s = sim.upload(&src);
-        let dst = sim.poisoned(len);
+        let dst = sim.poisoned::<u32>(len);
         for (grid, wg) in [(64, 64), (77, 33), (999, 128)] {
             let what = format!("call_indirect grid {grid} workgroup {wg}");
             let args = Args::default().u64(s).u64(dst).u64(len as u64);
-            sim.run("call_indirect", grid, wg, &args);
+            sim.run("call_indirect", (grid, wg), &args);
             assert_same(&sim.output(dst, len, &what), &want, &sim.at(&what));
             sim.d
                 .memory()
@@ -259,14 +137,14 @@ fn select_op(op: u32, v: u32) -> u32 {
 fn many_armed_match_on_a_uniform_value_takes_each_arm() {
     let mut rng = Rng(0xCA11_0003);
     let len = 333;
-    for sim in sims() {
+    for sim in simulated(TEST_KERNELS) {
         let src: Vec<u32> = (0..len).map(|_| rng.u32()).collect();
         let s = sim.upload(&src);
-        let dst = sim.poisoned(len);
+        let dst = sim.poisoned::<u32>(len);
         for op in (0..=12).chain([u32::MAX]) {
             let what = format!("select_op {op}");
             let args = Args::default().u64(s).u64(dst).u64(len as u64).u32(op);
-            sim.run("select_op", 200, 64, &args);
+            sim.run("select_op", (200, 64), &args);
             let want: Vec<u32> = src.iter().map(|&v| select_op(op, v)).collect();
             assert_same(&sim.output(dst, len, &what), &want, &sim.at(&what));
         }
@@ -283,14 +161,14 @@ fn trap_stops_the_dispatch_naming_its_id_workgroup_and_wave() {
     let mut rng = Rng(0x7EA9_0001);
     let len = 1000;
     let trap_on = 0x7EA9_7EA9;
-    for sim in sims() {
+    for sim in simulated(TEST_KERNELS) {
         let mut src: Vec<u32> = (0..len).map(|_| rng.u32() | 1).collect();
         let s = sim.upload(&src);
-        let dst = sim.poisoned(len);
+        let dst = sim.poisoned::<u32>(len);
         let args = Args::default().u64(s).u64(dst).u64(len as u64).u32(trap_on);
 
         // No element asks: every work-item writes, none traps.
-        sim.run("trap_on_value", 1024, 256, &args);
+        sim.run("trap_on_value", (1024, 256), &args);
         let want: Vec<u32> = src.iter().map(|&v| v ^ 0x5A5A_5A5A).collect();
         assert_same(&sim.output(dst, len, "no trap"), &want, &sim.at("no trap"));
 
@@ -303,7 +181,7 @@ fn trap_stops_the_dispatch_naming_its_id_workgroup_and_wave() {
             .u64(dst)
             .u64(len as u64)
             .u32(trap_on);
-        let report = sim.fault("trap_on_value", 1024, 256, &args, "s_trap");
+        let report = sim.fault("trap_on_value", (1024, 256), &args, "s_trap");
         assert_eq!(
             report.fault,
             Fault::Trap { id: LLVM_TRAP_ID },
@@ -313,7 +191,7 @@ fn trap_stops_the_dispatch_naming_its_id_workgroup_and_wave() {
         assert_eq!(report.workgroup, [2, 0, 0], "{}", sim.at("trap"));
         assert_eq!(report.wave, 2, "{}", sim.at("trap"));
         assert_eq!(report.word, 0xBF92_0000 | u32::from(LLVM_TRAP_ID));
-        sim.output(dst, len, "trap");
+        sim.output::<u32>(dst, len, "trap");
         sim.free(&[s, s2, dst]);
     }
 }
@@ -321,23 +199,23 @@ fn trap_stops_the_dispatch_naming_its_id_workgroup_and_wave() {
 #[test]
 fn sethalt_stops_the_dispatch_with_a_halt_fault() {
     let len = 512;
-    for sim in sims() {
-        let dst = sim.poisoned(len);
+    for sim in simulated(TEST_KERNELS) {
+        let dst = sim.poisoned::<u32>(len);
         // Halting from a workgroup past the last one: nothing halts.
         let args = Args::default().u64(dst).u64(len as u64).u32(4);
-        sim.run("halt_from_workgroup", 512, 128, &args);
+        sim.run("halt_from_workgroup", (512, 128), &args);
         let want: Vec<u32> = (0..len as u32).collect();
         assert_same(&sim.output(dst, len, "no halt"), &want, &sim.at("no halt"));
 
         let args = Args::default().u64(dst).u64(len as u64).u32(3);
-        let report = sim.fault("halt_from_workgroup", 512, 128, &args, "s_sethalt");
+        let report = sim.fault("halt_from_workgroup", (512, 128), &args, "s_sethalt");
         assert_eq!(report.fault, Fault::Halt, "{}", sim.at("halt"));
         // Workgroups run in order on one host thread: workgroup 3's first
         // wave is the first to halt.
         assert_eq!(report.workgroup, [3, 0, 0], "{}", sim.at("halt"));
         assert_eq!(report.wave, 0, "{}", sim.at("halt"));
         assert_eq!(report.word, 0xBF8D_0001, "{}", sim.at("halt"));
-        sim.output(dst, len, "halt");
+        sim.output::<u32>(dst, len, "halt");
         sim.free(&[dst]);
     }
 }
@@ -345,13 +223,13 @@ fn sethalt_stops_the_dispatch_with_a_halt_fault() {
 #[test]
 fn endpgm_ends_waves_before_they_write() {
     let len = 640;
-    for sim in sims() {
-        let dst = sim.poisoned(len);
+    for sim in simulated(TEST_KERNELS) {
+        let dst = sim.poisoned::<u32>(len);
         let args = Args::default().u64(dst).u64(len as u64).u32(2);
-        let stats = sim.run("end_from_workgroup", 640, 128, &args);
+        let stats = sim.run("end_from_workgroup", (640, 128), &args);
         assert_eq!(stats.waves, 10, "{}", sim.at("waves"));
         let want: Vec<u32> = (0..len as u32)
-            .map(|i| if i < 256 { i } else { POISON })
+            .map(|i| if i < 256 { i } else { u32::POISON })
             .collect();
         assert_same(&sim.output(dst, len, "endpgm"), &want, &sim.at("endpgm"));
         sim.free(&[dst]);
@@ -365,9 +243,9 @@ fn endpgm_ends_waves_before_they_write() {
 #[test]
 fn each_wave_raises_one_interrupt_with_its_m0() {
     let base = 0x0051_6E00;
-    for sim in sims() {
+    for sim in simulated(TEST_KERNELS) {
         // 300 work-items in 128-item workgroups: 2 + 2 + 1 waves.
-        let stats = sim.run("interrupt_per_wave", 300, 128, &Args::default().u32(base));
+        let stats = sim.run("interrupt_per_wave", (300, 128), &Args::default().u32(base));
         let mut m0s: Vec<u32> = stats
             .events
             .iter()
@@ -412,11 +290,11 @@ fn each_wave_raises_one_interrupt_with_its_m0() {
 #[test]
 fn clocks_never_run_backwards_across_sleep() {
     let workgroups = 4;
-    for sim in sims() {
-        let dst = sim.upload(&vec![0; workgroups * 8]);
+    for sim in simulated(TEST_KERNELS) {
+        let dst = sim.upload(&vec![0u32; workgroups * 8]);
         let args = Args::default().u64(dst).u32(50);
-        sim.run("clocks_around_sleep", 64 * workgroups as u32, 64, &args);
-        let t = sim.read_u64(dst, workgroups * 4);
+        sim.run("clocks_around_sleep", (64 * workgroups as u32, 64), &args);
+        let t = sim.read::<u64>(dst, workgroups * 4);
         for g in 0..workgroups {
             let [cycles0, ticks0, cycles1, ticks1] = t[g * 4..g * 4 + 4] else {
                 unreachable!()
@@ -449,17 +327,17 @@ fn clocks_never_run_backwards_across_sleep() {
 #[test]
 fn wild_global_pointer_faults_and_host_memory_stays_untouched() {
     let len = 5;
-    for sim in sims() {
+    for sim in simulated(TEST_KERNELS) {
         // Host memory the device does not own: the simulator's device
         // addresses are host addresses, so this is the address a stray
         // kernel pointer would hit.
-        let host = vec![POISON; len].into_boxed_slice();
+        let host = vec![u32::POISON; len].into_boxed_slice();
         let host_address = host.as_ptr() as u64;
-        let device = sim.upload(&[1, 2, 3, 4, 5]);
-        let dst = sim.poisoned(len);
+        let device = sim.upload(&[1u32, 2, 3, 4, 5]);
+        let dst = sim.poisoned::<u32>(len);
 
         let args = Args::default().u64(host_address).u64(dst).u64(len as u64);
-        let report = sim.fault("copy_u32", 64, 64, &args, "global_load_dword");
+        let report = sim.fault("copy_u32", (64, 64), &args, "global_load_dword");
         let want = Fault::Memory {
             space: Space::Global,
             address: host_address,
@@ -470,7 +348,7 @@ fn wild_global_pointer_faults_and_host_memory_stays_untouched() {
         assert_eq!((report.workgroup, report.wave), ([0, 0, 0], 0));
         assert_same(
             &sim.output(dst, len, "wild read"),
-            &[POISON; 5],
+            &[u32::POISON; 5],
             &sim.at("wild read"),
         );
 
@@ -478,7 +356,7 @@ fn wild_global_pointer_faults_and_host_memory_stays_untouched() {
             .u64(device)
             .u64(host_address)
             .u64(len as u64);
-        let report = sim.fault("copy_u32", 64, 64, &args, "global_store_dword");
+        let report = sim.fault("copy_u32", (64, 64), &args, "global_store_dword");
         let want = Fault::Memory {
             space: Space::Global,
             address: host_address,
@@ -486,12 +364,12 @@ fn wild_global_pointer_faults_and_host_memory_stays_untouched() {
             write: true,
         };
         assert_eq!(report.fault, want, "{}", sim.at("wild write"));
-        assert_same(&host, &[POISON; 5], &sim.at("host memory"));
+        assert_same(&host, &[u32::POISON; 5], &sim.at("host memory"));
 
         // A read far past a device buffer is no more the kernel's.
         let far = device + (1 << 40);
         let args = Args::default().u64(far).u64(dst).u64(1);
-        let report = sim.fault("copy_u32", 64, 64, &args, "global_load_dword");
+        let report = sim.fault("copy_u32", (64, 64), &args, "global_load_dword");
         let want = Fault::Memory {
             space: Space::Global,
             address: far,
@@ -505,7 +383,7 @@ fn wild_global_pointer_faults_and_host_memory_stays_untouched() {
 
 #[test]
 fn lds_read_past_the_group_segment_faults() {
-    for sim in sims() {
+    for sim in simulated(TEST_KERNELS) {
         let group = sim
             .p
             .kernel("lds_read_at")
@@ -514,21 +392,25 @@ fn lds_read_past_the_group_segment_faults() {
             .group_segment_fixed_size;
         assert_eq!(group, LDS_BYTES, "{}", sim.at("group segment"));
         let len = 256;
-        let dst = sim.poisoned(len);
+        let dst = sim.poisoned::<u32>(len);
         // In range: slot 200 holds 200 * 3 + 1; so does the last slot,
         // written by work-item 1023.
         for (address, wg, want) in [(800, 256, 601), (LDS_BYTES - 4, 1024, 1023 * 3 + 1)] {
             let what = format!("lds_read_at {address}");
             let args = Args::default().u64(dst).u64(len as u64).u32(address);
-            sim.run("lds_read_at", 1024, wg, &args);
-            assert_same(&sim.output(dst, len, &what), &[want; 256], &sim.at(&what));
+            sim.run("lds_read_at", (1024, wg), &args);
+            assert_same(
+                &sim.output::<u32>(dst, len, &what),
+                &[want; 256],
+                &sim.at(&what),
+            );
         }
         // Just past the allocation, and far past it but inside the 64 KiB
         // a workgroup could have.
         for address in [LDS_BYTES, 0xFFFC] {
             let what = format!("lds_read_at {address:#x}");
             let args = Args::default().u64(dst).u64(len as u64).u32(address);
-            let report = sim.fault("lds_read_at", 1024, 256, &args, "ds_read_b32");
+            let report = sim.fault("lds_read_at", (1024, 256), &args, "ds_read_b32");
             let want = Fault::Memory {
                 space: Space::Lds,
                 address: u64::from(address),
@@ -546,9 +428,9 @@ fn lds_read_past_the_group_segment_faults() {
 fn private_read_past_the_segment_faults_in_scratch() {
     let len = 100;
     let seed = 0x1234;
-    for sim in sims() {
-        let value = sim.poisoned(len);
-        let place = sim.upload(&vec![0; 2 * len]);
+    for sim in simulated(TEST_KERNELS) {
+        let value = sim.poisoned::<u32>(len);
+        let place = sim.upload(&vec![0u32; 2 * len]);
         let args = |index: u32| {
             Args::default()
                 .u64(value)
@@ -557,7 +439,7 @@ fn private_read_past_the_segment_faults_in_scratch() {
                 .u32(seed)
                 .u32(index)
         };
-        sim.run("private_read_at", 128, 64, &args(5));
+        sim.run("private_read_at", (128, 64), &args(5));
         assert_same(
             &sim.output(value, len, "in range"),
             &[5 * 7 + seed; 100],
@@ -565,7 +447,7 @@ fn private_read_past_the_segment_faults_in_scratch() {
         );
         // The array's generic address is in the private aperture, and
         // every lane's is the same offset into its own segment.
-        let places = sim.read_u64(place, len);
+        let places = sim.read::<u64>(place, len);
         let array = places[0];
         assert!(places.iter().all(|&p| p == array), "{}", sim.at("places"));
         assert_eq!(
@@ -582,7 +464,12 @@ fn private_read_past_the_segment_faults_in_scratch() {
             .descriptor
             .private_segment_fixed_size;
         let index = 1 << 20;
-        let report = sim.fault("private_read_at", 128, 64, &args(index), "flat_load_dword");
+        let report = sim.fault(
+            "private_read_at",
+            (128, 64),
+            &args(index),
+            "flat_load_dword",
+        );
         let want = Fault::Memory {
             space: Space::Scratch,
             address: (array & 0xFFFF_FFFF) + 4 * u64::from(index),
