@@ -74,6 +74,7 @@ use aqueduct_abi::aql::{
     AgentDispatchPacket, AmdBarrierValuePacket, AqlPacket, BarrierAndPacket, BarrierOrPacket,
     KernelDispatchPacket, PACKET_SIZE, PacketHeader, PacketType,
 };
+use aqueduct_abi::aql_ring::{consumed, is_published, is_ring_size, slot_offset};
 use aqueduct_abi::hsa::{HsaQueue, QueueFeatures, QueueType, SignalHandle};
 use zerocopy::{FromBytes, IntoBytes};
 
@@ -291,7 +292,7 @@ impl Entry {
 
     /// Address of packet `id`'s slot.
     fn slot(&self, id: u64) -> u64 {
-        self.ring + (id & u64::from(self.size - 1)) * PACKET_SIZE as u64
+        self.ring + slot_offset(id, u64::from(self.size))
     }
 
     /// The first dword of a slot: header and the 16 bits after it, which
@@ -353,7 +354,7 @@ pub fn create(
     callback: Option<ErrorCallback>,
     data: *mut c_void,
 ) -> Result<u64, Status> {
-    if !size.is_power_of_two() || queue_type > QueueType::COOPERATIVE.0 {
+    if !is_ring_size(size) || queue_type > QueueType::COOPERATIVE.0 {
         return Err(HSA_STATUS_ERROR_INVALID_ARGUMENT);
     }
     let a = rt.agent(agent).ok_or(HSA_STATUS_ERROR_INVALID_AGENT)?;
@@ -574,7 +575,7 @@ fn process(rt: &Runtime, q: &Entry) {
         let watch = rt.signals.watch([q.doorbell]);
         let seen = rt.signals.seen();
         let first = q.first_dword(slot).load(Ordering::Acquire);
-        if PacketHeader(first as u16).packet_type() == PacketType::INVALID {
+        if !is_published(first) {
             idle.park(rt, seen);
             continue;
         }
@@ -597,11 +598,10 @@ fn process(rt: &Runtime, q: &Entry) {
             }
         };
         // Free the slot, then publish the new read index, then complete.
-        q.first_dword(slot).store(
-            (first & 0xffff_0000) | u32::from(PacketHeader::INVALID.0),
-            Ordering::Release,
-        );
-        q.read_dispatch_id().store(id + 1, Ordering::Release);
+        q.first_dword(slot)
+            .store(consumed(first), Ordering::Release);
+        q.read_dispatch_id()
+            .store(id.wrapping_add(1), Ordering::Release);
         if !completion.is_null() && !super::signal::subtract(rt, completion.address(), 1) {
             let why = format!(
                 "completion signal {:#x} is not a signal in device memory",
@@ -1134,6 +1134,7 @@ mod tests {
     use std::time::Instant;
 
     use aqueduct_abi::aql::{FenceScope, Packet};
+    use aqueduct_abi::aql_ring::doorbell_value;
     use aqueduct_abi::hsa::SignalCondition;
     use zerocopy::FromZeros;
 
@@ -1190,7 +1191,7 @@ mod tests {
     }
 
     fn header_at(rt: &Runtime, q: u64, id: u64) -> PacketType {
-        let slot = amd_queue(rt, q).hsa_queue.base_address + (id % 64) * PACKET_SIZE as u64;
+        let slot = amd_queue(rt, q).hsa_queue.base_address + slot_offset(id, 64);
         let mut b = [0u8; 2];
         rt.memory.read_bytes(slot, &mut b).unwrap();
         PacketHeader(u16::from_le_bytes(b)).packet_type()
@@ -1206,7 +1207,7 @@ mod tests {
     /// then the first dword (header and setup) with one release store. A
     /// plain store wakes nobody, as a device store would not.
     fn publish<P: Packet>(rt: &Runtime, q: u64, id: u64, packet: &P) {
-        let slot = amd_queue(rt, q).hsa_queue.base_address + (id % 64) * PACKET_SIZE as u64;
+        let slot = amd_queue(rt, q).hsa_queue.base_address + slot_offset(id, 64);
         let bytes = packet.as_bytes();
         rt.memory.write_bytes(slot + 4, &bytes[4..]).unwrap();
         let first = u32::from_le_bytes(bytes[..4].try_into().unwrap());
@@ -1218,7 +1219,7 @@ mod tests {
     /// The host's doorbell: a release store of the packet id, which wakes.
     fn ring(rt: &Runtime, q: u64, id: u64) {
         let bell = amd_queue(rt, q).hsa_queue.doorbell_signal;
-        store(rt, bell, id as i64);
+        store(rt, bell, doorbell_value(id));
     }
 
     fn submit<P: Packet>(rt: &Runtime, q: u64, packet: &P) -> u64 {
