@@ -551,7 +551,7 @@ fn run_wave(
 ) -> Result<(), FaultReport> {
     let slots = &program.slots;
     let mut ctx = Ctx {
-        program,
+        code: &program.code,
         mem: program.memory(),
         lds,
         pc: 0,

@@ -37,6 +37,7 @@ use aqueduct_abi::aql::KernelDispatchPacket;
 use zerocopy::{FromZeros, IntoBytes};
 
 pub mod clock;
+pub mod code_index;
 pub mod decode;
 pub mod dispatch;
 pub mod exec;

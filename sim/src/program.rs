@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use aqueduct_abi::code_object::{CodeObject, CodeObjectError, Kernel};
 
+use crate::code_index::CodeIndex;
 use crate::decode::{DecodeError, Inst, Target, decode};
 use crate::exec::{self, Exec};
 use crate::fault::Fault;
@@ -76,11 +77,8 @@ pub struct Program {
     /// Device address of the image (vaddr 0 of the code object).
     pub base: u64,
     pub(crate) slots: Vec<Slot>,
-    /// Per word of the executable range: the slot starting there, or
-    /// `u32::MAX`.
-    index: Vec<u32>,
-    /// First vaddr of the executable range.
-    code_start: u64,
+    /// The slot starting at each word of the executable range.
+    pub(crate) code: CodeIndex,
     kernels: HashMap<String, usize>,
 }
 
@@ -112,8 +110,7 @@ impl Program {
             memory,
             base,
             slots: Vec::new(),
-            index: Vec::new(),
-            code_start: 0,
+            code: CodeIndex::default(),
             kernels: HashMap::new(),
         };
         // The image is zero-filled; copy each segment's file part.
@@ -142,8 +139,7 @@ impl Program {
             .map(|s| s.vaddr + s.filesz)
             .max()
             .unwrap_or(start);
-        program.code_start = start;
-        program.index = vec![u32::MAX; ((end - start) / 4) as usize];
+        program.code = CodeIndex::new(base + start, end - start);
         for s in &code {
             let from = s.file_offset as usize;
             let words: Vec<u32> = bytes[from..from + s.filesz as usize]
@@ -171,7 +167,7 @@ impl Program {
                 }
                 Err(e) => (exec::invalid_inst(), exec::invalid as Exec, Some(e), 1),
             };
-            self.index[((offset - self.code_start) / 4) as usize] = self.slots.len() as u32;
+            self.code.insert(self.base + offset, self.slots.len());
             self.slots.push(Slot {
                 inst,
                 exec,
@@ -193,17 +189,7 @@ impl Program {
 
     /// The slot index of the instruction at device address `address`.
     pub(crate) fn index_of(&self, address: u64) -> Result<usize, Fault> {
-        let bad = Fault::BranchTarget { address };
-        let rel = address
-            .checked_sub(self.base + self.code_start)
-            .ok_or(bad.clone())?;
-        if rel % 4 != 0 {
-            return Err(bad);
-        }
-        match self.index.get((rel / 4) as usize) {
-            Some(&i) if i != u32::MAX => Ok(i as usize),
-            _ => Err(bad),
-        }
+        self.code.index_of(address)
     }
 
     /// Device address of slot `i`.
@@ -244,48 +230,5 @@ impl Drop for Program {
     fn drop(&mut self) {
         // The image was allocated in `load`; nothing else frees it.
         let _ = self.memory.free(self.base);
-    }
-}
-
-#[cfg(test)]
-impl Program {
-    /// A program with no code, for executor unit tests that need a
-    /// [`crate::exec::Ctx`] but never jump.
-    pub(crate) fn empty(memory: Arc<Memory>, target: Target) -> Self {
-        use aqueduct_abi::code_object::{
-            CodeObjectVersion, FeatureSetting, Metadata, Target as CoTarget,
-        };
-        let processor = match target {
-            Target::Gfx90a => "gfx90a",
-            Target::Gfx942 => "gfx942",
-        };
-        Self {
-            target,
-            code_object: CodeObject {
-                version: CodeObjectVersion::V5,
-                target: CoTarget {
-                    mach: 0,
-                    processor,
-                    xnack: FeatureSetting::Any,
-                    sramecc: FeatureSetting::Any,
-                    generic_version: 0,
-                },
-                e_flags: 0,
-                metadata: Metadata {
-                    version: [1, 2],
-                    target: None,
-                    kernels: Vec::new(),
-                },
-                kernels: Vec::new(),
-                abi_version: None,
-                segments: Vec::new(),
-            },
-            memory,
-            base: 0,
-            slots: Vec::new(),
-            index: Vec::new(),
-            code_start: 0,
-            kernels: HashMap::new(),
-        }
     }
 }

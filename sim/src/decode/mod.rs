@@ -16,6 +16,9 @@
 
 pub mod inst;
 pub mod opcodes;
+/// The LLVM-syntax printer is a test oracle (it checks the decoder against
+/// `llvm-objdump`), so the product does not compile it.
+#[cfg(any(test, feature = "llvm-syntax"))]
 pub mod print;
 
 pub use inst::{Ext, Inst, Mods, Src, decode};

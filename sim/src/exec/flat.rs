@@ -648,21 +648,18 @@ pub const OPS: &[&[(&str, Exec)]] = &[MEM, CACHE];
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
 
     use super::*;
     use crate::decode::Target;
     use crate::exec::run_words_in;
     use crate::memory::Memory;
-    use crate::program::Program;
     use crate::wave::Scratch;
 
     #[test]
     fn a_private_dword_across_a_dword_boundary_is_split_by_the_swizzle() {
-        let program = Program::empty(Arc::new(Memory::new()), Target::Gfx942);
+        let memory = Memory::new();
         let lane_bytes = 16u32;
-        let base = program
-            .memory()
+        let base = memory
             .alloc(LANES as u64 * u64::from(lane_bytes), 256)
             .unwrap();
         let mut w = Wave::new(8, 0);
@@ -672,7 +669,8 @@ mod tests {
         // scratch_store_dword off, v1, off offset:2: bytes 2..4 of the
         // lane's dword 0 and bytes 0..2 of its dword 1, 256 bytes on.
         run_words_in(
-            &program,
+            &memory,
+            Target::Gfx942,
             &mut w,
             &[0xDC70_4002, 0x007F_0100],
             "scratch_store_dword",
@@ -681,7 +679,7 @@ mod tests {
         .unwrap();
         let dword = |a: u64| {
             let mut b = [0u8; 4];
-            program.memory().read_bytes(a, &mut b).unwrap();
+            memory.read_bytes(a, &mut b).unwrap();
             u32::from_le_bytes(b)
         };
         for l in 0..LANES as u64 {
@@ -691,7 +689,8 @@ mod tests {
         }
         // scratch_load_dword v2, off, off offset:2 reads the same bytes back.
         run_words_in(
-            &program,
+            &memory,
+            Target::Gfx942,
             &mut w,
             &[0xDC50_4002, 0x027F_0000],
             "scratch_load_dword",

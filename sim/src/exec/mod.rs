@@ -15,10 +15,10 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+use crate::code_index::CodeIndex;
 use crate::decode::{Ext, Format, Inst, Mods, Src};
 use crate::fault::Fault;
 use crate::memory::Memory;
-use crate::program::Program;
 use crate::wave::Wave;
 
 pub mod dpp;
@@ -45,7 +45,8 @@ pub enum Event {
 
 /// What an executor may touch beyond its wave.
 pub struct Ctx<'a> {
-    pub program: &'a Program,
+    /// Where the running program's instructions start (branch targets).
+    pub code: &'a CodeIndex,
     pub mem: &'a Memory,
     /// The workgroup's LDS allocation.
     pub lds: &'a mut [u8],
@@ -58,7 +59,7 @@ impl Ctx<'_> {
     /// Jumps to the instruction at `address`.
     #[inline]
     pub fn jump(&self, w: &mut Wave, address: u64) -> Result<(), Fault> {
-        w.pc = self.program.index_of(address)?;
+        w.pc = self.code.index_of(address)?;
         Ok(())
     }
 }
@@ -137,26 +138,26 @@ pub(crate) fn run_words(
     mnemonic: &str,
     lds: &mut [u8],
 ) -> Result<(), Fault> {
-    let program = Program::empty(std::sync::Arc::new(Memory::new()), target);
-    run_words_in(&program, w, words, mnemonic, lds)
+    run_words_in(&Memory::new(), target, w, words, mnemonic, lds)
 }
 
-/// [`run_words`] with `program`'s memory as device memory.
+/// [`run_words`] with `mem` as device memory.
 #[cfg(test)]
 pub(crate) fn run_words_in(
-    program: &Program,
+    mem: &Memory,
+    target: crate::decode::Target,
     w: &mut Wave,
     words: &[u32],
     mnemonic: &str,
     lds: &mut [u8],
 ) -> Result<(), Fault> {
-    let inst = crate::decode::decode(words, program.target).expect("decodes");
+    let inst = crate::decode::decode(words, target).expect("decodes");
     assert_eq!(inst.mnemonic, mnemonic);
     let exec = lookup(inst.mnemonic).expect("implemented");
     let mut events = Vec::new();
     let mut ctx = Ctx {
-        program,
-        mem: program.memory(),
+        code: &CodeIndex::default(),
+        mem,
         lds,
         pc: 0,
         events: &mut events,

@@ -599,12 +599,9 @@ mod tests {
     //! `llc`/`llvm-objdump` for gfx90a (module asm assembled into an
     //! object, then disassembled).
 
-    use std::sync::Arc;
-
     use super::*;
     use crate::decode::Target;
     use crate::memory::Memory;
-    use crate::program::Program;
     use crate::wave::Scratch;
 
     const POISON: u32 = 0xDEAD_BEEF;
@@ -615,26 +612,23 @@ mod tests {
     const SRSRC: usize = 8;
 
     struct Rig {
-        program: Program,
+        memory: Memory,
         buf: u64,
     }
 
     impl Rig {
         fn new() -> Self {
-            let memory = Arc::new(Memory::new());
+            let memory = Memory::new();
             let buf = memory.alloc(BUFFER, 256).expect("alloc");
             let bytes: Vec<u8> = (0..BUFFER as u32 / 4)
                 .flat_map(|k| (PATTERN + k).to_le_bytes())
                 .collect();
             memory.write_bytes(buf, &bytes).expect("fill");
-            Self {
-                program: Program::empty(memory, Target::Gfx90a),
-                buf,
-            }
+            Self { memory, buf }
         }
 
         fn run(&self, w: &mut Wave, words: [u32; 2], mnemonic: &str) -> R {
-            crate::exec::run_words_in(&self.program, w, &words, mnemonic, &mut [])
+            crate::exec::run_words_in(&self.memory, Target::Gfx90a, w, &words, mnemonic, &mut [])
         }
 
         /// 64 records of 16 bytes, swizzled: ELEMENT_SIZE 4 bytes (code
@@ -648,10 +642,7 @@ mod tests {
 
         fn dword(&self, address: u64) -> u32 {
             let mut b = [0u8; 4];
-            self.program
-                .memory()
-                .read_bytes(address, &mut b)
-                .expect("in memory");
+            self.memory.read_bytes(address, &mut b).expect("in memory");
             u32::from_le_bytes(b)
         }
 
@@ -826,7 +817,7 @@ mod tests {
         let rig = Rig::new();
         let lane_bytes = 64;
         let wave_bytes = LANES as u64 * u64::from(lane_bytes);
-        let region = rig.program.memory().alloc(2 * wave_bytes, 256).unwrap();
+        let region = rig.memory.alloc(2 * wave_bytes, 256).unwrap();
         // The second wave of the region, as dispatch lays waves out.
         let scratch = Scratch {
             base: region + wave_bytes,

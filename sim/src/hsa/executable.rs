@@ -16,7 +16,7 @@
 //! agent's is INCOMPATIBLE_ARGUMENTS. A kernel's KERNEL_OBJECT is its
 //! descriptor's device address in the loaded image, which is what AQL
 //! packets carry; [`State::kernel_at`] maps it back for the packet
-//! processor (queue.rs). Handles of readers, executables, loaded code
+//! processor (`queue::processor`). Handles of readers, executables, loaded code
 //! objects and symbols are opaque non-zero numbers.
 //!
 //! Divergence from ROCr: the simulator runs only code objects built for

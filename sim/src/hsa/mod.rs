@@ -14,9 +14,13 @@
 //!                 └─ executables (the four-call loading sequence)
 //! ```
 //!
-//! One file per concern, like ROCr's: [`system`] (init, agents, ISAs),
-//! [`memory`] (pools, allocation, copies), [`signal`], [`queue`],
-//! [`executable`]. Each keeps its state in a field of [`Runtime`]. Handles
+//! One room per concern, like ROCr's: [`system`] (init, agents, ISAs),
+//! [`memory`] (pools, allocation, copies), [`signal`], [`queue`] (the
+//! registry, with [`queue::processor`], the command processor, and
+//! [`queue::exports`]), [`executable`]; [`hooks`] are knobs for test
+//! harnesses. Each keeps its state in a field of [`Runtime`]. The C
+//! signatures are `aqueduct_abi::hsa_api`'s, which [`EXPORTS`] proves at
+//! compile time. Dependencies go one way: queue → signal → memory. Handles
 //! are what ROCr makes them where device code or the host shim depends on
 //! it (a signal handle is its `amd_signal_t`'s address, a queue is its
 //! `hsa_queue_t`'s address, a kernel object is its descriptor's address);

@@ -8,7 +8,8 @@
 //! also re-check every [`WAIT_SLICE`], which covers device stores that
 //! raise no interrupt, without spinning a core.
 //!
-//! Contract used by other parts of the runtime (queue.rs, memory.rs):
+//! Contract used by other parts of the runtime (the queue registry and its
+//! processor, memory.rs):
 //! [`value`], [`subtract`], [`wait`], [`create`]/[`destroy`],
 //! [`on_interrupt`] and [`State::notify`].
 //!
@@ -33,7 +34,7 @@
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering, fence};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use aqueduct_abi::amd_signal::{AMD_SIGNAL_ALIGN_BYTES, AmdSignal, AmdSignalKind};
@@ -285,12 +286,28 @@ fn add(rt: &Runtime, handle: u64, delta: i64, order: Ordering) -> bool {
     done
 }
 
+/// A store a higher layer can serve without the valid-range table: the
+/// queue registry's doorbell of the queue this thread used last. The
+/// registry installs it with its first queue, so that signals need not know
+/// queues (the dependency goes queue → signal only).
+pub type FastStore = fn(handle: u64, value: i64, order: Ordering) -> bool;
+
+static FAST_STORE: OnceLock<FastStore> = OnceLock::new();
+
+/// Installs the fast path of [`store`] (the first call wins).
+pub fn set_fast_store(fast: FastStore) {
+    let _ = FAST_STORE.set(fast);
+}
+
 /// Stores `value`: into a doorbell's register, else into the value word.
 fn store(rt: &Runtime, handle: u64, value: i64, order: Ordering) {
     let base = SignalHandle(handle).address();
     // A producer ringing the queue it just reserved slots in (a user-kind
     // signal) skips the table.
-    if !super::queue::store_own_doorbell(handle, value, order) {
+    if !FAST_STORE
+        .get()
+        .is_some_and(|fast| fast(handle, value, order))
+    {
         let mut m = rt.memory.access();
         let words = base
             .checked_add(KIND_OFFSET)
