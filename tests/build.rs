@@ -7,7 +7,7 @@
 //! tests and host code find them without being told a path.
 
 use xtask::device_build::{BuildOptions, Profile, build};
-use xtask::targets::{DEFAULT_TARGETS, parse_list};
+use xtask::targets::DEFAULT_TARGETS;
 
 fn main() {
     let workspace = xtask::workspace_root();
@@ -25,10 +25,7 @@ fn main() {
             workspace.join(input).display()
         );
     }
-    let targets = match parse_list(&DEFAULT_TARGETS.join(",")) {
-        Ok(targets) => targets,
-        Err(e) => fail(&e),
-    };
+    let targets = DEFAULT_TARGETS.iter().collect();
     let options = BuildOptions {
         workspace,
         targets,

@@ -237,24 +237,26 @@ impl System {
     }
 }
 
-/// A gfx942 agent as ROCr reports an MI300X (unit-test fixture).
+/// A gfx942 agent as ROCr reports an MI300X (unit-test fixture), with the
+/// processor's facts from `aqueduct_abi::gfx`.
 #[cfg(test)]
 pub(crate) fn test_gpu_info() -> AgentInfo {
+    let gfx942 = aqueduct_abi::gfx::gfx("gfx942").expect("in the table");
     AgentInfo {
         kind: AgentKind::Gpu,
-        name: "gfx942".into(),
+        name: gfx942.name.into(),
         vendor: "AMD".into(),
         node: 1,
-        wavefront_size: 64,
-        workgroup_max_dim: [1024; 3],
-        workgroup_max_size: 1024,
+        wavefront_size: gfx942.wave_size,
+        workgroup_max_dim: [gfx942.max_workgroup_size as u16; 3],
+        workgroup_max_size: gfx942.max_workgroup_size,
         grid_max_dim: [u32::MAX; 3],
         grid_max_size: u32::MAX,
         queues_max: 128,
         queue_min_size: 64,
         queue_max_size: 131072,
         gpu: Some(GpuInfo {
-            lds_size: 65536,
+            lds_size: u64::from(gfx942.lds_per_workgroup),
             ..GpuInfo::default()
         }),
     }

@@ -12,10 +12,10 @@
 use std::time::{Duration, Instant};
 
 use aqueduct_abi::aql::{KernelDispatchPacket, PacketHeader, PacketType};
+use aqueduct_abi::gfx::{PRODUCTS, gfx};
 use aqueduct_abi::hsa::{HsaQueue, SignalCondition};
 use aqueduct_abi::hsa_api::{HSA_STATUS_ERROR, HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION};
 use aqueduct_abi::packet::{self, BarrierKind, Ordering};
-use aqueduct_sim::hsa::PROFILES;
 
 use crate::agent::{Agent, AgentKind};
 use crate::hsa::testing;
@@ -81,14 +81,22 @@ fn agents_report_the_runtime_values() {
     let agents = system.agents().unwrap();
     assert_eq!(agents.len(), 2);
     assert_eq!(agents[0].info().kind, AgentKind::Cpu);
-    let mi300x = PROFILES[0];
+    // The simulator's default agent: an MI300X, as the per-gfx table
+    // describes it.
+    let mi300x = PRODUCTS[0];
+    let chip = mi300x.chip();
+    let facts = gfx(chip.gfx).unwrap();
     let info = agents[1].info();
-    assert_eq!(info.name, mi300x.gfx());
+    assert_eq!(info.name, "gfx942");
     let g = info.gpu.as_ref().unwrap();
-    assert_eq!(g.isa, mi300x.isa_name());
-    assert_eq!((g.chip_id, g.compute_units), (0x74a1, 304));
-    assert_eq!(g.product_name, "AMD Instinct MI300X");
-    assert_eq!(g.lds_size, aqueduct_sim::hsa::memory::GROUP_SEGMENT_BYTES);
+    assert_eq!(g.isa, "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-");
+    assert_eq!(
+        (g.chip_id, g.compute_units, g.product_name.as_str()),
+        (mi300x.chip, mi300x.compute_units, chip.name)
+    );
+    assert_eq!(g.lds_size, u64::from(facts.lds_per_workgroup));
+    assert_eq!(info.wavefront_size, facts.wave_size);
+    assert_eq!(g.max_waves_per_cu, facts.max_waves_per_cu());
     assert_eq!((info.queue_min_size, info.queue_max_size), (64, 1 << 17));
 }
 
@@ -99,10 +107,7 @@ fn pools_are_found_by_kind_and_lds_cannot_be_allocated() {
     let coarse = gpu.memory_pool(PoolKind::CoarseGrained).unwrap();
     assert!(coarse.info().coarse_grained && !coarse.host_accessible());
     let group = gpu.memory_pool(PoolKind::Group).unwrap();
-    assert_eq!(
-        group.info().size,
-        aqueduct_sim::hsa::memory::GROUP_SEGMENT_BYTES
-    );
+    assert_eq!(group.info().size, 64 << 10, "gfx942's LDS per workgroup");
     let err = group.alloc_device::<u32>(4).unwrap_err();
     assert!(
         err.to_string()

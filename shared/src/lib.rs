@@ -16,6 +16,8 @@
 //!   share.
 //! - [`packet`]: validating builders for AQL packets.
 //! - [`kernel_descriptor`]: the 64-byte AMDHSA kernel descriptor.
+//! - [`gfx`]: per-processor facts (waves, registers, LDS, matrix cores,
+//!   target features) and the GPU products behind PCI chip IDs.
 //! - [`command`], [`scheduler`]: aqueduct's own command-buffer and scheduler
 //!   layouts, versioned by [`ABI_VERSION`].
 //!
@@ -184,6 +186,7 @@ pub mod amd_signal;
 pub mod aql;
 pub mod aql_ring;
 pub mod command;
+pub mod gfx;
 pub mod hsa;
 pub mod hsa_api;
 pub mod kernel_descriptor;

@@ -112,8 +112,6 @@ impl std::fmt::Display for DispatchError {
 
 impl std::error::Error for DispatchError {}
 
-/// LDS per workgroup on gfx90a and gfx942 (64 KiB).
-pub const MAX_LDS: u32 = 64 * 1024;
 /// Instructions a wave runs before the next wave of its workgroup gets a
 /// turn: large enough to keep the loop tight, small enough that waves
 /// spinning on each other make progress.
@@ -153,9 +151,10 @@ fn shape(program: &Program, kernel: &Kernel, launch: &Launch) -> Result<Shape, D
         total
     };
     let lds = d.group_segment_fixed_size.max(launch.group_segment_size);
-    if lds > MAX_LDS {
+    let max_lds = program.target.gfx().lds_per_workgroup;
+    if lds > max_lds {
         return Err(bad(format!(
-            "{lds} bytes of LDS exceed the {MAX_LDS} a workgroup has"
+            "{lds} bytes of LDS exceed the {max_lds} a workgroup has"
         )));
     }
     let lane_bytes = d

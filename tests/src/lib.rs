@@ -23,7 +23,7 @@ pub struct Built {
 pub fn built_code_objects() -> Vec<Built> {
     let workspace = xtask::workspace_root();
     let mut out = Vec::new();
-    for gfx in DEFAULT_TARGETS {
+    for gfx in DEFAULT_TARGETS.iter().map(|t| t.name) {
         for krate in DEVICE_CRATES.iter().filter(|k| k.builds_for(gfx)) {
             // Found the way host code finds them; xtask must agree.
             let path = aqueduct::device_code::path(gfx, krate.package);

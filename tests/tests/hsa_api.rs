@@ -96,6 +96,7 @@ use aqueduct::{
     AgentIsa, DevicePtr, Error, Kernel, Launch, LoadOrder, MemoryPool, PoolKind, RmwOrder, Signal,
     StoreOrder, System, WaitOrder,
 };
+use aqueduct_abi::gfx::{Gfx, PRODUCTS, Product};
 use aqueduct_abi::hsa::SignalCondition;
 use aqueduct_abi::packet::{BarrierKind, KernelDispatch, Ordering, PacketError, barrier};
 use aqueduct_tests::{
@@ -123,61 +124,27 @@ const LIBRARY_KERNELS: [&str; 6] = [
 // What the simulated products are
 // ---------------------------------------------------------------------------
 
-/// One product as ROCr reports it on real hardware.
-struct Product {
-    gfx: &'static str,
-    name: &'static str,
-    /// PCI device id (pci.ids: 0x74a1 "Aqua Vanjaram [Instinct MI300X]",
-    /// 0x740f "Aldebaran [Instinct MI210]").
-    chip_id: u32,
-    /// Data sheets: MI300X 304 CUs, MI210 104 CUs.
-    compute_units: u32,
-    /// Peak engine clock, MHz (data sheets).
-    max_clock_mhz: u32,
-    /// HBM capacity (data sheets): what the VRAM pools report.
-    vram: u64,
-}
-
-const PRODUCTS: [Product; 2] = [
-    Product {
-        gfx: "gfx942",
-        name: "AMD Instinct MI300X",
-        chip_id: 0x74a1,
-        compute_units: 304,
-        max_clock_mhz: 2100,
-        vram: 192 << 30,
-    },
-    Product {
-        gfx: "gfx90a",
-        name: "AMD Instinct MI210",
-        chip_id: 0x740f,
-        compute_units: 104,
-        max_clock_mhz: 1700,
-        vram: 64 << 30,
-    },
-];
-
-/// Limits every GCN/CDNA agent reports through ROCr (hsa.h attributes;
-/// ROCr `GpuAgent::GetInfo`): 1024 work-items per workgroup and per
-/// dimension, 64-wide waves, queues of 64..=131072 packets, 128 queues,
-/// 64 KiB LDS, 4 SIMDs and 32 waves per CU, 128-byte cache lines.
-const WORKGROUP_MAX: u16 = 1024;
-const WAVEFRONT: u32 = 64;
+/// Limits of ROCr's GPU queues (hsa.h attributes; ROCr `GpuAgent::GetInfo`):
+/// queues of 64..=131072 packets, 128 queues. The processor's own limits
+/// (waves, workgroups, LDS, SIMDs, cache lines) are `aqueduct_abi::gfx`'s.
 const QUEUE_MIN: u32 = 64;
 const QUEUE_MAX: u32 = 1 << 17;
 const QUEUES_MAX: u32 = 128;
-const LDS_BYTES: u64 = 64 << 10;
-const SIMDS_PER_CU: u32 = 4;
-const WAVES_PER_CU: u32 = 32;
-const GPU_CACHELINE: u32 = 128;
 /// ROCr's allocation granule and alignment for global pools (`kPageSize`).
 const PAGE: u64 = 4096;
 
+/// The simulated product of processor `gfx` (the simulator poses as the
+/// first product of each).
 fn product(gfx: &str) -> &'static Product {
     PRODUCTS
         .iter()
-        .find(|p| p.gfx == gfx)
-        .unwrap_or_else(|| panic!("no product table entry for {gfx}"))
+        .find(|p| p.chip().gfx == gfx)
+        .unwrap_or_else(|| panic!("no product of {gfx} in aqueduct_abi::gfx"))
+}
+
+/// The facts of processor `gfx`.
+fn facts(gfx: &str) -> &'static Gfx {
+    aqueduct_abi::gfx::gfx(gfx).unwrap_or_else(|| panic!("no facts of {gfx} in aqueduct_abi::gfx"))
 }
 
 // ---------------------------------------------------------------------------
@@ -358,12 +325,13 @@ fn agents_report_their_products() {
         );
         assert!(info.name.starts_with("gfx"), "{}", info.name);
         assert_eq!(info.vendor, "AMD");
-        assert_eq!(info.wavefront_size, WAVEFRONT);
-        assert_eq!(info.workgroup_max_dim, [WORKGROUP_MAX; 3]);
-        assert_eq!(info.workgroup_max_size, u32::from(WORKGROUP_MAX));
+        let facts = facts(&info.name);
+        assert_eq!(info.wavefront_size, facts.wave_size);
+        assert_eq!(info.workgroup_max_dim, [facts.max_workgroup_size as u16; 3]);
+        assert_eq!(info.workgroup_max_size, facts.max_workgroup_size);
         assert_eq!(info.queue_min_size, QUEUE_MIN);
         assert_eq!(info.queue_max_size, QUEUE_MAX);
-        assert_eq!(lds_size(info), LDS_BYTES);
+        assert_eq!(lds_size(info), u64::from(facts.lds_per_workgroup));
         // The ISA names the agent's processor, with its features.
         let isa = AgentIsa::parse(&g.isa).expect("ISA name parses");
         assert_eq!(isa.processor, info.name, "ISA {}", g.isa);
@@ -387,18 +355,19 @@ fn agents_report_their_products() {
             continue;
         }
         let p = product(&info.name);
-        assert_eq!(g.product_name, p.name);
-        assert_eq!(g.chip_id, p.chip_id, "{} chip id", p.name);
-        assert_eq!(g.compute_units, p.compute_units, "{} CUs", p.name);
-        assert_eq!(g.max_clock_mhz, p.max_clock_mhz, "{} clock", p.name);
+        let name = p.chip().name;
+        assert_eq!(g.product_name, name);
+        assert_eq!(g.chip_id, p.chip, "{name} chip id");
+        assert_eq!(g.compute_units, p.compute_units, "{name} CUs");
+        assert_eq!(g.max_clock_mhz, p.max_clock_mhz, "{name} clock");
         assert_eq!(
             g.isa,
-            format!("amdgcn-amd-amdhsa--{}:sramecc+:xnack-", p.gfx),
+            format!("amdgcn-amd-amdhsa--{}:sramecc+:xnack-", info.name),
             "Instinct parts run with SRAM ECC on and XNACK off"
         );
-        assert_eq!(g.simds_per_cu, SIMDS_PER_CU);
-        assert_eq!(g.max_waves_per_cu, WAVES_PER_CU);
-        assert_eq!(g.cacheline_size, GPU_CACHELINE);
+        assert_eq!(g.simds_per_cu, facts.simds_per_cu);
+        assert_eq!(g.max_waves_per_cu, facts.max_waves_per_cu());
+        assert_eq!(g.cacheline_size, facts.cacheline_bytes);
         assert_eq!(info.queues_max, QUEUES_MAX);
         assert_eq!(info.grid_max_dim, [u32::MAX; 3]);
         assert_eq!(info.grid_max_size, u32::MAX);
@@ -417,28 +386,35 @@ fn agents_report_their_products() {
         // target check; one for the other processor does not.
         let (_, code) = aqueduct::device_code::load_device_library(&info.name).expect("library");
         aqueduct::check_target(&code.target, &info.name, &g.isa).expect("own target");
-        for other in PRODUCTS.iter().filter(|o| o.gfx != info.name) {
-            let (_, code) = aqueduct::device_code::load_device_library(other.gfx).expect("library");
+        for other in aqueduct_sim::Target::ALL.map(|t| t.name()) {
+            if other == info.name {
+                continue;
+            }
+            let (_, code) = aqueduct::device_code::load_device_library(other).expect("library");
             assert!(
                 matches!(
                     aqueduct::check_target(&code.target, &info.name, &g.isa),
                     Err(Error::TargetMismatch { .. })
                 ),
-                "{} code on {}",
-                other.gfx,
+                "{other} code on {}",
                 info.name
             );
         }
     }
     if hsa_backend().is_simulator() {
-        // The table above and the simulator's profiles are the same facts.
-        for p in aqueduct_sim::hsa::PROFILES {
-            let want = product(p.gfx());
+        // The simulator poses as every product of the table it runs.
+        let profiles: Vec<_> = aqueduct_sim::hsa::profiles().collect();
+        for t in aqueduct_sim::Target::ALL {
+            let want = product(t.name());
+            let p = profiles
+                .iter()
+                .find(|p| p.key == want.key)
+                .expect("profile");
             assert_eq!(
                 (p.product, p.chip_id, p.compute_units, p.max_clock_mhz),
                 (
-                    want.name,
-                    want.chip_id,
+                    want.chip().name,
+                    want.chip,
                     want.compute_units,
                     want.max_clock_mhz
                 )
@@ -588,7 +564,7 @@ fn memory_pools_match_the_simulated_topology() {
         let name = gpu.info().name.clone();
         let pools = gpu.memory_pools().expect("GPU pools");
         if on_sim {
-            let vram = product(&name).vram;
+            let vram = product(&name).memory_bytes;
             assert_eq!(
                 pools.iter().map(shape).collect::<Vec<_>>(),
                 [
@@ -597,7 +573,7 @@ fn memory_pools_match_the_simulated_topology() {
                     (
                         Segment::Group,
                         (false, false, false),
-                        LDS_BYTES,
+                        u64::from(facts(&name).lds_per_workgroup),
                         false,
                         false
                     ),
@@ -1108,8 +1084,12 @@ fn queue_sizes_outside_the_agents_range_are_refused() {
                 *queue.limits(),
                 aqueduct::queue::dispatch_limits(gpu.info())
             );
-            assert_eq!(queue.limits().max_group_segment_size as u64, LDS_BYTES);
-            assert_eq!(queue.limits().max_workgroup_size, u32::from(WORKGROUP_MAX));
+            let facts = facts(&name);
+            assert_eq!(
+                queue.limits().max_group_segment_size,
+                facts.lds_per_workgroup
+            );
+            assert_eq!(queue.limits().max_workgroup_size, facts.max_workgroup_size);
             // A clone is the same queue.
             assert_eq!(queue.clone().id(), queue.id());
         }
@@ -1378,7 +1358,7 @@ fn executables_find_kernels_by_name_and_symbol() {
                 u64::from(by_name.private_segment_size()),
                 meta.private_segment_fixed_size
             );
-            assert_eq!(meta.wavefront_size, u64::from(WAVEFRONT));
+            assert_eq!(meta.wavefront_size, u64::from(facts(&gfx).wave_size));
         }
         // Two kernels are two descriptors.
         assert_ne!(
@@ -1623,7 +1603,10 @@ fn dispatch_refusals_name_what_is_wrong() {
             Error::Packet(PacketError::ZeroSize { axis: 2 })
         ));
         assert!(matches!(
-            refused(Launch::linear(64, 64).with_dynamic_lds(LDS_BYTES as u32 + 4)),
+            refused(
+                Launch::linear(64, 64)
+                    .with_dynamic_lds(facts(&gpu.info().name).lds_per_workgroup + 4)
+            ),
             Error::Packet(PacketError::GroupSegmentTooLarge { .. })
         ));
         // More work-items per workgroup than the kernel or agent allows.

@@ -429,7 +429,7 @@ fn a_wild_write_faults_its_queue_and_every_later_wait_reports_it() {
 fn other_gfx(gpu: &Agent) -> &'static str {
     xtask::targets::DEFAULT_TARGETS
         .iter()
-        .copied()
+        .map(|t| t.name)
         .find(|&gfx| {
             gfx != gpu.info().name && aqueduct::device_code::path(gfx, "aqueduct-device").exists()
         })

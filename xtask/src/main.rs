@@ -85,7 +85,7 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
     }
     let targets = match targets {
         Some(t) => t,
-        None => targets::parse_list(&DEFAULT_TARGETS.join(","))?,
+        None => DEFAULT_TARGETS.iter().collect(),
     };
     Ok(Options { targets, profile })
 }

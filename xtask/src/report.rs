@@ -10,7 +10,7 @@ use std::path::Path;
 
 use aqueduct_abi::code_object::CodeObject;
 
-use crate::targets::{GfxTarget, Usage};
+use crate::targets::{GfxTarget, Usage, occupancy};
 
 /// One report row.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,13 +40,16 @@ pub fn rows(code_object: &str, co: &CodeObject, target: &GfxTarget) -> Vec<Row> 
         .iter()
         .map(|k| {
             let md = &k.metadata;
-            let (waves, limiter) = target.occupancy(Usage {
-                sgprs: clamp_u32(md.sgpr_count),
-                vgprs: clamp_u32(md.vgpr_count),
-                agprs: clamp_u32(md.agpr_count),
-                lds_bytes: clamp_u32(md.group_segment_fixed_size),
-                workgroup_size: clamp_u32(md.max_flat_workgroup_size),
-            });
+            let (waves, limiter) = occupancy(
+                target,
+                Usage {
+                    sgprs: clamp_u32(md.sgpr_count),
+                    vgprs: clamp_u32(md.vgpr_count),
+                    agprs: clamp_u32(md.agpr_count),
+                    lds_bytes: clamp_u32(md.group_segment_fixed_size),
+                    workgroup_size: clamp_u32(md.max_flat_workgroup_size),
+                },
+            );
             Row {
                 kernel: md.name.clone(),
                 gfx: target.name.to_owned(),

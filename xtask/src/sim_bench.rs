@@ -163,10 +163,7 @@ fn time(
     mut prepare: impl FnMut() -> Result<(), String>,
     mut verify: impl FnMut() -> Result<(), String>,
 ) -> Result<Sample, String> {
-    let gfx = match d.target {
-        Target::Gfx90a => "gfx90a",
-        Target::Gfx942 => "gfx942",
-    };
+    let gfx = d.target.name();
     let mut times = Vec::new();
     let mut cpu_times = Some(Vec::new());
     let mut stats = Stats::default();

@@ -21,7 +21,15 @@ use aqueduct_sim::decode::{self, DecodeError, Target};
 use aqueduct_sim::exec;
 
 /// The targets the simulator runs, and so the ones checked.
-pub const SIMULATED_TARGETS: &[&str] = &["gfx90a", "gfx942"];
+pub const SIMULATED_TARGETS: [&str; Target::ALL.len()] = {
+    let mut names = [""; Target::ALL.len()];
+    let mut i = 0;
+    while i < names.len() {
+        names[i] = Target::ALL[i].name();
+        i += 1;
+    }
+    names
+};
 
 /// Words that are no instruction of the target.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -171,7 +179,7 @@ pub fn format_table(c: &Coverage) -> String {
 /// implemented), and the percentage.
 pub fn totals(all: &[Coverage]) -> Vec<(&'static str, usize, usize, f64)> {
     let mut out = Vec::new();
-    for &gfx in SIMULATED_TARGETS {
+    for gfx in SIMULATED_TARGETS {
         let mut kinds: BTreeMap<String, bool> = BTreeMap::new();
         for c in all.iter().filter(|c| c.gfx == gfx) {
             for (m, k) in &c.kinds {

@@ -49,13 +49,26 @@ pub enum Target {
 }
 
 impl Target {
+    /// Every target the simulator runs.
+    pub const ALL: [Self; 2] = [Self::Gfx90a, Self::Gfx942];
+
+    /// The processor name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Gfx90a => "gfx90a",
+            Self::Gfx942 => "gfx942",
+        }
+    }
+
     /// By processor name (`gfx90a`, `gfx942`).
     pub fn from_name(name: &str) -> Option<Self> {
-        match name {
-            "gfx90a" => Some(Self::Gfx90a),
-            "gfx942" => Some(Self::Gfx942),
-            _ => None,
-        }
+        Self::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// The processor's facts (`aqueduct_abi::gfx`).
+    pub fn gfx(self) -> &'static aqueduct_abi::gfx::Gfx {
+        aqueduct_abi::gfx::gfx(self.name())
+            .expect("every simulated target is in the per-gfx table (a test checks it)")
     }
 }
 
@@ -296,6 +309,15 @@ fn has_extension(format: Format, word: u32) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_target_has_its_facts_in_the_per_gfx_table() {
+        for t in Target::ALL {
+            assert_eq!(t.gfx().name, t.name());
+            assert_eq!(Target::from_name(t.name()), Some(t));
+        }
+        assert_eq!(Target::from_name("gfx1100"), None);
+    }
 
     #[test]
     fn tables_are_sorted_for_binary_search() {

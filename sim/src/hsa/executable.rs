@@ -747,8 +747,8 @@ mod tests {
         use aqueduct_abi::code_object::CodeObjectVersion;
         let target =
             |e_flags| CoTarget::from_e_flags(e_flags, CodeObjectVersion::V5).expect("known mach");
-        let mi300x = crate::hsa::PROFILES[0];
-        let mi210 = crate::hsa::PROFILES[1];
+        let mut profiles = crate::hsa::profiles();
+        let (mi300x, mi210) = (profiles.next().unwrap(), profiles.next().unwrap());
         // gfx942 (mach 0x4c) with both features "any" (0x100 | 0x400).
         let gfx942_any = target(0x04c | 0x100 | 0x400);
         assert!(runs_on(&gfx942_any, mi300x));

@@ -15,7 +15,7 @@
 //!   CPU     system, coarse           GLOBAL   COARSE          yes    host RAM
 //!   GPU     VRAM                     GLOBAL   COARSE          yes    product HBM
 //!   GPU     VRAM, fine-grained       GLOBAL   FINE            yes    product HBM
-//!   GPU     LDS                      GROUP    0               no     64 KiB
+//!   GPU     LDS                      GROUP    0               no     LDS per workgroup
 //! ```
 //!
 //! Copies touch simulator memory only through the table (relaxed atomics,
@@ -40,27 +40,14 @@ use std::time::{Duration, Instant};
 
 use aqueduct_abi::hsa::{SignalCondition, SignalHandle};
 
-use super::{AgentInfo, AgentKind, Info, Profile, Runtime, answer, put, runtime, signal};
-use crate::Target;
+use super::{AgentInfo, AgentKind, Info, Runtime, answer, put, runtime, signal};
 use crate::memory::{Access, Memory, MemoryError};
 use aqueduct_abi::hsa_api::*;
 
 /// Granule and alignment of the global pools: ROCr's `kPageSize`.
 pub const PAGE: u64 = 4096;
-/// LDS per workgroup on gfx90a and gfx942 (the group pool's size).
-pub const GROUP_SEGMENT_BYTES: u64 = 64 << 10;
 /// The system pools' size when /proc/meminfo cannot say.
 const SYSTEM_MEMORY_FALLBACK: u64 = 16 << 30;
-
-/// HBM of the products the profiles model (AMD's data sheets): MI300X
-/// 192 GiB, MI210 64 GiB. Only reported: allocations come from host
-/// memory, and fail when it does.
-fn vram_bytes(p: Profile) -> u64 {
-    match p.target {
-        Target::Gfx942 => 192 << 30,
-        Target::Gfx90a => 64 << 30,
-    }
-}
 
 /// Installed host memory (`MemTotal`), what ROCr reports as the system
 /// pools' size.
@@ -108,14 +95,15 @@ impl Pool {
         }
     }
 
-    /// ROCr reports zero flags, granule, alignment and maximum for LDS.
-    fn group(owner: &AgentInfo, index: u64) -> Self {
+    /// ROCr reports zero flags, granule, alignment and maximum for LDS,
+    /// and the LDS one workgroup can allocate as the size.
+    fn group(owner: &AgentInfo, index: u64, lds_bytes: u32) -> Self {
         Self {
             handle: pool_handle(owner, index),
             owner: owner.handle,
             segment: HSA_AMD_SEGMENT_GROUP,
             global_flags: 0,
-            size: GROUP_SEGMENT_BYTES,
+            size: u64::from(lds_bytes),
             alloc_allowed: false,
             granule: 0,
             alignment: 0,
@@ -182,7 +170,7 @@ impl State {
                     ));
                 }
                 AgentKind::Gpu(p) => {
-                    let vram = vram_bytes(p);
+                    let vram = p.memory_bytes;
                     pools.push(Pool::global(
                         a,
                         0,
@@ -197,7 +185,7 @@ impl State {
                         vram,
                         false,
                     ));
-                    pools.push(Pool::group(a, 2));
+                    pools.push(Pool::group(a, 2, p.facts().lds_per_workgroup));
                 }
             }
         }
@@ -863,10 +851,7 @@ mod tests {
             info::<u32>(gpu[2], HSA_AMD_MEMORY_POOL_INFO_SEGMENT),
             HSA_AMD_SEGMENT_GROUP
         );
-        assert_eq!(
-            info::<u64>(gpu[2], HSA_AMD_MEMORY_POOL_INFO_SIZE),
-            GROUP_SEGMENT_BYTES
-        );
+        assert_eq!(info::<u64>(gpu[2], HSA_AMD_MEMORY_POOL_INFO_SIZE), 64 << 10);
         assert!(!info::<bool>(
             gpu[2],
             HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED

@@ -46,7 +46,7 @@ pub mod queue;
 pub mod signal;
 pub mod system;
 
-pub use profile::{AgentSpec, PROFILES, Profile};
+pub use profile::{AgentSpec, Profile, profiles};
 
 /// Every exported `hsa_*` function, as the one HSA function table
 /// ([`aqueduct_abi::hsa_api::Api`]) the host shim resolves. Building it is

@@ -10,14 +10,18 @@
 //! AQUEDUCT_SIM_AGENTS=mi300x:cu=80:chip=0x74b5
 //! ```
 
+use aqueduct_abi::gfx::{Gfx, PRODUCTS, Product};
+
 use crate::decode::Target;
 
-/// A simulated GPU product.
+/// A simulated GPU: one of the products of `aqueduct_abi::gfx::PRODUCTS`
+/// whose processor the simulator runs, possibly posing with another CU
+/// count or chip id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Profile {
     /// Short name for `AQUEDUCT_SIM_AGENTS`.
     pub key: &'static str,
-    /// `HSA_AMD_AGENT_INFO_PRODUCT_NAME`.
+    /// `HSA_AMD_AGENT_INFO_PRODUCT_NAME`: the chip's name.
     pub product: &'static str,
     pub target: Target,
     pub compute_units: u32,
@@ -25,44 +29,46 @@ pub struct Profile {
     pub chip_id: u32,
     /// Peak engine clock in MHz.
     pub max_clock_mhz: u32,
+    /// HBM, what the VRAM pools report (allocations come from host memory).
+    pub memory_bytes: u64,
 }
 
 impl Profile {
+    /// The profile of `product`, if the simulator runs its processor.
+    fn of(product: &Product) -> Option<Self> {
+        let chip = product.chip();
+        Some(Self {
+            key: product.key,
+            product: chip.name,
+            target: Target::from_name(chip.gfx)?,
+            compute_units: product.compute_units,
+            chip_id: product.chip,
+            max_clock_mhz: product.max_clock_mhz,
+            memory_bytes: product.memory_bytes,
+        })
+    }
+
     /// The processor name (`HSA_AGENT_INFO_NAME`).
     pub fn gfx(&self) -> &'static str {
-        match self.target {
-            Target::Gfx90a => "gfx90a",
-            Target::Gfx942 => "gfx942",
-        }
+        self.target.name()
+    }
+
+    /// The processor's facts (waves, LDS, limits).
+    pub fn facts(&self) -> &'static Gfx {
+        self.target.gfx()
     }
 
     /// The full ISA name ROCr reports for the agent.
     pub fn isa_name(&self) -> String {
-        format!("amdgcn-amd-amdhsa--{}:sramecc+:xnack-", self.gfx())
+        format!("amdgcn-amd-amdhsa--{}", self.facts().target_id())
     }
 }
 
-/// The products the simulator models: AMD Instinct MI300X (gfx942, 304
-/// CUs, device id 0x74a1) and MI210 (gfx90a, 104 CUs, device id 0x740f),
-/// as ROCr/KFD report them.
-pub const PROFILES: &[Profile] = &[
-    Profile {
-        key: "mi300x",
-        product: "AMD Instinct MI300X",
-        target: Target::Gfx942,
-        compute_units: 304,
-        chip_id: 0x74a1,
-        max_clock_mhz: 2100,
-    },
-    Profile {
-        key: "mi210",
-        product: "AMD Instinct MI210",
-        target: Target::Gfx90a,
-        compute_units: 104,
-        chip_id: 0x740f,
-        max_clock_mhz: 1700,
-    },
-];
+/// The products the simulator models, in the table's order: AMD Instinct
+/// MI300X (gfx942) and MI210 (gfx90a).
+pub fn profiles() -> impl Iterator<Item = Profile> {
+    PRODUCTS.iter().filter_map(Profile::of)
+}
 
 /// The environment variable naming the simulated GPUs.
 pub const AGENTS_ENV: &str = "AQUEDUCT_SIM_AGENTS";
@@ -101,14 +107,11 @@ impl AgentSpec {
     fn parse(item: &str) -> Result<Self, String> {
         let mut parts = item.split(':');
         let name = parts.next().unwrap_or("").to_ascii_lowercase();
-        let base = PROFILES
-            .iter()
+        let base = profiles()
             .find(|p| p.key == name)
-            .or_else(|| PROFILES.iter().find(|p| p.gfx() == name))
-            .copied()
+            .or_else(|| profiles().find(|p| p.gfx() == name))
             .ok_or_else(|| {
-                let known: Vec<String> = PROFILES
-                    .iter()
+                let known: Vec<String> = profiles()
                     .map(|p| format!("{} ({})", p.key, p.gfx()))
                     .collect();
                 format!(

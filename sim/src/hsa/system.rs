@@ -163,9 +163,11 @@ fn agent_info(rt: &Runtime, agent: Agent, attribute: u32) -> Result<Info, Status
         (HSA_AGENT_INFO_ISA, Some(_)) => Info::U64(agent.0 + ISA_HANDLE_OFFSET),
         (HSA_AGENT_INFO_ISA, None) => Info::U64(0),
         (HSA_AGENT_INFO_VERSION_MAJOR | HSA_AGENT_INFO_VERSION_MINOR, _) => Info::U16(1),
-        (HSA_AGENT_INFO_WAVEFRONT_SIZE, Some(_)) => Info::U32(64),
-        (HSA_AGENT_INFO_WORKGROUP_MAX_DIM, Some(_)) => Info::U16x3([1024; 3]),
-        (HSA_AGENT_INFO_WORKGROUP_MAX_SIZE, Some(_)) => Info::U32(1024),
+        (HSA_AGENT_INFO_WAVEFRONT_SIZE, Some(p)) => Info::U32(p.facts().wave_size),
+        (HSA_AGENT_INFO_WORKGROUP_MAX_DIM, Some(p)) => {
+            Info::U16x3([p.facts().max_workgroup_size as u16; 3])
+        }
+        (HSA_AGENT_INFO_WORKGROUP_MAX_SIZE, Some(p)) => Info::U32(p.facts().max_workgroup_size),
         (HSA_AGENT_INFO_GRID_MAX_DIM, Some(_)) => Info::U32x3([u32::MAX; 3]),
         (HSA_AGENT_INFO_GRID_MAX_SIZE, Some(_)) => Info::U32(u32::MAX),
         (HSA_AGENT_INFO_FBARRIER_MAX_SIZE, Some(_)) => Info::U32(32),
@@ -174,7 +176,7 @@ fn agent_info(rt: &Runtime, agent: Agent, attribute: u32) -> Result<Info, Status
         (HSA_AGENT_INFO_QUEUE_MAX_SIZE, Some(_)) => Info::U32(QUEUE_MAX_PACKETS),
         (HSA_AMD_AGENT_INFO_CHIP_ID, Some(p)) => Info::U32(p.chip_id),
         (HSA_AMD_AGENT_INFO_CHIP_ID, None) => Info::U32(0),
-        (HSA_AMD_AGENT_INFO_CACHELINE_SIZE, Some(_)) => Info::U32(128),
+        (HSA_AMD_AGENT_INFO_CACHELINE_SIZE, Some(p)) => Info::U32(p.facts().cacheline_bytes),
         (HSA_AMD_AGENT_INFO_CACHELINE_SIZE, None) => Info::U32(64),
         (HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT, Some(p)) => Info::U32(p.compute_units),
         (HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT, None) => {
@@ -188,8 +190,8 @@ fn agent_info(rt: &Runtime, agent: Agent, attribute: u32) -> Result<Info, Status
         (HSA_AMD_AGENT_INFO_DOMAIN, _) => Info::U32(0),
         (HSA_AMD_AGENT_INFO_PRODUCT_NAME, Some(p)) => chars(p.product, 64),
         (HSA_AMD_AGENT_INFO_PRODUCT_NAME, None) => chars(cpu_name, 64),
-        (HSA_AMD_AGENT_INFO_MAX_WAVES_PER_CU, Some(_)) => Info::U32(32),
-        (HSA_AMD_AGENT_INFO_NUM_SIMDS_PER_CU, Some(_)) => Info::U32(4),
+        (HSA_AMD_AGENT_INFO_MAX_WAVES_PER_CU, Some(p)) => Info::U32(p.facts().max_waves_per_cu()),
+        (HSA_AMD_AGENT_INFO_NUM_SIMDS_PER_CU, Some(p)) => Info::U32(p.facts().simds_per_cu),
         // ROCr: `GPU-` and the KFD unique id as 16 hex digits, the form
         // `amdgpu://GPU-…` device strings parse. Ours spells "SIM" in its
         // high bytes and the node below, so it is stable and distinct.

@@ -55,10 +55,6 @@ mod tests;
 pub use exports::*;
 pub use processor::{AgentCall, AgentDispatchHandler, IDLE_PARK_MAX, IDLE_PARK_MIN, error_status};
 
-/// Waves a compute unit holds (`HSA_AMD_AGENT_INFO_MAX_WAVES_PER_CU`,
-/// system.rs); ROCr sets `max_wave_id` to that minus one.
-const MAX_WAVES_PER_CU: u32 = 32;
-
 /// Unique over the process's lifetime, as `hsa_queue_t::id` must be.
 static NEXT_QUEUE_ID: AtomicU64 = AtomicU64::new(0);
 /// Tells runtimes apart in [`LIVE`] (tests build several).
@@ -187,6 +183,8 @@ struct Entry {
     doorbell: u64,
     id: u64,
     agent: u64,
+    /// The agent's processor facts (the processor's dispatch limits).
+    gfx: &'static aqueduct_abi::gfx::Gfx,
     callback: Option<QueueErrorCallback>,
     /// The callback's `data`, an opaque pointer kept as an integer.
     data: usize,
@@ -330,6 +328,7 @@ pub fn create(
         doorbell,
         id,
         agent,
+        gfx: profile.facts(),
         callback,
         data: data as usize,
         stop: AtomicBool::new(false),
@@ -360,7 +359,8 @@ pub fn create(
     q.group_segment_aperture_base_hi = SHARED_APERTURE_HI;
     q.private_segment_aperture_base_hi = PRIVATE_APERTURE_HI;
     q.max_cu_id = profile.compute_units.saturating_sub(1);
-    q.max_wave_id = MAX_WAVES_PER_CU - 1;
+    // ROCr sets `max_wave_id` to the waves a CU holds minus one.
+    q.max_wave_id = profile.facts().max_waves_per_cu() - 1;
     mem.write_bytes(address, q.as_bytes()).map_err(oom)?;
 
     super::signal::set_fast_store(store_own_doorbell);

@@ -58,7 +58,7 @@ use aqueduct_abi::hsa_api::*;
 use zerocopy::{FromBytes, IntoBytes};
 
 use super::Entry;
-use crate::dispatch::{self, DispatchError, Launch, MAX_LDS};
+use crate::dispatch::{self, DispatchError, Launch};
 use crate::exec::Event;
 use crate::fault::Fault;
 use crate::hsa::Runtime;
@@ -69,10 +69,6 @@ pub const IDLE_PARK_MIN: Duration = Duration::from_micros(20);
 /// Its longest sleep: the latency of a device-written packet, and of a
 /// destroy noticing that it should stop.
 pub const IDLE_PARK_MAX: Duration = Duration::from_millis(2);
-
-/// Work-items a workgroup may have (`HSA_AGENT_INFO_WORKGROUP_MAX_SIZE` of
-/// every simulated GPU, system.rs).
-const WORKGROUP_MAX_SIZE: u64 = 1024;
 
 /// Host threads a dispatch's workgroups run on: every core, so that
 /// workgroups waiting on each other (a grid-wide barrier) make progress.
@@ -340,17 +336,19 @@ fn kernel_dispatch(
     }
     let wg = [p.workgroup_size_x, p.workgroup_size_y, p.workgroup_size_z].map(u64::from);
     let items: u64 = wg.iter().product();
-    if items == 0 || items > WORKGROUP_MAX_SIZE {
+    let max_items = q.gfx.max_workgroup_size;
+    if items == 0 || items > u64::from(max_items) {
         return Err(error(
             HSA_STATUS_ERROR_INVALID_ARGUMENT,
-            format!("workgroup {wg:?} is empty or larger than {WORKGROUP_MAX_SIZE} work-items"),
+            format!("workgroup {wg:?} is empty or larger than {max_items} work-items"),
         ));
     }
-    if p.group_segment_size > MAX_LDS {
+    let max_lds = q.gfx.lds_per_workgroup;
+    if p.group_segment_size > max_lds {
         return Err(error(
             HSA_STATUS_ERROR_INVALID_ALLOCATION,
             format!(
-                "group segment of {} bytes exceeds the {MAX_LDS} of LDS",
+                "group segment of {} bytes exceeds the {max_lds} of LDS",
                 p.group_segment_size
             ),
         ));
