@@ -577,46 +577,29 @@ fn wait_export(
     .unwrap_or(0)
 }
 
-/// `hsa_signal_wait_relaxed`: see [`wait_export`].
-///
-/// # Safety
-/// None beyond the C ABI.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsa_signal_wait_relaxed(
-    signal: SignalHandle,
-    condition: u32,
-    compare_value: i64,
-    timeout_hint: u64,
-    _wait_state_hint: u32,
-) -> i64 {
-    wait_export(
-        signal,
-        condition,
-        compare_value,
-        timeout_hint,
-        Ordering::Relaxed,
-    )
+/// The two waits, one line each: name and memory order.
+macro_rules! wait_exports {
+    ($($name:ident: $order:ident;)+) => {$(
+        #[doc = concat!("`", stringify!($name), "`: see [`wait_export`].")]
+        ///
+        /// # Safety
+        /// None beyond the C ABI.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(
+            signal: SignalHandle,
+            condition: u32,
+            compare_value: i64,
+            timeout_hint: u64,
+            _wait_state_hint: u32,
+        ) -> i64 {
+            wait_export(signal, condition, compare_value, timeout_hint, Ordering::$order)
+        }
+    )+};
 }
 
-/// `hsa_signal_wait_scacquire`: see [`wait_export`].
-///
-/// # Safety
-/// None beyond the C ABI.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn hsa_signal_wait_scacquire(
-    signal: SignalHandle,
-    condition: u32,
-    compare_value: i64,
-    timeout_hint: u64,
-    _wait_state_hint: u32,
-) -> i64 {
-    wait_export(
-        signal,
-        condition,
-        compare_value,
-        timeout_hint,
-        Ordering::Acquire,
-    )
+wait_exports! {
+    hsa_signal_wait_relaxed: Relaxed;
+    hsa_signal_wait_scacquire: Acquire;
 }
 
 #[cfg(test)]
