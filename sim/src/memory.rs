@@ -219,6 +219,24 @@ impl Memory {
         }
         Ok(())
     }
+
+    /// A new allocation (256-aligned, at least one byte) holding `bytes`:
+    /// how tests and benchmarks hand a kernel its inputs.
+    pub fn alloc_bytes(&self, bytes: &[u8]) -> Result<u64, MemoryError> {
+        let a = self.alloc(bytes.len().max(1) as u64, 256)?;
+        if let Err(e) = self.write_bytes(a, bytes) {
+            let _ = self.free(a);
+            return Err(e);
+        }
+        Ok(a)
+    }
+
+    /// `len` bytes at `address`, checked like a device access.
+    pub fn read_vec(&self, address: u64, len: usize) -> Result<Vec<u8>, MemoryError> {
+        let mut out = vec![0; len];
+        self.read_bytes(address, &mut out)?;
+        Ok(out)
+    }
 }
 
 impl Drop for Memory {

@@ -157,18 +157,12 @@ fn words_to_bytes<T: Word>(values: &[T]) -> Vec<u8> {
 
 /// Copies `bytes` into a new simulator allocation.
 pub fn upload(device: &aqueduct_sim::Device, bytes: &[u8]) -> u64 {
-    let a = device
-        .memory()
-        .alloc(bytes.len().max(1) as u64, 256)
-        .expect("alloc");
-    device.memory().write_bytes(a, bytes).expect("write");
-    a
+    device.memory().alloc_bytes(bytes).expect("alloc and write")
 }
 
 /// `len` elements at `a` of `device`'s memory.
 pub fn read<T: Word>(device: &aqueduct_sim::Device, a: u64, len: usize) -> Vec<T> {
-    let mut bytes = vec![0u8; len * T::SIZE];
-    device.memory().read_bytes(a, &mut bytes).expect("read");
+    let bytes = device.memory().read_vec(a, len * T::SIZE).expect("read");
     bytes.chunks_exact(T::SIZE).map(T::get).collect()
 }
 

@@ -97,22 +97,11 @@ impl Rng {
 
 /// A device buffer holding `bytes`.
 fn upload(d: &Device, bytes: &[u8]) -> Result<u64, String> {
-    let a = d
-        .memory()
-        .alloc(bytes.len() as u64, 256)
-        .map_err(|e| e.to_string())?;
-    d.memory()
-        .write_bytes(a, bytes)
-        .map_err(|e| e.to_string())?;
-    Ok(a)
+    d.memory().alloc_bytes(bytes).map_err(|e| e.to_string())
 }
 
 fn download(d: &Device, a: u64, len: usize) -> Result<Vec<u8>, String> {
-    let mut out = vec![0; len];
-    d.memory()
-        .read_bytes(a, &mut out)
-        .map_err(|e| e.to_string())?;
-    Ok(out)
+    d.memory().read_vec(a, len).map_err(|e| e.to_string())
 }
 
 /// The kernarg segment of `kernel`: each explicit argument's bytes at the
