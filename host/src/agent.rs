@@ -89,6 +89,25 @@ pub struct AgentInfo {
     pub gpu: Option<GpuInfo>,
 }
 
+/// What the solution catalogs select by: `Hardware::from_agent(agent.info())`.
+impl crate::catalog::GpuDescription for AgentInfo {
+    fn isa_name(&self) -> Option<&str> {
+        self.gpu.as_ref().map(|g| g.isa.as_str())
+    }
+
+    fn compute_units(&self) -> u32 {
+        self.gpu.as_ref().map_or(0, |g| g.compute_units)
+    }
+
+    fn chip_id(&self) -> u32 {
+        self.gpu.as_ref().map_or(0, |g| g.chip_id)
+    }
+
+    fn product_name(&self) -> &str {
+        self.gpu.as_ref().map_or("", |g| g.product_name.as_str())
+    }
+}
+
 /// One agent of a [`System`].
 #[derive(Clone)]
 pub struct Agent {

@@ -20,7 +20,9 @@
 //! `hsa_status_string`'s text.
 
 pub mod agent;
-pub mod catalog;
+/// Solution catalogs: the `aqueduct-catalog` crate, with [`catalog::GpuDescription`]
+/// implemented for agents.
+pub use aqueduct_catalog as catalog;
 pub mod device;
 pub mod device_code;
 mod dispatch;

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use aqueduct::catalog::{Catalog, Hardware};
+use aqueduct_catalog::{Catalog, Hardware};
 
 /// Targets from issue 8 (2-core machines).
 const LOAD_S: f64 = 0.25;
@@ -248,7 +248,7 @@ pub fn run(path: &Path, queries: usize) -> Result<(), String> {
     let open_s = t.elapsed().as_secs_f64();
     let sgemm = problems
         .iter()
-        .find(|p| p.a_type == aqueduct::catalog::DataType::Float);
+        .find(|p| p.a_type == aqueduct_catalog::DataType::Float);
     let first = Instant::now();
     if let Some(p) = sgemm {
         lazy.select(p, gfx90a).map_err(|e| e.to_string())?;
@@ -282,8 +282,8 @@ pub fn run(path: &Path, queries: usize) -> Result<(), String> {
 }
 
 /// Placeholders anywhere in a tree (the children a lazy parent names).
-fn placeholders(node: &aqueduct::catalog::Node) -> usize {
-    use aqueduct::catalog::Node;
+fn placeholders(node: &aqueduct_catalog::Node) -> usize {
+    use aqueduct_catalog::Node;
     match node {
         Node::Hardware(rows) => rows.iter().map(|r| placeholders(&r.library)).sum(),
         Node::Problem(rows) => rows.iter().map(|r| placeholders(&r.library)).sum(),

@@ -4,7 +4,7 @@
 //! leading dimensions padded to odd values. Deterministic (a fixed seed),
 //! so a run can be repeated and two runs compared.
 
-use aqueduct::catalog::{DataType, Problem, Transpose};
+use aqueduct_catalog::{DataType, Problem, Transpose};
 
 /// xorshift64*: small, fast and good enough to spread test sizes.
 pub struct Rng(u64);

@@ -34,10 +34,10 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use aqueduct::catalog::hardware::compare_rows;
-use aqueduct::catalog::library::{Node, SolutionId, Target};
-use aqueduct::catalog::msgpack::{Reader, Value, Writer};
-use aqueduct::catalog::{Catalog, DataType, yaml};
+use aqueduct_catalog::hardware::compare_rows;
+use aqueduct_catalog::library::{Node, SolutionId, Target};
+use aqueduct_catalog::msgpack::{Reader, Value, Writer};
+use aqueduct_catalog::{Catalog, DataType, yaml};
 
 // ---------------------------------------------------------------------------
 // Lazy split of an existing catalog
@@ -143,8 +143,8 @@ fn precision(t: DataType) -> &'static str {
 
 /// A lazy child's type part, as Tensile names it: A's and C's precision
 /// codes (`SS`, `HH`, `BB`), then `_HPA` for high-precision accumulate.
-fn type_code(pred: &aqueduct::catalog::predicate::ProblemPredicate) -> String {
-    use aqueduct::catalog::predicate::ProblemLeaf;
+fn type_code(pred: &aqueduct_catalog::predicate::ProblemPredicate) -> String {
+    use aqueduct_catalog::predicate::ProblemLeaf;
     let mut code = String::new();
     let mut hpa = false;
     pred.leaves(&mut |l| match l {
@@ -369,7 +369,7 @@ pub fn from_description(desc_path: &Path, out: &Path) -> Result<Vec<PathBuf>, St
     for (hi, hw) in list(get(&desc, "hardware")).iter().enumerate() {
         let at = format!("hardware[{hi}]");
         let processor = text(hw, "processor", &at)?;
-        if !aqueduct::catalog::hardware::is_processor_name(processor) {
+        if !aqueduct_catalog::hardware::is_processor_name(processor) {
             return Err(format!("{at}: {processor:?} is not a gfx processor name"));
         }
         let mut parts = vec![typed("Processor", Some(s(processor)))];

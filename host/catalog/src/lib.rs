@@ -47,7 +47,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 pub use error::{CatalogError, Location, Result};
-pub use hardware::Hardware;
+pub use hardware::{GpuDescription, Hardware};
 pub use library::Node;
 pub use predicate::Trace;
 pub use problem::{DataType, Problem, Transpose};

@@ -18,10 +18,12 @@
 //!
 //! Sources: hipBLASLt's "PCI chip ID predicates walkthrough", tensilelite
 //! `AMDGPUPredicates.hpp` (`ChipIdRegistry`) and `Common/Architectures.py`;
-//! device names from pci.ids (vendor 1002).
+//! the chips and their names are `aqueduct_abi::gfx::CHIPS`.
 
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
+
+use aqueduct_abi::gfx::chip_by_id;
 
 /// The GPU a selection is made for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -55,17 +57,33 @@ impl Hardware {
         }
     }
 
-    /// The GPU an aqueduct agent describes (`None` for a CPU agent).
-    pub fn from_agent(info: &crate::agent::AgentInfo) -> Option<Self> {
-        let gpu = info.gpu.as_ref()?;
-        let arch = gpu.isa.rsplit("--").next().unwrap_or(&gpu.isa);
-        let chip = (gpu.chip_id != 0).then_some(gpu.chip_id);
-        let mut hw = Hardware::new(arch, gpu.compute_units, chip);
-        if !gpu.product_name.is_empty() {
-            hw.device_name = gpu.product_name.clone();
+    /// The GPU an agent describes (`None` for a CPU agent): with the host
+    /// shim, `Hardware::from_agent(agent.info())`.
+    pub fn from_agent(agent: &impl GpuDescription) -> Option<Self> {
+        let isa = agent.isa_name()?;
+        let arch = isa.rsplit("--").next().unwrap_or(isa);
+        let chip = (agent.chip_id() != 0).then_some(agent.chip_id());
+        let mut hw = Hardware::new(arch, agent.compute_units(), chip);
+        let product = agent.product_name();
+        if !product.is_empty() {
+            hw.device_name = product.to_string();
         }
         Some(hw)
     }
+}
+
+/// What a catalog needs to know of a runtime's GPU agent. The catalogs do
+/// not depend on the HSA shim; the shim's `AgentInfo` implements this.
+pub trait GpuDescription {
+    /// The ISA name the runtime reports (`amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-`);
+    /// `None` for an agent that is no GPU.
+    fn isa_name(&self) -> Option<&str>;
+    /// Compute units.
+    fn compute_units(&self) -> u32;
+    /// PCI device ID (0 when the runtime reports none).
+    fn chip_id(&self) -> u32;
+    /// The marketing name (may be empty).
+    fn product_name(&self) -> &str;
 }
 
 /// `gfx950:sramecc+:xnack-` → `gfx950` (Tensile compares processors, not
@@ -81,100 +99,31 @@ pub fn is_processor_name(name: &str) -> bool {
         .is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
-/// One registered chip: its ID, its gfx target, its product name, and the
-/// chips it may fall back to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Chip {
-    pub id: u32,
-    pub processor: &'static str,
-    pub name: &'static str,
-    pub fallbacks: &'static [u32],
-}
-
-/// The registry. Fallback edges are tensilelite's `ChipIdRegistry` (every
-/// gfx950 variant falls back to 0x75a0, one hop, one way); names are
-/// pci.ids' except where pci.ids has none (then the hipBLASLt document's
-/// or registry comment's, marked "(registry)"). Chips without edges are
-/// listed so that traces can name them.
-pub const CHIPS: &[Chip] = &[
-    // gfx950 (CDNA4).
-    chip(0x75a0, "gfx950", "AMD Instinct MI350X", &[]),
-    chip(0x75a2, "gfx950", "AMD Instinct MI355X", &[0x75a0]),
-    chip(0x75a3, "gfx950", "AMD Instinct MI355X", &[0x75a0]),
-    chip(0x75a8, "gfx950", "AMD Instinct MI350P", &[0x75a0]),
-    chip(0x75b0, "gfx950", "AMD Instinct MI350X VF", &[0x75a0]),
-    chip(
-        0x75b2,
-        "gfx950",
-        "AMD Instinct MI350 VF (registry)",
-        &[0x75a0],
-    ),
-    chip(
-        0x75b3,
-        "gfx950",
-        "AMD Instinct MI355X VF (registry)",
-        &[0x75a0],
-    ),
-    chip(
-        0x75b8,
-        "gfx950",
-        "AMD Instinct MI350P VF (registry)",
-        &[0x75a0],
-    ),
-    // gfx942 (CDNA3): known to tensilelite's build, no fallback edges.
-    chip(0x74a0, "gfx942", "AMD Instinct MI300A", &[]),
-    chip(0x74a1, "gfx942", "AMD Instinct MI300X", &[]),
-    chip(0x74a2, "gfx942", "AMD Instinct MI308X", &[]),
-    chip(0x74a5, "gfx942", "AMD Instinct MI325X", &[]),
-    chip(0x74a9, "gfx942", "AMD Instinct MI300X HF", &[]),
-    // gfx90a (CDNA2).
-    chip(0x7408, "gfx90a", "AMD Instinct MI250X", &[]),
-    chip(0x740c, "gfx90a", "AMD Instinct MI250X/MI250", &[]),
-    chip(0x740f, "gfx90a", "AMD Instinct MI210", &[]),
-    // gfx908 (CDNA1).
-    chip(0x738c, "gfx908", "AMD Instinct MI100", &[]),
-    // RDNA3 / RDNA4.
-    chip(
-        0x744c,
-        "gfx1100",
-        "AMD Radeon RX 7900 XT/7900 XTX/7900 GRE/7900M",
-        &[],
-    ),
-    chip(0x7448, "gfx1100", "AMD Radeon Pro W7900", &[]),
-    chip(
-        0x7550,
-        "gfx1201",
-        "AMD Radeon RX 9070/9070 XT/9070 GRE",
-        &[],
-    ),
-    chip(0x7551, "gfx1201", "AMD Radeon AI PRO R9700", &[]),
+/// The fallback edges of the chip-ID registry: tensilelite's
+/// `ChipIdRegistry` (every gfx950 variant falls back to 0x75a0, one hop,
+/// one way). The chips themselves (ID, processor, name) are
+/// `aqueduct_abi::gfx::CHIPS`, the one table of GPU products.
+pub const FALLBACKS: &[(u32, &[u32])] = &[
+    (0x75a2, &[0x75a0]),
+    (0x75a3, &[0x75a0]),
+    (0x75a8, &[0x75a0]),
+    (0x75b0, &[0x75a0]),
+    (0x75b2, &[0x75a0]),
+    (0x75b3, &[0x75a0]),
+    (0x75b8, &[0x75a0]),
 ];
 
-const fn chip(
-    id: u32,
-    processor: &'static str,
-    name: &'static str,
-    fallbacks: &'static [u32],
-) -> Chip {
-    Chip {
-        id,
-        processor,
-        name,
-        fallbacks,
-    }
-}
-
-pub fn registered(id: u32) -> Option<&'static Chip> {
-    CHIPS.iter().find(|c| c.id == id)
-}
-
+/// The product name of chip `id`, for traces.
 pub fn device_name(id: u32) -> Option<&'static str> {
-    registered(id).map(|c| c.name)
+    chip_by_id(id).map(|c| c.name)
 }
 
 /// The chips `id` may fall back to (one hop, as the runtime checks).
 pub fn fallbacks(id: u32) -> &'static [u32] {
-    registered(id).map_or(&[], |c| c.fallbacks)
+    FALLBACKS
+        .iter()
+        .find(|(chip, _)| *chip == id)
+        .map_or(&[], |(_, to)| to)
 }
 
 /// May a GPU with chip `gpu` run a row's kernels for chip `sol`: the same
@@ -189,7 +138,7 @@ pub fn can_use(gpu: u32, sol: u32) -> bool {
 pub fn rank(id: u32) -> u32 {
     fn go(id: u32, depth: u32) -> u32 {
         // The registry is acyclic; the depth bound only guards edits.
-        if depth > CHIPS.len() as u32 {
+        if depth > FALLBACKS.len() as u32 {
             return 0;
         }
         fallbacks(id)

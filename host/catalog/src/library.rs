@@ -1747,9 +1747,9 @@ impl Node {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::msgpack::Value;
-    use crate::catalog::problem::{DataType, Transpose};
-    use crate::catalog::{Catalog, Hardware};
+    use crate::msgpack::Value;
+    use crate::problem::{DataType, Transpose};
+    use crate::{Catalog, Hardware};
 
     struct Rng(u64);
     impl Rng {
@@ -1856,7 +1856,7 @@ mod tests {
                 ]),
             ),
         ]);
-        let mut w = crate::catalog::msgpack::Writer::new();
+        let mut w = crate::msgpack::Writer::new();
         tree.write(&mut w);
         Catalog::from_msgpack(&w.out).unwrap()
     }
@@ -1865,7 +1865,7 @@ mod tests {
     /// each candidate's predicates evaluated when it could win.
     fn reference(
         m: &Matching,
-        file: &crate::catalog::File,
+        file: &crate::File,
         q: &Problem,
         hw: &Hardware,
     ) -> Option<(SolutionId, f64)> {

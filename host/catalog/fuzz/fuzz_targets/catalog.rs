@@ -7,7 +7,7 @@
 //! catalogs: Hardware/ProblemMap/Problem/Matching, Single, DecisionTree).
 #![no_main]
 
-use aqueduct::catalog::{Catalog, DataType, Hardware, Problem, Transpose};
+use aqueduct_catalog::{Catalog, DataType, Hardware, Problem, Transpose};
 use libfuzzer_sys::fuzz_target;
 
 /// Loads, round-trips and queries one catalog.

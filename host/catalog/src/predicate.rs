@@ -1302,8 +1302,8 @@ fn size(p: &Problem, index: u64) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::msgpack::Reader;
-    use crate::catalog::problem::Transpose;
+    use crate::msgpack::Reader;
+    use crate::problem::Transpose;
 
     fn decode<L: Leaf>(bytes: &[u8]) -> Result<Predicate<L>> {
         let mut d = Decoder::new(Reader::from_bytes(bytes), None);
@@ -1311,7 +1311,7 @@ mod tests {
     }
 
     fn yaml<L: Leaf>(text: &str) -> Result<Predicate<L>> {
-        decode(&crate::catalog::yaml::to_msgpack(text).unwrap())
+        decode(&crate::yaml::to_msgpack(text).unwrap())
     }
 
     fn mi355x_256() -> Hardware {
