@@ -1653,3 +1653,80 @@ fn a_placeholder_in_a_catalog_read_from_memory_is_a_no_directory_error() {
         "{err}"
     );
 }
+
+// ---------------------------------------------------------------------------
+// Hostile catalogs found by hand (issue 16): each was a crash or a silent
+// wrong answer before.
+// ---------------------------------------------------------------------------
+
+/// A second `solutions` key after `library` replaced the list the library
+/// had been read against: an empty second list made selection index out of
+/// bounds, a different one made it select the wrong kernel. A duplicate key
+/// is now an error, in YAML and in MessagePack, wherever it stands.
+#[test]
+fn a_second_solutions_list_is_refused_not_swapped_in() {
+    let library = single(0);
+    for second in ["[]", &format!("[{}]", solution(0, "impostor"))] {
+        let yaml = format!(
+            "{{solutions: [{}], library: {library}, solutions: {second}}}",
+            solution(0, "real")
+        );
+        let bytes = yaml::to_msgpack(&yaml).expect("YAML parses");
+        for e in [
+            Catalog::from_yaml(&yaml).expect_err("a duplicate key is refused"),
+            Catalog::from_msgpack(&bytes).expect_err("a duplicate key is refused"),
+        ] {
+            assert!(
+                matches!(&e, CatalogError::DuplicateKey { key, .. } if key == "solutions"),
+                "{e}"
+            );
+        }
+    }
+    // Deeper in the tree too: a node with two `index` keys.
+    let yaml = catalog_yaml(
+        &[solution(0, "a"), solution(1, "b")],
+        "{type: Single, index: 0, index: 1}",
+    );
+    let e = Catalog::from_yaml(&yaml).expect_err("a duplicate key is refused");
+    assert!(e.to_string().contains("key \"index\" appears twice"), "{e}");
+    // The same keys in separate maps are fine.
+    Catalog::from_yaml(&catalog_yaml(&[solution(0, "a")], &single(0))).expect("loads");
+}
+
+/// 100,000 nested predicates with `type` written last: each level used to
+/// copy the rest of the input to move `type` first (387 MiB and 0.63 s
+/// before the nesting limit answered). The decoder now finds `type` and
+/// reads the entries in place; the limit still answers.
+#[test]
+fn deeply_nested_nodes_with_type_last_reach_the_nesting_limit() {
+    const LEVELS: usize = 100_000;
+    // Built as MessagePack directly: YAML that deep is refused earlier.
+    let mut w = aqueduct::catalog::msgpack::Writer::new();
+    w.map(2);
+    w.str("solutions");
+    w.out
+        .extend_from_slice(&yaml::to_msgpack(&format!("[{}]", solution(0, "k"))).expect("YAML"));
+    w.str("library");
+    w.map(2);
+    w.str("type");
+    w.str("Hardware");
+    w.str("rows");
+    w.array(1);
+    w.map(2);
+    w.str("library");
+    w.out
+        .extend_from_slice(&yaml::to_msgpack(&single(0)).expect("YAML"));
+    w.str("predicate");
+    for _ in 0..LEVELS {
+        w.map(2);
+        w.str("value");
+    }
+    w.out
+        .extend_from_slice(&yaml::to_msgpack("{type: TruePred}").expect("YAML"));
+    for _ in 0..LEVELS {
+        w.str("type");
+        w.str("Not");
+    }
+    let e = Catalog::from_msgpack(&w.out).expect_err("too deep");
+    assert!(matches!(e, CatalogError::TooDeep { .. }), "{e}");
+}

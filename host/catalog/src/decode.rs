@@ -4,13 +4,18 @@
 //! Catalog nodes are maps tagged by a `type` key. Tensile's writer puts
 //! `type` first, which lets the decoder pick the variant and then read the
 //! rest straight from the stream. A map written in another order (a
-//! hand-written YAML catalog) is still accepted: its entries are captured,
-//! `type` is moved first, and the decoder reads the reordered copy.
+//! hand-written YAML catalog) is still accepted: the decoder passes over the
+//! entries to find `type`, then rewinds and reads them in place. Nothing is
+//! copied, so a hostile catalog of nested nodes with `type` last costs one
+//! pass per level up to the nesting limit, not a copy of the rest of the
+//! input per level.
 
+use std::hash::Hasher;
 use std::path::PathBuf;
 
+use super::FxHasher;
 use super::error::{CatalogError, Location, Result};
-use super::msgpack::{Kind, MsgpackError, Reader, Writer};
+use super::msgpack::{Kind, MsgpackError, Reader};
 
 /// Nesting limit for library nodes and predicates. Real catalogs nest about
 /// ten deep; the limit keeps hostile input from exhausting the stack.
@@ -46,15 +51,17 @@ pub struct Decoder<'r> {
     file: Option<PathBuf>,
     path: Vec<Seg>,
     depth: usize,
-    /// Readers set aside while a reordered map is being read.
-    saved: Vec<Reader<'r>>,
+    /// The keys of the maps [`fields`] is inside, innermost last: hash,
+    /// start and length in `key_bytes`. A stack, so nested maps reuse one
+    /// allocation.
+    keys: Vec<(u64, u32, u32)>,
+    key_bytes: Vec<u8>,
 }
 
 /// A tagged map whose `type` has been read; `len` entries remain.
 pub struct Typed {
     pub ty: String,
     pub len: usize,
-    reordered: bool,
 }
 
 impl<'r> Decoder<'r> {
@@ -64,7 +71,8 @@ impl<'r> Decoder<'r> {
             file,
             path: Vec::new(),
             depth: 0,
-            saved: Vec::new(),
+            keys: Vec::new(),
+            key_bytes: Vec::new(),
         }
     }
 
@@ -76,7 +84,8 @@ impl<'r> Decoder<'r> {
             file: self.file.clone(),
             path: self.path.clone(),
             depth: self.depth,
-            saved: Vec::new(),
+            keys: Vec::new(),
+            key_bytes: Vec::new(),
         }
     }
 
@@ -237,63 +246,39 @@ impl<'r> Decoder<'r> {
             .ok_or_else(|| self.invalid("a map key is not UTF-8"))
     }
 
-    /// Opens a map tagged by `type` (see the module doc).
+    /// Opens a map tagged by `type` (see the module doc): the type, and how
+    /// many entries the caller reads next. When `type` is not first, the
+    /// entries before it are passed over once to find it and then read
+    /// again in place (the reader rewinds; nothing is copied), and the
+    /// `type` entry itself is among the entries the caller reads (and
+    /// skips, as it claims no such key).
     pub fn typed(&mut self) -> Result<Typed> {
         let len = self.map_len()?;
         if len == 0 {
             return Err(self.missing("type"));
         }
+        self.r.mark();
         let first = self.key_string()?;
         if first == "type" {
+            self.r.unmark();
             let ty = self.string()?;
-            return Ok(Typed {
-                ty,
-                len: len - 1,
-                reordered: false,
-            });
+            return Ok(Typed { ty, len: len - 1 });
         }
-        // Capture every entry, then re-read them with `type` first.
-        // `len` is the input's claim; entries arrive only as bytes do.
-        let mut entries = Vec::with_capacity(len.min(64));
-        let value = self.r.capture().map_err(|e| self.msgpack(e))?;
-        entries.push((first, value));
-        for _ in 1..len {
-            let k = self.key_string()?;
-            let v = self.r.capture().map_err(|e| self.msgpack(e))?;
-            entries.push((k, v));
-        }
-        let Some(pos) = entries.iter().position(|(k, _)| k == "type") else {
-            return Err(self.missing("type"));
-        };
-        let (_, ty_bytes) = entries.remove(pos);
-        let ty = Reader::from_bytes(&ty_bytes)
-            .str()
-            .map(str::to_string)
-            .map_err(|e| self.msgpack(e))?;
-        let mut w = Writer::new();
-        for (k, v) in &entries {
-            w.str(k);
-            w.out.extend_from_slice(v);
-        }
-        let inner = Reader::from_bytes(&w.out);
-        let outer = std::mem::replace(&mut self.r, inner);
-        self.saved.push(outer);
-        Ok(Typed {
-            ty,
-            len: entries.len(),
-            reordered: true,
-        })
-    }
-
-    /// Closes a map opened with [`Decoder::typed`], after its entries.
-    pub fn end_typed(&mut self, t: &Typed) -> Result<()> {
-        if t.reordered {
-            self.r.finish().map_err(|e| self.msgpack(e))?;
-            if let Some(outer) = self.saved.pop() {
-                self.r = outer;
+        let found = (|| {
+            self.skip()?;
+            for _ in 1..len {
+                if self.key_string()? == "type" {
+                    return self.string().map(Some);
+                }
+                self.skip()?;
             }
+            Ok(None)
+        })();
+        self.r.rewind();
+        match found? {
+            Some(ty) => Ok(Typed { ty, len }),
+            None => Err(self.missing("type")),
         }
-        Ok(())
     }
 }
 
@@ -308,7 +293,7 @@ impl<'r> Decoder<'r> {
         self.push_key(key);
         let n = self.array_len()?;
         // `n` is the input's claim; elements arrive only as bytes do.
-        let mut v = Vec::with_capacity(n.min(1024));
+        let mut v = Vec::with_capacity(self.r.reservation(n).min(1024));
         for i in 0..n {
             self.push_index(i);
             v.push(f(self)?);
@@ -320,22 +305,62 @@ impl<'r> Decoder<'r> {
 }
 
 /// Reads the fields of a map with a closure per key; keys the closure does
-/// not claim (it returns `false`) are skipped, as Tensile ignores them.
+/// not claim (it returns `false`) are skipped, as Tensile ignores them. A
+/// key that appears twice is an error ([`CatalogError::DuplicateKey`]).
 pub fn fields<'r>(
     d: &mut Decoder<'r>,
     len: usize,
     mut f: impl FnMut(&mut Decoder<'r>, &str) -> Result<bool>,
 ) -> Result<()> {
-    for _ in 0..len {
-        let key = d.key()?;
-        let Some(k) = key.text() else {
-            return Err(d.invalid("a map key is not UTF-8"));
-        };
-        if !f(d, k)? {
-            d.skip()?;
+    let outer = (d.keys.len(), d.key_bytes.len());
+    let result = (|| {
+        // A 256-bit filter over the keys' hashes: a key whose bit is clear
+        // is new without looking at the others.
+        let mut filter = [0u64; 4];
+        for _ in 0..len {
+            let key = d.key()?;
+            let Some(k) = key.text() else {
+                return Err(d.invalid("a map key is not UTF-8"));
+            };
+            d.note_key(k, &mut filter, outer.0)?;
+            if !f(d, k)? {
+                d.skip()?;
+            }
         }
+        Ok(())
+    })();
+    d.keys.truncate(outer.0);
+    d.key_bytes.truncate(outer.1);
+    result
+}
+
+impl Decoder<'_> {
+    /// Records `key` as one of the current map's (whose keys start at
+    /// `first` in the stack); an error if it is there already.
+    fn note_key(&mut self, key: &str, filter: &mut [u64; 4], first: usize) -> Result<()> {
+        let mut h = FxHasher::default();
+        h.write(key.as_bytes());
+        let hash = h.finish();
+        let bit = (hash >> 56) as usize;
+        let (word, mask) = (bit / 64, 1u64 << (bit % 64));
+        if filter[word] & mask != 0 {
+            let seen = self.keys[first..].iter().any(|&(h, start, len)| {
+                h == hash
+                    && &self.key_bytes[start as usize..(start + len) as usize] == key.as_bytes()
+            });
+            if seen {
+                return Err(CatalogError::DuplicateKey {
+                    at: self.at(),
+                    key: key.to_string(),
+                });
+            }
+        }
+        filter[word] |= mask;
+        self.keys
+            .push((hash, self.key_bytes.len() as u32, key.len() as u32));
+        self.key_bytes.extend_from_slice(key.as_bytes());
+        Ok(())
     }
-    Ok(())
 }
 
 /// Reads a map's remaining `len` entries for the one field `key` (others

@@ -65,6 +65,12 @@ pub enum CatalogError {
     #[error("{at}: solution index {index} appears twice")]
     DuplicateSolution { at: Location, index: i64 },
 
+    /// A map holds a key twice: which value counts would be a guess (a
+    /// second `solutions` list would silently replace the one the library
+    /// was read against).
+    #[error("{at}: key {key:?} appears twice in one map")]
+    DuplicateKey { at: Location, key: String },
+
     /// Nesting deeper than the reader's limit.
     #[error("{at}: nested deeper than {limit} levels")]
     TooDeep { at: Location, limit: usize },

@@ -1085,7 +1085,6 @@ fn property(d: &mut Decoder<'_>) -> Result<Property> {
         Ok(true)
     })?;
     let name = t.ty.clone();
-    d.end_typed(&t)?;
     if Property::from_name(&name, 0).is_none() {
         return Err(d.unknown("property", &name));
     }
@@ -1126,7 +1125,6 @@ fn feature(d: &mut Decoder<'_>) -> Result<Feature> {
         }
         _ => Ok(false),
     })?;
-    d.end_typed(&t)?;
     let part = |i: usize, name: &'static str| parts[i].ok_or_else(|| d.missing(name));
     let f = match ty.as_str() {
         "Tile0Granularity" => Feature::Tile0Granularity(scalar.ok_or_else(|| d.missing("value"))?),
@@ -1274,7 +1272,6 @@ impl Node {
                 }
                 other => return Err(d.unknown("library node", other)),
             };
-            d.end_typed(&t)?;
             Ok(node)
         })
     }
@@ -1290,7 +1287,6 @@ impl Node {
                     return Err(d.unknown("problem-map property", &t.ty));
                 }
                 fields(d, t.len, |_, _| Ok(false))?;
-                d.end_typed(&t)?;
                 d.pop();
                 property_ok = true;
                 Ok(true)
@@ -1299,8 +1295,11 @@ impl Node {
                 d.push_key("map");
                 let n = d.map_len()?;
                 let mut m = ProblemMap {
-                    entries: Vec::with_capacity(n.min(4096)),
-                    index: HashMap::with_capacity_and_hasher(n.min(4096), Default::default()),
+                    entries: Vec::with_capacity(d.r.reservation(n).min(4096)),
+                    index: HashMap::with_capacity_and_hasher(
+                        d.r.reservation(n).min(4096),
+                        Default::default(),
+                    ),
                 };
                 for _ in 0..n {
                     let key: Box<str> = d.key_string()?.into();
@@ -1361,7 +1360,7 @@ impl Node {
                 table_seen = true;
                 d.push_key("table");
                 let n = d.array_len()?;
-                let cap = n.min(1 << 20);
+                let cap = d.r.reservation(n);
                 speeds.reserve(cap);
                 keys.reserve(cap * 4);
                 targets.reserve(cap);
@@ -1504,7 +1503,7 @@ impl Node {
             "trees" => {
                 d.push_key("trees");
                 let n = d.array_len()?;
-                let mut v = Vec::with_capacity(n.min(4096));
+                let mut v = Vec::with_capacity(d.r.reservation(n).min(4096));
                 for i in 0..n {
                     d.push_index(i);
                     let m = d.map_len()?;
@@ -1512,7 +1511,7 @@ impl Node {
                     fields(d, m, |d, k| match k {
                         "tree" => {
                             let count = d.array_len()?;
-                            let mut t = Vec::with_capacity(count.min(1 << 16));
+                            let mut t = Vec::with_capacity(d.r.reservation(count));
                             for _ in 0..count {
                                 let fm = d.map_len()?;
                                 let mut node = [None; 4];

@@ -120,6 +120,10 @@ fn kind_of(marker: u8) -> Option<Kind> {
 /// refills are rare, small enough not to matter next to the model.
 const WINDOW: usize = 1 << 20;
 
+/// Elements of a collection read from a stream that room is made for up
+/// front (see [`Reader::reservation`]).
+pub const STREAM_RESERVE: usize = 1 << 16;
+
 /// A pull parser over a byte slice or a stream.
 pub struct Reader<'r> {
     source: Option<Box<dyn Read + 'r>>,
@@ -132,6 +136,9 @@ pub struct Reader<'r> {
     /// While capturing: the bytes consumed so far that have left the
     /// window, and where in the window the rest starts.
     capture: Option<(Vec<u8>, usize)>,
+    /// A position [`Reader::rewind`] returns to: the window keeps every
+    /// byte from here on (see [`Reader::mark`]).
+    mark: Option<usize>,
 }
 
 impl<'r> Reader<'r> {
@@ -144,6 +151,7 @@ impl<'r> Reader<'r> {
             end: bytes.len(),
             base: 0,
             capture: None,
+            mark: None,
         }
     }
 
@@ -156,7 +164,41 @@ impl<'r> Reader<'r> {
             end: 0,
             base: 0,
             capture: None,
+            mark: None,
         }
+    }
+
+    /// Remembers the current position, so that what is read next can be
+    /// read again after [`Reader::rewind`]. While the mark is set the window
+    /// keeps every byte from it, so it grows only by bytes that really
+    /// arrived. One mark at a time: a second one replaces the first.
+    pub fn mark(&mut self) {
+        self.mark = Some(self.pos);
+    }
+
+    /// Returns to the mark and clears it; without a mark, nothing happens.
+    pub fn rewind(&mut self) {
+        if let Some(mark) = self.mark.take() {
+            self.pos = mark;
+        }
+    }
+
+    /// Clears the mark without moving.
+    pub fn unmark(&mut self) {
+        self.mark = None;
+    }
+
+    /// How many elements of a collection claiming `claimed` of them to make
+    /// room for up front: no more than the input could still hold (each
+    /// element takes at least a byte), so a forged length costs nothing
+    /// before its elements arrive. A stream's length is unknown: room for
+    /// [`STREAM_RESERVE`] elements, and growth as they arrive.
+    pub fn reservation(&self, claimed: usize) -> usize {
+        let left = match self.source {
+            None => self.end - self.pos,
+            Some(_) => STREAM_RESERVE,
+        };
+        claimed.min(left)
     }
 
     /// Offset of the next byte to be read.
@@ -185,17 +227,22 @@ impl<'r> Reader<'r> {
         let Some(source) = self.source.as_mut() else {
             return Err(self.error(MsgpackErrorKind::Truncated));
         };
-        // Slide the unread tail to the front, then read until `n` bytes are
-        // there (a string longer than the window grows it) or the input ends.
+        // Slide the unread tail (from the mark, if one is set) to the front,
+        // then read until `n` bytes are there (a string longer than the
+        // window grows it) or the input ends.
+        let keep = self.mark.unwrap_or(self.pos);
         if let Some((out, start)) = &mut self.capture {
             out.extend_from_slice(&self.buf[*start..self.pos]);
-            *start = 0;
+            *start = self.pos - keep;
         }
-        self.buf.copy_within(self.pos..self.end, 0);
-        self.end -= self.pos;
-        self.base += self.pos as u64;
-        self.pos = 0;
-        while self.end < n {
+        self.buf.copy_within(keep..self.end, 0);
+        self.end -= keep;
+        self.base += keep as u64;
+        self.pos -= keep;
+        if let Some(mark) = &mut self.mark {
+            *mark = 0;
+        }
+        while self.end - self.pos < n {
             // Grow by at most a window at a time, so that a forged length
             // costs memory only as fast as real bytes arrive.
             if self.buf.len() == self.end {
@@ -547,7 +594,7 @@ impl<'r> Reader<'r> {
             Kind::Str => Value::Str(self.str()?.to_owned()),
             Kind::Array => {
                 let n = self.array_len()?;
-                let mut items = Vec::with_capacity(n.min(4096));
+                let mut items = Vec::with_capacity(self.reservation(n).min(4096));
                 for _ in 0..n {
                     items.push(self.value(depth - 1)?);
                 }
@@ -555,7 +602,7 @@ impl<'r> Reader<'r> {
             }
             Kind::Map => {
                 let n = self.map_len()?;
-                let mut entries = Vec::with_capacity(n.min(4096));
+                let mut entries = Vec::with_capacity(self.reservation(n).min(4096));
                 for _ in 0..n {
                     let k = self.value(depth - 1)?;
                     let v = self.value(depth - 1)?;
@@ -891,5 +938,41 @@ mod tests {
         let mut r = Reader::from_bytes(&bytes);
         r.skip().unwrap();
         r.finish().unwrap();
+    }
+
+    #[test]
+    fn a_rewind_reads_the_same_bytes_again_across_refills() {
+        let bytes = sample();
+        for mut r in [
+            Reader::from_bytes(&bytes),
+            Reader::from_reader(Trickle(&bytes)),
+        ] {
+            assert_eq!(r.map_len().unwrap(), 3);
+            r.mark();
+            let first = r.value(8).unwrap();
+            let second = (r.value(8).unwrap(), r.value(8).unwrap());
+            r.rewind();
+            assert_eq!(r.value(8).unwrap(), first, "the same value again");
+            assert_eq!((r.value(8).unwrap(), r.value(8).unwrap()), second);
+            // The `ints` array, the `nested` key and its value remain.
+            for _ in 0..3 {
+                r.skip().unwrap();
+            }
+            r.finish().unwrap();
+        }
+    }
+
+    #[test]
+    fn a_forged_length_reserves_only_what_the_input_can_hold() {
+        // An array header claiming 2^32 - 1 elements, and nothing after it.
+        let mut r = Reader::from_bytes(&[0xdd, 0xff, 0xff, 0xff, 0xff]);
+        let n = r.array_len().unwrap();
+        assert_eq!(n, u32::MAX as usize);
+        assert_eq!(r.reservation(n), 0);
+        let mut r = Reader::from_bytes(&[0xdd, 0, 0, 0, 3, 1, 2, 3]);
+        let n = r.array_len().unwrap();
+        assert_eq!(r.reservation(n), 3);
+        let r = Reader::from_reader(Trickle(&[]));
+        assert_eq!(r.reservation(usize::MAX), STREAM_RESERVE);
     }
 }

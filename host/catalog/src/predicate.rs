@@ -185,7 +185,6 @@ impl<L: Leaf> Predicate<L> {
                     None => return Err(d.unknown("predicate", other)),
                 },
             };
-            d.end_typed(&t)?;
             Ok(p)
         })
     }

@@ -25,14 +25,26 @@ const MAX_DEPTH: usize = 128;
 /// The tree is built from the parser's events rather than with
 /// `YamlLoader`, because the loader expands aliases by copying: a few lines
 /// of nested aliases ("billion laughs") would expand to gigabytes. Catalogs
-/// never use aliases, so they are refused.
+/// never use aliases, so they are refused. Duplicate map keys are kept, so
+/// that the catalog decoder refuses them as it does in MessagePack.
 pub fn to_msgpack(text: &str) -> Result<Vec<u8>, String> {
+    // Events are pulled one at a time rather than with `Parser::load`,
+    // which recurses once per nesting level: a few kilobytes of nested
+    // `- - - -` would overflow the stack before the depth limit below is
+    // checked. Here the builder's explicit stack holds the nesting and the
+    // first event past the limit ends the parse.
     let mut builder = Builder::default();
-    Parser::new_from_str(text)
-        .load(&mut builder, true)
-        .map_err(|e| e.to_string())?;
-    if let Some(e) = builder.error {
-        return Err(e);
+    let mut parser = Parser::new_from_str(text);
+    loop {
+        let (event, mark) = parser.next_token().map_err(|e| e.to_string())?;
+        let end = event == Event::StreamEnd;
+        builder.on_event(event, mark);
+        if let Some(e) = builder.error.take() {
+            return Err(e);
+        }
+        if end {
+            break;
+        }
     }
     let value = match builder.docs.len() {
         1 => builder.docs.remove(0),
@@ -421,5 +433,33 @@ mod tests {
         let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
         assert!(to_msgpack(&deep).unwrap_err().contains("deeper"));
         assert!(to_msgpack("").is_err());
+    }
+
+    /// 20,000 nested block sequences (40 KB) overflowed the stack inside
+    /// the YAML parser's recursive loader before the depth limit was
+    /// checked, aborting the process. The limit now ends the parse; run on
+    /// a small stack so the test would fail long before 20,000 levels.
+    #[test]
+    fn deep_block_nesting_is_refused_without_recursion() {
+        let text = format!("{}1\n", "- ".repeat(20_000));
+        let outcome = std::thread::Builder::new()
+            .stack_size(256 << 10)
+            .spawn(move || to_msgpack(&text))
+            .unwrap()
+            .join()
+            .expect("no stack overflow");
+        assert!(outcome.unwrap_err().contains("deeper than 128"));
+    }
+
+    /// Duplicate keys reach the decoder, which refuses them (YAML loaders
+    /// that keep the last one would hide a second solution list).
+    #[test]
+    fn duplicate_keys_are_kept_for_the_decoder() {
+        let bytes = to_msgpack("a: 1\na: 2\n").unwrap();
+        let mut r = Reader::from_bytes(&bytes);
+        match r.value(MAX_DEPTH).unwrap() {
+            Value::Map(entries) => assert_eq!(entries.len(), 2),
+            other => panic!("{other:?}"),
+        }
     }
 }
