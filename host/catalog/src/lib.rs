@@ -24,14 +24,20 @@
 //! of `TENSILE_DB` to standard error.
 //!
 //! Module map: [`msgpack`] (streaming reader, writer), [`yaml`], [`problem`]
-//! (the GEMM as Tensile poses it), [`hardware`] (the GPU, chip-ID registry,
-//! hardware-row order), [`predicate`], [`solution`], [`library`] (nodes and
-//! selection), [`stdsort`] (libstdc++'s sort order).
+//! (the GEMM as Tensile poses it), [`hardware`] (the GPU, chip-ID fallback
+//! edges, hardware-row order), [`predicate`], [`solution`], [`library`]
+//! (the node model, with its selection and its MessagePack codec in rooms of
+//! their own), `box_tree` (the exact nearest-entry search of large Matching
+//! tables), [`plan`] (per-class selection plans), [`stdsort`] (libstdc++'s
+//! sort order).
+//!
+//! The crate has no HSA dependency: the host shim re-exports it as
+//! `aqueduct::catalog` and describes its agents through [`GpuDescription`].
 
+mod box_tree;
 mod decode;
 mod error;
 pub mod hardware;
-mod kd;
 pub mod library;
 pub mod msgpack;
 pub mod plan;

@@ -4,7 +4,7 @@
 //! order from the query's lower bound, rightward then leftward, until the
 //! first coordinate alone rules out improvement. For a query far from every
 //! tuned size that walk reads thousands of entries, and even a short walk
-//! reads several arrays at scattered places. [`KdIndex`] finds the same
+//! reads several arrays at scattered places. [`BoxTree`] finds the same
 //! answer through a tree of bounding boxes instead: it returns the least
 //! distance D* among entries whose solutions pass, with every passing entry
 //! at D*, and [`Matching`](super::library::Matching) folds those in the
@@ -49,7 +49,7 @@ pub const PASSES: u8 = 1;
 pub const FAILS: u8 = 2;
 
 #[derive(Debug)]
-pub struct KdIndex {
+pub struct BoxTree {
     arity: usize,
     /// Nodes, `FAN` parts each, one record per part ([`Layout`]): its box,
     /// its entries `lo..hi` in tree order, the node that splits them
@@ -101,14 +101,14 @@ fn mask_of(part: &[u32], l: Layout) -> u64 {
     part[l.mask()] as u64 | (part[l.mask() + 1] as u64) << 32
 }
 
-impl KdIndex {
+impl BoxTree {
     fn layout(&self) -> Layout {
         Layout { arity: self.arity }
     }
 
     /// Builds the tree over sorted keys (`arity` each), or None when the
     /// table is outside the exact limits.
-    pub fn build(keys: &[i64], arity: usize) -> Option<KdIndex> {
+    pub fn build(keys: &[i64], arity: usize) -> Option<BoxTree> {
         let n = keys.len() / arity.max(1);
         if arity == 0
             || arity > MAX_ARITY
@@ -132,7 +132,7 @@ impl KdIndex {
             entries.extend(k.iter().map(|&x| x as i32 as u32));
             entries.extend([p, 0]);
         }
-        Some(KdIndex {
+        Some(BoxTree {
             arity,
             nodes: b.nodes.into_boxed_slice(),
             entries: entries.into_boxed_slice(),
@@ -291,7 +291,7 @@ impl Builder<'_> {
 }
 
 struct Search<'s> {
-    index: &'s KdIndex,
+    index: &'s BoxTree,
     l: Layout,
     q: [i64; MAX_ARITY],
     euclidean: bool,

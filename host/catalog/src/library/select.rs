@@ -1,0 +1,932 @@
+//! Selection: how each node answers a query, with Tensile's rules (see
+//! [`super`]), the tree search that answers large Euclidean and Manhattan
+//! tables, and the `TENSILE_DB`-style trace.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::*;
+use crate::box_tree::{FAILS, PASSES, UNKNOWN};
+use crate::error::Result;
+use crate::hardware::Hardware;
+use crate::predicate::{Leaf, Predicate, Trace};
+
+/// Most words a group's mask may take (512 distinct leaves per table;
+/// rocBLAS's tables use at most 114).
+const MASK_WORDS: usize = 8;
+
+/// A table's solution groups in the form a search judges fastest. Most
+/// groups' conditions compile to a conjunction of predicate leaves (the
+/// hardware predicate is TruePred and the problem predicate an And of
+/// leaves): such a group is a bit mask over the distinct leaves the
+/// table's groups use, `words` words per group, next to each other. A
+/// search then learns each table leaf once per query, rejects a group
+/// needing a leaf known to fail without evaluating anything, and reads one
+/// small record per group. The other groups are judged the long way.
+#[derive(Debug, Default)]
+pub(super) struct Conditions {
+    /// Table leaf (bit 64w + b) → the file's leaf id.
+    leaves: Box<[u16]>,
+    words: usize,
+    masks: Box<[u64]>,
+    /// Per group: whether its mask is its whole condition.
+    compiled: Box<[bool]>,
+}
+
+impl Conditions {
+    fn build(list: &[crate::Solution], groups: &[SolutionId]) -> Conditions {
+        let conjunction = |id: SolutionId| {
+            list.get(id as usize)
+                .filter(|s| matches!(s.hardware_predicate, Predicate::True))
+                .and_then(|s| s.problem_predicate.leaf_ids.as_deref())
+        };
+        // File leaf id → table leaf + 1.
+        let mut table_leaf: Vec<u32> = Vec::new();
+        let mut leaves = Vec::new();
+        for ids in groups.iter().filter_map(|&id| conjunction(id)) {
+            for &leaf in ids {
+                let leaf = leaf as usize;
+                if table_leaf.len() <= leaf {
+                    table_leaf.resize(leaf + 1, 0);
+                }
+                if table_leaf[leaf] == 0 {
+                    leaves.push(leaf as u16);
+                    table_leaf[leaf] = leaves.len() as u32;
+                }
+            }
+        }
+        let words = leaves.len().div_ceil(64);
+        if words > MASK_WORDS {
+            return Conditions {
+                compiled: vec![false; groups.len()].into_boxed_slice(),
+                ..Conditions::default()
+            };
+        }
+        let mut masks = vec![0u64; groups.len() * words];
+        let compiled = groups
+            .iter()
+            .enumerate()
+            .map(|(g, &id)| {
+                let ids = conjunction(id);
+                for &leaf in ids.unwrap_or_default() {
+                    let bit = table_leaf[leaf as usize] as usize - 1;
+                    masks[g * words + bit / 64] |= 1 << (bit % 64);
+                }
+                ids.is_some()
+            })
+            .collect();
+        Conditions {
+            leaves: leaves.into_boxed_slice(),
+            words,
+            masks: masks.into_boxed_slice(),
+            compiled,
+        }
+    }
+}
+
+/// What a search knows of its table's leaves for the current query, and
+/// how it judges a group.
+struct Judge<'a, 'q> {
+    table: &'a Matching,
+    file: &'a crate::File,
+    q: &'a Query<'q>,
+    leaf_state: &'a mut [u8],
+    pass: [u64; MASK_WORDS],
+    fail: [u64; MASK_WORDS],
+}
+
+impl Judge<'_, '_> {
+    /// Whether group `l` passes its predicates for this query.
+    fn judge(&mut self, l: usize) -> bool {
+        let c = &self.table.conditions;
+        if !c.compiled[l] {
+            return single_fast(self.file, self.table.solutions[l], self.q, self.leaf_state);
+        }
+        let mask = &c.masks[l * c.words..(l + 1) * c.words];
+        if mask.iter().zip(&self.fail).any(|(m, f)| m & f != 0) {
+            return false;
+        }
+        for (w, &m) in mask.iter().enumerate() {
+            let mut todo = m & !self.pass[w];
+            while todo != 0 {
+                let b = todo.trailing_zeros() as usize;
+                todo &= todo - 1;
+                let leaf = c.leaves[w * 64 + b] as usize;
+                let pass = match self.leaf_state[leaf] {
+                    PASSES => true,
+                    FAILS => false,
+                    _ => {
+                        let pass = self.file.leaves[leaf].eval(self.q.problem);
+                        self.leaf_state[leaf] = if pass { PASSES } else { FAILS };
+                        pass
+                    }
+                };
+                if !pass {
+                    self.fail[w] |= 1 << b;
+                    return false;
+                }
+                self.pass[w] |= 1 << b;
+            }
+        }
+        true
+    }
+}
+
+impl Matching {
+    /// Groups the table's solutions by condition and builds what walks
+    /// read about them (needs the solutions themselves).
+    pub(super) fn group(&mut self, list: &[crate::Solution]) {
+        let mut solutions = Vec::new();
+        let mut seen: HashMap<(usize, SolutionId), u32, crate::FxBuild> = HashMap::default();
+        let local: Box<[u32]> = self
+            .targets
+            .iter()
+            .map(|t| match t {
+                Target::Solution(id) => {
+                    let group = match list.get(*id as usize) {
+                        Some(s) if matches!(s.hardware_predicate, Predicate::True) => {
+                            (Arc::as_ptr(&s.problem_predicate) as usize, 0)
+                        }
+                        _ => (0, *id),
+                    };
+                    *seen.entry(group).or_insert_with(|| {
+                        solutions.push(*id);
+                        solutions.len() as u32 - 1
+                    })
+                }
+                Target::Node(_) => 0,
+            })
+            .collect();
+        self.conditions = Conditions::build(list, &solutions);
+        if let Some(boxes) = &mut self.boxes
+            && !boxes.set_groups(&local, solutions.len())
+        {
+            self.boxes = None;
+        }
+        self.solutions = solutions.into_boxed_slice();
+        self.local = local;
+    }
+
+    pub(super) fn arity(&self) -> usize {
+        self.properties.len()
+    }
+
+    #[inline(always)]
+    pub(super) fn key(&self, i: usize) -> &[i64] {
+        let n = self.arity();
+        &self.keys[i * n..(i + 1) * n]
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.speeds.len()
+    }
+
+    /// First entry whose key is not less than `q`.
+    pub(super) fn lower_bound(&self, q: &[i64]) -> usize {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.key(mid) < q {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Selection
+// ---------------------------------------------------------------------------
+
+/// One query: the problem, the GPU, and an optional trace.
+pub struct Query<'q> {
+    pub problem: &'q Problem,
+    pub hardware: &'q Hardware,
+    pub trace: Option<&'q mut Trace>,
+}
+
+/// A selected solution and the file that holds it.
+#[derive(Debug, Clone, Copy)]
+pub struct Hit<'c> {
+    pub file: &'c crate::File,
+    pub id: SolutionId,
+    /// The matching distance that chose it (0 for non-matching paths).
+    pub fitness: f64,
+}
+
+const RULE: &str =
+    "--------------------------------------------------------------------------------";
+
+fn header(t: &mut Trace, title: &str) {
+    t.raw("");
+    t.raw(RULE);
+    t.raw(&format!("PREDICATE: {title}"));
+    t.raw(RULE);
+}
+
+fn footer(t: &mut Trace, pass: bool) {
+    t.raw(RULE);
+    t.raw(if pass {
+        "Result: MATCH"
+    } else {
+        "Result: NO MATCH"
+    });
+    t.raw(RULE);
+}
+
+impl Node {
+    pub fn select<'c>(
+        &'c self,
+        file: &'c crate::File,
+        q: &mut Query<'_>,
+    ) -> Result<Option<Hit<'c>>> {
+        match self {
+            Node::Hardware(rows) => {
+                let mut fallback: Option<Hit<'c>> = None;
+                let mut fallback_taken = false;
+                for row in rows.iter() {
+                    let pass = match q.trace.as_deref_mut() {
+                        Some(t) => {
+                            header(t, "ExactLogic: Hardware");
+                            let pass = row.predicate.trace(q.hardware, t);
+                            footer(t, pass);
+                            pass
+                        }
+                        None => row.predicate.eval(q.hardware),
+                    };
+                    if !pass {
+                        continue;
+                    }
+                    if !row.is_fallback_for(q.hardware) {
+                        if let Some(hit) = row.library.select(file, q)? {
+                            if let Some(t) = q.trace.as_deref_mut() {
+                                let name = &hit.file.solutions[hit.id as usize].name;
+                                t.raw(&format!("  Solution found (exact): {name}"));
+                            }
+                            return Ok(Some(hit));
+                        }
+                    } else if !fallback_taken {
+                        fallback = row.library.select(file, q)?;
+                        fallback_taken = fallback.is_some();
+                    }
+                }
+                if let (Some(hit), Some(t)) = (&fallback, q.trace.as_deref_mut()) {
+                    t.raw(&format!(
+                        "  Solution found (fallback): {}",
+                        hit.file.solutions[hit.id as usize].name
+                    ));
+                }
+                Ok(fallback)
+            }
+            Node::Problem(rows) => {
+                for row in rows.iter() {
+                    let pass = match q.trace.as_deref_mut() {
+                        Some(t) => {
+                            header(t, "ExactLogic: Problem");
+                            let pass = row.predicate.trace(q.problem, t);
+                            footer(t, pass);
+                            pass
+                        }
+                        None => row.predicate.eval(q.problem),
+                    };
+                    if pass && let Some(hit) = row.library.select(file, q)? {
+                        return Ok(Some(hit));
+                    }
+                }
+                Ok(None)
+            }
+            Node::ProblemMap(map) => {
+                let op = q.problem.operation_identifier();
+                let found = map.index.get(op);
+                if let Some(t) = q.trace.as_deref_mut() {
+                    t.raw(&format!(
+                        "ProblemMap: {op} {}",
+                        if found.is_some() {
+                            "found"
+                        } else {
+                            "not found"
+                        }
+                    ));
+                }
+                match found {
+                    Some(&i) => map.entries[i].1.select(file, q),
+                    None => Ok(None),
+                }
+            }
+            Node::Single(id) => Ok(single(file, *id, q).then_some(Hit {
+                file,
+                id: *id,
+                fitness: 0.0,
+            })),
+            Node::Matching(m) => m.select(file, q),
+            Node::DecisionTree(f) => f.select(file, q),
+            Node::Placeholder(p) => {
+                let child = p.child(q.trace.as_deref_mut())?;
+                child.root.select(child, q)
+            }
+        }
+    }
+}
+
+/// [`single`] for a table walk without a trace: a predicate compiled to
+/// leaf ids is evaluated through the walk's leaf memo.
+fn single_fast(file: &crate::File, id: SolutionId, q: &Query<'_>, leaf_state: &mut [u8]) -> bool {
+    let s = &file.solutions[id as usize];
+    if !s.hardware_predicate.eval(q.hardware) {
+        return false;
+    }
+    match &s.problem_predicate.leaf_ids {
+        Some(ids) => ids.iter().all(|&l| {
+            let l = l as usize;
+            match leaf_state[l] {
+                PASSES => true,
+                FAILS => false,
+                _ => {
+                    let pass = file.leaves[l].eval(q.problem);
+                    leaf_state[l] = if pass { PASSES } else { FAILS };
+                    pass
+                }
+            }
+        }),
+        None => s.problem_predicate.eval(q.problem),
+    }
+}
+
+/// A solution's own predicates: hardware first, then problem.
+fn single(file: &crate::File, id: SolutionId, q: &mut Query<'_>) -> bool {
+    let s = &file.solutions[id as usize];
+    match q.trace.as_deref_mut() {
+        Some(t) => {
+            header(t, &format!("Solution {} ({})", s.index, s.name));
+            let pass = s.hardware_predicate.trace(q.hardware, t)
+                && s.problem_predicate.trace(q.problem, t);
+            footer(t, pass);
+            pass
+        }
+        None => s.hardware_predicate.eval(q.hardware) && s.problem_predicate.eval(q.problem),
+    }
+}
+
+// A search keeps, per group of the table's solutions, what it knows for
+// the current query: not yet asked, passes, fails (`box_tree::UNKNOWN`, `PASSES`,
+// `FAILS`), and per predicate leaf of the file the same. A search meets the
+// same solutions again and again (rocBLAS's tables hold up to 21 725
+// entries for at most 1 631 kernels) and their predicates cannot change
+// within a query, so each is evaluated once; entries of a failing group are
+// then passed over without computing their distance. The plain walk still
+// runs the early-exit test at every entry, as in Tensile, so it stops where
+// Tensile's stops.
+thread_local! {
+    /// The tree search's entries at the least distance (reused).
+    static AT: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Spare state buffers (a walk may nest through a Matching entry's
+    /// sub-library into another walk).
+    static STATES: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn take_state(len: usize) -> Vec<u8> {
+    let mut v = STATES.with(|s| s.borrow_mut().pop()).unwrap_or_default();
+    v.clear();
+    v.resize(len, UNKNOWN);
+    v
+}
+
+fn give_state(v: Vec<u8>) {
+    STATES.with(|s| s.borrow_mut().push(v));
+}
+
+impl Matching {
+    fn transform<'c>(
+        &'c self,
+        file: &'c crate::File,
+        i: usize,
+        q: &mut Query<'_>,
+        state: &mut [u8],
+    ) -> Result<Option<Hit<'c>>> {
+        match self.targets[i] {
+            Target::Solution(id) => {
+                let local = self.local[i] as usize;
+                // A trace shows every evaluation; otherwise remember them.
+                let pass = match state[local] {
+                    PASSES if q.trace.is_none() => true,
+                    FAILS if q.trace.is_none() => false,
+                    _ => {
+                        let pass = single(file, id, q);
+                        state[local] = if pass { PASSES } else { FAILS };
+                        pass
+                    }
+                };
+                Ok(pass.then_some(Hit {
+                    file,
+                    id,
+                    fitness: 0.0,
+                }))
+            }
+            Target::Node(n) => self.values[n as usize].select(file, q),
+        }
+    }
+    fn select<'c>(&'c self, file: &'c crate::File, q: &mut Query<'_>) -> Result<Option<Hit<'c>>> {
+        let mut buf = [0i64; MAX_ARITY];
+        let key = &mut buf[..self.arity()];
+        for (slot, p) in key.iter_mut().zip(self.properties.iter()) {
+            match p.value(q.problem) {
+                Some(v) => *slot = v as i64,
+                None => return Ok(None),
+            }
+        }
+        let key = &*key;
+        if let Some(t) = q.trace.as_deref_mut() {
+            t.raw(&format!("Matching ({}): key {key:?}", self.distance.name()));
+        }
+        if self.len() == 0 {
+            return Ok(None);
+        }
+        let mut state = take_state(self.solutions.len() + file.leaves.len());
+        let result = self.search(file, q, key, &mut state);
+        give_state(state);
+        result
+    }
+
+    fn search<'c>(
+        &'c self,
+        file: &'c crate::File,
+        q: &mut Query<'_>,
+        key: &[i64],
+        state: &mut [u8],
+    ) -> Result<Option<Hit<'c>>> {
+        if self.distance == Distance::Equality {
+            let start = self.lower_bound(key);
+            if start < self.len() && self.key(start) == key {
+                return Ok(self
+                    .transform(file, start, q, state)?
+                    .map(|h| Hit { fitness: 0.0, ..h }));
+            }
+            return Ok(None);
+        }
+        if q.trace.is_none()
+            && let Some(boxes) = self.boxes.as_ref().filter(|boxes| boxes.accepts(key))
+        {
+            let (groups, leaf_state) = state.split_at_mut(self.solutions.len());
+            let mut j = Judge {
+                table: self,
+                file,
+                q: &*q,
+                leaf_state,
+                pass: [0; MASK_WORDS],
+                fail: [0; MASK_WORDS],
+            };
+            let mut judge = |l: usize| j.judge(l);
+            return Ok(AT.with(|at| {
+                let at = &mut at.borrow_mut();
+                let euclidean = self.distance == Distance::Euclidean;
+                let dstar = boxes.nearest(key, euclidean, groups, &mut judge, at)?;
+                self.fold(file, key, dstar, at)
+            }));
+        }
+        let start = self.lower_bound(key);
+        let mut best = Best {
+            hit: None,
+            distance: f64::MAX,
+            speed: 0.0,
+        };
+        for i in start..self.len() {
+            if !self.visit(file, q, key, i, &mut best, state)? {
+                break;
+            }
+        }
+        for i in (0..start).rev() {
+            if !self.visit(file, q, key, i, &mut best, state)? {
+                break;
+            }
+        }
+        Ok(best.hit.map(|h| Hit {
+            fitness: best.distance,
+            ..h
+        }))
+    }
+
+    /// What Tensile's walk returns, given the least distance D* among
+    /// passing entries and all passing entries at D* (sorted positions).
+    ///
+    /// Why: the walk can only stop at an entry whose first-coordinate term
+    /// alone reaches the best distance so far, and that term never exceeds
+    /// an entry's whole distance, so no walk stops before the first entry
+    /// (in visiting order: rightward from the lower bound, then leftward)
+    /// at D*. After it, a later entry at D* replaces it only with a
+    /// strictly higher speed, and only if the walk still reaches it: if
+    /// its first-coordinate term is below D* (or its key is the query).
+    /// An entry is right of the lower bound exactly when its key is not
+    /// less than the query, so the order needs no search for the bound.
+    fn fold<'c>(
+        &'c self,
+        file: &'c crate::File,
+        key: &[i64],
+        dstar: f64,
+        at: &mut [u32],
+    ) -> Option<Hit<'c>> {
+        let n = self.len();
+        at.sort_unstable_by_key(|&i| {
+            let i = i as usize;
+            if self.key(i) >= key { i } else { 2 * n - i }
+        });
+        let mut best: Option<(SolutionId, f64)> = None;
+        for (rank, &i) in at.iter().enumerate() {
+            let (i, k) = (i as usize, self.key(i as usize));
+            let first = key[0].wrapping_sub(k[0]) as f64;
+            let first = match self.distance {
+                Distance::Euclidean => first * first,
+                _ => first.abs(),
+            };
+            let reachable = rank == 0 || k == key || first < dstar;
+            if reachable
+                && best.is_none_or(|(_, speed)| self.speeds[i] > speed)
+                && let Target::Solution(id) = self.targets[i]
+            {
+                best = Some((id, self.speeds[i]));
+            }
+        }
+        best.map(|(id, _)| Hit {
+            file,
+            id,
+            fitness: dstar,
+        })
+    }
+
+    /// One step of the walk; false when the walk should stop.
+    fn visit<'c>(
+        &'c self,
+        file: &'c crate::File,
+        q: &mut Query<'_>,
+        key: &[i64],
+        i: usize,
+        best: &mut Best<'c>,
+        state: &mut [u8],
+    ) -> Result<bool> {
+        let k = self.key(i);
+        if best.hit.is_some() && !self.distance.improvement_possible(key, k, best.distance) {
+            return Ok(false);
+        }
+        if matches!(self.targets[i], Target::Solution(_))
+            && state[self.local[i] as usize] == FAILS
+            && q.trace.is_none()
+        {
+            return Ok(true);
+        }
+        let d = self.distance.distance(key, k);
+        let speed = self.speeds[i];
+        if (d < best.distance || (d == best.distance && speed > best.speed))
+            && let Some(hit) = self.transform(file, i, q, state)?
+        {
+            *best = Best {
+                hit: Some(hit),
+                distance: d,
+                speed,
+            };
+        }
+        Ok(true)
+    }
+}
+
+struct Best<'c> {
+    hit: Option<Hit<'c>>,
+    distance: f64,
+    speed: f64,
+}
+
+impl Forest {
+    fn select<'c>(&'c self, file: &'c crate::File, q: &mut Query<'_>) -> Result<Option<Hit<'c>>> {
+        let mut key = Vec::with_capacity(self.features.len());
+        for f in self.features.iter() {
+            match f.value(q.problem) {
+                Some(v) => key.push(v),
+                None => return Ok(None),
+            }
+        }
+        for (i, tree) in self.trees.iter().enumerate() {
+            if tree.predict(&key) {
+                if let Some(t) = q.trace.as_deref_mut() {
+                    t.raw(&format!("DecisionTree: tree {i} predicts true"));
+                }
+                return tree.value.select(file, q);
+            }
+        }
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::msgpack::Value;
+    use crate::problem::{DataType, Transpose};
+    use crate::{Catalog, Hardware};
+
+    struct Rng(u64);
+    impl Rng {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+    }
+
+    fn s(v: &str) -> Value {
+        Value::Str(v.into())
+    }
+
+    fn map(entries: Vec<(&str, Value)>) -> Value {
+        Value::Map(entries.into_iter().map(|(k, v)| (s(k), v)).collect())
+    }
+
+    /// A solution whose predicate passes when M is a multiple of `m` and
+    /// K is at least `min_k`: enough variety for walks to skip, fall back
+    /// and tie.
+    fn solution(index: u64, m: u64, min_k: u64) -> Value {
+        let leaf = |ty: &str, extra: Vec<(&str, Value)>| {
+            let mut e = vec![("type", s(ty))];
+            e.extend(extra);
+            map(e)
+        };
+        let mut sm: Vec<(&str, Value)> = [
+            "staggerU",
+            "depthU",
+            "globalSplitU",
+            "staggerStrideShift",
+            "workGroupMapping",
+            "persistentKernel",
+            "globalAccumulation",
+            "workspaceSizePerElemC",
+        ]
+        .into_iter()
+        .map(|k| (k, Value::UInt(1)))
+        .collect();
+        for k in ["workGroup", "threadTile", "macroTile"] {
+            sm.push((k, Value::Array(vec![Value::UInt(1); 3])));
+        }
+        sm.push(("persistentKernelAlongBatch", Value::Bool(false)));
+        sm.push(("sourceKernel", Value::Bool(false)));
+        map(vec![
+            ("name", s(&format!("k{index}"))),
+            ("index", Value::UInt(index)),
+            ("debugKernel", Value::Bool(false)),
+            ("hardwarePredicate", leaf("TruePred", vec![])),
+            (
+                "problemPredicate",
+                leaf(
+                    "And",
+                    vec![(
+                        "value",
+                        Value::Array(vec![
+                            leaf(
+                                "SizeMultiple",
+                                vec![("index", Value::UInt(0)), ("value", Value::UInt(m))],
+                            ),
+                            leaf("GlobalSplitUCheckMinK", vec![("value", Value::UInt(min_k))]),
+                        ]),
+                    )],
+                ),
+            ),
+            (
+                "problemType",
+                map(vec![
+                    (
+                        "operationIdentifier",
+                        s("Contraction_l_Ailk_Bljk_Cijk_Dijk"),
+                    ),
+                    ("aType", s("Float")),
+                    ("bType", s("Float")),
+                    ("cType", s("Float")),
+                    ("dType", s("Float")),
+                    ("useBeta", Value::Bool(true)),
+                    ("highPrecisionAccumulate", Value::Bool(false)),
+                ]),
+            ),
+            ("sizeMapping", map(sm)),
+        ])
+    }
+
+    /// A catalog whose root is one Matching table over (M, N, K).
+    fn matching_catalog(sols: Vec<Value>, table: Vec<Value>, distance: &str) -> Catalog {
+        let prop = |t: &str| map(vec![("type", s(t)), ("index", Value::UInt(0))]);
+        let properties = Value::Array(vec![
+            prop("FreeSizeA"),
+            prop("FreeSizeB"),
+            prop("BoundSize"),
+        ]);
+        let tree = map(vec![
+            ("solutions", Value::Array(sols)),
+            (
+                "library",
+                map(vec![
+                    ("type", s("Matching")),
+                    ("properties", properties),
+                    ("table", Value::Array(table)),
+                    ("distance", s(distance)),
+                ]),
+            ),
+        ]);
+        let mut w = crate::msgpack::Writer::new();
+        tree.write(&mut w);
+        Catalog::from_msgpack(&w.out).unwrap()
+    }
+
+    /// Tensile's search as its host library writes it: no tree, no memo,
+    /// each candidate's predicates evaluated when it could win.
+    fn reference(
+        m: &Matching,
+        file: &crate::File,
+        q: &Problem,
+        hw: &Hardware,
+    ) -> Option<(SolutionId, f64)> {
+        let key: Vec<i64> = m
+            .properties
+            .iter()
+            .map(|p| p.value(q).unwrap_or(0) as i64)
+            .collect();
+        let start = m.lower_bound(&key);
+        let (mut best, mut best_d, mut best_speed) = (None, f64::MAX, 0.0);
+        let mut visit = |i: usize, best: &mut Option<SolutionId>, best_d: &mut f64| -> bool {
+            let k = m.key(i);
+            if best.is_some() && !m.distance.improvement_possible(&key, k, *best_d) {
+                return false;
+            }
+            let d = m.distance.distance(&key, k);
+            if (d < *best_d || (d == *best_d && m.speeds[i] > best_speed))
+                && let Target::Solution(id) = m.targets[i]
+            {
+                let sol = &file.solutions[id as usize];
+                if sol.hardware_predicate.eval(hw) && sol.problem_predicate.eval(q) {
+                    (*best, *best_d, best_speed) = (Some(id), d, m.speeds[i]);
+                }
+            }
+            true
+        };
+        for i in start..m.len() {
+            if !visit(i, &mut best, &mut best_d) {
+                break;
+            }
+        }
+        for i in (0..start).rev() {
+            if !visit(i, &mut best, &mut best_d) {
+                break;
+            }
+        }
+        best.map(|b| (b, best_d))
+    }
+
+    /// The tree search answers exactly what Tensile's plain walk answers,
+    /// on random tables full of ties, for both distances it serves; Ratio
+    /// takes the memoised plain walk. The later rounds have more than 64
+    /// solution groups (their summaries share bits), few distinct keys
+    /// (each repeated across many leaves of the tree), keys beyond the
+    /// tree's limits (the table is walked), and queries beyond them.
+    #[test]
+    fn searches_agree_with_tensiles_plain_walk() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let hw = Hardware::new("gfx90a", 104, None);
+        let grid: &[u64] = &[1, 2, 3, 64, 100, 128, 256, 1000];
+        let few: &[u64] = &[100, 300];
+        let rounds = [
+            ("Euclidean", 40, 1u64, grid),
+            ("Manhattan", 40, 1, grid),
+            ("Ratio", 40, 1, grid),
+            ("Euclidean", 40, 1, grid),
+            ("Euclidean", 40, 1, grid),
+            ("Euclidean", 200, 1, grid),
+            ("Manhattan", 200, 1, grid),
+            ("Euclidean", 40, 1, few),
+            ("Manhattan", 200, 1, few),
+            ("Euclidean", 40, 1 << 25, grid),
+        ];
+        for (round, &(distance, kernels, scale, grid)) in rounds.iter().enumerate() {
+            let mut searched = 0;
+            let sols: Vec<Value> = (0..kernels)
+                .map(|i| {
+                    let (m, min_k) = if kernels > 64 {
+                        // Mostly distinct conditions: many groups.
+                        (1 + i % 5, (i / 5) * 37)
+                    } else {
+                        (
+                            [1, 2, 3, 4, 7, 9, 11][rng.below(7) as usize],
+                            rng.below(6) * 200,
+                        )
+                    };
+                    solution(i, m, min_k)
+                })
+                .collect();
+            let entries = 300 + rng.below(700);
+            let table: Vec<Value> = (0..entries)
+                .map(|_| {
+                    let key = (0..3).map(|c| {
+                        let x = grid[rng.below(grid.len() as u64) as usize] * (1 + rng.below(2));
+                        Value::UInt(if c == 1 { x * scale } else { x })
+                    });
+                    map(vec![
+                        ("key", Value::Array(key.collect())),
+                        ("index", Value::UInt(rng.below(kernels))),
+                        (
+                            "speed",
+                            Value::Float([0.0, 1.0, 2.0][rng.below(3) as usize]),
+                        ),
+                    ])
+                })
+                .collect();
+            let catalog = matching_catalog(sols, table, distance);
+            let Node::Matching(m) = &catalog.file().root else {
+                panic!()
+            };
+            assert_eq!(
+                m.boxes.is_some(),
+                distance != "Ratio" && scale == 1,
+                "round {round}: the tree is built exactly for tables within its limits"
+            );
+            if kernels > 64 {
+                assert!(
+                    m.solutions.len() > 64,
+                    "round {round}: {} groups",
+                    m.solutions.len()
+                );
+            }
+            for j in 0..400 {
+                let size = |rng: &mut Rng| 1 + rng.below(1200);
+                let mut n = size(&mut rng);
+                if j % 50 == 49 {
+                    n += 1 << 24; // beyond the tree's limit
+                }
+                let p = Problem::gemm(
+                    Transpose::None,
+                    Transpose::None,
+                    size(&mut rng),
+                    n,
+                    size(&mut rng),
+                    DataType::Float,
+                );
+                let key = [p.m as i64, n as i64, p.k as i64];
+                searched += usize::from(m.boxes.as_ref().is_some_and(|boxes| boxes.accepts(&key)));
+                let expected = reference(m, catalog.file(), &p, &hw);
+                let got = catalog
+                    .select(&p, &hw)
+                    .unwrap()
+                    .map(|s| (s.solution.index as u32, s.fitness));
+                assert_eq!(
+                    got, expected,
+                    "round {round} ({distance}), {}x{}x{}",
+                    p.m, p.n, p.k
+                );
+            }
+            if m.boxes.is_some() {
+                assert_eq!(searched, 392, "round {round}: queries the tree answered");
+            }
+        }
+    }
+
+    /// Tensile's early exit, reproduced by the tree search: two entries at
+    /// the least distance, the later one faster, but the walk stops on
+    /// reaching it (its first coordinate alone is at that distance), so
+    /// the earlier one wins.
+    #[test]
+    fn a_long_walk_stops_where_tensiles_does_before_a_faster_equal_entry() {
+        let entry = |key: [u64; 3], index: u64, speed: f64| {
+            map(vec![
+                (
+                    "key",
+                    Value::Array(key.iter().map(|&k| Value::UInt(k)).collect()),
+                ),
+                ("index", Value::UInt(index)),
+                ("speed", Value::Float(speed)),
+            ])
+        };
+        // Solution 0 fails for M = 100 (not a multiple of 7); 1 and 2 pass.
+        let sols = vec![solution(0, 7, 0), solution(1, 1, 0), solution(2, 1, 0)];
+        let mut table: Vec<Value> = (0..200).map(|j| entry([100, 20 + j, 10], 0, 9.0)).collect();
+        table.push(entry([110, 10, 10], 1, 1.0));
+        table.push(entry([90, 10, 10], 2, 5.0));
+        let catalog = matching_catalog(sols, table, "Euclidean");
+        let Node::Matching(m) = &catalog.file().root else {
+            panic!()
+        };
+        let hw = Hardware::new("gfx90a", 104, None);
+        let p = Problem::gemm(
+            Transpose::None,
+            Transpose::None,
+            100,
+            10,
+            10,
+            DataType::Float,
+        );
+        assert!(m.boxes.is_some());
+        assert_eq!(reference(m, catalog.file(), &p, &hw), Some((1, 100.0)));
+        let got = catalog
+            .select(&p, &hw)
+            .unwrap()
+            .map(|s| (s.solution.index, s.fitness));
+        assert_eq!(
+            got,
+            Some((1, 100.0)),
+            "the entry at (110, 10, 10), reached first"
+        );
+    }
+}
