@@ -144,12 +144,14 @@ fn precision(t: DataType) -> &'static str {
 /// A lazy child's type part, as Tensile names it: A's and C's precision
 /// codes (`SS`, `HH`, `BB`), then `_HPA` for high-precision accumulate.
 fn type_code(pred: &aqueduct_catalog::predicate::ProblemPredicate) -> String {
-    use aqueduct_catalog::predicate::ProblemLeaf;
+    use aqueduct_catalog::predicate::{ProblemLeafKind as Kind, Value};
     let mut code = String::new();
     let mut hpa = false;
-    pred.leaves(&mut |l| match l {
-        ProblemLeaf::TypesEqual(t) => code = format!("{}{}", precision(t[0]), precision(t[2])),
-        ProblemLeaf::HighPrecisionAccumulate(true) => hpa = true,
+    pred.leaves(&mut |l| match (l.kind, &l.value) {
+        (Kind::TypesEqual, Value::Types(t)) => {
+            code = format!("{}{}", precision(t[0]), precision(t[2]))
+        }
+        (Kind::HighPrecisionAccumulate, Value::Bool(true)) => hpa = true,
         _ => {}
     });
     if code.is_empty() {

@@ -43,6 +43,7 @@ pub mod msgpack;
 pub mod plan;
 pub mod predicate;
 pub mod problem;
+mod problem_leaf;
 pub mod solution;
 pub mod stdsort;
 pub mod yaml;

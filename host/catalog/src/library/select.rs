@@ -9,7 +9,7 @@ use super::*;
 use crate::box_tree::{FAILS, PASSES, UNKNOWN};
 use crate::error::Result;
 use crate::hardware::Hardware;
-use crate::predicate::{Leaf, Predicate, Trace};
+use crate::predicate::{Predicate, Trace};
 
 /// Most words a group's mask may take (512 distinct leaves per table;
 /// rocBLAS's tables use at most 114).

@@ -1,0 +1,728 @@
+//! The leaves of a solution's problem predicate (Tensile 4.36
+//! `ContractionProblemPredicates.hpp`, with rocBLAS's and hipBLASLt's
+//! additions), as one table: each leaf is one row of [`leaves!`] saying
+//! its catalog name, whether it carries an index, the shape of its value,
+//! whether it reads only what a problem's class fixes, how it is judged
+//! and what a trace shows of the problem's side. Decoding, encoding,
+//! evaluation, naming and tracing all read that row; none keeps a list of
+//! its own.
+//!
+//! A leaf is a [`Kind`] (which row), an index and a [`Value`]. The value's
+//! shape is the row's, so accessors such as [`ProblemLeaf::number`] read
+//! what the row promises.
+
+use super::decode::{Decoder, fields};
+use super::error::Result;
+use super::msgpack::Writer;
+use super::problem::{ArithmeticUnit, DataType, KernelLanguage, PerformanceMetric, Problem};
+
+/// `ScalarValue`: a restriction on alpha or beta.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ScalarValue {
+    Any,
+    One,
+    NegativeOne,
+}
+
+impl ScalarValue {
+    /// The name catalogs write (`Any`, `1`, `-1`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ScalarValue::Any => "Any",
+            ScalarValue::One => "1",
+            ScalarValue::NegativeOne => "-1",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<Self> {
+        [Self::Any, Self::One, Self::NegativeOne]
+            .into_iter()
+            .find(|v| v.name() == name)
+    }
+
+    fn of(v: f64) -> Self {
+        if v == 1.0 {
+            ScalarValue::One
+        } else if v == -1.0 {
+            ScalarValue::NegativeOne
+        } else {
+            ScalarValue::Any
+        }
+    }
+}
+
+/// What a leaf's `value` holds.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Value {
+    /// The leaf has no value.
+    None,
+    U64(u64),
+    Bool(bool),
+    Scalar(ScalarValue),
+    Language(KernelLanguage),
+    Unit(ArithmeticUnit),
+    /// A, B, C, D.
+    Types([DataType; 4]),
+    Type(DataType),
+    Text(Box<str>),
+    /// `min <= x < max` (a missing `max` is `u64::MAX`).
+    Range {
+        min: u64,
+        max: u64,
+    },
+    /// `ShiftPtrElemA`, `ShiftPtrElemB`, `DUorMT0`, `DUorMT1` (boxed: the
+    /// rare leaf that would double every leaf's size).
+    BufferLoad(Box<[u64; 4]>),
+}
+
+/// The shape of a row's value, as decoding reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    None,
+    U64,
+    Bool,
+    Scalar,
+    Language,
+    Unit,
+    Types,
+    Type,
+    Text,
+    Range,
+    BufferLoad,
+}
+
+/// Whether a row carries an `index`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Index {
+    None,
+    /// Required, not negative.
+    Unsigned,
+    /// Required; a negative index counts from the last bound index.
+    Signed,
+}
+
+/// One row: everything the code knows about a leaf kind.
+struct Row {
+    name: &'static str,
+    index: Index,
+    shape: Shape,
+    /// Reads only what a problem's class fixes (operation, types, flags,
+    /// metric), never sizes, strides or scalars.
+    class_only: bool,
+    /// The trace's text for the solution's side of a number: before and
+    /// after the value.
+    expect: (&'static str, &'static str),
+    eval: fn(&ProblemLeaf, &Problem) -> bool,
+    observed: fn(&ProblemLeaf, &Problem) -> String,
+}
+
+/// The table: `Kind, "CatalogName", index, shape, class-only, expected text
+/// (for numbers), |leaf, problem| eval, |leaf, problem| what the trace
+/// shows of the problem`.
+macro_rules! leaves {
+    ($($kind:ident, $name:literal, $index:ident, $shape:ident, $class:literal, $expect:expr,
+       $eval:expr, $observed:expr;)+) => {
+        /// Which leaf (a row of the table).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Kind {
+            $($kind,)+
+        }
+
+        const ROWS: &[Row] = &[$(Row {
+            name: $name,
+            index: Index::$index,
+            shape: Shape::$shape,
+            class_only: $class,
+            expect: $expect,
+            eval: $eval,
+            observed: $observed,
+        },)+];
+
+        const KINDS: &[Kind] = &[$(Kind::$kind,)+];
+    };
+}
+
+/// Expected-text templates.
+const MULTIPLE: (&str, &str) = ("multiple of ", "");
+const EQUAL: (&str, &str) = ("== ", "");
+const GREATER: (&str, &str) = ("> ", "");
+const LESS: (&str, &str) = ("< ", "");
+const AT_LEAST: (&str, &str) = (">= ", "");
+const PLAIN: (&str, &str) = ("", "");
+
+leaves! {
+    Free0SizeMultiple, "Free0SizeMultiple", Unsigned, U64, false, MULTIPLE,
+        |l, p| only(l.index, p.m).is_some_and(|m| multiple(m, l.number())),
+        |_, p| p.m.to_string();
+    Free1SizeMultiple, "Free1SizeMultiple", Unsigned, U64, false, MULTIPLE,
+        |l, p| only(l.index, p.n).is_some_and(|n| multiple(n, l.number())),
+        |_, p| p.n.to_string();
+    BatchSizeMultiple, "BatchSizeMultiple", Unsigned, U64, false, MULTIPLE,
+        |l, p| only(l.index, p.batch).is_some_and(|b| multiple(b, l.number())),
+        |_, p| p.batch.to_string();
+    BatchSizeEqual, "BatchSizeEqual", Unsigned, U64, false, EQUAL,
+        |l, p| only(l.index, p.batch) == Some(l.number()),
+        |_, p| p.batch.to_string();
+    BoundSizeMultiple, "BoundSizeMultiple", Signed, U64, false, MULTIPLE,
+        |l, p| (l.index == 0 || l.index == -1) && multiple(p.k, l.number()),
+        |_, p| p.k.to_string();
+    MaxProblemSizeGreaterThan, "MaxProblemSizeGreaterThan", None, U64, false, GREATER,
+        |l, p| p.max_problem_size() > l.number(),
+        |_, p| p.max_problem_size().to_string();
+    LeadingFree0SizesGreaterOrEqual, "LeadingFree0SizesGreaterOrEqual", None, U64, false, AT_LEAST,
+        |l, p| p.m >= l.number(),
+        |_, p| p.m.to_string();
+    LeadingFree1SizesGreaterOrEqual, "LeadingFree1SizesGreaterOrEqual", None, U64, false, AT_LEAST,
+        |l, p| p.n >= l.number(),
+        |_, p| p.n.to_string();
+    SizeEqual, "SizeEqual", Unsigned, U64, false, EQUAL,
+        |l, p| size(p, l.index) == Some(l.number()),
+        |l, p| opt(size(p, l.index));
+    SizeGreaterThan, "SizeGreaterThan", Unsigned, U64, false, GREATER,
+        |l, p| size(p, l.index).is_some_and(|s| s > l.number()),
+        |l, p| opt(size(p, l.index));
+    SizeLessThan, "SizeLessThan", Unsigned, U64, false, LESS,
+        |l, p| size(p, l.index).is_some_and(|s| s < l.number()),
+        |l, p| opt(size(p, l.index));
+    SizeMultiple, "SizeMultiple", Unsigned, U64, false, MULTIPLE,
+        |l, p| size(p, l.index).is_some_and(|s| multiple(s, l.number())),
+        |l, p| opt(size(p, l.index));
+    SizeInRange, "SizeInRange", Unsigned, Range, false, PLAIN,
+        |l, p| match l.value {
+            Value::Range { min, max } => size(p, l.index).is_some_and(|s| s >= min && s < max),
+            _ => false,
+        },
+        |l, p| opt(size(p, l.index));
+    StrideAEqual, "StrideAEqual", Unsigned, U64, false, EQUAL,
+        |l, p| stride(&p.a_strides(), l.index) == Some(l.number()),
+        |l, p| opt(stride(&p.a_strides(), l.index));
+    StrideBEqual, "StrideBEqual", Unsigned, U64, false, EQUAL,
+        |l, p| stride(&p.b_strides(), l.index) == Some(l.number()),
+        |l, p| opt(stride(&p.b_strides(), l.index));
+    StrideCEqual, "StrideCEqual", Unsigned, U64, false, EQUAL,
+        |l, p| stride(&p.c_strides(), l.index) == Some(l.number()),
+        |l, p| opt(stride(&p.c_strides(), l.index));
+    StrideDEqual, "StrideDEqual", Unsigned, U64, false, EQUAL,
+        |l, p| stride(&p.d_strides(), l.index) == Some(l.number()),
+        |l, p| opt(stride(&p.d_strides(), l.index));
+    LdcEqualsLdd, "LDCEqualsLDD", None, None, false, PLAIN,
+        |_, p| p.ldc == p.ldd,
+        |_, p| format!("ldc={} ldd={}", p.ldc, p.ldd);
+    CEqualsD, "CEqualsD", None, None, false, PLAIN,
+        |_, p| p.c_equals_d,
+        |_, p| p.c_equals_d.to_string();
+    CdStridesEqual, "CDStridesEqual", None, None, false, PLAIN,
+        |_, p| p.c_strides() == p.d_strides(),
+        |_, p| format!("c={:?} d={:?}", p.c_strides(), p.d_strides());
+    AlphaValue, "AlphaValue", None, Scalar, false, PLAIN,
+        |l, p| matches!(l.value, Value::Scalar(v) if v == ScalarValue::Any || ScalarValue::of(p.alpha) == v),
+        |_, p| ScalarValue::of(p.alpha).name().to_string();
+    BetaValue, "BetaValue", None, Scalar, false, PLAIN,
+        |l, p| matches!(l.value, Value::Scalar(v) if v == ScalarValue::Any || ScalarValue::of(p.beta) == v),
+        |_, p| ScalarValue::of(p.beta).name().to_string();
+    BetaZero, "BetaZero", None, None, false, PLAIN,
+        |_, p| p.beta == 0.0,
+        |_, p| p.beta.to_string();
+    BetaOne, "BetaOne", None, None, false, PLAIN,
+        |_, p| p.beta == 1.0,
+        |_, p| p.beta.to_string();
+    HighPrecisionAccumulate, "HighPrecisionAccumulate", None, Bool, true, PLAIN,
+        |l, p| l.value == Value::Bool(p.high_precision_accumulate),
+        |_, p| p.high_precision_accumulate.to_string();
+    KernelLanguageCompatible, "KernelLanguageCompatible", None, Language, true, PLAIN,
+        |l, p| p.kernel_language == KernelLanguage::Any || l.value == Value::Language(p.kernel_language),
+        |_, p| format!("{:?}", p.kernel_language);
+    ArithmeticUnitCompatible, "ArithmeticUnitCompatible", None, Unit, true, PLAIN,
+        |l, p| p.arithmetic_unit == ArithmeticUnit::Any || l.value == Value::Unit(p.arithmetic_unit),
+        |_, p| format!("{:?}", p.arithmetic_unit);
+    DeterministicMode, "DeterministicMode", None, Bool, true, PLAIN,
+        |l, p| l.value == Value::Bool(p.deterministic_mode),
+        |_, p| p.deterministic_mode.to_string();
+    TypesEqual, "TypesEqual", None, Types, true, PLAIN,
+        |l, p| l.value == Value::Types([p.a_type, p.b_type, p.c_type, p.d_type]),
+        |_, p| format!("[{}, {}, {}, {}]", p.a_type, p.b_type, p.c_type, p.d_type);
+    OperationIdentifierEqual, "OperationIdentifierEqual", None, Text, true, PLAIN,
+        |l, p| matches!(&l.value, Value::Text(s) if **s == *p.operation_identifier()),
+        |_, p| p.operation_identifier().to_string();
+    BufferLoadOffsetLimitCheck, "BufferLoadOffsetLimitCheck", None, BufferLoad, false, PLAIN,
+        |l, p| match &l.value {
+            Value::BufferLoad(v) => {
+                let [shift_a, shift_b, du_mt0, du_mt1] = **v;
+                let a = p.lda.wrapping_mul(du_mt0).wrapping_add(shift_a)
+                    .wrapping_mul(p.a_type.element_bytes());
+                let b = p.ldb.wrapping_mul(du_mt1).wrapping_add(shift_b)
+                    .wrapping_mul(p.b_type.element_bytes());
+                a < OFFSET_LIMIT && b < OFFSET_LIMIT
+            }
+            _ => false,
+        },
+        |_, p| format!("lda={} ldb={}", p.lda, p.ldb);
+    BufferStoreOffsetLimitCheck, "BufferStoreOffsetLimitCheck", None, U64, false, ("x", " < 2^32"),
+        |l, p| p.ldd.wrapping_mul(p.d_type.element_bytes()).wrapping_mul(l.number()) < OFFSET_LIMIT,
+        |_, p| format!("ldd={}", p.ldd);
+    WorkspaceCheck, "WorkspaceCheck", Unsigned, U64, false, ("needs m*n*batch*", ""),
+        |l, p| p.m.wrapping_mul(p.n).wrapping_mul(p.batch).wrapping_mul(l.number()) <= p.workspace_size,
+        |_, p| format!("workspace={}", p.workspace_size);
+    // Tensile's `eligibleForPK` defaults to true and rocBLAS never clears it.
+    PersistentKernelCheck, "PersistentKernelCheck", None, None, true, PLAIN,
+        |_, _| true,
+        |_, _| "-".to_string();
+    GlobalSplitUCheckMinK, "GlobalSplitUCheckMinK", None, U64, false, AT_LEAST,
+        |l, p| p.k >= l.number(),
+        |_, p| p.k.to_string();
+    StridedBatched, "StridedBatched", None, Bool, true, PLAIN,
+        |l, p| l.value == Value::Bool(p.strided_batched),
+        |_, p| p.strided_batched.to_string();
+    CuEfficiency, "CUEfficiency", None, None, false, PLAIN,
+        |_, p| match p.performance_metric {
+            PerformanceMetric::CuEfficiency => true,
+            PerformanceMetric::Auto => p.flop_count() < 1500 * 1500 * 1500 * 2,
+            _ => false,
+        },
+        |_, p| format!("{:?}", p.performance_metric);
+    Experimental, "Experimental", None, None, true, PLAIN,
+        |_, p| p.performance_metric == PerformanceMetric::Experimental,
+        |_, p| format!("{:?}", p.performance_metric);
+    Fp16AltImpl, "Fp16AltImpl", None, None, true, PLAIN,
+        |_, p| p.fp16_alt_impl,
+        |_, p| p.fp16_alt_impl.to_string();
+    EqualityMatching, "EqualityMatching", None, None, true, PLAIN,
+        |_, _| true,
+        |_, _| "-".to_string();
+    StochasticRounding, "StochasticRounding", None, Bool, true, PLAIN,
+        |l, p| l.value == Value::Bool(p.stochastic_rounding),
+        |_, p| p.stochastic_rounding.to_string();
+    F32XdlMathOp, "F32XdlMathOp", None, Type, true, PLAIN,
+        |l, p| l.value == Value::Type(p.f32_xdl_math_op),
+        |_, p| p.f32_xdl_math_op.to_string();
+}
+
+/// A leaf of a problem predicate: a row of the table, its index (0 for
+/// rows without one) and its value. Index and value are Tensile's.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ProblemLeaf {
+    pub kind: Kind,
+    pub index: i64,
+    pub value: Value,
+}
+
+/// `x % m == 0`, false for m == 0 (Tensile would divide by zero).
+fn multiple(x: u64, m: u64) -> bool {
+    m != 0 && x.is_multiple_of(m)
+}
+
+/// A GEMM has exactly one free index per side, one batch and one bound.
+fn only(index: i64, v: u64) -> Option<u64> {
+    (index == 0).then_some(v)
+}
+
+fn size(p: &Problem, index: i64) -> Option<u64> {
+    usize::try_from(index).ok().and_then(|i| p.size(i))
+}
+
+fn stride(strides: &[u64], index: i64) -> Option<u64> {
+    usize::try_from(index)
+        .ok()
+        .and_then(|i| strides.get(i).copied())
+}
+
+fn opt(v: Option<u64>) -> String {
+    v.map_or("none".to_string(), |v| v.to_string())
+}
+
+const OFFSET_LIMIT: u64 = 1 << 32;
+
+impl Kind {
+    fn row(self) -> &'static Row {
+        &ROWS[self as usize]
+    }
+
+    /// The kind a catalog names `name`.
+    pub fn from_name(name: &str) -> Option<Kind> {
+        ROWS.iter().position(|r| r.name == name).map(|i| KINDS[i])
+    }
+
+    /// The name catalogs write.
+    pub fn name(self) -> &'static str {
+        self.row().name
+    }
+}
+
+impl ProblemLeaf {
+    /// The number a numeric row holds (0 for another shape, which its row
+    /// never has).
+    pub fn number(&self) -> u64 {
+        match self.value {
+            Value::U64(n) => n,
+            _ => 0,
+        }
+    }
+
+    /// The catalog name of the leaf.
+    pub fn name(&self) -> &'static str {
+        self.kind.name()
+    }
+
+    /// Whether the leaf holds for `p`.
+    pub fn eval(&self, p: &Problem) -> bool {
+        (self.kind.row().eval)(self, p)
+    }
+
+    /// True when the leaf reads only what a problem's class fixes
+    /// (operation, types, flags, metric), never sizes, strides or scalars:
+    /// its value is then the same for every problem of the class.
+    pub fn class_only(&self) -> bool {
+        self.kind.row().class_only
+    }
+
+    /// The problem's side of the comparison, for traces.
+    pub fn observed(&self, p: &Problem) -> String {
+        (self.kind.row().observed)(self, p)
+    }
+
+    /// The solution's side, for traces.
+    pub fn expected(&self) -> String {
+        let (before, after) = self.kind.row().expect;
+        match &self.value {
+            Value::None => "-".to_string(),
+            Value::U64(n) => format!("{before}{n}{after}"),
+            Value::Bool(b) => b.to_string(),
+            Value::Scalar(s) => s.name().to_string(),
+            Value::Language(k) => format!("{k:?}"),
+            Value::Unit(a) => format!("{a:?}"),
+            Value::Types(t) => format!("[{}, {}, {}, {}]", t[0], t[1], t[2], t[3]),
+            Value::Type(t) => t.to_string(),
+            Value::Text(s) => s.to_string(),
+            Value::Range { min, max } => format!("in [{min}, {max})"),
+            Value::BufferLoad(v) => {
+                let [a, b, m0, m1] = **v;
+                format!("ShiftPtrElemA={a} ShiftPtrElemB={b} DUorMT0={m0} DUorMT1={m1}")
+            }
+        }
+    }
+
+    /// Reads the fields of a leaf map of type `ty` (already read); `None`
+    /// for a type that is no problem leaf.
+    pub fn decode(d: &mut Decoder<'_>, ty: &str, len: usize) -> Result<Option<Self>> {
+        let Some(kind) = Kind::from_name(ty) else {
+            return Ok(None);
+        };
+        let row = kind.row();
+        let mut index: Option<i64> = None;
+        let mut value: Option<Value> = None;
+        fields(d, len, |d, k| match k {
+            "index" if row.index != Index::None => {
+                d.push_key("index");
+                let i = d.i64()?;
+                if i < 0 && row.index == Index::Unsigned {
+                    return Err(d.invalid(format!("negative index {i}")));
+                }
+                index = Some(i);
+                d.pop();
+                Ok(true)
+            }
+            "value" if row.shape != Shape::None => {
+                d.push_key("value");
+                value = Some(decode_value(d, row.shape)?);
+                d.pop();
+                Ok(true)
+            }
+            _ => Ok(false),
+        })?;
+        if row.index != Index::None && index.is_none() {
+            return Err(d.missing("index"));
+        }
+        let value = match (row.shape, value) {
+            (Shape::None, _) => Value::None,
+            (shape, Some(Value::Text(text))) => resolve(d, shape, text)?,
+            (_, Some(v)) => v,
+            (_, None) => return Err(d.missing("value")),
+        };
+        Ok(Some(ProblemLeaf {
+            kind,
+            index: index.unwrap_or(0),
+            value,
+        }))
+    }
+
+    /// Writes the leaf as Tensile does: `type`, then `index` (if the row has
+    /// one), then `value` (if it has one).
+    pub fn encode(&self, w: &mut Writer) {
+        let row = self.kind.row();
+        let has_index = row.index != Index::None;
+        let has_value = row.shape != Shape::None;
+        w.map(1 + usize::from(has_index) + usize::from(has_value));
+        w.str("type");
+        w.str(row.name);
+        if has_index {
+            w.str("index");
+            w.i64(self.index);
+        }
+        if !has_value {
+            return;
+        }
+        w.str("value");
+        match &self.value {
+            Value::None => w.nil(),
+            Value::U64(n) => w.u64(*n),
+            Value::Bool(b) => w.bool(*b),
+            Value::Scalar(s) => w.str(s.name()),
+            Value::Language(k) => w.str(language_name(*k)),
+            Value::Unit(a) => w.str(unit_name(*a)),
+            Value::Types(t) => {
+                w.array(4);
+                t.iter().for_each(|t| w.str(t.name()));
+            }
+            Value::Type(t) => w.str(t.name()),
+            Value::Text(s) => w.str(s),
+            Value::Range { min, max } => {
+                w.map(if *max == u64::MAX { 1 } else { 2 });
+                w.str("min");
+                w.u64(*min);
+                if *max != u64::MAX {
+                    w.str("max");
+                    w.u64(*max);
+                }
+            }
+            Value::BufferLoad(v) => {
+                let [a, b, m0, m1] = &**v;
+                w.map(4);
+                for (k, x) in [
+                    ("ShiftPtrElemB", b),
+                    ("ShiftPtrElemA", a),
+                    ("DUorMT1", m1),
+                    ("DUorMT0", m0),
+                ] {
+                    w.str(k);
+                    w.u64(*x);
+                }
+            }
+        }
+    }
+}
+
+/// A value of `shape` as written: names (scalar values, languages, units,
+/// data types) stay text until [`resolve`] checks them, after the leaf's
+/// index, so a leaf missing its index says so first.
+fn decode_value(d: &mut Decoder<'_>, shape: Shape) -> Result<Value> {
+    Ok(match shape {
+        Shape::None => Value::None,
+        Shape::U64 => Value::U64(d.u64()?),
+        Shape::Bool => Value::Bool(d.bool()?),
+        Shape::Scalar | Shape::Language | Shape::Unit | Shape::Type | Shape::Text => {
+            Value::Text(d.boxed_str()?)
+        }
+        Shape::Types => {
+            let n = d.array_len()?;
+            if n != 4 {
+                return Err(d.invalid(format!("TypesEqual needs 4 types, found {n}")));
+            }
+            let mut t = [DataType::Float; 4];
+            for slot in &mut t {
+                let name = d.string()?;
+                *slot = DataType::from_name(&name).ok_or_else(|| d.unknown("data", &name))?;
+            }
+            Value::Types(t)
+        }
+        Shape::Range => {
+            let n = d.map_len()?;
+            let (mut min, mut max) = (0, u64::MAX);
+            fields(d, n, |d, k| match k {
+                "min" => {
+                    min = d.u64()?;
+                    Ok(true)
+                }
+                "max" => {
+                    max = d.u64()?;
+                    Ok(true)
+                }
+                _ => Ok(false),
+            })?;
+            Value::Range { min, max }
+        }
+        Shape::BufferLoad => {
+            const NAMES: [&str; 4] = ["ShiftPtrElemA", "ShiftPtrElemB", "DUorMT0", "DUorMT1"];
+            let n = d.map_len()?;
+            let mut v: [Option<u64>; 4] = [None; 4];
+            fields(d, n, |d, k| {
+                let Some(slot) = NAMES.iter().position(|&name| name == k) else {
+                    return Ok(false);
+                };
+                v[slot] = Some(d.u64()?);
+                Ok(true)
+            })?;
+            let mut out = [0; 4];
+            for ((slot, read), name) in out.iter_mut().zip(v).zip(NAMES) {
+                *slot = read.ok_or_else(|| d.missing(name))?;
+            }
+            Value::BufferLoad(Box::new(out))
+        }
+    })
+}
+
+fn language_name(k: KernelLanguage) -> &'static str {
+    match k {
+        KernelLanguage::Any => "Any",
+        KernelLanguage::Assembly => "Assembly",
+        KernelLanguage::Source => "Source",
+    }
+}
+
+fn unit_name(a: ArithmeticUnit) -> &'static str {
+    match a {
+        ArithmeticUnit::Any => "Any",
+        ArithmeticUnit::Mfma => "MFMA",
+        ArithmeticUnit::Valu => "VALU",
+    }
+}
+
+/// A name-valued leaf's text as its enumeration, for the row's shape; an
+/// unknown name is an error naming what it should have been.
+fn resolve(d: &Decoder<'_>, shape: Shape, text: Box<str>) -> Result<Value> {
+    let unknown = |what: &'static str| d.unknown(what, &text);
+    Ok(match shape {
+        Shape::Scalar => {
+            Value::Scalar(ScalarValue::from_name(&text).ok_or_else(|| unknown("scalar value"))?)
+        }
+        Shape::Language => Value::Language(
+            [
+                KernelLanguage::Any,
+                KernelLanguage::Assembly,
+                KernelLanguage::Source,
+            ]
+            .into_iter()
+            .find(|&k| language_name(k) == &*text)
+            .ok_or_else(|| unknown("kernel language"))?,
+        ),
+        Shape::Unit => Value::Unit(
+            [
+                ArithmeticUnit::Any,
+                ArithmeticUnit::Mfma,
+                ArithmeticUnit::Valu,
+            ]
+            .into_iter()
+            .find(|&a| unit_name(a) == &*text)
+            .ok_or_else(|| unknown("arithmetic unit"))?,
+        ),
+        Shape::Type => Value::Type(DataType::from_name(&text).ok_or_else(|| unknown("data"))?),
+        _ => Value::Text(text),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::msgpack::Reader;
+
+    #[test]
+    fn a_leaf_is_as_small_as_the_enum_it_replaced() {
+        // Catalogs hold a leaf per predicate node: 40 bytes, as before.
+        assert_eq!(size_of::<ProblemLeaf>(), 40);
+    }
+
+    #[test]
+    fn each_row_is_found_by_its_name_and_names_its_kind() {
+        assert_eq!(ROWS.len(), KINDS.len());
+        for (i, row) in ROWS.iter().enumerate() {
+            let kind = Kind::from_name(row.name).expect("found");
+            assert_eq!(kind as usize, i, "{}", row.name);
+            assert_eq!(kind.name(), row.name);
+        }
+        assert_eq!(Kind::from_name("StrideCEqual"), Some(Kind::StrideCEqual));
+        assert_eq!(Kind::from_name("ShinyChipCheck"), None);
+    }
+
+    #[test]
+    fn class_only_rows_are_the_ones_a_problem_class_fixes() {
+        let class: Vec<&str> = ROWS
+            .iter()
+            .filter(|r| r.class_only)
+            .map(|r| r.name)
+            .collect();
+        assert_eq!(
+            class,
+            [
+                "HighPrecisionAccumulate",
+                "KernelLanguageCompatible",
+                "ArithmeticUnitCompatible",
+                "DeterministicMode",
+                "TypesEqual",
+                "OperationIdentifierEqual",
+                "PersistentKernelCheck",
+                "StridedBatched",
+                "Experimental",
+                "Fp16AltImpl",
+                "EqualityMatching",
+                "StochasticRounding",
+                "F32XdlMathOp",
+            ]
+        );
+        // Every row that reads a size, a stride or a scalar is not.
+        for row in ROWS
+            .iter()
+            .filter(|r| r.index != Index::None || r.shape == Shape::U64)
+        {
+            assert!(!row.class_only, "{}", row.name);
+        }
+    }
+
+    #[test]
+    fn every_shape_round_trips_through_the_writer() {
+        let leaves = [
+            (Kind::BoundSizeMultiple, -1, Value::U64(32)),
+            (Kind::SizeInRange, 3, Value::Range { min: 8, max: 64 }),
+            (
+                Kind::SizeInRange,
+                0,
+                Value::Range {
+                    min: 8,
+                    max: u64::MAX,
+                },
+            ),
+            (Kind::StrideDEqual, 1, Value::U64(0)),
+            (Kind::BetaValue, 0, Value::Scalar(ScalarValue::NegativeOne)),
+            (
+                Kind::KernelLanguageCompatible,
+                0,
+                Value::Language(KernelLanguage::Assembly),
+            ),
+            (
+                Kind::ArithmeticUnitCompatible,
+                0,
+                Value::Unit(ArithmeticUnit::Mfma),
+            ),
+            (
+                Kind::TypesEqual,
+                0,
+                Value::Types([
+                    DataType::Half,
+                    DataType::Half,
+                    DataType::Float,
+                    DataType::Float,
+                ]),
+            ),
+            (Kind::F32XdlMathOp, 0, Value::Type(DataType::XFloat32)),
+            (
+                Kind::OperationIdentifierEqual,
+                0,
+                Value::Text("Contraction_l_Alik_Bjlk_Cijk_Dijk".into()),
+            ),
+            (
+                Kind::BufferLoadOffsetLimitCheck,
+                0,
+                Value::BufferLoad(Box::new([1, 2, 3, 4])),
+            ),
+            (Kind::StridedBatched, 0, Value::Bool(false)),
+            (Kind::CdStridesEqual, 0, Value::None),
+        ];
+        for (kind, index, value) in leaves {
+            let leaf = ProblemLeaf { kind, index, value };
+            let mut w = Writer::new();
+            leaf.encode(&mut w);
+            let mut d = Decoder::new(Reader::from_bytes(&w.out), None);
+            let t = d.typed().unwrap();
+            let back = ProblemLeaf::decode(&mut d, &t.ty, t.len).unwrap();
+            assert_eq!(back, Some(leaf), "{}", kind.name());
+        }
+    }
+}
