@@ -72,39 +72,9 @@ pub fn run_llvm_tool(name: &str, args: &[&str]) -> String {
     String::from_utf8(out.stdout).expect("LLVM tools print UTF-8")
 }
 
-/// A small deterministic generator (xorshift64*), so failures of tests on
-/// random inputs reproduce from their seed.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    pub fn u32(&mut self) -> u32 {
-        (self.next_u64() >> 32) as u32
-    }
-
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
-    }
-
-    /// Uniform in [-1000, 1000) with full significands.
-    pub fn f32(&mut self) -> f32 {
-        (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32 * 2000.0 - 1000.0
-    }
-
-    /// An f32 with a random sign and significand and an exponent in
-    /// `[lo, hi)` (unbiased).
-    pub fn f32_exp(&mut self, lo: i32, hi: i32) -> f32 {
-        let e = lo + self.below((hi - lo) as u64) as i32;
-        let bits = (self.u32() & 0x807F_FFFF) | ((e + 127) as u32) << 23;
-        f32::from_bits(bits)
-    }
-}
+/// The deterministic generator of test inputs (xorshift64*), shared with
+/// the benchmarks.
+pub use xtask::rng::Rng;
 
 // ---------------------------------------------------------------------------
 // Simulated devices, driven directly

@@ -6,33 +6,7 @@
 
 use aqueduct_catalog::{DataType, Problem, Transpose};
 
-/// xorshift64*: small, fast and good enough to spread test sizes.
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed.max(1))
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n.max(1)
-    }
-
-    /// Log-uniform in 1..=max.
-    pub fn size(&mut self, max: u64) -> u64 {
-        let bits = 64 - max.leading_zeros() as u64;
-        let b = self.below(bits) + 1;
-        let v = (1u64 << (b - 1)) + self.below(1u64 << (b - 1));
-        v.clamp(1, max)
-    }
-}
+pub use crate::rng::Rng;
 
 /// (a, b, c, d types, high-precision accumulate): rocBLAS's GEMM flavours
 /// (sgemm, dgemm, hgemm, hgemm with f32 compute, bf16 with f32 compute,

@@ -15,6 +15,7 @@ pub mod catalog_write;
 pub mod device_build;
 pub mod isa_tables;
 pub mod report;
+pub mod rng;
 pub mod rocblas_catalog;
 pub mod sim_bench;
 pub mod sim_coverage;

@@ -20,6 +20,8 @@ use std::time::{Duration, Instant};
 
 use aqueduct_sim::{Device, Program, Stats, Target};
 
+use crate::rng::Rng;
+
 /// The saxpy target: 1 Mi elements on gfx942 within this on one core.
 pub const SAXPY_TARGET_SECONDS: f64 = 0.1;
 
@@ -77,22 +79,6 @@ fn thread_cpu_time() -> Option<Duration> {
     let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
     let ns = stat.split_whitespace().next()?.parse().ok()?;
     Some(Duration::from_nanos(ns))
-}
-
-/// A small deterministic generator (xorshift64*), so inputs reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn f32(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 24) as f32 * 2000.0 - 1000.0
-    }
 }
 
 /// A device buffer holding `bytes`.
@@ -274,7 +260,7 @@ pub fn run(target: Target, code_object: &[u8]) -> Result<Vec<Sample>, String> {
     let _ = d.memory().free(dst);
 
     // copy_bytes(dst, src, len): one byte per work-item.
-    let src_bytes: Vec<u8> = (0..ELEMENTS).map(|_| rng.next() as u8).collect();
+    let src_bytes: Vec<u8> = (0..ELEMENTS).map(|_| rng.next_u64() as u8).collect();
     let src = upload(&d, &src_bytes)?;
     let dst = upload(&d, &vec![0; ELEMENTS])?;
     let zeros = vec![0; ELEMENTS];
