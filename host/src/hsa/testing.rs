@@ -45,7 +45,7 @@ use super::Runtime;
 /// The byte fresh allocations are filled with.
 pub(crate) const POISON: u8 = 0xA5;
 
-/// How long an async copy's added dependency stays set.
+/// How long the simulator (its test hook) holds each async copy back.
 pub(crate) const ASYNC_COPY_DELAY: Duration = Duration::from_millis(5);
 
 thread_local! {
