@@ -1689,6 +1689,31 @@ fn a_second_solutions_list_is_refused_not_swapped_in() {
     );
     let e = Catalog::from_yaml(&yaml).expect_err("a duplicate key is refused");
     assert!(e.to_string().contains("key \"index\" appears twice"), "{e}");
+    // In a Matching table's entry, whose usual `{key, index, speed}` order
+    // the decoder reads by its bytes before it reads the rest as fields: a
+    // second `key` (or `index`) among the rest is still a repeat.
+    for entry in [
+        "{key: [64], key: [128], index: 0}",
+        "{key: [64], index: 0, index: 1}",
+        "{key: [64], index: 0, speed: 1.0, speed: 2.0}",
+    ] {
+        let yaml = catalog_yaml(
+            &[solution(0, "a"), solution(1, "b")],
+            &format!(
+                "{{type: Matching, properties: [{{type: FreeSizeA, index: 0}}], table: [{entry}], distance: Euclidean}}"
+            ),
+        );
+        let bytes = yaml::to_msgpack(&yaml).expect("YAML parses");
+        for e in [
+            Catalog::from_yaml(&yaml).expect_err("a duplicate key is refused"),
+            Catalog::from_msgpack(&bytes).expect_err("a duplicate key is refused"),
+        ] {
+            assert!(
+                matches!(&e, CatalogError::DuplicateKey { .. }),
+                "{entry}: {e}"
+            );
+        }
+    }
     // The same keys in separate maps are fine.
     Catalog::from_yaml(&catalog_yaml(&[solution(0, "a")], &single(0))).expect("loads");
 }

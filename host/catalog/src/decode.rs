@@ -10,10 +10,8 @@
 //! pass per level up to the nesting limit, not a copy of the rest of the
 //! input per level.
 
-use std::hash::Hasher;
 use std::path::PathBuf;
 
-use super::FxHasher;
 use super::error::{CatalogError, Location, Result};
 use super::msgpack::{Kind, MsgpackError, Reader};
 
@@ -51,11 +49,66 @@ pub struct Decoder<'r> {
     file: Option<PathBuf>,
     path: Vec<Seg>,
     depth: usize,
-    /// The keys of the maps [`fields`] is inside, innermost last: hash,
-    /// start and length in `key_bytes`. A stack, so nested maps reuse one
-    /// allocation.
-    keys: Vec<(u64, u32, u32)>,
-    key_bytes: Vec<u8>,
+    /// The keys claimed in the maps [`fields`] is inside, innermost last.
+    /// A stack, so nested maps reuse one allocation.
+    keys: Vec<SeenKey>,
+    /// The bytes of claimed keys longer than [`SeenKey`] holds.
+    long_keys: Vec<u8>,
+}
+
+/// A claimed map key as the duplicate check remembers it: its length and
+/// its first and last 16 bytes, which is the whole key when it is at most
+/// 32 bytes long (Tensile's keys are); a longer key's bytes are kept in
+/// `Decoder::long_keys` from `start`.
+#[derive(Clone, Copy)]
+struct SeenKey {
+    head: u128,
+    tail: u128,
+    len: u32,
+    start: u32,
+}
+
+impl SeenKey {
+    const WHOLE: usize = 32;
+
+    #[inline]
+    fn new(b: &[u8], start: usize) -> SeenKey {
+        // Overlapping first and last words cover every byte of a key at
+        // least one word long; with the length, that is the whole key.
+        let (head, tail) = if let (Some(h), Some(t)) = (b.first_chunk(), b.last_chunk()) {
+            (u128::from_le_bytes(*h), u128::from_le_bytes(*t))
+        } else if let (Some(h), Some(t)) = (b.first_chunk(), b.last_chunk()) {
+            (
+                u64::from_le_bytes(*h) as u128,
+                u64::from_le_bytes(*t) as u128,
+            )
+        } else if let (Some(h), Some(t)) = (b.first_chunk(), b.last_chunk()) {
+            (
+                u32::from_le_bytes(*h) as u128,
+                u32::from_le_bytes(*t) as u128,
+            )
+        } else {
+            (b.iter().fold(0, |w, &c| (w << 8) | u128::from(c)), 0)
+        };
+        SeenKey {
+            head,
+            tail,
+            len: b.len() as u32,
+            start: if b.len() > Self::WHOLE {
+                start as u32
+            } else {
+                0
+            },
+        }
+    }
+
+    /// Its bit in a 1024-bit filter.
+    #[inline]
+    fn bit(&self) -> usize {
+        let fold = |x: u128| (x as u64) ^ ((x >> 64) as u64).rotate_left(23);
+        let h = fold(self.head) ^ fold(self.tail).rotate_left(41) ^ u64::from(self.len);
+        (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) as usize
+    }
 }
 
 /// A tagged map whose `type` has been read; `len` entries remain.
@@ -72,7 +125,7 @@ impl<'r> Decoder<'r> {
             path: Vec::new(),
             depth: 0,
             keys: Vec::new(),
-            key_bytes: Vec::new(),
+            long_keys: Vec::new(),
         }
     }
 
@@ -85,7 +138,7 @@ impl<'r> Decoder<'r> {
             path: self.path.clone(),
             depth: self.depth,
             keys: Vec::new(),
-            key_bytes: Vec::new(),
+            long_keys: Vec::new(),
         }
     }
 
@@ -246,6 +299,15 @@ impl<'r> Decoder<'r> {
             .ok_or_else(|| self.invalid("a map key is not UTF-8"))
     }
 
+    /// Reads a map key: whether it is `want` (no allocation).
+    fn key_is(&mut self, want: &str) -> Result<bool> {
+        let key = self.key()?;
+        match key.text() {
+            Some(k) => Ok(k == want),
+            None => Err(self.invalid("a map key is not UTF-8")),
+        }
+    }
+
     /// Opens a map tagged by `type` (see the module doc): the type, and how
     /// many entries the caller reads next. When `type` is not first, the
     /// entries before it are passed over once to find it and then read
@@ -258,8 +320,7 @@ impl<'r> Decoder<'r> {
             return Err(self.missing("type"));
         }
         self.r.mark();
-        let first = self.key_string()?;
-        if first == "type" {
+        if self.key_is("type")? {
             self.r.unmark();
             let ty = self.string()?;
             return Ok(Typed { ty, len: len - 1 });
@@ -267,7 +328,7 @@ impl<'r> Decoder<'r> {
         let found = (|| {
             self.skip()?;
             for _ in 1..len {
-                if self.key_string()? == "type" {
+                if self.key_is("type")? {
                     return self.string().map(Some);
                 }
                 self.skip()?;
@@ -306,60 +367,92 @@ impl<'r> Decoder<'r> {
 
 /// Reads the fields of a map with a closure per key; keys the closure does
 /// not claim (it returns `false`) are skipped, as Tensile ignores them. A
-/// key that appears twice is an error ([`CatalogError::DuplicateKey`]).
+/// claimed key that appears twice is an error
+/// ([`CatalogError::DuplicateKey`]).
+#[inline]
 pub fn fields<'r>(
     d: &mut Decoder<'r>,
     len: usize,
+    f: impl FnMut(&mut Decoder<'r>, &str) -> Result<bool>,
+) -> Result<()> {
+    fields_after(d, len, &[], f)
+}
+
+/// [`fields`] for the rest of a map whose first entries, `read`, the
+/// caller has already read (by their bytes): a repeat of one of those is
+/// an error too.
+pub fn fields_after<'r>(
+    d: &mut Decoder<'r>,
+    len: usize,
+    read: &[&str],
     mut f: impl FnMut(&mut Decoder<'r>, &str) -> Result<bool>,
 ) -> Result<()> {
-    let outer = (d.keys.len(), d.key_bytes.len());
+    if len == 0 {
+        return Ok(());
+    }
+    // A map of one entry cannot repeat a key (predicates and most library
+    // nodes have one left after `type`).
+    let check = len + read.len() > 1;
+    let outer = (d.keys.len(), d.long_keys.len());
+    // A 1024-bit filter over the claimed keys: a key whose bit is clear is
+    // new without looking at the others.
+    let mut filter = [0u64; 16];
+    for k in read {
+        d.note_key(k.as_bytes(), &mut filter, outer.0);
+    }
     let result = (|| {
-        // A 256-bit filter over the keys' hashes: a key whose bit is clear
-        // is new without looking at the others.
-        let mut filter = [0u64; 4];
         for _ in 0..len {
             let key = d.key()?;
             let Some(k) = key.text() else {
                 return Err(d.invalid("a map key is not UTF-8"));
             };
-            d.note_key(k, &mut filter, outer.0)?;
-            if !f(d, k)? {
+            // Only a key the closure claims can matter twice (a skipped
+            // one is skipped again), so only those are remembered; a
+            // repeat is refused after its value was read, before anything
+            // the load built is used.
+            if f(d, k)? {
+                if check && d.note_key(k.as_bytes(), &mut filter, outer.0) {
+                    return Err(CatalogError::DuplicateKey {
+                        at: d.at(),
+                        key: k.to_string(),
+                    });
+                }
+            } else {
                 d.skip()?;
             }
         }
         Ok(())
     })();
     d.keys.truncate(outer.0);
-    d.key_bytes.truncate(outer.1);
+    d.long_keys.truncate(outer.1);
     result
 }
 
 impl Decoder<'_> {
-    /// Records `key` as one of the current map's (whose keys start at
-    /// `first` in the stack); an error if it is there already.
-    fn note_key(&mut self, key: &str, filter: &mut [u64; 4], first: usize) -> Result<()> {
-        let mut h = FxHasher::default();
-        h.write(key.as_bytes());
-        let hash = h.finish();
-        let bit = (hash >> 56) as usize;
+    /// Records `key` as claimed in the current map (whose keys start at
+    /// `first` in the stack); true if it was claimed there already.
+    #[inline]
+    fn note_key(&mut self, key: &[u8], filter: &mut [u64; 16], first: usize) -> bool {
+        let seen = SeenKey::new(key, self.long_keys.len());
+        let bit = seen.bit();
         let (word, mask) = (bit / 64, 1u64 << (bit % 64));
         if filter[word] & mask != 0 {
-            let seen = self.keys[first..].iter().any(|&(h, start, len)| {
-                h == hash
-                    && &self.key_bytes[start as usize..(start + len) as usize] == key.as_bytes()
-            });
-            if seen {
-                return Err(CatalogError::DuplicateKey {
-                    at: self.at(),
-                    key: key.to_string(),
-                });
+            let long = &self.long_keys;
+            let same = |k: &SeenKey| {
+                (k.head, k.tail, k.len) == (seen.head, seen.tail, seen.len)
+                    && (key.len() <= SeenKey::WHOLE
+                        || &long[k.start as usize..k.start as usize + key.len()] == key)
+            };
+            if self.keys[first..].iter().any(same) {
+                return true;
             }
         }
         filter[word] |= mask;
-        self.keys
-            .push((hash, self.key_bytes.len() as u32, key.len() as u32));
-        self.key_bytes.extend_from_slice(key.as_bytes());
-        Ok(())
+        self.keys.push(seen);
+        if key.len() > SeenKey::WHOLE {
+            self.long_keys.extend_from_slice(key);
+        }
+        false
     }
 }
 
@@ -380,4 +473,70 @@ pub fn field<'r, T>(
         Ok(true)
     })?;
     out.ok_or_else(|| d.missing(key))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::msgpack::Writer;
+
+    /// Keys of every length up to 70, many sharing their first and last
+    /// 16 bytes (those longer than 32 differ only in the middle, which
+    /// the remembered form does not hold).
+    fn keys() -> Vec<String> {
+        let mut keys = Vec::new();
+        for len in 0..=70usize {
+            for c in ['x', 'y'] {
+                let mut k: Vec<char> = vec!['a'; len];
+                if len > 0 {
+                    k[len / 2] = c;
+                }
+                keys.push(k.into_iter().collect());
+            }
+        }
+        keys.dedup();
+        keys
+    }
+
+    /// Claims every key of a map of `keys` (each with value 0).
+    fn claim_all(keys: &[&str], read: &[&str]) -> Result<usize> {
+        let mut w = Writer::new();
+        for k in keys {
+            w.str(k);
+            w.u64(0);
+        }
+        let mut d = Decoder::new(Reader::from_bytes(&w.out), None);
+        let mut n = 0;
+        fields_after(&mut d, keys.len(), read, |d, _| {
+            d.skip()?;
+            n += 1;
+            Ok(true)
+        })?;
+        Ok(n)
+    }
+
+    #[test]
+    fn distinct_keys_pass_and_each_repeat_is_refused() {
+        let keys = keys();
+        let all: Vec<&str> = keys.iter().map(String::as_str).collect();
+        assert_eq!(claim_all(&all, &[]).expect("distinct keys"), all.len());
+        for (i, k) in all.iter().enumerate() {
+            let mut repeated = all.clone();
+            repeated.insert((i * 7) % repeated.len(), k);
+            match claim_all(&repeated, &[]) {
+                Err(CatalogError::DuplicateKey { key, .. }) => assert_eq!(key, *k),
+                other => panic!("{k:?} twice: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn keys_read_before_count_and_one_entry_cannot_repeat() {
+        assert_eq!(claim_all(&["index"], &[]).expect("one entry"), 1);
+        assert_eq!(claim_all(&["speed"], &["key", "index"]).expect("new"), 1);
+        assert!(matches!(
+            claim_all(&["index"], &["key", "index"]),
+            Err(CatalogError::DuplicateKey { key, .. }) if key == "index"
+        ));
+    }
 }

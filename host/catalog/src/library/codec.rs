@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use super::*;
-use crate::decode::{Decoder, field, fields};
+use crate::decode::{Decoder, field, fields, fields_after};
 use crate::error::Result;
 use crate::msgpack::Writer;
 use crate::predicate::Predicate;
@@ -324,6 +324,9 @@ impl Node {
     }
 
     fn matching(d: &mut Decoder<'_>, cx: &Ctx<'_>, len: usize) -> Result<Matching> {
+        /// A table entry's keys as Tensile writes them, which the decoder
+        /// reads by their bytes.
+        const FAST_KEYS: [&str; 3] = ["key", "index", "speed"];
         let mut properties: Option<Vec<Property>> = None;
         let mut distance = None;
         // The table may precede `properties`; entries are kept raw until
@@ -394,7 +397,7 @@ impl Node {
                             }
                         }
                     }
-                    fields(d, rest, |d, k| match k {
+                    fields_after(d, rest, &FAST_KEYS[..m - rest], |d, k| match k {
                         "key" => {
                             let a = d.array_len()?;
                             if a == 0 || a > MAX_ARITY {
