@@ -876,6 +876,81 @@ mod tests {
         r.finish().unwrap();
     }
 
+    /// One value for each marker, from the MessagePack specification's
+    /// format table: a length field says 2, elements are fixints, and the
+    /// payload bytes are 0x55. None for the reserved 0xc1.
+    fn example(m: u8) -> Option<Vec<u8>> {
+        let payload = |n: usize| vec![0x55u8; n];
+        let mut v = vec![m];
+        match m {
+            0x00..=0x7f | 0xe0..=0xff | 0xc0 | 0xc2 | 0xc3 => {}
+            0x80..=0x8f => v.extend(std::iter::repeat_n(1, 2 * (m as usize & 0x0f))),
+            0x90..=0x9f => v.extend(std::iter::repeat_n(1, m as usize & 0x0f)),
+            0xa0..=0xbf => v.extend(payload(m as usize & 0x1f)),
+            0xc1 => return None,
+            // bin 8/16/32, str 8/16/32: length, bytes.
+            0xc4 | 0xd9 => v.extend([2, 0x55, 0x55]),
+            0xc5 | 0xda => v.extend([0, 2, 0x55, 0x55]),
+            0xc6 | 0xdb => v.extend([0, 0, 0, 2, 0x55, 0x55]),
+            // ext 8/16/32: length, type, bytes.
+            0xc7 => v.extend([2, 7, 0x55, 0x55]),
+            0xc8 => v.extend([0, 2, 7, 0x55, 0x55]),
+            0xc9 => v.extend([0, 0, 0, 2, 7, 0x55, 0x55]),
+            0xca => v.extend(payload(4)),
+            0xcb => v.extend(payload(8)),
+            0xcc | 0xd0 => v.extend(payload(1)),
+            0xcd | 0xd1 => v.extend(payload(2)),
+            0xce | 0xd2 => v.extend(payload(4)),
+            0xcf | 0xd3 => v.extend(payload(8)),
+            // fixext 1/2/4/8/16: type, bytes.
+            0xd4 => v.extend([7, 0x55]),
+            0xd5 => v.extend([7, 0x55, 0x55]),
+            0xd6 => v.extend([7, 0x55, 0x55, 0x55, 0x55]),
+            0xd7 => v.extend([7].into_iter().chain(payload(8))),
+            0xd8 => v.extend([7].into_iter().chain(payload(16))),
+            // array 16/32, map 16/32: count, elements.
+            0xdc => v.extend([0, 2, 1, 1]),
+            0xdd => v.extend([0, 0, 0, 2, 1, 1]),
+            0xde => v.extend([0, 2, 1, 1, 1, 1]),
+            0xdf => v.extend([0, 0, 0, 2, 1, 1, 1, 1]),
+        }
+        Some(v)
+    }
+
+    #[test]
+    fn skip_passes_over_exactly_one_value_of_every_marker() {
+        // Each marker's value inside an array, then a fixint 0x2a: from a
+        // slice (window whole) and trickled (values cut by refills).
+        for m in 0..=255u8 {
+            let Some(one) = example(m) else { continue };
+            let mut bytes = vec![0x93];
+            for _ in 0..3 {
+                bytes.extend_from_slice(&one);
+            }
+            bytes.push(0x2a);
+            for mut r in [
+                Reader::from_bytes(&bytes),
+                Reader::from_reader(Trickle(&bytes)),
+            ] {
+                r.skip().unwrap_or_else(|e| panic!("{m:#04x}: {e}"));
+                assert_eq!(r.offset(), bytes.len() as u64 - 1, "marker {m:#04x}");
+                assert_eq!(r.u64().unwrap(), 0x2a, "marker {m:#04x}");
+                r.finish().unwrap();
+            }
+            // Cut short by one byte, the input is truncated.
+            if one.len() > 1 {
+                let cut = &one[..one.len() - 1];
+                for mut r in [Reader::from_bytes(cut), Reader::from_reader(Trickle(cut))] {
+                    let e = r.skip().expect_err("truncated");
+                    assert_eq!(e.kind, MsgpackErrorKind::Truncated, "marker {m:#04x}");
+                }
+            }
+        }
+        let mut r = Reader::from_bytes(&[0x92, 0x01, 0xc1]);
+        let e = r.skip().expect_err("reserved");
+        assert_eq!((e.offset, e.kind), (2, MsgpackErrorKind::Reserved));
+    }
+
     #[test]
     fn malformed_input_gives_typed_errors_with_offsets() {
         let mut r = Reader::from_bytes(&[0x92, 0x01]);
