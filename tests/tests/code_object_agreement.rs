@@ -523,3 +523,86 @@ fn kernel_descriptors_agree_with_metadata() {
         }
     }
 }
+
+/// A code object linked from several objects carries one metadata note per
+/// object (rocBLAS's kernel libraries are built this way): the reader takes
+/// the kernels of every note, as `llvm-readobj --notes` lists them.
+#[test]
+fn every_metadata_note_of_a_linked_code_object_is_read() {
+    let dir = std::env::temp_dir().join(format!("aqueduct-notes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Three kernels of one, two and three arguments, in three objects.
+    let mut objects = Vec::new();
+    for (i, name) in ["k_one", "k_two", "k_three"].into_iter().enumerate() {
+        let params = (0..=i)
+            .map(|j| format!("i32 %a{j}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let ir = format!(
+            "target triple = \"amdgcn-amd-amdhsa\"\n\
+             define amdgpu_kernel void @{name}({params}) {{\n  ret void\n}}\n\
+             !llvm.module.flags = !{{!0}}\n\
+             !0 = !{{i32 1, !\"amdhsa_code_object_version\", i32 500}}\n"
+        );
+        let ll = dir.join(format!("{name}.ll"));
+        let obj = dir.join(format!("{name}.o"));
+        std::fs::write(&ll, ir).unwrap();
+        run_llvm_tool(
+            "llc",
+            &[
+                "-mtriple=amdgcn-amd-amdhsa",
+                "-mcpu=gfx90a",
+                "-filetype=obj",
+                "-o",
+                path_str(&obj),
+                path_str(&ll),
+            ],
+        );
+        objects.push(obj);
+    }
+    let linked = dir.join("linked.co");
+    let mut args = vec!["-flavor", "gnu", "-shared", "-o", path_str(&linked)];
+    args.extend(objects.iter().map(|o| path_str(o)));
+    run_llvm_tool("rust-lld", &args);
+
+    let notes = run_llvm_tool("llvm-readobj", &["--notes", path_str(&linked)]);
+    assert_eq!(
+        notes.matches("NT_AMDGPU_METADATA").count(),
+        3,
+        "the linker keeps one note per object:\n{notes}"
+    );
+    let co = parse(&linked);
+    let kernels: Vec<(&str, usize)> = co
+        .kernels
+        .iter()
+        .map(|k| {
+            let by_value = k.metadata.args.iter();
+            let by_value = by_value.filter(|a| a.value_kind == "by_value").count();
+            (k.metadata.name.as_str(), by_value)
+        })
+        .collect();
+    assert_eq!(kernels, [("k_one", 1), ("k_two", 2), ("k_three", 3)]);
+    assert_eq!(co.metadata.kernels.len(), 3);
+    // Notes that disagree on the target are refused, naming the note.
+    let mut bytes = std::fs::read(&linked).unwrap();
+    let target = co
+        .metadata
+        .target
+        .clone()
+        .expect("v5 metadata names its target");
+    let needle = target.as_bytes();
+    let second = bytes
+        .windows(needle.len())
+        .enumerate()
+        .filter(|&(_, w)| w == needle)
+        .nth(1)
+        .map(|(at, _)| at)
+        .expect("each note names the target");
+    bytes[second + needle.len() - 1] = b'c';
+    let e = CodeObject::parse(&bytes).expect_err("two targets");
+    assert_eq!(
+        e.to_string(),
+        "bad metadata: note 1: amdhsa.target: differs from the first metadata note's"
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -21,6 +21,7 @@ pub mod metadata;
 pub mod msgpack;
 pub mod target;
 
+use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 use core::fmt;
@@ -278,10 +279,30 @@ impl CodeObject {
             Target::from_e_flags(elf.e_flags, version).ok_or(CodeObjectError::UnknownMach {
                 mach: elf.e_flags & target::EF_AMDGPU_MACH,
             })?;
-        let note = elf
-            .metadata_note()?
-            .ok_or(CodeObjectError::MissingMetadata)?;
-        let metadata = Metadata::from_msgpack(&msgpack::decode(note)?)?;
+        // A linker joins the notes of the objects it links, so a code object
+        // of many kernels may carry one metadata note per object (rocBLAS's
+        // do): each is a whole metadata map, and the kernels of all of them
+        // are the code object's.
+        let mut metadata: Option<Metadata> = None;
+        for (i, note) in elf.metadata_notes()?.into_iter().enumerate() {
+            let next = Metadata::from_msgpack(&msgpack::decode(note)?)?;
+            let Some(first) = &mut metadata else {
+                metadata = Some(next);
+                continue;
+            };
+            let disagree = |field: &str| CodeObjectError::Metadata {
+                path: format!("note {i}: {field}"),
+                problem: "differs from the first metadata note's",
+            };
+            if next.version != first.version {
+                return Err(disagree("amdhsa.version"));
+            }
+            if next.target != first.target {
+                return Err(disagree("amdhsa.target"));
+            }
+            first.kernels.extend(next.kernels);
+        }
+        let metadata = metadata.ok_or(CodeObjectError::MissingMetadata)?;
         let symbols = elf.symbols()?;
         let mut kernels = Vec::with_capacity(metadata.kernels.len());
         for km in &metadata.kernels {
@@ -523,9 +544,10 @@ impl<'a> Elf<'a> {
         })
     }
 
-    /// The descriptor of the first `AMDGPU` / `NT_AMDGPU_METADATA` note, from
-    /// `PT_NOTE` segments, or from `SHT_NOTE` sections when there are none.
-    fn metadata_note(&self) -> Result<Option<&'a [u8]>, CodeObjectError> {
+    /// The descriptors of every `AMDGPU` / `NT_AMDGPU_METADATA` note, in file
+    /// order, from `PT_NOTE` segments, or from `SHT_NOTE` sections when there
+    /// are none.
+    fn metadata_notes(&self) -> Result<Vec<&'a [u8]>, CodeObjectError> {
         let mut areas: Vec<(u64, u64, u64)> = self
             .segments
             .iter()
@@ -540,13 +562,19 @@ impl<'a> Elf<'a> {
                 .map(|s| (s.offset, s.size, s.align))
                 .collect();
         }
+        let mut notes = Vec::new();
         for (offset, size, align) in areas {
             let area = self.bytes.range("note", offset, size)?;
-            if let Some(desc) = find_note(area, offset, align, b"AMDGPU", NT_AMDGPU_METADATA)? {
-                return Ok(Some(desc));
-            }
+            find_notes(
+                area,
+                offset,
+                align,
+                b"AMDGPU",
+                NT_AMDGPU_METADATA,
+                &mut notes,
+            )?;
         }
-        Ok(None)
+        Ok(notes)
     }
 
     /// Symbols of `.symtab`, or of `.dynsym` when there is no `.symtab`.
@@ -612,16 +640,17 @@ impl<'a> Elf<'a> {
 }
 
 /// Walks the note records of `area` (which starts at file offset `base`)
-/// for one with `owner` and `note_type`. Name and descriptor are padded to
-/// the area's alignment: 4, or 8 for 8-aligned note areas (gABI "Note
-/// Section").
-fn find_note<'a>(
+/// and appends the descriptors of those with `owner` and `note_type` to
+/// `out`. Name and descriptor are padded to the area's alignment: 4, or 8
+/// for 8-aligned note areas (gABI "Note Section").
+fn find_notes<'a>(
     area: &'a [u8],
     base: u64,
     align: u64,
     owner: &[u8],
     note_type: u32,
-) -> Result<Option<&'a [u8]>, CodeObjectError> {
+    out: &mut Vec<&'a [u8]>,
+) -> Result<(), CodeObjectError> {
     let pad: usize = if align == 8 { 8 } else { 4 };
     let round = |n: usize| n.checked_add(pad - 1).map(|n| n / pad * pad);
     let mut at = 0usize;
@@ -648,11 +677,11 @@ fn find_note<'a>(
         let desc = area.get(desc_start..desc_end).ok_or(bad.clone())?;
         // The name includes its NUL terminator.
         if ty == note_type && name.strip_suffix(&[0]) == Some(owner) {
-            return Ok(Some(desc));
+            out.push(desc);
         }
         at = round(descsz)
             .and_then(|d| desc_start.checked_add(d))
             .ok_or(bad)?;
     }
-    Ok(None)
+    Ok(())
 }
