@@ -77,6 +77,14 @@ impl Device {
         self
     }
 
+    /// Strict mode (see [`memory`]): any access past the bytes an
+    /// allocation asked for, and any LDS access beyond the workgroup's
+    /// allocation, is a fault.
+    pub fn strict(self) -> Self {
+        self.memory.set_strict(true);
+        self
+    }
+
     pub fn memory(&self) -> &Arc<Memory> {
         &self.memory
     }

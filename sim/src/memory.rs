@@ -8,13 +8,31 @@
 //! of a wave is checked against it; an access outside stops the wave with a
 //! memory fault and never reaches host memory.
 //!
+//! What faults, as on the hardware: a GPU maps memory in whole pages, and
+//! ROCr hands out allocations in 4 KiB granules (its pools report
+//! `RUNTIME_ALLOC_GRANULE` 4096), so an access a few bytes past the end of
+//! a buffer reads or writes mapped memory and does not fault; compiler-
+//! written kernels rely on that (over-reads at tile edges whose values they
+//! then discard). [`Memory::alloc`] therefore maps the request rounded up
+//! to [`PAGE`], page-aligned, and fills the tail past the requested size
+//! with [`TAIL_POISON`] (a NaN as f32, f64 and in the high half as f16), so
+//! no test can rely on what it reads there. Only an access outside every
+//! mapped range faults.
+//!
+//! Strict mode ([`Memory::set_strict`], `Device::strict`, or
+//! `AQUEDUCT_SIM_STRICT=1` for the HSA runtime) narrows every allocation to
+//! the bytes requested, and makes an LDS access beyond the workgroup's
+//! allocation a fault instead of the hardware's zero read or dropped write
+//! (see `exec::ds`): for debugging our own kernels, where any access past
+//! the requested size is a bug even when the hardware would not notice.
+//!
 //! Accesses go through relaxed atomics, byte- or dword-wise: host threads
 //! (signal waiters, a packet processor) may touch the same memory while a
 //! kernel runs, and the hardware gives no stronger guarantee than that to
 //! plain loads and stores either.
 
 use std::alloc::{Layout, alloc_zeroed, dealloc};
-use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::sync::{RwLock, RwLockReadGuard};
 
 /// What a valid range is.
@@ -26,12 +44,27 @@ pub enum RangeKind {
     Registered,
 }
 
+/// The granule of device memory: allocations are mapped in whole pages.
+pub const PAGE: u64 = 4096;
+
+/// The dword the mapped tail of an allocation is filled with.
+pub const TAIL_POISON: u32 = 0x7FF0_DEAD;
+
 #[derive(Debug)]
 struct Range {
     start: u64,
+    /// The end of the mapping (what faults outside it).
     end: u64,
+    /// The end of the bytes requested (what faults in strict mode).
+    requested_end: u64,
     kind: RangeKind,
     layout: Option<Layout>,
+}
+
+impl Range {
+    fn end(&self, strict: bool) -> u64 {
+        if strict { self.requested_end } else { self.end }
+    }
 }
 
 /// Why a memory request was refused.
@@ -75,6 +108,7 @@ impl std::error::Error for MemoryError {}
 #[derive(Debug, Default)]
 pub struct Memory {
     ranges: RwLock<Vec<Range>>,
+    strict: AtomicBool,
 }
 
 impl Memory {
@@ -82,27 +116,47 @@ impl Memory {
         Self::default()
     }
 
-    /// Allocates `size` zeroed bytes aligned to `align` (at least 256, as
-    /// ROCr's pools are) and enters them in the table.
+    /// Turns strict mode (see the module doc) on or off for the accesses
+    /// that start after the call.
+    pub fn set_strict(&self, strict: bool) {
+        self.strict.store(strict, Ordering::Relaxed);
+    }
+
+    /// Whether strict mode is on.
+    pub fn is_strict(&self) -> bool {
+        self.strict.load(Ordering::Relaxed)
+    }
+
+    /// Allocates `size` zeroed bytes aligned to `align` (at least a page)
+    /// and enters them in the table, mapped to the end of their last page;
+    /// the bytes past `size` hold [`TAIL_POISON`].
     pub fn alloc(&self, size: u64, align: u64) -> Result<u64, MemoryError> {
         let bad = MemoryError::BadRequest { size, align };
-        let layout = Layout::from_size_align(
-            usize::try_from(size).map_err(|_| bad.clone())?,
-            usize::try_from(align.max(256)).map_err(|_| bad.clone())?,
-        )
-        .map_err(|_| bad.clone())?;
         if size == 0 {
             return Err(bad);
         }
+        let mapped = size.checked_next_multiple_of(PAGE).ok_or(bad.clone())?;
+        let layout = Layout::from_size_align(
+            usize::try_from(mapped).map_err(|_| bad.clone())?,
+            usize::try_from(align.max(PAGE)).map_err(|_| bad.clone())?,
+        )
+        .map_err(|_| bad.clone())?;
         // SAFETY: the layout has a non-zero size (checked above).
         let p = unsafe { alloc_zeroed(layout) };
         if p.is_null() {
             return Err(MemoryError::OutOfMemory { size });
         }
         let start = p as u64;
+        // SAFETY: `p` is a fresh allocation of `mapped` bytes that nothing
+        // else can see yet.
+        let tail = unsafe { std::slice::from_raw_parts_mut(p, mapped as usize) };
+        for (i, b) in tail.iter_mut().enumerate().skip(size as usize) {
+            *b = TAIL_POISON.to_le_bytes()[i % 4];
+        }
         self.insert(Range {
             start,
-            end: start + size,
+            end: start + mapped,
+            requested_end: start + size,
             kind: RangeKind::Allocation,
             layout: Some(layout),
         })?;
@@ -143,6 +197,7 @@ impl Memory {
         self.insert(Range {
             start: address,
             end: address + len,
+            requested_end: address + len,
             kind: RangeKind::Registered,
             layout: None,
         })
@@ -164,7 +219,7 @@ impl Memory {
     /// The kind of the range holding `address`, if any.
     pub fn kind_of(&self, address: u64) -> Option<RangeKind> {
         let ranges = self.read();
-        find(&ranges, address, 1).map(|r| r.kind)
+        find(&ranges, address, 1, self.is_strict()).map(|r| r.kind)
     }
 
     fn insert(&self, r: Range) -> Result<(), MemoryError> {
@@ -197,6 +252,7 @@ impl Memory {
         Access {
             ranges: self.read(),
             hit: (0, 0),
+            strict: self.is_strict(),
         }
     }
 
@@ -245,10 +301,10 @@ impl Drop for Memory {
     }
 }
 
-fn find(ranges: &[Range], address: u64, size: u64) -> Option<&Range> {
+fn find(ranges: &[Range], address: u64, size: u64, strict: bool) -> Option<&Range> {
     let at = ranges.partition_point(|r| r.start <= address);
     let r = ranges.get(at.checked_sub(1)?)?;
-    (address.checked_add(size)? <= r.end).then_some(r)
+    (address.checked_add(size)? <= r.end(strict)).then_some(r)
 }
 
 /// The table held open for a batch of accesses. Every load and store
@@ -258,6 +314,7 @@ pub struct Access<'m> {
     ranges: RwLockReadGuard<'m, Vec<Range>>,
     /// The last range hit, as (start, end).
     hit: (u64, u64),
+    strict: bool,
 }
 
 impl Access<'_> {
@@ -268,9 +325,9 @@ impl Access<'_> {
         if address >= self.hit.0 && end <= self.hit.1 && end >= address {
             return Ok(());
         }
-        let r =
-            find(&self.ranges, address, size).ok_or(MemoryError::OutOfRange { address, size })?;
-        self.hit = (r.start, r.end);
+        let r = find(&self.ranges, address, size, self.strict)
+            .ok_or(MemoryError::OutOfRange { address, size })?;
+        self.hit = (r.start, r.end(self.strict));
         Ok(())
     }
 
@@ -356,10 +413,49 @@ mod tests {
     use super::*;
 
     #[test]
-    fn accesses_outside_allocations_are_refused() {
+    fn accesses_outside_the_mapped_pages_are_refused() {
         let m = Memory::new();
         let a = m.alloc(64, 64).unwrap();
+        assert_eq!(a % PAGE, 0, "allocations start a page");
         m.write_bytes(a + 60, &[1, 2, 3, 4]).unwrap();
+        // Past the 64 bytes requested but inside the page: mapped.
+        m.write_bytes(a + 61, &[1, 2, 3, 4]).unwrap();
+        assert_eq!(
+            m.write_bytes(a + PAGE - 2, &[1, 2, 3, 4]),
+            Err(MemoryError::OutOfRange {
+                address: a + PAGE - 2,
+                size: 4
+            })
+        );
+        let mut out = [0u8; 4];
+        m.read_bytes(a + 60, &mut out).unwrap();
+        assert_eq!(out, [1, 1, 2, 3]);
+        m.free(a).unwrap();
+        assert!(m.read_bytes(a, &mut out).is_err());
+        assert_eq!(m.free(a), Err(MemoryError::NotAllocated { address: a }));
+    }
+
+    #[test]
+    fn the_tail_of_the_last_page_is_poisoned_and_the_rest_zeroed() {
+        let m = Memory::new();
+        let a = m.alloc(4096 + 6, 256).unwrap();
+        let bytes = m.read_vec(a, 2 * PAGE as usize).unwrap();
+        assert!(bytes[..4102].iter().all(|&b| b == 0));
+        // Dword-aligned pattern from the allocation's start.
+        assert_eq!(&bytes[4102..4104], &TAIL_POISON.to_le_bytes()[2..]);
+        for d in bytes[4104..].chunks(4) {
+            assert_eq!(u32::from_le_bytes(d.try_into().unwrap()), TAIL_POISON);
+        }
+        assert!(f32::from_bits(TAIL_POISON).is_nan());
+        assert!(f64::from_bits(u64::from(TAIL_POISON) << 32 | u64::from(TAIL_POISON)).is_nan());
+        m.free(a).unwrap();
+    }
+
+    #[test]
+    fn strict_mode_refuses_any_byte_past_the_request() {
+        let m = Memory::new();
+        let a = m.alloc(64, 64).unwrap();
+        m.set_strict(true);
         assert_eq!(
             m.write_bytes(a + 61, &[1, 2, 3, 4]),
             Err(MemoryError::OutOfRange {
@@ -367,12 +463,10 @@ mod tests {
                 size: 4
             })
         );
-        let mut out = [0u8; 4];
-        m.read_bytes(a + 60, &mut out).unwrap();
-        assert_eq!(out, [1, 2, 3, 4]);
+        m.write_bytes(a + 60, &[1, 2, 3, 4]).unwrap();
+        m.set_strict(false);
+        m.write_bytes(a + 61, &[1, 2, 3, 4]).unwrap();
         m.free(a).unwrap();
-        assert!(m.read_bytes(a, &mut out).is_err());
-        assert_eq!(m.free(a), Err(MemoryError::NotAllocated { address: a }));
     }
 
     #[test]

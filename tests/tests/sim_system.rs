@@ -14,6 +14,7 @@
 //! global address stays as it was.
 
 use aqueduct_sim::exec::Event;
+use aqueduct_sim::memory::TAIL_POISON;
 use aqueduct_sim::wave::PRIVATE_APERTURE_HI;
 use aqueduct_sim::{Fault, Space};
 use aqueduct_tests::{Args, Rng, TEST_KERNELS, Word, assert_same, simulated};
@@ -378,6 +379,42 @@ fn wild_global_pointer_faults_and_host_memory_stays_untouched() {
         };
         assert_eq!(report.fault, want, "{}", sim.at("far read"));
         sim.free(&[device, dst]);
+    }
+}
+
+/// A kernel that reads and writes one element past exactly sized buffers
+/// touches the rest of their last page: mapped on the hardware, so it runs
+/// (and reads the simulator's tail poison); strict mode reports the first
+/// byte past the request.
+#[test]
+fn a_one_element_overrun_stays_in_the_page_and_strict_mode_catches_it() {
+    let len = 5;
+    for sim in simulated(TEST_KERNELS) {
+        let src = sim.upload(&[1u32, 2, 3, 4, 5]);
+        let dst = sim.poisoned::<u32>(len);
+        let args = Args::default().u64(src).u64(dst).u64(len as u64 + 1);
+        sim.run("copy_u32", (64, 64), &args);
+        let mem = sim.d.memory();
+        let out = mem
+            .read_vec(dst, 4 * (len + 1))
+            .expect("the page is mapped");
+        let words: Vec<u32> = out
+            .chunks(4)
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_same(&words, &[1, 2, 3, 4, 5, TAIL_POISON], &sim.at("overrun"));
+
+        mem.set_strict(true);
+        let report = sim.fault("copy_u32", (64, 64), &args, "global_load_dword");
+        mem.set_strict(false);
+        let want = Fault::Memory {
+            space: Space::Global,
+            address: src + 4 * len as u64,
+            size: 4,
+            write: false,
+        };
+        assert_eq!(report.fault, want, "{}", sim.at("strict overrun"));
+        sim.free(&[src, dst]);
     }
 }
 

@@ -226,7 +226,9 @@ impl State {
         let len = size
             .checked_next_multiple_of(pool.granule)
             .ok_or(HSA_STATUS_ERROR_INVALID_ALLOCATION)?;
-        let start = memory.alloc(len, pool.alignment).map_err(|e| match e {
+        // The memory maps whole pages (the granule); strict mode narrows
+        // the allocation to the `size` asked for.
+        let start = memory.alloc(size, pool.alignment).map_err(|e| match e {
             MemoryError::OutOfMemory { .. } => HSA_STATUS_ERROR_OUT_OF_RESOURCES,
             _ => HSA_STATUS_ERROR_INVALID_ALLOCATION,
         })?;

@@ -16,6 +16,9 @@ use super::{AgentKind, AgentSpec, Info, Runtime, answer, chars, global, profile,
 /// The system timestamp counts nanoseconds (HSA_SYSTEM_INFO_TIMESTAMP).
 pub const TIMESTAMP_HZ: u64 = 1_000_000_000;
 
+/// Turns the simulator's strict memory mode on (see `crate::memory`).
+pub const STRICT_ENV: &str = "AQUEDUCT_SIM_STRICT";
+
 /// `hsa_init`.
 ///
 /// # Safety
@@ -33,7 +36,11 @@ pub unsafe extern "C" fn hsa_init() -> Status {
                 return HSA_STATUS_ERROR_INVALID_ARGUMENT;
             }
         };
-        g.1 = Some(Arc::new(Runtime::new(&specs)));
+        let runtime = Runtime::new(&specs);
+        // Any value but empty or "0" turns strict mode on (`memory`).
+        let strict = std::env::var(STRICT_ENV).is_ok_and(|v| !v.is_empty() && v != "0");
+        runtime.memory.set_strict(strict);
+        g.1 = Some(Arc::new(runtime));
         super::runtime_changed();
     }
     g.0 = g.0.saturating_add(1);
