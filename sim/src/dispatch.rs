@@ -553,6 +553,7 @@ fn run_wave(
         code: &program.code,
         mem: program.memory(),
         lds,
+        target: program.target,
         pc: 0,
         events,
     };

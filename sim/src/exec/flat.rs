@@ -244,9 +244,36 @@ pub(crate) enum Put {
     Dwords(u32),
     /// One value of `size` bytes, sign-extended when `signed`.
     Extend { size: u32, signed: bool },
-    /// A 16-bit (or 8-bit, extended to 16) value into the low or high half,
-    /// keeping the other half.
+    /// A 16-bit (or 8-bit, extended to 16) value into the low or high half;
+    /// the other half as [`d16`] says.
     D16 { size: u32, signed: bool, hi: bool },
+}
+
+/// A d16 load's result: the 16-bit `v` in the low half of the destination
+/// (the high half with `hi`), and the other half kept from `old`, or zeroed
+/// on a processor whose products run with SRAMECC on.
+///
+/// LLVM `GCNSubtarget::d16PreservesUnusedBits()`: the unused bits are
+/// preserved only when the subtarget has d16 loads and SRAMECC is not
+/// enabled; with SRAMECC a d16 load writes the whole dword (ECC covers
+/// whole dwords), and AMD's compilers rely on the other half being 0
+/// (they OR two d16 loads into one register). gfx90a and gfx942 products
+/// run with `sramecc+` (`aqueduct_abi::gfx`). Every d16 load form follows
+/// this: DS (`ds_read_*_d16*`), FLAT/GLOBAL/SCRATCH and MUBUF.
+pub(crate) fn d16(target: crate::decode::Target, old: u32, v: u32, hi: bool) -> u32 {
+    let sramecc = target.gfx().sramecc == aqueduct_abi::gfx::Feature::On;
+    merge_d16(!sramecc, old, v, hi)
+}
+
+/// `v`'s low 16 bits into the low (or, with `hi`, high) half; the other
+/// half from `old` when `keep`, else 0.
+fn merge_d16(keep: bool, old: u32, v: u32, hi: bool) -> u32 {
+    let (v, other) = (v & 0xFFFF, if keep { old } else { 0 });
+    if hi {
+        (other & 0xFFFF) | v << 16
+    } else {
+        (other & 0xFFFF_0000) | v
+    }
 }
 
 fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
@@ -279,13 +306,8 @@ fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
             }
             Put::Extend { size, signed } => out[0][l] = extend(port.load(loc, size), size, signed),
             Put::D16 { size, signed, hi } => {
-                let v = extend(port.load(loc, size), size, signed) & 0xFFFF;
-                let old = w.vreg(i.vdst, acc)?[l];
-                out[0][l] = if hi {
-                    (old & 0xFFFF) | v << 16
-                } else {
-                    (old & 0xFFFF_0000) | v
-                };
+                let v = extend(port.load(loc, size), size, signed);
+                out[0][l] = d16(ctx.target, w.vreg(i.vdst, acc)?[l], v, hi);
             }
         }
     }
@@ -654,6 +676,242 @@ mod tests {
     use crate::exec::run_words_in;
     use crate::memory::Memory;
     use crate::wave::Scratch;
+
+    /// Every d16 load form (DS, FLAT, GLOBAL, SCRATCH, MUBUF; lo and hi;
+    /// u8, i8, u16), on both simulated targets: the value lands in its half
+    /// and the other half is zeroed (SRAMECC, see [`d16`]). Encodings from
+    /// LLVM's assembler (`llc` of module asm, read back with
+    /// `llvm-objdump`); the same words on gfx90a and gfx942 except
+    /// SCRATCH, whose SVE bit gfx942 sets.
+    #[test]
+    fn every_d16_load_form_writes_its_half_and_zeroes_the_other() {
+        // Memory bytes 0x81 0x8F at the loaded address: u8 0x0081, i8
+        // 0xFF81, u16 0x8F81.
+        let forms: [(&str, [u32; 2], [u32; 2], u32); 30] = [
+            (
+                "global_load_ubyte_d16",
+                [0xDC80_8008, 0x047F_0002],
+                [0; 2],
+                0x0081,
+            ),
+            (
+                "flat_load_ubyte_d16",
+                [0xDC80_0008, 0x0400_0002],
+                [0; 2],
+                0x0081,
+            ),
+            (
+                "scratch_load_ubyte_d16",
+                [0xDC80_4008, 0x047F_0002],
+                [0xDC80_6008, 0x047F_0002],
+                0x0081,
+            ),
+            (
+                "buffer_load_ubyte_d16",
+                [0xE080_1008, 0x8002_0402],
+                [0; 2],
+                0x0081,
+            ),
+            (
+                "global_load_ubyte_d16_hi",
+                [0xDC84_8008, 0x047F_0002],
+                [0; 2],
+                0x0081,
+            ),
+            (
+                "flat_load_ubyte_d16_hi",
+                [0xDC84_0008, 0x0400_0002],
+                [0; 2],
+                0x0081,
+            ),
+            (
+                "scratch_load_ubyte_d16_hi",
+                [0xDC84_4008, 0x047F_0002],
+                [0xDC84_6008, 0x047F_0002],
+                0x0081,
+            ),
+            (
+                "buffer_load_ubyte_d16_hi",
+                [0xE084_1008, 0x8002_0402],
+                [0; 2],
+                0x0081,
+            ),
+            (
+                "global_load_sbyte_d16",
+                [0xDC88_8008, 0x047F_0002],
+                [0; 2],
+                0xFF81,
+            ),
+            (
+                "flat_load_sbyte_d16",
+                [0xDC88_0008, 0x0400_0002],
+                [0; 2],
+                0xFF81,
+            ),
+            (
+                "scratch_load_sbyte_d16",
+                [0xDC88_4008, 0x047F_0002],
+                [0xDC88_6008, 0x047F_0002],
+                0xFF81,
+            ),
+            (
+                "buffer_load_sbyte_d16",
+                [0xE088_1008, 0x8002_0402],
+                [0; 2],
+                0xFF81,
+            ),
+            (
+                "global_load_sbyte_d16_hi",
+                [0xDC8C_8008, 0x047F_0002],
+                [0; 2],
+                0xFF81,
+            ),
+            (
+                "flat_load_sbyte_d16_hi",
+                [0xDC8C_0008, 0x0400_0002],
+                [0; 2],
+                0xFF81,
+            ),
+            (
+                "scratch_load_sbyte_d16_hi",
+                [0xDC8C_4008, 0x047F_0002],
+                [0xDC8C_6008, 0x047F_0002],
+                0xFF81,
+            ),
+            (
+                "buffer_load_sbyte_d16_hi",
+                [0xE08C_1008, 0x8002_0402],
+                [0; 2],
+                0xFF81,
+            ),
+            (
+                "global_load_short_d16",
+                [0xDC90_8008, 0x047F_0002],
+                [0; 2],
+                0x8F81,
+            ),
+            (
+                "flat_load_short_d16",
+                [0xDC90_0008, 0x0400_0002],
+                [0; 2],
+                0x8F81,
+            ),
+            (
+                "scratch_load_short_d16",
+                [0xDC90_4008, 0x047F_0002],
+                [0xDC90_6008, 0x047F_0002],
+                0x8F81,
+            ),
+            (
+                "buffer_load_short_d16",
+                [0xE090_1008, 0x8002_0402],
+                [0; 2],
+                0x8F81,
+            ),
+            (
+                "global_load_short_d16_hi",
+                [0xDC94_8008, 0x047F_0002],
+                [0; 2],
+                0x8F81,
+            ),
+            (
+                "flat_load_short_d16_hi",
+                [0xDC94_0008, 0x0400_0002],
+                [0; 2],
+                0x8F81,
+            ),
+            (
+                "scratch_load_short_d16_hi",
+                [0xDC94_4008, 0x047F_0002],
+                [0xDC94_6008, 0x047F_0002],
+                0x8F81,
+            ),
+            (
+                "buffer_load_short_d16_hi",
+                [0xE094_1008, 0x8002_0402],
+                [0; 2],
+                0x8F81,
+            ),
+            ("ds_read_u8_d16", [0xD8AC_0008, 0x0400_0002], [0; 2], 0x0081),
+            (
+                "ds_read_u8_d16_hi",
+                [0xD8AE_0008, 0x0400_0002],
+                [0; 2],
+                0x0081,
+            ),
+            ("ds_read_i8_d16", [0xD8B0_0008, 0x0400_0002], [0; 2], 0xFF81),
+            (
+                "ds_read_i8_d16_hi",
+                [0xD8B2_0008, 0x0400_0002],
+                [0; 2],
+                0xFF81,
+            ),
+            (
+                "ds_read_u16_d16",
+                [0xD8B4_0008, 0x0400_0002],
+                [0; 2],
+                0x8F81,
+            ),
+            (
+                "ds_read_u16_d16_hi",
+                [0xD8B6_0008, 0x0400_0002],
+                [0; 2],
+                0x8F81,
+            ),
+        ];
+        let memory = Memory::new();
+        let base = memory.alloc(4096, 256).unwrap();
+        // Global, flat and buffer read base + 8; scratch lane 0's byte 8,
+        // which the swizzle puts in row 2 (64 lanes × 4 bytes a row).
+        memory.write_bytes(base + 8, &[0x81, 0x8F]).unwrap();
+        memory.write_bytes(base + 512, &[0x81, 0x8F]).unwrap();
+        let mut lds = vec![0u8; 64];
+        lds[8..10].copy_from_slice(&[0x81, 0x8F]);
+        for target in [Target::Gfx90a, Target::Gfx942] {
+            for (mnemonic, words, gfx942_words, value) in forms {
+                let words = if target == Target::Gfx942 && gfx942_words != [0; 2] {
+                    gfx942_words
+                } else {
+                    words
+                };
+                let mut w = Wave::new(16, 0);
+                w.set_exec(1);
+                w.v[4][0] = 0x1234_5678;
+                // v[2:3]: the address (global, flat); v2: 0 (scratch, the
+                // buffer's offen offset, the DS address).
+                let (v2, v3) = if mnemonic.starts_with("global") || mnemonic.starts_with("flat") {
+                    (base as u32, (base >> 32) as u32)
+                } else {
+                    (0, 0)
+                };
+                (w.v[2][0], w.v[3][0]) = (v2, v3);
+                // s[8:11]: a raw V# over the allocation.
+                w.s[8..12].copy_from_slice(&[base as u32, (base >> 32) as u32, 4096, 0]);
+                w.scratch = Scratch {
+                    base,
+                    lane_bytes: 16,
+                };
+                run_words_in(&memory, target, &mut w, &words, mnemonic, &mut lds)
+                    .unwrap_or_else(|e| panic!("{target:?} {mnemonic}: {e}"));
+                let want = if mnemonic.ends_with("_hi") {
+                    value << 16
+                } else {
+                    value
+                };
+                assert_eq!(w.v[4][0], want, "{target:?} {mnemonic}: {:#x}", w.v[4][0]);
+            }
+        }
+    }
+
+    #[test]
+    fn a_processor_without_sramecc_keeps_the_other_half() {
+        assert_eq!(merge_d16(true, 0x1234_5678, 0xFF81, false), 0x1234_FF81);
+        assert_eq!(merge_d16(true, 0x1234_5678, 0xFF81, true), 0xFF81_5678);
+        assert_eq!(merge_d16(false, 0x1234_5678, 0xFF81, false), 0x0000_FF81);
+        assert_eq!(merge_d16(false, 0x1234_5678, 0xFF81, true), 0xFF81_0000);
+        // Only the low 16 bits of the loaded value count.
+        assert_eq!(merge_d16(true, 0, 0xFFFF_8F81, false), 0x8F81);
+    }
 
     #[test]
     fn a_private_dword_across_a_dword_boundary_is_split_by_the_swizzle() {

@@ -50,6 +50,8 @@ pub struct Ctx<'a> {
     pub mem: &'a Memory,
     /// The workgroup's LDS allocation.
     pub lds: &'a mut [u8],
+    /// The processor the wave runs on.
+    pub target: crate::decode::Target,
     /// Address of the executing instruction.
     pub pc: u64,
     pub events: &'a mut Vec<Event>,
@@ -159,6 +161,7 @@ pub(crate) fn run_words_in(
         code: &CodeIndex::default(),
         mem,
         lds,
+        target,
         pc: 0,
         events: &mut events,
     };

@@ -63,7 +63,7 @@
 
 use crate::decode::inst::flag;
 use crate::decode::{Inst, Src};
-use crate::exec::flat::{Loc, Port, Rmw, extend, rmw};
+use crate::exec::flat::{Loc, Port, Rmw, d16, extend, rmw};
 use crate::exec::{Ctx, Exec};
 use crate::fault::{Fault, Space};
 use crate::wave::{LANES, Lanes, Ty, Wave};
@@ -302,7 +302,7 @@ fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
         _ => 1,
     };
     w.vreg(i.vdst + dwords as u16 - 1, acc)?;
-    // D16 loads keep the other half of the register.
+    // D16 loads may keep the other half of the register (`flat::d16`).
     let old = *w.vreg(i.vdst, acc)?;
     let mut out = vec![[0u32; LANES]; dwords];
     let mut m = ctx.mem.access();
@@ -341,15 +341,11 @@ fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
             }
             Put::D16 { size, signed, hi } => {
                 let v = if buf.in_range(lane, 0) {
-                    extend(get(0, size)?, size, signed) & 0xFFFF
+                    extend(get(0, size)?, size, signed)
                 } else {
                     0
                 };
-                out[0][l] = if hi {
-                    (old[l] & 0xFFFF) | v << 16
-                } else {
-                    (old[l] & 0xFFFF_0000) | v
-                };
+                out[0][l] = d16(ctx.target, old[l], v, hi);
             }
         }
     }
