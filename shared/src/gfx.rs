@@ -108,6 +108,12 @@ pub struct Gfx {
     pub lds_per_cu: u32,
     /// LDS bytes one workgroup can allocate (`getAddressableLocalMemorySize`).
     pub lds_per_workgroup: u32,
+    /// LDS allocation granule in bytes: a workgroup's LDS is its group
+    /// segment rounded up to this (AMDGPUUsage, COMPUTE_PGM_RSRC2
+    /// GRANULATED_LDS_SIZE: `roundup(lds-size / (128 * 4))` for GFX7 to
+    /// GFX12, `(320 * 4)` for GFX950; CDNA2/CDNA3 ISA §3.6.5 "LDS
+    /// Allocation and Clamping": blocks of 512 bytes).
+    pub lds_granule: u32,
     /// Workgroups one CU/WGP can hold (the barrier limit,
     /// `getMaxWorkGroupsPerCU`).
     pub max_workgroups_per_cu: u32,
@@ -155,6 +161,7 @@ const GFX90A: Gfx = Gfx {
     sgprs_limit_occupancy: true,
     lds_per_cu: 64 * 1024,
     lds_per_workgroup: 64 * 1024,
+    lds_granule: 512,
     max_workgroups_per_cu: 16,
     max_workgroup_size: 1024,
     matrix_core: MatrixCore::Mfma,
@@ -180,6 +187,7 @@ const GFX1100: Gfx = Gfx {
     sgprs_limit_occupancy: false,
     lds_per_cu: 128 * 1024,
     lds_per_workgroup: 64 * 1024,
+    lds_granule: 512,
     max_workgroups_per_cu: 32,
     max_workgroup_size: 1024,
     matrix_core: MatrixCore::Wmma,
@@ -197,11 +205,13 @@ pub const TARGETS: &[Gfx] = &[
         name: "gfx942",
         ..GFX90A
     },
-    // CDNA4: 160 KiB LDS per CU, all of it addressable by one workgroup.
+    // CDNA4: 160 KiB LDS per CU, all of it addressable by one workgroup,
+    // allocated in 1280-byte blocks.
     Gfx {
         name: "gfx950",
         lds_per_cu: 160 * 1024,
         lds_per_workgroup: 160 * 1024,
+        lds_granule: 1280,
         ..GFX90A
     },
     GFX1100,

@@ -151,12 +151,21 @@ fn shape(program: &Program, kernel: &Kernel, launch: &Launch) -> Result<Shape, D
         total
     };
     let lds = d.group_segment_fixed_size.max(launch.group_segment_size);
-    let max_lds = program.target.gfx().lds_per_workgroup;
-    if lds > max_lds {
+    let gfx = program.target.gfx();
+    if lds > gfx.lds_per_workgroup {
         return Err(bad(format!(
-            "{lds} bytes of LDS exceed the {max_lds} a workgroup has"
+            "{lds} bytes of LDS exceed the {} a workgroup has",
+            gfx.lds_per_workgroup
         )));
     }
+    // The hardware allocates LDS in granules, and an access inside the
+    // last one is in range (`exec::ds`); strict mode keeps the group
+    // segment's exact size, so any access past it faults.
+    let lds = if program.memory().is_strict() {
+        lds
+    } else {
+        lds.next_multiple_of(gfx.lds_granule)
+    };
     let lane_bytes = d
         .private_segment_fixed_size
         .max(launch.private_segment_size)

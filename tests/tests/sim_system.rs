@@ -418,8 +418,10 @@ fn a_one_element_overrun_stays_in_the_page_and_strict_mode_catches_it() {
     }
 }
 
+/// Past the workgroup's LDS allocation a read gives 0 (CDNA3 ISA §3.6.1,
+/// "Out-of-Range behavior"); strict mode makes it a fault.
 #[test]
-fn lds_read_past_the_group_segment_faults() {
+fn lds_read_past_the_group_segment_reads_zero_and_faults_in_strict_mode() {
     for sim in simulated(TEST_KERNELS) {
         let group = sim
             .p
@@ -442,12 +444,21 @@ fn lds_read_past_the_group_segment_faults() {
                 &sim.at(&what),
             );
         }
-        // Just past the allocation, and far past it but inside the 64 KiB
-        // a workgroup could have.
-        for address in [LDS_BYTES, 0xFFFC] {
+        // Just past the allocation (4 KiB, a whole number of 512-byte
+        // granules), far past it but inside the 64 KiB a workgroup could
+        // have, and where AMD's f64 GEMM kernels read their zeros.
+        for address in [LDS_BYTES, 0xFFFC, 0xF0_0000] {
             let what = format!("lds_read_at {address:#x}");
             let args = Args::default().u64(dst).u64(len as u64).u32(address);
+            sim.run("lds_read_at", (1024, 256), &args);
+            assert_same(
+                &sim.output::<u32>(dst, len, &what),
+                &[0; 256],
+                &sim.at(&what),
+            );
+            sim.d.memory().set_strict(true);
             let report = sim.fault("lds_read_at", (1024, 256), &args, "ds_read_b32");
+            sim.d.memory().set_strict(false);
             let want = Fault::Memory {
                 space: Space::Lds,
                 address: u64::from(address),

@@ -13,14 +13,26 @@
 //!   `cmpswap` data order.
 //!
 //! Bounds. On GFX9 M0 no longer bounds DS accesses (LLVM's
-//! `ldsRequiresM0Init` is false from GFX9 on, and the CDNA3 ISA describes
-//! the LDS range only through the wave's LDS allocation), so M0 is not
-//! read here. The hardware clamps an access beyond the workgroup's
-//! allocation (reads 0, writes dropped); the simulator's rule (issue 5)
-//! is stricter: such an access stops the wave with a memory fault in
-//! [`Space::Lds`], since a kernel that does it is wrong. Every lane's
-//! address is checked before any lane touches LDS, so a faulting
-//! instruction leaves LDS and registers unchanged.
+//! `ldsRequiresM0Init` is false from GFX9 on, so compilers never set it
+//! for DS; the CDNA2/CDNA3 ISA text that M0 clamps is carried over from
+//! older chips), so M0 is not read here. The bound is the workgroup's LDS
+//! allocation: its group segment rounded up to the LDS granule (CDNA3 ISA
+//! §3.6.5 "LDS Allocation and Clamping": blocks of 512 bytes;
+//! `aqueduct_abi::gfx` `lds_granule`). CDNA3 ISA §3.6.1 "Out-of-Range
+//! behavior": an LDS address at or past it reads zero and a write there
+//! is discarded, and AMD's f64 GEMM kernels rely on it (they zero
+//! accumulators with `ds_read_b32` from 0xF00000). The documents do not
+//! say how a multi-dword access straddling the bound splits; here, as
+//! buffer dwordx2-4 accesses are (CDNA3 ISA §9.1.5.1), each dword of a
+//! `b64`/`b96`/`b128` access and each element of `read2`/`write2` is in
+//! or out on its own, and byte, short and atomic accesses are all or
+//! nothing (an atomic out of range changes nothing and returns 0).
+//!
+//! In strict mode (`crate::memory`) the allocation is the group segment's
+//! exact size and any access past it stops the wave with a memory fault
+//! in [`Space::Lds`]; every lane's address is checked before any lane
+//! touches LDS, so a faulting instruction leaves LDS and registers
+//! unchanged.
 //!
 //! Plain loads and stores do not check alignment: GFX9 performs unaligned
 //! DS accesses when SH_MEM_CONFIG selects the unaligned mode, which the
@@ -91,10 +103,21 @@ fn read_values(w: &Wave, first: u16, acc: bool, wide: bool) -> Result<[u64; LANE
     }))
 }
 
-/// `size` bytes at `address` lie in the workgroup's LDS, as a slice index.
-fn check(lds: &[u8], address: u64, size: u64, write: bool) -> Result<usize, Fault> {
+/// Where `size` bytes at `address` lie in the workgroup's LDS, as a slice
+/// index, or None when they are out of range (reads give 0, writes are
+/// dropped); out of range is a fault in strict mode.
+fn check(
+    lds: &[u8],
+    strict: bool,
+    address: u64,
+    size: u64,
+    write: bool,
+) -> Result<Option<usize>, Fault> {
     if address + size <= lds.len() as u64 {
-        return Ok(address as usize);
+        return Ok(Some(address as usize));
+    }
+    if !strict {
+        return Ok(None);
     }
     Err(Fault::Memory {
         space: Space::Lds,
@@ -102,6 +125,18 @@ fn check(lds: &[u8], address: u64, size: u64, write: bool) -> Result<usize, Faul
         size,
         write,
     })
+}
+
+/// [`load`] of a checked place; 0 out of range.
+fn load_at(lds: &[u8], at: Option<usize>, size: usize) -> u64 {
+    at.map_or(0, |at| load(lds, at, size))
+}
+
+/// [`store`] to a checked place; nothing out of range.
+fn store_at(lds: &mut [u8], at: Option<usize>, size: usize, v: u64) {
+    if let Some(at) = at {
+        store(lds, at, size, v);
+    }
 }
 
 /// Little-endian `size` (≤ 8) bytes at a checked index.
@@ -137,20 +172,25 @@ fn read(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
         Put::Extend { size, .. } | Put::D16 { size, .. } => (size, 1),
     };
     let old = *w.vreg(i.vdst, acc)?;
+    let strict = ctx.mem.is_strict();
     let mut out = vec![[0u32; LANES]; dwords];
     for l in (0..LANES).filter(|l| exec >> l & 1 != 0) {
-        let at = check(ctx.lds, lane_address(&addr, i, l), u64::from(bytes), false)?;
+        let a = lane_address(&addr, i, l);
         match put {
             Put::Dwords(n) => {
+                check(ctx.lds, strict, a, u64::from(bytes), false)?;
                 for k in 0..n as usize {
-                    out[k][l] = load(ctx.lds, at + 4 * k, 4) as u32;
+                    let at = check(ctx.lds, strict, a + 4 * k as u64, 4, false)?;
+                    out[k][l] = load_at(ctx.lds, at, 4) as u32;
                 }
             }
             Put::Extend { size, signed } => {
-                out[0][l] = extend(load(ctx.lds, at, size as usize) as u32, size, signed);
+                let at = check(ctx.lds, strict, a, u64::from(size), false)?;
+                out[0][l] = extend(load_at(ctx.lds, at, size as usize) as u32, size, signed);
             }
             Put::D16 { size, signed, hi } => {
-                let v = extend(load(ctx.lds, at, size as usize) as u32, size, signed);
+                let at = check(ctx.lds, strict, a, u64::from(size), false)?;
+                let v = extend(load_at(ctx.lds, at, size as usize) as u32, size, signed);
                 out[0][l] = d16(ctx.target, old[l], v, hi);
             }
         }
@@ -177,23 +217,33 @@ fn write(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, take: Take) -> R {
         Take::Part { size, .. } => (size, 1),
     };
     w.vreg(data + dwords as u16 - 1, acc)?;
+    let strict = ctx.mem.is_strict();
     let lanes: Vec<usize> = (0..LANES).filter(|l| exec >> l & 1 != 0).collect();
-    let mut at = [0usize; LANES];
+    // Strict mode: every lane checked before any writes.
     for &l in &lanes {
-        at[l] = check(ctx.lds, lane_address(&addr, i, l), u64::from(bytes), true)?;
+        check(
+            ctx.lds,
+            strict,
+            lane_address(&addr, i, l),
+            u64::from(bytes),
+            true,
+        )?;
     }
     for &l in &lanes {
+        let a = lane_address(&addr, i, l);
         match take {
             Take::Dwords(n) => {
                 for k in 0..n as u16 {
                     let v = w.vreg(data + k, acc)?[l];
-                    store(ctx.lds, at[l] + 4 * k as usize, 4, u64::from(v));
+                    let at = check(ctx.lds, strict, a + 4 * u64::from(k), 4, true)?;
+                    store_at(ctx.lds, at, 4, u64::from(v));
                 }
             }
             Take::Part { size, hi } => {
                 let v = w.vreg(data, acc)?[l];
                 let v = if hi { v >> 16 } else { v };
-                store(ctx.lds, at[l], size as usize, u64::from(v));
+                let at = check(ctx.lds, strict, a, u64::from(size), true)?;
+                store_at(ctx.lds, at, size as usize, u64::from(v));
             }
         }
     }
@@ -216,15 +266,16 @@ fn read2(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, elem: u64, st64: bool) -> R 
     let acc = i.acc();
     let addr = address_lanes(w, i)?;
     let per = (elem / 4) as usize;
+    let strict = ctx.mem.is_strict();
     let mut out = vec![[0u32; LANES]; 2 * per];
     for l in (0..LANES).filter(|l| exec >> l & 1 != 0) {
         for (e, a) in pair_addresses(&addr, i, l, elem, st64)
             .into_iter()
             .enumerate()
         {
-            let at = check(ctx.lds, a, elem, false)?;
+            let at = check(ctx.lds, strict, a, elem, false)?;
             for k in 0..per {
-                out[e * per + k][l] = load(ctx.lds, at + 4 * k, 4) as u32;
+                out[e * per + k][l] = load_at(ctx.lds, at.map(|at| at + 4 * k), 4) as u32;
             }
         }
     }
@@ -239,18 +290,19 @@ fn write2(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, elem: u64, st64: bool) -> R
     let wide = elem == 8;
     let d0 = read_values(w, data_reg(i, 1)?, acc, wide)?;
     let d1 = read_values(w, data_reg(i, 2)?, acc, wide)?;
+    let strict = ctx.mem.is_strict();
     let lanes: Vec<usize> = (0..LANES).filter(|l| exec >> l & 1 != 0).collect();
-    let mut at = [[0usize; 2]; LANES];
+    let mut at = [[None; 2]; LANES];
     for &l in &lanes {
         let [a0, a1] = pair_addresses(&addr, i, l, elem, st64);
         at[l] = [
-            check(ctx.lds, a0, elem, true)?,
-            check(ctx.lds, a1, elem, true)?,
+            check(ctx.lds, strict, a0, elem, true)?,
+            check(ctx.lds, strict, a1, elem, true)?,
         ];
     }
     for &l in &lanes {
-        store(ctx.lds, at[l][0], elem as usize, d0[l]);
-        store(ctx.lds, at[l][1], elem as usize, d1[l]);
+        store_at(ctx.lds, at[l][0], elem as usize, d0[l]);
+        store_at(ctx.lds, at[l][1], elem as usize, d1[l]);
     }
     Ok(())
 }
@@ -351,20 +403,28 @@ fn atomic(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, op: Op, wide: bool, rtn: bo
     } else {
         [0; LANES]
     };
+    let strict = ctx.mem.is_strict();
     let lanes: Vec<usize> = (0..LANES).filter(|l| exec >> l & 1 != 0).collect();
-    let mut at = [0usize; LANES];
+    let mut at = [None; LANES];
     for &l in &lanes {
         let a = lane_address(&addr, i, l);
-        at[l] = check(ctx.lds, a, size, true)?;
+        at[l] = check(ctx.lds, strict, a, size, true)?;
         if !a.is_multiple_of(size) {
             return Err(Fault::Misaligned { address: a, size });
         }
     }
+    // Out of range: nothing changes and the old value reads as 0.
     let mut old = [0u64; LANES];
     for &l in &lanes {
-        old[l] = load(ctx.lds, at[l], size as usize);
-        let new = op.apply(old[l], d0[l], d1[l], wide);
-        store(ctx.lds, at[l], size as usize, new);
+        if let Some(p) = at[l] {
+            old[l] = load(ctx.lds, p, size as usize);
+            store(
+                ctx.lds,
+                p,
+                size as usize,
+                op.apply(old[l], d0[l], d1[l], wide),
+            );
+        }
     }
     if !rtn {
         return Ok(());
@@ -394,14 +454,15 @@ fn wrxchg2(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, wide: bool, st64: bool) ->
         read_values(w, data_reg(i, 1)?, acc, wide)?,
         read_values(w, data_reg(i, 2)?, acc, wide)?,
     ];
+    let strict = ctx.mem.is_strict();
     let lanes: Vec<usize> = (0..LANES).filter(|l| exec >> l & 1 != 0).collect();
-    let mut at = [[0usize; 2]; LANES];
+    let mut at = [[None; 2]; LANES];
     for &l in &lanes {
         for (e, a) in pair_addresses(&addr, i, l, size, st64)
             .into_iter()
             .enumerate()
         {
-            at[l][e] = check(ctx.lds, a, size, true)?;
+            at[l][e] = check(ctx.lds, strict, a, size, true)?;
             if !a.is_multiple_of(size) {
                 return Err(Fault::Misaligned { address: a, size });
             }
@@ -410,8 +471,8 @@ fn wrxchg2(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, wide: bool, st64: bool) ->
     let mut old = [[0u64; LANES]; 2];
     for &l in &lanes {
         for e in 0..2 {
-            old[e][l] = load(ctx.lds, at[l][e], size as usize);
-            store(ctx.lds, at[l][e], size as usize, d[e][l]);
+            old[e][l] = load_at(ctx.lds, at[l][e], size as usize);
+            store_at(ctx.lds, at[l][e], size as usize, d[e][l]);
         }
     }
     let mut out = split(&old[0], wide);
@@ -640,6 +701,8 @@ mod tests {
 
     use super::*;
     use crate::decode::Target;
+    use crate::exec::run_words_in;
+    use crate::memory::Memory;
 
     const POISON: u32 = 0xDEAD_BEEF;
 
@@ -957,12 +1020,22 @@ mod tests {
     }
 
     #[test]
-    fn access_past_the_allocation_faults_and_changes_nothing() {
+    fn access_past_the_allocation_faults_in_strict_mode_and_changes_nothing() {
+        let strict = Memory::new();
+        strict.set_strict(true);
         let mut lds = vec![0u8; 1 << 16];
         let mut w = wave(u64::MAX);
         w.v[1] = [0; LANES];
         // ds_read_b32 v4, v1 offset:65535: bytes 65535..65539.
-        let r = run(&mut w, [0xD86CFFFF, 0x04000001], "ds_read_b32", &mut lds);
+        let words = [0xD86CFFFF, 0x04000001];
+        let r = run_words_in(
+            &strict,
+            Target::Gfx90a,
+            &mut w,
+            &words,
+            "ds_read_b32",
+            &mut lds,
+        );
         assert_eq!(
             r,
             Err(Fault::Memory {
@@ -978,7 +1051,15 @@ mod tests {
         // the end of 1 KiB; no lane may have written.
         let mut lds = vec![0u8; 1024];
         w.v[1] = std::array::from_fn(|l| 16 * l as u32);
-        let r = run(&mut w, [0xD9BE0020, 0x00000801], "ds_write_b128", &mut lds);
+        let words = [0xD9BE0020, 0x00000801];
+        let r = run_words_in(
+            &strict,
+            Target::Gfx90a,
+            &mut w,
+            &words,
+            "ds_write_b128",
+            &mut lds,
+        );
         assert_eq!(
             r,
             Err(Fault::Memory {
@@ -989,6 +1070,54 @@ mod tests {
             })
         );
         assert!(lds.iter().all(|&b| b == 0));
+    }
+
+    /// CDNA3 ISA §3.6.1 "Out-of-Range behavior": an LDS address at or past
+    /// the allocation reads 0 and a write there is discarded; per dword
+    /// for wide accesses, all or nothing for atomics (module doc).
+    #[test]
+    fn out_of_range_reads_give_zero_and_writes_are_dropped() {
+        let mut lds = patterned(1024);
+        let before = lds.clone();
+        let mut w = wave(u64::MAX);
+        // ds_read_b32 v4, v1 offset:65535: far past the 1 KiB.
+        w.v[1] = [0; LANES];
+        run(&mut w, [0xD86CFFFF, 0x04000001], "ds_read_b32", &mut lds).unwrap();
+        assert_eq!(w.v[4], [0; LANES]);
+        // AMD's f64 GEMM kernels: ds_read_b32 from 0xF00000 gives 0.
+        w.v[1] = [0xF0_0000; LANES];
+        w.v[4] = [POISON; LANES];
+        run(&mut w, [0xD86C0000, 0x04000001], "ds_read_b32", &mut lds).unwrap();
+        assert_eq!(w.v[4], [0; LANES]);
+
+        // ds_read_b128 v[4:7], v1 at 1016: dwords at 1016 and 1020 are in,
+        // 1024 and 1028 out.
+        w.v[1] = [1016; LANES];
+        run(&mut w, [0xD9FE0000, 0x04000001], "ds_read_b128", &mut lds).unwrap();
+        assert_eq!(w.v[4], [dword(&before, 1016); LANES]);
+        assert_eq!(w.v[5], [dword(&before, 1020); LANES]);
+        assert_eq!((w.v[6], w.v[7]), ([0; LANES], [0; LANES]));
+
+        // ds_write_b128 v1, v[8:11] offset:32 from lane l at 16 l: lanes
+        // up to 61 write, lane 62 and 63 are dropped.
+        w.v[1] = std::array::from_fn(|l| 16 * l as u32);
+        for r in 8..12 {
+            w.v[r] = std::array::from_fn(|l| 0x0100_0000 * r as u32 + l as u32);
+        }
+        run(&mut w, [0xD9BE0020, 0x00000801], "ds_write_b128", &mut lds).unwrap();
+        for l in 0..62 {
+            assert_eq!(dword(&lds, 16 * l + 32), 0x0800_0000 + l as u32, "lane {l}");
+        }
+        assert_eq!(lds.len(), 1024);
+
+        // ds_add_rtn_u32 v4, v1, v2 past the end: returns 0, changes nothing.
+        let snapshot = lds.clone();
+        w.v[1] = [2048; LANES];
+        w.v[2] = [5; LANES];
+        w.v[4] = [POISON; LANES];
+        run(&mut w, [0xD8400000, 0x04000201], "ds_add_rtn_u32", &mut lds).unwrap();
+        assert_eq!(w.v[4], [0; LANES]);
+        assert_eq!(lds, snapshot);
     }
 
     #[test]

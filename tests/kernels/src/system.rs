@@ -310,7 +310,8 @@ pub extern "gpu-kernel" fn lds_read_at(dst: *mut u32, len: u64, lds_address: u32
     aqueduct_test_workgroup_barrier();
     let value: u32;
     // SAFETY: a DS read touches only LDS; an out-of-range address is the
-    // point of the test and faults (on hardware it reads 0).
+    // point of the test and reads 0 (a fault in the simulator's strict
+    // mode).
     unsafe {
         asm!(
             "ds_read_b32 {value}, {address}",
