@@ -15,32 +15,42 @@
 //! address = base + SOFFSET + buffer_offset
 //! ```
 //!
-//! Range checking ("Range Checking" in the GFX9 / CDNA buffer chapter; the
-//! rule differs by buffer type, and LLVM notes "on GFX9 IDXEN matters for
-//! the interpretation of buffer sizes"):
+//! Range checking: MI200 (CDNA2) and MI300 (CDNA3) ISA reference guides,
+//! §9.1.5.1 "Range Checking" (the same text in both). "When an address is
+//! out of range, reads return zero, and writes and atomics are dropped.
+//! The address range check method depends on the buffer type":
 //!
-//! | buffer     | used when                     | out of range if                 |
-//! |------------|-------------------------------|---------------------------------|
-//! | private    | ADD_TID_ENABLE and not IDXEN  | never (no range checking)       |
-//! | structured | IDXEN and stride != 0         | index >= NUM_RECORDS            |
-//! | raw        | otherwise                     | offset >= NUM_RECORDS           |
+//! | buffer     | ISA "used when"                     | out of range if (ISA)                           |
+//! |------------|-------------------------------------|-------------------------------------------------|
+//! | private    | AddTID==1 && IdxEn==0               | never ("there is no range checking")            |
+//! | structured | AddTID==0 && Stride!=0 && IdxEn==1  | Index(vgpr) >= NumRecords                       |
+//! | raw        | AddTID==0 && SWizzleEn==0 && IdxEn==0 | (InstOffset + (OffEN ? vgpr_offset : 0)) >= NumRecords |
 //!
-//! The ISA's raw row is written for ADD_TID = SWIZZLE_EN = IDXEN = 0 and its
-//! structured row for ADD_TID = 0; the combinations it leaves open (IDXEN
+//! **SOFFSET is not part of the check**: the raw formula has only the
+//! instruction offset and the VGPR offset, and §9.1.5.2 on swizzled
+//! buffers says "the sgpr_offset is not a part of the offset term"; the
+//! address itself is `const_base + sgpr_offset + buffer_offset` (§9.1.5,
+//! "Address Calculation for a Linear Buffer"). LLVM says the same of its
+//! buffer intrinsics ("soffset (SGPR/imm, excluded from bounds checking
+//! and swizzling)", IntrinsicsAMDGPU.td; "excluded from bounds checking",
+//! docs/AMDGPUDMAOperations.md). gem5's Vega model differs (it compares
+//! against NumRecords minus SOFFSET, and checks whole lanes); the
+//! documents win. A kernel whose SOFFSET carries it past the end of an
+//! exactly sized buffer therefore reads past it, which on the hardware
+//! lands in the rest of the buffer's last page (`crate::memory`).
+//!
+//! The rows above are the ISA's; the combinations it leaves open (IDXEN
 //! with stride 0, swizzled without IDXEN or ADD_TID, ADD_TID with IDXEN)
-//! take the row above whose condition they meet. SOFFSET is not part of
-//! the checked offset. The offset is compared as an unbounded (64-bit)
-//! sum, which agrees with the unsigned, saturating check LLVM's
-//! AMDGPUUsage describes ("relaxed buffer OOB mode"). DWORDx2/x3/x4 loads
-//! and stores are checked per dword, at the dword's own offset
-//! (`offset + 4k`), so an access straddling NUM_RECORDS keeps its
-//! in-range dwords; bytes, shorts, atomics and typed (format) accesses
-//! are all-or-nothing on their first byte.
+//! take the row above whose condition they meet. The offset is compared
+//! as an unbounded (64-bit) sum, which agrees with the unsigned, saturating
+//! check of LLVM's AMDGPUUsage ("relaxed buffer OOB mode"). §9.1.5.1's
+//! notes: "Load/store-Dword-x{2,3,4} and range-check per component", so
+//! an access straddling NUM_RECORDS keeps its in-range dwords (each at
+//! `offset + 4k`); "Load/store-format-* instruction and atomics are
+//! range-checked 'all or nothing'", and so are bytes and shorts here.
+//! Out-of-range reads give 0 for every component: the ISA's exception
+//! for `dst_sel = SEL_1` concerns format loads, which are not implemented.
 //!
-//! The table is the ISA text's; gem5's Vega model differs for unswizzled
-//! structured buffers (it compares the byte offset with NUM_RECORDS minus
-//! SOFFSET). A hardware run of a structured edge case would settle it;
-//! until then the ISA and LLVM's GFX9 note win.
 //! Out-of-range loads return 0 (returning atomics too), out-of-range
 //! stores and atomics are dropped. An in-range access still goes through
 //! the valid-range table; outside it the wave stops with a memory fault in
@@ -709,6 +719,8 @@ mod tests {
         assert_eq!(got(3), [POISON; 4]);
     }
 
+    /// MI200/MI300 ISA §9.1.5.1: the raw check is `InstOffset + vgpr_offset
+    /// >= NumRecords`, without SOFFSET.
     #[test]
     fn soffset_moves_the_address_but_is_not_range_checked() {
         let rig = Rig::new();
@@ -723,6 +735,37 @@ mod tests {
             .unwrap();
         assert_eq!(w.v[4][0], pattern(28));
         assert_eq!(w.v[4][1], 0);
+    }
+
+    /// The edge case of AMD's f32 GEMM kernels: SOFFSET carries an
+    /// in-range offset past the end of an exactly sized buffer. The read
+    /// lands in the buffer's last page (the tail poison), and strict mode
+    /// reports it as a memory fault.
+    #[test]
+    fn soffset_past_an_exactly_sized_buffer_reads_its_page() {
+        let memory = Memory::new();
+        let buf = memory.alloc(24, 256).unwrap();
+        let mut w = wave(1, [buf as u32, (buf >> 32) as u32 & 0xFFFF, 24, 0]);
+        w.s[5] = 12;
+        w.v[1][0] = 8;
+        // buffer_load_dword v4, v1, s[8:11], s5 offen offset:4: checked
+        // offset 12 < 24; address buf + 12 + 12, the first byte past the
+        // 24 requested.
+        let words = [0xE0501004, 0x05020401];
+        let run = |w: &mut Wave| {
+            crate::exec::run_words_in(
+                &memory,
+                Target::Gfx90a,
+                w,
+                &words,
+                "buffer_load_dword",
+                &mut [],
+            )
+        };
+        run(&mut w).unwrap();
+        assert_eq!(w.v[4][0], crate::memory::TAIL_POISON);
+        memory.set_strict(true);
+        assert_eq!(run(&mut w), Err(memory_fault(buf + 24, 4, false)));
     }
 
     #[test]
