@@ -64,13 +64,32 @@
 //! VDATA, and run lane by lane in lane order; `cmpswap` data is (new,
 //! compare) as in FLAT.
 //!
+//! Loads to LDS (`buffer_load_dword ... lds`, the LDS bit, 16 of the first
+//! dword on gfx9/gfx90a/gfx942 in LLVM's `MUBUF_Real_Base_vi`): MI200/MI300
+//! ISA §9.1.9 "Memory Buffer Load to LDS". Each lane in EXEC reads its
+//! dword as any buffer load does (range checking "follows the same rules
+//! as any other buffer fetch", so 0 out of range) and writes it to LDS at
+//! `M0[15:0] + OFFSET + 4 * lane` ("LDS_offset = 16-bit unsigned byte
+//! offset from M0[15:0]"; the lane term per LLVM's AMDGPUDMAOperations,
+//! "implicitly offset by 4 * lane_id bytes"); no VGPR is written (LLVM's
+//! LDS forms have no VDATA operand). The §9.1.9 figure that gives the LDS
+//! address is not in the text we could read; OFFSET is added as in the
+//! global/scratch form's formula (MI300 ISA §10.3, `LDSbase + M0 +
+//! INST.OFFSET + ThreadID*4`). AMD's direct-to-LDS GEMM kernels use
+//! OFFSET 0, so their results do not depend on it. An LDS address out of
+//! range masks the lane ("does NOT return a memory violation", §3.11), a
+//! fault in strict mode.
+//!
 //! Not implemented (no executor, or a fault when the bits ask for it): the
-//! LDS-destination forms (`lds` bit), MUBUF `buffer_*_format_*` (they need
+//! byte, short and `format_x` loads to LDS (whether they write a byte, a
+//! short or a dword to LDS is not stated) and `buffer_store_lds_dword`,
+//! MUBUF `buffer_*_format_*` (they need
 //! the V#'s formats and DST_SEL swizzles), the d16 `tbuffer` forms, and
 //! MTBUF formats other than 32-bit UINT/SINT/FLOAT components. Cache
 //! maintenance (`buffer_wbl2`, `buffer_inv`, `buffer_wbinvl1*`) lives in
 //! `exec::flat`.
 
+use crate::decode::inst::code::M0;
 use crate::decode::inst::flag;
 use crate::decode::{Inst, Src};
 use crate::exec::flat::{Loc, Port, Rmw, d16, extend, rmw};
@@ -302,7 +321,9 @@ enum Put {
 }
 
 fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
-    refuse_lds(i)?;
+    if i.flags & flag::LDS != 0 {
+        return load_to_lds(w, i, ctx, put);
+    }
     let exec = w.exec();
     let acc = i.acc();
     let buf = Buffer::of(w, i)?;
@@ -361,6 +382,56 @@ fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
     }
     drop(m);
     w.write_regs(i.vdst, acc, &out, exec)
+}
+
+/// `buffer_load_dword ... lds`: each lane in EXEC reads its dword by the
+/// buffer rules (0 out of range) and writes it to LDS at
+/// `M0[15:0] + OFFSET + 4 * lane`; no VGPR is written (module doc).
+fn load_to_lds(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
+    if !matches!(put, Put::Dwords(1)) {
+        return Err(Fault::Unimplemented {
+            mnemonic: i.mnemonic,
+        });
+    }
+    let exec = w.exec();
+    let buf = Buffer::of(w, i)?;
+    let va = vaddr(w, i)?;
+    let strict = ctx.mem.is_strict();
+    let base = u64::from(w.s[usize::from(M0)] & 0xFFFF) + (i.imm as u64 & 0xFFF);
+    let lanes = (0..LANES).filter(|l| exec >> l & 1 != 0);
+    // Strict mode: every lane's LDS place checked before any is written.
+    if let Some(l) = lanes
+        .clone()
+        .find(|&l| base + 4 * l as u64 + 4 > ctx.lds.len() as u64)
+        && strict
+    {
+        return Err(Fault::Memory {
+            space: Space::Lds,
+            address: base + 4 * l as u64,
+            size: 4,
+            write: true,
+        });
+    }
+    let mut m = ctx.mem.access();
+    for l in lanes {
+        let lane = buf.lane(&va, i, l);
+        let mut v = 0;
+        if buf.in_range(lane, 0) {
+            let (pieces, n) = buf.pieces(lane, 0, 4);
+            for &(a, size, shift) in &pieces[..n] {
+                m.check(a, u64::from(size))
+                    .map_err(|_| memory_fault(a, u64::from(size), false))?;
+                v |= m.load_small(a, size) << shift;
+            }
+        }
+        // "Memory Buffer to LDS does NOT return a memory violation if the
+        // LDS address is out of range, but masks off EXEC bits" (§3.11).
+        let at = (base + 4 * l as u64) as usize;
+        if let Some(dst) = ctx.lds.get_mut(at..at + 4) {
+            dst.copy_from_slice(&v.to_le_bytes());
+        }
+    }
+    Ok(())
 }
 
 /// How a store takes its data from VDATA.
@@ -766,6 +837,86 @@ mod tests {
         assert_eq!(w.v[4][0], crate::memory::TAIL_POISON);
         memory.set_strict(true);
         assert_eq!(run(&mut w), Err(memory_fault(buf + 24, 4, false)));
+    }
+
+    /// MI200/MI300 ISA §9.1.9 "Memory Buffer Load to LDS": each lane in
+    /// EXEC writes its dword to LDS at M0[15:0] + 4 × lane (plus OFFSET,
+    /// module doc), nothing to VGPRs; memory out of range gives 0 (buffer
+    /// rules, §9.1.9.1); an LDS address out of range masks the lane
+    /// (§3.11) and is a fault in strict mode. The encoding is the one in
+    /// AMD's direct-to-LDS SGEMM kernels.
+    #[test]
+    fn load_to_lds_writes_each_lane_at_m0_plus_four_per_lane() {
+        let rig = Rig::new();
+        // 40 records: lanes 0..10 in range, the rest read 0.
+        let exec = !(1u64 << 3);
+        let mut w = wave(exec, rig.rsrc(0, 40));
+        w.s[usize::from(M0)] = 0xABCD_0100; // only M0[15:0] counts
+        w.v[4] = std::array::from_fn(|l| 4 * l as u32);
+        let run = |w: &mut Wave, words: [u32; 2], lds: &mut [u8], memory: &Memory| {
+            crate::exec::run_words_in(memory, Target::Gfx90a, w, &words, "buffer_load_dword", lds)
+        };
+        let mut lds = vec![0xEEu8; 1024];
+        run(&mut w, [0xE0511000, 0x80020004], &mut lds, &rig.memory).unwrap();
+        let dword = |lds: &[u8], at: usize| u32::from_le_bytes(lds[at..at + 4].try_into().unwrap());
+        for l in 0..LANES {
+            let want = match l {
+                3 => 0xEEEE_EEEE,
+                0..10 => pattern(4 * l as u64),
+                _ => 0,
+            };
+            assert_eq!(dword(&lds, 0x100 + 4 * l), want, "lane {l}");
+        }
+        assert_eq!(
+            w.v[0..4],
+            wave(exec, rig.rsrc(0, 40)).v[0..4],
+            "no VGPR written"
+        );
+        assert_eq!(&lds[..0x100], &[0xEE; 0x100][..]);
+
+        // OFFSET 16 moves the memory and the LDS address alike.
+        let mut lds = vec![0u8; 1024];
+        run(&mut w, [0xE0511010, 0x80020004], &mut lds, &rig.memory).unwrap();
+        assert_eq!(dword(&lds, 0x110), pattern(16));
+
+        // Past the LDS: lanes masked; in strict mode a fault.
+        w.s[usize::from(M0)] = 1024 - 8;
+        let mut lds = vec![0u8; 1024];
+        run(&mut w, [0xE0511000, 0x80020004], &mut lds, &rig.memory).unwrap();
+        assert_eq!(
+            (dword(&lds, 1016), dword(&lds, 1020)),
+            (pattern(0), pattern(4))
+        );
+        rig.memory.set_strict(true);
+        let mut untouched = vec![0u8; 1024];
+        let r = run(
+            &mut w,
+            [0xE0511000, 0x80020004],
+            &mut untouched,
+            &rig.memory,
+        );
+        assert!(untouched.iter().all(|&b| b == 0), "no lane writes first");
+        assert_eq!(
+            r,
+            Err(Fault::Memory {
+                space: Space::Lds,
+                address: 1024,
+                size: 4,
+                write: true
+            })
+        );
+        rig.memory.set_strict(false);
+
+        // The byte and short forms are not implemented.
+        let r = crate::exec::run_words_in(
+            &rig.memory,
+            Target::Gfx90a,
+            &mut w,
+            &[0xE0411000, 0x80020004],
+            "buffer_load_ubyte",
+            &mut lds,
+        );
+        assert!(matches!(r, Err(Fault::Unimplemented { .. })), "{r:?}");
     }
 
     #[test]
