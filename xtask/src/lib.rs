@@ -17,6 +17,7 @@ pub mod isa_tables;
 pub mod report;
 pub mod rng;
 pub mod rocblas_catalog;
+pub mod rocblas_kernels;
 pub mod sim_bench;
 pub mod sim_coverage;
 pub mod targets;

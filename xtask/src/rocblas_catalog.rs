@@ -8,7 +8,8 @@
 //! one download, with its own lists and cache directories: the system's
 //! apt state is not touched and nothing is installed), and the package
 //! is unpacked with `dpkg-deb -x` into a scratch directory (2.3 GB, removed
-//! afterwards: only the catalog is kept). apt checks the download against
+//! afterwards: only the catalog and a small code object of chosen gfx90a
+//! GEMM kernels, `crate::rocblas_kernels`, are kept). apt checks the download against
 //! trixie's signed Release file. The result is cached in
 //! `$AQUEDUCT_CACHE_DIR` (default `$XDG_CACHE_HOME/aqueduct`, else
 //! `~/.cache/aqueduct`), so a machine downloads it once.
@@ -20,7 +21,7 @@ use std::process::Command;
 /// mirror no longer has it, the current trixie version is used instead.
 pub const VERSION: &str = "5.5.1+dfsg-7";
 const PACKAGE: &str = "librocblas0";
-const MEMBER: &str = "./usr/lib/x86_64-linux-gnu/rocblas/2.47.0/library/TensileLibrary.dat";
+const LIBRARY: &str = "./usr/lib/x86_64-linux-gnu/rocblas/2.47.0/library";
 const SOURCES: &str = "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main\n";
 
 pub fn cache_dir() -> PathBuf {
@@ -39,6 +40,13 @@ pub fn path() -> PathBuf {
     cache_dir()
         .join("rocblas-trixie")
         .join("TensileLibrary.dat")
+}
+
+/// Where the chosen gfx90a GEMM kernels land (`crate::rocblas_kernels`).
+pub fn gemm_kernels_path() -> PathBuf {
+    cache_dir()
+        .join("rocblas-trixie")
+        .join("gemm-kernels-gfx90a.co")
 }
 
 fn run(cmd: &mut Command) -> Result<(), String> {
@@ -74,11 +82,25 @@ fn apt(work: &Path, args: &[&str]) -> Command {
 
 /// The catalog's path, downloading and extracting it if it is not cached.
 pub fn fetch() -> Result<PathBuf, String> {
-    let dest = path();
-    if dest.is_file() {
-        return Ok(dest);
+    fetch_package()?;
+    Ok(path())
+}
+
+/// The path of a code object holding AMD's compiled gfx90a GEMM kernels
+/// `crate::rocblas_kernels::NAMES`, taken out of the package if not cached.
+pub fn fetch_gemm_kernels() -> Result<PathBuf, String> {
+    fetch_package()?;
+    Ok(gemm_kernels_path())
+}
+
+/// Downloads and unpacks the package once, keeping the catalog and the
+/// chosen kernels, unless both are cached.
+fn fetch_package() -> Result<(), String> {
+    let (catalog, kernels) = (path(), gemm_kernels_path());
+    if catalog.is_file() && kernels.is_file() {
+        return Ok(());
     }
-    let dir = dest
+    let dir = catalog
         .parent()
         .ok_or("cache path has no parent")?
         .to_path_buf();
@@ -113,10 +135,18 @@ pub fn fetch() -> Result<PathBuf, String> {
             .arg("-x")
             .arg(&deb)
             .arg(work.join("root")))?;
-        let extracted = work.join("root").join(MEMBER);
-        // Rename within the cache directory, so a reader never sees half.
-        std::fs::rename(&extracted, &dest).map_err(|e| format!("{}: {e}", dest.display()))
+        let library = work.join("root").join(LIBRARY);
+        // Written beside, then renamed within the cache directory, so a
+        // reader never sees half a file.
+        let co = std::fs::read(library.join("TensileLibrary_gfx90a.co"))
+            .map_err(|e| format!("the package's gfx90a kernels: {e}"))?;
+        let small = crate::rocblas_kernels::extract(&co, crate::rocblas_kernels::NAMES)?;
+        let part = work.join("gemm-kernels.part");
+        std::fs::write(&part, small).map_err(|e| format!("{}: {e}", part.display()))?;
+        std::fs::rename(&part, &kernels).map_err(|e| format!("{}: {e}", kernels.display()))?;
+        std::fs::rename(library.join("TensileLibrary.dat"), &catalog)
+            .map_err(|e| format!("{}: {e}", catalog.display()))
     })();
     let _ = std::fs::remove_dir_all(&work);
-    result.map(|()| dest)
+    result
 }

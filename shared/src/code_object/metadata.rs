@@ -131,6 +131,11 @@ impl Path<'_> {
 }
 
 impl Metadata {
+    /// The metadata of one `NT_AMDGPU_METADATA` note's descriptor.
+    pub fn from_note(desc: &[u8]) -> Result<Self, CodeObjectError> {
+        Self::from_msgpack(&super::msgpack::decode(desc)?)
+    }
+
     /// Reads the metadata map.
     pub fn from_msgpack(root: &Value<'_>) -> Result<Self, CodeObjectError> {
         let top = Path("");

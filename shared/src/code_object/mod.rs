@@ -21,6 +21,7 @@ pub mod metadata;
 pub mod msgpack;
 pub mod target;
 
+use alloc::collections::BTreeMap;
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -285,7 +286,7 @@ impl CodeObject {
         // are the code object's.
         let mut metadata: Option<Metadata> = None;
         for (i, note) in elf.metadata_notes()?.into_iter().enumerate() {
-            let next = Metadata::from_msgpack(&msgpack::decode(note)?)?;
+            let next = Metadata::from_note(note)?;
             let Some(first) = &mut metadata else {
                 metadata = Some(next);
                 continue;
@@ -297,22 +298,30 @@ impl CodeObject {
             if next.version != first.version {
                 return Err(disagree("amdhsa.version"));
             }
-            if next.target != first.target {
-                return Err(disagree("amdhsa.target"));
+            // A note may leave the target out (one of rocBLAS's does).
+            match (&first.target, next.target) {
+                (Some(a), Some(b)) if *a != b => return Err(disagree("amdhsa.target")),
+                (None, Some(b)) => first.target = Some(b),
+                _ => {}
             }
             first.kernels.extend(next.kernels);
         }
         let metadata = metadata.ok_or(CodeObjectError::MissingMetadata)?;
         let symbols = elf.symbols()?;
+        // By name, the first of a name winning as a search would: a code
+        // object of 14 000 kernels has ten times as many symbols.
+        let mut by_name = BTreeMap::new();
+        for s in &symbols {
+            by_name.entry(s.name).or_insert(s);
+        }
         let mut kernels = Vec::with_capacity(metadata.kernels.len());
         for km in &metadata.kernels {
-            let sym = symbols
-                .iter()
-                .find(|s| s.name == km.symbol.as_bytes())
-                .ok_or_else(|| CodeObjectError::MissingKernelDescriptor {
+            let sym = by_name.get(km.symbol.as_bytes()).ok_or_else(|| {
+                CodeObjectError::MissingKernelDescriptor {
                     kernel: km.name.clone(),
                     symbol: km.symbol.clone(),
-                })?;
+                }
+            })?;
             let out_of_bounds = || CodeObjectError::KernelDescriptorOutOfBounds {
                 kernel: km.name.clone(),
                 address: sym.value,
@@ -337,10 +346,7 @@ impl CodeObject {
                 entry_address,
             });
         }
-        let abi_version = match symbols
-            .iter()
-            .find(|s| s.name == ABI_VERSION_SYMBOL.as_bytes())
-        {
+        let abi_version = match by_name.get(ABI_VERSION_SYMBOL.as_bytes()) {
             None => None,
             Some(sym) => {
                 let raw = elf
