@@ -21,6 +21,7 @@ pub mod rocblas_kernels;
 pub mod sim_bench;
 pub mod sim_coverage;
 pub mod targets;
+pub mod tensile_gemm;
 
 use std::path::PathBuf;
 

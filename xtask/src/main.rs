@@ -28,8 +28,9 @@ commands:
             and list each code object's instructions and whether the
             simulator implements them; fails naming any it does not
   sim-bench   build (profile device) and time fill, copy and a 1 Mi-element
-            saxpy on the simulator on one thread, checked against the CPU;
-            runs itself as a release build (the numbers mean nothing in debug)
+            saxpy on the simulator on one thread, and AMD's f16 GEMM kernel
+            at 512³ on one and two, checked against the CPU; runs itself as
+            a release build (the numbers mean nothing in debug)
   hsa-bench   issue 6's benchmarks through the host shim on the simulator's
             HSA runtime (agents gfx942,gfx90a unless AQUEDUCT_SIM_AGENTS
             says otherwise): round trip of an empty kernel, batch
@@ -278,6 +279,7 @@ fn sim_bench_command(args: &[String]) -> Result<(), String> {
         let bytes = std::fs::read(&a.path).map_err(|e| format!("{}: {e}", a.path.display()))?;
         samples.extend(sim_bench::run(target, &bytes)?);
     }
+    samples.extend(sim_bench::run_gemm(2)?);
     print!("{}", sim_bench::format_table(&samples));
     Ok(())
 }

@@ -87,10 +87,22 @@ pub fn fetch() -> Result<PathBuf, String> {
 }
 
 /// The path of a code object holding AMD's compiled gfx90a GEMM kernels
-/// `crate::rocblas_kernels::NAMES`, taken out of the package if not cached.
+/// `crate::tensile_gemm::KERNELS`, taken out of the package if not cached.
 pub fn fetch_gemm_kernels() -> Result<PathBuf, String> {
+    let path = gemm_kernels_path();
+    // A cached object from an older list of kernels is taken out again.
+    let complete = std::fs::read(&path).is_ok_and(|bytes| {
+        aqueduct_abi::code_object::CodeObject::parse(&bytes).is_ok_and(|co| {
+            crate::tensile_gemm::KERNELS
+                .iter()
+                .all(|k| co.kernels.iter().any(|c| c.metadata.name == k.name))
+        })
+    });
+    if !complete {
+        let _ = std::fs::remove_file(&path);
+    }
     fetch_package()?;
-    Ok(gemm_kernels_path())
+    Ok(path)
 }
 
 /// Downloads and unpacks the package once, keeping the catalog and the
@@ -140,7 +152,11 @@ fn fetch_package() -> Result<(), String> {
         // reader never sees half a file.
         let co = std::fs::read(library.join("TensileLibrary_gfx90a.co"))
             .map_err(|e| format!("the package's gfx90a kernels: {e}"))?;
-        let small = crate::rocblas_kernels::extract(&co, crate::rocblas_kernels::NAMES)?;
+        let names: Vec<&str> = crate::tensile_gemm::KERNELS
+            .iter()
+            .map(|k| k.name)
+            .collect();
+        let small = crate::rocblas_kernels::extract(&co, &names)?;
         let part = work.join("gemm-kernels.part");
         std::fs::write(&part, small).map_err(|e| format!("{}: {e}", part.display()))?;
         std::fs::rename(&part, &kernels).map_err(|e| format!("{}: {e}", kernels.display()))?;

@@ -1,5 +1,6 @@
 //! A fixed benchmark of the simulator: how fast it runs aqueduct's own
-//! kernels on one host thread.
+//! kernels on one host thread, and one of AMD's GEMM kernels (MFMA-heavy)
+//! on one and on two.
 //!
 //! The simulator's speed decides how large the tests can be, so it has a
 //! target: a 1,048,576-element `saxpy_f32` on gfx942 (16,384 wave64s) in at
@@ -32,11 +33,21 @@ pub const WORKGROUP: u16 = 256;
 /// Timed runs per dispatch; the best and the median are reported.
 pub const RUNS: usize = 5;
 
+/// The GEMM target: AMD's f16 GEMM kernel (f32 accumulation) at 512³ on
+/// gfx90a within this on one core (issue 17).
+pub const GEMM_TARGET_SECONDS: f64 = 0.075;
+/// The GEMM row's problem size (M = N = K).
+pub const GEMM_SIZE: u32 = 512;
+/// The GEMM row's kernel: `crate::tensile_gemm::KERNELS`' f16 one.
+const GEMM_KERNEL: usize = 1;
+
 /// One benchmarked dispatch.
 #[derive(Clone, Debug)]
 pub struct Sample {
     pub gfx: &'static str,
     pub kernel: &'static str,
+    /// Host threads running workgroups.
+    pub threads: usize,
     pub elements: usize,
     /// Wall time of each run.
     pub times: Vec<Duration>,
@@ -69,6 +80,12 @@ impl Sample {
     pub fn saxpy_target(&self) -> Option<bool> {
         (self.kernel == "saxpy_f32" && self.gfx == "gfx942")
             .then(|| self.judged().as_secs_f64() <= SAXPY_TARGET_SECONDS)
+    }
+
+    /// Whether this is the one-thread GEMM row, and it met its target.
+    pub fn gemm_target(&self) -> Option<bool> {
+        (self.kernel == "gemm_f16" && self.threads == 1)
+            .then(|| self.judged().as_secs_f64() <= GEMM_TARGET_SECONDS)
     }
 }
 
@@ -167,11 +184,68 @@ fn time(
     Ok(Sample {
         gfx,
         kernel,
+        threads: 1,
         elements: ELEMENTS,
         times,
         cpu_times,
         stats,
     })
+}
+
+/// AMD's f16 GEMM kernel (`crate::tensile_gemm`) at [`GEMM_SIZE`]³ on
+/// gfx90a, on one host thread and on `threads`, checked exactly against
+/// the CPU after every run. The kernel comes from rocBLAS's Debian package
+/// (downloaded once, `crate::rocblas_catalog`). With several threads the
+/// CPU time is only the calling thread's, so those rows are judged on wall
+/// time.
+pub fn run_gemm(threads: usize) -> Result<Vec<Sample>, String> {
+    let path = crate::rocblas_catalog::fetch_gemm_kernels()?;
+    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let kernel = &crate::tensile_gemm::KERNELS[GEMM_KERNEL];
+    let n = GEMM_SIZE;
+    let problem = crate::tensile_gemm::Problem {
+        m: n,
+        n,
+        k: n,
+        batch: 1,
+        alpha: 1,
+        beta: 0,
+    };
+    let mut out = Vec::new();
+    for t in [1, threads.max(2)] {
+        let d = Device::new(Target::Gfx90a).with_threads(t);
+        let p = d.load(&bytes).map_err(|e| e.to_string())?;
+        let case = crate::tensile_gemm::Case::new(&d, &p, kernel, problem, &mut Rng(0x6E33_0512))?;
+        let mut times = Vec::new();
+        let mut cpu_times = Some(Vec::new());
+        let mut stats = Stats::default();
+        for _ in 0..RUNS {
+            case.poison(&d)?;
+            let cpu_started = thread_cpu_time();
+            let started = Instant::now();
+            stats = case.run(&d, &p)?;
+            times.push(started.elapsed());
+            cpu_times =
+                cpu_times
+                    .zip(cpu_started.zip(thread_cpu_time()))
+                    .map(|(mut v, (from, to))| {
+                        v.push(to.saturating_sub(from));
+                        v
+                    });
+            case.check(&d)?;
+        }
+        case.free(&d);
+        out.push(Sample {
+            gfx: "gfx90a",
+            kernel: "gemm_f16",
+            threads: t,
+            elements: (n * n) as usize,
+            times,
+            cpu_times: if t == 1 { cpu_times } else { None },
+            stats,
+        });
+    }
+    Ok(out)
 }
 
 fn first_difference(got: &[u8], want: &[u8], elem: usize) -> Result<(), String> {
@@ -289,9 +363,10 @@ pub fn run(target: Target, code_object: &[u8]) -> Result<Vec<Sample>, String> {
 /// One row per dispatch, and the target's verdict.
 pub fn format_table(samples: &[Sample]) -> String {
     let mut out = format!(
-        "{:<7} {:<11} {:>8} {:>6} {:>10} {:>8} {:>8} {:>8} {:>11} {:>12}\n",
+        "{:<7} {:<11} {:>3} {:>8} {:>6} {:>10} {:>8} {:>8} {:>8} {:>11} {:>12}\n",
         "target",
         "kernel",
+        "thr",
         "elements",
         "waves",
         "wave-insts",
@@ -308,9 +383,10 @@ pub fn format_table(samples: &[Sample]) -> String {
             .map_or("-".to_owned(), |t| format!("{:.2}", t.as_secs_f64() * 1e3));
         let _ = writeln!(
             out,
-            "{:<7} {:<11} {:>8} {:>6} {:>10} {cpu:>8} {:>8.2} {:>8.2} {:>11.1} {:>12.1}",
+            "{:<7} {:<11} {:>3} {:>8} {:>6} {:>10} {cpu:>8} {:>8.2} {:>8.2} {:>11.1} {:>12.1}",
             s.gfx,
             s.kernel,
+            s.threads,
             s.elements,
             s.stats.waves,
             s.stats.instructions,
@@ -325,6 +401,14 @@ pub fn format_table(samples: &[Sample]) -> String {
         "best of {RUNS} runs each; cpu = the dispatching thread's CPU time, wall = wall time, med = median wall time; rates per cpu (else wall) second"
     );
     for s in samples {
+        if let Some(met) = s.gemm_target() {
+            let _ = writeln!(
+                out,
+                "GEMM target (AMD's f16 kernel, {GEMM_SIZE}³ on gfx90a in ≤ {GEMM_TARGET_SECONDS} s on one thread): {} ({:.3} s)",
+                if met { "met" } else { "MISSED" },
+                s.judged().as_secs_f64(),
+            );
+        }
         if let Some(met) = s.saxpy_target() {
             let _ = writeln!(
                 out,

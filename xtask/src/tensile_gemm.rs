@@ -1,0 +1,500 @@
+//! Running rocBLAS's Tensile GEMM kernels (the ones `crate::rocblas_kernels`
+//! keeps) on the simulator: their arguments, launch and an exact CPU check.
+//! Shared by the test `sim_rocblas` and `sim-bench`.
+//!
+//! Arguments follow Tensile's host code (`ContractionSolution::
+//! generateSingleCall`, Tensile 4.36): tensor sizes in elements, `ld` and
+//! batch strides, the problem sizes, the work-group counts, the StaggerU
+//! mask and the WorkGroupMapping remainder with its magic number
+//! (2^31 / r + 1); the launch is `(ceil(M / MT0), ceil(N / MT1), batch)`
+//! work-groups of `WG0 · WG1` work-items in one dimension. Argument offsets
+//! come from each kernel's metadata, by name.
+//!
+//! Inputs are small integers ({-1, 0, 1}; C in [-3, 3]), so every product
+//! and sum is exact in every type the kernels compute in and every result
+//! (|alpha| K + 3|beta| below 256) is exactly representable in the output
+//! type, bf16 included: the check is exact, whatever order the MFMA
+//! accumulates in.
+
+use aqueduct_sim::{Device, Program, Stats};
+
+use crate::rng::Rng;
+
+/// Element types as the kernels store them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Ty {
+    F32,
+    F64,
+    F16,
+    Bf16,
+    I8,
+    I32,
+}
+
+impl Ty {
+    pub fn bytes(self) -> usize {
+        match self {
+            Ty::F64 => 8,
+            Ty::F32 | Ty::I32 => 4,
+            Ty::F16 | Ty::Bf16 => 2,
+            Ty::I8 => 1,
+        }
+    }
+
+    /// The encoding of integer `v` (exact in every type for the values the
+    /// test uses).
+    pub fn encode(self, v: i64, out: &mut Vec<u8>) {
+        match self {
+            Ty::F32 => out.extend_from_slice(&(v as f32).to_le_bytes()),
+            Ty::F64 => out.extend_from_slice(&(v as f64).to_le_bytes()),
+            Ty::I32 => out.extend_from_slice(&(v as i32).to_le_bytes()),
+            Ty::I8 => out.push(v as i8 as u8),
+            // bf16 is the high half of the f32.
+            Ty::Bf16 => out.extend_from_slice(&(((v as f32).to_bits() >> 16) as u16).to_le_bytes()),
+            Ty::F16 => out.extend_from_slice(&f16_of_integer(v).to_le_bytes()),
+        }
+    }
+
+    pub fn decode(self, b: &[u8]) -> f64 {
+        match self {
+            Ty::F32 => f64::from(f32::from_le_bytes(b[..4].try_into().unwrap())),
+            Ty::F64 => f64::from_le_bytes(b[..8].try_into().unwrap()),
+            Ty::I32 => f64::from(i32::from_le_bytes(b[..4].try_into().unwrap())),
+            Ty::I8 => f64::from(b[0] as i8),
+            Ty::Bf16 => {
+                let h = u16::from_le_bytes([b[0], b[1]]);
+                f64::from(f32::from_bits(u32::from(h) << 16))
+            }
+            Ty::F16 => f16_value(u16::from_le_bytes([b[0], b[1]])),
+        }
+    }
+}
+
+/// IEEE binary16 bits of an integer of magnitude below 2048 (exact).
+fn f16_of_integer(v: i64) -> u16 {
+    let sign = if v < 0 { 0x8000 } else { 0 };
+    let m = v.unsigned_abs();
+    assert!(m < 2048, "{v} is not exact in f16");
+    if m == 0 {
+        return sign;
+    }
+    let e = 63 - m.leading_zeros() as u64; // 2^e <= m < 2^(e+1)
+    let frac = (m << (10 - e)) & 0x3FF;
+    sign | ((e + 15) << 10) as u16 | frac as u16
+}
+
+/// The value of IEEE binary16 bits (normal, subnormal, zero, inf, NaN).
+fn f16_value(h: u16) -> f64 {
+    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let e = i32::from(h >> 10 & 0x1F);
+    let f = f64::from(h & 0x3FF);
+    sign * match e {
+        0 => f * 2f64.powi(-24),
+        31 if f == 0.0 => f64::INFINITY,
+        31 => f64::NAN,
+        _ => (1.0 + f / 1024.0) * 2f64.powi(e - 15),
+    }
+}
+
+/// One of AMD's kernels and what its name says about it.
+pub struct Kernel {
+    pub what: &'static str,
+    pub name: &'static str,
+    /// A/B, C/D and alpha/beta types.
+    pub ab: Ty,
+    pub cd: Ty,
+    pub scalar: Ty,
+    pub trans_a: bool,
+    pub trans_b: bool,
+    /// MT0, MT1, DepthU.
+    pub tile: [u32; 3],
+    /// Work-items per work-group (WG0 · WG1 · WG2).
+    pub threads: u16,
+    /// WorkGroupMapping.
+    pub wgm: u32,
+    /// StaggerU and the catalog's staggerStrideShift.
+    pub stagger_u: u32,
+    pub stagger_shift: u32,
+}
+
+/// The kernels `crate::rocblas_kernels` keeps (rocBLAS 5.5.1, gfx90a; all
+/// GSU1, not persistent, strided-batched, handling M, N and K tails), with
+/// what their names say (`MT` tile and DepthU, `WG` work-group, `WGM`, `SU`; the
+/// StaggerU stride shift is log2(`SUS` / (DepthU × element bytes))).
+pub const KERNELS: &[Kernel] = &[
+    Kernel {
+        what: "f32 NN",
+        name: "Cijk_Ailk_Bljk_SB_MT32x32x32_MI16x16x4x1_SN_1LDSB0_APM1_AF0EM1_AF1EM1_AMAS0_ASE_ASGT_ASAE01_ASCE01_ASEM1_BL1_BS1_DTL0_DTVA0_DVO0_ETSP_EPS0_FL0_GRVW1_GSU1_GSUASB_GLS0_ISA90a_IU1_K1_KLA_LBSPP128_LPA0_LPB2_LDL1_LRVW2_LWPMn1_LDW0_MAC_MIAV0_MDA2_NTA0_NTB0_NTC0_NTD0_NEPBS0_NLCA1_NLCB1_ONLL1_OPLV0_PK0_PAP0_PGR2_PLR9_SIA3_SS0_SU0_SUM0_SUS0_SCIUI1_SPO0_SRVW0_SSO0_SVW4_SNLL0_TT1_16_TLDS1_USFGROn1_VAW1_VSn1_VW1_WSGRA0_WSGRB0_WS64_WG32_8_1_WGM1",
+        ab: Ty::F32,
+        cd: Ty::F32,
+        scalar: Ty::F32,
+        trans_a: false,
+        trans_b: false,
+        tile: [32, 32, 32],
+        threads: 256,
+        wgm: 1,
+        stagger_u: 0,
+        stagger_shift: 0,
+    },
+    Kernel {
+        what: "f16 NN, f32 compute",
+        name: "Cijk_Ailk_Bljk_HHS_BH_MT32x32x32_MI16x16x16x1_SE_1LDSB0_APM1_AF0EM1_AF1EM1_AMAS3_ASE_ASGT_ASAE01_ASCE01_ASEM1_BL1_BS1_DTL0_DTVA0_DVO0_ETSP_EPS0_FL0_GRVW8_GSU1_GSUAMB_GLS0_ISA90a_IU1_K1_KLA_LBSPP128_LPA0_LPB16_LDL1_LRVW8_LWPMn1_LDW0_MAC_MIAV0_MDA2_NTA0_NTB0_NTC0_NTD0_NEPBS0_NLCA1_NLCB1_ONLL1_OPLV0_PK0_PAP0_PGR2_PLR2_SIA3_SS0_SU0_SUM0_SUS0_SCIUI1_SPO0_SRVW4_SSO0_SVW4_SNLL0_TT1_16_TLDS1_USFGROn1_VAW2_VSn1_VW2_WSGRA1_WSGRB1_WS64_WG32_8_1_WGM1",
+        ab: Ty::F16,
+        cd: Ty::F16,
+        scalar: Ty::F32,
+        trans_a: false,
+        trans_b: false,
+        tile: [32, 32, 32],
+        threads: 256,
+        wgm: 1,
+        stagger_u: 0,
+        stagger_shift: 0,
+    },
+    Kernel {
+        what: "bf16 NN, f32 compute",
+        name: "Cijk_Ailk_Bljk_BBS_BH_MT16x32x32_MI16x16x16x1_SN_1LDSB0_APM1_AF0EM1_AF1EM1_AMAS3_ASE_ASGT_ASAE01_ASCE01_ASEM1_BL1_BS1_DTL0_DTVA0_DVO0_ETSP_EPS1_FL0_GRVW8_GSU1_GSUASB_GLS0_ISA90a_IU1_K1_KLA_LBSPP128_LPA0_LPB16_LDL1_LRVW8_LWPMn1_LDW0_FMA_MIAV0_MDA2_NTA0_NTB0_NTC0_NTD0_NEPBS0_NLCA1_NLCB1_ONLL1_OPLV0_PK0_PAP0_PGR1_PLR2_SIA3_SS0_SU0_SUM0_SUS0_SCIUI1_SPO0_SRVW4_SSO0_SVW4_SNLL0_TT1_16_TLDS1_USFGROn1_VAW1_VSn1_VW2_WSGRA1_WSGRB1_WS64_WG16_8_1_WGM1",
+        ab: Ty::Bf16,
+        cd: Ty::Bf16,
+        scalar: Ty::F32,
+        trans_a: false,
+        trans_b: false,
+        tile: [16, 32, 32],
+        threads: 128,
+        wgm: 1,
+        stagger_u: 0,
+        stagger_shift: 0,
+    },
+    Kernel {
+        what: "i8 NN, i32 out",
+        name: "Cijk_Ailk_Bljk_I8II_BH_MT64x64x64_MI32x32x8x1_SN_1LDSB0_APM1_AF0EM1_AF1EM1_AMAS0_ASE_ASGT_ASAE01_ASCE01_ASEM1_BL1_BS1_DTL0_DTVA0_DVO0_ETSP_EPS1_FL0_GRVW8_GSU1_GSUASB_GLS0_ISA90a_IU1_K1_KLA_LBSPP128_LPA0_LPB0_LDL1_LRVW8_LWPMn1_LDW0_FMA_MIAV0_MDA2_NTA0_NTB0_NTC0_NTD0_NEPBS0_NLCA1_NLCB1_ONLL1_OPLV0_PK0_PAP0_PGR1_PLR9_SIA3_SS1_SU0_SUM0_SUS0_SCIUI1_SPO0_SRVW0_SSO0_SVW1_SNLL0_TT1_32_TLDS1_USFGROn1_VAW1_VSn1_VW1_WSGRA0_WSGRB1_WS64_WG64_4_1_WGM1",
+        ab: Ty::I8,
+        cd: Ty::I32,
+        scalar: Ty::I32,
+        trans_a: false,
+        trans_b: false,
+        tile: [64, 64, 64],
+        threads: 256,
+        wgm: 1,
+        stagger_u: 0,
+        stagger_shift: 0,
+    },
+    Kernel {
+        what: "f64 NN, WorkGroupMapping 5",
+        name: "Cijk_Ailk_Bljk_DB_MT32x16x8_MI16x16x4x1_SN_1LDSB0_APM1_AF0EM1_AF1EM1_AMAS0_ASE_ASGT_ASAE01_ASCE01_ASEM1_BL1_BS1_DTL0_DTVA0_DVO0_ETSP_EPS0_FL0_GRVW1_GSU1_GSUAMB_GLS1_ISA90a_IU1_K1_KLA_LBSPP0_LPA0_LPB0_LDL1_LRVW1_LWPMn1_LDW0_MAC_MIAV0_MDA2_NTA0_NTB0_NTC0_NTD0_NEPBS4_NLCA1_NLCB1_ONLL1_OPLV0_PK0_PAP0_PGR2_PLR3_SIA3_SS1_SU0_SUM0_SUS0_SCIUI1_SPO1_SRVW0_SSO6_SVW1_SNLL0_TT1_16_TLDS0_USFGROn1_VAW1_VSn1_VW1_WSGRA0_WSGRB0_WS64_WG32_4_1_WGM5",
+        ab: Ty::F64,
+        cd: Ty::F64,
+        scalar: Ty::F64,
+        trans_a: false,
+        trans_b: false,
+        tile: [32, 16, 8],
+        threads: 128,
+        wgm: 5,
+        stagger_u: 0,
+        stagger_shift: 0,
+    },
+    Kernel {
+        what: "f32 NN, StaggerU 32, WorkGroupMapping 2",
+        name: "Cijk_Ailk_Bljk_SB_MT64x16x32_MI16x16x4x1_SE_1LDSB0_APM1_AF0EM1_AF1EM1_AMAS0_ASE_ASGT_ASAE01_ASCE01_ASEM1_BL1_BS1_DTL0_DTVA0_DVO0_ETSP_EPS0_FL0_GRVW2_GSU1_GSUASB_GLS0_ISA90a_IU1_K1_KLA_LBSPP128_LPA0_LPB2_LDL1_LRVW2_LWPMn1_LDW0_MAC_MIAV0_MDA2_NTA0_NTB0_NTC0_NTD0_NEPBS0_NLCA1_NLCB1_ONLL1_OPLV0_PK0_PAP0_PGR2_PLR9_SIA3_SS0_SU32_SUM0_SUS128_SCIUI1_SPO0_SRVW0_SSO0_SVW4_SNLL0_TT1_16_TLDS1_USFGROn1_VAW1_VSn1_VW1_WSGRA1_WSGRB1_WS64_WG64_4_1_WGM2",
+        ab: Ty::F32,
+        cd: Ty::F32,
+        scalar: Ty::F32,
+        trans_a: false,
+        trans_b: false,
+        tile: [64, 16, 32],
+        threads: 256,
+        wgm: 2,
+        stagger_u: 32,
+        stagger_shift: 0,
+    },
+    Kernel {
+        what: "f32 TT, direct-to-LDS, StaggerU 32, WorkGroupMapping 4",
+        name: "Cijk_Alik_Bjlk_SB_MT64x128x8_MI32x32x1x2_SE_1LDSB0_APM1_AF0EM1_AF1EM1_AMAS0_ASE_ASGT_ASAE01_ASCE01_ASEM1_BL1_BS1_DTL1_DTVA0_DVO0_ETSP_EPS1_FL0_GRVW1_GSU1_GSUAMB_GLS0_ISA90a_IU1_K1_KLA_LBSPP0_LPA0_LPB0_LDL1_LRVW1_LWPMn1_LDW0_MAC_MIAV0_MDA2_NTA0_NTB0_NTC0_NTD0_NEPBS0_NLCA1_NLCB1_ONLL1_OPLV0_PK0_PAP0_PGR1_PLR1_SIA1_SS0_SU32_SUM0_SUS256_SCIUI1_SPO0_SRVW0_SSO0_SVW4_SNLL0_TT1_32_TLDS1_USFGROn1_VAW1_VSn1_VW1_WSGRA0_WSGRB0_WS64_WG64_4_1_WGM4",
+        ab: Ty::F32,
+        cd: Ty::F32,
+        scalar: Ty::F32,
+        trans_a: true,
+        trans_b: true,
+        tile: [64, 128, 8],
+        threads: 256,
+        wgm: 4,
+        stagger_u: 32,
+        stagger_shift: 3,
+    },
+];
+
+/// A GEMM problem: D = alpha A B + beta C, column-major as rocBLAS's.
+#[derive(Clone, Copy, Debug)]
+pub struct Problem {
+    pub m: u32,
+    pub n: u32,
+    pub k: u32,
+    pub batch: u32,
+    pub alpha: i64,
+    pub beta: i64,
+}
+
+/// Elements a column-major `rows × cols` operand with leading dimension
+/// `ld` spans, and its batch stride (packed).
+fn span(rows: u32, cols: u32, ld: u32) -> u64 {
+    1 + u64::from(rows - 1) + u64::from(cols - 1) * u64::from(ld)
+}
+
+/// Tensile's StaggerU mask: halve StaggerU until the loop has that many
+/// iterations (times 2^shift), then less one.
+fn stagger_iter(k: u32, depth_u: u32, stagger_u: u32, shift: u32) -> u32 {
+    let iters = k / depth_u;
+    let mut s = stagger_u;
+    while s > 1 && iters < s << shift {
+        s /= 2;
+    }
+    s.saturating_sub(1)
+}
+
+/// One problem set up on a device: inputs uploaded, D poisoned (0xFF
+/// bytes: a NaN or -1), the kernargs and the launch ready.
+pub struct Case {
+    pub what: String,
+    kernel: &'static Kernel,
+    p: Problem,
+    a: Vec<i64>,
+    b: Vec<i64>,
+    c: Vec<i64>,
+    lda: u32,
+    ldb: u32,
+    ldc: u32,
+    strides: [u64; 3],
+    buffers: [u64; 4],
+    d_len: usize,
+    kargs: Vec<u8>,
+    pub grid: [u32; 3],
+    pub workgroup: [u16; 3],
+}
+
+impl Case {
+    /// `p` for `kernel` on `device`, with inputs from `rng`; every buffer
+    /// exactly the size the problem needs.
+    pub fn new(
+        device: &Device,
+        program: &Program,
+        kernel: &'static Kernel,
+        p: Problem,
+        rng: &mut Rng,
+    ) -> Result<Case, String> {
+        let meta = &program
+            .kernel(kernel.name)
+            .ok_or_else(|| format!("no kernel {} in the code object", kernel.what))?
+            .metadata;
+        let what = format!("{} {}x{}x{} batch {}", kernel.what, p.m, p.n, p.k, p.batch);
+        // Column-major operands: A is M×K (K×M transposed), B K×N (N×K).
+        let (a_rows, a_cols) = if kernel.trans_a {
+            (p.k, p.m)
+        } else {
+            (p.m, p.k)
+        };
+        let (b_rows, b_cols) = if kernel.trans_b {
+            (p.n, p.k)
+        } else {
+            (p.k, p.n)
+        };
+        let (lda, ldb, ldc) = (a_rows, b_rows, p.m);
+        let sizes = [
+            span(a_rows, a_cols, lda),
+            span(b_rows, b_cols, ldb),
+            span(p.m, p.n, ldc),
+        ];
+        // Packed batches: each batch stride is the operand's span.
+        let strides = sizes;
+        let total = |i: usize| (sizes[i] + u64::from(p.batch - 1) * strides[i]) as usize;
+        let a: Vec<i64> = (0..total(0)).map(|_| rng.below(3) as i64 - 1).collect();
+        let b: Vec<i64> = (0..total(1)).map(|_| rng.below(3) as i64 - 1).collect();
+        let c: Vec<i64> = (0..total(2)).map(|_| rng.below(7) as i64 - 3).collect();
+        let bytes = |ty: Ty, v: &[i64]| {
+            let mut out = Vec::with_capacity(v.len() * ty.bytes());
+            for &x in v {
+                ty.encode(x, &mut out);
+            }
+            out
+        };
+        let mem = device.memory();
+        let mut buffers = [0u64; 4];
+        for (slot, data) in [
+            bytes(kernel.ab, &a),
+            bytes(kernel.ab, &b),
+            bytes(kernel.cd, &c),
+            vec![0xFF; total(2) * kernel.cd.bytes()],
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            buffers[slot] = mem.alloc_bytes(&data).map_err(|e| format!("{what}: {e}"))?;
+        }
+        let [a_dev, b_dev, c_dev, d_dev] = buffers;
+
+        let [mt0, mt1, depth_u] = kernel.tile;
+        let (nwg0, nwg1) = (p.m.div_ceil(mt0), p.n.div_ceil(mt1));
+        let mut kargs = vec![0u8; meta.kernarg_segment_size as usize];
+        let mut put = |name: &str, bytes: &[u8]| -> Result<(), String> {
+            let arg = meta
+                .args
+                .iter()
+                .find(|a| a.name.as_deref() == Some(name))
+                .ok_or_else(|| format!("{}: no argument {name}", kernel.what))?;
+            if arg.size as usize != bytes.len() {
+                return Err(format!("{}: {name} is {} bytes", kernel.what, arg.size));
+            }
+            let at = arg.offset as usize;
+            kargs
+                .get_mut(at..at + bytes.len())
+                .ok_or_else(|| format!("{}: {name} lies outside the kernargs", kernel.what))?
+                .copy_from_slice(bytes);
+            Ok(())
+        };
+        let scalar = |v: i64| {
+            let mut out = Vec::new();
+            kernel.scalar.encode(v, &mut out);
+            out
+        };
+        put("sizeC", &(total(2) as u64).to_le_bytes())?;
+        put("sizeA", &sizes[0].to_le_bytes())?;
+        put("sizeB", &sizes[1].to_le_bytes())?;
+        for (name, v) in [("D", d_dev), ("C", c_dev), ("A", a_dev), ("B", b_dev)] {
+            put(name, &v.to_le_bytes())?;
+        }
+        for name in ["OffsetD", "OffsetC", "OffsetA", "OffsetB"] {
+            put(name, &0u64.to_le_bytes())?;
+        }
+        put("alpha", &scalar(p.alpha))?;
+        put("beta", &scalar(p.beta))?;
+        let (full, rem) = match kernel.wgm {
+            0 => (nwg1, 0),
+            w => (nwg1 / w, if nwg1 % w == 0 { w } else { nwg1 % w }),
+        };
+        let magic = if rem == 0 {
+            0
+        } else {
+            ((1u64 << 31) / u64::from(rem) + 1) as u32
+        };
+        for (name, v) in [
+            ("strideD0", ldc),
+            ("strideD1", strides[2] as u32),
+            ("strideC0", ldc),
+            ("strideC1", strides[2] as u32),
+            ("strideA0", lda),
+            ("strideA1", strides[0] as u32),
+            ("strideB0", ldb),
+            ("strideB1", strides[1] as u32),
+            ("SizesFree0", p.m),
+            ("SizesFree1", p.n),
+            ("SizesFree2", p.batch),
+            ("SizesSum0", p.k),
+            (
+                "OrigStaggerUIter",
+                stagger_iter(p.k, depth_u, kernel.stagger_u, kernel.stagger_shift),
+            ),
+            ("NumWorkGroups0", nwg0),
+            ("NumWorkGroups1", nwg1),
+            ("NumFullBlocks", full),
+            ("WgmRemainder1", rem),
+            ("MagicNumberWgmRemainder1", magic),
+        ] {
+            put(name, &v.to_le_bytes())?;
+        }
+        Ok(Case {
+            what,
+            kernel,
+            p,
+            a,
+            b,
+            c,
+            lda,
+            ldb,
+            ldc,
+            strides,
+            buffers,
+            d_len: total(2),
+            kargs,
+            grid: [nwg0 * u32::from(kernel.threads), nwg1, p.batch],
+            workgroup: [kernel.threads, 1, 1],
+        })
+    }
+
+    /// Runs the kernel once.
+    pub fn run(&self, device: &Device, program: &Program) -> Result<Stats, String> {
+        device
+            .run(
+                program,
+                self.kernel.name,
+                self.grid,
+                self.workgroup,
+                &self.kargs,
+            )
+            .map_err(|e| format!("{}: {e}", self.what))
+    }
+
+    /// Re-poisons D, for another run.
+    pub fn poison(&self, device: &Device) -> Result<(), String> {
+        let bytes = vec![0xFF; self.d_len * self.kernel.cd.bytes()];
+        device
+            .memory()
+            .write_bytes(self.buffers[3], &bytes)
+            .map_err(|e| e.to_string())
+    }
+
+    /// D against the CPU, exactly: an error names the first few wrong
+    /// elements and counts them.
+    pub fn check(&self, device: &Device) -> Result<(), String> {
+        let (k, p) = (self.kernel, self.p);
+        let out = device
+            .memory()
+            .read_vec(self.buffers[3], self.d_len * k.cd.bytes())
+            .map_err(|e| e.to_string())?;
+        let [sa, sb, sc] = self.strides.map(|s| s as usize);
+        let (lda, ldb, ldc) = (self.lda as usize, self.ldb as usize, self.ldc as usize);
+        let mut wrong = Vec::new();
+        let mut count = 0usize;
+        for bi in 0..p.batch as usize {
+            for j in 0..p.n as usize {
+                for i in 0..p.m as usize {
+                    let mut acc = 0i64;
+                    for l in 0..p.k as usize {
+                        let av = if k.trans_a {
+                            self.a[bi * sa + l + i * lda]
+                        } else {
+                            self.a[bi * sa + i + l * lda]
+                        };
+                        let bv = if k.trans_b {
+                            self.b[bi * sb + j + l * ldb]
+                        } else {
+                            self.b[bi * sb + l + j * ldb]
+                        };
+                        acc += av * bv;
+                    }
+                    let at = bi * sc + i + j * ldc;
+                    let want = (p.alpha * acc + p.beta * self.c[at]) as f64;
+                    let got = k.cd.decode(&out[at * k.cd.bytes()..]);
+                    if got != want {
+                        if wrong.len() < 5 {
+                            wrong.push(format!("D[{i}, {j}, {bi}] = {got}, want {want}"));
+                        }
+                        count += 1;
+                    }
+                }
+            }
+        }
+        if count == 0 {
+            return Ok(());
+        }
+        Err(format!(
+            "{}: {count} wrong elements: {}",
+            self.what,
+            wrong.join("; ")
+        ))
+    }
+
+    /// Frees the case's buffers.
+    pub fn free(self, device: &Device) {
+        for a in self.buffers {
+            let _ = device.memory().free(a);
+        }
+    }
+}
