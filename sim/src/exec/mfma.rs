@@ -382,6 +382,128 @@ mfma! {
 /// Every MFMA executor. The sparse `v_smfmac_*` of gfx942 are not here.
 pub const OPS: &[&[(&str, Exec)]] = &[TABLE];
 
+/// The executor as first written, kept as the bit-for-bit reference of
+/// [`run`]: it copies the operands into vectors and walks the layout
+/// formulas element by element. Tests only.
+#[cfg(test)]
+mod reference {
+    use super::*;
+
+    /// `count` consecutive registers of a MAI operand; a non-register
+    /// operand (SrcC may be an inline constant) gives its value in every
+    /// register, or in every pair for f64.
+    fn operand(w: &Wave, src: Src, count: usize, f64: bool) -> Result<Vec<Lanes>, Fault> {
+        match src {
+            Src::Vgpr(r) | Src::Agpr(r) => {
+                let acc = matches!(src, Src::Agpr(_));
+                (0..count)
+                    .map(|n| w.vreg(r + n as u16, acc).copied())
+                    .collect()
+            }
+            _ if f64 => {
+                let v = w.s64_of(src, Ty::F64)?;
+                Ok((0..count)
+                    .map(|n| {
+                        [if n % 2 == 0 {
+                            v as u32
+                        } else {
+                            (v >> 32) as u32
+                        }; LANES]
+                    })
+                    .collect())
+            }
+            _ => Ok(vec![[w.s32_of(src, Ty::B32)?; LANES]; count]),
+        }
+    }
+
+    /// Element `item` (of `bits` each, packed from bit 0 of the first
+    /// register) of lane `lane`.
+    fn element(regs: &[Lanes], lane: usize, item: usize, bits: usize) -> u64 {
+        if bits == 64 {
+            return u64::from(regs[2 * item][lane]) | u64::from(regs[2 * item + 1][lane]) << 32;
+        }
+        let bit = item * bits;
+        let word = regs[bit / 32][lane] >> (bit % 32);
+        u64::from(word) & ((1u64 << bits) - 1)
+    }
+
+    /// Runs one MFMA of `s`.
+    pub(super) fn run_reference(w: &mut Wave, i: &Inst, s: &Shape) -> R {
+        let Ext::Mai(mai) = i.ext else {
+            return Err(Fault::Unimplemented {
+                mnemonic: "an MFMA without its MAI fields",
+            });
+        };
+        let f64_out = matches!(s.a, In::F64);
+        let int_out = matches!(s.a, In::I8);
+        let (blgp, neg) = if s.blgp_is_neg {
+            (0, mai.blgp)
+        } else if f64_out {
+            (0, 0)
+        } else {
+            (mai.blgp, 0)
+        };
+        let a_regs = operand(w, i.src[0], s.ab_regs(s.a), f64_out)?;
+        let b_regs = operand(w, i.src[1], s.ab_regs(s.b), f64_out)?;
+        let c_regs = operand(w, i.src[2], s.cd_regs(), f64_out)?;
+        let sign = |bit: u8| if neg & bit != 0 { -1.0 } else { 1.0 };
+        let (sa, sb, sc) = (sign(1), sign(2), sign(4));
+
+        // Gather A as [block][row][k] and B as [block][k][col], modifiers
+        // applied, so the product below is a plain loop.
+        let (m, kk, nb) = (s.m, s.k, s.blocks);
+        let mut a = vec![0f64; nb * m * kk];
+        let mut b = vec![0f64; nb * kk * m];
+        for blk in 0..nb {
+            let src_blk = cbsz_block(blk, nb, mai.cbsz, mai.abid);
+            for row in 0..m {
+                for k in 0..kk {
+                    let (lane, item) = s.ab_slot(row, k, src_blk);
+                    a[(blk * m + row) * kk + k] =
+                        sa * s.a.value(element(&a_regs, lane, item, s.a.bits()));
+                    let (lane, item) = s.ab_slot(row, k, blk);
+                    let lane = blgp_lane(lane, blgp);
+                    b[(blk * kk + k) * m + row] =
+                        sb * s.b.value(element(&b_regs, lane, item, s.b.bits()));
+                }
+            }
+        }
+
+        let mut d = vec![[0u32; LANES]; s.cd_regs()];
+        for blk in 0..nb {
+            for row in 0..m {
+                let a_row = &a[(blk * m + row) * kk..][..kk];
+                for col in 0..m {
+                    let (reg, lane) = s.cd_slot(row, col, blk);
+                    let products = (0..kk).map(|k| (a_row[k], b[(blk * kk + k) * m + col]));
+                    if f64_out {
+                        let c = sc * f64::from_bits(element(&c_regs, lane, reg / 2, 64));
+                        let v = products.fold(c, |acc, (x, y)| x.mul_add(y, acc));
+                        d[reg][lane] = v.to_bits() as u32;
+                        d[reg + 1][lane] = (v.to_bits() >> 32) as u32;
+                    } else if int_out {
+                        let c = c_regs[reg][lane] as i32;
+                        let v = products.fold(c, |acc, (x, y)| acc.wrapping_add((x * y) as i32));
+                        d[reg][lane] = v as u32;
+                    } else {
+                        let c = f64::from(f32::from_bits(c_regs[reg][lane]));
+                        let v = products.fold(c, |acc, (x, y)| acc + x * y);
+                        d[reg][lane] = (v as f32).to_bits();
+                    }
+                }
+            }
+        }
+
+        let acc = i.flags & flag::ACC_CD != 0;
+        // Check the whole destination before writing any of it.
+        w.vreg(i.vdst + d.len() as u16 - 1, acc)?;
+        for (n, vals) in d.iter().enumerate() {
+            *w.vreg_mut(i.vdst + n as u16, acc)? = *vals;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     //! The executor against a scalar model written the other way round:
@@ -852,6 +974,185 @@ mod tests {
         .unwrap();
         for r in 0..4 {
             assert!(w.a[r].iter().all(|&x| x == 2f32.to_bits()));
+        }
+    }
+
+    /// A `bits`-wide element of type `t` for the bit-exactness test:
+    /// mostly ordinary values near 1, and now and then a NaN (quiet or
+    /// signalling, either sign, any payload), an infinity, a denormal, a
+    /// signed zero or raw random bits.
+    fn pattern(rng: &mut Rng, t: In) -> u64 {
+        let (exp_bits, man_bits) = match t {
+            In::F64 => (11, 52),
+            In::F32 | In::Xf32 => (8, 23),
+            In::F16 => (5, 10),
+            In::Bf16 => (8, 7),
+            // FNUZ bytes: every byte is a value or the NaN 0x80, and a
+            // random byte is a denormal one time in 8 or 16; i8 likewise.
+            In::Fp8 | In::Bf8 | In::I8 => {
+                return match rng.next() % 32 {
+                    0 => 0x80,
+                    1 => 0,
+                    _ => u64::from(rng.next() as u8),
+                };
+            }
+        };
+        let random = u64::from(rng.next()) | u64::from(rng.next()) << 32;
+        let bits = 1 + exp_bits + man_bits;
+        let sign = (random >> 63) << (bits - 1);
+        let man_mask = (1u64 << man_bits) - 1;
+        let exp_max = (1u64 << exp_bits) - 1;
+        let man = random & man_mask;
+        let exp = match rng.next() % 64 {
+            // NaN: a zero mantissa would be an infinity.
+            0 => return sign | exp_max << man_bits | man.max(1),
+            1 => return sign | exp_max << man_bits,
+            2 | 3 => return sign | man.max(1),
+            4 => return sign,
+            5 => return random & ((1u64 << (bits - 1)) << 1).wrapping_sub(1),
+            // Ordinary: within 2^±3 of 1.
+            n => (exp_max >> 1) + u64::from(n % 7) - 3,
+        };
+        sign | exp << man_bits | man
+    }
+
+    /// `regs` registers of random words with `per_lane` elements of `t`
+    /// from [`pattern`] packed from bit 0 (bits past them stay random).
+    fn fill_patterns(rng: &mut Rng, t: In, per_lane: usize, regs: usize) -> Vec<Lanes> {
+        let mut out: Vec<Lanes> = (0..regs)
+            .map(|_| std::array::from_fn(|_| rng.next()))
+            .collect();
+        let b = bits(t);
+        for lane in 0..LANES {
+            for e in 0..per_lane {
+                let raw = pattern(rng, t);
+                let bit = e * b;
+                for w in 0..b.div_ceil(32) {
+                    let width = b.min(32);
+                    let mask = ((1u64 << width) - 1) as u32;
+                    let word = &mut out[bit / 32 + w][lane];
+                    *word &= !(mask << (bit % 32));
+                    *word |= ((raw >> (32 * w)) as u32 & mask) << (bit % 32);
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_mfma_matches_the_reference_executor_bit_for_bit() {
+        use crate::decode::inst::{Mai, code};
+        let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+        for (name, shape) in SHAPES {
+            let (target, op) = target_and_opcode(name);
+            let base = decode(
+                &encode(op, D_REG, false, A_REG, B_REG, C_REG, 0, 0, 0, 0),
+                target,
+            )
+            .unwrap();
+            let c_ty = match shape.a {
+                In::F64 => In::F64,
+                In::I8 => In::I8,
+                _ => In::F32,
+            };
+            for round in 0..24 {
+                let mut w = Wave::new(128, 128);
+                let (acc_a, acc_b, acc_cd) = (round % 2 == 1, round % 4 >= 2, round % 3 == 0);
+                let a = fill_patterns(&mut rng, shape.a, shape.per_lane(), shape.ab_regs(shape.a));
+                let b = fill_patterns(&mut rng, shape.b, shape.per_lane(), shape.ab_regs(shape.b));
+                let c = if c_ty == In::I8 {
+                    fill_patterns(&mut rng, In::F32, 0, shape.cd_regs())
+                } else {
+                    let per = shape.cd_regs() * 32 / bits(c_ty);
+                    fill_patterns(&mut rng, c_ty, per, shape.cd_regs())
+                };
+                for (first, regs, acc) in
+                    [(A_REG, &a, acc_a), (B_REG, &b, acc_b), (C_REG, &c, acc_cd)]
+                {
+                    for (n, r) in regs.iter().enumerate() {
+                        *w.vreg_mut(first as u16 + n as u16, acc).unwrap() = *r;
+                    }
+                }
+                let mut inst = base;
+                let operand = |r: u32, acc: bool| {
+                    if acc {
+                        Src::Agpr(r as u16)
+                    } else {
+                        Src::Vgpr(r as u16)
+                    }
+                };
+                inst.src = [
+                    operand(A_REG, acc_a),
+                    operand(B_REG, acc_b),
+                    operand(C_REG, acc_cd),
+                ];
+                // Some rounds take C from an inline constant (2.0, -1.0,
+                // 0, 64) or an SGPR pair, and some write D over C or A.
+                w.s[4] = rng.next();
+                w.s[5] = rng.next();
+                match round % 8 {
+                    5 => inst.src[2] = Src::Inline([244, 243, code::ZERO, 192][round / 8 % 4]),
+                    6 => inst.src[2] = Src::Sgpr(4),
+                    _ => {}
+                }
+                inst.vdst = match round % 6 {
+                    1 => C_REG,
+                    4 if acc_a == acc_cd => A_REG,
+                    _ => D_REG,
+                } as u16;
+                if acc_cd {
+                    inst.flags |= flag::ACC_CD;
+                } else {
+                    inst.flags &= !flag::ACC_CD;
+                }
+                let (cbsz, abid, blgp) = if round == 0 {
+                    (0, 0, 0)
+                } else {
+                    (
+                        rng.next() as u8 % 8,
+                        rng.next() as u8 % 16,
+                        rng.next() as u8 % 8,
+                    )
+                };
+                inst.ext = Ext::Mai(Mai { cbsz, abid, blgp });
+                let mut want = w.clone();
+                let want_result = reference::run_reference(&mut want, &inst, shape);
+                let got_result = run(&mut w, &inst, shape);
+                assert_eq!(got_result, want_result, "{name} round {round}");
+                let what = format!("{name} round {round} cbsz {cbsz} abid {abid} blgp {blgp}");
+                for (file, got, want) in [("v", &w.v, &want.v), ("a", &w.a, &want.a)] {
+                    for (r, (g, e)) in got.iter().zip(want.iter()).enumerate() {
+                        for l in 0..LANES {
+                            assert_eq!(
+                                g[l], e[l],
+                                "{what}: {file}{r} lane {l}: {:#x} vs {:#x}",
+                                g[l], e[l]
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_destination_past_the_register_file_faults_like_the_reference() {
+        for (name, shape) in SHAPES {
+            let (target, op) = target_and_opcode(name);
+            let vdst = 128 - shape.cd_regs() as u32 + 1;
+            let inst = decode(
+                &encode(op, vdst, false, A_REG, B_REG, C_REG, 0, 0, 0, 0),
+                target,
+            )
+            .unwrap();
+            let mut got = Wave::new(128, 128);
+            let mut want = got.clone();
+            assert_eq!(
+                run(&mut got, &inst, shape),
+                reference::run_reference(&mut want, &inst, shape),
+                "{name}"
+            );
+            assert_eq!(got.v, want.v, "{name}");
         }
     }
 }
