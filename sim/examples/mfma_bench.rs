@@ -1,12 +1,15 @@
 //! Times single MFMA instructions on the simulator's executor, the way the
 //! interpreter runs them: decode once, then call the executor over and
-//! over on one wave whose A, B and C registers hold pseudo-random values.
+//! over on one wave whose A, B and C registers hold pseudo-random ordinary
+//! numbers of the instruction's types (no denormals, which some processors
+//! handle slowly, and no NaNs).
 //!
 //! ```text
-//! cargo run --release -p aqueduct-sim --example mfma_bench [-- SECONDS]
+//! cargo run --release -p aqueduct-sim --example mfma_bench [-- SECONDS [FILTER]]
 //! ```
 //!
-//! Each shape runs for about SECONDS (0.5 by default) in five rounds; the
+//! Each shape (those whose mnemonic contains FILTER, if given) runs for
+//! about SECONDS (0.5 by default) in five rounds; the
 //! figure printed is the best round's instructions per second, the least
 //! disturbed by whatever else the machine runs. D is written away from C,
 //! so every execution sees the same inputs.
@@ -19,6 +22,7 @@ use aqueduct_sim::code_index::CodeIndex;
 use aqueduct_sim::decode::opcodes::VOP3P;
 use aqueduct_sim::decode::{Target, decode};
 use aqueduct_sim::exec::{Ctx, lookup};
+use aqueduct_sim::float::f32_to_f16;
 use aqueduct_sim::wave::Wave;
 
 /// The shapes timed, gfx90a spellings.
@@ -58,17 +62,41 @@ fn next(state: &mut u64) -> u32 {
     (*state >> 16) as u32
 }
 
+/// A value in ±[0.25, 2), as operands of a GEMM might be.
+fn unit(state: &mut u64) -> f32 {
+    let mag = 0.25 + (next(state) % 7000) as f32 / 4000.0;
+    if next(state) & 1 == 0 { mag } else { -mag }
+}
+
+/// One register word of shape `name`'s A/B operands or (`c`) its C, the
+/// `high` word of a pair for f64: ordinary numbers of the operand's type.
+fn word(name: &str, c: bool, high: bool, state: &mut u64) -> u32 {
+    if name.contains("f64") {
+        let v = f64::from(unit(state)).to_bits() ^ u64::from(next(state) & 0xFFFF);
+        return if high { (v >> 32) as u32 } else { v as u32 };
+    }
+    if name.contains("i8") || (c && name.contains("i32")) {
+        return next(state);
+    }
+    if !c && name.contains("f16") {
+        let lo = f32_to_f16(unit(state));
+        return u32::from(lo) | u32::from(f32_to_f16(unit(state))) << 16;
+    }
+    unit(state).to_bits()
+}
+
 fn main() {
     let seconds: f64 = std::env::args()
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(0.5);
+    let filter = std::env::args().nth(2).unwrap_or_default();
     let round = Duration::from_secs_f64(seconds / ROUNDS as f64);
     let code = CodeIndex::default();
     let mem = Memory::new();
     let mut lds = [0u8; 0];
     let mut events = Vec::new();
-    for name in SHAPES {
+    for name in SHAPES.iter().filter(|n| n.contains(filter.as_str())) {
         let Some(op) = VOP3P.iter().find(|o| o.gfx90a == *name) else {
             eprintln!("{name}: not in the opcode table");
             std::process::exit(1);
@@ -86,12 +114,11 @@ fn main() {
         };
         let mut w = Wave::new(128, 128);
         let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        // Small finite values in every 8/16/32-bit field: exponents kept
-        // away from the extremes so f64 sums stay ordinary numbers.
         for r in A_REG..D_REG {
+            let c = r >= C_REG;
             let regs = w.v.get_mut(r as usize).expect("register in range");
             for x in regs.iter_mut() {
-                *x = next(&mut state) & 0xBBBB_BBBB;
+                *x = word(name, c, r % 2 == 1, &mut state);
             }
         }
         let mut ctx = Ctx {
