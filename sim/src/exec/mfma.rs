@@ -43,6 +43,7 @@
 //! 16 to 64 lanes of A and B), so all lanes are read and written whatever
 //! EXEC holds.
 
+use crate::decode::inst::Mai;
 use crate::decode::inst::flag;
 use crate::decode::{Ext, Inst, Src};
 use crate::exec::{Ctx, Exec};
@@ -80,7 +81,9 @@ impl In {
     }
 
     /// The value of a `bits()`-wide element, exactly, as f64 (integers
-    /// too: i8 products and sums stay far inside 2^53).
+    /// too: i8 products and sums stay far inside 2^53). Inlined into the
+    /// conversion loops, where `self` is a constant.
+    #[inline(always)]
     fn value(self, raw: u64) -> f64 {
         match self {
             In::F32 | In::Xf32 => f64::from(f32::from_bits(raw as u32)),
@@ -191,13 +194,13 @@ pub fn cbsz_block(b: usize, blocks: usize, cbsz: u8, abid: u8) -> usize {
 // ---------------------------------------------------------------------------
 // Execution
 //
-// `run` converts A and B once into dense [block][k][row] (A) and
-// [block][k][col] (B) arrays of f64 (i32 for i8) on the stack, copies C
-// into D's registers, and then forms D in place, one output row of one
-// block at a time with up to `COLS` columns side by side, so the compiler
-// keeps the sums in vector registers. Nothing is allocated, and the
-// layout formulas are evaluated at compile time into a [`Layout`] per
-// mnemonic.
+// `run` reads A and B and checks every operand; `multiply` converts A and
+// B once into dense [block][k][row] (A) and [block][k][col] (B) arrays of
+// f64 (i32 for i8) on the stack, copies C into D's registers, and forms D
+// in place, one output row of one block at a time with up to `COLS`
+// columns side by side, so that the compiler keeps the sums in vector
+// registers. Nothing is allocated, and the layout formulas are evaluated
+// at compile time into a [`Layout`] per mnemonic.
 //
 // The layout is what makes rows cheap: for a fixed block and k, the M rows
 // of A (columns of B) sit in M consecutive lanes of one element slot, and
@@ -314,27 +317,20 @@ fn registers(w: &Wave, r: u16, count: usize, acc: bool) -> Result<&[Lanes], Faul
     Ok(&file[usize::from(r)..][..count])
 }
 
-/// The `count` registers of MAI operand A or B: in the register file, or
-/// for a non-register operand, its [`constant`] written into `buf`.
-fn operand<'a>(
-    w: &'a Wave,
-    src: Src,
-    count: usize,
-    f64: bool,
-    buf: &'a mut [Lanes; LIMITS.ab_regs],
-) -> Result<&'a [Lanes], Fault> {
+/// Reads the `out.len()` registers of MAI operand A or B into `out`: from
+/// the register file, or for a non-register operand, its [`constant`].
+fn operand(w: &Wave, src: Src, out: &mut [Lanes], f64: bool) -> R {
     match src {
-        Src::Vgpr(r) => registers(w, r, count, false),
-        Src::Agpr(r) => registers(w, r, count, true),
+        Src::Vgpr(r) => out.copy_from_slice(registers(w, r, out.len(), false)?),
+        Src::Agpr(r) => out.copy_from_slice(registers(w, r, out.len(), true)?),
         _ => {
             let words = constant(w, src, f64)?;
-            let buf = &mut buf[..count];
-            for (n, reg) in buf.iter_mut().enumerate() {
+            for (n, reg) in out.iter_mut().enumerate() {
                 *reg = [words[n % 2]; LANES];
             }
-            Ok(buf)
         }
     }
+    Ok(())
 }
 
 /// Converts every element of an A or B operand of `s` with `value` into
@@ -379,6 +375,7 @@ fn gather<V, const BITS: usize>(
 /// exponent and mantissa into an f32's and rebiases the exponent, a
 /// subnormal one is its mantissa times 2^-24 (exact, and a normal f32),
 /// and infinities and NaNs keep their mantissa, NaNs made quiet.
+#[inline(always)]
 fn f16_to_f64(h: u16) -> f64 {
     /// f32 exponent bias minus f16's, at the f32 exponent field.
     const REBIAS: u32 = (127 - 15) << 23;
@@ -411,12 +408,14 @@ fn byte_table(decode: fn(u8) -> f32) -> [f64; 256] {
 /// sign flip, NaNs included, as the hardware's modifiers work. The
 /// reference multiplies by ±1, which leaves a NaN's sign to the compiler
 /// (an optimised build flips it, an unoptimised one keeps it).
+#[inline(always)]
 fn signed(v: f64, negate: bool) -> f64 {
     if negate { -v } else { v }
 }
 
 /// [`gather`] of a float type, each element [`signed`]; each type gets
 /// its own inlined loop and its fastest exact conversion.
+#[inline(always)]
 fn gather_float(
     s: &Shape,
     layout: &Layout,
@@ -459,6 +458,7 @@ const COLS: usize = 16;
 /// D = A·B + C of an f32-output shape, `W` columns at a time, over `d`
 /// holding C: products in f64 summed in K order from C, rounded once to
 /// f32.
+#[inline(always)]
 fn rows_f32<const W: usize>(s: &Shape, layout: &Layout, a: &[f64], b: &[f64], d: &mut [Lanes]) {
     let (m, kk) = (s.m, s.k);
     for blk in 0..s.blocks {
@@ -489,6 +489,7 @@ fn rows_f32<const W: usize>(s: &Shape, layout: &Layout, a: &[f64], b: &[f64], d:
 /// D = A·B + C of an f64 shape, `W` columns at a time, over `d` holding C
 /// (register pairs): fused multiply-adds in K order from C, [`signed`]
 /// with `negate_c`.
+#[inline(always)]
 fn rows_f64<const W: usize>(
     s: &Shape,
     layout: &Layout,
@@ -529,6 +530,7 @@ fn rows_f64<const W: usize>(
 
 /// D = A·B + C of an i8 shape, `W` columns at a time, over `d` holding C:
 /// wrapping i32 sums.
+#[inline(always)]
 fn rows_i32<const W: usize>(s: &Shape, layout: &Layout, a: &[i32], b: &[i32], d: &mut [Lanes]) {
     let (m, kk) = (s.m, s.k);
     for blk in 0..s.blocks {
@@ -592,6 +594,59 @@ fn c_into_d(w: &mut Wave, c: CSource, at: usize, count: usize, acc: bool) -> &mu
     &mut file[at..at + count]
 }
 
+/// One MFMA, read and checked by [`run`], for [`multiply`].
+struct Job<'a> {
+    s: &'a Shape,
+    layout: &'a Layout,
+    /// A's and B's registers, BLGP applied to B's lanes.
+    a: &'a [Lanes],
+    b: &'a [Lanes],
+    c: CSource,
+    /// D's first register and file (AGPRs if `acc`).
+    at: usize,
+    acc: bool,
+    mai: Mai,
+    /// Negation of A, B, C (bits 0, 1, 2).
+    neg: u8,
+}
+
+/// Converts A and B, copies C into D and forms D: the part of [`run`] that
+/// does the arithmetic.
+#[inline(always)]
+fn multiply(w: &mut Wave, job: &Job<'_>) {
+    let Job { s, layout, .. } = *job;
+    let a_block = |blk| cbsz_block(blk, s.blocks, job.mai.cbsz, job.mai.abid);
+    let same = |blk| blk;
+    let n = s.m * s.k * s.blocks;
+    let count = s.cd_regs();
+    if matches!(s.a, In::I8) {
+        let (mut a, mut b) = ([0i32; LIMITS.ab_elements], [0i32; LIMITS.ab_elements]);
+        let (a, b) = (&mut a[..n], &mut b[..n]);
+        let int = |r: u64| i32::from(r as u8 as i8);
+        gather::<_, 8>(s, layout, job.a, a, a_block, int);
+        gather::<_, 8>(s, layout, job.b, b, same, int);
+        let d = c_into_d(w, job.c, job.at, count, job.acc);
+        if s.m >= COLS {
+            rows_i32::<COLS>(s, layout, a, b, d);
+        } else {
+            rows_i32::<4>(s, layout, a, b, d);
+        }
+    } else {
+        let negate = |bit: u8| job.neg & bit != 0;
+        let (mut a, mut b) = ([0f64; LIMITS.ab_elements], [0f64; LIMITS.ab_elements]);
+        let (a, b) = (&mut a[..n], &mut b[..n]);
+        gather_float(s, layout, s.a, job.a, a, a_block, negate(1));
+        gather_float(s, layout, s.b, job.b, b, same, negate(2));
+        let d = c_into_d(w, job.c, job.at, count, job.acc);
+        match (matches!(s.a, In::F64), s.m >= COLS) {
+            (true, true) => rows_f64::<COLS>(s, layout, a, b, d, negate(4)),
+            (true, false) => rows_f64::<4>(s, layout, a, b, d, negate(4)),
+            (false, true) => rows_f32::<COLS>(s, layout, a, b, d),
+            (false, false) => rows_f32::<4>(s, layout, a, b, d),
+        }
+    }
+}
+
 /// Runs one MFMA of `s`, whose [`Layout`] is `layout`.
 fn run(w: &mut Wave, i: &Inst, s: &Shape, layout: &Layout) -> R {
     let Ext::Mai(mai) = i.ext else {
@@ -610,10 +665,12 @@ fn run(w: &mut Wave, i: &Inst, s: &Shape, layout: &Layout) -> R {
 
     // Faults come in the reference's order, A, B, C, then the
     // destination, and before anything is written.
-    let mut a_buf = [[0u32; LANES]; LIMITS.ab_regs];
-    let a_regs = operand(w, i.src[0], s.ab_regs(s.a), f64_out, &mut a_buf)?;
-    let mut b_buf = [[0u32; LANES]; LIMITS.ab_regs];
-    let mut b_regs = operand(w, i.src[1], s.ab_regs(s.b), f64_out, &mut b_buf)?;
+    let mut a = [[0u32; LANES]; LIMITS.ab_regs];
+    let a = &mut a[..s.ab_regs(s.a)];
+    operand(w, i.src[0], a, f64_out)?;
+    let mut b = [[0u32; LANES]; LIMITS.ab_regs];
+    let b = &mut b[..s.ab_regs(s.b)];
+    operand(w, i.src[1], b, f64_out)?;
     let count = s.cd_regs();
     let c = match i.src[2] {
         Src::Vgpr(r) => registers(w, r, count, false).map(|_| CSource::Registers {
@@ -628,45 +685,26 @@ fn run(w: &mut Wave, i: &Inst, s: &Shape, layout: &Layout) -> R {
     };
     let acc = i.flags & flag::ACC_CD != 0;
     w.vreg(i.vdst + count as u16 - 1, acc)?;
-    let at = usize::from(i.vdst);
 
-    let mut b_moved = [[0u32; LANES]; LIMITS.ab_regs];
     if blgp != 0 {
         // Lane L of B reads lane blgp_lane(L): move the lanes once.
-        for (moved, reg) in b_moved.iter_mut().zip(b_regs) {
-            *moved = std::array::from_fn(|lane| reg[blgp_lane(lane, blgp)]);
-        }
-        b_regs = &b_moved[..b_regs.len()];
-    }
-    let a_block = |blk| cbsz_block(blk, s.blocks, mai.cbsz, mai.abid);
-    let same = |blk| blk;
-    let n = s.m * s.k * s.blocks;
-    if matches!(s.a, In::I8) {
-        let (mut a, mut b) = ([0i32; LIMITS.ab_elements], [0i32; LIMITS.ab_elements]);
-        let (a, b) = (&mut a[..n], &mut b[..n]);
-        let int = |r: u64| i32::from(r as u8 as i8);
-        gather::<_, 8>(s, layout, a_regs, a, a_block, int);
-        gather::<_, 8>(s, layout, b_regs, b, same, int);
-        let d = c_into_d(w, c, at, count, acc);
-        if s.m >= COLS {
-            rows_i32::<COLS>(s, layout, a, b, d);
-        } else {
-            rows_i32::<4>(s, layout, a, b, d);
-        }
-    } else {
-        let negate = |bit: u8| neg & bit != 0;
-        let (mut a, mut b) = ([0f64; LIMITS.ab_elements], [0f64; LIMITS.ab_elements]);
-        let (a, b) = (&mut a[..n], &mut b[..n]);
-        gather_float(s, layout, s.a, a_regs, a, a_block, negate(1));
-        gather_float(s, layout, s.b, b_regs, b, same, negate(2));
-        let d = c_into_d(w, c, at, count, acc);
-        match (f64_out, s.m >= COLS) {
-            (true, true) => rows_f64::<COLS>(s, layout, a, b, d, negate(4)),
-            (true, false) => rows_f64::<4>(s, layout, a, b, d, negate(4)),
-            (false, true) => rows_f32::<COLS>(s, layout, a, b, d),
-            (false, false) => rows_f32::<4>(s, layout, a, b, d),
+        for reg in b.iter_mut() {
+            let read = *reg;
+            *reg = std::array::from_fn(|lane| read[blgp_lane(lane, blgp)]);
         }
     }
+    let job = Job {
+        s,
+        layout,
+        a,
+        b,
+        c,
+        at: usize::from(i.vdst),
+        acc,
+        mai,
+        neg,
+    };
+    multiply(w, &job);
     Ok(())
 }
 
@@ -1646,9 +1684,6 @@ mod tests {
                 inst.ext = Ext::Mai(Mai { cbsz, abid, blgp });
                 let mut want = w.clone();
                 let want_result = reference::run_reference(&mut want, &inst, shape);
-                let got_result = run(&mut w, &inst, shape);
-                assert_eq!(got_result, want_result, "{name} round {round}");
-                let what = format!("{name} round {round} cbsz {cbsz} abid {abid} blgp {blgp}");
                 let d = usize::from(inst.vdst)..usize::from(inst.vdst) + shape.cd_regs();
                 let rule = if specials {
                     NanRule::Any
@@ -1657,22 +1692,28 @@ mod tests {
                 } else {
                     NanRule::Exact
                 };
-                for (file, got, want, is_acc) in
-                    [("v", &w.v, &want.v, false), ("a", &w.a, &want.a, true)]
                 {
-                    for r in 0..got.len() {
-                        let in_d = is_acc == acc_cd && d.contains(&r);
-                        for l in 0..LANES {
-                            let ok = if in_d {
-                                agree(got, want, r, l, c_ty, rule)
-                            } else {
-                                got[r][l] == want[r][l]
-                            };
-                            assert!(
-                                ok,
-                                "{what}: {file}{r} lane {l}: {:#x} vs {:#x}",
-                                got[r][l], want[r][l]
-                            );
+                    let mut got = w.clone();
+                    let got_result = run(&mut got, &inst, shape);
+                    let what = format!("{name} round {round} cbsz {cbsz} abid {abid} blgp {blgp}");
+                    assert_eq!(got_result, want_result, "{what}");
+                    for (file, got, want, is_acc) in
+                        [("v", &got.v, &want.v, false), ("a", &got.a, &want.a, true)]
+                    {
+                        for r in 0..got.len() {
+                            let in_d = is_acc == acc_cd && d.contains(&r);
+                            for l in 0..LANES {
+                                let ok = if in_d {
+                                    agree(got, want, r, l, c_ty, rule)
+                                } else {
+                                    got[r][l] == want[r][l]
+                                };
+                                assert!(
+                                    ok,
+                                    "{what}: {file}{r} lane {l}: {:#x} vs {:#x}",
+                                    got[r][l], want[r][l]
+                                );
+                            }
                         }
                     }
                 }
@@ -1690,13 +1731,10 @@ mod tests {
                 target,
             )
             .unwrap();
+            let mut want = Wave::new(128, 128);
+            let want_result = reference::run_reference(&mut want, &inst, shape);
             let mut got = Wave::new(128, 128);
-            let mut want = got.clone();
-            assert_eq!(
-                run(&mut got, &inst, shape),
-                reference::run_reference(&mut want, &inst, shape),
-                "{name}"
-            );
+            assert_eq!(run(&mut got, &inst, shape), want_result, "{name}");
             assert_eq!(got.v, want.v, "{name}");
         }
     }
