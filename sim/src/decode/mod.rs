@@ -65,10 +65,17 @@ impl Target {
         Self::ALL.into_iter().find(|t| t.name() == name)
     }
 
-    /// The processor's facts (`aqueduct_abi::gfx`).
+    /// The processor's facts (`aqueduct_abi::gfx`); looked up by name once
+    /// (executors ask per instruction).
     pub fn gfx(self) -> &'static aqueduct_abi::gfx::Gfx {
-        aqueduct_abi::gfx::gfx(self.name())
-            .expect("every simulated target is in the per-gfx table (a test checks it)")
+        static BY_TARGET: std::sync::OnceLock<[&'static aqueduct_abi::gfx::Gfx; 2]> =
+            std::sync::OnceLock::new();
+        BY_TARGET.get_or_init(|| {
+            Self::ALL.map(|t| {
+                aqueduct_abi::gfx::gfx(t.name())
+                    .expect("every simulated target is in the per-gfx table (a test checks it)")
+            })
+        })[self as usize]
     }
 }
 

@@ -48,7 +48,7 @@
 
 use crate::decode::inst::flag;
 use crate::decode::{Inst, Src};
-use crate::exec::flat::{Put, Rmw, d16, extend};
+use crate::exec::flat::{Put, Rmw, d16, d16_keeps_other_half, extend};
 use crate::exec::{Ctx, Exec};
 use crate::fault::{Fault, Space};
 use crate::wave::{LANES, Lanes, Wave};
@@ -173,29 +173,46 @@ fn read(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
     };
     let old = *w.vreg(i.vdst, acc)?;
     let strict = ctx.mem.is_strict();
-    let mut out = vec![[0u32; LANES]; dwords];
-    for l in (0..LANES).filter(|l| exec >> l & 1 != 0) {
-        let a = lane_address(&addr, i, l);
-        match put {
-            Put::Dwords(n) => {
-                check(ctx.lds, strict, a, u64::from(bytes), false)?;
+    // At most four dwords (`ds_read_b128`). One loop per form, so the lane
+    // loop does not decide the form again for every lane.
+    let mut out = [[0u32; LANES]; 4];
+    let lanes = (0..LANES).filter(|l| exec >> l & 1 != 0);
+    match put {
+        Put::Dwords(n) => {
+            for l in lanes {
+                let a = lane_address(&addr, i, l);
+                if let Some(at) = check(ctx.lds, strict, a, u64::from(bytes), false)? {
+                    // All in range: the common case, dwords read directly.
+                    for k in 0..n as usize {
+                        let d = &ctx.lds[at + 4 * k..at + 4 * k + 4];
+                        out[k][l] = u32::from_le_bytes([d[0], d[1], d[2], d[3]]);
+                    }
+                    continue;
+                }
                 for k in 0..n as usize {
                     let at = check(ctx.lds, strict, a + 4 * k as u64, 4, false)?;
                     out[k][l] = load_at(ctx.lds, at, 4) as u32;
                 }
             }
-            Put::Extend { size, signed } => {
+        }
+        Put::Extend { size, signed } => {
+            for l in lanes {
+                let a = lane_address(&addr, i, l);
                 let at = check(ctx.lds, strict, a, u64::from(size), false)?;
                 out[0][l] = extend(load_at(ctx.lds, at, size as usize) as u32, size, signed);
             }
-            Put::D16 { size, signed, hi } => {
+        }
+        Put::D16 { size, signed, hi } => {
+            let keep = d16_keeps_other_half(ctx.target);
+            for l in lanes {
+                let a = lane_address(&addr, i, l);
                 let at = check(ctx.lds, strict, a, u64::from(size), false)?;
                 let v = extend(load_at(ctx.lds, at, size as usize) as u32, size, signed);
-                out[0][l] = d16(ctx.target, old[l], v, hi);
+                out[0][l] = d16(keep, old[l], v, hi);
             }
         }
     }
-    w.write_regs(i.vdst, acc, &out, exec)
+    w.write_regs(i.vdst, acc, &out[..dwords], exec)
 }
 
 /// How a write takes its data from DATA0: `n` dwords, or `size` bytes of
@@ -218,9 +235,10 @@ fn write(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, take: Take) -> R {
     };
     w.vreg(data + dwords as u16 - 1, acc)?;
     let strict = ctx.mem.is_strict();
-    let lanes: Vec<usize> = (0..LANES).filter(|l| exec >> l & 1 != 0).collect();
+    // The lanes in EXEC, walked more than once without collecting them.
+    let lanes = (0..LANES).filter(|l| exec >> l & 1 != 0);
     // Strict mode: every lane checked before any writes.
-    for &l in &lanes {
+    for l in lanes.clone() {
         check(
             ctx.lds,
             strict,
@@ -229,7 +247,7 @@ fn write(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, take: Take) -> R {
             true,
         )?;
     }
-    for &l in &lanes {
+    for l in lanes.clone() {
         let a = lane_address(&addr, i, l);
         match take {
             Take::Dwords(n) => {
@@ -291,16 +309,17 @@ fn write2(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, elem: u64, st64: bool) -> R
     let d0 = read_values(w, data_reg(i, 1)?, acc, wide)?;
     let d1 = read_values(w, data_reg(i, 2)?, acc, wide)?;
     let strict = ctx.mem.is_strict();
-    let lanes: Vec<usize> = (0..LANES).filter(|l| exec >> l & 1 != 0).collect();
+    // The lanes in EXEC, walked more than once without collecting them.
+    let lanes = (0..LANES).filter(|l| exec >> l & 1 != 0);
     let mut at = [[None; 2]; LANES];
-    for &l in &lanes {
+    for l in lanes.clone() {
         let [a0, a1] = pair_addresses(&addr, i, l, elem, st64);
         at[l] = [
             check(ctx.lds, strict, a0, elem, true)?,
             check(ctx.lds, strict, a1, elem, true)?,
         ];
     }
-    for &l in &lanes {
+    for l in lanes.clone() {
         store_at(ctx.lds, at[l][0], elem as usize, d0[l]);
         store_at(ctx.lds, at[l][1], elem as usize, d1[l]);
     }
@@ -404,9 +423,10 @@ fn atomic(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, op: Op, wide: bool, rtn: bo
         [0; LANES]
     };
     let strict = ctx.mem.is_strict();
-    let lanes: Vec<usize> = (0..LANES).filter(|l| exec >> l & 1 != 0).collect();
+    // The lanes in EXEC, walked more than once without collecting them.
+    let lanes = (0..LANES).filter(|l| exec >> l & 1 != 0);
     let mut at = [None; LANES];
-    for &l in &lanes {
+    for l in lanes.clone() {
         let a = lane_address(&addr, i, l);
         at[l] = check(ctx.lds, strict, a, size, true)?;
         if !a.is_multiple_of(size) {
@@ -415,7 +435,7 @@ fn atomic(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, op: Op, wide: bool, rtn: bo
     }
     // Out of range: nothing changes and the old value reads as 0.
     let mut old = [0u64; LANES];
-    for &l in &lanes {
+    for l in lanes.clone() {
         if let Some(p) = at[l] {
             old[l] = load(ctx.lds, p, size as usize);
             store(
@@ -455,9 +475,10 @@ fn wrxchg2(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, wide: bool, st64: bool) ->
         read_values(w, data_reg(i, 2)?, acc, wide)?,
     ];
     let strict = ctx.mem.is_strict();
-    let lanes: Vec<usize> = (0..LANES).filter(|l| exec >> l & 1 != 0).collect();
+    // The lanes in EXEC, walked more than once without collecting them.
+    let lanes = (0..LANES).filter(|l| exec >> l & 1 != 0);
     let mut at = [[None; 2]; LANES];
-    for &l in &lanes {
+    for l in lanes.clone() {
         for (e, a) in pair_addresses(&addr, i, l, size, st64)
             .into_iter()
             .enumerate()
@@ -469,7 +490,7 @@ fn wrxchg2(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, wide: bool, st64: bool) ->
         }
     }
     let mut old = [[0u64; LANES]; 2];
-    for &l in &lanes {
+    for l in lanes.clone() {
         for e in 0..2 {
             old[e][l] = load_at(ctx.lds, at[l][e], size as usize);
             store_at(ctx.lds, at[l][e], size as usize, d[e][l]);

@@ -249,25 +249,27 @@ pub(crate) enum Put {
     D16 { size: u32, signed: bool, hi: bool },
 }
 
-/// A d16 load's result: the 16-bit `v` in the low half of the destination
-/// (the high half with `hi`), and the other half kept from `old`, or zeroed
-/// on a processor whose products run with SRAMECC on.
+/// Whether a d16 load keeps the other half of its destination register:
+/// not on a processor whose products run with SRAMECC on, where it is
+/// zeroed.
 ///
-/// LLVM `GCNSubtarget::d16PreservesUnusedBits()`: the unused bits are
+/// MI200/MI300/CDNA4 ISA §9.1.6 "16-bit Memory Operations": "When ECC is
+/// enabled 16-bit memory loads write the full 32-bit VGPR. Unused bits are
+/// set to zero." LLVM `GCNSubtarget::d16PreservesUnusedBits()`: the unused bits are
 /// preserved only when the subtarget has d16 loads and SRAMECC is not
 /// enabled; with SRAMECC a d16 load writes the whole dword (ECC covers
 /// whole dwords), and AMD's compilers rely on the other half being 0
 /// (they OR two d16 loads into one register). gfx90a and gfx942 products
 /// run with `sramecc+` (`aqueduct_abi::gfx`). Every d16 load form follows
 /// this: DS (`ds_read_*_d16*`), FLAT/GLOBAL/SCRATCH and MUBUF.
-pub(crate) fn d16(target: crate::decode::Target, old: u32, v: u32, hi: bool) -> u32 {
-    let sramecc = target.gfx().sramecc == aqueduct_abi::gfx::Feature::On;
-    merge_d16(!sramecc, old, v, hi)
+pub(crate) fn d16_keeps_other_half(target: crate::decode::Target) -> bool {
+    target.gfx().sramecc != aqueduct_abi::gfx::Feature::On
 }
 
 /// `v`'s low 16 bits into the low (or, with `hi`, high) half; the other
-/// half from `old` when `keep`, else 0.
-fn merge_d16(keep: bool, old: u32, v: u32, hi: bool) -> u32 {
+/// half from `old` when `keep` ([`d16_keeps_other_half`]), else 0.
+#[inline]
+pub(crate) fn d16(keep: bool, old: u32, v: u32, hi: bool) -> u32 {
     let (v, other) = (v & 0xFFFF, if keep { old } else { 0 });
     if hi {
         (other & 0xFFFF) | v << 16
@@ -292,6 +294,7 @@ fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
     };
     let space = space_of(i);
     let at = addressing(w, i);
+    let keep = d16_keeps_other_half(ctx.target);
     for l in 0..LANES {
         if exec >> l & 1 == 0 {
             continue;
@@ -307,7 +310,7 @@ fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
             Put::Extend { size, signed } => out[0][l] = extend(port.load(loc, size), size, signed),
             Put::D16 { size, signed, hi } => {
                 let v = extend(port.load(loc, size), size, signed);
-                out[0][l] = d16(ctx.target, w.vreg(i.vdst, acc)?[l], v, hi);
+                out[0][l] = d16(keep, w.vreg(i.vdst, acc)?[l], v, hi);
             }
         }
     }
@@ -905,12 +908,12 @@ mod tests {
 
     #[test]
     fn a_processor_without_sramecc_keeps_the_other_half() {
-        assert_eq!(merge_d16(true, 0x1234_5678, 0xFF81, false), 0x1234_FF81);
-        assert_eq!(merge_d16(true, 0x1234_5678, 0xFF81, true), 0xFF81_5678);
-        assert_eq!(merge_d16(false, 0x1234_5678, 0xFF81, false), 0x0000_FF81);
-        assert_eq!(merge_d16(false, 0x1234_5678, 0xFF81, true), 0xFF81_0000);
+        assert_eq!(d16(true, 0x1234_5678, 0xFF81, false), 0x1234_FF81);
+        assert_eq!(d16(true, 0x1234_5678, 0xFF81, true), 0xFF81_5678);
+        assert_eq!(d16(false, 0x1234_5678, 0xFF81, false), 0x0000_FF81);
+        assert_eq!(d16(false, 0x1234_5678, 0xFF81, true), 0xFF81_0000);
         // Only the low 16 bits of the loaded value count.
-        assert_eq!(merge_d16(true, 0, 0xFFFF_8F81, false), 0x8F81);
+        assert_eq!(d16(true, 0, 0xFFFF_8F81, false), 0x8F81);
     }
 
     #[test]

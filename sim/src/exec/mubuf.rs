@@ -101,7 +101,7 @@
 use crate::decode::inst::code::M0;
 use crate::decode::inst::flag;
 use crate::decode::{Inst, Src};
-use crate::exec::flat::{Loc, Port, Rmw, d16, extend, rmw};
+use crate::exec::flat::{Loc, Port, Rmw, d16, d16_keeps_other_half, extend, rmw};
 use crate::exec::{Ctx, Exec};
 use crate::fault::{Fault, Space};
 use crate::wave::{LANES, Lanes, Ty, Wave};
@@ -344,11 +344,20 @@ fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
     w.vreg(i.vdst + dwords as u16 - 1, acc)?;
     // D16 loads may keep the other half of the register (`flat::d16`).
     let old = *w.vreg(i.vdst, acc)?;
-    let mut out = vec![[0u32; LANES]; dwords];
+    // At most four dwords (`buffer_load_dwordx4`).
+    let mut out = [[0u32; LANES]; 4];
+    let keep = d16_keeps_other_half(ctx.target);
     let mut m = ctx.mem.access();
     for l in (0..LANES).filter(|l| exec >> l & 1 != 0) {
         let lane = buf.lane(&va, i, l);
         let mut get = |extra: u64, size: u32| -> Result<u32, Fault> {
+            if !buf.rsrc.swizzle {
+                // One piece: the common case, without the pieces array.
+                let a = buf.address(lane, extra);
+                m.check(a, u64::from(size))
+                    .map_err(|_| memory_fault(a, u64::from(size), false))?;
+                return Ok(m.load_small(a, size));
+            }
             let (pieces, n) = buf.pieces(lane, extra, size);
             let mut v = 0;
             for &(a, size, shift) in &pieces[..n] {
@@ -385,12 +394,12 @@ fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
                 } else {
                     0
                 };
-                out[0][l] = d16(ctx.target, old[l], v, hi);
+                out[0][l] = d16(keep, old[l], v, hi);
             }
         }
     }
     drop(m);
-    w.write_regs(i.vdst, acc, &out, exec)
+    w.write_regs(i.vdst, acc, &out[..dwords], exec)
 }
 
 /// `buffer_load_dword ... lds`: each lane in EXEC reads its dword by the
