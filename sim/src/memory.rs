@@ -325,6 +325,14 @@ impl Access<'_> {
         if address >= self.hit.0 && end <= self.hit.1 && end >= address {
             return Ok(());
         }
+        self.check_in_table(address, size)
+    }
+
+    /// [`Access::check`] past the last range hit: a search of the table.
+    /// Out of line, so the hit test above stays small enough for every
+    /// executor to inline.
+    #[inline(never)]
+    fn check_in_table(&mut self, address: u64, size: u64) -> Result<(), MemoryError> {
         let r = find(&self.ranges, address, size, self.strict)
             .ok_or(MemoryError::OutOfRange { address, size })?;
         self.hit = (r.start, r.end(self.strict));

@@ -237,29 +237,39 @@ fn write(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, take: Take) -> R {
     let strict = ctx.mem.is_strict();
     // The lanes in EXEC, walked more than once without collecting them.
     let lanes = (0..LANES).filter(|l| exec >> l & 1 != 0);
-    // Strict mode: every lane checked before any writes.
-    for l in lanes.clone() {
-        check(
-            ctx.lds,
-            strict,
-            lane_address(&addr, i, l),
-            u64::from(bytes),
-            true,
-        )?;
+    if strict {
+        // Every lane checked before any writes.
+        for l in lanes.clone() {
+            let a = lane_address(&addr, i, l);
+            check(ctx.lds, strict, a, u64::from(bytes), true)?;
+        }
     }
-    for l in lanes.clone() {
-        let a = lane_address(&addr, i, l);
-        match take {
-            Take::Dwords(n) => {
-                for k in 0..n as u16 {
-                    let v = w.vreg(data + k, acc)?[l];
-                    let at = check(ctx.lds, strict, a + 4 * u64::from(k), 4, true)?;
-                    store_at(ctx.lds, at, 4, u64::from(v));
+    match take {
+        Take::Dwords(n) => {
+            let mut regs = [[0u32; LANES]; 4];
+            for (k, reg) in regs.iter_mut().enumerate().take(n as usize) {
+                *reg = *w.vreg(data + k as u16, acc)?;
+            }
+            for l in lanes {
+                let a = lane_address(&addr, i, l);
+                if let Some(at) = check(ctx.lds, strict, a, u64::from(bytes), true)? {
+                    // All in range: the common case, dwords written directly.
+                    for (k, reg) in regs.iter().enumerate().take(n as usize) {
+                        ctx.lds[at + 4 * k..at + 4 * k + 4].copy_from_slice(&reg[l].to_le_bytes());
+                    }
+                    continue;
+                }
+                for (k, reg) in regs.iter().enumerate().take(n as usize) {
+                    let at = check(ctx.lds, strict, a + 4 * k as u64, 4, true)?;
+                    store_at(ctx.lds, at, 4, u64::from(reg[l]));
                 }
             }
-            Take::Part { size, hi } => {
-                let v = w.vreg(data, acc)?[l];
-                let v = if hi { v >> 16 } else { v };
+        }
+        Take::Part { size, hi } => {
+            let reg = *w.vreg(data, acc)?;
+            for l in lanes {
+                let a = lane_address(&addr, i, l);
+                let v = if hi { reg[l] >> 16 } else { reg[l] };
                 let at = check(ctx.lds, strict, a, u64::from(size), true)?;
                 store_at(ctx.lds, at, size as usize, u64::from(v));
             }

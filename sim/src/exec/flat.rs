@@ -151,6 +151,7 @@ pub(crate) struct Port<'a, 'm> {
 }
 
 impl Port<'_, '_> {
+    #[inline]
     fn check(&mut self, loc: Loc, size: u64, write: bool, space: Space) -> R {
         let ok = match loc {
             Loc::Global(a) => self.m.check(a, size).is_ok(),
