@@ -418,6 +418,40 @@ fn a_one_element_overrun_stays_in_the_page_and_strict_mode_catches_it() {
     }
 }
 
+/// A kernel built with a launch bound (xtask's `launch_bounds`: copy_u32,
+/// 64) carries it in its metadata, and a larger workgroup is refused.
+#[test]
+fn a_launch_bound_reaches_the_code_object_and_the_launch_check() {
+    for sim in simulated(TEST_KERNELS) {
+        let bound = |name: &str| {
+            sim.p
+                .kernel(name)
+                .expect("kernel")
+                .metadata
+                .max_flat_workgroup_size
+        };
+        assert_eq!(bound("copy_u32"), 64, "{}", sim.at("copy_u32"));
+        assert_eq!(bound("lds_read_at"), 1024, "{}", sim.at("lds_read_at"));
+        let src = sim.upload(&[7u32; 128]);
+        let dst = sim.poisoned::<u32>(128);
+        let args = Args::default().u64(src).u64(dst).u64(128);
+        match sim.try_run("copy_u32", (128, 128), &args) {
+            Err(e) => assert!(
+                e.to_string().contains("exceeds the kernel's limit 64"),
+                "{e}"
+            ),
+            Ok(_) => panic!("{}: a workgroup of 128 ran", sim.at("copy_u32")),
+        }
+        sim.run("copy_u32", (128, 64), &args);
+        assert_same(
+            &sim.output::<u32>(dst, 128, "copy"),
+            &[7; 128],
+            &sim.at("copy"),
+        );
+        sim.free(&[src, dst]);
+    }
+}
+
 /// Past the workgroup's LDS allocation a read gives 0 (CDNA3 ISA §3.6.1,
 /// "Out-of-Range behavior"); strict mode makes it a fault.
 #[test]

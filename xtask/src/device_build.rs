@@ -7,13 +7,16 @@
 //!       --crate-type cdylib --profile device[-dev]   (CARGO_ENCODED_RUSTFLAGS=-Ctarget-cpu=<gfx>)
 //!       -- --emit=llvm-bc=<bc>,link                  -> the crate's LTO'd bitcode
 //! llvm-link <bc> <device/*/llvm/*.ll>                -> + IR shims (intrinsics Rust cannot declare)
+//! [llvm-dis; launch bounds]                          -> kernels' real workgroup sizes (DeviceCrate::launch_bounds)
 //! opt -O3 ; llc -mcpu=<gfx> -filetype=obj            -> object
 //! rust-lld -flavor gnu -shared                       -> target/amdgpu/<gfx>/<crate>.hsaco
 //! ```
 //!
 //! rustc's own `.elf` is not used: it lacks the IR shims. Going through
-//! bitcode is also how later kernels get per-kernel attributes (launch
-//! bounds) that Rust cannot express. The LLVM tools are the pinned
+//! bitcode is also how kernels get per-kernel attributes Rust cannot
+//! express: a crate's `launch_bounds` set `amdgpu-flat-work-group-size` to
+//! the kernel's real workgroup size (rustc's 1,1024 caps gfx9 kernels at 128
+//! VGPRs and no AGPRs), and the built code object is checked to carry it. The LLVM tools are the pinned
 //! toolchain's `llvm-tools` component, so they match rustc's LLVM.
 //!
 //! Cargo decides what to recompile; the link steps rerun only when the
@@ -48,6 +51,11 @@ pub struct DeviceCrate {
     /// requested target (test kernels that use CDNA-only instructions
     /// are built for the targets the simulator runs).
     pub only_for: &'static [&'static str],
+    /// Kernels' real launch bounds: the most work-items a workgroup of the
+    /// kernel has. rustc gives every kernel `amdgpu-flat-work-group-size`
+    /// 1,1024, which on gfx9 caps it at 128 VGPRs and no AGPRs; a kernel
+    /// named here gets `1,<bound>` instead ([`set_launch_bounds`]).
+    pub launch_bounds: &'static [(&'static str, u32)],
 }
 
 impl DeviceCrate {
@@ -65,6 +73,7 @@ pub const DEVICE_CRATES: &[DeviceCrate] = &[
         allow_spills: &[],
         allow_dynamic_stack: &[],
         only_for: &[],
+        launch_bounds: &[],
     },
     DeviceCrate {
         package: "aqueduct-gemm",
@@ -72,6 +81,7 @@ pub const DEVICE_CRATES: &[DeviceCrate] = &[
         allow_spills: &[],
         allow_dynamic_stack: &[],
         only_for: &[],
+        launch_bounds: &[],
     },
     DeviceCrate {
         package: "aqueduct-test-kernels",
@@ -81,6 +91,9 @@ pub const DEVICE_CRATES: &[DeviceCrate] = &[
         allow_spills: &["enqueue_barriers"],
         allow_dynamic_stack: &["call_hash", "call_indirect"],
         only_for: &["gfx90a", "gfx942"],
+        // The tests launch copy_u32 in workgroups of 64 only; its bound
+        // shows the launch-bound step end to end (sim_system).
+        launch_bounds: &[("copy_u32", 64)],
     },
     DeviceCrate {
         package: "aqueduct-probes",
@@ -88,6 +101,7 @@ pub const DEVICE_CRATES: &[DeviceCrate] = &[
         allow_spills: &[],
         allow_dynamic_stack: &[],
         only_for: &[],
+        launch_bounds: &[],
     },
 ];
 
@@ -104,7 +118,7 @@ const STD_WITHOUT_ASSERTIONS: &[&str] = &[
 ];
 
 /// Bumped whenever the link pipeline changes, so old stamps go stale.
-const PIPELINE_VERSION: u32 = 2;
+const PIPELINE_VERSION: u32 = 3;
 
 pub const DEVICE_TRIPLE: &str = "amdgcn-amd-amdhsa";
 
@@ -436,7 +450,7 @@ fn build_one(
 
     let out = artifact_path(&opts.workspace, gfx, krate.package);
     let stamp_path = out.with_extension("hsaco.stamp");
-    let stamp = stamp_of(&bc, shims, gfx, profile)?;
+    let stamp = stamp_of(&bc, shims, gfx, profile, krate.launch_bounds)?;
     let fresh =
         out.exists() && std::fs::read_to_string(&stamp_path).is_ok_and(|old| old.trim() == stamp);
     if fresh {
@@ -444,7 +458,16 @@ fn build_one(
     } else {
         // Checked under a temporary name, so a refused code object never
         // replaces the last good one.
-        let tmp = link(toolchain, &work, &bc, shims, gfx, &stem, &out)?;
+        let tmp = link(
+            toolchain,
+            &work,
+            &bc,
+            shims,
+            krate.launch_bounds,
+            gfx,
+            &stem,
+            &out,
+        )?;
         check(&tmp, target, krate)?;
         std::fs::rename(&tmp, &out).map_err(|e| format!("{}: {e}", out.display()))?;
         std::fs::write(&stamp_path, &stamp)
@@ -458,9 +481,15 @@ fn build_one(
     })
 }
 
-fn stamp_of(bc: &Path, shims: &[PathBuf], gfx: &str, profile: &str) -> Result<String, String> {
+fn stamp_of(
+    bc: &Path,
+    shims: &[PathBuf],
+    gfx: &str,
+    profile: &str,
+    launch_bounds: &[(&str, u32)],
+) -> Result<String, String> {
     let mut hasher = DefaultHasher::new();
-    (PIPELINE_VERSION, gfx, profile).hash(&mut hasher);
+    (PIPELINE_VERSION, gfx, profile, launch_bounds).hash(&mut hasher);
     for file in std::iter::once(bc).chain(shims.iter().map(PathBuf::as_path)) {
         std::fs::read(file)
             .map_err(|e| format!("{}: {e}", file.display()))?
@@ -469,11 +498,13 @@ fn stamp_of(bc: &Path, shims: &[PathBuf], gfx: &str, profile: &str) -> Result<St
     Ok(format!("{:016x}", hasher.finish()))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn link(
     toolchain: &Toolchain,
     work: &Path,
     bc: &Path,
     shims: &[PathBuf],
+    launch_bounds: &[(&str, u32)],
     gfx: &str,
     stem: &str,
     out: &Path,
@@ -503,10 +534,29 @@ fn link(
             .arg(&linked),
         "llvm-link",
     )?;
+    // Launch bounds: through text IR, where a kernel's attribute group can
+    // be swapped for one with its bound.
+    let to_optimize = if launch_bounds.is_empty() {
+        linked
+    } else {
+        let text = work.join(format!("{stem}.linked.ll"));
+        run(
+            command(toolchain.tool("llvm-dis"))
+                .arg(&linked)
+                .arg("-o")
+                .arg(&text),
+            "llvm-dis",
+        )?;
+        let ir = std::fs::read_to_string(&text).map_err(|e| format!("{}: {e}", text.display()))?;
+        let bounded = work.join(format!("{stem}.bounded.ll"));
+        std::fs::write(&bounded, set_launch_bounds(&ir, launch_bounds)?)
+            .map_err(|e| format!("{}: {e}", bounded.display()))?;
+        bounded
+    };
     run(
         command(toolchain.tool("opt"))
             .arg("-O3")
-            .arg(&linked)
+            .arg(&to_optimize)
             .arg("-o")
             .arg(&optimized),
         "opt",
@@ -581,6 +631,21 @@ fn check(path: &Path, target: &GfxTarget, krate: &DeviceCrate) -> Result<(), Str
         ));
     }
     let mut problems = Vec::new();
+    for &(name, bound) in krate.launch_bounds {
+        match co.kernels.iter().find(|k| k.metadata.name == name) {
+            None => problems.push(format!(
+                "launch bound for {name}, which {} does not have",
+                krate.package
+            )),
+            Some(k) if k.metadata.max_flat_workgroup_size != u64::from(bound) => {
+                problems.push(format!(
+                    "kernel {name} was built for workgroups of {}, not its launch bound {bound}",
+                    k.metadata.max_flat_workgroup_size
+                ))
+            }
+            Some(_) => {}
+        }
+    }
     for k in &co.kernels {
         let md = &k.metadata;
         if (md.sgpr_spill_count > 0 || md.vgpr_spill_count > 0)
@@ -602,6 +667,96 @@ fn check(path: &Path, target: &GfxTarget, krate: &DeviceCrate) -> Result<(), Str
         Ok(())
     } else {
         Err(problems.join("\n"))
+    }
+}
+
+/// `ir` (LLVM text IR) with each kernel of `bounds` given
+/// `"amdgpu-flat-work-group-size"="1,<bound>"`: a copy of the kernel's
+/// attribute group with the bound, under a new group number, so functions
+/// that shared the group keep theirs.
+pub fn set_launch_bounds(ir: &str, bounds: &[(&str, u32)]) -> Result<String, String> {
+    let mut lines: Vec<String> = ir.lines().map(str::to_string).collect();
+    let group_of = |line: &str| -> Option<u32> {
+        line.split_whitespace()
+            .filter_map(|t| t.strip_prefix('#')?.parse().ok())
+            .next_back()
+    };
+    let first_new = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("attributes #"))
+        .filter_map(|l| l.split_whitespace().next()?.parse::<u32>().ok())
+        .max()
+        .map_or(0, |n| n + 1);
+    let mut added = Vec::new();
+    for (next, &(name, bound)) in (first_new..).zip(bounds) {
+        let needle = format!("@{name}(");
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with("define ") && l.contains(&needle))
+            .ok_or_else(|| format!("launch bound for {name}: no such function in the IR"))?;
+        let group = group_of(&lines[at]).ok_or_else(|| {
+            format!("launch bound for {name}: its definition has no attribute group")
+        })?;
+        let prefix = format!("attributes #{group} = {{");
+        let body = lines
+            .iter()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .ok_or_else(|| format!("launch bound for {name}: attribute group #{group} not found"))?
+            .trim_end_matches('}')
+            .trim();
+        // The group without its old bound (a quoted value may hold
+        // anything but a quote), then the new one.
+        let key = "\"amdgpu-flat-work-group-size\"=\"";
+        let mut body = body.to_string();
+        if let Some(start) = body.find(key) {
+            let value = start + key.len();
+            let end = body[value..]
+                .find('"')
+                .map(|e| value + e + 1)
+                .ok_or_else(|| format!("launch bound for {name}: unterminated attribute"))?;
+            body.replace_range(start..end, "");
+        }
+        let body = body.split_whitespace().collect::<Vec<_>>().join(" ");
+        added.push(format!(
+            "attributes #{next} = {{ {body} \"amdgpu-flat-work-group-size\"=\"1,{bound}\" }}"
+        ));
+        lines[at] = lines[at].replacen(&format!("#{group} "), &format!("#{next} "), 1);
+    }
+    lines.extend(added);
+    let mut out = lines.join("\n");
+    out.push('\n');
+    Ok(out)
+}
+
+#[cfg(test)]
+mod launch_bound_tests {
+    use super::set_launch_bounds;
+
+    const IR: &str = r#"define amdgpu_kernel void @a(ptr %p) unnamed_addr #1 {
+  ret void
+}
+define amdgpu_kernel void @b(ptr %p) unnamed_addr #1 {
+  ret void
+}
+attributes #0 = { nounwind }
+attributes #1 = { nounwind "amdgpu-flat-work-group-size"="1,1024" "target-cpu"="gfx90a" }
+"#;
+
+    #[test]
+    fn a_bound_kernel_gets_its_own_group_and_the_others_keep_theirs() {
+        let out = set_launch_bounds(IR, &[("b", 256)]).unwrap();
+        assert!(out.contains("define amdgpu_kernel void @a(ptr %p) unnamed_addr #1 {"));
+        assert!(out.contains("define amdgpu_kernel void @b(ptr %p) unnamed_addr #2 {"));
+        assert!(out.contains(
+            "attributes #2 = { nounwind \"target-cpu\"=\"gfx90a\" \"amdgpu-flat-work-group-size\"=\"1,256\" }"
+        ));
+        assert!(out.contains("\"amdgpu-flat-work-group-size\"=\"1,1024\" \"target-cpu\""));
+    }
+
+    #[test]
+    fn an_unknown_kernel_is_an_error() {
+        let e = set_launch_bounds(IR, &[("c", 64)]).unwrap_err();
+        assert!(e.contains("no such function"), "{e}");
     }
 }
 
