@@ -278,8 +278,8 @@ fn metadata_agrees_with_llvm_readobj_notes() {
     }
     // The device library's six kernels (fill_u32, copy_bytes, saxpy_f32,
     // blit_fill, blit_copy, enqueue_dispatch) on each of the five targets,
-    // the simulator's test kernels on gfx90a and gfx942, and the
-    // memory-model probes on all five.
+    // the simulator's test kernels on gfx90a and gfx942, the memory-model
+    // probes on all five, and the GEMM kernels (gemm_f32_fma) on all five.
     let kernels_of = |package: &str| -> usize {
         built_code_objects()
             .iter()
@@ -294,7 +294,9 @@ fn metadata_agrees_with_llvm_readobj_notes() {
     let probes = kernels_of("aqueduct-probes");
     assert!(test_kernels > 2, "the test kernels are missing");
     assert_eq!(probes, 5 * 100, "the memory-model probes");
-    assert_eq!(kernels_seen, 6 * 5 + test_kernels + probes);
+    let gemm = kernels_of("aqueduct-gemm");
+    assert_eq!(gemm, 5, "the GEMM kernels");
+    assert_eq!(kernels_seen, 6 * 5 + test_kernels + probes + gemm);
 }
 
 #[test]

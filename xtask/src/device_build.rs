@@ -56,6 +56,10 @@ pub struct DeviceCrate {
     /// 1,1024, which on gfx9 caps it at 128 VGPRs and no AGPRs; a kernel
     /// named here gets `1,<bound>` instead ([`set_launch_bounds`]).
     pub launch_bounds: &'static [(&'static str, u32)],
+    /// Every kernel must use no scratch (private segment 0): the GEMM
+    /// kernels, where scratch means an array the compiler could not keep
+    /// in registers.
+    pub no_scratch: bool,
 }
 
 impl DeviceCrate {
@@ -74,6 +78,7 @@ pub const DEVICE_CRATES: &[DeviceCrate] = &[
         allow_dynamic_stack: &[],
         only_for: &[],
         launch_bounds: &[],
+        no_scratch: false,
     },
     DeviceCrate {
         package: "aqueduct-gemm",
@@ -81,7 +86,8 @@ pub const DEVICE_CRATES: &[DeviceCrate] = &[
         allow_spills: &[],
         allow_dynamic_stack: &[],
         only_for: &[],
-        launch_bounds: &[],
+        launch_bounds: &[("gemm_f32_fma", 256)],
+        no_scratch: true,
     },
     DeviceCrate {
         package: "aqueduct-test-kernels",
@@ -94,6 +100,7 @@ pub const DEVICE_CRATES: &[DeviceCrate] = &[
         // The tests launch copy_u32 in workgroups of 64 only; its bound
         // shows the launch-bound step end to end (sim_system).
         launch_bounds: &[("copy_u32", 64)],
+        no_scratch: false,
     },
     DeviceCrate {
         package: "aqueduct-probes",
@@ -102,6 +109,7 @@ pub const DEVICE_CRATES: &[DeviceCrate] = &[
         allow_dynamic_stack: &[],
         only_for: &[],
         launch_bounds: &[],
+        no_scratch: false,
     },
 ];
 
@@ -654,6 +662,12 @@ fn check(path: &Path, target: &GfxTarget, krate: &DeviceCrate) -> Result<(), Str
             problems.push(format!(
                 "kernel {} spills ({} SGPRs, {} VGPRs); reduce register pressure or add it to allow_spills in xtask/src/device_build.rs",
                 md.name, md.sgpr_spill_count, md.vgpr_spill_count
+            ));
+        }
+        if krate.no_scratch && md.private_segment_fixed_size > 0 {
+            problems.push(format!(
+                "kernel {} uses {} bytes of scratch; {} kernels may use none (keep arrays indexed by constants)",
+                md.name, md.private_segment_fixed_size, krate.package
             ));
         }
         if md.uses_dynamic_stack && !krate.allow_dynamic_stack.contains(&md.name.as_str()) {

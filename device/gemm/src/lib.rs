@@ -2,11 +2,15 @@
 //! on RDNA (gfx1100, gfx1201) and an FMA fallback, each described by a
 //! solution catalog so the host can pick one per problem and GPU.
 //!
-//! The crate holds no kernels yet. It is built like every device crate (one
-//! code object per gfx target, which today contains no kernels), so the build
-//! and report pipeline already covers it.
+//! Kernels so far: [`fma`], the VALU fallback (f32). Each crate kernel is
+//! built with its real launch bound (xtask's `launch_bounds`).
 #![no_std]
-#![cfg_attr(target_arch = "amdgpu", feature(abort_immediate))]
+#![cfg_attr(
+    target_arch = "amdgpu",
+    feature(abi_gpu_kernel, stdarch_amdgpu, abort_immediate, core_float_math)
+)]
+
+pub mod fma;
 
 #[cfg(target_arch = "amdgpu")]
 #[panic_handler]

@@ -21,7 +21,7 @@ define linkonce_odr ptr @aqueduct_test_lds_u32() #0 {
   ret ptr %g
 }
 
-declare void @llvm.amdgcn.s.barrier() #2
+; llvm.amdgcn.s.barrier is declared in device/runtime/llvm/intrinsics.ll.
 
 ; A workgroup execution and memory barrier, as HIP's __syncthreads: release
 ; this work-item's earlier workgroup-scope writes, wait for every wave of the
@@ -37,4 +37,3 @@ define linkonce_odr void @aqueduct_test_workgroup_barrier() #1 {
 
 attributes #0 = { alwaysinline nounwind speculatable willreturn memory(none) }
 attributes #1 = { alwaysinline convergent nounwind willreturn }
-attributes #2 = { convergent nounwind willreturn }
