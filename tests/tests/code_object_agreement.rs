@@ -279,7 +279,7 @@ fn metadata_agrees_with_llvm_readobj_notes() {
     // The device library's six kernels (fill_u32, copy_bytes, saxpy_f32,
     // blit_fill, blit_copy, enqueue_dispatch) on each of the five targets,
     // the simulator's test kernels on gfx90a and gfx942, the memory-model
-    // probes on all five, and the GEMM kernels (gemm_f32_fma) on all five.
+    // probes on all five, and the GEMM kernels on all five.
     let kernels_of = |package: &str| -> usize {
         built_code_objects()
             .iter()
@@ -295,7 +295,11 @@ fn metadata_agrees_with_llvm_readobj_notes() {
     assert!(test_kernels > 2, "the test kernels are missing");
     assert_eq!(probes, 5 * 100, "the memory-model probes");
     let gemm = kernels_of("aqueduct-gemm");
-    assert_eq!(gemm, 5, "the GEMM kernels");
+    assert_eq!(
+        gemm,
+        5 * aqueduct_gemm::fma::KERNELS.len(),
+        "the GEMM kernels"
+    );
     assert_eq!(kernels_seen, 6 * 5 + test_kernels + probes + gemm);
 }
 

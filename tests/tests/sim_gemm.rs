@@ -1,18 +1,59 @@
 //! aqueduct's own GEMM kernels on the simulator (gfx90a and gfx942)
-//! against an f64 CPU reference (issue 18). So far: the FMA fallback,
-//! `gemm_f32_fma`.
+//! against an f64 CPU reference (issue 18). So far: the FMA fallback, for
+//! f32, and f16/bf16 inputs with f16/bf16/f32 output.
 //!
-//! Inputs are small integers, so products and sums are exact in f32 and the
+//! Inputs are small integers, so products and sums are exact in f32 and
+//! every result is exact in the output type (|D| < 256 for bf16): the
 //! comparison is exact; one case of random floats compares within
 //! `2 K u Σ|a b| + u |beta c|` (u = 2^-24, f32 fused multiply-adds in K
 //! order against the exact sum). D is poisoned (and one element past it
 //! checked) before every run; beta = 0 runs with a NaN-poisoned C and
 //! alpha = 0 with NaN-poisoned A and B, which must not reach D.
 
+#![feature(f16)]
+
 use aqueduct_gemm::fma::{THREADS, TILE, TRANSPOSE_A, TRANSPOSE_B};
 use aqueduct_tests::{Args, Rng, Sim, simulated};
 
 const GEMM: &str = "aqueduct-gemm";
+
+/// Element types as stored.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Ty {
+    F32,
+    F16,
+    Bf16,
+}
+
+impl Ty {
+    /// The bits of `v`, which the callers keep exact in the type.
+    fn encode(self, v: f32) -> u32 {
+        match self {
+            Ty::F32 => v.to_bits(),
+            Ty::F16 => u32::from((v as f16).to_bits()),
+            Ty::Bf16 => v.to_bits() >> 16,
+        }
+    }
+
+    fn decode(self, bits: u32) -> f64 {
+        match self {
+            Ty::F32 => f64::from(f32::from_bits(bits)),
+            Ty::F16 => f64::from(f16::from_bits(bits as u16)),
+            Ty::Bf16 => f64::from(f32::from_bits(bits << 16)),
+        }
+    }
+
+    fn bytes(self) -> usize {
+        if self == Ty::F32 { 4 } else { 2 }
+    }
+}
+
+/// Packs elements of `ty` (bits in u32s) into bytes.
+fn pack(ty: Ty, v: &[u32]) -> Vec<u8> {
+    v.iter()
+        .flat_map(|&b| b.to_le_bytes()[..ty.bytes()].to_vec())
+        .collect()
+}
 
 #[derive(Clone, Copy, Debug)]
 struct Case {
@@ -36,9 +77,46 @@ fn span(rows: u32, cols: u32, ld: u32) -> usize {
     (rows - 1) as usize + (cols - 1) as usize * ld as usize + 1
 }
 
-/// Runs one case; `values` draws the inputs.
-fn run(sim: &Sim, c: Case, values: &mut dyn FnMut() -> f32, exact: bool) {
-    let what = format!("{c:?}");
+/// A kernel and its element types.
+#[derive(Clone, Copy, Debug)]
+struct Kernel {
+    name: &'static str,
+    input: Ty,
+    output: Ty,
+}
+
+const KERNELS: [Kernel; 5] = [
+    Kernel {
+        name: "gemm_f32_fma",
+        input: Ty::F32,
+        output: Ty::F32,
+    },
+    Kernel {
+        name: "gemm_f16_fma",
+        input: Ty::F16,
+        output: Ty::F16,
+    },
+    Kernel {
+        name: "gemm_f16_f32_fma",
+        input: Ty::F16,
+        output: Ty::F32,
+    },
+    Kernel {
+        name: "gemm_bf16_fma",
+        input: Ty::Bf16,
+        output: Ty::Bf16,
+    },
+    Kernel {
+        name: "gemm_bf16_f32_fma",
+        input: Ty::Bf16,
+        output: Ty::F32,
+    },
+];
+
+/// Runs one case; `values` draws the inputs (exact in the kernel's types
+/// when `exact`).
+fn run(sim: &Sim, kernel: Kernel, c: Case, values: &mut dyn FnMut() -> f32, exact: bool) {
+    let what = format!("{} {c:?}", kernel.name);
     let (a_rows, a_cols) = if c.trans_a { (c.k, c.m) } else { (c.m, c.k) };
     let (b_rows, b_cols) = if c.trans_b { (c.n, c.k) } else { (c.k, c.n) };
     let (lda, ldb, ldc) = (
@@ -55,23 +133,24 @@ fn run(sim: &Sim, c: Case, values: &mut dyn FnMut() -> f32, exact: bool) {
     ];
     let total = |s: usize| (s * c.batch as usize).max(1);
     let nan_a = c.alpha == 0.0;
-    let a: Vec<f32> = (0..total(strides[0]))
-        .map(|_| if nan_a { f32::NAN } else { values() })
-        .collect();
-    let b: Vec<f32> = (0..total(strides[1]))
-        .map(|_| if nan_a { f32::NAN } else { values() })
-        .collect();
-    let cm: Vec<f32> = (0..total(strides[2]))
-        .map(|_| if c.beta == 0.0 { f32::NAN } else { values() })
-        .collect();
+    let (tin, tout) = (kernel.input, kernel.output);
+    // Drawn, then stored: the reference uses what the kernel reads.
+    let mut draw = |ty: Ty, n: usize, nan: bool| -> Vec<u32> {
+        (0..n)
+            .map(|_| ty.encode(if nan { f32::NAN } else { values() }))
+            .collect()
+    };
+    let a = draw(tin, total(strides[0]), nan_a);
+    let b = draw(tin, total(strides[1]), nan_a);
+    let cm = draw(tout, total(strides[2]), c.beta == 0.0);
     let d_len = total(strides[3]);
-    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
-    let (a_dev, b_dev, c_dev) = (
-        sim.upload(&bits(&a)),
-        sim.upload(&bits(&b)),
-        sim.upload(&bits(&cm)),
-    );
-    let d_dev = sim.poisoned::<u32>(d_len);
+    let mem = sim.d.memory();
+    let up = |ty: Ty, v: &[u32]| mem.alloc_bytes(&pack(ty, v)).expect("alloc");
+    let (a_dev, b_dev, c_dev) = (up(tin, &a), up(tin, &b), up(tout, &cm));
+    let d_dev = match tout {
+        Ty::F32 => sim.poisoned::<u32>(d_len),
+        _ => sim.poisoned::<u16>(d_len),
+    };
     let flags = u32::from(c.trans_a) << TRANSPOSE_A | u32::from(c.trans_b) << TRANSPOSE_B;
     let args = Args::default()
         .u64(a_dev)
@@ -98,23 +177,26 @@ fn run(sim: &Sim, c: Case, values: &mut dyn FnMut() -> f32, exact: bool) {
         c.batch,
     ];
     sim.d
-        .run(
-            &sim.p,
-            "gemm_f32_fma",
-            grid,
-            [THREADS as u16, 1, 1],
-            &args.0,
-        )
+        .run(&sim.p, kernel.name, grid, [THREADS as u16, 1, 1], &args.0)
         .unwrap_or_else(|e| panic!("{}: {e}", sim.at(&what)));
-    let out: Vec<f32> = sim
-        .output::<u32>(d_dev, d_len, &what)
-        .into_iter()
-        .map(f32::from_bits)
-        .collect();
+    let (out, poison): (Vec<u32>, u32) = match tout {
+        Ty::F32 => (
+            sim.output::<u32>(d_dev, d_len, &what),
+            <u32 as aqueduct_tests::Word>::POISON,
+        ),
+        _ => (
+            sim.output::<u16>(d_dev, d_len, &what)
+                .into_iter()
+                .map(u32::from)
+                .collect(),
+            u32::from(<u16 as aqueduct_tests::Word>::POISON),
+        ),
+    };
+    let u = 2f64.powi(-24);
     for bi in 0..c.batch as usize {
         for j in 0..c.n as usize {
             for i in 0..c.m as usize {
-                let (mut exact_sum, mut abs) = (0f64, 0f64);
+                let (mut sum, mut abs) = (0f64, 0f64);
                 if c.alpha != 0.0 {
                     for l in 0..c.k as usize {
                         let av = if c.trans_a {
@@ -127,18 +209,18 @@ fn run(sim: &Sim, c: Case, values: &mut dyn FnMut() -> f32, exact: bool) {
                         } else {
                             b[bi * strides[1] + l + j * ldb as usize]
                         };
-                        exact_sum += f64::from(av) * f64::from(bv);
-                        abs += (f64::from(av) * f64::from(bv)).abs();
+                        let p = tin.decode(av) * tin.decode(bv);
+                        sum += p;
+                        abs += p.abs();
                     }
                 }
                 let cv = if c.beta == 0.0 {
                     0.0
                 } else {
-                    f64::from(cm[bi * strides[2] + i + j * ldc as usize])
+                    tout.decode(cm[bi * strides[2] + i + j * ldc as usize])
                 };
-                let want = f64::from(c.alpha) * exact_sum + f64::from(c.beta) * cv;
-                let got = f64::from(out[bi * strides[3] + i + j * ldd as usize]);
-                let u = 2f64.powi(-24);
+                let want = f64::from(c.alpha) * sum + f64::from(c.beta) * cv;
+                let got = tout.decode(out[bi * strides[3] + i + j * ldd as usize]);
                 let tol = if exact {
                     0.0
                 } else {
@@ -158,15 +240,12 @@ fn run(sim: &Sim, c: Case, values: &mut dyn FnMut() -> f32, exact: bool) {
         for j in 0..(c.n as usize).saturating_sub(1) {
             for i in c.m as usize..ldd as usize {
                 let at = bi * strides[3] + i + j * ldd as usize;
-                if at < d_len {
-                    let poison = <u32 as aqueduct_tests::Word>::POISON;
-                    assert_eq!(
-                        out[at].to_bits(),
-                        poison,
-                        "{}: padding D[{i}, {j}] written",
-                        sim.at(&what)
-                    );
-                }
+                assert_eq!(
+                    out[at],
+                    poison,
+                    "{}: padding D[{i}, {j}] written",
+                    sim.at(&what)
+                );
             }
         }
     }
@@ -174,80 +253,85 @@ fn run(sim: &Sim, c: Case, values: &mut dyn FnMut() -> f32, exact: bool) {
 }
 
 #[test]
-fn fma_f32_gemm_matches_the_cpu_for_every_transpose_and_edge() {
+fn fma_gemm_matches_the_cpu_for_every_type_transpose_and_edge() {
     let mut rng = Rng(0x6E33_F32A);
     for sim in simulated(GEMM) {
-        let mut small = || rng.below(5) as f32 - 2.0;
-        for (trans_a, trans_b) in [(false, false), (false, true), (true, false), (true, true)] {
-            for (m, n, k) in [
-                (1, 1, 1),
-                (7, 5, 3),
-                (64, 64, 16),
-                (65, 66, 9),
-                (127, 131, 61),
-            ] {
-                let case = Case {
-                    m,
-                    n,
-                    k,
-                    trans_a,
-                    trans_b,
-                    pad: 0,
-                    batch: 1,
-                    alpha: 2.0,
-                    beta: -1.0,
-                };
-                run(&sim, case, &mut small, true);
+        for kernel in KERNELS {
+            // In {-1, 0, 1}: every D below 256, exact in bf16 too.
+            let mut small = || rng.below(3) as f32 - 1.0;
+            for (trans_a, trans_b) in [(false, false), (false, true), (true, false), (true, true)] {
+                for (m, n, k) in [
+                    (1, 1, 1),
+                    (7, 5, 3),
+                    (64, 64, 16),
+                    (65, 66, 9),
+                    (127, 131, 61),
+                ] {
+                    let case = Case {
+                        m,
+                        n,
+                        k,
+                        trans_a,
+                        trans_b,
+                        pad: 0,
+                        batch: 1,
+                        alpha: 2.0,
+                        beta: -1.0,
+                    };
+                    run(&sim, kernel, case, &mut small, true);
+                }
             }
+            let base = Case {
+                m: 37,
+                n: 21,
+                k: 9,
+                trans_a: false,
+                trans_b: true,
+                pad: 3,
+                batch: 3,
+                alpha: 1.5,
+                beta: 0.0,
+            };
+            // beta = 0 with NaN in C; larger leading dimensions; batch 3.
+            run(&sim, kernel, base, &mut small, true);
+            // K = 0: D = beta C.
+            run(
+                &sim,
+                kernel,
+                Case {
+                    k: 0,
+                    beta: 2.0,
+                    ..base
+                },
+                &mut small,
+                true,
+            );
+            // alpha = 0 with NaN in A and B.
+            run(
+                &sim,
+                kernel,
+                Case {
+                    alpha: 0.0,
+                    beta: 3.0,
+                    ..base
+                },
+                &mut small,
+                true,
+            );
         }
-        let base = Case {
-            m: 37,
-            n: 21,
-            k: 9,
-            trans_a: false,
-            trans_b: true,
-            pad: 3,
-            batch: 3,
-            alpha: 1.5,
-            beta: 0.0,
-        };
-        // beta = 0 with NaN in C; larger leading dimensions; batch 3.
-        run(&sim, base, &mut small, true);
-        // K = 0: D = beta C.
-        run(
-            &sim,
-            Case {
-                k: 0,
-                beta: 2.0,
-                ..base
-            },
-            &mut small,
-            true,
-        );
-        // alpha = 0 with NaN in A and B.
-        run(
-            &sim,
-            Case {
-                alpha: 0.0,
-                beta: 3.0,
-                ..base
-            },
-            &mut small,
-            true,
-        );
-        // Random floats, within the bound.
+        // Random f32, within the bound.
         let mut floats = || rng.f32() * 2.0 - 1.0;
-        run(
-            &sim,
-            Case {
-                m: 100,
-                n: 70,
-                k: 45,
-                beta: 0.5,
-                ..base
-            },
-            &mut floats,
-            false,
-        );
+        let case = Case {
+            m: 100,
+            n: 70,
+            k: 45,
+            trans_a: true,
+            trans_b: false,
+            pad: 1,
+            batch: 1,
+            alpha: 1.5,
+            beta: 0.5,
+        };
+        run(&sim, KERNELS[0], case, &mut floats, false);
     }
 }

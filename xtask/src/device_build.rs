@@ -86,7 +86,13 @@ pub const DEVICE_CRATES: &[DeviceCrate] = &[
         allow_spills: &[],
         allow_dynamic_stack: &[],
         only_for: &[],
-        launch_bounds: &[("gemm_f32_fma", 256)],
+        launch_bounds: &[
+            ("gemm_f32_fma", 256),
+            ("gemm_f16_fma", 256),
+            ("gemm_f16_f32_fma", 256),
+            ("gemm_bf16_fma", 256),
+            ("gemm_bf16_f32_fma", 256),
+        ],
         no_scratch: true,
     },
     DeviceCrate {

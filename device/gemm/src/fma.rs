@@ -99,46 +99,67 @@ pub fn thread_place(lid: u32) -> (u32, u32) {
     (lid % 16, lid / 16)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// A stored element type: its bits, and the f32 the kernels compute with.
+/// f16 and bf16 widen exactly; f32 narrows to them rounding to nearest
+/// even, as `v_cvt_f16_f32` and a bf16 store do.
+pub trait Element: Copy {
+    fn to_f32(self) -> f32;
+    fn from_f32(v: f32) -> Self;
+}
 
-    #[test]
-    fn the_two_loads_of_all_work_items_cover_each_tile_once() {
-        let mut a = [0u32; (TILE * K_STEP) as usize];
-        let mut b = [0u32; (TILE * K_STEP) as usize];
-        for lid in 0..THREADS {
-            for half in 0..2 {
-                let e = lid + half * THREADS;
-                let (row, k) = a_tile_element(e);
-                a[(k * TILE + row) as usize] += 1;
-                let (k, col) = b_tile_element(e);
-                b[(k * TILE + col) as usize] += 1;
-            }
-        }
-        assert!(a.iter().all(|&n| n == 1) && b.iter().all(|&n| n == 1));
+impl Element for f32 {
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        self
     }
-
-    #[test]
-    fn the_work_items_own_each_element_of_the_tile_once() {
-        let mut d = [0u32; (TILE * TILE) as usize];
-        for lid in 0..THREADS {
-            let (tx, ty) = thread_place(lid);
-            for i in 0..PER_THREAD {
-                for j in 0..PER_THREAD {
-                    d[((ty + 16 * j) * TILE + tx + 16 * i) as usize] += 1;
-                }
-            }
-        }
-        assert!(d.iter().all(|&n| n == 1));
+    #[inline(always)]
+    fn from_f32(v: f32) -> Self {
+        v
     }
+}
 
-    #[test]
-    fn offsets_follow_the_layout() {
-        assert_eq!(offset(Layout::AsIs, 3, 2, 10), 23);
-        assert_eq!(offset(Layout::Transposed, 3, 2, 10), 32);
-        assert_eq!(Layout::from_flag(0b10, TRANSPOSE_B), Layout::Transposed);
-        assert_eq!(Layout::from_flag(0b10, TRANSPOSE_A), Layout::AsIs);
+/// IEEE binary16, as its bits (the conversions are the hardware's on the
+/// device).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct F16(pub u16);
+
+/// bfloat16 (the high half of an f32), as its bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct Bf16(pub u16);
+
+impl Element for Bf16 {
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        f32::from_bits(u32::from(self.0) << 16)
+    }
+    #[inline(always)]
+    fn from_f32(v: f32) -> Self {
+        Bf16(bf16_bits(v))
+    }
+}
+
+/// f32 to bf16 bits, rounding to nearest even; a NaN stays a (quiet) NaN.
+#[inline(always)]
+pub fn bf16_bits(v: f32) -> u16 {
+    let b = v.to_bits();
+    if v.is_nan() {
+        return (b >> 16) as u16 | 0x0040;
+    }
+    let round = 0x7FFF + (b >> 16 & 1);
+    (b.wrapping_add(round) >> 16) as u16
+}
+
+#[cfg(target_arch = "amdgpu")]
+impl Element for F16 {
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        f16::from_bits(self.0) as f32
+    }
+    #[inline(always)]
+    fn from_f32(v: f32) -> Self {
+        F16((v as f16).to_bits())
     }
 }
 
@@ -149,14 +170,18 @@ mod tests {
 /// workgroups of `(256, 1, 1)`. `beta == 0` never reads C and `alpha == 0`
 /// never reads A or B (BLAS semantics: NaNs there do not propagate); K = 0
 /// gives `beta · C`.
+///
+/// The body every element type shares; the `gemm_*_fma` entry points below
+/// instantiate it. A and B are `In`, C and D `Out`; products accumulate in
+/// f32 and the LDS tiles hold f32.
 #[cfg(target_arch = "amdgpu")]
-#[unsafe(no_mangle)]
+#[inline(always)]
 #[allow(clippy::too_many_arguments)]
-pub extern "gpu-kernel" fn gemm_f32_fma(
-    a: *const f32,
-    b: *const f32,
-    c: *const f32,
-    d: *mut f32,
+fn gemm_fma<In: Element, Out: Element>(
+    a: *const In,
+    b: *const In,
+    c: *const Out,
+    d: *mut Out,
     m: u32,
     n: u32,
     k: u32,
@@ -212,7 +237,7 @@ pub extern "gpu-kernel" fn gemm_f32_fma(
             let (r, kg) = (row0 + row, k0 + kk);
             let v = if r < m && kg < k {
                 // SAFETY: (r, kg) is an element of A (r < M, kg < K).
-                unsafe { a.add(offset(la, r, kg, lda) as usize).read() }
+                unsafe { a.add(offset(la, r, kg, lda) as usize).read() }.to_f32()
             } else {
                 0.0
             };
@@ -222,7 +247,7 @@ pub extern "gpu-kernel" fn gemm_f32_fma(
             let (kg, cg) = (k0 + kk, col0 + col);
             let v = if kg < k && cg < n {
                 // SAFETY: (kg, cg) is an element of B (kg < K, cg < N).
-                unsafe { b.add(offset(lb, kg, cg, ldb) as usize).read() }
+                unsafe { b.add(offset(lb, kg, cg, ldb) as usize).read() }.to_f32()
             } else {
                 0.0
             };
@@ -258,11 +283,14 @@ pub extern "gpu-kernel" fn gemm_f32_fma(
         let mut v = alpha * x;
         if beta != 0.0 {
             // SAFETY: (r, cg) is an element of C (r < M, cg < N).
-            let cv = unsafe { c.add(offset(Layout::AsIs, r, cg, ldc) as usize).read() };
+            let cv = unsafe { c.add(offset(Layout::AsIs, r, cg, ldc) as usize).read() }.to_f32();
             v = core::f32::math::mul_add(beta, cv, v);
         }
         // SAFETY: (r, cg) is an element of D.
-        unsafe { d.add(offset(Layout::AsIs, r, cg, ldd) as usize).write(v) };
+        unsafe {
+            d.add(offset(Layout::AsIs, r, cg, ldd) as usize)
+                .write(Out::from_f32(v))
+        };
     };
     unroll4!(i, {
         unroll4!(j, {
@@ -273,4 +301,117 @@ pub extern "gpu-kernel" fn gemm_f32_fma(
             );
         });
     });
+}
+
+/// Defines the kernels: one `gpu-kernel` entry point per (input, output)
+/// type pair, with [`gemm_fma`]'s arguments and launch.
+#[cfg(target_arch = "amdgpu")]
+macro_rules! entry_points {
+    ($($(#[$doc:meta])* $name:ident: $in:ty => $out:ty;)*) => {$(
+        $(#[$doc])*
+        #[unsafe(no_mangle)]
+        #[allow(clippy::too_many_arguments)]
+        pub extern "gpu-kernel" fn $name(
+            a: *const $in,
+            b: *const $in,
+            c: *const $out,
+            d: *mut $out,
+            m: u32,
+            n: u32,
+            k: u32,
+            lda: u32,
+            ldb: u32,
+            ldc: u32,
+            ldd: u32,
+            stride_a: u64,
+            stride_b: u64,
+            stride_c: u64,
+            stride_d: u64,
+            alpha: f32,
+            beta: f32,
+            flags: u32,
+        ) {
+            gemm_fma::<$in, $out>(
+                a, b, c, d, m, n, k, lda, ldb, ldc, ldd, stride_a, stride_b, stride_c,
+                stride_d, alpha, beta, flags,
+            )
+        }
+    )*};
+}
+
+#[cfg(target_arch = "amdgpu")]
+entry_points! {
+    /// f32 in, f32 out.
+    gemm_f32_fma: f32 => f32;
+    /// f16 in, f16 out (f32 accumulation).
+    gemm_f16_fma: F16 => F16;
+    /// f16 in, f32 out.
+    gemm_f16_f32_fma: F16 => f32;
+    /// bf16 in, bf16 out (f32 accumulation).
+    gemm_bf16_fma: Bf16 => Bf16;
+    /// bf16 in, f32 out.
+    gemm_bf16_f32_fma: Bf16 => f32;
+}
+
+/// Every FMA kernel: (name, A/B element bytes, C/D element bytes).
+pub const KERNELS: &[(&str, u32, u32)] = &[
+    ("gemm_f32_fma", 4, 4),
+    ("gemm_f16_fma", 2, 2),
+    ("gemm_f16_f32_fma", 2, 4),
+    ("gemm_bf16_fma", 2, 2),
+    ("gemm_bf16_f32_fma", 2, 4),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_two_loads_of_all_work_items_cover_each_tile_once() {
+        let mut a = [0u32; (TILE * K_STEP) as usize];
+        let mut b = [0u32; (TILE * K_STEP) as usize];
+        for lid in 0..THREADS {
+            for half in 0..2 {
+                let e = lid + half * THREADS;
+                let (row, k) = a_tile_element(e);
+                a[(k * TILE + row) as usize] += 1;
+                let (k, col) = b_tile_element(e);
+                b[(k * TILE + col) as usize] += 1;
+            }
+        }
+        assert!(a.iter().all(|&n| n == 1) && b.iter().all(|&n| n == 1));
+    }
+
+    #[test]
+    fn the_work_items_own_each_element_of_the_tile_once() {
+        let mut d = [0u32; (TILE * TILE) as usize];
+        for lid in 0..THREADS {
+            let (tx, ty) = thread_place(lid);
+            for i in 0..PER_THREAD {
+                for j in 0..PER_THREAD {
+                    d[((ty + 16 * j) * TILE + tx + 16 * i) as usize] += 1;
+                }
+            }
+        }
+        assert!(d.iter().all(|&n| n == 1));
+    }
+
+    #[test]
+    fn bf16_rounds_to_nearest_even() {
+        assert_eq!(bf16_bits(1.0), 0x3F80);
+        // 1 + 2^-8 is a tie: to even (1.0); 1 + 3·2^-8 rounds up.
+        assert_eq!(bf16_bits(1.0 + 2f32.powi(-8)), 0x3F80);
+        assert_eq!(bf16_bits(1.0 + 3.0 * 2f32.powi(-8)), 0x3F82);
+        assert_eq!(bf16_bits(-2.0), 0xC000);
+        assert!(Bf16(bf16_bits(f32::NAN)).to_f32().is_nan());
+        assert_eq!(bf16_bits(f32::INFINITY), 0x7F80);
+    }
+
+    #[test]
+    fn offsets_follow_the_layout() {
+        assert_eq!(offset(Layout::AsIs, 3, 2, 10), 23);
+        assert_eq!(offset(Layout::Transposed, 3, 2, 10), 32);
+        assert_eq!(Layout::from_flag(0b10, TRANSPOSE_B), Layout::Transposed);
+        assert_eq!(Layout::from_flag(0b10, TRANSPOSE_A), Layout::AsIs);
+    }
 }

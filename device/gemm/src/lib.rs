@@ -2,12 +2,13 @@
 //! on RDNA (gfx1100, gfx1201) and an FMA fallback, each described by a
 //! solution catalog so the host can pick one per problem and GPU.
 //!
-//! Kernels so far: [`fma`], the VALU fallback (f32). Each crate kernel is
+//! Kernels so far: [`fma`], the VALU fallback (f32, and f16/bf16 inputs
+//! with f32 accumulation). Each crate kernel is
 //! built with its real launch bound (xtask's `launch_bounds`).
 #![no_std]
 #![cfg_attr(
     target_arch = "amdgpu",
-    feature(abi_gpu_kernel, stdarch_amdgpu, abort_immediate, core_float_math)
+    feature(abi_gpu_kernel, stdarch_amdgpu, abort_immediate, core_float_math, f16)
 )]
 
 pub mod fma;
