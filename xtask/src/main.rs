@@ -28,9 +28,9 @@ commands:
             and list each code object's instructions and whether the
             simulator implements them; fails naming any it does not
   sim-bench   build (profile device) and time fill, copy and a 1 Mi-element
-            saxpy on the simulator on one thread, and AMD's f16 GEMM kernel
-            at 512³ on one and two, checked against the CPU; runs itself as
-            a release build (the numbers mean nothing in debug)
+            saxpy on the simulator on one thread, AMD's f16 GEMM kernel at
+            512³ on one and two, and ours on one, checked against the CPU;
+            runs itself as a release build (the numbers mean nothing in debug)
   hsa-bench   issue 6's benchmarks through the host shim on the simulator's
             HSA runtime (agents gfx942,gfx90a unless AQUEDUCT_SIM_AGENTS
             says otherwise): round trip of an empty kernel, batch
@@ -280,6 +280,12 @@ fn sim_bench_command(args: &[String]) -> Result<(), String> {
         samples.extend(sim_bench::run(target, &bytes)?);
     }
     samples.extend(sim_bench::run_gemm(2)?);
+    let ours = artifacts
+        .iter()
+        .find(|a| a.package == "aqueduct-gemm" && a.gfx == "gfx90a")
+        .ok_or("no aqueduct-gemm code object for gfx90a")?;
+    let bytes = std::fs::read(&ours.path).map_err(|e| format!("{}: {e}", ours.path.display()))?;
+    samples.push(sim_bench::run_our_gemm(&bytes)?);
     print!("{}", sim_bench::format_table(&samples));
     Ok(())
 }

@@ -192,6 +192,117 @@ fn time(
     })
 }
 
+/// aqueduct's own f16 GEMM kernel (`aqueduct-gemm`'s FMA fallback,
+/// `gemm_f16_f32_fma`: f16 in, f32 out) at [`GEMM_SIZE`]³ on one thread,
+/// from `code_object` (gfx90a), checked exactly (inputs in {-1, 0, 1}).
+pub fn run_our_gemm(code_object: &[u8]) -> Result<Sample, String> {
+    const KERNEL: &str = "gemm_f16_f32_fma";
+    let n = GEMM_SIZE as usize;
+    let d = Device::new(Target::Gfx90a);
+    let p = d.load(code_object).map_err(|e| e.to_string())?;
+    let mut rng = Rng(0x0512_F16F);
+    let draw = |rng: &mut Rng| {
+        (0..n * n)
+            .map(|_| rng.below(3) as i64 - 1)
+            .collect::<Vec<_>>()
+    };
+    let (a, b) = (draw(&mut rng), draw(&mut rng));
+    // f16 bits of -1, 0, 1.
+    let f16 = |v: &[i64]| -> Vec<u8> {
+        v.iter()
+            .flat_map(|&x| {
+                match x {
+                    -1 => 0xBC00u16,
+                    0 => 0,
+                    _ => 0x3C00,
+                }
+                .to_le_bytes()
+            })
+            .collect()
+    };
+    let (a_dev, b_dev) = (upload(&d, &f16(&a))?, upload(&d, &f16(&b))?);
+    let c_dev = upload(&d, &vec![0xFF; n * n * 4])?;
+    let d_dev = upload(&d, &vec![0xFF; n * n * 4])?;
+    let mut want = vec![0i64; n * n];
+    for j in 0..n {
+        for l in 0..n {
+            let bv = b[l + j * n];
+            if bv != 0 {
+                for i in 0..n {
+                    want[i + j * n] += a[i + l * n] * bv;
+                }
+            }
+        }
+    }
+    let want: Vec<u8> = want
+        .iter()
+        .flat_map(|&x| (x as f32).to_le_bytes())
+        .collect();
+    let m = GEMM_SIZE;
+    let ld = m.to_le_bytes();
+    let stride = (u64::from(m) * u64::from(m)).to_le_bytes();
+    let ka = kernargs(
+        &p,
+        KERNEL,
+        &[
+            &a_dev.to_le_bytes(),
+            &b_dev.to_le_bytes(),
+            &c_dev.to_le_bytes(),
+            &d_dev.to_le_bytes(),
+            &ld,
+            &ld,
+            &ld,
+            &ld,
+            &ld,
+            &ld,
+            &ld,
+            &stride,
+            &stride,
+            &stride,
+            &stride,
+            &1f32.to_le_bytes(),
+            &0f32.to_le_bytes(),
+            &0u32.to_le_bytes(),
+        ],
+    )?;
+    let poison = vec![0xFF; n * n * 4];
+    let grid = [m.div_ceil(64) * 256, m.div_ceil(64), 1];
+    let mut times = Vec::new();
+    let mut cpu_times = Some(Vec::new());
+    let mut stats = Stats::default();
+    for _ in 0..RUNS {
+        d.memory()
+            .write_bytes(d_dev, &poison)
+            .map_err(|e| e.to_string())?;
+        let cpu_started = thread_cpu_time();
+        let started = Instant::now();
+        stats = d
+            .run(&p, KERNEL, grid, [256, 1, 1], &ka)
+            .map_err(|e| format!("gfx90a {KERNEL}: {e}"))?;
+        times.push(started.elapsed());
+        cpu_times = cpu_times
+            .zip(cpu_started.zip(thread_cpu_time()))
+            .map(|(mut v, (from, to))| {
+                v.push(to.saturating_sub(from));
+                v
+            });
+        first_difference(&download(&d, d_dev, n * n * 4)?, &want, 4)
+            .map_err(|e| format!("gfx90a {KERNEL}: wrong result: {e}"))?;
+    }
+    for a in [a_dev, b_dev, c_dev, d_dev] {
+        let _ = d.memory().free(a);
+    }
+    Ok(Sample {
+        gfx: "gfx90a",
+        kernel: "ours_f16",
+        threads: 1,
+        elements: n * n,
+        times,
+        cpu_times,
+        stats,
+    })
+}
+
 /// AMD's f16 GEMM kernel (`crate::tensile_gemm`) at [`GEMM_SIZE`]³ on
 /// gfx90a, on one host thread and on `threads`, checked exactly against
 /// the CPU after every run. The kernel comes from rocBLAS's Debian package
