@@ -78,8 +78,8 @@ impl Device {
     }
 
     /// Strict mode (see [`memory`]): any access past the bytes an
-    /// allocation asked for, and any LDS access beyond the workgroup's
-    /// allocation, is a fault.
+    /// allocation asked for, and any LDS access beyond the kernel's group
+    /// segment, is a fault.
     pub fn strict(self) -> Self {
         self.memory.set_strict(true);
         self

@@ -11,9 +11,8 @@
 //! What faults, as on the hardware: a GPU maps memory in whole pages, and
 //! ROCr hands out allocations in 4 KiB granules (its pools report
 //! `RUNTIME_ALLOC_GRANULE` 4096), so an access a few bytes past the end of
-//! a buffer reads or writes mapped memory and does not fault; compiler-
-//! written kernels rely on that (over-reads at tile edges whose values they
-//! then discard). [`Memory::alloc`] therefore maps the request rounded up
+//! a buffer reads or writes mapped memory and does not fault.
+//! [`Memory::alloc`] therefore maps the request rounded up
 //! to [`PAGE`], page-aligned, and fills the tail past the requested size
 //! with [`TAIL_POISON`] (a NaN as f32, f64 and in the high half as f16), so
 //! no test can rely on what it reads there. Only an access outside every
@@ -21,8 +20,8 @@
 //!
 //! Strict mode ([`Memory::set_strict`], `Device::strict`, or
 //! `AQUEDUCT_SIM_STRICT=1` for the HSA runtime) narrows every allocation to
-//! the bytes requested, and makes an LDS access beyond the workgroup's
-//! allocation a fault instead of the hardware's zero read or dropped write
+//! the bytes requested, and makes an LDS access beyond the group segment a
+//! fault instead of the hardware's zero read or dropped write
 //! (see `exec::ds`): for debugging our own kernels, where any access past
 //! the requested size is a bug even when the hardware would not notice.
 //!

@@ -5,6 +5,9 @@
 //! It is a library so the test crate's build script can run the very same
 //! device build (without the command-line front end, feature `cli`).
 
+// The GEMM checks read and write f16 with Rust's own (nightly) `f16`.
+#![feature(f16)]
+
 pub mod atomics_ir;
 #[cfg(feature = "catalog")]
 pub mod catalog_bench;

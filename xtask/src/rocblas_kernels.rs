@@ -9,17 +9,18 @@
 //! of code, so [`extract`] writes a new code object with only the chosen
 //! kernels: each kernel's note copied as it is, its 64-byte kernel
 //! descriptor (with the entry offset moved to where its code now lies), and
-//! its code from its entry symbol to the next kernel's (Tensile's kernels
-//! are self-contained: branches are pc-relative and there is no data
-//! besides the descriptor). Which kernels: `crate::tensile_gemm::KERNELS`.
-//! The result has what `aqueduct_abi::code_object`
-//! and the simulator read: two `PT_LOAD` segments (descriptors, code), a
+//! its code from its entry symbol to the next kernel's. That is enough for
+//! the kernels kept (`crate::tensile_gemm::KERNELS`), whose branches are
+//! pc-relative and which read no data but their descriptor: the test
+//! `sim_rocblas` runs each of them; another kernel may need more. The
+//! result has what `aqueduct_abi::code_object` and the simulator read: two
+//! `PT_LOAD` segments (descriptors, code), a
 //! `PT_NOTE` segment, a symbol table and section headers.
 
 use std::collections::BTreeMap;
 
-use aqueduct_abi::code_object::CodeObject;
 use aqueduct_abi::code_object::metadata::Metadata;
+use aqueduct_abi::code_object::{self, CodeObject, NT_AMDGPU_METADATA};
 
 /// Where a kernel's code starts relative to the text segment: kernels are
 /// 256-byte aligned in the package, and stay so.
@@ -39,17 +40,6 @@ const SHF_EXECINSTR: u64 = 4;
 const STB_GLOBAL: u8 = 1;
 const STT_OBJECT: u8 = 1;
 const STT_FUNC: u8 = 2;
-const NT_AMDGPU_METADATA: u32 = 32;
-
-fn u16_at(b: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes([b[at], b[at + 1]])
-}
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes(b[at..at + 4].try_into().expect("4 bytes"))
-}
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
-}
 
 /// One kernel as it is copied.
 struct Piece {
@@ -63,41 +53,13 @@ struct Piece {
     descriptor_address: u64,
 }
 
-/// The `NT_AMDGPU_METADATA` descriptors of `bytes`' notes with the kernel
-/// each names, from its `PT_NOTE` segments.
+/// The `NT_AMDGPU_METADATA` descriptors of `bytes`, by the kernel each
+/// names.
 fn kernel_notes(bytes: &[u8]) -> Result<BTreeMap<String, Vec<u8>>, String> {
-    let phoff = u64_at(bytes, 32) as usize;
-    let phnum = u16_at(bytes, 56) as usize;
     let mut out = BTreeMap::new();
-    for p in 0..phnum {
-        let ph = phoff + 56 * p;
-        if u32_at(bytes, ph) != PT_NOTE {
-            continue;
-        }
-        let (offset, size) = (
-            u64_at(bytes, ph + 8) as usize,
-            u64_at(bytes, ph + 32) as usize,
-        );
-        let area = bytes
-            .get(offset..offset + size)
-            .ok_or("a note segment runs past the file")?;
-        let mut at = 0;
-        while at + 12 <= area.len() {
-            let (namesz, descsz, ty) = (
-                u32_at(area, at) as usize,
-                u32_at(area, at + 4) as usize,
-                u32_at(area, at + 8),
-            );
-            let desc = at + 12 + namesz.next_multiple_of(4);
-            let end = desc + descsz;
-            let d = area.get(desc..end).ok_or("a note runs past its segment")?;
-            if ty == NT_AMDGPU_METADATA {
-                let one = Metadata::from_note(d).map_err(|e| e.to_string())?;
-                for k in one.kernels {
-                    out.insert(k.name, d.to_vec());
-                }
-            }
-            at = end.next_multiple_of(4);
+    for d in code_object::metadata_notes(bytes).map_err(|e| e.to_string())? {
+        for k in Metadata::from_note(d).map_err(|e| e.to_string())?.kernels {
+            out.insert(k.name, d.to_vec());
         }
     }
     Ok(out)

@@ -145,51 +145,60 @@ fn kernargs(program: &Program, kernel: &str, values: &[&[u8]]) -> Result<Vec<u8>
     Ok(out)
 }
 
-/// Runs `kernel` [`RUNS`] times, calling `prepare` before and `verify`
-/// after each run (both untimed).
+/// Runs `kernel` [`RUNS`] times over [`ELEMENTS`] work-items, calling
+/// `prepare` before and `verify` after each run (both untimed).
 fn time(
     d: &Device,
     program: &Program,
     kernel: &'static str,
     ka: &[u8],
+    prepare: impl FnMut() -> Result<(), String>,
+    verify: impl FnMut() -> Result<(), String>,
+) -> Result<Sample, String> {
+    let grid = [ELEMENTS as u32, 1, 1];
+    let run = || {
+        d.run(program, kernel, grid, [WORKGROUP, 1, 1], ka)
+            .map_err(|e| e.to_string())
+    };
+    let sample = Sample {
+        gfx: d.target.name(),
+        kernel,
+        threads: 1,
+        elements: ELEMENTS,
+        times: Vec::new(),
+        cpu_times: None,
+        stats: Stats::default(),
+    };
+    timed_runs(sample, prepare, run, verify)
+}
+
+/// Fills `sample`'s times and stats from [`RUNS`] runs of `run`, each
+/// between an untimed `prepare` and `verify`. CPU time is the calling
+/// thread's, so it is kept only for one-thread samples.
+fn timed_runs(
+    mut sample: Sample,
     mut prepare: impl FnMut() -> Result<(), String>,
+    mut run: impl FnMut() -> Result<Stats, String>,
     mut verify: impl FnMut() -> Result<(), String>,
 ) -> Result<Sample, String> {
-    let gfx = d.target.name();
-    let mut times = Vec::new();
-    let mut cpu_times = Some(Vec::new());
-    let mut stats = Stats::default();
+    let what = format!("{} {}", sample.gfx, sample.kernel);
+    let mut cpu_times = (sample.threads == 1).then(Vec::new);
     for _ in 0..RUNS {
         prepare()?;
         let cpu_started = thread_cpu_time();
         let started = Instant::now();
-        stats = d
-            .run(
-                program,
-                kernel,
-                [ELEMENTS as u32, 1, 1],
-                [WORKGROUP, 1, 1],
-                ka,
-            )
-            .map_err(|e| format!("{gfx} {kernel}: {e}"))?;
-        times.push(started.elapsed());
+        sample.stats = run().map_err(|e| format!("{what}: {e}"))?;
+        sample.times.push(started.elapsed());
         cpu_times = cpu_times
             .zip(cpu_started.zip(thread_cpu_time()))
             .map(|(mut v, (from, to))| {
                 v.push(to.saturating_sub(from));
                 v
             });
-        verify().map_err(|e| format!("{gfx} {kernel}: wrong result: {e}"))?;
+        verify().map_err(|e| format!("{what}: wrong result: {e}"))?;
     }
-    Ok(Sample {
-        gfx,
-        kernel,
-        threads: 1,
-        elements: ELEMENTS,
-        times,
-        cpu_times,
-        stats,
-    })
+    sample.cpu_times = cpu_times;
+    Ok(sample)
 }
 
 /// aqueduct's own f16 GEMM kernel (`aqueduct-gemm`'s FMA fallback,
@@ -207,17 +216,9 @@ pub fn run_our_gemm(code_object: &[u8]) -> Result<Sample, String> {
             .collect::<Vec<_>>()
     };
     let (a, b) = (draw(&mut rng), draw(&mut rng));
-    // f16 bits of -1, 0, 1.
     let f16 = |v: &[i64]| -> Vec<u8> {
         v.iter()
-            .flat_map(|&x| {
-                match x {
-                    -1 => 0xBC00u16,
-                    0 => 0,
-                    _ => 0x3C00,
-                }
-                .to_le_bytes()
-            })
+            .flat_map(|&x| (x as f16).to_bits().to_le_bytes())
             .collect()
     };
     let (a_dev, b_dev) = (upload(&d, &f16(&a))?, upload(&d, &f16(&b))?);
@@ -267,40 +268,32 @@ pub fn run_our_gemm(code_object: &[u8]) -> Result<Sample, String> {
     )?;
     let poison = vec![0xFF; n * n * 4];
     let grid = [m.div_ceil(64) * 256, m.div_ceil(64), 1];
-    let mut times = Vec::new();
-    let mut cpu_times = Some(Vec::new());
-    let mut stats = Stats::default();
-    for _ in 0..RUNS {
-        d.memory()
-            .write_bytes(d_dev, &poison)
-            .map_err(|e| e.to_string())?;
-        let cpu_started = thread_cpu_time();
-        let started = Instant::now();
-        stats = d
-            .run(&p, KERNEL, grid, [256, 1, 1], &ka)
-            .map_err(|e| format!("gfx90a {KERNEL}: {e}"))?;
-        times.push(started.elapsed());
-        cpu_times = cpu_times
-            .zip(cpu_started.zip(thread_cpu_time()))
-            .map(|(mut v, (from, to))| {
-                v.push(to.saturating_sub(from));
-                v
-            });
-        first_difference(&download(&d, d_dev, n * n * 4)?, &want, 4)
-            .map_err(|e| format!("gfx90a {KERNEL}: wrong result: {e}"))?;
-    }
-    for a in [a_dev, b_dev, c_dev, d_dev] {
-        let _ = d.memory().free(a);
-    }
-    Ok(Sample {
+    let sample = Sample {
         gfx: "gfx90a",
         kernel: "ours_f16",
         threads: 1,
         elements: n * n,
-        times,
-        cpu_times,
-        stats,
-    })
+        times: Vec::new(),
+        cpu_times: None,
+        stats: Stats::default(),
+    };
+    let sample = timed_runs(
+        sample,
+        || {
+            d.memory()
+                .write_bytes(d_dev, &poison)
+                .map_err(|e| e.to_string())
+        },
+        || {
+            d.run(&p, KERNEL, grid, [256, 1, 1], &ka)
+                .map_err(|e| e.to_string())
+        },
+        || first_difference(&download(&d, d_dev, n * n * 4)?, &want, 4),
+    );
+    for a in [a_dev, b_dev, c_dev, d_dev] {
+        let _ = d.memory().free(a);
+    }
+    sample
 }
 
 /// AMD's f16 GEMM kernel (`crate::tensile_gemm`) at [`GEMM_SIZE`]³ on
@@ -327,34 +320,23 @@ pub fn run_gemm(threads: usize) -> Result<Vec<Sample>, String> {
         let d = Device::new(Target::Gfx90a).with_threads(t);
         let p = d.load(&bytes).map_err(|e| e.to_string())?;
         let case = crate::tensile_gemm::Case::new(&d, &p, kernel, problem, &mut Rng(0x6E33_0512))?;
-        let mut times = Vec::new();
-        let mut cpu_times = Some(Vec::new());
-        let mut stats = Stats::default();
-        for _ in 0..RUNS {
-            case.poison(&d)?;
-            let cpu_started = thread_cpu_time();
-            let started = Instant::now();
-            stats = case.run(&d, &p)?;
-            times.push(started.elapsed());
-            cpu_times =
-                cpu_times
-                    .zip(cpu_started.zip(thread_cpu_time()))
-                    .map(|(mut v, (from, to))| {
-                        v.push(to.saturating_sub(from));
-                        v
-                    });
-            case.check(&d)?;
-        }
-        case.free(&d);
-        out.push(Sample {
+        let sample = Sample {
             gfx: "gfx90a",
             kernel: "gemm_f16",
             threads: t,
             elements: (n * n) as usize,
-            times,
-            cpu_times: if t == 1 { cpu_times } else { None },
-            stats,
-        });
+            times: Vec::new(),
+            cpu_times: None,
+            stats: Stats::default(),
+        };
+        let sample = timed_runs(
+            sample,
+            || case.poison(&d),
+            || case.run(&d, &p),
+            || case.check(&d),
+        );
+        case.free(&d);
+        out.push(sample?);
     }
     Ok(out)
 }

@@ -51,7 +51,7 @@ impl Ty {
             Ty::I8 => out.push(v as i8 as u8),
             // bf16 is the high half of the f32.
             Ty::Bf16 => out.extend_from_slice(&(((v as f32).to_bits() >> 16) as u16).to_le_bytes()),
-            Ty::F16 => out.extend_from_slice(&f16_of_integer(v).to_le_bytes()),
+            Ty::F16 => out.extend_from_slice(&(v as f16).to_bits().to_le_bytes()),
         }
     }
 
@@ -65,34 +65,8 @@ impl Ty {
                 let h = u16::from_le_bytes([b[0], b[1]]);
                 f64::from(f32::from_bits(u32::from(h) << 16))
             }
-            Ty::F16 => f16_value(u16::from_le_bytes([b[0], b[1]])),
+            Ty::F16 => f64::from(f16::from_bits(u16::from_le_bytes([b[0], b[1]]))),
         }
-    }
-}
-
-/// IEEE binary16 bits of an integer of magnitude below 2048 (exact).
-fn f16_of_integer(v: i64) -> u16 {
-    let sign = if v < 0 { 0x8000 } else { 0 };
-    let m = v.unsigned_abs();
-    assert!(m < 2048, "{v} is not exact in f16");
-    if m == 0 {
-        return sign;
-    }
-    let e = 63 - m.leading_zeros() as u64; // 2^e <= m < 2^(e+1)
-    let frac = (m << (10 - e)) & 0x3FF;
-    sign | ((e + 15) << 10) as u16 | frac as u16
-}
-
-/// The value of IEEE binary16 bits (normal, subnormal, zero, inf, NaN).
-fn f16_value(h: u16) -> f64 {
-    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
-    let e = i32::from(h >> 10 & 0x1F);
-    let f = f64::from(h & 0x3FF);
-    sign * match e {
-        0 => f * 2f64.powi(-24),
-        31 if f == 0.0 => f64::INFINITY,
-        31 => f64::NAN,
-        _ => (1.0 + f / 1024.0) * 2f64.powi(e - 15),
     }
 }
 

@@ -206,6 +206,24 @@ fn int_array<const N: usize>(d: &mut Decoder<'_>, min: usize) -> Result<([i64; N
     Ok((out, n as u8))
 }
 
+/// The keys a `sizeMapping` must have (Tensile's `SizeMapping`), in the
+/// order the decoder's bit set numbers them.
+pub(crate) const SIZE_MAPPING_KEYS: [&str; 13] = [
+    "workGroup",
+    "threadTile",
+    "macroTile",
+    "staggerU",
+    "depthU",
+    "globalSplitU",
+    "staggerStrideShift",
+    "workGroupMapping",
+    "persistentKernel",
+    "persistentKernelAlongBatch",
+    "sourceKernel",
+    "globalAccumulation",
+    "workspaceSizePerElemC",
+];
+
 impl SizeMapping {
     fn decode(d: &mut Decoder<'_>) -> Result<Self> {
         let len = d.map_len()?;
@@ -214,21 +232,7 @@ impl SizeMapping {
             ..SizeMapping::default()
         };
         let mut seen = 0u32;
-        const REQUIRED: [&str; 13] = [
-            "workGroup",
-            "threadTile",
-            "macroTile",
-            "staggerU",
-            "depthU",
-            "globalSplitU",
-            "staggerStrideShift",
-            "workGroupMapping",
-            "persistentKernel",
-            "persistentKernelAlongBatch",
-            "sourceKernel",
-            "globalAccumulation",
-            "workspaceSizePerElemC",
-        ];
+        const REQUIRED: [&str; 13] = SIZE_MAPPING_KEYS;
         fields(d, len, |d, k| {
             if let Some(bit) = REQUIRED.iter().position(|r| *r == k) {
                 seen |= 1 << bit;

@@ -271,6 +271,13 @@ pub struct LoadSegment {
 /// [`crate::ABI_VERSION`] it was built against (a `u32` in read-only data).
 pub const ABI_VERSION_SYMBOL: &str = "aqueduct_abi_version";
 
+/// The descriptors of every `NT_AMDGPU_METADATA` note of the code object
+/// `bytes`, in file order: one per object a linker joined (see
+/// [`CodeObject::parse`]); each reads with `metadata::Metadata::from_note`.
+pub fn metadata_notes(bytes: &[u8]) -> Result<Vec<&[u8]>, CodeObjectError> {
+    Elf::parse(bytes)?.metadata_notes()
+}
+
 impl CodeObject {
     /// Parses and validates a code object held in memory.
     pub fn parse(bytes: &[u8]) -> Result<Self, CodeObjectError> {

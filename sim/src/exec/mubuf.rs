@@ -40,10 +40,10 @@
 //! SOFFSET in the check they read up to (DepthU − 1) × lda × 4 bytes past
 //! the end of A (megabytes for a large lda), which would fault on the
 //! hardware for exactly sized allocations, yet rocBLAS runs such problems.
-//! gem5's Vega/MI200 model, written by AMD Research, checks
-//! `buffer_offset >= num_records - soffset` (op_encodings.hh
-//! `Inst_MUBUF::calcAddr`), and authors of gfx950 kernels report that
-//! SOFFSET counts. So a raw buffer access is out of range when
+//! gem5's Vega/MI200 model checks `buffer_offset >= num_records - soffset`
+//! (op_encodings.hh `Inst_MUBUF::calcAddr`), and a comment in a public
+//! gfx950 kernel says SOFFSET is included in the bounds check there. No
+//! hardware run here confirms it. So a raw buffer access is out of range when
 //! `SOFFSET + InstOffset + vgpr_offset (+ 4k) >= NUM_RECORDS`; the test
 //! `sim_rocblas` runs that kernel with exactly sized buffers at odd sizes.
 //! Structured buffers keep the ISA's index check.

@@ -650,24 +650,20 @@ mod tests {
             e.extend(extra);
             map(e)
         };
-        let mut sm: Vec<(&str, Value)> = [
-            "staggerU",
-            "depthU",
-            "globalSplitU",
-            "staggerStrideShift",
-            "workGroupMapping",
-            "persistentKernel",
-            "globalAccumulation",
-            "workspaceSizePerElemC",
-        ]
-        .into_iter()
-        .map(|k| (k, Value::UInt(1)))
-        .collect();
-        for k in ["workGroup", "threadTile", "macroTile"] {
-            sm.push((k, Value::Array(vec![Value::UInt(1); 3])));
-        }
-        sm.push(("persistentKernelAlongBatch", Value::Bool(false)));
-        sm.push(("sourceKernel", Value::Bool(false)));
+        // Every key a size mapping needs: arrays, flags, else 1.
+        let sm: Vec<(&str, Value)> = crate::solution::SIZE_MAPPING_KEYS
+            .into_iter()
+            .map(|k| {
+                let v = match k {
+                    "workGroup" | "threadTile" | "macroTile" => {
+                        Value::Array(vec![Value::UInt(1); 3])
+                    }
+                    "persistentKernelAlongBatch" | "sourceKernel" => Value::Bool(false),
+                    _ => Value::UInt(1),
+                };
+                (k, v)
+            })
+            .collect();
         map(vec![
             ("name", s(&format!("k{index}"))),
             ("index", Value::UInt(index)),
