@@ -1,10 +1,11 @@
 //! A fixed benchmark of the simulator: how fast it runs aqueduct's own
-//! kernels on one host thread, and one of AMD's GEMM kernels (MFMA-heavy)
-//! on one and on two.
+//! kernels on one host thread (saxpy, fill, copy, and our f16 GEMM), and one
+//! of AMD's GEMM kernels (MFMA-heavy) on one and on two.
 //!
 //! The simulator's speed decides how large the tests can be, so it has a
 //! target: a 1,048,576-element `saxpy_f32` on gfx942 (16,384 wave64s) in at
-//! most [`SAXPY_TARGET_SECONDS`] on one core. Each dispatch here runs a few
+//! most [`SAXPY_TARGET_SECONDS`] on one core, and AMD's f16 GEMM at 512³ in
+//! at most [`GEMM_TARGET_SECONDS`]. Each dispatch here runs a few
 //! times on fresh inputs and is checked against a CPU reference every time,
 //! so a broken run (a fault, a skipped element) cannot pass for a fast one.
 //!
