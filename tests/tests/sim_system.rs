@@ -13,11 +13,13 @@
 //! with a memory fault carrying the address, and host memory at a wild
 //! global address stays as it was.
 
+use aqueduct_abi::aql::KernelDispatchPacket;
 use aqueduct_sim::exec::Event;
 use aqueduct_sim::memory::TAIL_POISON;
 use aqueduct_sim::wave::PRIVATE_APERTURE_HI;
 use aqueduct_sim::{Fault, Space};
 use aqueduct_tests::{Args, Rng, TEST_KERNELS, Word, assert_same, simulated};
+use zerocopy::{FromZeros, IntoBytes};
 
 // ---------------------------------------------------------------------------
 // What the kernels and the ISA fix
@@ -35,6 +37,14 @@ const MSG_INTERRUPT: u16 = 1;
 /// Bytes of LDS `lds_read_at` has: the 1024-u32 array of
 /// `tests/kernels/llvm/workgroup.ll`.
 const LDS_BYTES: u32 = 4096;
+
+/// What `lds_read_at` writes at its `mark_address` (`system::LDS_MARK`).
+const LDS_MARK: u32 = 0x600D_F00D;
+
+/// The LDS allocation granule of gfx90a and gfx942 (CDNA2/CDNA3 ISA
+/// §3.6.5 "LDS Allocation and Clamping": blocks of 512 bytes; AMDGPUUsage,
+/// COMPUTE_PGM_RSRC2 GRANULATED_LDS_SIZE in units of 128 dwords).
+const LDS_GRANULE: u32 = 512;
 
 // ---------------------------------------------------------------------------
 // Calls
@@ -470,7 +480,7 @@ fn lds_read_past_the_group_segment_reads_zero_and_faults_in_strict_mode() {
         // written by work-item 1023.
         for (address, wg, want) in [(800, 256, 601), (LDS_BYTES - 4, 1024, 1023 * 3 + 1)] {
             let what = format!("lds_read_at {address}");
-            let args = Args::default().u64(dst).u64(len as u64).u32(address);
+            let args = Args::default().u64(dst).u64(len as u64).u32(address).u32(0);
             sim.run("lds_read_at", (1024, wg), &args);
             assert_same(
                 &sim.output::<u32>(dst, len, &what),
@@ -483,7 +493,7 @@ fn lds_read_past_the_group_segment_reads_zero_and_faults_in_strict_mode() {
         // have, and where AMD's f64 GEMM kernels read their zeros.
         for address in [LDS_BYTES, 0xFFFC, 0xF0_0000] {
             let what = format!("lds_read_at {address:#x}");
-            let args = Args::default().u64(dst).u64(len as u64).u32(address);
+            let args = Args::default().u64(dst).u64(len as u64).u32(address).u32(0);
             sim.run("lds_read_at", (1024, 256), &args);
             assert_same(
                 &sim.output::<u32>(dst, len, &what),
@@ -501,6 +511,80 @@ fn lds_read_past_the_group_segment_reads_zero_and_faults_in_strict_mode() {
             };
             assert_eq!(report.fault, want, "{}", sim.at(&what));
             assert_eq!((report.workgroup, report.wave), ([0, 0, 0], 0));
+        }
+        sim.free(&[dst]);
+    }
+}
+
+/// The hardware allocates a workgroup's LDS in whole granules, so an
+/// access past the group segment but inside its last granule is in range
+/// (writes land, reads see them); past the granule a write is dropped and
+/// a read gives 0 (CDNA3 ISA §3.6.1). Strict mode keeps the segment's
+/// exact size. A launch asks for 4 bytes beyond the kernel's 4 KiB
+/// (`group_segment_size` 4100), so the allocation is 4608 bytes.
+#[test]
+fn lds_past_the_group_segment_inside_its_granule_is_in_range() {
+    for sim in simulated(TEST_KERNELS) {
+        assert_eq!(sim.d.target.gfx().lds_granule, LDS_GRANULE);
+        let kernel = sim.p.kernel("lds_read_at").expect("lds_read_at");
+        let len = 64;
+        let dst = sim.poisoned::<u32>(len);
+        let allocated = (LDS_BYTES + 4).next_multiple_of(LDS_GRANULE);
+        assert_eq!(allocated, 4608);
+        let run = |address: u32| {
+            let args = Args::default()
+                .u64(dst)
+                .u64(len as u64)
+                .u32(address)
+                .u32(address);
+            let kernargs = aqueduct_tests::upload(&sim.d, &args.0);
+            // The kernel reads its workgroup size from the packet.
+            let mut packet = KernelDispatchPacket::new_zeroed();
+            packet.setup = 1;
+            (packet.workgroup_size_x, packet.workgroup_size_y) = (64, 1);
+            packet.workgroup_size_z = 1;
+            (packet.grid_size_x, packet.grid_size_y, packet.grid_size_z) = (64, 1, 1);
+            packet.group_segment_size = LDS_BYTES + 4;
+            packet.kernarg_address = kernargs;
+            let at = aqueduct_tests::upload(&sim.d, packet.as_bytes());
+            let launch = aqueduct_sim::Launch::from_packet(&packet, at);
+            let r = aqueduct_sim::dispatch::run(&sim.p, kernel, &launch, 1);
+            sim.free(&[kernargs, at]);
+            r
+        };
+        // In the last granule, past the 4100 bytes asked for; its last
+        // dword; the first dword past the allocation.
+        for (address, want) in [
+            (LDS_BYTES + 256, LDS_MARK),
+            (allocated - 4, LDS_MARK),
+            (allocated, 0),
+        ] {
+            let what = format!("lds_read_at {address} with 4100 bytes of LDS");
+            sim.repoison::<u32>(dst, len);
+            run(address).unwrap_or_else(|e| panic!("{}: {e}", sim.at(&what)));
+            assert_same(
+                &sim.output::<u32>(dst, len, &what),
+                &[want; 64],
+                &sim.at(&what),
+            );
+        }
+        // Strict: the first write past the 4100 bytes faults.
+        sim.d.memory().set_strict(true);
+        let r = run(LDS_BYTES + 4);
+        sim.d.memory().set_strict(false);
+        match r {
+            Err(aqueduct_sim::DispatchError::Fault(report)) => assert_eq!(
+                report.fault,
+                Fault::Memory {
+                    space: Space::Lds,
+                    address: u64::from(LDS_BYTES + 4),
+                    size: 4,
+                    write: true,
+                },
+                "{}",
+                sim.at("strict")
+            ),
+            other => panic!("{}: {other:?}, want an LDS fault", sim.at("strict")),
         }
         sim.free(&[dst]);
     }

@@ -89,9 +89,20 @@
 //! range masks the lane ("does NOT return a memory violation", §3.11), a
 //! fault in strict mode.
 //!
+//! The byte and short loads to LDS (`buffer_load_ubyte/sbyte/ushort/sshort
+//! ... lds`) use the same per-lane LDS address, `4 * lane` apart ("for
+//! sizes up to 4 bytes", LLVM's AMDGPUDMAOperations, GFX9 LDS DMA), and
+//! write the data's own size, 1 or 2 bytes, to LDS: the ISA text does not
+//! say what a byte or short DMA writes, and LLVM models the operation as a
+//! load and a store of "data byte size: 1/2/4" (its LDS memory operand has
+//! that size). The other bytes of the lane's dword keep their value, so
+//! the signed and unsigned forms write the same bytes. A kernel that read
+//! those other bytes back would depend on what the model leaves open; no
+//! code object we know of does.
+//!
 //! Not implemented (no executor, or a fault when the bits ask for it): the
-//! byte, short and `format_x` loads to LDS (whether they write a byte, a
-//! short or a dword to LDS is not stated) and `buffer_store_lds_dword`,
+//! `format_x` and multi-dword loads to LDS (the latter exist from gfx950,
+//! which the simulator does not model) and `buffer_store_lds_dword`,
 //! MUBUF `buffer_*_format_*` (they need
 //! the V#'s formats and DST_SEL swizzles), the d16 `tbuffer` forms, and
 //! MTBUF formats other than 32-bit UINT/SINT/FLOAT components. Cache
@@ -402,15 +413,20 @@ fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
     w.write_regs(i.vdst, acc, &out[..dwords], exec)
 }
 
-/// `buffer_load_dword ... lds`: each lane in EXEC reads its dword by the
-/// buffer rules (0 out of range) and writes it to LDS at
-/// `M0[15:0] + OFFSET + 4 * lane`; no VGPR is written (module doc).
+/// `buffer_load_{dword,ubyte,sbyte,ushort,sshort} ... lds`: each lane in
+/// EXEC reads its 4, 1 or 2 bytes by the buffer rules (0 out of range) and
+/// writes that many bytes to LDS at `M0[15:0] + OFFSET + 4 * lane`; no
+/// VGPR is written (module doc).
 fn load_to_lds(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
-    if !matches!(put, Put::Dwords(1)) {
-        return Err(Fault::Unimplemented {
-            mnemonic: i.mnemonic,
-        });
-    }
+    let size = match put {
+        Put::Dwords(1) => 4,
+        Put::Extend { size, .. } => size,
+        _ => {
+            return Err(Fault::Unimplemented {
+                mnemonic: i.mnemonic,
+            });
+        }
+    };
     let exec = w.exec();
     let buf = Buffer::of(w, i)?;
     let va = vaddr(w, i)?;
@@ -420,13 +436,13 @@ fn load_to_lds(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
     // Strict mode: every lane's LDS place checked before any is written.
     if let Some(l) = lanes
         .clone()
-        .find(|&l| base + 4 * l as u64 + 4 > ctx.lds.len() as u64)
+        .find(|&l| base + 4 * l as u64 + u64::from(size) > ctx.lds.len() as u64)
         && strict
     {
         return Err(Fault::Memory {
             space: Space::Lds,
             address: base + 4 * l as u64,
-            size: 4,
+            size: u64::from(size),
             write: true,
         });
     }
@@ -435,7 +451,7 @@ fn load_to_lds(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
         let lane = buf.lane(&va, i, l);
         let mut v = 0;
         if buf.in_range(lane, 0) {
-            let (pieces, n) = buf.pieces(lane, 0, 4);
+            let (pieces, n) = buf.pieces(lane, 0, size);
             for &(a, size, shift) in &pieces[..n] {
                 m.check(a, u64::from(size))
                     .map_err(|_| memory_fault(a, u64::from(size), false))?;
@@ -445,8 +461,9 @@ fn load_to_lds(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
         // "Memory Buffer to LDS does NOT return a memory violation if the
         // LDS address is out of range, but masks off EXEC bits" (§3.11).
         let at = (base + 4 * l as u64) as usize;
-        if let Some(dst) = ctx.lds.get_mut(at..at + 4) {
-            dst.copy_from_slice(&v.to_le_bytes());
+        let bytes = v.to_le_bytes();
+        if let Some(dst) = ctx.lds.get_mut(at..at + size as usize) {
+            dst.copy_from_slice(&bytes[..size as usize]);
         }
     }
     Ok(())
@@ -919,17 +936,55 @@ mod tests {
             })
         );
         rig.memory.set_strict(false);
+    }
 
-        // The byte and short forms are not implemented.
-        let r = crate::exec::run_words_in(
-            &rig.memory,
-            Target::Gfx90a,
-            &mut w,
-            &[0xE0411000, 0x80020004],
-            "buffer_load_ubyte",
-            &mut lds,
-        );
-        assert!(matches!(r, Err(Fault::Unimplemented { .. })), "{r:?}");
+    /// The byte and short loads to LDS: the same `4 * lane` LDS address
+    /// ("for sizes up to 4 bytes", LLVM's AMDGPUDMAOperations), the data's
+    /// own size written (LLVM's model of the DMA as a load and a store of
+    /// that size; module doc), the rest of the lane's dword untouched, the
+    /// signed and unsigned forms alike; 0 out of range.
+    #[test]
+    fn byte_and_short_loads_to_lds_write_their_size_four_bytes_apart() {
+        let rig = Rig::new();
+        let exec = !(1u64 << 5);
+        // (first word, mnemonic, size): ubyte, sbyte, ushort, sshort, each
+        // OFFEN with the LDS bit.
+        let forms = [
+            (0xE0411000u32, "buffer_load_ubyte", 1usize),
+            (0xE0451000, "buffer_load_sbyte", 1),
+            (0xE0491000, "buffer_load_ushort", 2),
+            (0xE04D1000, "buffer_load_sshort", 2),
+        ];
+        for (word, mnemonic, size) in forms {
+            // 41 records: lanes 0..10 read in range (the lane's bytes start
+            // at 4 × lane + 3 - size, the top of its dword), the rest 0.
+            let mut w = wave(exec, rig.rsrc(0, 41));
+            w.s[usize::from(M0)] = 0x40;
+            let skew = 4 - size as u32;
+            w.v[4] = std::array::from_fn(|l| 4 * l as u32 + skew);
+            let mut lds = vec![0xEEu8; 512];
+            crate::exec::run_words_in(
+                &rig.memory,
+                Target::Gfx90a,
+                &mut w,
+                &[word, 0x80020004],
+                mnemonic,
+                &mut lds,
+            )
+            .unwrap();
+            for l in 0..LANES {
+                let at = 0x40 + 4 * l;
+                let source = pattern(4 * l as u64).to_le_bytes();
+                let mut want = [0xEEu8; 4];
+                match l {
+                    5 => {}
+                    0..10 => want[..size].copy_from_slice(&source[4 - size..]),
+                    _ => want[..size].fill(0),
+                }
+                assert_eq!(lds[at..at + 4], want, "{mnemonic} lane {l}");
+            }
+            assert!(lds[..0x40].iter().all(|&b| b == 0xEE), "{mnemonic}");
+        }
     }
 
     #[test]

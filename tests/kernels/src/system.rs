@@ -294,18 +294,40 @@ pub extern "gpu-kernel" fn copy_u32(src: *const u32, dst: *mut u32, len: u64) {
 }
 
 /// Each work-item stores `local_id * 3 + 1` in LDS slot `local_id` of
-/// the workgroup's 4 KiB array; after a barrier, `dst[i]` = the u32 at LDS
-/// byte address `lds_address` (the same for all), read with `ds_read_b32`
-/// (one element per work-item, `i < len`). An address at or past 4096 is
-/// outside the kernel's LDS (its group segment is exactly the array).
+/// the workgroup's 4 KiB array; then work-item 0 writes [`LDS_MARK`] at
+/// LDS byte address `mark_address` with `ds_write_b32`; after a barrier,
+/// `dst[i]` = the u32 at LDS byte address `lds_address` (the same for
+/// all), read with `ds_read_b32` (one element per work-item, `i < len`).
+/// An address at or past 4096 is outside the kernel's static LDS (its
+/// group segment is exactly the array); a launch may give it more.
 #[unsafe(no_mangle)]
-pub extern "gpu-kernel" fn lds_read_at(dst: *mut u32, len: u64, lds_address: u32) {
+pub extern "gpu-kernel" fn lds_read_at(
+    dst: *mut u32,
+    len: u64,
+    lds_address: u32,
+    mark_address: u32,
+) {
     let item = work_item_x();
     let lds = aqueduct_test_lds_u32();
     if item.local_id < 1024 {
         // SAFETY: slot `local_id` < 1024 lies in the array, and only this
         // work-item writes it.
         unsafe { lds.add(item.local_id as usize).write(item.local_id * 3 + 1) };
+    }
+    if item.local_id == 0 {
+        // SAFETY: a DS write touches only LDS; an address past the
+        // workgroup's allocation is the point of the test and is dropped
+        // (a fault in the simulator's strict mode). Slot 0 (address 0)
+        // is this work-item's own.
+        unsafe {
+            asm!(
+                "ds_write_b32 {address}, {value}",
+                "s_waitcnt lgkmcnt(0)",
+                address = in(vgpr32) mark_address,
+                value = in(vgpr32) LDS_MARK,
+                options(nostack),
+            );
+        }
     }
     aqueduct_test_workgroup_barrier();
     let value: u32;
@@ -327,6 +349,9 @@ pub extern "gpu-kernel" fn lds_read_at(dst: *mut u32, len: u64, lds_address: u32
         unsafe { dst.add(i as usize).write(value) };
     }
 }
+
+/// What [`lds_read_at`] writes at its `mark_address`.
+pub const LDS_MARK: u32 = 0x600D_F00D;
 
 /// u32 slots of [`private_read_at`]'s private array: more than LLVM
 /// promotes to registers, so it lives in scratch.
