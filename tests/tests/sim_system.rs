@@ -526,7 +526,6 @@ fn lds_read_past_the_group_segment_reads_zero_and_faults_in_strict_mode() {
 fn lds_past_the_group_segment_inside_its_granule_is_in_range() {
     for sim in simulated(TEST_KERNELS) {
         assert_eq!(sim.d.target.gfx().lds_granule, LDS_GRANULE);
-        let kernel = sim.p.kernel("lds_read_at").expect("lds_read_at");
         let len = 64;
         let dst = sim.poisoned::<u32>(len);
         let allocated = (LDS_BYTES + 4).next_multiple_of(LDS_GRANULE);
@@ -548,7 +547,7 @@ fn lds_past_the_group_segment_inside_its_granule_is_in_range() {
             packet.kernarg_address = kernargs;
             let at = aqueduct_tests::upload(&sim.d, packet.as_bytes());
             let launch = aqueduct_sim::Launch::from_packet(&packet, at);
-            let r = aqueduct_sim::dispatch::run(&sim.p, kernel, &launch, 1);
+            let r = sim.d.dispatch(&sim.p, "lds_read_at", &launch);
             sim.free(&[kernargs, at]);
             r
         };
