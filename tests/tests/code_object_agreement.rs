@@ -295,9 +295,10 @@ fn metadata_agrees_with_llvm_readobj_notes() {
     assert!(test_kernels > 2, "the test kernels are missing");
     assert_eq!(probes, 5 * 100, "the memory-model probes");
     let gemm = kernels_of("aqueduct-gemm");
+    // The FMA kernels on all five targets, the MFMA ones on the three CDNA.
     assert_eq!(
         gemm,
-        5 * aqueduct_gemm::fma::KERNELS.len(),
+        5 * aqueduct_gemm::fma::KERNELS.len() + 3 * aqueduct_gemm::mfma::KERNELS.len(),
         "the GEMM kernels"
     );
     assert_eq!(kernels_seen, 6 * 5 + test_kernels + probes + gemm);
@@ -520,10 +521,33 @@ fn kernel_descriptors_agree_with_metadata() {
             } else {
                 md.vgpr_count
             };
-            assert!(
-                covered >= needed && covered < needed.max(1) + granule,
-                "{ctx}: {covered} vs {needed}"
-            );
+            // LLVM raises the allocation up to the fewest VGPRs that
+            // already cost the occupancy the kernel has anyway (its LDS or
+            // workgroup size bound it: `getMinNumVGPRs` for the waves per
+            // EU it reaches), so more than a granule of slack must leave
+            // the occupancy as it was.
+            assert!(covered >= needed, "{ctx}: {covered} vs {needed}");
+            if covered >= needed.max(1) + granule {
+                let target = xtask::targets::target(built.gfx).expect("a known target");
+                let waves = |vgprs: u64| {
+                    xtask::targets::occupancy(
+                        target,
+                        xtask::targets::Usage {
+                            sgprs: md.sgpr_count as u32,
+                            vgprs: vgprs as u32,
+                            agprs: 0,
+                            lds_bytes: md.group_segment_fixed_size as u32,
+                            workgroup_size: md.max_flat_workgroup_size as u32,
+                        },
+                    )
+                    .0
+                };
+                assert_eq!(
+                    waves(covered),
+                    waves(needed),
+                    "{ctx}: {covered} VGPRs allocated for {needed} cost occupancy"
+                );
+            }
             // The kernel entry is 256-byte aligned (AMDGPUUsage, kernel descriptor).
             assert_eq!(k.entry_address % 256, 0, "{ctx}");
         }

@@ -1,6 +1,7 @@
 //! aqueduct's own GEMM kernels on the simulator (gfx90a and gfx942)
-//! against an f64 CPU reference (issue 18). So far: the FMA fallback, for
-//! f32, and f16/bf16 inputs with f16/bf16/f32 output.
+//! against an f64 CPU reference (issue 18): the FMA fallback and the MFMA
+//! kernels (every macro-tile), for f32, and f16/bf16 inputs with
+//! f16/bf16/f32 output.
 //!
 //! Inputs are small integers, so products and sums are exact in f32 and
 //! every result is exact in the output type (|D| < 256 for bf16): the
@@ -12,7 +13,8 @@
 
 #![feature(f16)]
 
-use aqueduct_gemm::fma::{THREADS, TILE, TRANSPOSE_A, TRANSPOSE_B};
+use aqueduct_gemm::common::{TRANSPOSE_A, TRANSPOSE_B};
+use aqueduct_gemm::{fma, mfma};
 use aqueduct_tests::{Args, Rng, Sim, simulated};
 
 const GEMM: &str = "aqueduct-gemm";
@@ -77,41 +79,58 @@ fn span(rows: u32, cols: u32, ld: u32) -> usize {
     (rows - 1) as usize + (cols - 1) as usize * ld as usize + 1
 }
 
-/// A kernel and its element types.
+/// A kernel, its element types, and the macro-tile one workgroup of
+/// `threads` work-items computes.
 #[derive(Clone, Copy, Debug)]
 struct Kernel {
     name: &'static str,
     input: Ty,
     output: Ty,
+    tile: (u32, u32),
+    threads: u32,
 }
 
-const KERNELS: [Kernel; 5] = [
-    Kernel {
-        name: "gemm_f32_fma",
-        input: Ty::F32,
-        output: Ty::F32,
-    },
-    Kernel {
-        name: "gemm_f16_fma",
-        input: Ty::F16,
-        output: Ty::F16,
-    },
-    Kernel {
-        name: "gemm_f16_f32_fma",
-        input: Ty::F16,
-        output: Ty::F32,
-    },
-    Kernel {
-        name: "gemm_bf16_fma",
-        input: Ty::Bf16,
-        output: Ty::Bf16,
-    },
-    Kernel {
-        name: "gemm_bf16_f32_fma",
-        input: Ty::Bf16,
-        output: Ty::F32,
-    },
-];
+impl Kernel {
+    /// The element types a kernel's name gives (`gemm_<in>[_<out>]_...`),
+    /// checked against the element sizes its family lists.
+    fn new(name: &'static str, bytes: (u32, u32), tile: (u32, u32), threads: u32) -> Self {
+        let ty = |t: &str| match t {
+            "f32" => Some(Ty::F32),
+            "f16" => Some(Ty::F16),
+            "bf16" => Some(Ty::Bf16),
+            _ => None,
+        };
+        let mut parts = name.split('_').skip(1);
+        let input = parts.next().and_then(ty).expect(name);
+        let output = parts.next().and_then(ty).unwrap_or(input);
+        assert_eq!(
+            (input.bytes() as u32, output.bytes() as u32),
+            bytes,
+            "{name}"
+        );
+        Self {
+            name,
+            input,
+            output,
+            tile,
+            threads,
+        }
+    }
+}
+
+fn fma_kernels() -> Vec<Kernel> {
+    fma::KERNELS
+        .iter()
+        .map(|&(name, i, o)| Kernel::new(name, (i, o), (fma::TILE, fma::TILE), fma::THREADS))
+        .collect()
+}
+
+fn mfma_kernels() -> Vec<Kernel> {
+    mfma::KERNELS
+        .iter()
+        .map(|&(name, i, o, t)| Kernel::new(name, (i, o), (t.rows(), t.cols()), mfma::THREADS))
+        .collect()
+}
 
 /// Runs one case; `values` draws the inputs (exact in the kernel's types
 /// when `exact`).
@@ -172,12 +191,18 @@ fn run(sim: &Sim, kernel: Kernel, c: Case, values: &mut dyn FnMut() -> f32, exac
         .arg(c.beta)
         .u32(flags);
     let grid = [
-        c.m.div_ceil(TILE).max(1) * THREADS,
-        c.n.div_ceil(TILE).max(1),
+        c.m.div_ceil(kernel.tile.0).max(1) * kernel.threads,
+        c.n.div_ceil(kernel.tile.1).max(1),
         c.batch,
     ];
     sim.d
-        .run(&sim.p, kernel.name, grid, [THREADS as u16, 1, 1], &args.0)
+        .run(
+            &sim.p,
+            kernel.name,
+            grid,
+            [kernel.threads as u16, 1, 1],
+            &args.0,
+        )
         .unwrap_or_else(|e| panic!("{}: {e}", sim.at(&what)));
     let (out, poison): (Vec<u32>, u32) = match tout {
         Ty::F32 => (
@@ -252,14 +277,90 @@ fn run(sim: &Sim, kernel: Kernel, c: Case, values: &mut dyn FnMut() -> f32, exac
     sim.free(&[a_dev, b_dev, c_dev, d_dev]);
 }
 
+/// The batch, K = 0 and alpha = 0 cases every kernel runs.
+fn special_cases(sim: &Sim, kernel: Kernel, values: &mut dyn FnMut() -> f32) {
+    let base = Case {
+        m: 37,
+        n: 21,
+        k: 9,
+        trans_a: false,
+        trans_b: true,
+        pad: 3,
+        batch: 3,
+        alpha: 1.5,
+        beta: 0.0,
+    };
+    // beta = 0 with NaN in C; larger leading dimensions; batch 3.
+    run(sim, kernel, base, values, true);
+    // K = 0: D = beta C.
+    run(
+        sim,
+        kernel,
+        Case {
+            k: 0,
+            beta: 2.0,
+            ..base
+        },
+        values,
+        true,
+    );
+    // alpha = 0 with NaN in A and B.
+    run(
+        sim,
+        kernel,
+        Case {
+            alpha: 0.0,
+            beta: 3.0,
+            ..base
+        },
+        values,
+        true,
+    );
+}
+
+const TRANSPOSES: [(bool, bool); 4] = [(false, false), (false, true), (true, false), (true, true)];
+
+/// A case with alpha 2, beta −1, no padding, one batch.
+fn plain(m: u32, n: u32, k: u32, (trans_a, trans_b): (bool, bool)) -> Case {
+    Case {
+        m,
+        n,
+        k,
+        trans_a,
+        trans_b,
+        pad: 0,
+        batch: 1,
+        alpha: 2.0,
+        beta: -1.0,
+    }
+}
+
+/// Random f32 in [-1, 1), within the bound, for `kernel` (f32 in and out).
+fn random_floats(sim: &Sim, kernel: Kernel, rng: &mut Rng) {
+    let mut floats = || rng.f32() * 2.0 - 1.0;
+    let case = Case {
+        m: 100,
+        n: 70,
+        k: 45,
+        trans_a: true,
+        trans_b: false,
+        pad: 1,
+        batch: 1,
+        alpha: 1.5,
+        beta: 0.5,
+    };
+    run(sim, kernel, case, &mut floats, false);
+}
+
 #[test]
 fn fma_gemm_matches_the_cpu_for_every_type_transpose_and_edge() {
     let mut rng = Rng(0x6E33_F32A);
     for sim in simulated(GEMM) {
-        for kernel in KERNELS {
+        let kernels = fma_kernels();
+        for &kernel in &kernels {
             // In {-1, 0, 1}: every D below 256, exact in bf16 too.
             let mut small = || rng.below(3) as f32 - 1.0;
-            for (trans_a, trans_b) in [(false, false), (false, true), (true, false), (true, true)] {
+            for t in TRANSPOSES {
                 for (m, n, k) in [
                     (1, 1, 1),
                     (7, 5, 3),
@@ -267,71 +368,44 @@ fn fma_gemm_matches_the_cpu_for_every_type_transpose_and_edge() {
                     (65, 66, 9),
                     (127, 131, 61),
                 ] {
-                    let case = Case {
-                        m,
-                        n,
-                        k,
-                        trans_a,
-                        trans_b,
-                        pad: 0,
-                        batch: 1,
-                        alpha: 2.0,
-                        beta: -1.0,
-                    };
-                    run(&sim, kernel, case, &mut small, true);
+                    run(&sim, kernel, plain(m, n, k, t), &mut small, true);
                 }
             }
-            let base = Case {
-                m: 37,
-                n: 21,
-                k: 9,
-                trans_a: false,
-                trans_b: true,
-                pad: 3,
-                batch: 3,
-                alpha: 1.5,
-                beta: 0.0,
-            };
-            // beta = 0 with NaN in C; larger leading dimensions; batch 3.
-            run(&sim, kernel, base, &mut small, true);
-            // K = 0: D = beta C.
-            run(
-                &sim,
-                kernel,
-                Case {
-                    k: 0,
-                    beta: 2.0,
-                    ..base
-                },
-                &mut small,
-                true,
-            );
-            // alpha = 0 with NaN in A and B.
-            run(
-                &sim,
-                kernel,
-                Case {
-                    alpha: 0.0,
-                    beta: 3.0,
-                    ..base
-                },
-                &mut small,
-                true,
-            );
+            special_cases(&sim, kernel, &mut small);
         }
-        // Random f32, within the bound.
-        let mut floats = || rng.f32() * 2.0 - 1.0;
-        let case = Case {
-            m: 100,
-            n: 70,
-            k: 45,
-            trans_a: true,
-            trans_b: false,
-            pad: 1,
-            batch: 1,
-            alpha: 1.5,
-            beta: 0.5,
-        };
-        run(&sim, KERNELS[0], case, &mut floats, false);
+        random_floats(&sim, kernels[0], &mut rng);
+    }
+}
+
+/// Every MFMA kernel (each macro-tile of each type), every transpose:
+/// tiny and odd sizes (element-wise loads), one exact tile with K a
+/// multiple of the slice (every slice through 128-bit loads: leading
+/// dimensions of whole tiles are 16-byte aligned), one past a tile, a
+/// prime size for one transpose, the special cases, and random floats.
+#[test]
+fn mfma_gemm_matches_the_cpu_for_every_type_tile_transpose_and_edge() {
+    let mut rng = Rng(0x3FA_6E33);
+    for sim in simulated(GEMM) {
+        let kernels = mfma_kernels();
+        for &kernel in &kernels {
+            let (tm, tn) = kernel.tile;
+            let mut small = || rng.below(3) as f32 - 1.0;
+            for t in TRANSPOSES {
+                for (m, n, k) in [(1, 1, 1), (7, 5, 3), (tm, tn, 64), (tm + 1, tn + 2, 33)] {
+                    run(&sim, kernel, plain(m, n, k, t), &mut small, true);
+                }
+            }
+            run(
+                &sim,
+                kernel,
+                plain(127, 131, 61, (false, true)),
+                &mut small,
+                true,
+            );
+            special_cases(&sim, kernel, &mut small);
+            if kernel.input == Ty::F32 {
+                random_floats(&sim, kernel, &mut rng);
+            }
+        }
     }
 }

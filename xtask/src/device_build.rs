@@ -56,6 +56,9 @@ pub struct DeviceCrate {
     /// 1,1024, which on gfx9 caps it at 128 VGPRs and no AGPRs; a kernel
     /// named here gets `1,<bound>` instead ([`set_launch_bounds`]).
     pub launch_bounds: &'static [(&'static str, u32)],
+    /// Launch bounds of kernels that exist only on targets with MFMA
+    /// (`Gfx::matrix_core`), as [`DeviceCrate::launch_bounds`].
+    pub mfma_launch_bounds: &'static [(&'static str, u32)],
     /// Every kernel must use no scratch (private segment 0): the GEMM
     /// kernels, where scratch means an array the compiler could not keep
     /// in registers.
@@ -63,6 +66,15 @@ pub struct DeviceCrate {
 }
 
 impl DeviceCrate {
+    /// The launch bounds of this crate's kernels on `target`.
+    pub fn launch_bounds_on(&self, target: &GfxTarget) -> Vec<(&'static str, u32)> {
+        let mut all = self.launch_bounds.to_vec();
+        if target.matrix_core == aqueduct_abi::gfx::MatrixCore::Mfma {
+            all.extend_from_slice(self.mfma_launch_bounds);
+        }
+        all
+    }
+
     /// Whether this crate is built for `gfx`.
     pub fn builds_for(&self, gfx: &str) -> bool {
         self.only_for.is_empty() || self.only_for.contains(&gfx)
@@ -78,6 +90,7 @@ pub const DEVICE_CRATES: &[DeviceCrate] = &[
         allow_dynamic_stack: &[],
         only_for: &[],
         launch_bounds: &[],
+        mfma_launch_bounds: &[],
         no_scratch: false,
     },
     DeviceCrate {
@@ -93,6 +106,19 @@ pub const DEVICE_CRATES: &[DeviceCrate] = &[
             ("gemm_bf16_fma", 256),
             ("gemm_bf16_f32_fma", 256),
         ],
+        // aqueduct_gemm::mfma::KERNELS (the tests check the two agree).
+        mfma_launch_bounds: &[
+            ("gemm_f32_mfma_64x64", 256),
+            ("gemm_f32_mfma_128x128", 256),
+            ("gemm_f16_mfma_64x64", 256),
+            ("gemm_f16_mfma_128x128", 256),
+            ("gemm_f16_f32_mfma_64x64", 256),
+            ("gemm_f16_f32_mfma_128x128", 256),
+            ("gemm_bf16_mfma_64x64", 256),
+            ("gemm_bf16_mfma_128x128", 256),
+            ("gemm_bf16_f32_mfma_64x64", 256),
+            ("gemm_bf16_f32_mfma_128x128", 256),
+        ],
         no_scratch: true,
     },
     DeviceCrate {
@@ -106,6 +132,7 @@ pub const DEVICE_CRATES: &[DeviceCrate] = &[
         // The tests launch copy_u32 in workgroups of 64 only; its bound
         // shows the launch-bound step end to end (sim_system).
         launch_bounds: &[("copy_u32", 64)],
+        mfma_launch_bounds: &[],
         no_scratch: false,
     },
     DeviceCrate {
@@ -115,6 +142,7 @@ pub const DEVICE_CRATES: &[DeviceCrate] = &[
         allow_dynamic_stack: &[],
         only_for: &[],
         launch_bounds: &[],
+        mfma_launch_bounds: &[],
         no_scratch: false,
     },
 ];
@@ -464,7 +492,8 @@ fn build_one(
 
     let out = artifact_path(&opts.workspace, gfx, krate.package);
     let stamp_path = out.with_extension("hsaco.stamp");
-    let stamp = stamp_of(&bc, shims, gfx, profile, krate.launch_bounds)?;
+    let bounds = krate.launch_bounds_on(target);
+    let stamp = stamp_of(&bc, shims, gfx, profile, &bounds)?;
     let fresh =
         out.exists() && std::fs::read_to_string(&stamp_path).is_ok_and(|old| old.trim() == stamp);
     if fresh {
@@ -472,16 +501,7 @@ fn build_one(
     } else {
         // Checked under a temporary name, so a refused code object never
         // replaces the last good one.
-        let tmp = link(
-            toolchain,
-            &work,
-            &bc,
-            shims,
-            krate.launch_bounds,
-            gfx,
-            &stem,
-            &out,
-        )?;
+        let tmp = link(toolchain, &work, &bc, shims, &bounds, gfx, &stem, &out)?;
         check(&tmp, target, krate)?;
         std::fs::rename(&tmp, &out).map_err(|e| format!("{}: {e}", out.display()))?;
         std::fs::write(&stamp_path, &stamp)
@@ -645,7 +665,7 @@ fn check(path: &Path, target: &GfxTarget, krate: &DeviceCrate) -> Result<(), Str
         ));
     }
     let mut problems = Vec::new();
-    for &(name, bound) in krate.launch_bounds {
+    for (name, bound) in krate.launch_bounds_on(target) {
         match co.kernels.iter().find(|k| k.metadata.name == name) {
             None => problems.push(format!(
                 "launch bound for {name}, which {} does not have",

@@ -17,6 +17,22 @@ define linkonce_odr ptr @aqueduct_gemm_fma_tiles_ptr() #0 {
   ret ptr %g
 }
 
+; The MFMA kernels' LDS, one array per macro-tile (aqueduct_gemm::mfma::Tile
+; lds_bytes: two buffers of (rows + columns) rows of 80 bytes), so each
+; kernel's group segment is its own tile's.
+@aqueduct_gemm_mfma_lds_64x64 = internal addrspace(3) global [20480 x i8] poison, align 16
+@aqueduct_gemm_mfma_lds_128x128 = internal addrspace(3) global [40960 x i8] poison, align 16
+
+define linkonce_odr ptr @aqueduct_gemm_mfma_lds_64x64_ptr() #0 {
+  %g = addrspacecast ptr addrspace(3) @aqueduct_gemm_mfma_lds_64x64 to ptr
+  ret ptr %g
+}
+
+define linkonce_odr ptr @aqueduct_gemm_mfma_lds_128x128_ptr() #0 {
+  %g = addrspacecast ptr addrspace(3) @aqueduct_gemm_mfma_lds_128x128 to ptr
+  ret ptr %g
+}
+
 ; llvm.amdgcn.s.barrier is declared in device/runtime/llvm/intrinsics.ll.
 
 ; A workgroup execution and memory barrier (release, s_barrier, acquire at

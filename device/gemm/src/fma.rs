@@ -8,7 +8,12 @@
 //! Elements outside M, N or K load as 0, so edges need no other code.
 //!
 //! The index arithmetic is here as plain functions, tested on the host; the
-//! kernel (amdgpu only) strings them together.
+//! kernel (amdgpu only) strings them together. Types, layouts and the
+//! kernel arguments are [`crate::common`]'s.
+
+#[cfg(target_arch = "amdgpu")]
+use crate::common::{Bf16, Element, F16, Layout, Problem, offset};
+pub use crate::common::{TRANSPOSE_A, TRANSPOSE_B};
 
 /// Rows and columns of D one workgroup computes.
 pub const TILE: u32 = 64;
@@ -45,39 +50,6 @@ macro_rules! unroll4 {
     }};
 }
 
-/// How A or B is stored: as the problem's operand, or transposed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Layout {
-    AsIs,
-    Transposed,
-}
-
-impl Layout {
-    /// Bit `bit` of the kernel's `flags` argument.
-    pub fn from_flag(flags: u32, bit: u32) -> Self {
-        if flags >> bit & 1 != 0 {
-            Self::Transposed
-        } else {
-            Self::AsIs
-        }
-    }
-}
-
-/// The flags bit for a transposed A.
-pub const TRANSPOSE_A: u32 = 0;
-/// The flags bit for a transposed B.
-pub const TRANSPOSE_B: u32 = 1;
-
-/// Element `(row, col)` of a column-major operand with leading dimension
-/// `ld`, stored as is or transposed: its offset in elements.
-#[inline(always)]
-pub fn offset(layout: Layout, row: u32, col: u32, ld: u32) -> u64 {
-    match layout {
-        Layout::AsIs => u64::from(row) + u64::from(col) * u64::from(ld),
-        Layout::Transposed => u64::from(col) + u64::from(row) * u64::from(ld),
-    }
-}
-
 /// The two A-tile elements work-item `lid` loads: (row in the tile, k in
 /// the step) for `e = lid` and `lid + THREADS`; the LDS slot is
 /// `k * TILE + row`.
@@ -99,70 +71,6 @@ pub fn thread_place(lid: u32) -> (u32, u32) {
     (lid % 16, lid / 16)
 }
 
-/// A stored element type: its bits, and the f32 the kernels compute with.
-/// f16 and bf16 widen exactly; f32 narrows to them rounding to nearest
-/// even, as `v_cvt_f16_f32` and a bf16 store do.
-pub trait Element: Copy {
-    fn to_f32(self) -> f32;
-    fn from_f32(v: f32) -> Self;
-}
-
-impl Element for f32 {
-    #[inline(always)]
-    fn to_f32(self) -> f32 {
-        self
-    }
-    #[inline(always)]
-    fn from_f32(v: f32) -> Self {
-        v
-    }
-}
-
-/// IEEE binary16, as its bits (the conversions are the hardware's on the
-/// device).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(transparent)]
-pub struct F16(pub u16);
-
-/// bfloat16 (the high half of an f32), as its bits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(transparent)]
-pub struct Bf16(pub u16);
-
-impl Element for Bf16 {
-    #[inline(always)]
-    fn to_f32(self) -> f32 {
-        f32::from_bits(u32::from(self.0) << 16)
-    }
-    #[inline(always)]
-    fn from_f32(v: f32) -> Self {
-        Bf16(bf16_bits(v))
-    }
-}
-
-/// f32 to bf16 bits, rounding to nearest even; a NaN stays a (quiet) NaN.
-#[inline(always)]
-pub fn bf16_bits(v: f32) -> u16 {
-    let b = v.to_bits();
-    if v.is_nan() {
-        return (b >> 16) as u16 | 0x0040;
-    }
-    let round = 0x7FFF + (b >> 16 & 1);
-    (b.wrapping_add(round) >> 16) as u16
-}
-
-#[cfg(target_arch = "amdgpu")]
-impl Element for F16 {
-    #[inline(always)]
-    fn to_f32(self) -> f32 {
-        f16::from_bits(self.0) as f32
-    }
-    #[inline(always)]
-    fn from_f32(v: f32) -> Self {
-        F16((v as f16).to_bits())
-    }
-}
-
 /// `D = alpha · op(A) · op(B) + beta · C` in f32, batched (`workgroup_id_z`
 /// is the batch, the `stride_*` its element strides); `flags` bit
 /// [`TRANSPOSE_A`] / [`TRANSPOSE_B`] says A / B is stored transposed.
@@ -177,26 +85,7 @@ impl Element for F16 {
 #[cfg(target_arch = "amdgpu")]
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn gemm_fma<In: Element, Out: Element>(
-    a: *const In,
-    b: *const In,
-    c: *const Out,
-    d: *mut Out,
-    m: u32,
-    n: u32,
-    k: u32,
-    lda: u32,
-    ldb: u32,
-    ldc: u32,
-    ldd: u32,
-    stride_a: u64,
-    stride_b: u64,
-    stride_c: u64,
-    stride_d: u64,
-    alpha: f32,
-    beta: f32,
-    flags: u32,
-) {
+fn gemm_fma<In: Element, Out: Element>(p: Problem<In, Out>) {
     use core::arch::amdgpu::{workgroup_id_x, workgroup_id_y, workgroup_id_z, workitem_id_x};
 
     unsafe extern "C" {
@@ -206,38 +95,32 @@ fn gemm_fma<In: Element, Out: Element>(
         safe fn aqueduct_gemm_barrier();
     }
     let (la, lb) = (
-        Layout::from_flag(flags, TRANSPOSE_A),
-        Layout::from_flag(flags, TRANSPOSE_B),
+        Layout::from_flag(p.flags, TRANSPOSE_A),
+        Layout::from_flag(p.flags, TRANSPOSE_B),
     );
     let lid = workitem_id_x();
     let (row0, col0) = (workgroup_id_x() * TILE, workgroup_id_y() * TILE);
-    let batch = u64::from(workgroup_id_z());
-    // SAFETY: the batch offsets stay inside the caller's buffers (batch <
-    // the launch's z extent, each batch `stride_*` elements on).
-    let (a, b, c, d) = unsafe {
-        (
-            a.add((batch * stride_a) as usize),
-            b.add((batch * stride_b) as usize),
-            c.add((batch * stride_c) as usize),
-            d.add((batch * stride_d) as usize),
-        )
-    };
+    let p = p.batch(workgroup_id_z());
     let tiles = aqueduct_gemm_fma_tiles_ptr();
     // SAFETY: the two tiles are the LDS array's two halves.
     let (a_tile, b_tile) = (tiles, unsafe { tiles.add((TILE * K_STEP) as usize) });
     let (tx, ty) = thread_place(lid);
     let mut acc = [[0f32; PER_THREAD as usize]; PER_THREAD as usize];
     // alpha == 0: A·B is not referenced (a uniform branch).
-    let steps = if alpha == 0.0 { 0 } else { k.div_ceil(K_STEP) };
+    let steps = if p.alpha == 0.0 {
+        0
+    } else {
+        p.k.div_ceil(K_STEP)
+    };
     for step in 0..steps {
         let k0 = step * K_STEP;
         for half in 0..2 {
             let e = lid + half * THREADS;
             let (row, kk) = a_tile_element(e);
             let (r, kg) = (row0 + row, k0 + kk);
-            let v = if r < m && kg < k {
+            let v = if r < p.m && kg < p.k {
                 // SAFETY: (r, kg) is an element of A (r < M, kg < K).
-                unsafe { a.add(offset(la, r, kg, lda) as usize).read() }.to_f32()
+                unsafe { p.a.add(offset(la, r, kg, p.lda) as usize).read() }.to_f32()
             } else {
                 0.0
             };
@@ -245,9 +128,9 @@ fn gemm_fma<In: Element, Out: Element>(
             unsafe { a_tile.add((kk * TILE + row) as usize).write(v) };
             let (kk, col) = b_tile_element(e);
             let (kg, cg) = (k0 + kk, col0 + col);
-            let v = if kg < k && cg < n {
+            let v = if kg < p.k && cg < p.n {
                 // SAFETY: (kg, cg) is an element of B (kg < K, cg < N).
-                unsafe { b.add(offset(lb, kg, cg, ldb) as usize).read() }.to_f32()
+                unsafe { p.b.add(offset(lb, kg, cg, p.ldb) as usize).read() }.to_f32()
             } else {
                 0.0
             };
@@ -277,18 +160,19 @@ fn gemm_fma<In: Element, Out: Element>(
     }
     // D's element (r, cg) from its dot product `x`, if it lies in D.
     let store = |r: u32, cg: u32, x: f32| {
-        if r >= m || cg >= n {
+        if r >= p.m || cg >= p.n {
             return;
         }
-        let mut v = alpha * x;
-        if beta != 0.0 {
+        let mut v = p.alpha * x;
+        if p.beta != 0.0 {
             // SAFETY: (r, cg) is an element of C (r < M, cg < N).
-            let cv = unsafe { c.add(offset(Layout::AsIs, r, cg, ldc) as usize).read() }.to_f32();
-            v = core::f32::math::mul_add(beta, cv, v);
+            let cv =
+                unsafe { p.c.add(offset(Layout::AsIs, r, cg, p.ldc) as usize).read() }.to_f32();
+            v = core::f32::math::mul_add(p.beta, cv, v);
         }
         // SAFETY: (r, cg) is an element of D.
         unsafe {
-            d.add(offset(Layout::AsIs, r, cg, ldd) as usize)
+            p.d.add(offset(Layout::AsIs, r, cg, p.ldd) as usize)
                 .write(Out::from_f32(v))
         };
     };
@@ -303,54 +187,18 @@ fn gemm_fma<In: Element, Out: Element>(
     });
 }
 
-/// Defines the kernels: one `gpu-kernel` entry point per (input, output)
-/// type pair, with [`gemm_fma`]'s arguments and launch.
 #[cfg(target_arch = "amdgpu")]
-macro_rules! entry_points {
-    ($($(#[$doc:meta])* $name:ident: $in:ty => $out:ty;)*) => {$(
-        $(#[$doc])*
-        #[unsafe(no_mangle)]
-        #[allow(clippy::too_many_arguments)]
-        pub extern "gpu-kernel" fn $name(
-            a: *const $in,
-            b: *const $in,
-            c: *const $out,
-            d: *mut $out,
-            m: u32,
-            n: u32,
-            k: u32,
-            lda: u32,
-            ldb: u32,
-            ldc: u32,
-            ldd: u32,
-            stride_a: u64,
-            stride_b: u64,
-            stride_c: u64,
-            stride_d: u64,
-            alpha: f32,
-            beta: f32,
-            flags: u32,
-        ) {
-            gemm_fma::<$in, $out>(
-                a, b, c, d, m, n, k, lda, ldb, ldc, ldd, stride_a, stride_b, stride_c,
-                stride_d, alpha, beta, flags,
-            )
-        }
-    )*};
-}
-
-#[cfg(target_arch = "amdgpu")]
-entry_points! {
+crate::common::entry_points! {
     /// f32 in, f32 out.
-    gemm_f32_fma: f32 => f32;
+    gemm_f32_fma: f32 => f32 = gemm_fma::<f32, f32>();
     /// f16 in, f16 out (f32 accumulation).
-    gemm_f16_fma: F16 => F16;
+    gemm_f16_fma: F16 => F16 = gemm_fma::<F16, F16>();
     /// f16 in, f32 out.
-    gemm_f16_f32_fma: F16 => f32;
+    gemm_f16_f32_fma: F16 => f32 = gemm_fma::<F16, f32>();
     /// bf16 in, bf16 out (f32 accumulation).
-    gemm_bf16_fma: Bf16 => Bf16;
+    gemm_bf16_fma: Bf16 => Bf16 = gemm_fma::<Bf16, Bf16>();
     /// bf16 in, f32 out.
-    gemm_bf16_f32_fma: Bf16 => f32;
+    gemm_bf16_f32_fma: Bf16 => f32 = gemm_fma::<Bf16, f32>();
 }
 
 /// Every FMA kernel: (name, A/B element bytes, C/D element bytes).
@@ -394,24 +242,5 @@ mod tests {
             }
         }
         assert!(d.iter().all(|&n| n == 1));
-    }
-
-    #[test]
-    fn bf16_rounds_to_nearest_even() {
-        assert_eq!(bf16_bits(1.0), 0x3F80);
-        // 1 + 2^-8 is a tie: to even (1.0); 1 + 3·2^-8 rounds up.
-        assert_eq!(bf16_bits(1.0 + 2f32.powi(-8)), 0x3F80);
-        assert_eq!(bf16_bits(1.0 + 3.0 * 2f32.powi(-8)), 0x3F82);
-        assert_eq!(bf16_bits(-2.0), 0xC000);
-        assert!(Bf16(bf16_bits(f32::NAN)).to_f32().is_nan());
-        assert_eq!(bf16_bits(f32::INFINITY), 0x7F80);
-    }
-
-    #[test]
-    fn offsets_follow_the_layout() {
-        assert_eq!(offset(Layout::AsIs, 3, 2, 10), 23);
-        assert_eq!(offset(Layout::Transposed, 3, 2, 10), 32);
-        assert_eq!(Layout::from_flag(0b10, TRANSPOSE_B), Layout::Transposed);
-        assert_eq!(Layout::from_flag(0b10, TRANSPOSE_A), Layout::AsIs);
     }
 }

@@ -3,15 +3,29 @@
 //! solution catalog so the host can pick one per problem and GPU.
 //!
 //! Kernels so far: [`fma`], the VALU fallback (f32, and f16/bf16 inputs
-//! with f32 accumulation). Each crate kernel is
-//! built with its real launch bound (xtask's `launch_bounds`).
+//! with f32 accumulation), and [`mfma`], the matrix-core kernels of CDNA
+//! for the same types; [`common`] holds what they share (arguments,
+//! layouts, element types). Each kernel is built with its real launch
+//! bound (xtask's `launch_bounds`).
 #![no_std]
 #![cfg_attr(
     target_arch = "amdgpu",
-    feature(abi_gpu_kernel, stdarch_amdgpu, abort_immediate, core_float_math, f16)
+    feature(
+        abi_gpu_kernel,
+        stdarch_amdgpu,
+        abort_immediate,
+        core_float_math,
+        f16,
+        link_llvm_intrinsics,
+        simd_ffi,
+        repr_simd
+    )
 )]
+#![cfg_attr(target_arch = "amdgpu", allow(internal_features))]
 
+pub mod common;
 pub mod fma;
+pub mod mfma;
 
 #[cfg(target_arch = "amdgpu")]
 #[panic_handler]

@@ -555,9 +555,6 @@ vop! { U32, u32_src -> write_u32, float: false;
     v_or_b32(a, b) => a | b;
     v_xor_b32(a, b) => a ^ b;
     v_xnor_b32(a, b) => !(a ^ b);
-    v_add_u32(a, b) => a.wrapping_add(b);
-    v_sub_u32(a, b) => a.wrapping_sub(b);
-    v_subrev_u32(a, b) => b.wrapping_sub(a);
     v_lshlrev_b32(a, b) => b << (a & 31);
     v_lshrrev_b32(a, b) => b >> (a & 31);
     v_ashrrev_i32(a, b) => ((b as i32) >> (a & 31)) as u32;
@@ -604,9 +601,6 @@ vop! { U32, u32_src -> write_u32, float: false;
 }
 
 vop! { U16, u16_src -> write_u16, float: false;
-    v_add_u16(a, b) => a.wrapping_add(b);
-    v_sub_u16(a, b) => a.wrapping_sub(b);
-    v_subrev_u16(a, b) => b.wrapping_sub(a);
     v_mul_lo_u16(a, b) => a.wrapping_mul(b);
     v_lshlrev_b16(a, b) => b << (a & 15);
     v_lshrrev_b16(a, b) => b >> (a & 15);
@@ -829,6 +823,39 @@ carry_ops! {
     v_addc_co_u32(true) => |a, b, c| { let s = a + b + c; (s, s >> 32 != 0) };
     v_subb_co_u32(true) => |a, b, c| (a.wrapping_sub(b).wrapping_sub(c), b + c > a);
     v_subbrev_co_u32(true) => |a, b, c| (b.wrapping_sub(a).wrapping_sub(c), a + c > b);
+}
+
+/// `v_{add,sub,subrev}_u32` and `_u16`: the exact result wraps, or with
+/// VOP3's CLAMP saturates to [0, max] ("Supports saturation (unsigned
+/// 32-bit integer domain)", and the 16-bit alike: CDNA3 ISA, VOP2
+/// instructions). LLVM selects `v_sub_u32 ... clamp` for `usub.sat`.
+macro_rules! unsigned_saturating {
+    ($($name:ident($src:ident -> $write:ident, $max:expr) => |$a:ident, $b:ident| $exact:expr;)*) => {$(
+        fn $name(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+            let (a, b) = ($src(w, i, 0)?, $src(w, i, 1)?);
+            let out = std::array::from_fn(|l| {
+                let ($a, $b) = (i64::from(a[l]), i64::from(b[l]));
+                let exact: i64 = $exact;
+                if i.mods.clamp {
+                    exact.clamp(0, $max) as _
+                } else {
+                    exact as _
+                }
+            });
+            $write(w, i, out)
+        }
+    )*
+    const SATURATING: &[(&str, Exec)] = &[$((stringify!($name), $name as Exec)),*];
+    };
+}
+
+unsigned_saturating! {
+    v_add_u32(u32_src -> write_u32, i64::from(u32::MAX)) => |a, b| a + b;
+    v_sub_u32(u32_src -> write_u32, i64::from(u32::MAX)) => |a, b| a - b;
+    v_subrev_u32(u32_src -> write_u32, i64::from(u32::MAX)) => |a, b| b - a;
+    v_add_u16(u16_src -> write_u16, i64::from(u16::MAX)) => |a, b| a + b;
+    v_sub_u16(u16_src -> write_u16, i64::from(u16::MAX)) => |a, b| a - b;
+    v_subrev_u16(u16_src -> write_u16, i64::from(u16::MAX)) => |a, b| b - a;
 }
 
 /// `v_add_i32`/`v_sub_i32` (VOP3, gfx9): wrap, or saturate with clamp.
@@ -1309,6 +1336,7 @@ pub const OPS: &[&[(&str, Exec)]] = &[
     U16,
     CONVERSIONS,
     CARRY,
+    SATURATING,
     OPS64,
     OTHER,
     CLASS,
@@ -1374,6 +1402,38 @@ mod tests {
                 0
             };
             assert_eq!(got, want64, "mode {m:#x}");
+        }
+    }
+
+    /// CDNA3 ISA, VOP2: V_ADD_U32, V_SUB_U32, V_SUBREV_U32 and the U16
+    /// forms "support saturation": with VOP3's CLAMP the result stops at 0
+    /// or the maximum instead of wrapping (encodings from LLVM's
+    /// assembler). LLVM compiles `usub.sat` to `v_sub_u32 ... clamp`.
+    #[test]
+    fn unsigned_add_and_sub_saturate_with_clamp() {
+        let mut w = Wave::new(8, 0);
+        w.set_exec(u64::MAX);
+        w.v[1][..3].copy_from_slice(&[3, 0xFFFF_FFF0, 5]);
+        w.v[2][..3].copy_from_slice(&[5, 0x20, 3]);
+        let lanes = |w: &Wave| [w.v[0][0], w.v[0][1], w.v[0][2]];
+        // (words, mnemonic, lanes 0..3 of v0)
+        let cases: [([u32; 2], &str, [u32; 3]); 7] = [
+            ([0xD134_8000, 0x0002_0501], "v_add_u32", [8, u32::MAX, 8]),
+            ([0xD135_8000, 0x0002_0501], "v_sub_u32", [0, 0xFFFF_FFD0, 2]),
+            ([0xD136_8000, 0x0002_0501], "v_subrev_u32", [2, 0, 0]),
+            (
+                [0xD135_0000, 0x0002_0501],
+                "v_sub_u32",
+                [u32::MAX - 1, 0xFFFF_FFD0, 2],
+            ),
+            // The u16 forms take the low halves: 0xFFF0 + 0x20 saturates.
+            ([0xD126_8000, 0x0002_0501], "v_add_u16", [8, 0xFFFF, 8]),
+            ([0xD127_8000, 0x0002_0501], "v_sub_u16", [0, 0xFFD0, 2]),
+            ([0xD128_8000, 0x0002_0501], "v_subrev_u16", [2, 0, 0]),
+        ];
+        for (words, mnemonic, want) in cases {
+            run(&mut w, &words, mnemonic).unwrap();
+            assert_eq!(lanes(&w), want, "{mnemonic} {:#010x}", words[0]);
         }
     }
 

@@ -1,0 +1,211 @@
+//! What every GEMM kernel family shares: how an operand is stored
+//! ([`Layout`], the `flags` bits, element offsets), the element types and
+//! their conversions to and from the f32 the kernels accumulate in.
+//!
+//! Every kernel takes the same arguments, in this order: `a, b, c, d`
+//! (pointers), `m, n, k, lda, ldb, ldc, ldd` (u32), `stride_a, stride_b,
+//! stride_c, stride_d` (u64, elements between batches), `alpha, beta`
+//! (f32), `flags` (u32: bit [`TRANSPOSE_A`], bit [`TRANSPOSE_B`]); the
+//! matrices are column-major, and the batch is the launch's z.
+
+/// How A or B is stored: as the problem's operand, or transposed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    AsIs,
+    Transposed,
+}
+
+impl Layout {
+    /// Bit `bit` of the kernel's `flags` argument.
+    pub fn from_flag(flags: u32, bit: u32) -> Self {
+        if flags >> bit & 1 != 0 {
+            Self::Transposed
+        } else {
+            Self::AsIs
+        }
+    }
+}
+
+/// The flags bit for a transposed A.
+pub const TRANSPOSE_A: u32 = 0;
+/// The flags bit for a transposed B.
+pub const TRANSPOSE_B: u32 = 1;
+
+/// Element `(row, col)` of a column-major operand with leading dimension
+/// `ld`, stored as is or transposed: its offset in elements.
+#[inline(always)]
+pub fn offset(layout: Layout, row: u32, col: u32, ld: u32) -> u64 {
+    match layout {
+        Layout::AsIs => u64::from(row) + u64::from(col) * u64::from(ld),
+        Layout::Transposed => u64::from(col) + u64::from(row) * u64::from(ld),
+    }
+}
+
+/// A stored element type: its bits, and the f32 the kernels compute with.
+/// f16 and bf16 widen exactly; f32 narrows to them rounding to nearest
+/// even, as `v_cvt_f16_f32` and a bf16 store do.
+pub trait Element: Copy {
+    fn to_f32(self) -> f32;
+    fn from_f32(v: f32) -> Self;
+}
+
+impl Element for f32 {
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        self
+    }
+    #[inline(always)]
+    fn from_f32(v: f32) -> Self {
+        v
+    }
+}
+
+/// IEEE binary16, as its bits (the conversions are the hardware's on the
+/// device).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct F16(pub u16);
+
+/// bfloat16 (the high half of an f32), as its bits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct Bf16(pub u16);
+
+impl Element for Bf16 {
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        f32::from_bits(u32::from(self.0) << 16)
+    }
+    #[inline(always)]
+    fn from_f32(v: f32) -> Self {
+        Bf16(bf16_bits(v))
+    }
+}
+
+/// f32 to bf16 bits, rounding to nearest even; a NaN stays a (quiet) NaN.
+#[inline(always)]
+pub fn bf16_bits(v: f32) -> u16 {
+    let b = v.to_bits();
+    if v.is_nan() {
+        return (b >> 16) as u16 | 0x0040;
+    }
+    let round = 0x7FFF + (b >> 16 & 1);
+    (b.wrapping_add(round) >> 16) as u16
+}
+
+#[cfg(target_arch = "amdgpu")]
+impl Element for F16 {
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        f16::from_bits(self.0) as f32
+    }
+    #[inline(always)]
+    fn from_f32(v: f32) -> Self {
+        F16((v as f16).to_bits())
+    }
+}
+
+/// A kernel's arguments (module doc), as the generic bodies take them.
+#[derive(Clone, Copy)]
+pub struct Problem<In, Out> {
+    pub a: *const In,
+    pub b: *const In,
+    pub c: *const Out,
+    pub d: *mut Out,
+    pub m: u32,
+    pub n: u32,
+    pub k: u32,
+    pub lda: u32,
+    pub ldb: u32,
+    pub ldc: u32,
+    pub ldd: u32,
+    pub stride_a: u64,
+    pub stride_b: u64,
+    pub stride_c: u64,
+    pub stride_d: u64,
+    pub alpha: f32,
+    pub beta: f32,
+    pub flags: u32,
+}
+
+impl<In, Out> Problem<In, Out> {
+    /// The problem of batch `z`: each matrix `stride_*` elements on per
+    /// batch. The pointers are only computed here (the kernels read them
+    /// inside the batch's matrices).
+    #[inline(always)]
+    pub fn batch(self, z: u32) -> Self {
+        let z = u64::from(z);
+        Self {
+            a: self.a.wrapping_add((z * self.stride_a) as usize),
+            b: self.b.wrapping_add((z * self.stride_b) as usize),
+            c: self.c.wrapping_add((z * self.stride_c) as usize),
+            d: self.d.wrapping_add((z * self.stride_d) as usize),
+            ..self
+        }
+    }
+}
+
+/// Defines `gpu-kernel` entry points with the common arguments (module
+/// doc), each calling a generic body with the leading arguments given and
+/// then the common ones: `name: In => Out = body::<..>(leading, ..);`.
+#[cfg(target_arch = "amdgpu")]
+macro_rules! entry_points {
+    ($($(#[$doc:meta])* $name:ident: $in:ty => $out:ty =
+        $body:ident::<$($generic:tt),*>($($leading:expr),*);)*) => {$(
+        $(#[$doc])*
+        #[unsafe(no_mangle)]
+        #[allow(clippy::too_many_arguments)]
+        pub extern "gpu-kernel" fn $name(
+            a: *const $in,
+            b: *const $in,
+            c: *const $out,
+            d: *mut $out,
+            m: u32,
+            n: u32,
+            k: u32,
+            lda: u32,
+            ldb: u32,
+            ldc: u32,
+            ldd: u32,
+            stride_a: u64,
+            stride_b: u64,
+            stride_c: u64,
+            stride_d: u64,
+            alpha: f32,
+            beta: f32,
+            flags: u32,
+        ) {
+            let p = $crate::common::Problem {
+                a, b, c, d, m, n, k, lda, ldb, ldc, ldd, stride_a, stride_b, stride_c,
+                stride_d, alpha, beta, flags,
+            };
+            $body::<$($generic),*>($($leading,)* p)
+        }
+    )*};
+}
+#[cfg(target_arch = "amdgpu")]
+pub(crate) use entry_points;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bf16_rounds_to_nearest_even() {
+        assert_eq!(bf16_bits(1.0), 0x3F80);
+        // 1 + 2^-8 is a tie: to even (1.0); 1 + 3·2^-8 rounds up.
+        assert_eq!(bf16_bits(1.0 + 2f32.powi(-8)), 0x3F80);
+        assert_eq!(bf16_bits(1.0 + 3.0 * 2f32.powi(-8)), 0x3F82);
+        assert_eq!(bf16_bits(-2.0), 0xC000);
+        assert!(Bf16(bf16_bits(f32::NAN)).to_f32().is_nan());
+        assert_eq!(bf16_bits(f32::INFINITY), 0x7F80);
+    }
+
+    #[test]
+    fn offsets_follow_the_layout() {
+        assert_eq!(offset(Layout::AsIs, 3, 2, 10), 23);
+        assert_eq!(offset(Layout::Transposed, 3, 2, 10), 32);
+        assert_eq!(Layout::from_flag(0b10, TRANSPOSE_B), Layout::Transposed);
+        assert_eq!(Layout::from_flag(0b10, TRANSPOSE_A), Layout::AsIs);
+    }
+}

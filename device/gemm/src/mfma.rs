@@ -1,0 +1,246 @@
+//! The MFMA kernel family (CDNA: gfx90a, gfx942, gfx950): D in 32 × 32
+//! blocks of `v_mfma_f32_32x32x*` with f32 accumulators.
+//!
+//! **Work split.** A workgroup of [`THREADS`] work-items (four waves, 2 × 2)
+//! computes an `MT_M × MT_N` macro-tile of D; each wave a `32·WM × 32·WN`
+//! part of it, `WM · WN` blocks of one MFMA output (16 f32 per lane each),
+//! so `MT_M = 64 · WM` and `MT_N = 64 · WN` ([`Tile`]).
+//!
+//! **K slices and LDS.** K advances [`SLICE_BYTES`] bytes of elements at a
+//! time (32 f16/bf16 or 16 f32). A and B slices sit in LDS as rows of K:
+//! row `r` of the A slice holds `A[row0 + r][k0 ..]`, row `c` of the B
+//! slice `B[k0 ..][col0 + c]`, each [`ROW_STRIDE`] bytes apart (16 bytes of
+//! padding: eight lanes reading 16 bytes from eight consecutive rows then
+//! hit 32 distinct banks). Two such buffers alternate: while the MFMAs
+//! read one, the next slice, loaded into registers from memory before the
+//! MFMAs were issued, is written to the other (one barrier per slice).
+//!
+//! **Memory to LDS.** Each work-item moves `WM` (A) and `WN` (B) 16-byte
+//! vectors per slice ([`vector_place`]). An operand stored with K
+//! contiguous (A transposed, B as is) fills a vector with consecutive K of
+//! one row and writes it with one 128-bit LDS write; one stored with rows
+//! contiguous (A as is, B transposed) fills it with consecutive rows of one
+//! k and writes each element on its own. When the whole slice lies inside
+//! the matrices and the operand's address and leading dimension are
+//! 16-byte aligned, a vector is one 128-bit global load; otherwise (edges,
+//! odd leading dimensions) each element is loaded on its own, and elements
+//! outside M, N or K load as 0.
+//!
+//! **LDS to MFMA.** A 32 × 32 × 8 f16 MFMA takes, in lane `l`, four
+//! consecutive k of row `l % 32` (A) or column `l % 32` (B), the lanes
+//! `l / 32 = g` holding k `4g ..`. Each lane reads 16 bytes from its row at
+//! byte `32c + 16g` for chunk `c` of the slice ([`operand_offset`]) and
+//! feeds them to 16 / (4 · element bytes) MFMAs in turn: the k order inside
+//! a slice is permuted, identically for A and B, so every k meets its
+//! partner once ([`chunk_k`]).
+//!
+//! **Epilogue.** Register `r` of lane `l` of a block holds D's element
+//! ([`d_place`]); it is scaled by alpha, added to beta · C when beta ≠ 0 (C
+//! is never read otherwise) and stored if it lies inside D.
+//!
+//! The index arithmetic is plain functions here, tested on the host; the
+//! kernel (amdgpu only) strings them together. Arguments and launch are
+//! [`crate::common`]'s; the grid is `(ceil(M / MT_M) · 256, ceil(N /
+//! MT_N), batch)`.
+
+/// Work-items per workgroup (four waves, 2 × 2 over the macro-tile).
+pub const THREADS: u32 = 256;
+/// Lanes per wave.
+pub const WAVE: u32 = 64;
+/// Rows (and columns) of one MFMA output block.
+pub const BLOCK: u32 = 32;
+/// Bytes of K per LDS row and slice.
+pub const SLICE_BYTES: u32 = 64;
+/// Bytes from one LDS row to the next.
+pub const ROW_STRIDE: u32 = SLICE_BYTES + 16;
+/// Bytes in a vector: one 128-bit load or LDS access.
+pub const VECTOR: u32 = 16;
+
+/// A macro-tile: `64 · WM` rows × `64 · WN` columns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tile {
+    pub wm: u32,
+    pub wn: u32,
+}
+
+impl Tile {
+    pub const fn rows(self) -> u32 {
+        2 * BLOCK * self.wm
+    }
+    pub const fn cols(self) -> u32 {
+        2 * BLOCK * self.wn
+    }
+    /// LDS bytes: two buffers of A and B slices.
+    pub const fn lds_bytes(self) -> u32 {
+        2 * (self.rows() + self.cols()) * ROW_STRIDE
+    }
+}
+
+/// Where vector `v` (0 ≤ v < 4 · `rows`) of an operand slice comes from:
+/// (row, first k) for a K-contiguous operand, or (first row, k) for a
+/// row-contiguous one; `per` = elements per vector.
+#[inline(always)]
+pub fn vector_place(v: u32, rows: u32, k_contiguous: bool, per: u32) -> (u32, u32) {
+    let per_row = SLICE_BYTES / VECTOR;
+    if k_contiguous {
+        (v / per_row, v % per_row * per)
+    } else {
+        let across = rows / per;
+        (v % across * per, v / across)
+    }
+}
+
+/// Byte offset in an operand slice of row `row`, element `kk` of `es`
+/// bytes.
+#[inline(always)]
+pub fn lds_offset(row: u32, kk: u32, es: u32) -> u32 {
+    row * ROW_STRIDE + kk * es
+}
+
+/// The byte offset lane `lane` reads its 16 bytes from for chunk `c` of
+/// block row (or column) `base`: row `base + lane % 32`, byte `32c +
+/// 16 (lane / 32)`.
+#[inline(always)]
+pub fn operand_offset(base: u32, lane: u32, c: u32) -> u32 {
+    (base + lane % BLOCK) * ROW_STRIDE + c * 2 * VECTOR + lane / BLOCK * VECTOR
+}
+
+/// The k inside the slice that MFMA `j` of chunk `c` multiplies in lane
+/// group `g` as its element `h`, for an instruction taking `per` elements
+/// per lane of `es` bytes each: the element at byte `32c + 16g + es (per j
+/// + h)` of the row.
+#[inline(always)]
+pub fn chunk_k(c: u32, g: u32, j: u32, h: u32, per: u32, es: u32) -> u32 {
+    (c * 2 * VECTOR + g * VECTOR) / es + per * j + h
+}
+
+/// The element of a 32 × 32 block that register `r` (< 16) of lane `lane`
+/// holds after a 32 × 32 single-block MFMA: (row, column) (CDNA3 ISA,
+/// "Dependent arithmetic … 32 × 32": row `8 (r / 4) + 4 (lane / 32) + r %
+/// 4`, column `lane % 32`).
+#[inline(always)]
+pub fn d_place(lane: u32, r: u32) -> (u32, u32) {
+    (8 * (r / 4) + 4 * (lane / BLOCK) + r % 4, lane % BLOCK)
+}
+
+/// Wave `w`'s first row and column in the macro-tile.
+#[inline(always)]
+pub fn wave_place(w: u32, tile: Tile) -> (u32, u32) {
+    (w % 2 * BLOCK * tile.wm, w / 2 * BLOCK * tile.wn)
+}
+
+/// Every MFMA kernel: (name, A/B element bytes, C/D element bytes,
+/// macro-tile). Built for gfx90a, gfx942 and gfx950.
+pub const KERNELS: &[(&str, u32, u32, Tile)] = &[
+    ("gemm_f32_mfma_64x64", 4, 4, Tile { wm: 1, wn: 1 }),
+    ("gemm_f32_mfma_128x128", 4, 4, Tile { wm: 2, wn: 2 }),
+    ("gemm_f16_mfma_64x64", 2, 2, Tile { wm: 1, wn: 1 }),
+    ("gemm_f16_mfma_128x128", 2, 2, Tile { wm: 2, wn: 2 }),
+    ("gemm_f16_f32_mfma_64x64", 2, 4, Tile { wm: 1, wn: 1 }),
+    ("gemm_f16_f32_mfma_128x128", 2, 4, Tile { wm: 2, wn: 2 }),
+    ("gemm_bf16_mfma_64x64", 2, 2, Tile { wm: 1, wn: 1 }),
+    ("gemm_bf16_mfma_128x128", 2, 2, Tile { wm: 2, wn: 2 }),
+    ("gemm_bf16_f32_mfma_64x64", 2, 4, Tile { wm: 1, wn: 1 }),
+    ("gemm_bf16_f32_mfma_128x128", 2, 4, Tile { wm: 2, wn: 2 }),
+];
+
+#[cfg(all(
+    target_arch = "amdgpu",
+    any(
+        aqueduct_gfx = "gfx90a",
+        aqueduct_gfx = "gfx942",
+        aqueduct_gfx = "gfx950"
+    )
+))]
+mod device;
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::vec;
+    use std::vec::Vec;
+
+    #[test]
+    fn the_vectors_of_all_work_items_cover_each_slice_once() {
+        for tile in KERNELS.iter().map(|k| k.3) {
+            for (rows, per_thread) in [(tile.rows(), tile.wm), (tile.cols(), tile.wn)] {
+                for es in [2, 4] {
+                    let per = VECTOR / es;
+                    let k_elems = SLICE_BYTES / es;
+                    for k_contiguous in [false, true] {
+                        let mut seen = vec![0u32; (rows * k_elems) as usize];
+                        for lid in 0..THREADS {
+                            for t in 0..per_thread {
+                                let v = lid + t * THREADS;
+                                let (r, kk) = vector_place(v, rows, k_contiguous, per);
+                                for e in 0..per {
+                                    let (r, kk) = if k_contiguous {
+                                        (r, kk + e)
+                                    } else {
+                                        (r + e, kk)
+                                    };
+                                    assert!(r < rows && kk < k_elems, "{tile:?} {r} {kk}");
+                                    seen[(r * k_elems + kk) as usize] += 1;
+                                }
+                            }
+                        }
+                        assert!(seen.iter().all(|&n| n == 1), "{tile:?} es {es}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Each k of a slice is multiplied exactly once per (row, column): the
+    /// chunks, lane groups, MFMAs and elements of a 16-byte read cover the
+    /// slice, for f16/bf16 (4 per lane, two MFMAs a read) and f32 (1 per
+    /// lane, four), and the byte each reads is the one `operand_offset`
+    /// gives.
+    #[test]
+    fn the_mfmas_of_a_slice_meet_every_k_once() {
+        for (es, per) in [(2, 4), (4, 1)] {
+            let mut seen = vec![0u32; (SLICE_BYTES / es) as usize];
+            for c in 0..SLICE_BYTES / (2 * VECTOR) {
+                for g in 0..2 {
+                    let lane = 32 * g + 5;
+                    let read = operand_offset(0, lane, c) - 5 * ROW_STRIDE;
+                    for j in 0..VECTOR / (es * per) {
+                        for h in 0..per {
+                            let kk = chunk_k(c, g, j, h, per, es);
+                            assert_eq!(kk * es, read + es * (per * j + h));
+                            seen[kk as usize] += 1;
+                        }
+                    }
+                }
+            }
+            assert!(seen.iter().all(|&n| n == 1), "es {es}");
+        }
+    }
+
+    /// `d_place` inverts the ISA's C/D layout for M = 32, one block:
+    /// element (i, j) in register 4 (i / 8) + i % 4 of lane 32 ((i / 4) % 2)
+    /// + j (the formula the simulator's MFMA executor uses too).
+    #[test]
+    fn d_place_inverts_the_isa_layout() {
+        let mut seen = [[0u32; 32]; 32];
+        for lane in 0..WAVE {
+            for r in 0..16 {
+                let (i, j) = d_place(lane, r);
+                assert_eq!(r, 4 * (i / 8) + i % 4);
+                assert_eq!(lane, 32 * ((i / 4) % 2) + j);
+                seen[i as usize][j as usize] += 1;
+            }
+        }
+        assert!(seen.iter().flatten().all(|&n| n == 1));
+    }
+
+    #[test]
+    fn the_waves_split_the_macro_tile() {
+        let tile = Tile { wm: 2, wn: 2 };
+        assert_eq!((tile.rows(), tile.cols()), (128, 128));
+        assert_eq!(tile.lds_bytes(), 40960);
+        let places: Vec<_> = (0..4).map(|w| wave_place(w, tile)).collect();
+        assert_eq!(places, [(0, 0), (64, 0), (0, 64), (64, 64)]);
+    }
+}
