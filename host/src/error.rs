@@ -108,6 +108,18 @@ pub enum Error {
     #[error("packet refused: {0}")]
     Packet(#[from] PacketError),
 
+    /// A solution catalog could not be opened or used.
+    #[error("catalog {}: {message}", path.display())]
+    Catalog { path: PathBuf, message: String },
+
+    /// The catalog has no kernel for a GEMM on this hardware.
+    #[error("no GEMM kernel for {problem} on {hardware} in {}", catalog.display())]
+    NoGemmSolution {
+        problem: String,
+        hardware: String,
+        catalog: PathBuf,
+    },
+
     /// A file could not be read.
     #[error("cannot read {}: {source}", path.display())]
     Io {

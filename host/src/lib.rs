@@ -15,6 +15,8 @@
 //! - [`Executable`] and [`Kernel`]: code objects loaded through the four HSA
 //!   calls after a target check; [`Kernargs`] checked against the metadata;
 //!   [`Kernel::dispatch`] returning a [`Dispatch`] to wait on.
+//! - [`gemm`]: GEMM problems ([`Gemm`]) and the kernel a catalog selects
+//!   for them on an agent ([`GemmLibrary`], [`GemmPlan`]).
 //!
 //! Errors are [`Error`] values: HSA failures carry the call, the status and
 //! `hsa_status_string`'s text.
@@ -28,6 +30,7 @@ pub mod device_code;
 mod dispatch;
 mod error;
 mod executable;
+pub mod gemm;
 pub mod hsa;
 pub mod memory;
 pub mod queue;
@@ -39,6 +42,7 @@ pub use aqueduct_abi::code_object;
 pub use dispatch::{ArgKey, ArgValue, DevicePtr, Dispatch, Kernargs, KernelArgument, Launch};
 pub use error::{Error, LoadAttempt, Result};
 pub use executable::{AgentIsa, Executable, Kernel, check_target};
+pub use gemm::{Gemm, GemmLibrary, GemmPlan};
 pub use hsa::{LoadOptions, Runtime, System};
 pub use memory::{DeviceBuffer, HostBuffer, MemoryPool, PoolKind};
 pub use queue::{Queue, Reservation};

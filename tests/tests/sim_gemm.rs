@@ -13,7 +13,7 @@
 
 #![feature(f16)]
 
-use aqueduct_gemm::common::{TRANSPOSE_A, TRANSPOSE_B};
+use aqueduct_gemm::common::{ElementType, KernelInfo, TRANSPOSE_A, TRANSPOSE_B};
 use aqueduct_gemm::{fma, mfma};
 use aqueduct_tests::{Args, Rng, Sim, simulated};
 
@@ -91,45 +91,28 @@ struct Kernel {
 }
 
 impl Kernel {
-    /// The element types a kernel's name gives (`gemm_<in>[_<out>]_...`),
-    /// checked against the element sizes its family lists.
-    fn new(name: &'static str, bytes: (u32, u32), tile: (u32, u32), threads: u32) -> Self {
-        let ty = |t: &str| match t {
-            "f32" => Some(Ty::F32),
-            "f16" => Some(Ty::F16),
-            "bf16" => Some(Ty::Bf16),
-            _ => None,
+    fn of(k: &KernelInfo) -> Self {
+        let ty = |t: ElementType| match t {
+            ElementType::F32 => Ty::F32,
+            ElementType::F16 => Ty::F16,
+            ElementType::Bf16 => Ty::Bf16,
         };
-        let mut parts = name.split('_').skip(1);
-        let input = parts.next().and_then(ty).expect(name);
-        let output = parts.next().and_then(ty).unwrap_or(input);
-        assert_eq!(
-            (input.bytes() as u32, output.bytes() as u32),
-            bytes,
-            "{name}"
-        );
         Self {
-            name,
-            input,
-            output,
-            tile,
-            threads,
+            name: k.name,
+            input: ty(k.input),
+            output: ty(k.output),
+            tile: (k.tile_rows, k.tile_cols),
+            threads: k.threads,
         }
     }
 }
 
 fn fma_kernels() -> Vec<Kernel> {
-    fma::KERNELS
-        .iter()
-        .map(|&(name, i, o)| Kernel::new(name, (i, o), (fma::TILE, fma::TILE), fma::THREADS))
-        .collect()
+    fma::KERNELS.iter().map(Kernel::of).collect()
 }
 
 fn mfma_kernels() -> Vec<Kernel> {
-    mfma::KERNELS
-        .iter()
-        .map(|&(name, i, o, t)| Kernel::new(name, (i, o), (t.rows(), t.cols()), mfma::THREADS))
-        .collect()
+    mfma::KERNELS.iter().map(Kernel::of).collect()
 }
 
 /// Runs one case; `values` draws the inputs (exact in the kernel's types

@@ -355,7 +355,12 @@ fn type_predicates(op: &str, types: &[Value], hpa: bool) -> Vec<Value> {
 pub fn from_description(desc_path: &Path, out: &Path) -> Result<Vec<PathBuf>, String> {
     let text_in =
         std::fs::read_to_string(desc_path).map_err(|e| format!("{}: {e}", desc_path.display()))?;
-    let bytes = yaml::to_msgpack(&text_in).map_err(|e| format!("{}: {e}", desc_path.display()))?;
+    from_description_text(&text_in, out).map_err(|e| format!("{}: {e}", desc_path.display()))
+}
+
+/// [`from_description`] of a description held in memory.
+pub fn from_description_text(text_in: &str, out: &Path) -> Result<Vec<PathBuf>, String> {
+    let bytes = yaml::to_msgpack(text_in)?;
     let desc = Reader::from_bytes(&bytes)
         .value(64)
         .map_err(|e| e.to_string())?;

@@ -81,6 +81,10 @@ impl DeviceCrate {
     }
 }
 
+/// The crate of the GEMM kernels, whose catalogs the build writes
+/// ([`crate::gemm_catalog`]).
+pub const GEMM_PACKAGE: &str = "aqueduct-gemm";
+
 /// Every device crate, in build order.
 pub const DEVICE_CRATES: &[DeviceCrate] = &[
     DeviceCrate {
@@ -94,7 +98,7 @@ pub const DEVICE_CRATES: &[DeviceCrate] = &[
         no_scratch: false,
     },
     DeviceCrate {
-        package: "aqueduct-gemm",
+        package: GEMM_PACKAGE,
         dir: "device/gemm",
         allow_spills: &[],
         allow_dynamic_stack: &[],
@@ -437,6 +441,12 @@ pub fn build(
             });
             let artifact = build_one(opts, &toolchain, &shims, target, krate)
                 .map_err(|m| fail(target.name, krate.package, m))?;
+            // The GEMM kernels' catalog, next to their code object.
+            if krate.package == GEMM_PACKAGE {
+                let dir = artifact.path.parent().unwrap_or(Path::new("."));
+                crate::gemm_catalog::write(target, dir)
+                    .map_err(|m| fail(target.name, krate.package, m))?;
+            }
             progress(Event::Finished {
                 gfx: target.name,
                 package: krate.package,

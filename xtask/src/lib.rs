@@ -9,13 +9,11 @@
 #![feature(f16)]
 
 pub mod atomics_ir;
-#[cfg(feature = "catalog")]
 pub mod catalog_bench;
-#[cfg(feature = "catalog")]
 pub mod catalog_queries;
-#[cfg(feature = "catalog")]
 pub mod catalog_write;
 pub mod device_build;
+pub mod gemm_catalog;
 pub mod isa_tables;
 pub mod report;
 pub mod rng;

@@ -285,7 +285,9 @@ fn sim_bench_command(args: &[String]) -> Result<(), String> {
         .find(|a| a.package == "aqueduct-gemm" && a.gfx == "gfx90a")
         .ok_or("no aqueduct-gemm code object for gfx90a")?;
     let bytes = std::fs::read(&ours.path).map_err(|e| format!("{}: {e}", ours.path.display()))?;
-    samples.push(sim_bench::run_our_gemm(&bytes)?);
+    for gemm in sim_bench::OUR_GEMMS {
+        samples.push(sim_bench::run_our_gemm(&bytes, gemm)?);
+    }
     print!("{}", sim_bench::format_table(&samples));
     Ok(())
 }

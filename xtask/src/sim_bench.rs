@@ -202,11 +202,27 @@ fn timed_runs(
     Ok(sample)
 }
 
-/// aqueduct's own f16 GEMM kernel (`aqueduct-gemm`'s FMA fallback,
-/// `gemm_f16_f32_fma`: f16 in, f32 out) at [`GEMM_SIZE`]³ on one thread,
-/// from `code_object` (gfx90a), checked exactly (inputs in {-1, 0, 1}).
-pub fn run_our_gemm(code_object: &[u8]) -> Result<Sample, String> {
-    const KERNEL: &str = "gemm_f16_f32_fma";
+/// aqueduct's own f16 GEMM kernels at [`GEMM_SIZE`]³ on one thread: the
+/// FMA fallback (`gemm_f16_f32_fma`, row `ours_f16`) and the MFMA kernel of
+/// the largest tile (`gemm_f16_f32_mfma_128x128`, row `ours_f16_mfma`),
+/// f16 in, f32 out.
+pub const OUR_GEMMS: [(&str, &str); 2] = [
+    ("gemm_f16_f32_fma", "ours_f16"),
+    ("gemm_f16_f32_mfma_128x128", "ours_f16_mfma"),
+];
+
+/// One of [`OUR_GEMMS`] at [`GEMM_SIZE`]³ on one thread, from
+/// `code_object` (aqueduct-gemm for gfx90a), checked exactly (inputs in
+/// {-1, 0, 1}).
+pub fn run_our_gemm(
+    code_object: &[u8],
+    (kernel, row): (&str, &'static str),
+) -> Result<Sample, String> {
+    let info = aqueduct_gemm::fma::KERNELS
+        .iter()
+        .chain(aqueduct_gemm::mfma::KERNELS)
+        .find(|k| k.name == kernel)
+        .ok_or_else(|| format!("{kernel} is not an aqueduct-gemm kernel"))?;
     let n = GEMM_SIZE as usize;
     let d = Device::new(Target::Gfx90a);
     let p = d.load(code_object).map_err(|e| e.to_string())?;
@@ -245,7 +261,7 @@ pub fn run_our_gemm(code_object: &[u8]) -> Result<Sample, String> {
     let stride = (u64::from(m) * u64::from(m)).to_le_bytes();
     let ka = kernargs(
         &p,
-        KERNEL,
+        kernel,
         &[
             &a_dev.to_le_bytes(),
             &b_dev.to_le_bytes(),
@@ -268,10 +284,10 @@ pub fn run_our_gemm(code_object: &[u8]) -> Result<Sample, String> {
         ],
     )?;
     let poison = vec![0xFF; n * n * 4];
-    let grid = [m.div_ceil(64) * 256, m.div_ceil(64), 1];
+    let grid = info.grid(m, m, 1);
     let sample = Sample {
         gfx: "gfx90a",
-        kernel: "ours_f16",
+        kernel: row,
         threads: 1,
         elements: n * n,
         times: Vec::new(),
@@ -286,7 +302,7 @@ pub fn run_our_gemm(code_object: &[u8]) -> Result<Sample, String> {
                 .map_err(|e| e.to_string())
         },
         || {
-            d.run(&p, KERNEL, grid, [256, 1, 1], &ka)
+            d.run(&p, kernel, grid, [info.threads as u16, 1, 1], &ka)
                 .map_err(|e| e.to_string())
         },
         || first_difference(&download(&d, d_dev, n * n * 4)?, &want, 4),

@@ -145,6 +145,61 @@ impl<In, Out> Problem<In, Out> {
     }
 }
 
+/// An element type as the kernels store it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ElementType {
+    F32,
+    F16,
+    Bf16,
+}
+
+impl ElementType {
+    pub const fn bytes(self) -> u32 {
+        match self {
+            Self::F32 => 4,
+            Self::F16 | Self::Bf16 => 2,
+        }
+    }
+}
+
+/// The matrix hardware a kernel runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// The VALU: every target.
+    Fma,
+    /// Matrix cores: the CDNA targets (gfx90a, gfx942, gfx950).
+    Mfma,
+}
+
+/// One kernel as the host launches it: the common arguments, a grid of
+/// `(ceil(M / tile_rows) · threads, ceil(N / tile_cols), batch)`
+/// work-items in workgroups of `(threads, 1, 1)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelInfo {
+    pub name: &'static str,
+    pub family: Family,
+    /// A and B.
+    pub input: ElementType,
+    /// C and D; the kernels accumulate in f32 whatever the types.
+    pub output: ElementType,
+    pub tile_rows: u32,
+    pub tile_cols: u32,
+    /// Work-items per workgroup: the kernel's launch bound.
+    pub threads: u32,
+}
+
+impl KernelInfo {
+    /// The launch grid in work-items for an M × N × batch problem (at least
+    /// one workgroup in each dimension).
+    pub fn grid(&self, m: u32, n: u32, batch: u32) -> [u32; 3] {
+        [
+            m.div_ceil(self.tile_rows).max(1) * self.threads,
+            n.div_ceil(self.tile_cols).max(1),
+            batch.max(1),
+        ]
+    }
+}
+
 /// Defines `gpu-kernel` entry points with the common arguments (module
 /// doc), each calling a generic body with the leading arguments given and
 /// then the common ones: `name: In => Out = body::<..>(leading, ..);`.

@@ -13,6 +13,7 @@
 
 #[cfg(target_arch = "amdgpu")]
 use crate::common::{Bf16, Element, F16, Layout, Problem, offset};
+use crate::common::{ElementType, Family, KernelInfo};
 pub use crate::common::{TRANSPOSE_A, TRANSPOSE_B};
 
 /// Rows and columns of D one workgroup computes.
@@ -201,14 +202,26 @@ crate::common::entry_points! {
     gemm_bf16_f32_fma: Bf16 => f32 = gemm_fma::<Bf16, f32>();
 }
 
-/// Every FMA kernel: (name, A/B element bytes, C/D element bytes).
-pub const KERNELS: &[(&str, u32, u32)] = &[
-    ("gemm_f32_fma", 4, 4),
-    ("gemm_f16_fma", 2, 2),
-    ("gemm_f16_f32_fma", 2, 4),
-    ("gemm_bf16_fma", 2, 2),
-    ("gemm_bf16_f32_fma", 2, 4),
+/// Every FMA kernel.
+pub const KERNELS: &[KernelInfo] = &[
+    fma_kernel("gemm_f32_fma", ElementType::F32, ElementType::F32),
+    fma_kernel("gemm_f16_fma", ElementType::F16, ElementType::F16),
+    fma_kernel("gemm_f16_f32_fma", ElementType::F16, ElementType::F32),
+    fma_kernel("gemm_bf16_fma", ElementType::Bf16, ElementType::Bf16),
+    fma_kernel("gemm_bf16_f32_fma", ElementType::Bf16, ElementType::F32),
 ];
+
+const fn fma_kernel(name: &'static str, input: ElementType, output: ElementType) -> KernelInfo {
+    KernelInfo {
+        name,
+        family: Family::Fma,
+        input,
+        output,
+        tile_rows: TILE,
+        tile_cols: TILE,
+        threads: THREADS,
+    }
+}
 
 #[cfg(test)]
 mod tests {

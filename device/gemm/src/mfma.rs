@@ -43,6 +43,9 @@
 //! [`crate::common`]'s; the grid is `(ceil(M / MT_M) · 256, ceil(N /
 //! MT_N), batch)`.
 
+use crate::common::ElementType::{self, Bf16, F16, F32};
+use crate::common::{Family, KernelInfo};
+
 /// Work-items per workgroup (four waves, 2 × 2 over the macro-tile).
 pub const THREADS: u32 = 256;
 /// Lanes per wave.
@@ -129,20 +132,49 @@ pub fn wave_place(w: u32, tile: Tile) -> (u32, u32) {
     (w % 2 * BLOCK * tile.wm, w / 2 * BLOCK * tile.wn)
 }
 
-/// Every MFMA kernel: (name, A/B element bytes, C/D element bytes,
-/// macro-tile). Built for gfx90a, gfx942 and gfx950.
-pub const KERNELS: &[(&str, u32, u32, Tile)] = &[
-    ("gemm_f32_mfma_64x64", 4, 4, Tile { wm: 1, wn: 1 }),
-    ("gemm_f32_mfma_128x128", 4, 4, Tile { wm: 2, wn: 2 }),
-    ("gemm_f16_mfma_64x64", 2, 2, Tile { wm: 1, wn: 1 }),
-    ("gemm_f16_mfma_128x128", 2, 2, Tile { wm: 2, wn: 2 }),
-    ("gemm_f16_f32_mfma_64x64", 2, 4, Tile { wm: 1, wn: 1 }),
-    ("gemm_f16_f32_mfma_128x128", 2, 4, Tile { wm: 2, wn: 2 }),
-    ("gemm_bf16_mfma_64x64", 2, 2, Tile { wm: 1, wn: 1 }),
-    ("gemm_bf16_mfma_128x128", 2, 2, Tile { wm: 2, wn: 2 }),
-    ("gemm_bf16_f32_mfma_64x64", 2, 4, Tile { wm: 1, wn: 1 }),
-    ("gemm_bf16_f32_mfma_128x128", 2, 4, Tile { wm: 2, wn: 2 }),
+/// Every MFMA kernel, built for gfx90a, gfx942 and gfx950.
+pub const KERNELS: &[KernelInfo] = &[
+    mfma_kernel("gemm_f32_mfma_64x64", F32, F32, Tile { wm: 1, wn: 1 }),
+    mfma_kernel("gemm_f32_mfma_128x128", F32, F32, Tile { wm: 2, wn: 2 }),
+    mfma_kernel("gemm_f16_mfma_64x64", F16, F16, Tile { wm: 1, wn: 1 }),
+    mfma_kernel("gemm_f16_mfma_128x128", F16, F16, Tile { wm: 2, wn: 2 }),
+    mfma_kernel("gemm_f16_f32_mfma_64x64", F16, F32, Tile { wm: 1, wn: 1 }),
+    mfma_kernel("gemm_f16_f32_mfma_128x128", F16, F32, Tile { wm: 2, wn: 2 }),
+    mfma_kernel("gemm_bf16_mfma_64x64", Bf16, Bf16, Tile { wm: 1, wn: 1 }),
+    mfma_kernel("gemm_bf16_mfma_128x128", Bf16, Bf16, Tile { wm: 2, wn: 2 }),
+    mfma_kernel("gemm_bf16_f32_mfma_64x64", Bf16, F32, Tile { wm: 1, wn: 1 }),
+    mfma_kernel(
+        "gemm_bf16_f32_mfma_128x128",
+        Bf16,
+        F32,
+        Tile { wm: 2, wn: 2 },
+    ),
 ];
+
+const fn mfma_kernel(
+    name: &'static str,
+    input: ElementType,
+    output: ElementType,
+    tile: Tile,
+) -> KernelInfo {
+    KernelInfo {
+        name,
+        family: Family::Mfma,
+        input,
+        output,
+        tile_rows: tile.rows(),
+        tile_cols: tile.cols(),
+        threads: THREADS,
+    }
+}
+
+/// The macro-tile of a kernel of this family.
+pub const fn tile_of(kernel: &KernelInfo) -> Tile {
+    Tile {
+        wm: kernel.tile_rows / (2 * BLOCK),
+        wn: kernel.tile_cols / (2 * BLOCK),
+    }
+}
 
 #[cfg(all(
     target_arch = "amdgpu",
@@ -163,7 +195,7 @@ mod tests {
 
     #[test]
     fn the_vectors_of_all_work_items_cover_each_slice_once() {
-        for tile in KERNELS.iter().map(|k| k.3) {
+        for tile in KERNELS.iter().map(tile_of) {
             for (rows, per_thread) in [(tile.rows(), tile.wm), (tile.cols(), tile.wn)] {
                 for es in [2, 4] {
                     let per = VECTOR / es;

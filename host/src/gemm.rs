@@ -1,0 +1,475 @@
+//! GEMM on a GPU agent, chosen through a solution catalog.
+//!
+//! `D = alpha · op(A) · op(B) + beta · C`, column-major, batched with
+//! strides: a [`Gemm`] describes the problem, [`GemmLibrary`] holds the
+//! catalog of the agent's processor (by default the one `cargo xtask build`
+//! writes next to `aqueduct-gemm.hsaco`: `xtask/src/gemm_catalog.rs`) and
+//! selects a kernel for the problem on the agent's hardware (processor, CU
+//! count, PCI chip ID) exactly as Tensile would; `AQUEDUCT_CATALOG_DEBUG=1`
+//! prints why. A [`GemmPlan`] is the selected kernel, loaded once per code
+//! object, ready to dispatch on a queue.
+//!
+//! The kernels' arguments are aqueduct-gemm's common ones (by name, checked
+//! against the kernel's metadata): `a, b, c, d, m, n, k, lda, ldb, ldc,
+//! ldd, stride_a, stride_b, stride_c, stride_d, alpha, beta, flags` (bit 0
+//! A transposed, bit 1 B transposed); the launch comes from the solution's
+//! macro-tile and workgroup: `(ceil(M / MT0) · WG, ceil(N / MT1), batch)`.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::agent::Agent;
+use crate::catalog::{Catalog, CodeObjects, DataType, Hardware, Problem, Transpose};
+use crate::dispatch::{Dispatch, Launch};
+use crate::error::{Error, Result};
+use crate::executable::{Executable, Kernel};
+use crate::memory::{Buffer, Pod};
+use crate::queue::Queue;
+
+/// The device crate whose kernels the default catalogs describe.
+pub const GEMM_CRATE: &str = "aqueduct-gemm";
+
+/// A GEMM problem: shapes, types, layouts, scalars.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Gemm {
+    pub m: u32,
+    pub n: u32,
+    pub k: u32,
+    pub batch: u32,
+    /// A is stored transposed (K × M) / B is (N × K).
+    pub trans_a: bool,
+    pub trans_b: bool,
+    /// A and B's element type.
+    pub input: DataType,
+    /// C and D's element type.
+    pub output: DataType,
+    pub lda: u32,
+    pub ldb: u32,
+    pub ldc: u32,
+    pub ldd: u32,
+    /// Elements from one batch's matrix to the next.
+    pub stride_a: u64,
+    pub stride_b: u64,
+    pub stride_c: u64,
+    pub stride_d: u64,
+    pub alpha: f32,
+    pub beta: f32,
+}
+
+impl Gemm {
+    /// `D = A · B` (alpha 1, beta 0), M × N × K, one batch, tight leading
+    /// dimensions, `input` in A and B, `output` in C and D.
+    pub fn new(m: u32, n: u32, k: u32, input: DataType, output: DataType) -> Self {
+        let mut g = Gemm {
+            m,
+            n,
+            k,
+            batch: 1,
+            trans_a: false,
+            trans_b: false,
+            input,
+            output,
+            lda: 0,
+            ldb: 0,
+            ldc: 0,
+            ldd: 0,
+            stride_a: 0,
+            stride_b: 0,
+            stride_c: 0,
+            stride_d: 0,
+            alpha: 1.0,
+            beta: 0.0,
+        };
+        g.tight();
+        g
+    }
+
+    /// Stored-as-is or transposed operands (leading dimensions and strides
+    /// made tight again).
+    pub fn transposed(mut self, a: bool, b: bool) -> Self {
+        (self.trans_a, self.trans_b) = (a, b);
+        self.tight();
+        self
+    }
+
+    /// `batch` problems, each matrix right after the previous one.
+    pub fn batched(mut self, batch: u32) -> Self {
+        self.batch = batch;
+        self.tight_strides();
+        self
+    }
+
+    /// Leading dimensions (strides made tight for them).
+    pub fn with_leading_dims(mut self, lda: u32, ldb: u32, ldc: u32, ldd: u32) -> Self {
+        (self.lda, self.ldb, self.ldc, self.ldd) = (lda, ldb, ldc, ldd);
+        self.tight_strides();
+        self
+    }
+
+    /// Batch strides in elements.
+    pub fn with_strides(mut self, a: u64, b: u64, c: u64, d: u64) -> Self {
+        (self.stride_a, self.stride_b, self.stride_c, self.stride_d) = (a, b, c, d);
+        self
+    }
+
+    pub fn scaled(mut self, alpha: f32, beta: f32) -> Self {
+        (self.alpha, self.beta) = (alpha, beta);
+        self
+    }
+
+    /// A's stored rows and columns.
+    fn a_shape(&self) -> (u32, u32) {
+        if self.trans_a {
+            (self.k, self.m)
+        } else {
+            (self.m, self.k)
+        }
+    }
+
+    /// B's stored rows and columns.
+    fn b_shape(&self) -> (u32, u32) {
+        if self.trans_b {
+            (self.n, self.k)
+        } else {
+            (self.k, self.n)
+        }
+    }
+
+    fn tight(&mut self) {
+        self.lda = self.a_shape().0.max(1);
+        self.ldb = self.b_shape().0.max(1);
+        self.ldc = self.m.max(1);
+        self.ldd = self.m.max(1);
+        self.tight_strides();
+    }
+
+    fn tight_strides(&mut self) {
+        self.stride_a = u64::from(self.lda) * u64::from(self.a_shape().1);
+        self.stride_b = u64::from(self.ldb) * u64::from(self.b_shape().1);
+        self.stride_c = u64::from(self.ldc) * u64::from(self.n);
+        self.stride_d = u64::from(self.ldd) * u64::from(self.n);
+    }
+
+    /// Elements each of A, B, C and D spans (all batches).
+    pub fn spans(&self) -> [u64; 4] {
+        let span = |rows: u32, cols: u32, ld: u32, stride: u64| -> u64 {
+            if rows == 0 || cols == 0 || self.batch == 0 {
+                return 0;
+            }
+            u64::from(self.batch - 1) * stride
+                + u64::from(cols - 1) * u64::from(ld)
+                + u64::from(rows)
+        };
+        let (ar, ac) = self.a_shape();
+        let (br, bc) = self.b_shape();
+        [
+            span(ar, ac, self.lda, self.stride_a),
+            span(br, bc, self.ldb, self.stride_b),
+            span(self.m, self.n, self.ldc, self.stride_c),
+            span(self.m, self.n, self.ldd, self.stride_d),
+        ]
+    }
+
+    /// Refuses a problem no kernel can run: a leading dimension below its
+    /// matrix's rows, a batch of 0.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |problem: String| Error::InvalidArgument {
+            what: "gemm",
+            problem: format!("{problem} in {self}"),
+        };
+        for (name, ld, rows) in [
+            ("lda", self.lda, self.a_shape().0),
+            ("ldb", self.ldb, self.b_shape().0),
+            ("ldc", self.ldc, self.m),
+            ("ldd", self.ldd, self.m),
+        ] {
+            if ld < rows.max(1) {
+                return Err(bad(format!("{name} {ld} is below the {rows} rows")));
+            }
+        }
+        if self.batch == 0 {
+            return Err(bad("a batch of 0".into()));
+        }
+        Ok(())
+    }
+
+    /// The problem as Tensile poses it (what the catalog selects on).
+    pub fn problem(&self) -> Problem {
+        let t = |yes: bool| {
+            if yes {
+                Transpose::Transpose
+            } else {
+                Transpose::None
+            }
+        };
+        let mut p = Problem::gemm(
+            t(self.trans_a),
+            t(self.trans_b),
+            u64::from(self.m),
+            u64::from(self.n),
+            u64::from(self.k),
+            self.input,
+        )
+        .with_batch(u64::from(self.batch))
+        .with_leading_dims(
+            u64::from(self.lda),
+            u64::from(self.ldb),
+            u64::from(self.ldc),
+            u64::from(self.ldd),
+        );
+        (p.stride_a, p.stride_b, p.stride_c, p.stride_d) =
+            (self.stride_a, self.stride_b, self.stride_c, self.stride_d);
+        p.c_type = self.output;
+        p.d_type = self.output;
+        // Narrow types compute in f32 (Tensile's high-precision accumulate).
+        p.high_precision_accumulate = self.input != DataType::Float;
+        p.alpha = f64::from(self.alpha);
+        p.beta = f64::from(self.beta);
+        p.c_equals_d = false;
+        p
+    }
+}
+
+impl fmt::Display for Gemm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let t = |yes: bool| if yes { 'T' } else { 'N' };
+        write!(
+            f,
+            "{}{} {}×{}×{} batch {} {}→{} (lda {} ldb {} ldc {} ldd {})",
+            t(self.trans_a),
+            t(self.trans_b),
+            self.m,
+            self.n,
+            self.k,
+            self.batch,
+            self.input,
+            self.output,
+            self.lda,
+            self.ldb,
+            self.ldc,
+            self.ldd
+        )
+    }
+}
+
+/// The GEMM catalog of one agent, and the code objects it has loaded.
+pub struct GemmLibrary {
+    agent: Agent,
+    hardware: Hardware,
+    catalog: Catalog,
+    path: PathBuf,
+    code_objects: CodeObjects<Executable>,
+}
+
+/// A selected kernel: the solution, and the loaded kernel.
+#[derive(Clone)]
+pub struct GemmPlan {
+    /// The solution's kernel name.
+    pub name: String,
+    /// The catalog file that held the solution (a lazy child).
+    pub catalog_file: Option<PathBuf>,
+    /// Rows and columns of D one workgroup computes.
+    pub macro_tile: [u32; 2],
+    /// Work-items per workgroup.
+    pub workgroup: u16,
+    pub kernel: Kernel,
+    /// The executable the kernel lives in (shared by every plan of its file).
+    pub executable: Arc<Executable>,
+}
+
+impl GemmLibrary {
+    /// The catalog `cargo xtask build` wrote for the agent's processor:
+    /// `<device code dir>/<gfx>/TensileLibrary_lazy_<gfx>.dat`.
+    pub fn open(agent: &Agent) -> Result<Self> {
+        let gfx = &agent.info().name;
+        let dir = crate::device_code::path(gfx, GEMM_CRATE)
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        Self::open_catalog(agent, dir.join(format!("TensileLibrary_lazy_{gfx}.dat")))
+    }
+
+    /// A catalog file of the caller's.
+    pub fn open_catalog(agent: &Agent, path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref().to_path_buf();
+        let hardware =
+            Hardware::from_agent(agent.info()).ok_or_else(|| Error::InvalidArgument {
+                what: "gemm",
+                problem: format!("agent {} is not a GPU", agent.info().name),
+            })?;
+        if !path.exists() {
+            return Err(Error::Catalog {
+                path,
+                message: format!(
+                    "no GEMM catalog for {}; `cargo xtask build --gfx {}` writes it",
+                    hardware.arch_name,
+                    agent.info().name
+                ),
+            });
+        }
+        let catalog = Catalog::open(&path).map_err(|e| Error::Catalog {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        Ok(Self {
+            agent: agent.clone(),
+            hardware,
+            catalog,
+            path,
+            code_objects: CodeObjects::new(),
+        })
+    }
+
+    /// The hardware the catalog is asked about.
+    pub fn hardware(&self) -> &Hardware {
+        &self.hardware
+    }
+
+    /// The catalog's root file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The catalog's trace of the selection for `gemm` (what
+    /// `AQUEDUCT_CATALOG_DEBUG=1` prints): every predicate evaluated, the
+    /// hardware row and the table entry that chose the kernel.
+    pub fn explain(&self, gemm: &Gemm) -> String {
+        self.catalog
+            .select_traced(&gemm.problem(), &self.hardware)
+            .1
+    }
+
+    /// The kernel the catalog chooses for `gemm` on this agent, loaded.
+    /// With `AQUEDUCT_CATALOG_DEBUG=1` the catalog prints why.
+    pub fn select(&self, gemm: &Gemm) -> Result<GemmPlan> {
+        gemm.validate()?;
+        let catalog_error = |message: String| Error::Catalog {
+            path: self.path.clone(),
+            message,
+        };
+        let selected = self
+            .catalog
+            .select(&gemm.problem(), &self.hardware)
+            .map_err(|e| catalog_error(e.to_string()))?
+            .ok_or_else(|| Error::NoGemmSolution {
+                problem: gemm.to_string(),
+                hardware: format!(
+                    "{} ({} CUs, chip {})",
+                    self.hardware.arch_name,
+                    self.hardware.cu_count,
+                    self.hardware
+                        .chip_id
+                        .map_or("unknown".into(), |c| format!("{c:#x}"))
+                ),
+                catalog: self.path.clone(),
+            })?;
+        let solution = selected.solution;
+        let executable = self
+            .code_objects
+            .get(&selected, &self.hardware, |path| {
+                self.agent
+                    .load_code_object_file(path)
+                    .map_err(|e| e.to_string())
+            })
+            .map_err(|e| catalog_error(format!("{}: {e}", solution.name)))?;
+        let kernel = executable.kernel(&solution.name)?;
+        let sm = &solution.size_mapping;
+        let positive = |v: i64, what: &str| {
+            u32::try_from(v)
+                .ok()
+                .filter(|&v| v > 0)
+                .ok_or_else(|| catalog_error(format!("{}: {what} {v}", solution.name)))
+        };
+        Ok(GemmPlan {
+            name: solution.name.to_string(),
+            catalog_file: selected.file.path.clone(),
+            macro_tile: [
+                positive(sm.macro_tile[0], "macro-tile")?,
+                positive(sm.macro_tile[1], "macro-tile")?,
+            ],
+            workgroup: u16::try_from(positive(sm.work_group[0], "workgroup")?)
+                .map_err(|_| catalog_error(format!("{}: workgroup", solution.name)))?,
+            kernel,
+            executable,
+        })
+    }
+}
+
+/// Bytes of one element of `t` (the types the kernels store).
+fn element_bytes(t: DataType) -> usize {
+    t.element_bytes() as usize
+}
+
+impl GemmPlan {
+    /// The launch for `gemm`.
+    pub fn launch(&self, gemm: &Gemm) -> Launch {
+        let [rows, cols] = self.macro_tile;
+        Launch::volume(
+            [
+                gemm.m.div_ceil(rows).max(1) * u32::from(self.workgroup),
+                gemm.n.div_ceil(cols).max(1),
+                gemm.batch.max(1),
+            ],
+            [self.workgroup, 1, 1],
+        )
+    }
+
+    /// Dispatches `gemm` on `queue` with A, B, C and D in the given
+    /// buffers (each at least as long as the problem spans, of the
+    /// problem's element sizes; with beta = 0 C is not read).
+    #[allow(clippy::too_many_arguments)]
+    pub fn dispatch<TI: Pod, TO: Pod, LA, LB, LC, LD>(
+        &self,
+        queue: &Queue,
+        gemm: &Gemm,
+        a: &Buffer<TI, LA>,
+        b: &Buffer<TI, LB>,
+        c: &Buffer<TO, LC>,
+        d: &mut Buffer<TO, LD>,
+    ) -> Result<Dispatch> {
+        gemm.validate()?;
+        let bad = |problem: String| Error::InvalidArgument {
+            what: "gemm",
+            problem: format!("{problem} ({gemm})"),
+        };
+        let (ti, to) = (std::mem::size_of::<TI>(), std::mem::size_of::<TO>());
+        if ti != element_bytes(gemm.input) || to != element_bytes(gemm.output) {
+            return Err(bad(format!(
+                "buffers of {ti}- and {to}-byte elements for {} and {}",
+                gemm.input, gemm.output
+            )));
+        }
+        let spans = gemm.spans();
+        let lens = [a.len(), b.len(), c.len(), d.len()];
+        for ((name, span), len) in ["A", "B", "C", "D"].iter().zip(spans).zip(lens) {
+            if (len as u64) < span {
+                return Err(bad(format!(
+                    "{name} holds {len} elements, the problem spans {span}"
+                )));
+            }
+        }
+        let mut args = self.kernel.kernargs()?;
+        let flags = u32::from(gemm.trans_a) | u32::from(gemm.trans_b) << 1;
+        args.set("a", a)?
+            .set("b", b)?
+            .set("c", c)?
+            .set("d", &*d)?
+            .set("m", gemm.m)?
+            .set("n", gemm.n)?
+            .set("k", gemm.k)?
+            .set("lda", gemm.lda)?
+            .set("ldb", gemm.ldb)?
+            .set("ldc", gemm.ldc)?
+            .set("ldd", gemm.ldd)?
+            .set("stride_a", gemm.stride_a)?
+            .set("stride_b", gemm.stride_b)?
+            .set("stride_c", gemm.stride_c)?
+            .set("stride_d", gemm.stride_d)?
+            .set("alpha", gemm.alpha)?
+            .set("beta", gemm.beta)?
+            .set("flags", flags)?;
+        self.kernel
+            .dispatch_launch(queue, &self.launch(gemm), &args, None)
+    }
+}

@@ -1,0 +1,246 @@
+//! The host GEMM API end to end (issue 18): `aqueduct::GemmLibrary` opens
+//! the catalog `cargo xtask build` wrote for each agent's processor, selects
+//! through it for the agent's hardware (processor, CU count, chip ID), loads
+//! the kernel and runs it through the host shim — on ROCr with a GPU, else
+//! on the simulator's runtime (an MI300X and an MI210) — against an f64 CPU
+//! reference. Inputs are small integers, so every result is exact in the
+//! output type; D is poisoned before each run.
+
+#![feature(f16)]
+
+use std::time::Duration;
+
+use aqueduct::catalog::DataType;
+use aqueduct::{Error, Gemm, GemmLibrary, PoolKind};
+use aqueduct_tests::{Rng, announced_system, hsa_gpus};
+use xtask::gemm_catalog::tile_for;
+
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+fn library(gpu: &aqueduct::agent::Agent) -> GemmLibrary {
+    GemmLibrary::open(gpu).unwrap_or_else(|e| panic!("{}: {e}", gpu.info().name))
+}
+
+/// The tiles the catalog's kernels have, and the CU count the agent's rows
+/// were tuned for (its own).
+const TILES: [(u32, u32); 2] = [(64, 64), (128, 128)];
+
+#[test]
+fn selection_follows_the_hardware_rows_and_the_size_table() {
+    let system = announced_system();
+    for gpu in hsa_gpus(&system) {
+        let lib = library(&gpu);
+        let cus = lib.hardware().cu_count;
+        for (m, n, k) in [(256, 256, 256), (2048, 2048, 256), (8192, 8192, 4096)] {
+            for (input, output, stem) in [
+                (DataType::Half, DataType::Float, "gemm_f16_f32_mfma"),
+                (DataType::BFloat16, DataType::BFloat16, "gemm_bf16_mfma"),
+                (DataType::Float, DataType::Float, "gemm_f32_mfma"),
+            ] {
+                let gemm = Gemm::new(m, n, k, input, output).transposed(false, true);
+                let plan = lib
+                    .select(&gemm)
+                    .unwrap_or_else(|e| panic!("{}: {gemm}: {e}", gpu.info().name));
+                let (r, c) = tile_for(u64::from(m), u64::from(n), cus, &TILES);
+                assert_eq!(plan.name, format!("{stem}_{r}x{c}"), "{gemm} on {cus} CUs");
+                assert_eq!(plan.macro_tile, [r, c]);
+                assert_eq!(plan.workgroup, 256);
+                let trace = lib.explain(&gemm);
+                assert!(trace.contains(&plan.name), "{trace}");
+                assert!(trace.contains("RESULT"), "{trace}");
+            }
+        }
+        // 2048² is where the products part: 256 workgroups of 128 × 128
+        // fill an MI210's 104 CUs but not an MI300X's 304.
+        if lib.hardware().processor == "gfx942" && cus == 304 {
+            let plan = lib
+                .select(&Gemm::new(2048, 2048, 256, DataType::Half, DataType::Half))
+                .expect("select");
+            assert_eq!(plan.name, "gemm_f16_mfma_64x64");
+        }
+    }
+}
+
+#[test]
+fn no_kernel_and_bad_problems_are_errors_naming_them() {
+    let system = announced_system();
+    for gpu in hsa_gpus(&system) {
+        let lib = library(&gpu);
+        let f64_gemm = Gemm::new(64, 64, 64, DataType::Double, DataType::Double);
+        match lib.select(&f64_gemm) {
+            Err(e @ Error::NoGemmSolution { .. }) => {
+                let text = e.to_string();
+                assert!(
+                    text.contains("Double") && text.contains("64×64×64"),
+                    "{text}"
+                );
+                assert!(text.contains(&lib.hardware().arch_name), "{text}");
+            }
+            Err(e) => panic!("{e}"),
+            Ok(plan) => panic!("{} for f64", plan.name),
+        }
+        let bad_ld = Gemm::new(64, 64, 64, DataType::Float, DataType::Float)
+            .with_leading_dims(63, 64, 64, 64);
+        let e = lib.select(&bad_ld).err().expect("lda below M is refused");
+        assert!(e.to_string().contains("lda 63"), "{e}");
+
+        // A D shorter than the problem spans is refused before dispatch.
+        let gemm = Gemm::new(8, 8, 8, DataType::Float, DataType::Float);
+        let plan = lib.select(&gemm).expect("select");
+        let pool = gpu.memory_pool(PoolKind::CoarseGrained).expect("pool");
+        let a = pool.alloc_device::<f32>(64).expect("alloc");
+        let mut short = pool.alloc_device::<f32>(63).expect("alloc");
+        let queue = gpu.create_queue(64).expect("queue");
+        let e = plan
+            .dispatch(&queue, &gemm, &a, &a, &a, &mut short)
+            .expect_err("a short D is refused");
+        assert!(e.to_string().contains("D holds 63"), "{e}");
+        // Elements of the wrong size.
+        let wide_c = pool.alloc_device::<u64>(64).expect("alloc");
+        let mut wide_d = pool.alloc_device::<u64>(64).expect("alloc");
+        let e = plan
+            .dispatch(&queue, &gemm, &a, &a, &wide_c, &mut wide_d)
+            .expect_err("8-byte elements for Float are refused");
+        assert!(e.to_string().contains("8-byte"), "{e}");
+    }
+}
+
+/// A stored element type's bits, and back.
+fn encode(t: DataType, v: f32) -> u32 {
+    match t {
+        DataType::Float => v.to_bits(),
+        DataType::Half => u32::from((v as f16).to_bits()),
+        DataType::BFloat16 => v.to_bits() >> 16,
+        other => panic!("{other}"),
+    }
+}
+
+fn decode(t: DataType, bits: u32) -> f64 {
+    match t {
+        DataType::Float => f64::from(f32::from_bits(bits)),
+        DataType::Half => f64::from(f16::from_bits(bits as u16)),
+        DataType::BFloat16 => f64::from(f32::from_bits(bits << 16)),
+        other => panic!("{other}"),
+    }
+}
+
+/// An element as the buffers hold it: u16 or u32 bits.
+trait Bits: aqueduct_tests::Word + aqueduct::memory::Pod + Into<u32> {
+    fn narrow(bits: u32) -> Self;
+}
+
+impl Bits for u16 {
+    fn narrow(bits: u32) -> Self {
+        bits as u16
+    }
+}
+
+impl Bits for u32 {
+    fn narrow(bits: u32) -> Self {
+        bits
+    }
+}
+
+/// Runs `gemm` through the library on `gpu` with A and B in `I` and C and
+/// D in `O` (2- or 4-byte elements), checks D exactly against the CPU, and
+/// returns the kernel's name.
+fn run_exact<I: Bits, O: Bits>(
+    gpu: &aqueduct::agent::Agent,
+    lib: &GemmLibrary,
+    gemm: &Gemm,
+    rng: &mut Rng,
+) -> String {
+    let plan = lib
+        .select(gemm)
+        .unwrap_or_else(|e| panic!("{}: {gemm}: {e}", gpu.info().name));
+    let [sa, sb, sc, sd] = gemm.spans().map(|s| s as usize);
+    let mut draw = |t: DataType, len: usize| -> Vec<u32> {
+        (0..len)
+            .map(|_| encode(t, rng.below(3) as f32 - 1.0))
+            .collect()
+    };
+    let (a, b, c) = (
+        draw(gemm.input, sa),
+        draw(gemm.input, sb),
+        draw(gemm.output, sc),
+    );
+    let pool = gpu.memory_pool(PoolKind::CoarseGrained).expect("pool");
+    fn upload<T: Bits>(pool: &aqueduct::MemoryPool, v: &[u32]) -> aqueduct::DeviceBuffer<T> {
+        let v: Vec<T> = v.iter().map(|&x| T::narrow(x)).collect();
+        let mut buf = pool.alloc_device::<T>(v.len().max(1)).expect("alloc");
+        buf.write(0, &v).expect("write");
+        buf
+    }
+    let (a_dev, b_dev) = (upload::<I>(&pool, &a), upload::<I>(&pool, &b));
+    let c_dev = upload::<O>(&pool, &c);
+    let mut d_dev = upload::<O>(&pool, &vec![O::POISON.into(); sd + 1]);
+    let queue = gpu.create_queue(64).expect("queue");
+    plan.dispatch(&queue, gemm, &a_dev, &b_dev, &c_dev, &mut d_dev)
+        .unwrap_or_else(|e| panic!("{gemm}: {e}"))
+        .wait(TIMEOUT)
+        .unwrap_or_else(|e| panic!("{gemm}: {e}"));
+    let d: Vec<u32> = d_dev
+        .to_vec()
+        .expect("read")
+        .into_iter()
+        .map(Into::into)
+        .collect();
+    assert_eq!(d[sd], O::POISON.into(), "{gemm}: wrote past D");
+    let (ti, to) = (gemm.input, gemm.output);
+    for bi in 0..gemm.batch as usize {
+        for j in 0..gemm.n as usize {
+            for i in 0..gemm.m as usize {
+                let mut sum = 0f64;
+                for l in 0..gemm.k as usize {
+                    let av = if gemm.trans_a {
+                        a[bi * gemm.stride_a as usize + l + i * gemm.lda as usize]
+                    } else {
+                        a[bi * gemm.stride_a as usize + i + l * gemm.lda as usize]
+                    };
+                    let bv = if gemm.trans_b {
+                        b[bi * gemm.stride_b as usize + j + l * gemm.ldb as usize]
+                    } else {
+                        b[bi * gemm.stride_b as usize + l + j * gemm.ldb as usize]
+                    };
+                    sum += decode(ti, av) * decode(ti, bv);
+                }
+                let cv = decode(
+                    to,
+                    c[bi * gemm.stride_c as usize + i + j * gemm.ldc as usize],
+                );
+                let want = f64::from(gemm.alpha) * sum + f64::from(gemm.beta) * cv;
+                let got = decode(
+                    to,
+                    d[bi * gemm.stride_d as usize + i + j * gemm.ldd as usize],
+                );
+                assert_eq!(got, want, "{} {gemm}: D[{i}, {j}, {bi}]", plan.name);
+            }
+        }
+    }
+    plan.name
+}
+
+#[test]
+fn selected_kernels_run_and_match_the_cpu() {
+    let system = announced_system();
+    let mut rng = Rng(0x06E3_3A11);
+    for gpu in hsa_gpus(&system) {
+        let lib = library(&gpu);
+        let f16_f32 = Gemm::new(127, 131, 61, DataType::Half, DataType::Float)
+            .transposed(false, true)
+            .scaled(2.0, -1.0);
+        let name = run_exact::<u16, u32>(&gpu, &lib, &f16_f32, &mut rng);
+        assert!(name.starts_with("gemm_f16_f32_"), "{name}");
+        let bf16 = Gemm::new(70, 33, 40, DataType::BFloat16, DataType::BFloat16)
+            .transposed(true, false)
+            .batched(2)
+            .scaled(1.0, 1.0);
+        let name = run_exact::<u16, u16>(&gpu, &lib, &bf16, &mut rng);
+        assert!(name.starts_with("gemm_bf16_"), "{name}");
+        let f32_padded = Gemm::new(65, 66, 9, DataType::Float, DataType::Float)
+            .with_leading_dims(70, 12, 67, 68)
+            .scaled(0.5, 0.0);
+        let name = run_exact::<u32, u32>(&gpu, &lib, &f32_padded, &mut rng);
+        assert!(name.starts_with("gemm_f32_"), "{name}");
+    }
+}
