@@ -66,6 +66,9 @@ struct Case {
     trans_b: bool,
     /// Extra rows in every leading dimension.
     pad: u32,
+    /// Leading dimensions rounded up to a multiple of this (1: as they
+    /// are), so 128-bit loads can be aligned.
+    align: u32,
     batch: u32,
     alpha: f32,
     beta: f32,
@@ -121,11 +124,8 @@ fn run(sim: &Sim, kernel: Kernel, c: Case, values: &mut dyn FnMut() -> f32, exac
     let what = format!("{} {c:?}", kernel.name);
     let (a_rows, a_cols) = if c.trans_a { (c.k, c.m) } else { (c.m, c.k) };
     let (b_rows, b_cols) = if c.trans_b { (c.n, c.k) } else { (c.k, c.n) };
-    let (lda, ldb, ldc) = (
-        a_rows.max(1) + c.pad,
-        b_rows.max(1) + c.pad,
-        c.m.max(1) + c.pad,
-    );
+    let ld = |rows: u32| (rows.max(1) + c.pad).next_multiple_of(c.align);
+    let (lda, ldb, ldc) = (ld(a_rows), ld(b_rows), ld(c.m));
     let ldd = ldc + 1;
     let strides = [
         span(a_rows, a_cols, lda),
@@ -269,6 +269,7 @@ fn special_cases(sim: &Sim, kernel: Kernel, values: &mut dyn FnMut() -> f32) {
         trans_a: false,
         trans_b: true,
         pad: 3,
+        align: 1,
         batch: 3,
         alpha: 1.5,
         beta: 0.0,
@@ -312,6 +313,7 @@ fn plain(m: u32, n: u32, k: u32, (trans_a, trans_b): (bool, bool)) -> Case {
         trans_a,
         trans_b,
         pad: 0,
+        align: 1,
         batch: 1,
         alpha: 2.0,
         beta: -1.0,
@@ -328,6 +330,7 @@ fn random_floats(sim: &Sim, kernel: Kernel, rng: &mut Rng) {
         trans_a: true,
         trans_b: false,
         pad: 1,
+        align: 1,
         batch: 1,
         alpha: 1.5,
         beta: 0.5,
@@ -362,9 +365,11 @@ fn fma_gemm_matches_the_cpu_for_every_type_transpose_and_edge() {
 
 /// Every MFMA kernel (each macro-tile of each type), every transpose:
 /// tiny and odd sizes (element-wise loads), one exact tile with K a
-/// multiple of the slice (every slice through 128-bit loads: leading
-/// dimensions of whole tiles are 16-byte aligned), one past a tile, a
-/// prime size for one transpose, the special cases, and random floats.
+/// multiple of the slice (every slice through the main loop's 128-bit
+/// loads: leading dimensions of whole tiles are 16-byte aligned), one
+/// exact tile with a K tail (main loop, then the tail slice), one past a
+/// tile, a prime size for one transpose, the special cases, and random
+/// floats.
 #[test]
 fn mfma_gemm_matches_the_cpu_for_every_type_tile_transpose_and_edge() {
     let mut rng = Rng(0x3FA_6E33);
@@ -385,6 +390,15 @@ fn mfma_gemm_matches_the_cpu_for_every_type_tile_transpose_and_edge() {
                 &mut small,
                 true,
             );
+            // Whole tiles with a K tail: the main loop, then the tail
+            // slice element by element (leading dimensions aligned).
+            for t in TRANSPOSES {
+                let case = Case {
+                    align: 8,
+                    ..plain(tm, tn, 69, t)
+                };
+                run(&sim, kernel, case, &mut small, true);
+            }
             special_cases(&sim, kernel, &mut small);
             if kernel.input == Ty::F32 {
                 random_floats(&sim, kernel, &mut rng);

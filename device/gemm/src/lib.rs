@@ -18,7 +18,8 @@
         f16,
         link_llvm_intrinsics,
         simd_ffi,
-        repr_simd
+        repr_simd,
+        stmt_expr_attributes
     )
 )]
 #![cfg_attr(target_arch = "amdgpu", allow(internal_features))]

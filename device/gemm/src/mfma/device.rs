@@ -48,10 +48,23 @@ unsafe extern "C" {
     safe fn aqueduct_gemm_barrier();
 }
 
-/// 16 bytes, 16-byte aligned: what one 128-bit access moves.
+/// 16 bytes, 16-byte aligned: what one 128-bit access moves. A SIMD type
+/// (`<4 x i32>` to LLVM), so a vector carried from one slice to the next
+/// stays in registers; an array struct is copied through scratch.
+#[repr(simd)]
 #[derive(Clone, Copy)]
-#[repr(C, align(16))]
 struct Vector([u32; 4]);
+
+impl Vector {
+    const ZERO: Vector = Vector([0; 4]);
+
+    #[inline(always)]
+    fn words(self) -> [u32; 4] {
+        // SAFETY: `<4 x i32>` and `[u32; 4]` have the same size, and every
+        // bit pattern is valid for both.
+        unsafe { core::mem::transmute(self) }
+    }
+}
 
 /// An A/B element type of the MFMA kernels.
 trait Input: Copy {
@@ -75,7 +88,7 @@ fn two_mfmas(
     b: Vector,
     mfma: impl Fn(F32x16, [u16; 4], [u16; 4]) -> F32x16,
 ) -> F32x16 {
-    let (a, b) = (a.0, b.0);
+    let (a, b) = (a.words(), b.words());
     let acc = mfma(acc, halves(a[0], a[1]), halves(b[0], b[1]));
     mfma(acc, halves(a[2], a[3]), halves(b[2], b[3]))
 }
@@ -112,7 +125,7 @@ impl Input for f32 {
     const BYTES: u32 = 4;
     #[inline(always)]
     fn mfma(acc: F32x16, a: Vector, b: Vector) -> F32x16 {
-        let (a, b) = (a.0.map(f32::from_bits), b.0.map(f32::from_bits));
+        let (a, b) = (a.words().map(f32::from_bits), b.words().map(f32::from_bits));
         // SAFETY: gfx90a/gfx942/gfx950 have v_mfma_f32_32x32x2f32; the
         // operands have the intrinsic's types and the immargs are literals.
         unsafe {
@@ -177,101 +190,115 @@ impl<In: Input> Operand<In> {
             .wrapping_add(major as usize * self.ld as usize + minor as usize)
     }
 
-    /// The `NV` vectors work-item `lid` moves for the slice at `k0`. The
-    /// layout is a uniform branch here, so each path is straight code.
+    /// The whole tile lies inside the operand and 128-bit loads are
+    /// aligned: every slice but a K tail loads with [`Operand::vectors`].
     #[inline(always)]
-    fn load<const NV: usize>(&self, lid: u32, k0: u32, k: u32) -> [Vector; NV] {
-        if self.k_contiguous {
-            self.load_as::<NV, true>(lid, k0, k)
-        } else {
-            self.load_as::<NV, false>(lid, k0, k)
-        }
+    fn whole(&self) -> bool {
+        self.aligned && self.row0 + self.tile_rows <= self.rows
     }
 
+    /// The `NV` vectors work-item `lid` moves for the slice at `k0`, each
+    /// one 128-bit load: the slice lies inside the operand ([`Self::whole`]
+    /// and `k0 + depth <= K`).
     #[inline(always)]
-    fn load_as<const NV: usize, const K_CONTIGUOUS: bool>(
+    fn vectors<const NV: usize, const K_CONTIGUOUS: bool>(
         &self,
         lid: u32,
         k0: u32,
-        k: u32,
     ) -> [Vector; NV] {
         let per = VECTOR / In::BYTES;
-        let whole = self.aligned
-            && self.row0 + self.tile_rows <= self.rows
-            && k0 + SLICE_BYTES / In::BYTES <= k;
-        let mut out = [Vector([0; 4]); NV];
+        // Arrays filled through `iter_mut` (not `array::from_fn`, whose
+        // run-time index keeps them in scratch) are unrolled into registers.
+        let mut out = [Vector::ZERO; NV];
         for (t, slot) in out.iter_mut().enumerate() {
             let v = lid + t as u32 * THREADS;
             let (r, kk) = vector_place(v, self.tile_rows, K_CONTIGUOUS, per);
-            let (row, kg) = (self.row0 + r, k0 + kk);
-            if whole {
-                // SAFETY: the slice lies inside the operand and the vector's
-                // address is 16-byte aligned (`aligned`).
-                *slot = unsafe { self.at(row, kg).cast::<Vector>().read() };
-                continue;
-            }
-            // Elements of the vector inside the operand: along K for a
-            // K-contiguous operand (the row is the vector's), else along
-            // the rows (the k is).
-            let (first, limit, fixed_inside) = if K_CONTIGUOUS {
-                (kg, k, row < self.rows)
-            } else {
-                (row, self.rows, kg < k)
-            };
-            let count = if fixed_inside {
-                limit.saturating_sub(first).min(per)
-            } else {
-                0
-            };
-            let mut words = [0u32; 4];
-            for e in 0..per {
-                // Branch-free: an element outside the operand reads the
-                // first one instead (there is one: rows > 0 and K > 0 when
-                // a slice is loaded) and counts as 0.
-                let inside = e < count;
-                let (er, ek) = if K_CONTIGUOUS {
-                    (row, kg + e)
-                } else {
-                    (row + e, kg)
-                };
-                let p = if inside { self.at(er, ek) } else { self.base };
-                let bits = match In::BYTES {
-                    // SAFETY: `p` is an element of the operand.
-                    2 => u32::from(unsafe { p.cast::<u16>().read() }),
-                    // SAFETY: as above.
-                    _ => unsafe { p.cast::<u32>().read() },
-                };
-                let bits = if inside { bits } else { 0 };
-                let bit = e * In::BYTES * 8;
-                words[(bit / 32) as usize] |= bits << (bit % 32);
-            }
-            *slot = Vector(words);
+            // SAFETY: the slice lies inside the operand and the vector's
+            // address is 16-byte aligned (`aligned`).
+            *slot = unsafe { self.at(self.row0 + r, k0 + kk).cast::<Vector>().read() };
         }
         out
     }
 
-    /// Writes vectors loaded by [`Operand::load`] into the slice at `lds`.
+    /// Copies the slice at `k0` into its LDS rows at `lds` element by
+    /// element, for any slice: elements outside the operand (rows ≥ its
+    /// rows, k ≥ K) are 0. Each element goes straight from its load to its
+    /// LDS place, so little is live at once. The layout is a uniform branch.
     #[inline(always)]
-    fn store<const NV: usize>(&self, lds: *mut u8, lid: u32, vectors: &[Vector; NV]) {
-        let per = VECTOR / In::BYTES;
+    fn copy_elements<const NV: usize>(&self, lds: *mut u8, lid: u32, k0: u32, k: u32) {
         if self.k_contiguous {
-            for (t, vector) in vectors.iter().enumerate() {
-                let v = lid + t as u32 * THREADS;
-                let (r, kk) = vector_place(v, self.tile_rows, true, per);
+            self.copy_elements_as::<NV, true>(lds, lid, k0, k)
+        } else {
+            self.copy_elements_as::<NV, false>(lds, lid, k0, k)
+        }
+    }
+
+    #[inline(always)]
+    fn copy_elements_as<const NV: usize, const K_CONTIGUOUS: bool>(
+        &self,
+        lds: *mut u8,
+        lid: u32,
+        k0: u32,
+        k: u32,
+    ) {
+        let per = VECTOR / In::BYTES;
+        for t in 0..NV as u32 {
+            let (r, kk) = vector_place(lid + t * THREADS, self.tile_rows, K_CONTIGUOUS, per);
+            for e in 0..per {
+                let (lr, lk) = if K_CONTIGUOUS {
+                    (r, kk + e)
+                } else {
+                    (r + e, kk)
+                };
+                let (row, kg) = (self.row0 + lr, k0 + lk);
+                let at = lds.wrapping_add(lds_offset(lr, lk, In::BYTES) as usize);
+                // Branch-free: an element outside the operand reads a zero
+                // of the code object's instead, so only the address is
+                // selected (no mask waits for the load).
+                let inside = row < self.rows && kg < k;
+                let p = if inside {
+                    self.at(row, kg).cast::<u8>()
+                } else {
+                    (&raw const ZERO).cast::<u8>()
+                };
+                // SAFETY: `p` is an element of the operand or `ZERO` (4
+                // bytes); `at` is the element's place in its row of the
+                // slice.
+                unsafe {
+                    match In::BYTES {
+                        2 => at.cast::<u16>().write(p.cast::<u16>().read()),
+                        _ => at.cast::<u32>().write(p.cast::<u32>().read()),
+                    }
+                }
+            }
+        }
+    }
+
+    /// A K-contiguous operand's vector is 16 bytes of one row: one 128-bit
+    /// LDS write. A row-contiguous one's holds one k of consecutive rows:
+    /// an LDS write per element.
+    #[inline(always)]
+    fn store_as<const NV: usize, const K_CONTIGUOUS: bool>(
+        &self,
+        lds: *mut u8,
+        lid: u32,
+        vectors: &[Vector; NV],
+    ) {
+        let per = VECTOR / In::BYTES;
+        for (t, vector) in vectors.iter().enumerate() {
+            let v = lid + t as u32 * THREADS;
+            let (r, kk) = vector_place(v, self.tile_rows, K_CONTIGUOUS, per);
+            if K_CONTIGUOUS {
                 let at = lds_offset(r, kk, In::BYTES);
                 // SAFETY: 16 bytes of row `r` of the slice, 16-byte aligned
                 // (ROW_STRIDE and the vector's offset are multiples of 16).
                 unsafe { lds.add(at as usize).cast::<Vector>().write(*vector) };
+                continue;
             }
-            return;
-        }
-        for (t, vector) in vectors.iter().enumerate() {
-            let v = lid + t as u32 * THREADS;
-            let (r, kk) = vector_place(v, self.tile_rows, false, per);
             for e in 0..per {
                 let at = lds_offset(r + e, kk, In::BYTES) as usize;
                 let bit = e * In::BYTES * 8;
-                let bits = vector.0[(bit / 32) as usize] >> (bit % 32);
+                let bits = vector.words()[(bit / 32) as usize] >> (bit % 32);
                 // SAFETY: element `kk` of row `r + e` of the slice.
                 unsafe {
                     match In::BYTES {
@@ -280,6 +307,145 @@ impl<In: Input> Operand<In> {
                     }
                 }
             }
+        }
+    }
+}
+
+/// What an element outside an operand loads as.
+static ZERO: u32 = 0;
+
+/// One workgroup's state: its operands, its place, its LDS.
+struct Workgroup<In> {
+    a: Operand<In>,
+    b: Operand<In>,
+    lds: *mut u8,
+    lid: u32,
+    lane: u32,
+    wave_row: u32,
+    wave_col: u32,
+    /// Bytes of one LDS buffer (the A slice's rows, then the B slice's).
+    buffer_bytes: u32,
+    a_rows: u32,
+}
+
+impl<In: Input> Workgroup<In> {
+    fn a_slice(&self, buffer: u32) -> *mut u8 {
+        self.lds.wrapping_add((buffer * self.buffer_bytes) as usize)
+    }
+
+    fn b_slice(&self, buffer: u32) -> *mut u8 {
+        self.lds
+            .wrapping_add((buffer * self.buffer_bytes + self.a_rows * super::ROW_STRIDE) as usize)
+    }
+
+    /// The MFMAs of the slice in `buffer` (every wave's blocks).
+    #[inline(always)]
+    fn compute<const WM: usize, const WN: usize>(&self, buffer: u32, acc: &mut [[F32x16; WN]; WM]) {
+        let (sa, sb) = (self.a_slice(buffer), self.b_slice(buffer));
+        for chunk in 0..SLICE_BYTES / (2 * VECTOR) {
+            let mut fa = [Vector::ZERO; WM];
+            let mut fb = [Vector::ZERO; WN];
+            for (i, f) in fa.iter_mut().enumerate() {
+                let at = operand_offset(self.wave_row + i as u32 * BLOCK, self.lane, chunk);
+                // SAFETY: 16 aligned bytes inside the A slice.
+                *f = unsafe { sa.add(at as usize).cast::<Vector>().read() };
+            }
+            for (j, f) in fb.iter_mut().enumerate() {
+                let at = operand_offset(self.wave_col + j as u32 * BLOCK, self.lane, chunk);
+                // SAFETY: 16 aligned bytes inside the B slice.
+                *f = unsafe { sb.add(at as usize).cast::<Vector>().read() };
+            }
+            for (i, row) in acc.iter_mut().enumerate() {
+                for (j, block) in row.iter_mut().enumerate() {
+                    *block = In::mfma(*block, fa[i], fb[j]);
+                }
+            }
+        }
+    }
+
+    /// Slices `first..end` through the two LDS buffers: slice `s` is
+    /// stored into buffer `(s - first) % 2` and computed from it; slice
+    /// `s + 1` is loaded from memory before slice `s`'s MFMAs (the last
+    /// iteration loads its own slice again, unused, so the loop has no
+    /// branch). A buffer was last read two slices before, by MFMAs every
+    /// wave finished before the previous slice's barrier, so one barrier
+    /// per slice suffices; one more at the end frees both buffers.
+    #[inline(always)]
+    fn slices<const WM: usize, const WN: usize>(
+        &self,
+        acc: &mut [[F32x16; WN]; WM],
+        first: u32,
+        end: u32,
+        load: impl Fn(u32) -> ([Vector; WM], [Vector; WN]),
+        store: impl Fn(u32, &[Vector; WM], &[Vector; WN]),
+    ) {
+        if first >= end {
+            return;
+        }
+        let (mut a, mut b) = load(first);
+        let mut s = first;
+        loop {
+            let buffer = (s - first) & 1;
+            store(buffer, &a, &b);
+            aqueduct_gemm_barrier();
+            (a, b) = load((s + 1).min(end - 1));
+            self.compute(buffer, acc);
+            s += 1;
+            if s == end {
+                break;
+            }
+        }
+        aqueduct_gemm_barrier();
+    }
+
+    /// The main loop of a whole tile: the slices lying inside K, 128-bit
+    /// loads, the layouts fixed (`KA`, `KB`: A, B K-contiguous).
+    #[inline(always)]
+    fn whole_slices<const WM: usize, const WN: usize, const KA: bool, const KB: bool>(
+        &self,
+        acc: &mut [[F32x16; WN]; WM],
+        end: u32,
+    ) {
+        let depth = SLICE_BYTES / In::BYTES;
+        self.slices(
+            acc,
+            0,
+            end,
+            #[inline(always)]
+            |s| {
+                (
+                    self.a.vectors::<WM, KA>(self.lid, s * depth),
+                    self.b.vectors::<WN, KB>(self.lid, s * depth),
+                )
+            },
+            #[inline(always)]
+            |buffer, a, b| {
+                self.a.store_as::<WM, KA>(self.a_slice(buffer), self.lid, a);
+                self.b.store_as::<WN, KB>(self.b_slice(buffer), self.lid, b);
+            },
+        );
+    }
+
+    /// Slices `first..end` element by element (edge tiles, the K tail),
+    /// one at a time through the first buffer: no loads in flight across
+    /// the MFMAs, which edges can afford.
+    #[inline(always)]
+    fn edge_slices<const WM: usize, const WN: usize>(
+        &self,
+        acc: &mut [[F32x16; WN]; WM],
+        first: u32,
+        end: u32,
+        k: u32,
+    ) {
+        let depth = SLICE_BYTES / In::BYTES;
+        for s in first..end {
+            self.a
+                .copy_elements::<WM>(self.a_slice(0), self.lid, s * depth, k);
+            self.b
+                .copy_elements::<WN>(self.b_slice(0), self.lid, s * depth, k);
+            aqueduct_gemm_barrier();
+            self.compute(0, acc);
+            aqueduct_gemm_barrier();
         }
     }
 }
@@ -319,13 +485,18 @@ fn gemm_mfma<In: Input, Out: Element, const WM: usize, const WN: usize>(
         col0,
         tile.cols(),
     );
-    // One buffer: the A slice's rows, then the B slice's.
-    let buffer_bytes = (tile.rows() + tile.cols()) * super::ROW_STRIDE;
-    let a_slice = |buffer: u32| lds.wrapping_add((buffer * buffer_bytes) as usize);
-    let b_slice = |buffer: u32| {
-        lds.wrapping_add((buffer * buffer_bytes + tile.rows() * super::ROW_STRIDE) as usize)
-    };
     let (wave_row, wave_col) = wave_place(wave, tile);
+    let group = Workgroup {
+        a: a_op,
+        b: b_op,
+        lds,
+        lid,
+        lane,
+        wave_row,
+        wave_col,
+        buffer_bytes: (tile.rows() + tile.cols()) * super::ROW_STRIDE,
+        a_rows: tile.rows(),
+    };
 
     let mut acc = [[F32x16([0.0; 16]); WN]; WM];
     let depth = SLICE_BYTES / In::BYTES;
@@ -335,45 +506,24 @@ fn gemm_mfma<In: Input, Out: Element, const WM: usize, const WN: usize>(
     } else {
         p.k.div_ceil(depth)
     };
-    // Slice s is stored into buffer s % 2 and computed from it; slice s + 1
-    // is loaded from memory before slice s's MFMAs. Buffer s % 2 was last
-    // read by slice s − 2's MFMAs, which every wave finished before the
-    // barrier of slice s − 1, so one barrier per slice suffices.
-    let (mut next_a, mut next_b) = ([Vector([0; 4]); WM], [Vector([0; 4]); WN]);
-    if slices > 0 {
-        next_a = a_op.load::<WM>(lid, 0, p.k);
-        next_b = b_op.load::<WN>(lid, 0, p.k);
+    // A whole tile runs its slices inside K in a main loop specialised for
+    // its layouts (a uniform branch here, none in the loop), then the K
+    // tail element by element; an edge tile runs every slice element by
+    // element.
+    let (a, b) = (&group.a, &group.b);
+    let inside = if a.whole() && b.whole() {
+        p.k / depth
+    } else {
+        0
+    };
+    let inside = inside.min(slices);
+    match (a.k_contiguous, b.k_contiguous) {
+        (false, false) => group.whole_slices::<WM, WN, false, false>(&mut acc, inside),
+        (false, true) => group.whole_slices::<WM, WN, false, true>(&mut acc, inside),
+        (true, false) => group.whole_slices::<WM, WN, true, false>(&mut acc, inside),
+        (true, true) => group.whole_slices::<WM, WN, true, true>(&mut acc, inside),
     }
-    for s in 0..slices {
-        let buffer = s & 1;
-        let (sa, sb) = (a_slice(buffer), b_slice(buffer));
-        a_op.store(sa, lid, &next_a);
-        b_op.store(sb, lid, &next_b);
-        aqueduct_gemm_barrier();
-        if s + 1 < slices {
-            next_a = a_op.load::<WM>(lid, (s + 1) * depth, p.k);
-            next_b = b_op.load::<WN>(lid, (s + 1) * depth, p.k);
-        }
-        for chunk in 0..SLICE_BYTES / (2 * VECTOR) {
-            let mut fa = [Vector([0; 4]); WM];
-            let mut fb = [Vector([0; 4]); WN];
-            for (i, f) in fa.iter_mut().enumerate() {
-                let at = operand_offset(wave_row + i as u32 * BLOCK, lane, chunk);
-                // SAFETY: 16 aligned bytes inside the A slice.
-                *f = unsafe { sa.add(at as usize).cast::<Vector>().read() };
-            }
-            for (j, f) in fb.iter_mut().enumerate() {
-                let at = operand_offset(wave_col + j as u32 * BLOCK, lane, chunk);
-                // SAFETY: 16 aligned bytes inside the B slice.
-                *f = unsafe { sb.add(at as usize).cast::<Vector>().read() };
-            }
-            for (i, row) in acc.iter_mut().enumerate() {
-                for (j, block) in row.iter_mut().enumerate() {
-                    *block = In::mfma(*block, fa[i], fb[j]);
-                }
-            }
-        }
-    }
+    group.edge_slices(&mut acc, inside, slices, p.k);
 
     for (i, row) in acc.iter().enumerate() {
         for (j, block) in row.iter().enumerate() {
