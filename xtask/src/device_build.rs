@@ -344,6 +344,12 @@ fn shorten_lines(output: &str) -> String {
 
 const MAX_LINE: usize = 300;
 
+/// The path of one of the pinned toolchain's LLVM tools (`llvm-objdump`,
+/// ...).
+pub fn llvm_tool(workspace: &Path, name: &str) -> Result<PathBuf, String> {
+    Ok(Toolchain::discover(workspace)?.tool(name))
+}
+
 impl Toolchain {
     fn discover(workspace: &Path) -> Result<Self, String> {
         let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());

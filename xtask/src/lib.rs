@@ -14,6 +14,7 @@ pub mod catalog_queries;
 pub mod catalog_write;
 pub mod device_build;
 pub mod gemm_catalog;
+pub mod gemm_report;
 pub mod isa_tables;
 pub mod report;
 pub mod rng;

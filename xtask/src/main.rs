@@ -37,6 +37,12 @@ commands:
             throughput, host-side ns per packet (target ≤ 100) and body
             build ns; runs itself and the simulator as release builds
 
+  gemm-report  build (profile device) for gfx90a and gfx942 and compare our
+            MFMA kernels' main loops with AMD's rocBLAS kernels of the same
+            types and macro-tiles (gfx90a; fetched from Debian and cached):
+            instructions, MFMA share, load and LDS widths, waits per
+            iteration, registers, LDS, occupancy, scratch
+
   catalog <description.yaml> --out <dir>
             write Tensile-layout catalogs (lazy or eager, MessagePack or
             YAML) from a description file (format: xtask/src/catalog_write.rs)
@@ -214,6 +220,45 @@ fn isa_tables() -> Result<(), String> {
 }
 
 /// The simulated targets, for `sim-coverage` and `sim-bench`.
+fn gemm_report() -> Result<(), String> {
+    use xtask::gemm_report;
+    let targets = simulated_targets()?;
+    build(&Options {
+        targets: targets.clone(),
+        profile: Profile::Release,
+    })?;
+    let workspace = workspace_root();
+    let objdump = xtask::device_build::llvm_tool(&workspace, "llvm-objdump")?;
+    let mut rows = Vec::new();
+    for target in &targets {
+        let ours = gemm_report::our_code_object(&workspace, target.name);
+        rows.extend(gemm_report::rows(
+            "ours",
+            &ours,
+            &objdump,
+            target,
+            &gemm_report::ours(),
+        )?);
+        if target.name == "gfx90a" {
+            let amd = xtask::rocblas_catalog::fetch_report_kernels()?;
+            let bytes = std::fs::read(&amd).map_err(|e| format!("{}: {e}", amd.display()))?;
+            let co = aqueduct_abi::code_object::CodeObject::parse(&bytes)
+                .map_err(|e| format!("{}: {e}", amd.display()))?;
+            let amd_kernels =
+                gemm_report::with_tiles(co.kernels.iter().map(|k| k.metadata.name.as_str()));
+            rows.extend(gemm_report::rows(
+                "amd",
+                &amd,
+                &objdump,
+                target,
+                &amd_kernels,
+            )?);
+        }
+    }
+    print!("{}", gemm_report::format(&rows));
+    Ok(())
+}
+
 fn simulated_targets() -> Result<Vec<&'static GfxTarget>, String> {
     targets::parse_list(&sim_coverage::SIMULATED_TARGETS.join(","))
 }
@@ -415,6 +460,7 @@ fn main() -> ExitCode {
         Some("sim-bench") => sim_bench_command(&args[1..]),
         Some("hsa-bench") => hsa_bench_command(&args[1..]),
         Some("catalog") => catalog_command(&args[1..]),
+        Some("gemm-report") if args.len() == 1 => gemm_report(),
         Some("catalog-bench") => catalog_bench_command(&args[1..]),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");

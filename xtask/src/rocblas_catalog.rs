@@ -49,6 +49,21 @@ pub fn gemm_kernels_path() -> PathBuf {
         .join("gemm-kernels-gfx90a.co")
 }
 
+/// Where the AMD kernels `cargo xtask gemm-report` compares ours with
+/// land (`crate::gemm_report::amd_counterparts`).
+pub fn report_kernels_path() -> PathBuf {
+    cache_dir()
+        .join("rocblas-trixie")
+        .join("gemm-report-kernels-gfx90a.co")
+}
+
+/// The path of a code object holding the AMD kernels of the GEMM report,
+/// taken out of the package if not cached.
+pub fn fetch_report_kernels() -> Result<PathBuf, String> {
+    fetch_package()?;
+    Ok(report_kernels_path())
+}
+
 fn run(cmd: &mut Command) -> Result<(), String> {
     let out = cmd
         .output()
@@ -108,8 +123,8 @@ pub fn fetch_gemm_kernels() -> Result<PathBuf, String> {
 /// Downloads and unpacks the package once, keeping the catalog and the
 /// chosen kernels, unless both are cached.
 fn fetch_package() -> Result<(), String> {
-    let (catalog, kernels) = (path(), gemm_kernels_path());
-    if catalog.is_file() && kernels.is_file() {
+    let (catalog, kernels, report) = (path(), gemm_kernels_path(), report_kernels_path());
+    if catalog.is_file() && kernels.is_file() && report.is_file() {
         return Ok(());
     }
     let dir = catalog
@@ -160,6 +175,36 @@ fn fetch_package() -> Result<(), String> {
         let part = work.join("gemm-kernels.part");
         std::fs::write(&part, small).map_err(|e| format!("{}: {e}", part.display()))?;
         std::fs::rename(&part, &kernels).map_err(|e| format!("{}: {e}", kernels.display()))?;
+        // The GEMM report's AMD kernels: those the package's catalog
+        // selects, and by name for any type and tile it selects none of.
+        let all = aqueduct_abi::code_object::CodeObject::parse(&co)
+            .map_err(|e| format!("the package's gfx90a kernels: {e}"))?;
+        let all: Vec<&str> = all
+            .kernels
+            .iter()
+            .map(|k| k.metadata.name.as_str())
+            .collect();
+        let rocblas = aqueduct_catalog::Catalog::open(library.join("TensileLibrary.dat"))
+            .map_err(|e| e.to_string())?;
+        let mut chosen = crate::gemm_report::amd_selected(&rocblas)?;
+        for (name, tile) in crate::gemm_report::amd_counterparts(&all) {
+            let code = |n: &str| n.split("_MT").next().map(str::to_string);
+            if !chosen
+                .iter()
+                .any(|(c, t)| *t == tile && code(c) == code(&name))
+            {
+                chosen.push((name, tile));
+            }
+        }
+        let chosen: Vec<&str> = chosen
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .filter(|n| all.contains(n))
+            .collect();
+        let small = crate::rocblas_kernels::extract(&co, &chosen)?;
+        let part = work.join("gemm-report-kernels.part");
+        std::fs::write(&part, small).map_err(|e| format!("{}: {e}", part.display()))?;
+        std::fs::rename(&part, &report).map_err(|e| format!("{}: {e}", report.display()))?;
         std::fs::rename(library.join("TensileLibrary.dat"), &catalog)
             .map_err(|e| format!("{}: {e}", catalog.display()))
     })();
