@@ -1,7 +1,8 @@
 //! aqueduct's own GEMM kernels on the simulator (gfx90a and gfx942)
 //! against an f64 CPU reference (issue 18): the FMA fallback and the MFMA
 //! kernels (every macro-tile), for f32, and f16/bf16 inputs with
-//! f16/bf16/f32 output.
+//! f16/bf16/f32 output, and on gfx942 FP8/BF8 (FNUZ) inputs with f32
+//! output.
 //!
 //! Inputs are small integers, so products and sums are exact in f32 and
 //! every result is exact in the output type (|D| < 256 for bf16): the
@@ -25,15 +26,53 @@ enum Ty {
     F32,
     F16,
     Bf16,
+    /// gfx942's FP8, E4M3 FNUZ.
+    Fp8,
+    /// gfx942's BF8, E5M2 FNUZ.
+    Bf8,
+}
+
+/// An FNUZ 8-bit float (CDNA3 ISA, "Float8/BFloat8"; AMD's FNUZ formats):
+/// sign, `exp` exponent bits with bias `2^(exp-1)`, the rest mantissa; no
+/// infinities, 0x80 the only NaN, no negative zero.
+fn fnuz(bits: u8, exp: u32) -> f64 {
+    if bits == 0x80 {
+        return f64::NAN;
+    }
+    let man_bits = 7 - exp;
+    let bias = 1i32 << (exp - 1);
+    let e = i32::from(bits >> man_bits & ((1 << exp) - 1) as u8);
+    let m = f64::from(bits & ((1 << man_bits) - 1) as u8) / f64::from(1u32 << man_bits);
+    let magnitude = if e == 0 {
+        m * 2f64.powi(1 - bias)
+    } else {
+        (1.0 + m) * 2f64.powi(e - bias)
+    };
+    if bits & 0x80 != 0 {
+        -magnitude
+    } else {
+        magnitude
+    }
 }
 
 impl Ty {
     /// The bits of `v`, which the callers keep exact in the type.
     fn encode(self, v: f32) -> u32 {
+        let eight = |exp: u32| -> u32 {
+            if v.is_nan() {
+                return 0x80;
+            }
+            (0..=255u8)
+                .find(|&b| fnuz(b, exp) == f64::from(v))
+                .map(u32::from)
+                .unwrap_or_else(|| panic!("{v} is not exact in {self:?}"))
+        };
         match self {
             Ty::F32 => v.to_bits(),
             Ty::F16 => u32::from((v as f16).to_bits()),
             Ty::Bf16 => v.to_bits() >> 16,
+            Ty::Fp8 => eight(4),
+            Ty::Bf8 => eight(5),
         }
     }
 
@@ -42,11 +81,17 @@ impl Ty {
             Ty::F32 => f64::from(f32::from_bits(bits)),
             Ty::F16 => f64::from(f16::from_bits(bits as u16)),
             Ty::Bf16 => f64::from(f32::from_bits(bits << 16)),
+            Ty::Fp8 => fnuz(bits as u8, 4),
+            Ty::Bf8 => fnuz(bits as u8, 5),
         }
     }
 
     fn bytes(self) -> usize {
-        if self == Ty::F32 { 4 } else { 2 }
+        match self {
+            Ty::F32 => 4,
+            Ty::F16 | Ty::Bf16 => 2,
+            Ty::Fp8 | Ty::Bf8 => 1,
+        }
     }
 }
 
@@ -99,6 +144,8 @@ impl Kernel {
             ElementType::F32 => Ty::F32,
             ElementType::F16 => Ty::F16,
             ElementType::Bf16 => Ty::Bf16,
+            ElementType::Fp8 => Ty::Fp8,
+            ElementType::Bf8 => Ty::Bf8,
         };
         Self {
             name: k.name,
@@ -110,12 +157,13 @@ impl Kernel {
     }
 }
 
-fn fma_kernels() -> Vec<Kernel> {
-    fma::KERNELS.iter().map(Kernel::of).collect()
-}
-
-fn mfma_kernels() -> Vec<Kernel> {
-    mfma::KERNELS.iter().map(Kernel::of).collect()
+/// The kernels of `list` built for `sim`'s target.
+fn built(list: &[KernelInfo], sim: &Sim) -> Vec<Kernel> {
+    let gfx = sim.d.target.name();
+    list.iter()
+        .filter(|k| k.built_for(gfx))
+        .map(Kernel::of)
+        .collect()
 }
 
 /// Runs one case; `values` draws the inputs (exact in the kernel's types
@@ -342,7 +390,7 @@ fn random_floats(sim: &Sim, kernel: Kernel, rng: &mut Rng) {
 fn fma_gemm_matches_the_cpu_for_every_type_transpose_and_edge() {
     let mut rng = Rng(0x6E33_F32A);
     for sim in simulated(GEMM) {
-        let kernels = fma_kernels();
+        let kernels = built(fma::KERNELS, &sim);
         for &kernel in &kernels {
             // In {-1, 0, 1}: every D below 256, exact in bf16 too.
             let mut small = || rng.below(3) as f32 - 1.0;
@@ -374,7 +422,7 @@ fn fma_gemm_matches_the_cpu_for_every_type_transpose_and_edge() {
 fn mfma_gemm_matches_the_cpu_for_every_type_tile_transpose_and_edge() {
     let mut rng = Rng(0x3FA_6E33);
     for sim in simulated(GEMM) {
-        let kernels = mfma_kernels();
+        let kernels = built(mfma::KERNELS, &sim);
         for &kernel in &kernels {
             let (tm, tn) = kernel.tile;
             let mut small = || rng.below(3) as f32 - 1.0;

@@ -36,6 +36,9 @@ use aqueduct_abi::code_object::CodeObject;
 
 use crate::targets::GfxTarget;
 
+/// A crate's launch bounds on one gfx target: (kernel, workgroup size).
+pub type LaunchBoundsOf = fn(&str) -> Vec<(&'static str, u32)>;
+
 /// A device crate and what its kernels may do that others may not.
 #[derive(Clone, Copy, Debug)]
 pub struct DeviceCrate {
@@ -56,9 +59,9 @@ pub struct DeviceCrate {
     /// 1,1024, which on gfx9 caps it at 128 VGPRs and no AGPRs; a kernel
     /// named here gets `1,<bound>` instead ([`set_launch_bounds`]).
     pub launch_bounds: &'static [(&'static str, u32)],
-    /// Launch bounds of kernels that exist only on targets with MFMA
-    /// (`Gfx::matrix_core`), as [`DeviceCrate::launch_bounds`].
-    pub mfma_launch_bounds: &'static [(&'static str, u32)],
+    /// More launch bounds, per target: a crate whose kernels differ by
+    /// target lists them here (the GEMM kernels: [`gemm_launch_bounds`]).
+    pub launch_bounds_on_target: Option<LaunchBoundsOf>,
     /// Every kernel must use no scratch (private segment 0): the GEMM
     /// kernels, where scratch means an array the compiler could not keep
     /// in registers.
@@ -69,8 +72,8 @@ impl DeviceCrate {
     /// The launch bounds of this crate's kernels on `target`.
     pub fn launch_bounds_on(&self, target: &GfxTarget) -> Vec<(&'static str, u32)> {
         let mut all = self.launch_bounds.to_vec();
-        if target.matrix_core == aqueduct_abi::gfx::MatrixCore::Mfma {
-            all.extend_from_slice(self.mfma_launch_bounds);
+        if let Some(more) = self.launch_bounds_on_target {
+            all.extend(more(target.name));
         }
         all
     }
@@ -85,6 +88,17 @@ impl DeviceCrate {
 /// ([`crate::gemm_catalog`]).
 pub const GEMM_PACKAGE: &str = "aqueduct-gemm";
 
+/// The GEMM kernels built for `gfx` (`aqueduct_gemm`'s lists, the one
+/// definition of them) with their workgroup sizes.
+pub fn gemm_launch_bounds(gfx: &str) -> Vec<(&'static str, u32)> {
+    aqueduct_gemm::fma::KERNELS
+        .iter()
+        .chain(aqueduct_gemm::mfma::KERNELS)
+        .filter(|k| k.built_for(gfx))
+        .map(|k| (k.name, k.threads))
+        .collect()
+}
+
 /// Every device crate, in build order.
 pub const DEVICE_CRATES: &[DeviceCrate] = &[
     DeviceCrate {
@@ -94,7 +108,7 @@ pub const DEVICE_CRATES: &[DeviceCrate] = &[
         allow_dynamic_stack: &[],
         only_for: &[],
         launch_bounds: &[],
-        mfma_launch_bounds: &[],
+        launch_bounds_on_target: None,
         no_scratch: false,
     },
     DeviceCrate {
@@ -103,26 +117,8 @@ pub const DEVICE_CRATES: &[DeviceCrate] = &[
         allow_spills: &[],
         allow_dynamic_stack: &[],
         only_for: &[],
-        launch_bounds: &[
-            ("gemm_f32_fma", 256),
-            ("gemm_f16_fma", 256),
-            ("gemm_f16_f32_fma", 256),
-            ("gemm_bf16_fma", 256),
-            ("gemm_bf16_f32_fma", 256),
-        ],
-        // aqueduct_gemm::mfma::KERNELS (the tests check the two agree).
-        mfma_launch_bounds: &[
-            ("gemm_f32_mfma_64x64", 256),
-            ("gemm_f32_mfma_128x128", 256),
-            ("gemm_f16_mfma_64x64", 256),
-            ("gemm_f16_mfma_128x128", 256),
-            ("gemm_f16_f32_mfma_64x64", 256),
-            ("gemm_f16_f32_mfma_128x128", 256),
-            ("gemm_bf16_mfma_64x64", 256),
-            ("gemm_bf16_mfma_128x128", 256),
-            ("gemm_bf16_f32_mfma_64x64", 256),
-            ("gemm_bf16_f32_mfma_128x128", 256),
-        ],
+        launch_bounds: &[],
+        launch_bounds_on_target: Some(gemm_launch_bounds),
         no_scratch: true,
     },
     DeviceCrate {
@@ -136,7 +132,7 @@ pub const DEVICE_CRATES: &[DeviceCrate] = &[
         // The tests launch copy_u32 in workgroups of 64 only; its bound
         // shows the launch-bound step end to end (sim_system).
         launch_bounds: &[("copy_u32", 64)],
-        mfma_launch_bounds: &[],
+        launch_bounds_on_target: None,
         no_scratch: false,
     },
     DeviceCrate {
@@ -146,7 +142,7 @@ pub const DEVICE_CRATES: &[DeviceCrate] = &[
         allow_dynamic_stack: &[],
         only_for: &[],
         launch_bounds: &[],
-        mfma_launch_bounds: &[],
+        launch_bounds_on_target: None,
         no_scratch: false,
     },
 ];

@@ -93,12 +93,13 @@ pub fn product_rows(gfx: &str) -> (&'static [ProductRow], u32) {
 
 /// The kernels a target's catalog offers: the MFMA family where the
 /// target has matrix cores, else the FMA one.
-pub fn kernels_for(target: &GfxTarget) -> &'static [KernelInfo] {
-    if target.matrix_core == MatrixCore::Mfma {
+pub fn kernels_for(target: &GfxTarget) -> Vec<&'static KernelInfo> {
+    let family = if target.matrix_core == MatrixCore::Mfma {
         aqueduct_gemm::mfma::KERNELS
     } else {
         aqueduct_gemm::fma::KERNELS
-    }
+    };
+    family.iter().filter(|k| k.built_for(target.name)).collect()
 }
 
 /// Tensile's type name.
@@ -107,6 +108,8 @@ pub fn type_name(t: ElementType) -> &'static str {
         ElementType::F32 => "Float",
         ElementType::F16 => "Half",
         ElementType::Bf16 => "BFloat16",
+        ElementType::Fp8 => "Float8",
+        ElementType::Bf8 => "BFloat8",
     }
 }
 
@@ -161,7 +164,7 @@ pub fn description(target: &GfxTarget) -> String {
         out.push_str("    problems:\n");
         for (op, _, _) in OPERATIONS {
             let mut types: Vec<(ElementType, ElementType)> = Vec::new();
-            for k in kernels {
+            for k in &kernels {
                 if !types.contains(&(k.input, k.output)) {
                     types.push((k.input, k.output));
                 }
@@ -169,6 +172,7 @@ pub fn description(target: &GfxTarget) -> String {
             for (input, output) in types {
                 let of_type: Vec<&KernelInfo> = kernels
                     .iter()
+                    .copied()
                     .filter(|k| (k.input, k.output) == (input, output))
                     .collect();
                 let (i, o) = (type_name(input), type_name(output));

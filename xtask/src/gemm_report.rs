@@ -407,10 +407,11 @@ pub fn with_tiles<'n>(names: impl Iterator<Item = &'n str>) -> Vec<(String, Stri
     out
 }
 
-/// Our MFMA kernels' names and tiles.
-pub fn ours() -> Vec<(String, String)> {
+/// Our MFMA kernels on `gfx`: names and tiles.
+pub fn ours(gfx: &str) -> Vec<(String, String)> {
     aqueduct_gemm::mfma::KERNELS
         .iter()
+        .filter(|k| k.built_for(gfx))
         .map(|k| {
             (
                 k.name.to_string(),

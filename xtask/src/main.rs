@@ -237,7 +237,7 @@ fn gemm_report() -> Result<(), String> {
             &ours,
             &objdump,
             target,
-            &gemm_report::ours(),
+            &gemm_report::ours(target.name),
         )?);
         if target.name == "gfx90a" {
             let amd = xtask::rocblas_catalog::fetch_report_kernels()?;

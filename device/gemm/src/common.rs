@@ -82,6 +82,16 @@ impl Element for Bf16 {
     }
 }
 
+/// gfx942's FP8 (E4M3 FNUZ), as its bits: an input type only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct Fp8(pub u8);
+
+/// gfx942's BF8 (E5M2 FNUZ), as its bits: an input type only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct Bf8(pub u8);
+
 /// f32 to bf16 bits, rounding to nearest even; a NaN stays a (quiet) NaN.
 #[inline(always)]
 pub fn bf16_bits(v: f32) -> u16 {
@@ -151,6 +161,10 @@ pub enum ElementType {
     F32,
     F16,
     Bf16,
+    /// gfx942's FP8: E4M3 FNUZ (CDNA3 ISA, "Float8").
+    Fp8,
+    /// gfx942's BF8: E5M2 FNUZ.
+    Bf8,
 }
 
 impl ElementType {
@@ -158,6 +172,7 @@ impl ElementType {
         match self {
             Self::F32 => 4,
             Self::F16 | Self::Bf16 => 2,
+            Self::Fp8 | Self::Bf8 => 1,
         }
     }
 }
@@ -186,9 +201,24 @@ pub struct KernelInfo {
     pub tile_cols: u32,
     /// Work-items per workgroup: the kernel's launch bound.
     pub threads: u32,
+    /// The only gfx targets it is built for; empty: every target of its
+    /// family.
+    pub only_on: &'static [&'static str],
 }
 
 impl KernelInfo {
+    /// Whether the kernel is built for `gfx`: FMA kernels everywhere, MFMA
+    /// ones where the processor has MFMA (`aqueduct_abi::gfx`), each within
+    /// its `only_on` targets.
+    pub fn built_for(&self, gfx: &str) -> bool {
+        let family = match self.family {
+            Family::Fma => true,
+            Family::Mfma => aqueduct_abi::gfx::gfx(gfx)
+                .is_some_and(|g| g.matrix_core == aqueduct_abi::gfx::MatrixCore::Mfma),
+        };
+        family && (self.only_on.is_empty() || self.only_on.contains(&gfx))
+    }
+
     /// The launch grid in work-items for an M × N × batch problem (at least
     /// one workgroup in each dimension).
     pub fn grid(&self, m: u32, n: u32, batch: u32) -> [u32; 3] {

@@ -220,6 +220,7 @@ const fn fma_kernel(name: &'static str, input: ElementType, output: ElementType)
         tile_rows: TILE,
         tile_cols: TILE,
         threads: THREADS,
+        only_on: &[],
     }
 }
 

@@ -43,7 +43,7 @@
 //! [`crate::common`]'s; the grid is `(ceil(M / MT_M) · 256, ceil(N /
 //! MT_N), batch)`.
 
-use crate::common::ElementType::{self, Bf16, F16, F32};
+use crate::common::ElementType::{self, Bf8, Bf16, F16, F32, Fp8};
 use crate::common::{Family, KernelInfo};
 
 /// Work-items per workgroup (four waves, 2 × 2 over the macro-tile).
@@ -132,23 +132,27 @@ pub fn wave_place(w: u32, tile: Tile) -> (u32, u32) {
     (w % 2 * BLOCK * tile.wm, w / 2 * BLOCK * tile.wn)
 }
 
-/// Every MFMA kernel, built for gfx90a, gfx942 and gfx950.
+/// The macro-tiles: 64 × 64 and 128 × 128.
+const T64: Tile = Tile { wm: 1, wn: 1 };
+const T128: Tile = Tile { wm: 2, wn: 2 };
+
+/// Every MFMA kernel, built for gfx90a, gfx942 and gfx950 unless its
+/// `only_on` says otherwise.
 pub const KERNELS: &[KernelInfo] = &[
-    mfma_kernel("gemm_f32_mfma_64x64", F32, F32, Tile { wm: 1, wn: 1 }),
-    mfma_kernel("gemm_f32_mfma_128x128", F32, F32, Tile { wm: 2, wn: 2 }),
-    mfma_kernel("gemm_f16_mfma_64x64", F16, F16, Tile { wm: 1, wn: 1 }),
-    mfma_kernel("gemm_f16_mfma_128x128", F16, F16, Tile { wm: 2, wn: 2 }),
-    mfma_kernel("gemm_f16_f32_mfma_64x64", F16, F32, Tile { wm: 1, wn: 1 }),
-    mfma_kernel("gemm_f16_f32_mfma_128x128", F16, F32, Tile { wm: 2, wn: 2 }),
-    mfma_kernel("gemm_bf16_mfma_64x64", Bf16, Bf16, Tile { wm: 1, wn: 1 }),
-    mfma_kernel("gemm_bf16_mfma_128x128", Bf16, Bf16, Tile { wm: 2, wn: 2 }),
-    mfma_kernel("gemm_bf16_f32_mfma_64x64", Bf16, F32, Tile { wm: 1, wn: 1 }),
-    mfma_kernel(
-        "gemm_bf16_f32_mfma_128x128",
-        Bf16,
-        F32,
-        Tile { wm: 2, wn: 2 },
-    ),
+    mfma_kernel("gemm_f32_mfma_64x64", F32, F32, T64),
+    mfma_kernel("gemm_f32_mfma_128x128", F32, F32, T128),
+    mfma_kernel("gemm_f16_mfma_64x64", F16, F16, T64),
+    mfma_kernel("gemm_f16_mfma_128x128", F16, F16, T128),
+    mfma_kernel("gemm_f16_f32_mfma_64x64", F16, F32, T64),
+    mfma_kernel("gemm_f16_f32_mfma_128x128", F16, F32, T128),
+    mfma_kernel("gemm_bf16_mfma_64x64", Bf16, Bf16, T64),
+    mfma_kernel("gemm_bf16_mfma_128x128", Bf16, Bf16, T128),
+    mfma_kernel("gemm_bf16_f32_mfma_64x64", Bf16, F32, T64),
+    mfma_kernel("gemm_bf16_f32_mfma_128x128", Bf16, F32, T128),
+    gfx942_kernel("gemm_fp8_f32_mfma_64x64", Fp8, T64),
+    gfx942_kernel("gemm_fp8_f32_mfma_128x128", Fp8, T128),
+    gfx942_kernel("gemm_bf8_f32_mfma_64x64", Bf8, T64),
+    gfx942_kernel("gemm_bf8_f32_mfma_128x128", Bf8, T128),
 ];
 
 const fn mfma_kernel(
@@ -165,6 +169,17 @@ const fn mfma_kernel(
         tile_rows: tile.rows(),
         tile_cols: tile.cols(),
         threads: THREADS,
+        only_on: &[],
+    }
+}
+
+/// An FP8 or BF8 kernel (f32 out): gfx942 only. Its FNUZ formats are
+/// gfx942's (`v_mfma_f32_32x32x16_{fp8,bf8}_*`); gfx950's MFMAs of the same
+/// names take the OCP formats, which the simulator does not run.
+const fn gfx942_kernel(name: &'static str, input: ElementType, tile: Tile) -> KernelInfo {
+    KernelInfo {
+        only_on: &["gfx942"],
+        ..mfma_kernel(name, input, F32, tile)
     }
 }
 
@@ -197,7 +212,7 @@ mod tests {
     fn the_vectors_of_all_work_items_cover_each_slice_once() {
         for tile in KERNELS.iter().map(tile_of) {
             for (rows, per_thread) in [(tile.rows(), tile.wm), (tile.cols(), tile.wn)] {
-                for es in [2, 4] {
+                for es in [1, 2, 4] {
                     let per = VECTOR / es;
                     let k_elems = SLICE_BYTES / es;
                     for k_contiguous in [false, true] {
@@ -227,11 +242,11 @@ mod tests {
     /// Each k of a slice is multiplied exactly once per (row, column): the
     /// chunks, lane groups, MFMAs and elements of a 16-byte read cover the
     /// slice, for f16/bf16 (4 per lane, two MFMAs a read) and f32 (1 per
-    /// lane, four), and the byte each reads is the one `operand_offset`
-    /// gives.
+    /// lane, four), fp8/bf8 (8 per lane, two), and the byte each reads is
+    /// the one `operand_offset` gives.
     #[test]
     fn the_mfmas_of_a_slice_meet_every_k_once() {
-        for (es, per) in [(2, 4), (4, 1)] {
+        for (es, per) in [(1, 8), (2, 4), (4, 1)] {
             let mut seen = vec![0u32; (SLICE_BYTES / es) as usize];
             for c in 0..SLICE_BYTES / (2 * VECTOR) {
                 for g in 0..2 {

@@ -7,6 +7,8 @@ use super::{
     BLOCK, SLICE_BYTES, THREADS, Tile, VECTOR, WAVE, d_place, lds_offset, operand_offset,
     vector_place, wave_place,
 };
+#[cfg(aqueduct_gfx = "gfx942")]
+use crate::common::{Bf8, Fp8};
 use crate::common::{Bf16, Element, F16, Layout, Problem, TRANSPOSE_A, TRANSPOSE_B};
 
 /// `<16 x float>`: one 32 × 32 MFMA block's accumulators in a lane.
@@ -38,6 +40,15 @@ unsafe extern "C" {
     ) -> F32x16;
     #[link_name = "llvm.amdgcn.mfma.f32.32x32x2f32"]
     fn mfma_32x32x2f32(a: f32, b: f32, c: F32x16, cbsz: i32, abid: i32, blgp: i32) -> F32x16;
+}
+
+// gfx942's FP8/BF8 forms: eight FNUZ values per lane in an i64.
+#[cfg(aqueduct_gfx = "gfx942")]
+unsafe extern "C" {
+    #[link_name = "llvm.amdgcn.mfma.f32.32x32x16.fp8.fp8"]
+    fn mfma_32x32x16_fp8_fp8(a: i64, b: i64, c: F32x16, cbsz: i32, abid: i32, blgp: i32) -> F32x16;
+    #[link_name = "llvm.amdgcn.mfma.f32.32x32x16.bf8.bf8"]
+    fn mfma_32x32x16_bf8_bf8(a: i64, b: i64, c: F32x16, cbsz: i32, abid: i32, blgp: i32) -> F32x16;
 }
 
 unsafe extern "C" {
@@ -117,6 +128,48 @@ impl Input for Bf16 {
             // the operands have the intrinsic's types and the immargs are
             // literals.
             unsafe { mfma_32x32x8bf16_1k(a, b, c, 0, 0, 0) }
+        })
+    }
+}
+
+/// The two MFMAs of eight 8-bit elements each that one 16-byte read of A
+/// and of B feed (`chunk_k`: bytes 0-7, then 8-15), as i64s.
+#[cfg(aqueduct_gfx = "gfx942")]
+#[inline(always)]
+fn two_byte_mfmas(
+    acc: F32x16,
+    a: Vector,
+    b: Vector,
+    mfma: impl Fn(F32x16, i64, i64) -> F32x16,
+) -> F32x16 {
+    let (a, b) = (a.words(), b.words());
+    let pair = |lo: u32, hi: u32| (u64::from(lo) | u64::from(hi) << 32) as i64;
+    let acc = mfma(acc, pair(a[0], a[1]), pair(b[0], b[1]));
+    mfma(acc, pair(a[2], a[3]), pair(b[2], b[3]))
+}
+
+#[cfg(aqueduct_gfx = "gfx942")]
+impl Input for Fp8 {
+    const BYTES: u32 = 1;
+    #[inline(always)]
+    fn mfma(acc: F32x16, a: Vector, b: Vector) -> F32x16 {
+        two_byte_mfmas(acc, a, b, |c, a, b| {
+            // SAFETY: gfx942 has v_mfma_f32_32x32x16_fp8_fp8; the operands
+            // have the intrinsic's types and the immargs are literals.
+            unsafe { mfma_32x32x16_fp8_fp8(a, b, c, 0, 0, 0) }
+        })
+    }
+}
+
+#[cfg(aqueduct_gfx = "gfx942")]
+impl Input for Bf8 {
+    const BYTES: u32 = 1;
+    #[inline(always)]
+    fn mfma(acc: F32x16, a: Vector, b: Vector) -> F32x16 {
+        two_byte_mfmas(acc, a, b, |c, a, b| {
+            // SAFETY: gfx942 has v_mfma_f32_32x32x16_bf8_bf8; the operands
+            // have the intrinsic's types and the immargs are literals.
+            unsafe { mfma_32x32x16_bf8_bf8(a, b, c, 0, 0, 0) }
         })
     }
 }
@@ -244,28 +297,56 @@ impl<In: Input> Operand<In> {
         let per = VECTOR / In::BYTES;
         for t in 0..NV as u32 {
             let (r, kk) = vector_place(lid + t * THREADS, self.tile_rows, K_CONTIGUOUS, per);
-            for e in 0..per {
+            // How many of the vector's elements lie inside the operand:
+            // along K for a K-contiguous operand (the row is the vector's),
+            // else along the rows (the k is). One count per vector, which
+            // changes with `k0`, so no per-element test is hoisted out of
+            // the slice loop (each would hold an SGPR pair).
+            let (first, limit, fixed_inside) = if K_CONTIGUOUS {
+                (k0 + kk, k, self.row0 + r < self.rows)
+            } else {
+                (self.row0 + r, self.rows, k0 + kk < k)
+            };
+            let count = if fixed_inside {
+                limit.saturating_sub(first).min(per)
+            } else {
+                0
+            };
+            // The vector's places are zeroed, then the elements inside are
+            // copied over them (a wave's LDS writes land in order). The
+            // copy is a loop of the lane's own trip count: unrolled, each
+            // element would need a lane mask, an SGPR pair apiece.
+            let place = |e: u32| {
                 let (lr, lk) = if K_CONTIGUOUS {
                     (r, kk + e)
                 } else {
                     (r + e, kk)
                 };
-                let (row, kg) = (self.row0 + lr, k0 + lk);
-                let at = lds.wrapping_add(lds_offset(lr, lk, In::BYTES) as usize);
-                // Branch-free: an element outside the operand reads a zero
-                // of the code object's instead, so only the address is
-                // selected (no mask waits for the load).
-                let inside = row < self.rows && kg < k;
-                let p = if inside {
-                    self.at(row, kg).cast::<u8>()
-                } else {
-                    (&raw const ZERO).cast::<u8>()
-                };
-                // SAFETY: `p` is an element of the operand or `ZERO` (4
-                // bytes); `at` is the element's place in its row of the
-                // slice.
+                (
+                    lr,
+                    lk,
+                    lds.wrapping_add(lds_offset(lr, lk, In::BYTES) as usize),
+                )
+            };
+            for e in 0..per {
+                let (_, _, at) = place(e);
+                // SAFETY: the element's place in its row of the slice.
                 unsafe {
                     match In::BYTES {
+                        1 => at.write(0),
+                        2 => at.cast::<u16>().write(0),
+                        _ => at.cast::<u32>().write(0),
+                    }
+                }
+            }
+            for e in 0..count {
+                let (lr, lk, at) = place(e);
+                let p = self.at(self.row0 + lr, k0 + lk).cast::<u8>();
+                // SAFETY: `e < count`, so `p` is an element of the operand;
+                // `at` is its place in its row of the slice.
+                unsafe {
+                    match In::BYTES {
+                        1 => at.write(p.read()),
                         2 => at.cast::<u16>().write(p.cast::<u16>().read()),
                         _ => at.cast::<u32>().write(p.cast::<u32>().read()),
                     }
@@ -302,6 +383,7 @@ impl<In: Input> Operand<In> {
                 // SAFETY: element `kk` of row `r + e` of the slice.
                 unsafe {
                     match In::BYTES {
+                        1 => lds.add(at).write(bits as u8),
                         2 => lds.add(at).cast::<u16>().write(bits as u16),
                         _ => lds.add(at).cast::<u32>().write(bits),
                     }
@@ -310,9 +392,6 @@ impl<In: Input> Operand<In> {
         }
     }
 }
-
-/// What an element outside an operand loads as.
-static ZERO: u32 = 0;
 
 /// One workgroup's state: its operands, its place, its LDS.
 struct Workgroup<In> {
@@ -552,6 +631,18 @@ fn gemm_mfma<In: Input, Out: Element, const WM: usize, const WN: usize>(
             }
         }
     }
+}
+
+#[cfg(aqueduct_gfx = "gfx942")]
+crate::common::entry_points! {
+    /// FP8 (E4M3 FNUZ) in, f32 out, 64 × 64.
+    gemm_fp8_f32_mfma_64x64: Fp8 => f32 = gemm_mfma::<Fp8, f32, 1, 1>(aqueduct_gemm_mfma_lds_64x64_ptr());
+    /// FP8 in, f32 out, 128 × 128.
+    gemm_fp8_f32_mfma_128x128: Fp8 => f32 = gemm_mfma::<Fp8, f32, 2, 2>(aqueduct_gemm_mfma_lds_128x128_ptr());
+    /// BF8 (E5M2 FNUZ) in, f32 out, 64 × 64.
+    gemm_bf8_f32_mfma_64x64: Bf8 => f32 = gemm_mfma::<Bf8, f32, 1, 1>(aqueduct_gemm_mfma_lds_64x64_ptr());
+    /// BF8 in, f32 out, 128 × 128.
+    gemm_bf8_f32_mfma_128x128: Bf8 => f32 = gemm_mfma::<Bf8, f32, 2, 2>(aqueduct_gemm_mfma_lds_128x128_ptr());
 }
 
 crate::common::entry_points! {
