@@ -21,9 +21,8 @@ fn library(gpu: &aqueduct::agent::Agent) -> GemmLibrary {
     GemmLibrary::open(gpu).unwrap_or_else(|e| panic!("{}: {e}", gpu.info().name))
 }
 
-/// The tiles the catalog's kernels have, and the CU count the agent's rows
-/// were tuned for (its own).
-const TILES: [(u32, u32); 2] = [(64, 64), (128, 128)];
+/// The macro-tiles of the catalog's MFMA kernels.
+const TILES: [(u32, u32); 3] = [(64, 64), (128, 128), (256, 128)];
 
 #[test]
 fn selection_follows_the_hardware_rows_and_the_size_table() {
@@ -31,7 +30,12 @@ fn selection_follows_the_hardware_rows_and_the_size_table() {
     for gpu in hsa_gpus(&system) {
         let lib = library(&gpu);
         let cus = lib.hardware().cu_count;
-        for (m, n, k) in [(256, 256, 256), (2048, 2048, 256), (8192, 8192, 4096)] {
+        for (m, n, k) in [
+            (256, 256, 256),
+            (2048, 2048, 256),
+            (4096, 4096, 256),
+            (8192, 8192, 4096),
+        ] {
             for (input, output, stem) in [
                 (DataType::Half, DataType::Float, "gemm_f16_f32_mfma"),
                 (DataType::BFloat16, DataType::BFloat16, "gemm_bf16_mfma"),

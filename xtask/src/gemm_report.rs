@@ -8,9 +8,10 @@
 //!
 //! - AMD's kernels are the ones rocBLAS's own catalog selects on an MI210
 //!   for NT problems of each type ([`amd_selected`]), one per macro-tile;
-//! - the **main loop** is the backward branch's range (branch target to
-//!   branch) holding the most MFMAs; among equals, the one of fewest
-//!   instructions (ours has one specialised loop per layout, the same size);
+//! - the **main loop** is the innermost loop (a backward branch's range,
+//!   branch target to branch, with no backward branch inside) holding the
+//!   most MFMAs; among equals, the one of fewest instructions (ours has one
+//!   specialised loop per layout, the same size);
 //! - per iteration: instructions, MFMAs and their share, the widest global
 //!   (or buffer) load, LDS read and LDS write in bits per instruction
 //!   (`ds_read2_b64` moves 128), and `s_waitcnt`s; the K one iteration
@@ -147,6 +148,14 @@ pub fn main_loop(lines: &[Line]) -> Option<MainLoop> {
             continue;
         };
         let body = &lines[start..=end];
+        // Innermost loops only: a loop around others (a slice loop around
+        // an edge copy's own loop, or the whole kernel) is not the main loop.
+        let inner = body[..body.len() - 1]
+            .iter()
+            .any(|l| l.target.is_some_and(|t| t <= l.address));
+        if inner {
+            continue;
+        }
         let mut m = MainLoop {
             instructions: body.len(),
             ..MainLoop::default()
@@ -326,7 +335,7 @@ const AMD_TYPES: [(&str, DataType, DataType, bool); 3] = [
 ];
 
 /// The macro-tiles of our MFMA kernels.
-const TILES: [&str; 2] = ["64x64", "128x128"];
+const TILES: [&str; 3] = ["64x64", "128x128", "256x128"];
 
 /// The kernels rocBLAS's own catalog runs on an MI210 (gfx90a, 104 CUs,
 /// chip 0x740f) for NT problems (A as is, B transposed: our layout) of
@@ -460,6 +469,25 @@ mod tests {
                 waitcnts: 1,
             }
         );
+    }
+
+    /// A loop around another is not the main loop, even with more MFMAs.
+    #[test]
+    fn the_main_loop_is_an_innermost_one() {
+        let line = |address: u64, mnemonic: &str, target: Option<u64>| Line {
+            address,
+            mnemonic: mnemonic.into(),
+            target,
+        };
+        let lines = [
+            line(0, "v_mfma_f32_32x32x8f16", None),
+            line(8, "v_mfma_f32_32x32x8f16", None),
+            line(16, "v_mfma_f32_32x32x8f16", None),
+            line(24, "s_cbranch_scc1", Some(16)),
+            line(28, "s_cbranch_scc1", Some(0)),
+        ];
+        let m = main_loop(&lines).expect("a loop");
+        assert_eq!((m.instructions, m.mfmas), (2, 1));
     }
 
     #[test]

@@ -50,11 +50,13 @@ pub fn gemm_kernels_path() -> PathBuf {
 }
 
 /// Where the AMD kernels `cargo xtask gemm-report` compares ours with
-/// land (`crate::gemm_report::amd_counterparts`).
+/// land (`crate::gemm_report::amd_selected`). The number in the name goes
+/// up whenever the choice changes, so an older cached set is taken out
+/// again.
 pub fn report_kernels_path() -> PathBuf {
     cache_dir()
         .join("rocblas-trixie")
-        .join("gemm-report-kernels-gfx90a.co")
+        .join("gemm-report-kernels-2-gfx90a.co")
 }
 
 /// The path of a code object holding the AMD kernels of the GEMM report,

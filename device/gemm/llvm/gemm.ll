@@ -22,6 +22,7 @@ define linkonce_odr ptr @aqueduct_gemm_fma_tiles_ptr() #0 {
 ; kernel's group segment is its own tile's.
 @aqueduct_gemm_mfma_lds_64x64 = internal addrspace(3) global [20480 x i8] poison, align 16
 @aqueduct_gemm_mfma_lds_128x128 = internal addrspace(3) global [40960 x i8] poison, align 16
+@aqueduct_gemm_mfma_lds_256x128 = internal addrspace(3) global [61440 x i8] poison, align 16
 
 define linkonce_odr ptr @aqueduct_gemm_mfma_lds_64x64_ptr() #0 {
   %g = addrspacecast ptr addrspace(3) @aqueduct_gemm_mfma_lds_64x64 to ptr
@@ -30,6 +31,11 @@ define linkonce_odr ptr @aqueduct_gemm_mfma_lds_64x64_ptr() #0 {
 
 define linkonce_odr ptr @aqueduct_gemm_mfma_lds_128x128_ptr() #0 {
   %g = addrspacecast ptr addrspace(3) @aqueduct_gemm_mfma_lds_128x128 to ptr
+  ret ptr %g
+}
+
+define linkonce_odr ptr @aqueduct_gemm_mfma_lds_256x128_ptr() #0 {
+  %g = addrspacecast ptr addrspace(3) @aqueduct_gemm_mfma_lds_256x128 to ptr
   ret ptr %g
 }
 

@@ -132,23 +132,30 @@ pub fn wave_place(w: u32, tile: Tile) -> (u32, u32) {
     (w % 2 * BLOCK * tile.wm, w / 2 * BLOCK * tile.wn)
 }
 
-/// The macro-tiles: 64 × 64 and 128 × 128.
+/// The macro-tiles: 64 × 64, 128 × 128 and 256 × 128 (the largest whose
+/// two buffers fit a workgroup's 64 KiB of LDS: 256 × 256 would need 80).
 const T64: Tile = Tile { wm: 1, wn: 1 };
 const T128: Tile = Tile { wm: 2, wn: 2 };
+const T256: Tile = Tile { wm: 4, wn: 2 };
 
 /// Every MFMA kernel, built for gfx90a, gfx942 and gfx950 unless its
 /// `only_on` says otherwise.
 pub const KERNELS: &[KernelInfo] = &[
     mfma_kernel("gemm_f32_mfma_64x64", F32, F32, T64),
     mfma_kernel("gemm_f32_mfma_128x128", F32, F32, T128),
+    mfma_kernel("gemm_f32_mfma_256x128", F32, F32, T256),
     mfma_kernel("gemm_f16_mfma_64x64", F16, F16, T64),
     mfma_kernel("gemm_f16_mfma_128x128", F16, F16, T128),
+    mfma_kernel("gemm_f16_mfma_256x128", F16, F16, T256),
     mfma_kernel("gemm_f16_f32_mfma_64x64", F16, F32, T64),
     mfma_kernel("gemm_f16_f32_mfma_128x128", F16, F32, T128),
+    mfma_kernel("gemm_f16_f32_mfma_256x128", F16, F32, T256),
     mfma_kernel("gemm_bf16_mfma_64x64", Bf16, Bf16, T64),
     mfma_kernel("gemm_bf16_mfma_128x128", Bf16, Bf16, T128),
+    mfma_kernel("gemm_bf16_mfma_256x128", Bf16, Bf16, T256),
     mfma_kernel("gemm_bf16_f32_mfma_64x64", Bf16, F32, T64),
     mfma_kernel("gemm_bf16_f32_mfma_128x128", Bf16, F32, T128),
+    mfma_kernel("gemm_bf16_f32_mfma_256x128", Bf16, F32, T256),
     gfx942_kernel("gemm_fp8_f32_mfma_64x64", Fp8, T64),
     gfx942_kernel("gemm_fp8_f32_mfma_128x128", Fp8, T128),
     gfx942_kernel("gemm_bf8_f32_mfma_64x64", Bf8, T64),

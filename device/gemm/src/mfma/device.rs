@@ -55,6 +55,7 @@ unsafe extern "C" {
     /// device/gemm/llvm/gemm.ll: the LDS of each macro-tile.
     safe fn aqueduct_gemm_mfma_lds_64x64_ptr() -> *mut u8;
     safe fn aqueduct_gemm_mfma_lds_128x128_ptr() -> *mut u8;
+    safe fn aqueduct_gemm_mfma_lds_256x128_ptr() -> *mut u8;
     /// device/gemm/llvm/gemm.ll: a workgroup barrier with fences.
     safe fn aqueduct_gemm_barrier();
 }
@@ -604,33 +605,44 @@ fn gemm_mfma<In: Input, Out: Element, const WM: usize, const WN: usize>(
     }
     group.edge_slices(&mut acc, inside, slices, p.k);
 
-    for (i, row) in acc.iter().enumerate() {
-        for (j, block) in row.iter().enumerate() {
-            // SAFETY: `<16 x float>` and `[f32; 16]` have the same size,
-            // and every bit pattern is a valid f32.
-            let values: [f32; 16] = unsafe { core::mem::transmute(*block) };
-            for (r, x) in values.iter().enumerate() {
-                let (bi, bj) = d_place(lane, r as u32);
-                let gr = row0 + wave_row + i as u32 * BLOCK + bi;
-                let gc = col0 + wave_col + j as u32 * BLOCK + bj;
-                if gr >= p.m || gc >= p.n {
-                    continue;
-                }
-                let mut v = p.alpha * x;
-                if p.beta != 0.0 {
-                    // SAFETY: (gr, gc) is an element of C (gr < M, gc < N).
-                    let cv = unsafe { p.c.add(gr as usize + gc as usize * p.ldc as usize).read() }
-                        .to_f32();
-                    v = core::f32::math::mul_add(p.beta, cv, v);
-                }
-                // SAFETY: (gr, gc) is an element of D.
-                unsafe {
-                    p.d.add(gr as usize + gc as usize * p.ldd as usize)
-                        .write(Out::from_f32(v))
-                };
+    // D's elements of block (i, j) of the wave.
+    let store_block = |i: u32, j: u32, block: F32x16| {
+        // SAFETY: `<16 x float>` and `[f32; 16]` have the same size, and
+        // every bit pattern is a valid f32.
+        let values: [f32; 16] = unsafe { core::mem::transmute(block) };
+        for (r, x) in values.iter().enumerate() {
+            let (bi, bj) = d_place(lane, r as u32);
+            let gr = row0 + wave_row + i * BLOCK + bi;
+            let gc = col0 + wave_col + j * BLOCK + bj;
+            if gr >= p.m || gc >= p.n {
+                continue;
             }
+            let mut v = p.alpha * x;
+            if p.beta != 0.0 {
+                // SAFETY: (gr, gc) is an element of C (gr < M, gc < N).
+                let cv =
+                    unsafe { p.c.add(gr as usize + gc as usize * p.ldc as usize).read() }.to_f32();
+                v = core::f32::math::mul_add(p.beta, cv, v);
+            }
+            // SAFETY: (gr, gc) is an element of D.
+            unsafe {
+                p.d.add(gr as usize + gc as usize * p.ldd as usize)
+                    .write(Out::from_f32(v))
+            };
         }
+    };
+    // Block by block with constant indices: a loop LLVM leaves rolled (the
+    // conversions make the 256 × 128 tile's body big) would index the
+    // accumulators at run time and put them in scratch.
+    macro_rules! blocks {
+        ($($i:literal $j:literal),*) => {$(
+            if $i < WM && $j < WN {
+                store_block($i, $j, acc[$i][$j]);
+            }
+        )*};
     }
+    blocks!(0 0, 0 1, 1 0, 1 1, 2 0, 2 1, 3 0, 3 1);
+    const { assert!(WM <= 4 && WN <= 2, "the epilogue covers up to 4 × 2 blocks") };
 }
 
 #[cfg(aqueduct_gfx = "gfx942")]
@@ -666,4 +678,14 @@ crate::common::entry_points! {
     gemm_bf16_f32_mfma_64x64: Bf16 => f32 = gemm_mfma::<Bf16, f32, 1, 1>(aqueduct_gemm_mfma_lds_64x64_ptr());
     /// bf16 in, f32 out, 128 × 128.
     gemm_bf16_f32_mfma_128x128: Bf16 => f32 = gemm_mfma::<Bf16, f32, 2, 2>(aqueduct_gemm_mfma_lds_128x128_ptr());
+    /// f32 in and out, 256 × 128.
+    gemm_f32_mfma_256x128: f32 => f32 = gemm_mfma::<f32, f32, 4, 2>(aqueduct_gemm_mfma_lds_256x128_ptr());
+    /// f16 in and out (f32 accumulation), 256 × 128.
+    gemm_f16_mfma_256x128: F16 => F16 = gemm_mfma::<F16, F16, 4, 2>(aqueduct_gemm_mfma_lds_256x128_ptr());
+    /// f16 in, f32 out, 256 × 128.
+    gemm_f16_f32_mfma_256x128: F16 => f32 = gemm_mfma::<F16, f32, 4, 2>(aqueduct_gemm_mfma_lds_256x128_ptr());
+    /// bf16 in and out (f32 accumulation), 256 × 128.
+    gemm_bf16_mfma_256x128: Bf16 => Bf16 = gemm_mfma::<Bf16, Bf16, 4, 2>(aqueduct_gemm_mfma_lds_256x128_ptr());
+    /// bf16 in, f32 out, 256 × 128.
+    gemm_bf16_f32_mfma_256x128: Bf16 => f32 = gemm_mfma::<Bf16, f32, 4, 2>(aqueduct_gemm_mfma_lds_256x128_ptr());
 }
