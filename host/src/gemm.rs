@@ -55,6 +55,10 @@ pub struct Gemm {
     pub stride_d: u64,
     pub alpha: f32,
     pub beta: f32,
+    /// How f32 inputs are multiplied: `Float`, or `XFloat32` for gfx942's
+    /// reduced-precision xf32 MFMAs where a catalog offers them (Tensile's
+    /// `F32XdlMathOp`; elsewhere f32 kernels answer).
+    pub f32_math: DataType,
 }
 
 impl Gemm {
@@ -80,6 +84,7 @@ impl Gemm {
             stride_d: 0,
             alpha: 1.0,
             beta: 0.0,
+            f32_math: DataType::Float,
         };
         g.tight();
         g
@@ -110,6 +115,12 @@ impl Gemm {
     /// Batch strides in elements.
     pub fn with_strides(mut self, a: u64, b: u64, c: u64, d: u64) -> Self {
         (self.stride_a, self.stride_b, self.stride_c, self.stride_d) = (a, b, c, d);
+        self
+    }
+
+    /// f32 inputs multiplied as `math` (`Float` or `XFloat32`).
+    pub fn with_f32_math(mut self, math: DataType) -> Self {
+        self.f32_math = math;
         self
     }
 
@@ -191,6 +202,13 @@ impl Gemm {
         if self.batch == 0 {
             return Err(bad("a batch of 0".into()));
         }
+        let xf32 = self.f32_math == DataType::XFloat32;
+        if !(self.f32_math == DataType::Float || xf32 && self.input == DataType::Float) {
+            return Err(bad(format!(
+                "f32 math {} (Float, or XFloat32 for Float inputs)",
+                self.f32_math
+            )));
+        }
         Ok(())
     }
 
@@ -224,6 +242,7 @@ impl Gemm {
         p.d_type = self.output;
         // Narrow types compute in f32 (Tensile's high-precision accumulate).
         p.high_precision_accumulate = self.input != DataType::Float;
+        p.f32_xdl_math_op = self.f32_math;
         p.alpha = f64::from(self.alpha);
         p.beta = f64::from(self.beta);
         p.c_equals_d = false;
@@ -249,7 +268,11 @@ impl fmt::Display for Gemm {
             self.ldb,
             self.ldc,
             self.ldd
-        )
+        )?;
+        if self.f32_math != DataType::Float {
+            write!(f, " as {}", self.f32_math)?;
+        }
+        Ok(())
     }
 }
 

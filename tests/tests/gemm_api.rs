@@ -54,6 +54,26 @@ fn selection_follows_the_hardware_rows_and_the_size_table() {
                 assert!(trace.contains("RESULT"), "{trace}");
             }
         }
+        // xf32 where the catalog has it (gfx942), else the f32 kernels.
+        let xf32 = Gemm::new(4096, 4096, 256, DataType::Float, DataType::Float)
+            .with_f32_math(DataType::XFloat32);
+        let plan = lib.select(&xf32).expect("select xf32");
+        let want = if lib.hardware().processor == "gfx942" {
+            "gemm_xf32_mfma_"
+        } else {
+            "gemm_f32_mfma_"
+        };
+        assert!(plan.name.starts_with(want), "{}: {}", xf32, plan.name);
+        let plain = lib
+            .select(&Gemm::new(
+                4096,
+                4096,
+                256,
+                DataType::Float,
+                DataType::Float,
+            ))
+            .expect("select f32");
+        assert!(plain.name.starts_with("gemm_f32_mfma_"), "{}", plain.name);
         // 2048² is where the products part: 256 workgroups of 128 × 128
         // fill an MI210's 104 CUs but not an MI300X's 304.
         if lib.hardware().processor == "gfx942" && cus == 304 {

@@ -2,13 +2,14 @@
 //! against an f64 CPU reference (issue 18): the FMA fallback and the MFMA
 //! kernels (every macro-tile), for f32, and f16/bf16 inputs with
 //! f16/bf16/f32 output, and on gfx942 FP8/BF8 (FNUZ) inputs with f32
-//! output.
+//! output and xf32 (f32 multiplied at xf32 precision).
 //!
 //! Inputs are small integers, so products and sums are exact in f32 and
 //! every result is exact in the output type (|D| < 256 for bf16): the
 //! comparison is exact; one case of random floats compares within
 //! `2 K u Σ|a b| + u |beta c|` (u = 2^-24, f32 fused multiply-adds in K
-//! order against the exact sum). D is poisoned (and one element past it
+//! order against the exact sum), plus the kernel's own product error for
+//! xf32 (`Kernel::u`). D is poisoned (and one element past it
 //! checked) before every run; beta = 0 runs with a NaN-poisoned C and
 //! alpha = 0 with NaN-poisoned A and B, which must not reach D.
 
@@ -127,8 +128,10 @@ fn span(rows: u32, cols: u32, ld: u32) -> usize {
     (rows - 1) as usize + (cols - 1) as usize * ld as usize + 1
 }
 
-/// A kernel, its element types, and the macro-tile one workgroup of
-/// `threads` work-items computes.
+/// A kernel, its element types, the macro-tile one workgroup of `threads`
+/// work-items computes, and the relative error of one of its products
+/// (`u`): f32's 2^-24, or 2^-10 for xf32, whose inputs keep 11
+/// significant bits (each rounded by up to 2^-11).
 #[derive(Clone, Copy, Debug)]
 struct Kernel {
     name: &'static str,
@@ -136,6 +139,7 @@ struct Kernel {
     output: Ty,
     tile: (u32, u32),
     threads: u32,
+    u: f64,
 }
 
 impl Kernel {
@@ -146,6 +150,7 @@ impl Kernel {
             ElementType::Bf16 => Ty::Bf16,
             ElementType::Fp8 => Ty::Fp8,
             ElementType::Bf8 => Ty::Bf8,
+            ElementType::Xf32 => Ty::F32,
         };
         Self {
             name: k.name,
@@ -153,6 +158,11 @@ impl Kernel {
             output: ty(k.output),
             tile: (k.tile_rows, k.tile_cols),
             threads: k.threads,
+            u: if k.input == ElementType::Xf32 {
+                2f64.powi(-10)
+            } else {
+                2f64.powi(-24)
+            },
         }
     }
 }
@@ -280,7 +290,7 @@ fn run(sim: &Sim, kernel: Kernel, c: Case, values: &mut dyn FnMut() -> f32, exac
                 let tol = if exact {
                     0.0
                 } else {
-                    2.0 * f64::from(c.k) * u * abs * f64::from(c.alpha).abs()
+                    (2.0 * f64::from(c.k) * u + kernel.u) * abs * f64::from(c.alpha).abs()
                         + u * (f64::from(c.beta) * cv).abs()
                         + u * want.abs()
                 };

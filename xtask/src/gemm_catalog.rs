@@ -13,7 +13,9 @@
 //!   row only.
 //! - **Problems**: the four transposes (one operation identifier each) ×
 //!   the kernels' type combinations (Tensile's names: `Float`, `Half`,
-//!   `BFloat16`; f16/bf16 inputs with high-precision accumulation). The
+//!   `BFloat16`, and on gfx942 `Float8`, `BFloat8`; narrow inputs with
+//!   high-precision accumulation). On gfx942 the f32 row holds the xf32
+//!   kernels too, each solution naming its `F32XdlMathOp`. The
 //!   kernels take any M, N, K, batch and leading dimensions (transposes are
 //!   a flag, edges are loaded element by element), so no alignment or
 //!   K-multiple predicate applies.
@@ -110,6 +112,18 @@ pub fn type_name(t: ElementType) -> &'static str {
         ElementType::Bf16 => "BFloat16",
         ElementType::Fp8 => "Float8",
         ElementType::Bf8 => "BFloat8",
+        // f32 in memory; the math is the problem's `F32XdlMathOp`.
+        ElementType::Xf32 => "Float",
+    }
+}
+
+/// The `F32XdlMathOp` a kernel of f32 inputs does: `XFloat32` for the xf32
+/// kernels, `Float` for the others.
+pub fn math_name(t: ElementType) -> &'static str {
+    if t == ElementType::Xf32 {
+        "XFloat32"
+    } else {
+        "Float"
     }
 }
 
@@ -163,35 +177,56 @@ pub fn description(target: &GfxTarget) -> String {
         }
         out.push_str("    problems:\n");
         for (op, _, _) in OPERATIONS {
-            let mut types: Vec<(ElementType, ElementType)> = Vec::new();
+            // One problem row per catalog type (xf32 kernels share f32's).
+            let mut types: Vec<(&str, &str)> = Vec::new();
             for k in &kernels {
-                if !types.contains(&(k.input, k.output)) {
-                    types.push((k.input, k.output));
+                let key = (type_name(k.input), type_name(k.output));
+                if !types.contains(&key) {
+                    types.push(key);
                 }
             }
-            for (input, output) in types {
+            for (i, o) in types {
                 let of_type: Vec<&KernelInfo> = kernels
                     .iter()
                     .copied()
-                    .filter(|k| (k.input, k.output) == (input, output))
+                    .filter(|k| (type_name(k.input), type_name(k.output)) == (i, o))
                     .collect();
-                let (i, o) = (type_name(input), type_name(output));
-                let hpa = input != ElementType::F32;
+                // Where xf32 kernels sit beside f32 ones, each says which
+                // math it does.
+                let maths = of_type.iter().any(|k| k.input == ElementType::Xf32);
+                let hpa = i != "Float";
                 let _ = writeln!(out, "      - operation: {op}");
                 let _ = writeln!(out, "        types: [{i}, {i}, {o}, {o}]");
                 let _ = writeln!(out, "        high_precision_accumulate: {hpa}");
-                out.push_str("        solutions:\n");
-                let tiles: Vec<(u32, u32)> =
-                    of_type.iter().map(|k| (k.tile_rows, k.tile_cols)).collect();
+                out.push_str(
+                    "        solutions:
+",
+                );
                 for k in &of_type {
                     let _ = writeln!(out, "          - name: {}", k.name);
-                    out.push_str("            code_object: aqueduct-gemm.hsaco\n");
+                    out.push_str(
+                        "            code_object: aqueduct-gemm.hsaco
+",
+                    );
                     let _ = writeln!(
                         out,
                         "            macro_tile: [{}, {}, 1]",
                         k.tile_rows, k.tile_cols
                     );
                     let _ = writeln!(out, "            work_group: [{}, 1, 1]", k.threads);
+                    if maths {
+                        let math = math_name(k.input);
+                        let _ = writeln!(
+                            out,
+                            "            predicates: [{{type: F32XdlMathOp, value: {math}}}]"
+                        );
+                    }
+                    // The size table of the kernel's own math: its tiles.
+                    let tiles: Vec<(u32, u32)> = of_type
+                        .iter()
+                        .filter(|other| other.input == k.input)
+                        .map(|other| (other.tile_rows, other.tile_cols))
+                        .collect();
                     if of_type.len() > 1 {
                         let sizes: Vec<String> = size_points()
                             .into_iter()

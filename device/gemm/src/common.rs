@@ -92,6 +92,12 @@ pub struct Fp8(pub u8);
 #[repr(transparent)]
 pub struct Bf8(pub u8);
 
+/// An f32 the xf32 kernels multiply at xf32 precision, as its bits: an
+/// input type only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct Xf32(pub u32);
+
 /// f32 to bf16 bits, rounding to nearest even; a NaN stays a (quiet) NaN.
 #[inline(always)]
 pub fn bf16_bits(v: f32) -> u16 {
@@ -165,12 +171,15 @@ pub enum ElementType {
     Fp8,
     /// gfx942's BF8: E5M2 FNUZ.
     Bf8,
+    /// f32 in memory, multiplied as gfx942's xf32 (reduced-precision f32
+    /// MFMAs; Tensile's `F32XdlMathOp` XFloat32).
+    Xf32,
 }
 
 impl ElementType {
     pub const fn bytes(self) -> u32 {
         match self {
-            Self::F32 => 4,
+            Self::F32 | Self::Xf32 => 4,
             Self::F16 | Self::Bf16 => 2,
             Self::Fp8 | Self::Bf8 => 1,
         }

@@ -43,7 +43,7 @@
 //! [`crate::common`]'s; the grid is `(ceil(M / MT_M) · 256, ceil(N /
 //! MT_N), batch)`.
 
-use crate::common::ElementType::{self, Bf8, Bf16, F16, F32, Fp8};
+use crate::common::ElementType::{self, Bf8, Bf16, F16, F32, Fp8, Xf32};
 use crate::common::{Family, KernelInfo};
 
 /// Work-items per workgroup (four waves, 2 × 2 over the macro-tile).
@@ -160,6 +160,9 @@ pub const KERNELS: &[KernelInfo] = &[
     gfx942_kernel("gemm_fp8_f32_mfma_128x128", Fp8, T128),
     gfx942_kernel("gemm_bf8_f32_mfma_64x64", Bf8, T64),
     gfx942_kernel("gemm_bf8_f32_mfma_128x128", Bf8, T128),
+    gfx942_kernel("gemm_xf32_mfma_64x64", Xf32, T64),
+    gfx942_kernel("gemm_xf32_mfma_128x128", Xf32, T128),
+    gfx942_kernel("gemm_xf32_mfma_256x128", Xf32, T256),
 ];
 
 const fn mfma_kernel(
@@ -180,9 +183,10 @@ const fn mfma_kernel(
     }
 }
 
-/// An FP8 or BF8 kernel (f32 out): gfx942 only. Its FNUZ formats are
-/// gfx942's (`v_mfma_f32_32x32x16_{fp8,bf8}_*`); gfx950's MFMAs of the same
-/// names take the OCP formats, which the simulator does not run.
+/// An FP8, BF8 or xf32 kernel (f32 out): gfx942 only. The FNUZ formats are
+/// gfx942's (`v_mfma_f32_32x32x16_{fp8,bf8}_*`; gfx950's MFMAs of the same
+/// names take the OCP formats, which the simulator does not run), and xf32
+/// (`v_mfma_f32_32x32x4_xf32`) is gfx942's only.
 const fn gfx942_kernel(name: &'static str, input: ElementType, tile: Tile) -> KernelInfo {
     KernelInfo {
         only_on: &["gfx942"],
@@ -253,7 +257,7 @@ mod tests {
     /// the one `operand_offset` gives.
     #[test]
     fn the_mfmas_of_a_slice_meet_every_k_once() {
-        for (es, per) in [(1, 8), (2, 4), (4, 1)] {
+        for (es, per) in [(1, 8), (2, 4), (4, 1), (4, 2)] {
             let mut seen = vec![0u32; (SLICE_BYTES / es) as usize];
             for c in 0..SLICE_BYTES / (2 * VECTOR) {
                 for g in 0..2 {

@@ -8,7 +8,7 @@ use super::{
     vector_place, wave_place,
 };
 #[cfg(aqueduct_gfx = "gfx942")]
-use crate::common::{Bf8, Fp8};
+use crate::common::{Bf8, Fp8, Xf32};
 use crate::common::{Bf16, Element, F16, Layout, Problem, TRANSPOSE_A, TRANSPOSE_B};
 
 /// `<16 x float>`: one 32 × 32 MFMA block's accumulators in a lane.
@@ -49,7 +49,15 @@ unsafe extern "C" {
     fn mfma_32x32x16_fp8_fp8(a: i64, b: i64, c: F32x16, cbsz: i32, abid: i32, blgp: i32) -> F32x16;
     #[link_name = "llvm.amdgcn.mfma.f32.32x32x16.bf8.bf8"]
     fn mfma_32x32x16_bf8_bf8(a: i64, b: i64, c: F32x16, cbsz: i32, abid: i32, blgp: i32) -> F32x16;
+    #[link_name = "llvm.amdgcn.mfma.f32.32x32x4.xf32"]
+    fn mfma_32x32x4_xf32(a: F32x2, b: F32x2, c: F32x16, cbsz: i32, abid: i32, blgp: i32) -> F32x16;
 }
+
+/// `<2 x float>`: xf32's operand in a lane.
+#[cfg(aqueduct_gfx = "gfx942")]
+#[repr(simd)]
+#[derive(Clone, Copy)]
+pub struct F32x2([f32; 2]);
 
 unsafe extern "C" {
     /// device/gemm/llvm/gemm.ll: the LDS of each macro-tile.
@@ -172,6 +180,23 @@ impl Input for Bf8 {
             // have the intrinsic's types and the immargs are literals.
             unsafe { mfma_32x32x16_bf8_bf8(a, b, c, 0, 0, 0) }
         })
+    }
+}
+
+#[cfg(aqueduct_gfx = "gfx942")]
+impl Input for Xf32 {
+    const BYTES: u32 = 4;
+    #[inline(always)]
+    fn mfma(acc: F32x16, a: Vector, b: Vector) -> F32x16 {
+        let (a, b) = (a.words().map(f32::from_bits), b.words().map(f32::from_bits));
+        let pair = |v: [f32; 4], i: usize| F32x2([v[i], v[i + 1]]);
+        // SAFETY: gfx942 has v_mfma_f32_32x32x4_xf32 (two f32 per lane,
+        // `chunk_k`: elements 0-1, then 2-3); the operands have the
+        // intrinsic's types and the immargs are literals.
+        unsafe {
+            let acc = mfma_32x32x4_xf32(pair(a, 0), pair(b, 0), acc, 0, 0, 0);
+            mfma_32x32x4_xf32(pair(a, 2), pair(b, 2), acc, 0, 0, 0)
+        }
     }
 }
 
@@ -655,6 +680,12 @@ crate::common::entry_points! {
     gemm_bf8_f32_mfma_64x64: Bf8 => f32 = gemm_mfma::<Bf8, f32, 1, 1>(aqueduct_gemm_mfma_lds_64x64_ptr());
     /// BF8 in, f32 out, 128 × 128.
     gemm_bf8_f32_mfma_128x128: Bf8 => f32 = gemm_mfma::<Bf8, f32, 2, 2>(aqueduct_gemm_mfma_lds_128x128_ptr());
+    /// f32 in and out, multiplied as xf32, 64 × 64.
+    gemm_xf32_mfma_64x64: Xf32 => f32 = gemm_mfma::<Xf32, f32, 1, 1>(aqueduct_gemm_mfma_lds_64x64_ptr());
+    /// f32 in and out, multiplied as xf32, 128 × 128.
+    gemm_xf32_mfma_128x128: Xf32 => f32 = gemm_mfma::<Xf32, f32, 2, 2>(aqueduct_gemm_mfma_lds_128x128_ptr());
+    /// f32 in and out, multiplied as xf32, 256 × 128.
+    gemm_xf32_mfma_256x128: Xf32 => f32 = gemm_mfma::<Xf32, f32, 4, 2>(aqueduct_gemm_mfma_lds_256x128_ptr());
 }
 
 crate::common::entry_points! {
