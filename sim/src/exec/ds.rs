@@ -295,19 +295,24 @@ fn read2(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, elem: u64, st64: bool) -> R 
     let addr = address_lanes(w, i)?;
     let per = (elem / 4) as usize;
     let strict = ctx.mem.is_strict();
-    let mut out = vec![[0u32; LANES]; 2 * per];
+    // At most four dwords (`ds_read2_b64`), on the stack: no allocation
+    // per instruction, and in-range dwords read directly.
+    let mut out = [[0u32; LANES]; 4];
     for l in (0..LANES).filter(|l| exec >> l & 1 != 0) {
         for (e, a) in pair_addresses(&addr, i, l, elem, st64)
             .into_iter()
             .enumerate()
         {
-            let at = check(ctx.lds, strict, a, elem, false)?;
+            let Some(at) = check(ctx.lds, strict, a, elem, false)? else {
+                continue;
+            };
             for k in 0..per {
-                out[e * per + k][l] = load_at(ctx.lds, at.map(|at| at + 4 * k), 4) as u32;
+                let d = &ctx.lds[at + 4 * k..at + 4 * k + 4];
+                out[e * per + k][l] = u32::from_le_bytes([d[0], d[1], d[2], d[3]]);
             }
         }
     }
-    w.write_regs(i.vdst, acc, &out, exec)
+    w.write_regs(i.vdst, acc, &out[..2 * per], exec)
 }
 
 fn write2(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, elem: u64, st64: bool) -> R {
