@@ -419,11 +419,6 @@ impl GemmLibrary {
     }
 }
 
-/// Bytes of one element of `t` (the types the kernels store).
-fn element_bytes(t: DataType) -> usize {
-    t.element_bytes() as usize
-}
-
 impl GemmPlan {
     /// The launch for `gemm`.
     pub fn launch(&self, gemm: &Gemm) -> Launch {
@@ -457,7 +452,8 @@ impl GemmPlan {
             problem: format!("{problem} ({gemm})"),
         };
         let (ti, to) = (std::mem::size_of::<TI>(), std::mem::size_of::<TO>());
-        if ti != element_bytes(gemm.input) || to != element_bytes(gemm.output) {
+        let bytes = |t: DataType| t.element_bytes() as usize;
+        if ti != bytes(gemm.input) || to != bytes(gemm.output) {
             return Err(bad(format!(
                 "buffers of {ti}- and {to}-byte elements for {} and {}",
                 gemm.input, gemm.output

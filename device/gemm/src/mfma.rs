@@ -7,24 +7,27 @@
 //! so `MT_M = 64 · WM` and `MT_N = 64 · WN` ([`Tile`]).
 //!
 //! **K slices and LDS.** K advances [`SLICE_BYTES`] bytes of elements at a
-//! time (32 f16/bf16 or 16 f32). A and B slices sit in LDS as rows of K:
-//! row `r` of the A slice holds `A[row0 + r][k0 ..]`, row `c` of the B
-//! slice `B[k0 ..][col0 + c]`, each [`ROW_STRIDE`] bytes apart (16 bytes of
-//! padding: eight lanes reading 16 bytes from eight consecutive rows then
-//! hit 32 distinct banks). Two such buffers alternate: while the MFMAs
-//! read one, the next slice, loaded into registers from memory before the
-//! MFMAs were issued, is written to the other (one barrier per slice).
+//! time (16 f32, 32 f16/bf16, 64 FP8/BF8). A and B slices sit in LDS as
+//! rows of K: row `r` of the A slice holds `A[row0 + r][k0 ..]`, row `c` of
+//! the B slice `B[k0 ..][col0 + c]`, each [`ROW_STRIDE`] bytes apart (16
+//! bytes of padding: eight lanes reading 16 bytes from eight consecutive
+//! rows then hit 32 distinct banks).
 //!
-//! **Memory to LDS.** Each work-item moves `WM` (A) and `WN` (B) 16-byte
-//! vectors per slice ([`vector_place`]). An operand stored with K
-//! contiguous (A transposed, B as is) fills a vector with consecutive K of
-//! one row and writes it with one 128-bit LDS write; one stored with rows
-//! contiguous (A as is, B transposed) fills it with consecutive rows of one
-//! k and writes each element on its own. When the whole slice lies inside
-//! the matrices and the operand's address and leading dimension are
-//! 16-byte aligned, a vector is one 128-bit global load; otherwise (edges,
-//! odd leading dimensions) each element is loaded on its own, and elements
-//! outside M, N or K load as 0.
+//! **The main loop.** A whole tile (inside M and N, operands 16-byte
+//! aligned with aligned leading dimensions) runs its slices inside K in a
+//! loop specialised for its layouts: two LDS buffers alternate, and while
+//! the MFMAs read one, the next slice, loaded with 128-bit loads before the
+//! MFMAs were issued, is written to the other (one barrier per slice).
+//! Each work-item moves `WM` (A) and `WN` (B) 16-byte vectors per slice
+//! ([`vector_place`]). An operand stored with K contiguous (A transposed,
+//! B as is) fills a vector with consecutive K of one row and writes it
+//! with one 128-bit LDS write; one stored with rows contiguous (A as is, B
+//! transposed) fills it with consecutive rows of one k and writes each
+//! element on its own.
+//!
+//! **Edges.** Edge tiles, odd leading dimensions and the K tail go a slice
+//! at a time through one buffer, element by element: each lane zeroes its
+//! elements' places and copies over them those inside M, N and K.
 //!
 //! **LDS to MFMA.** A 32 × 32 × 8 f16 MFMA takes, in lane `l`, four
 //! consecutive k of row `l % 32` (A) or column `l % 32` (B), the lanes

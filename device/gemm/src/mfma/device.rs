@@ -157,30 +157,28 @@ fn two_byte_mfmas(
     mfma(acc, pair(a[2], a[3]), pair(b[2], b[3]))
 }
 
-#[cfg(aqueduct_gfx = "gfx942")]
-impl Input for Fp8 {
-    const BYTES: u32 = 1;
-    #[inline(always)]
-    fn mfma(acc: F32x16, a: Vector, b: Vector) -> F32x16 {
-        two_byte_mfmas(acc, a, b, |c, a, b| {
-            // SAFETY: gfx942 has v_mfma_f32_32x32x16_fp8_fp8; the operands
-            // have the intrinsic's types and the immargs are literals.
-            unsafe { mfma_32x32x16_fp8_fp8(a, b, c, 0, 0, 0) }
-        })
-    }
+/// gfx942's 8-bit inputs, each through its own 32x32x16 MFMA.
+macro_rules! eight_bit_inputs {
+    ($($ty:ident => $intrinsic:ident;)*) => {$(
+        #[cfg(aqueduct_gfx = "gfx942")]
+        impl Input for $ty {
+            const BYTES: u32 = 1;
+            #[inline(always)]
+            fn mfma(acc: F32x16, a: Vector, b: Vector) -> F32x16 {
+                two_byte_mfmas(acc, a, b, |c, a, b| {
+                    // SAFETY: gfx942 has the 32x32x16 FP8/BF8 MFMAs these
+                    // intrinsics name; the operands have their types and
+                    // the immargs are literals.
+                    unsafe { $intrinsic(a, b, c, 0, 0, 0) }
+                })
+            }
+        }
+    )*};
 }
 
-#[cfg(aqueduct_gfx = "gfx942")]
-impl Input for Bf8 {
-    const BYTES: u32 = 1;
-    #[inline(always)]
-    fn mfma(acc: F32x16, a: Vector, b: Vector) -> F32x16 {
-        two_byte_mfmas(acc, a, b, |c, a, b| {
-            // SAFETY: gfx942 has v_mfma_f32_32x32x16_bf8_bf8; the operands
-            // have the intrinsic's types and the immargs are literals.
-            unsafe { mfma_32x32x16_bf8_bf8(a, b, c, 0, 0, 0) }
-        })
-    }
+eight_bit_inputs! {
+    Fp8 => mfma_32x32x16_fp8_fp8;
+    Bf8 => mfma_32x32x16_bf8_bf8;
 }
 
 #[cfg(aqueduct_gfx = "gfx942")]
@@ -212,6 +210,38 @@ impl Input for f32 {
             let acc = mfma_32x32x2f32(a[1], b[1], acc, 0, 0, 0);
             let acc = mfma_32x32x2f32(a[2], b[2], acc, 0, 0, 0);
             mfma_32x32x2f32(a[3], b[3], acc, 0, 0, 0)
+        }
+    }
+}
+
+/// An element of `In` (its low `BYTES` bytes of `bits`) written at `at`.
+///
+/// # Safety
+/// `at` is valid for a write of `In::BYTES` bytes, aligned to them.
+#[inline(always)]
+unsafe fn write_element<In: Input>(at: *mut u8, bits: u32) {
+    // SAFETY: the caller's contract.
+    unsafe {
+        match In::BYTES {
+            1 => at.write(bits as u8),
+            2 => at.cast::<u16>().write(bits as u16),
+            _ => at.cast::<u32>().write(bits),
+        }
+    }
+}
+
+/// The bits of the element of `In` at `p`, zero-extended.
+///
+/// # Safety
+/// `p` is valid for a read of `In::BYTES` bytes, aligned to them.
+#[inline(always)]
+unsafe fn read_element<In: Input>(p: *const In) -> u32 {
+    // SAFETY: the caller's contract.
+    unsafe {
+        match In::BYTES {
+            1 => u32::from(p.cast::<u8>().read()),
+            2 => u32::from(p.cast::<u16>().read()),
+            _ => p.cast::<u32>().read(),
         }
     }
 }
@@ -357,26 +387,14 @@ impl<In: Input> Operand<In> {
             for e in 0..per {
                 let (_, _, at) = place(e);
                 // SAFETY: the element's place in its row of the slice.
-                unsafe {
-                    match In::BYTES {
-                        1 => at.write(0),
-                        2 => at.cast::<u16>().write(0),
-                        _ => at.cast::<u32>().write(0),
-                    }
-                }
+                unsafe { write_element::<In>(at, 0) };
             }
             for e in 0..count {
                 let (lr, lk, at) = place(e);
-                let p = self.at(self.row0 + lr, k0 + lk).cast::<u8>();
+                let p = self.at(self.row0 + lr, k0 + lk);
                 // SAFETY: `e < count`, so `p` is an element of the operand;
                 // `at` is its place in its row of the slice.
-                unsafe {
-                    match In::BYTES {
-                        1 => at.write(p.read()),
-                        2 => at.cast::<u16>().write(p.cast::<u16>().read()),
-                        _ => at.cast::<u32>().write(p.cast::<u32>().read()),
-                    }
-                }
+                unsafe { write_element::<In>(at, read_element(p)) };
             }
         }
     }
@@ -407,13 +425,7 @@ impl<In: Input> Operand<In> {
                 let bit = e * In::BYTES * 8;
                 let bits = vector.words()[(bit / 32) as usize] >> (bit % 32);
                 // SAFETY: element `kk` of row `r + e` of the slice.
-                unsafe {
-                    match In::BYTES {
-                        1 => lds.add(at).write(bits as u8),
-                        2 => lds.add(at).cast::<u16>().write(bits as u16),
-                        _ => lds.add(at).cast::<u32>().write(bits),
-                    }
-                }
+                unsafe { write_element::<In>(lds.add(at), bits) };
             }
         }
     }
