@@ -20,6 +20,28 @@ pub const LANES: usize = 64;
 /// One 32-bit value per lane.
 pub type Lanes = [u32; LANES];
 
+/// Runs `$body` with `$l` bound to each lane set in `$mask`, in lane
+/// order: a plain loop when all 64 are set (the common case, which the
+/// compiler can unroll and vectorise), else one step per set bit. A macro
+/// rather than a function taking a closure: the body is pasted into both
+/// loops, where a closure called from two places is not always inlined.
+macro_rules! for_lanes {
+    ($mask:expr, |$l:ident| $body:block) => {{
+        let mask: u64 = $mask;
+        if mask == u64::MAX {
+            for $l in 0..$crate::wave::LANES $body
+        } else {
+            let mut rest = mask;
+            while rest != 0 {
+                let $l = rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                $body
+            }
+        }
+    }};
+}
+pub(crate) use for_lanes;
+
 /// Operand types as far as inline constants and literals care.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ty {

@@ -51,7 +51,7 @@ use crate::decode::{Inst, Src};
 use crate::exec::flat::{Put, Rmw, d16, d16_keeps_other_half, extend};
 use crate::exec::{Ctx, Exec};
 use crate::fault::{Fault, Space};
-use crate::wave::{LANES, Lanes, Wave};
+use crate::wave::{LANES, Lanes, Wave, for_lanes};
 
 type R = Result<(), Fault>;
 
@@ -106,6 +106,7 @@ fn read_values(w: &Wave, first: u16, acc: bool, wide: bool) -> Result<[u64; LANE
 /// Where `size` bytes at `address` lie in the workgroup's LDS, as a slice
 /// index, or None when they are out of range (reads give 0, writes are
 /// dropped); out of range is a fault in strict mode.
+#[inline(always)]
 fn check(
     lds: &[u8],
     strict: bool,
@@ -128,11 +129,13 @@ fn check(
 }
 
 /// [`load`] of a checked place; 0 out of range.
+#[inline(always)]
 fn load_at(lds: &[u8], at: Option<usize>, size: usize) -> u64 {
     at.map_or(0, |at| load(lds, at, size))
 }
 
 /// [`store`] to a checked place; nothing out of range.
+#[inline(always)]
 fn store_at(lds: &mut [u8], at: Option<usize>, size: usize, v: u64) {
     if let Some(at) = at {
         store(lds, at, size, v);
@@ -140,17 +143,41 @@ fn store_at(lds: &mut [u8], at: Option<usize>, size: usize, v: u64) {
 }
 
 /// Little-endian `size` (≤ 8) bytes at a checked index.
+#[inline(always)]
 fn load(lds: &[u8], at: usize, size: usize) -> u64 {
-    lds[at..at + size]
-        .iter()
-        .rev()
-        .fold(0, |v, &b| v << 8 | u64::from(b))
+    match size {
+        1 => u64::from(lds[at]),
+        2 => u64::from(u16::from_le_bytes([lds[at], lds[at + 1]])),
+        4 => u64::from(dword(lds, at)),
+        _ => lds[at..at + size]
+            .iter()
+            .rev()
+            .fold(0, |v, &b| v << 8 | u64::from(b)),
+    }
 }
 
+#[inline(always)]
 fn store(lds: &mut [u8], at: usize, size: usize, v: u64) {
     for (k, b) in lds[at..at + size].iter_mut().enumerate() {
         *b = (v >> (8 * k)) as u8;
     }
+}
+
+/// Whether the `bytes` at the address of every lane in `mask` lie inside
+/// LDS: whether the highest address's do (a maximum over all 64 lanes
+/// vectorises).
+#[inline(always)]
+fn all_in_range(lds: &[u8], addr: &Lanes, i: &Inst, mask: u64, bytes: u32) -> bool {
+    let highest = if mask == u64::MAX {
+        addr.iter().fold(0, |m, &a| m.max(a))
+    } else {
+        let mut m = 0;
+        for_lanes!(mask, |l| {
+            m = m.max(addr[l]);
+        });
+        m
+    };
+    u64::from(highest) + u64::from(i.imm as u32 & 0xFFFF) + u64::from(bytes) <= lds.len() as u64
 }
 
 /// A lane's byte address: ADDR + the instruction's 16-bit offset.
@@ -162,6 +189,23 @@ fn lane_address(addr: &Lanes, i: &Inst, l: usize) -> u64 {
 // Loads and stores
 // ---------------------------------------------------------------------
 
+/// The registers from `first` of the VGPRs or (`acc`) AGPRs, `n` of them,
+/// faulting on the first that does not exist.
+fn regs_mut(w: &mut Wave, first: u16, n: usize, acc: bool) -> Result<&mut [Lanes], Fault> {
+    w.vreg(first + n as u16 - 1, acc)?;
+    let file = if acc { &mut w.a } else { &mut w.v };
+    Ok(&mut file[usize::from(first)..][..n])
+}
+
+/// The dword at a checked index.
+#[inline(always)]
+fn dword(lds: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([lds[at], lds[at + 1], lds[at + 2], lds[at + 3]])
+}
+
+/// Inlined into each opcode's executor, where `put` is a constant: one
+/// loop per form, which writes the destination registers in place.
+#[inline(always)]
 fn read(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
     no_gds(i)?;
     let exec = w.exec();
@@ -171,48 +215,79 @@ fn read(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
         Put::Dwords(n) => (4 * n, n as usize),
         Put::Extend { size, .. } | Put::D16 { size, .. } => (size, 1),
     };
-    let old = *w.vreg(i.vdst, acc)?;
     let strict = ctx.mem.is_strict();
-    // At most four dwords (`ds_read_b128`). One loop per form, so the lane
-    // loop does not decide the form again for every lane.
-    let mut out = [[0u32; LANES]; 4];
+    let lds = &*ctx.lds;
     let lanes = (0..LANES).filter(|l| exec >> l & 1 != 0);
+    if strict {
+        // Every lane checked before any register is written.
+        for l in lanes.clone() {
+            check(
+                lds,
+                strict,
+                lane_address(&addr, i, l),
+                u64::from(bytes),
+                false,
+            )?;
+        }
+    }
+    let dst = regs_mut(w, i.vdst, dwords, acc)?;
+    let keep = d16_keeps_other_half(ctx.target);
+    if all_in_range(lds, &addr, i, exec, bytes) {
+        // The common case: every lane's bytes inside LDS, read directly.
+        let at = |l| lane_address(&addr, i, l) as usize;
+        match put {
+            Put::Dwords(_) => for_lanes!(exec, |l| {
+                let (bytes, _) = lds[at(l)..][..4 * dwords].as_chunks::<4>();
+                for (reg, &d) in dst.iter_mut().zip(bytes) {
+                    reg[l] = u32::from_le_bytes(d);
+                }
+            }),
+            Put::Extend { size, signed } => for_lanes!(exec, |l| {
+                dst[0][l] = extend(load(lds, at(l), size as usize) as u32, size, signed);
+            }),
+            Put::D16 { size, signed, hi } => for_lanes!(exec, |l| {
+                let v = extend(load(lds, at(l), size as usize) as u32, size, signed);
+                dst[0][l] = d16(keep, dst[0][l], v, hi);
+            }),
+        }
+        return Ok(());
+    }
+    // Past the strict pass above, `check` no longer fails.
     match put {
         Put::Dwords(n) => {
+            let n = n as usize;
             for l in lanes {
                 let a = lane_address(&addr, i, l);
-                if let Some(at) = check(ctx.lds, strict, a, u64::from(bytes), false)? {
+                if let Some(at) = check(lds, strict, a, u64::from(bytes), false)? {
                     // All in range: the common case, dwords read directly.
-                    for k in 0..n as usize {
-                        let d = &ctx.lds[at + 4 * k..at + 4 * k + 4];
-                        out[k][l] = u32::from_le_bytes([d[0], d[1], d[2], d[3]]);
+                    for (k, reg) in dst.iter_mut().enumerate().take(n) {
+                        reg[l] = dword(lds, at + 4 * k);
                     }
                     continue;
                 }
-                for k in 0..n as usize {
-                    let at = check(ctx.lds, strict, a + 4 * k as u64, 4, false)?;
-                    out[k][l] = load_at(ctx.lds, at, 4) as u32;
+                for (k, reg) in dst.iter_mut().enumerate().take(n) {
+                    let at = check(lds, strict, a + 4 * k as u64, 4, false)?;
+                    reg[l] = load_at(lds, at, 4) as u32;
                 }
             }
         }
         Put::Extend { size, signed } => {
             for l in lanes {
                 let a = lane_address(&addr, i, l);
-                let at = check(ctx.lds, strict, a, u64::from(size), false)?;
-                out[0][l] = extend(load_at(ctx.lds, at, size as usize) as u32, size, signed);
+                let at = check(lds, strict, a, u64::from(size), false)?;
+                dst[0][l] = extend(load_at(lds, at, size as usize) as u32, size, signed);
             }
         }
         Put::D16 { size, signed, hi } => {
-            let keep = d16_keeps_other_half(ctx.target);
             for l in lanes {
                 let a = lane_address(&addr, i, l);
-                let at = check(ctx.lds, strict, a, u64::from(size), false)?;
-                let v = extend(load_at(ctx.lds, at, size as usize) as u32, size, signed);
-                out[0][l] = d16(keep, old[l], v, hi);
+                let at = check(lds, strict, a, u64::from(size), false)?;
+                let v = extend(load_at(lds, at, size as usize) as u32, size, signed);
+                dst[0][l] = d16(keep, dst[0][l], v, hi);
             }
         }
     }
-    w.write_regs(i.vdst, acc, &out[..dwords], exec)
+    Ok(())
 }
 
 /// How a write takes its data from DATA0: `n` dwords, or `size` bytes of
@@ -223,6 +298,8 @@ enum Take {
     Part { size: u32, hi: bool },
 }
 
+/// Inlined into each opcode's executor, where `take` is a constant.
+#[inline(always)]
 fn write(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, take: Take) -> R {
     no_gds(i)?;
     let exec = w.exec();
@@ -230,48 +307,63 @@ fn write(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, take: Take) -> R {
     let addr = address_lanes(w, i)?;
     let data = data_reg(i, 1)?;
     let (bytes, dwords) = match take {
-        Take::Dwords(n) => (4 * n, n),
+        Take::Dwords(n) => (4 * n, n as usize),
         Take::Part { size, .. } => (size, 1),
     };
     w.vreg(data + dwords as u16 - 1, acc)?;
+    let file = if acc { &w.a } else { &w.v };
+    let regs = &file[usize::from(data)..][..dwords];
     let strict = ctx.mem.is_strict();
+    let lds = &mut *ctx.lds;
     // The lanes in EXEC, walked more than once without collecting them.
     let lanes = (0..LANES).filter(|l| exec >> l & 1 != 0);
+    if all_in_range(lds, &addr, i, exec, bytes) {
+        // The common case: every lane's bytes inside LDS, written directly.
+        let at = |l| lane_address(&addr, i, l) as usize;
+        match take {
+            Take::Dwords(_) => for_lanes!(exec, |l| {
+                let (bytes, _) = lds[at(l)..][..4 * dwords].as_chunks_mut::<4>();
+                for (reg, d) in regs.iter().zip(bytes) {
+                    *d = reg[l].to_le_bytes();
+                }
+            }),
+            Take::Part { size, hi } => for_lanes!(exec, |l| {
+                let v = if hi { regs[0][l] >> 16 } else { regs[0][l] };
+                store(lds, at(l), size as usize, u64::from(v));
+            }),
+        }
+        return Ok(());
+    }
     if strict {
         // Every lane checked before any writes.
         for l in lanes.clone() {
             let a = lane_address(&addr, i, l);
-            check(ctx.lds, strict, a, u64::from(bytes), true)?;
+            check(lds, strict, a, u64::from(bytes), true)?;
         }
     }
     match take {
-        Take::Dwords(n) => {
-            let mut regs = [[0u32; LANES]; 4];
-            for (k, reg) in regs.iter_mut().enumerate().take(n as usize) {
-                *reg = *w.vreg(data + k as u16, acc)?;
-            }
+        Take::Dwords(_) => {
             for l in lanes {
                 let a = lane_address(&addr, i, l);
-                if let Some(at) = check(ctx.lds, strict, a, u64::from(bytes), true)? {
+                if let Some(at) = check(lds, strict, a, u64::from(bytes), true)? {
                     // All in range: the common case, dwords written directly.
-                    for (k, reg) in regs.iter().enumerate().take(n as usize) {
-                        ctx.lds[at + 4 * k..at + 4 * k + 4].copy_from_slice(&reg[l].to_le_bytes());
+                    for (k, reg) in regs.iter().enumerate() {
+                        lds[at + 4 * k..at + 4 * k + 4].copy_from_slice(&reg[l].to_le_bytes());
                     }
                     continue;
                 }
-                for (k, reg) in regs.iter().enumerate().take(n as usize) {
-                    let at = check(ctx.lds, strict, a + 4 * k as u64, 4, true)?;
-                    store_at(ctx.lds, at, 4, u64::from(reg[l]));
+                for (k, reg) in regs.iter().enumerate() {
+                    let at = check(lds, strict, a + 4 * k as u64, 4, true)?;
+                    store_at(lds, at, 4, u64::from(reg[l]));
                 }
             }
         }
         Take::Part { size, hi } => {
-            let reg = *w.vreg(data, acc)?;
             for l in lanes {
                 let a = lane_address(&addr, i, l);
-                let v = if hi { reg[l] >> 16 } else { reg[l] };
-                let at = check(ctx.lds, strict, a, u64::from(size), true)?;
-                store_at(ctx.lds, at, size as usize, u64::from(v));
+                let v = if hi { regs[0][l] >> 16 } else { regs[0][l] };
+                let at = check(lds, strict, a, u64::from(size), true)?;
+                store_at(lds, at, size as usize, u64::from(v));
             }
         }
     }

@@ -30,7 +30,8 @@
 //! and the field is ignored.
 //!
 //! Arithmetic: float products are exact in f64 for every input type
-//! (24 + 24 significand bits at most), summed over K in f64 with C and
+//! (24 + 24 significand bits at most, and at least 2^-298, far above
+//! f64's smallest normal), summed over K in f64 with C and
 //! rounded once to f32, so the result is within one f32 rounding of the
 //! exact value. The hardware's internal order and rounding are not
 //! documented bit for bit (MMA-Sim, arXiv:2511.10909, finds truncating
@@ -339,38 +340,126 @@ fn operand(w: &Wave, src: Src, out: &mut [Lanes], f64: bool) -> R {
     Ok(())
 }
 
+/// An A or B operand converted by [`convert`]: `vals[e·64 + lane]` is
+/// element `e` of `lane`, and column `k` of block `b` of A (row `k` of B)
+/// starts at `vals[at[b·K + k]]`, its M rows (columns) in the next M values.
+struct Converted<'v, V> {
+    vals: &'v [V],
+    at: [usize; LIMITS.ab_columns],
+}
+
 /// Converts every element of an A or B operand of `s` with `value` into
-/// `out`, stored [block][k][row] (A) or [block][k][col] (B); block `blk`
-/// reads the operand's block `block_of(blk)`. Elements are `BITS` wide,
-/// packed from bit 0 of the first register (an f64 spans a pair).
+/// `out`, element by element over all 64 lanes (so the loops run a whole
+/// register wide), and finds where each column starts from the [`Layout`];
+/// block `blk` reads the operand's block `block_of(blk)`. Elements are
+/// `BITS` wide, packed from bit 0 of the first register (an f64 spans a
+/// pair).
 #[inline(always)]
-fn gather<V, const BITS: usize>(
+fn convert<'v, V, const BITS: usize>(
     s: &Shape,
     layout: &Layout,
     regs: &[Lanes],
-    out: &mut [V],
+    out: &'v mut [V],
     block_of: impl Fn(usize) -> usize,
     value: impl Fn(u64) -> V,
-) {
-    let (m, kk) = (s.m, s.k);
+) -> Converted<'v, V> {
+    for (e, dst) in out.as_chunks_mut::<LANES>().0.iter_mut().enumerate() {
+        if BITS == 64 {
+            let (lo, hi) = (&regs[2 * e], &regs[2 * e + 1]);
+            for ((d, &lo), &hi) in dst.iter_mut().zip(lo).zip(hi) {
+                *d = value(u64::from(lo) | u64::from(hi) << 32);
+            }
+        } else {
+            let bit = e * BITS;
+            let (src, shift) = (&regs[bit / 32], bit % 32);
+            for (d, &word) in dst.iter_mut().zip(src) {
+                *d = value(u64::from(word >> shift) & ((1 << BITS) - 1));
+            }
+        }
+    }
+    Converted {
+        at: starts(s, layout, block_of),
+        vals: out,
+    }
+}
+
+/// Where each column of a [`Converted`] operand starts.
+#[inline(always)]
+fn starts(
+    s: &Shape,
+    layout: &Layout,
+    block_of: impl Fn(usize) -> usize,
+) -> [usize; LIMITS.ab_columns] {
+    let mut at = [0; LIMITS.ab_columns];
+    let kk = s.k;
     for blk in 0..s.blocks {
         for k in 0..kk {
-            let (lane, item) = layout.ab[block_of(blk) * kk + k];
-            let (lane, item) = (usize::from(lane), usize::from(item));
-            let dst = &mut out[(blk * kk + k) * m..][..m];
-            if BITS == 64 {
-                let lo = &regs[2 * item][lane..][..m];
-                let hi = &regs[2 * item + 1][lane..][..m];
-                for ((d, &lo), &hi) in dst.iter_mut().zip(lo).zip(hi) {
-                    *d = value(u64::from(lo) | u64::from(hi) << 32);
-                }
-            } else {
-                let bit = item * BITS;
-                let (src, shift) = (&regs[bit / 32][lane..][..m], bit % 32);
-                for (d, &word) in dst.iter_mut().zip(src) {
-                    *d = value(u64::from(word >> shift) & ((1 << BITS) - 1));
-                }
+            let (lane, e) = layout.ab[block_of(blk) * kk + k];
+            at[blk * kk + k] = usize::from(e) * LANES + usize::from(lane);
+        }
+    }
+    at
+}
+
+/// [`convert`] of an f16 operand with the processor's F16C conversion,
+/// eight elements at a time: the same values bit for bit (a test compares
+/// every f16 with [`f16_to_f64`]).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn convert_f16c<'v>(
+    s: &Shape,
+    layout: &Layout,
+    regs: &[Lanes],
+    out: &'v mut [f64],
+    block_of: impl Fn(usize) -> usize,
+    negate: bool,
+) -> Converted<'v, f64> {
+    for (e, dst) in out.as_chunks_mut::<LANES>().0.iter_mut().enumerate() {
+        // SAFETY: `multiply::<true>`, the only caller, runs only where
+        // `avx2_fma` found AVX2 and F16C on this processor.
+        unsafe { f16_lanes_to_f64(&regs[e / 2], e % 2 == 1, dst) };
+        if negate {
+            for d in dst.iter_mut() {
+                *d = -*d;
             }
+        }
+    }
+    Converted {
+        at: starts(s, layout, block_of),
+        vals: out,
+    }
+}
+
+/// The low (or `high`) f16 of every lane of `words`, as f64, into `out`
+/// (64 values): F16C's `vcvtph2ps` converts eight at a time, exactly
+/// (f16 subnormals become normal f32s, NaNs are made quiet).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,f16c")]
+fn f16_lanes_to_f64(words: &Lanes, high: bool, out: &mut [f64; LANES]) {
+    use std::arch::x86_64::*;
+    for (w, o) in words
+        .as_chunks::<8>()
+        .0
+        .iter()
+        .zip(out.as_chunks_mut::<8>().0)
+    {
+        // SAFETY: `w` is 8 u32, the 32 bytes an unaligned load reads.
+        let v = unsafe { _mm256_loadu_si256(w.as_ptr().cast()) };
+        let v = if high {
+            _mm256_srli_epi32::<16>(v)
+        } else {
+            _mm256_and_si256(v, _mm256_set1_epi32(0xFFFF))
+        };
+        // Eight u32 below 2^16 to eight u16 in order: packus packs within
+        // each 128-bit half, so gather quadwords 0 and 2.
+        let packed = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_packus_epi32(v, v));
+        let f = _mm256_cvtph_ps(_mm256_castsi256_si128(packed));
+        let lo = _mm256_cvtps_pd(_mm256_castps256_ps128(f));
+        let hi = _mm256_cvtps_pd(_mm256_extractf128_ps::<1>(f));
+        // SAFETY: `o` is 8 f64, the 64 bytes the two unaligned stores write.
+        unsafe {
+            _mm256_storeu_pd(o.as_mut_ptr(), lo);
+            _mm256_storeu_pd(o.as_mut_ptr().add(4), hi);
         }
     }
 }
@@ -419,40 +508,42 @@ fn signed(v: f64, negate: bool) -> f64 {
     if negate { -v } else { v }
 }
 
-/// [`gather`] of a float type, each element [`signed`]; each type gets
+/// [`convert`] of a float type, each element [`signed`]; each type gets
 /// its own inlined loop and its fastest exact conversion.
 #[inline(always)]
-fn gather_float(
+fn convert_float<'v, const F16C: bool>(
     s: &Shape,
     layout: &Layout,
     t: In,
     regs: &[Lanes],
-    out: &mut [f64],
+    out: &'v mut [f64],
     block_of: impl Fn(usize) -> usize,
     negate: bool,
-) {
+) -> Converted<'v, f64> {
     static FP8: OnceLock<[f64; 256]> = OnceLock::new();
     static BF8: OnceLock<[f64; 256]> = OnceLock::new();
     let (l, b) = (layout, block_of);
     match t {
-        In::F32 => gather::<_, 32>(s, l, regs, out, b, |r| signed(In::F32.value(r), negate)),
-        In::Xf32 => gather::<_, 32>(s, l, regs, out, b, |r| signed(In::Xf32.value(r), negate)),
-        In::F16 => gather::<_, 16>(s, l, regs, out, b, |r| signed(f16_to_f64(r as u16), negate)),
-        In::Bf16 => gather::<_, 16>(s, l, regs, out, b, |r| signed(In::Bf16.value(r), negate)),
+        #[cfg(target_arch = "x86_64")]
+        In::F16 if F16C => convert_f16c(s, l, regs, out, b, negate),
+        In::F32 => convert::<_, 32>(s, l, regs, out, b, |r| signed(In::F32.value(r), negate)),
+        In::Xf32 => convert::<_, 32>(s, l, regs, out, b, |r| signed(In::Xf32.value(r), negate)),
+        In::F16 => convert::<_, 16>(s, l, regs, out, b, |r| signed(f16_to_f64(r as u16), negate)),
+        In::Bf16 => convert::<_, 16>(s, l, regs, out, b, |r| signed(In::Bf16.value(r), negate)),
         In::Fp8 => {
             let table = FP8.get_or_init(|| byte_table(fp8_fnuz_to_f32));
-            gather::<_, 8>(s, l, regs, out, b, |r| {
+            convert::<_, 8>(s, l, regs, out, b, |r| {
                 signed(table[r as u8 as usize], negate)
-            });
+            })
         }
         In::Bf8 => {
             let table = BF8.get_or_init(|| byte_table(bf8_fnuz_to_f32));
-            gather::<_, 8>(s, l, regs, out, b, |r| {
+            convert::<_, 8>(s, l, regs, out, b, |r| {
                 signed(table[r as u8 as usize], negate)
-            });
+            })
         }
-        In::F64 => gather::<_, 64>(s, l, regs, out, b, |r| signed(In::F64.value(r), negate)),
-        In::I8 => gather::<_, 8>(s, l, regs, out, b, |r| signed(In::I8.value(r), negate)),
+        In::F64 => convert::<_, 64>(s, l, regs, out, b, |r| signed(In::F64.value(r), negate)),
+        In::I8 => convert::<_, 8>(s, l, regs, out, b, |r| signed(In::I8.value(r), negate)),
     }
 }
 
@@ -462,31 +553,46 @@ fn gather_float(
 /// M = 4 use 4.
 const COLS: usize = 16;
 
-/// D = A·B + C of an f32-output shape, `W` columns at a time, over `d`
-/// holding C: products in f64 summed in K order from C, rounded once to
-/// f32.
+/// D = A·B + C of an f32-output shape, two rows by `W` columns at a
+/// time, over `d` holding C: products in f64 summed in K order from C,
+/// rounded once to f32. Two rows share each load of B and keep 2·W/4
+/// AVX sums in flight, enough to hide the fused multiply-add's latency.
 #[inline(always)]
-fn rows_f32<const W: usize>(s: &Shape, layout: &Layout, a: &[f64], b: &[f64], d: &mut [Lanes]) {
+fn rows_f32<const W: usize>(
+    s: &Shape,
+    layout: &Layout,
+    a: &Converted<'_, f64>,
+    b: &Converted<'_, f64>,
+    d: &mut [Lanes],
+) {
     let (m, kk) = (s.m, s.k);
     for blk in 0..s.blocks {
-        for row in 0..m {
-            let (reg, lane) = layout.cd[blk * m + row];
-            let (reg, lane) = (usize::from(reg), usize::from(lane));
+        // Every shape's M is even.
+        for row in (0..m).step_by(2) {
+            let place = [layout.cd[blk * m + row], layout.cd[blk * m + row + 1]]
+                .map(|(reg, lane)| (usize::from(reg), usize::from(lane)));
             for col in (0..m).step_by(W) {
-                let out = &mut d[reg][lane + col..][..W];
-                let mut acc = [0f64; W];
-                for (acc, &c) in acc.iter_mut().zip(out.iter()) {
-                    *acc = f64::from(f32::from_bits(c));
-                }
-                for k in 0..kk {
-                    let at = (blk * kk + k) * m;
-                    let x = a[at + row];
-                    for (acc, &y) in acc.iter_mut().zip(&b[at + col..][..W]) {
-                        *acc += x * y;
+                let mut acc = [[0f64; W]; 2];
+                for (acc, &(reg, lane)) in acc.iter_mut().zip(&place) {
+                    for (acc, &c) in acc.iter_mut().zip(&d[reg][lane + col..][..W]) {
+                        *acc = f64::from(f32::from_bits(c));
                     }
                 }
-                for (out, acc) in out.iter_mut().zip(acc) {
-                    *out = (acc as f32).to_bits();
+                for k in blk * kk..(blk + 1) * kk {
+                    let (x0, x1) = (a.vals[a.at[k] + row], a.vals[a.at[k] + row + 1]);
+                    let [acc0, acc1] = &mut acc;
+                    let y = &b.vals[b.at[k] + col..][..W];
+                    for ((acc0, acc1), &y) in acc0.iter_mut().zip(acc1).zip(y) {
+                        // `x * y` is exact in f64 (module doc), so the
+                        // fused form is the same sum, in one instruction.
+                        *acc0 = x0.mul_add(y, *acc0);
+                        *acc1 = x1.mul_add(y, *acc1);
+                    }
+                }
+                for (acc, &(reg, lane)) in acc.iter().zip(&place) {
+                    for (out, &acc) in d[reg][lane + col..][..W].iter_mut().zip(acc) {
+                        *out = (acc as f32).to_bits();
+                    }
                 }
             }
         }
@@ -500,8 +606,8 @@ fn rows_f32<const W: usize>(s: &Shape, layout: &Layout, a: &[f64], b: &[f64], d:
 fn rows_f64<const W: usize>(
     s: &Shape,
     layout: &Layout,
-    a: &[f64],
-    b: &[f64],
+    a: &Converted<'_, f64>,
+    b: &Converted<'_, f64>,
     d: &mut [Lanes],
     negate_c: bool,
 ) {
@@ -519,10 +625,9 @@ fn rows_f64<const W: usize>(
                     let c = f64::from_bits(u64::from(lo) | u64::from(hi) << 32);
                     *acc = signed(c, negate_c);
                 }
-                for k in 0..kk {
-                    let at = (blk * kk + k) * m;
-                    let x = a[at + row];
-                    for (acc, &y) in acc.iter_mut().zip(&b[at + col..][..W]) {
+                for k in blk * kk..(blk + 1) * kk {
+                    let x = a.vals[a.at[k] + row];
+                    for (acc, &y) in acc.iter_mut().zip(&b.vals[b.at[k] + col..][..W]) {
                         *acc = x.mul_add(y, *acc);
                     }
                 }
@@ -538,7 +643,13 @@ fn rows_f64<const W: usize>(
 /// D = A·B + C of an i8 shape, `W` columns at a time, over `d` holding C:
 /// wrapping i32 sums.
 #[inline(always)]
-fn rows_i32<const W: usize>(s: &Shape, layout: &Layout, a: &[i32], b: &[i32], d: &mut [Lanes]) {
+fn rows_i32<const W: usize>(
+    s: &Shape,
+    layout: &Layout,
+    a: &Converted<'_, i32>,
+    b: &Converted<'_, i32>,
+    d: &mut [Lanes],
+) {
     let (m, kk) = (s.m, s.k);
     for blk in 0..s.blocks {
         for row in 0..m {
@@ -550,10 +661,9 @@ fn rows_i32<const W: usize>(s: &Shape, layout: &Layout, a: &[i32], b: &[i32], d:
                 for (acc, &c) in acc.iter_mut().zip(out.iter()) {
                     *acc = c as i32;
                 }
-                for k in 0..kk {
-                    let at = (blk * kk + k) * m;
-                    let x = a[at + row];
-                    for (acc, &y) in acc.iter_mut().zip(&b[at + col..][..W]) {
+                for k in blk * kk..(blk + 1) * kk {
+                    let x = a.vals[a.at[k] + row];
+                    for (acc, &y) in acc.iter_mut().zip(&b.vals[b.at[k] + col..][..W]) {
                         *acc = acc.wrapping_add(x * y);
                     }
                 }
@@ -590,6 +700,8 @@ fn c_into_d(w: &mut Wave, c: CSource, at: usize, count: usize, acc: bool) -> &mu
         } => {
             let c = c_at..c_at + count;
             match (c_acc, acc) {
+                // C is D (the usual accumulation): nothing to copy.
+                (c_acc, acc) if c_acc == acc && c_at == at => {}
                 (true, true) => w.a.copy_within(c, at),
                 (false, false) => w.v.copy_within(c, at),
                 (false, true) => w.a[at..at + count].copy_from_slice(&w.v[c]),
@@ -620,7 +732,7 @@ struct Job<'a> {
 /// Converts A and B, copies C into D and forms D: the part of [`run`] that
 /// does the arithmetic, inlined into each compilation of it.
 #[inline(always)]
-fn multiply(w: &mut Wave, job: &Job<'_>) {
+fn multiply<const F16C: bool>(w: &mut Wave, job: &Job<'_>) {
     let Job { s, layout, .. } = *job;
     let a_block = |blk| cbsz_block(blk, s.blocks, job.mai.cbsz, job.mai.abid);
     let same = |blk| blk;
@@ -630,44 +742,44 @@ fn multiply(w: &mut Wave, job: &Job<'_>) {
         let (mut a, mut b) = ([0i32; LIMITS.ab_elements], [0i32; LIMITS.ab_elements]);
         let (a, b) = (&mut a[..n], &mut b[..n]);
         let int = |r: u64| i32::from(r as u8 as i8);
-        gather::<_, 8>(s, layout, job.a, a, a_block, int);
-        gather::<_, 8>(s, layout, job.b, b, same, int);
+        let a = convert::<_, 8>(s, layout, job.a, a, a_block, int);
+        let b = convert::<_, 8>(s, layout, job.b, b, same, int);
         let d = c_into_d(w, job.c, job.at, count, job.acc);
         if s.m >= COLS {
-            rows_i32::<COLS>(s, layout, a, b, d);
+            rows_i32::<COLS>(s, layout, &a, &b, d);
         } else {
-            rows_i32::<4>(s, layout, a, b, d);
+            rows_i32::<4>(s, layout, &a, &b, d);
         }
     } else {
         let negate = |bit: u8| job.neg & bit != 0;
         let (mut a, mut b) = ([0f64; LIMITS.ab_elements], [0f64; LIMITS.ab_elements]);
         let (a, b) = (&mut a[..n], &mut b[..n]);
-        gather_float(s, layout, s.a, job.a, a, a_block, negate(1));
-        gather_float(s, layout, s.b, job.b, b, same, negate(2));
+        let a = convert_float::<F16C>(s, layout, s.a, job.a, a, a_block, negate(1));
+        let b = convert_float::<F16C>(s, layout, s.b, job.b, b, same, negate(2));
         let d = c_into_d(w, job.c, job.at, count, job.acc);
         match (matches!(s.a, In::F64), s.m >= COLS) {
-            (true, true) => rows_f64::<COLS>(s, layout, a, b, d, negate(4)),
-            (true, false) => rows_f64::<4>(s, layout, a, b, d, negate(4)),
-            (false, true) => rows_f32::<COLS>(s, layout, a, b, d),
-            (false, false) => rows_f32::<4>(s, layout, a, b, d),
+            (true, true) => rows_f64::<COLS>(s, layout, &a, &b, d, negate(4)),
+            (true, false) => rows_f64::<4>(s, layout, &a, &b, d, negate(4)),
+            (false, true) => rows_f32::<COLS>(s, layout, &a, &b, d),
+            (false, false) => rows_f32::<4>(s, layout, &a, &b, d),
         }
     }
 }
 
 /// [`multiply`] compiled for the target's baseline (SSE2 on x86-64).
 fn multiply_portable(w: &mut Wave, job: &Job<'_>) {
-    multiply(w, job);
+    multiply::<false>(w, job);
 }
 
-/// [`multiply`] compiled for AVX2 and FMA3: twice the vector width, and
+/// [`multiply`] compiled for AVX2, FMA3 and F16C: twice the vector width,
 /// f64 `mul_add` as one instruction rather than a call into the runtime
-/// library. Results are the same bits: the same IEEE operations in the
-/// same order (Rust never fuses a multiply and an add on its own, and a
-/// fused multiply-add rounds once wherever it is done).
+/// library, and f16 inputs converted eight at a time. Results are the same
+/// bits: the same IEEE operations in the same order (a fused multiply-add
+/// rounds once wherever it is done, and the conversions are exact).
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 fn multiply_avx2_fma(w: &mut Wave, job: &Job<'_>) {
-    multiply(w, job);
+    multiply::<true>(w, job);
 }
 
 /// Which compilation of [`multiply`] runs.
@@ -689,11 +801,13 @@ impl Isa {
     }
 }
 
-/// Whether this processor has AVX2 and FMA3 (and the OS saves their
+/// Whether this processor has AVX2, FMA3 and F16C (and the OS saves their
 /// registers), as [`multiply_avx2_fma`] needs; the answer is cached.
 #[cfg(target_arch = "x86_64")]
 fn avx2_fma() -> bool {
-    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+    std::arch::is_x86_feature_detected!("avx2")
+        && std::arch::is_x86_feature_detected!("fma")
+        && std::arch::is_x86_feature_detected!("f16c")
 }
 
 /// Runs one MFMA of `s`, whose [`Layout`] is `layout`.
@@ -762,7 +876,7 @@ fn run_on(w: &mut Wave, i: &Inst, s: &Shape, layout: &Layout, isa: Isa) -> R {
     match isa {
         #[cfg(target_arch = "x86_64")]
         Isa::Avx2Fma if avx2_fma() => {
-            // SAFETY: avx2_fma() has just found AVX2 and FMA3 on this
+            // SAFETY: avx2_fma() has just found AVX2, FMA3 and F16C on this
             // processor, all that multiply_avx2_fma's target features ask.
             unsafe { multiply_avx2_fma(w, &job) }
         }
@@ -1572,6 +1686,33 @@ mod tests {
         for h in 0..=u16::MAX {
             let want = f64::from(f16_to_f32(h)).to_bits();
             assert_eq!(f16_to_f64(h).to_bits(), want, "{h:#06x}");
+        }
+    }
+
+    /// F16C gives every f16 the bits of the portable conversion, NaN
+    /// payloads and subnormals included, from either half of a register,
+    /// with the other half holding a different value.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn f16c_converts_every_f16_as_the_portable_code() {
+        if !avx2_fma() {
+            eprintln!("no F16C here: nothing to compare");
+            return;
+        }
+        for first in (0..=u16::MAX as u32).step_by(LANES) {
+            let h = |l: usize| (first + l as u32) as u16;
+            let words: Lanes =
+                std::array::from_fn(|l| u32::from(h(l)) << 16 | u32::from(!h(l) ^ 0x5A5A));
+            let mut out = [0f64; LANES];
+            for high in [false, true] {
+                // SAFETY: avx2_fma() found AVX2 and F16C above.
+                unsafe { f16_lanes_to_f64(&words, high, &mut out) };
+                for (l, got) in out.iter().enumerate() {
+                    let raw = if high { h(l) } else { !h(l) ^ 0x5A5A };
+                    let want = f16_to_f64(raw).to_bits();
+                    assert_eq!(got.to_bits(), want, "{raw:#06x} high={high}");
+                }
+            }
         }
     }
 

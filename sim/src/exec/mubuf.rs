@@ -115,7 +115,8 @@ use crate::decode::{Inst, Src};
 use crate::exec::flat::{Loc, Port, Rmw, d16, d16_keeps_other_half, extend, rmw};
 use crate::exec::{Ctx, Exec};
 use crate::fault::{Fault, Space};
-use crate::wave::{LANES, Lanes, Ty, Wave};
+use crate::memory::Access;
+use crate::wave::{LANES, Lanes, Ty, Wave, for_lanes};
 
 type R = Result<(), Fault>;
 
@@ -285,6 +286,27 @@ impl Buffer {
         }
         (out, size as usize)
     }
+
+    /// The `size` (1, 2, 4) bytes at `extra` past the lane's offset, read
+    /// from memory (the caller checked the range).
+    #[inline(always)]
+    fn read(&self, m: &mut Access<'_>, lane: Lane, extra: u64, size: u32) -> Result<u32, Fault> {
+        if !self.rsrc.swizzle {
+            // One piece: the common case, without the pieces array.
+            let a = self.address(lane, extra);
+            m.check(a, u64::from(size))
+                .map_err(|_| memory_fault(a, u64::from(size), false))?;
+            return Ok(m.load_small(a, size));
+        }
+        let (pieces, n) = self.pieces(lane, extra, size);
+        let mut v = 0;
+        for &(a, size, shift) in &pieces[..n] {
+            m.check(a, u64::from(size))
+                .map_err(|_| memory_fault(a, u64::from(size), false))?;
+            v |= m.load_small(a, size) << shift;
+        }
+        Ok(v)
+    }
 }
 
 /// The VADDR registers an instruction reads (index and/or offset).
@@ -340,6 +362,10 @@ enum Put {
     },
 }
 
+/// Inlined into each opcode's executor, where `put` is a constant: one
+/// loop per form, which writes the destination registers in place (after
+/// copying VADDR, which the destination may overlap).
+#[inline(always)]
 fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
     if i.flags & flag::LDS != 0 {
         return load_to_lds(w, i, ctx, put);
@@ -347,57 +373,58 @@ fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
     let exec = w.exec();
     let acc = i.acc();
     let buf = Buffer::of(w, i)?;
-    let va = vaddr(w, i)?;
+    let va = vaddr(w, i)?.map(|r| r.copied());
+    let va = [va[0].as_ref(), va[1].as_ref()];
     let dwords = match put {
         Put::Dwords(n) | Put::Typed(n) => n as usize,
         _ => 1,
     };
     w.vreg(i.vdst + dwords as u16 - 1, acc)?;
+    let file = if acc { &mut w.a } else { &mut w.v };
+    let dst = &mut file[usize::from(i.vdst)..][..dwords];
     // D16 loads may keep the other half of the register (`flat::d16`).
-    let old = *w.vreg(i.vdst, acc)?;
-    // At most four dwords (`buffer_load_dwordx4`).
-    let mut out = [[0u32; LANES]; 4];
     let keep = d16_keeps_other_half(ctx.target);
     let mut m = ctx.mem.access();
-    for l in (0..LANES).filter(|l| exec >> l & 1 != 0) {
+    for_lanes!(exec, |l| {
         let lane = buf.lane(&va, i, l);
-        let mut get = |extra: u64, size: u32| -> Result<u32, Fault> {
-            if !buf.rsrc.swizzle {
-                // One piece: the common case, without the pieces array.
-                let a = buf.address(lane, extra);
-                m.check(a, u64::from(size))
-                    .map_err(|_| memory_fault(a, u64::from(size), false))?;
-                return Ok(m.load_small(a, size));
+        if let Put::Dwords(n) = put
+            && !buf.rsrc.swizzle
+            && buf.in_range(lane, 4 * (u64::from(n) - 1))
+        {
+            // The common case: every dword in range (the range grows with
+            // the offset) and all in one valid range of memory.
+            let a = buf.address(lane, 0);
+            if m.check(a, 4 * u64::from(n)).is_ok() {
+                for (k, reg) in dst.iter_mut().enumerate() {
+                    reg[l] = m.load_u32(a + 4 * k as u64);
+                }
+                continue;
             }
-            let (pieces, n) = buf.pieces(lane, extra, size);
-            let mut v = 0;
-            for &(a, size, shift) in &pieces[..n] {
-                m.check(a, u64::from(size))
-                    .map_err(|_| memory_fault(a, u64::from(size), false))?;
-                v |= m.load_small(a, size) << shift;
-            }
-            Ok(v)
-        };
+        }
+        let mut get = |extra: u64, size: u32| buf.read(&mut m, lane, extra, size);
         match put {
-            Put::Dwords(n) => {
-                for k in 0..n as usize {
+            Put::Dwords(_) => {
+                for (k, reg) in dst.iter_mut().enumerate() {
                     let extra = 4 * k as u64;
-                    if buf.in_range(lane, extra) {
-                        out[k][l] = get(extra, 4)?;
-                    }
+                    reg[l] = if buf.in_range(lane, extra) {
+                        get(extra, 4)?
+                    } else {
+                        0
+                    };
                 }
             }
-            Put::Typed(n) => {
-                if buf.in_range(lane, 0) {
-                    for k in 0..n as usize {
-                        out[k][l] = get(4 * k as u64, 4)?;
-                    }
+            Put::Typed(_) => {
+                let all = buf.in_range(lane, 0);
+                for (k, reg) in dst.iter_mut().enumerate() {
+                    reg[l] = if all { get(4 * k as u64, 4)? } else { 0 };
                 }
             }
             Put::Extend { size, signed } => {
-                if buf.in_range(lane, 0) {
-                    out[0][l] = extend(get(0, size)?, size, signed);
-                }
+                dst[0][l] = if buf.in_range(lane, 0) {
+                    extend(get(0, size)?, size, signed)
+                } else {
+                    0
+                };
             }
             Put::D16 { size, signed, hi } => {
                 let v = if buf.in_range(lane, 0) {
@@ -405,12 +432,11 @@ fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
                 } else {
                     0
                 };
-                out[0][l] = d16(keep, old[l], v, hi);
+                dst[0][l] = d16(keep, dst[0][l], v, hi);
             }
         }
-    }
-    drop(m);
-    w.write_regs(i.vdst, acc, &out[..dwords], exec)
+    });
+    Ok(())
 }
 
 /// `buffer_load_{dword,ubyte,sbyte,ushort,sshort} ... lds`: each lane in
