@@ -32,6 +32,7 @@
 use std::time::Duration;
 
 use aqueduct_abi::code_object::{KernelArg as ArgMetadata, KernelMetadata};
+use aqueduct_abi::command::{BufferRef, BufferRefKind};
 use aqueduct_abi::hsa::SignalCondition;
 use aqueduct_abi::packet::{DispatchLimits, KernelDispatch, Ordering};
 
@@ -142,6 +143,9 @@ pub struct Kernargs {
     hidden: Vec<ArgMetadata>,
     bytes: Vec<u8>,
     set: Vec<bool>,
+    /// Pointer arguments given as binding-table or allocation references,
+    /// by kernarg offset: a command buffer's issue patches them in.
+    patches: Vec<(u32, BufferRef)>,
 }
 
 impl Kernel {
@@ -190,6 +194,7 @@ impl Kernargs {
             explicit,
             hidden,
             bytes: vec![0; segment_size as usize],
+            patches: Vec::new(),
         })
     }
 
@@ -241,6 +246,41 @@ impl Kernargs {
         Ok(self)
     }
 
+    /// Sets a pointer argument to a buffer reference: a direct one is its
+    /// address now; a binding-table slot or a queue-ordered allocation is
+    /// resolved when a command buffer recording these arguments issues
+    /// (a plain dispatch refuses them).
+    pub fn bind(&mut self, key: impl ArgKey, buffer: BufferRef) -> Result<&mut Self> {
+        if buffer.kind == BufferRefKind::DIRECT {
+            return self.set(key, DevicePtr(buffer.address.wrapping_add(buffer.offset)));
+        }
+        // Checks the slot's kind and size like any pointer.
+        let index = key.find(&self.explicit);
+        self.set(key, DevicePtr(0))?;
+        let offset = index
+            .and_then(|i| self.explicit.get(i))
+            .map_or(0, |a| a.offset as u32);
+        self.patches.retain(|(o, _)| *o != offset);
+        self.patches.push((offset, buffer));
+        Ok(self)
+    }
+
+    /// The arguments [`Kernargs::bind`] left to the issue, by kernarg
+    /// offset.
+    pub(crate) fn patches(&self) -> &[(u32, BufferRef)] {
+        &self.patches
+    }
+
+    /// The kernel these arguments were built for.
+    pub(crate) fn kernel_object(&self) -> u64 {
+        self.kernel_object
+    }
+
+    /// Hidden arguments the kernel's metadata asks for.
+    pub(crate) fn hidden(&self) -> &[ArgMetadata] {
+        &self.hidden
+    }
+
     /// Sets the first explicit argument not set yet.
     pub fn push(&mut self, value: impl KernelArgument) -> Result<&mut Self> {
         let Some(index) = self.set.iter().position(|s| !s) else {
@@ -281,6 +321,22 @@ impl Kernargs {
     /// The complete segment for `launch` on `queue_address`, or which
     /// arguments are missing.
     pub(crate) fn finish(&self, launch: &Launch, queue_address: u64) -> Result<Vec<u8>> {
+        if let Some((offset, _)) = self.patches.first() {
+            return Err(Error::InvalidArgument {
+                what: "kernel arguments",
+                problem: format!(
+                    "{}: the argument at offset {offset} is a binding-table or allocation reference, which only a command buffer resolves",
+                    self.kernel_name
+                ),
+            });
+        }
+        self.segment(launch, queue_address)
+    }
+
+    /// The segment for `launch` with the hidden arguments filled, or which
+    /// explicit arguments are missing; [`Kernargs::bind`]'s references
+    /// left as zeros.
+    pub(crate) fn segment(&self, launch: &Launch, queue_address: u64) -> Result<Vec<u8>> {
         let missing: Vec<String> = self
             .explicit
             .iter()

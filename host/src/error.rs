@@ -48,6 +48,15 @@ pub enum Error {
         message: String,
     },
 
+    /// A command buffer refused a command while recording; nothing of it
+    /// was written.
+    #[error("command {index} ({kind}) of the command buffer: {problem}")]
+    Command {
+        index: u32,
+        kind: &'static str,
+        problem: crate::command_buffer::CommandError,
+    },
+
     /// A caller-supplied value was refused before reaching HSA.
     #[error("{what}: {problem}")]
     InvalidArgument { what: &'static str, problem: String },

@@ -22,6 +22,7 @@
 //! `hsa_status_string`'s text.
 
 pub mod agent;
+pub mod command_buffer;
 /// Solution catalogs: the `aqueduct-catalog` crate, with [`catalog::GpuDescription`]
 /// implemented for agents.
 pub use aqueduct_catalog as catalog;
@@ -39,6 +40,9 @@ mod signal;
 mod sim_tests;
 
 pub use aqueduct_abi::code_object;
+pub use command_buffer::{
+    CommandBuffer, CommandBufferBuilder, CommandQueue, Submission, Workgroups,
+};
 pub use dispatch::{ArgKey, ArgValue, DevicePtr, Dispatch, Kernargs, KernelArgument, Launch};
 pub use error::{Error, LoadAttempt, Result};
 pub use executable::{AgentIsa, Executable, Kernel, check_target};

@@ -523,6 +523,15 @@ impl Reservation<'_> {
     /// with no-op barriers first).
     pub fn commit(self) {}
 
+    /// Rings the doorbell for every reserved slot, leaving the unwritten
+    /// ones to device code that an earlier packet of this reservation runs
+    /// (the block-issue kernel): the processor waits at each until its
+    /// header turns valid. Everything the device will not write must be
+    /// written first.
+    pub(crate) fn leave_to_device(mut self) {
+        self.written = self.count;
+    }
+
     fn finish(&mut self) {
         while self.written < self.count {
             // A barrier-AND with no dependencies completes at once.

@@ -442,7 +442,9 @@ pub struct DispatchCommand {
     /// LDS bytes added to the kernel's static group segment.
     pub dynamic_group_segment_size: u32,
     /// Device address of the kernarg template: `kernarg_size` bytes copied to
-    /// the command's kernarg slot before the bindings are patched in.
+    /// the command's kernarg slot before the bindings are patched in;
+    /// 16-byte aligned and padded with zeros to a multiple of 16 bytes
+    /// (the copy moves whole words).
     pub kernarg_template: u64,
     /// Bytes of kernel arguments (the kernel's `kernarg_size`).
     pub kernarg_size: u32,
@@ -600,8 +602,10 @@ assert_command_layout!(
     reserved = 72,
 );
 
-/// End of the command buffer: one packet, the scheduler's retire dispatch
-/// (barrier bit set), which completes the submission.
+/// End of the command buffer: one packet, a barrier-AND with the barrier
+/// bit and the header's fence scopes that decrements the issue's
+/// [`BlockIssue::completion_signal`] once everything before it is done.
+/// (The device scheduler will make it its retire dispatch.)
 #[repr(C, align(64))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 pub struct ReturnCommand {
@@ -610,6 +614,107 @@ pub struct ReturnCommand {
 }
 
 assert_command_layout!(ReturnCommand, header = 0, reserved = 16,);
+
+/// One block's issue: what the block-issue kernel (`cmd_block_issue` in the
+/// device library) reads through its single argument, a pointer to this.
+/// Whoever issues the block fills it after reserving the block's
+/// `packet_count` packet slots and `kernarg_size` kernarg bytes.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct BlockIssue {
+    /// Device address of the block's [`CommandBlockHeader`].
+    pub block: u64,
+    /// Device address of the execution queue's `amd_queue_t`.
+    pub queue: u64,
+    /// Packet id of the first reserved slot: command `i`'s packets go at
+    /// `packet_base + packet_offset ..`.
+    pub packet_base: u64,
+    /// Device address of the block's kernarg reservation (64-byte aligned):
+    /// command `i`'s arguments go at `kernarg_base + kernarg_offset`.
+    pub kernarg_base: u64,
+    /// Device address of `[BindingTableEntry; binding_count]`.
+    pub binding_table: u64,
+    /// Slots at `binding_table`.
+    pub binding_count: u32,
+    pub reserved0: u32,
+    /// The signal the block's RETURN packet decrements (null: none).
+    pub completion_signal: crate::hsa::SignalHandle,
+    /// Device address of the [`KernelInfo`] of the device library's fill
+    /// kernel, which FILL commands dispatch with [`FillArgs`].
+    pub fill_kernel: u64,
+    /// The same for the copy kernel, which COPY and UPDATE commands dispatch
+    /// with [`CopyArgs`].
+    pub copy_kernel: u64,
+    pub reserved: [u64; 7],
+}
+
+assert_layout!(
+    BlockIssue,
+    size = 128,
+    align = 64,
+    why = "the block-issue kernel reads it at these offsets through its one pointer argument \
+           (aqueduct ABI: change it with ABI_VERSION)",
+    block = 0,
+    queue = 8,
+    packet_base = 16,
+    kernarg_base = 24,
+    binding_table = 32,
+    binding_count = 40,
+    reserved0 = 44,
+    completion_signal = 48,
+    fill_kernel = 56,
+    copy_kernel = 64,
+    reserved = 72,
+);
+
+/// The kernel arguments of the device library's fill kernel (`blit_fill`:
+/// `dst`, `len`, the pattern's first and second 8 bytes, its size), as a
+/// FILL command's packet passes them.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct FillArgs {
+    pub dst: u64,
+    pub len: u64,
+    pub pattern_lo: u64,
+    pub pattern_hi: u64,
+    pub pattern_size: u32,
+    pub reserved: u32,
+}
+
+assert_layout!(
+    FillArgs,
+    size = 40,
+    align = 8,
+    why = "the kernarg segment of blit_fill as the compiler lays it out (a test checks it against \
+           the code object's metadata)",
+    dst = 0,
+    len = 8,
+    pattern_lo = 16,
+    pattern_hi = 24,
+    pattern_size = 32,
+    reserved = 36,
+);
+
+/// The kernel arguments of the device library's copy kernel (`blit_copy`:
+/// `dst`, `src`, `len`), as COPY and UPDATE commands' packets pass them.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct CopyArgs {
+    pub dst: u64,
+    pub src: u64,
+    pub len: u64,
+}
+
+assert_layout!(
+    CopyArgs,
+    size = 24,
+    align = 8,
+    why = "the kernarg segment of blit_copy as the compiler lays it out (a test checks it against \
+           the code object's metadata)",
+    dst = 0,
+    src = 8,
+    len = 16,
+);
 
 /// A command viewed by its opcode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

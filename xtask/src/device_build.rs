@@ -104,10 +104,16 @@ pub const DEVICE_CRATES: &[DeviceCrate] = &[
     DeviceCrate {
         package: "aqueduct-device",
         dir: "device/runtime",
-        allow_spills: &[],
+        // cmd_block_issue spills 2 SGPRs (to VGPR lanes, not memory): every
+        // lane may hold a different kind of command, so its body is one
+        // divergent region after another, each saving EXEC in SGPRs.
+        allow_spills: &["cmd_block_issue"],
         allow_dynamic_stack: &[],
         only_for: &[],
-        launch_bounds: &[],
+        // The block-issue kernel runs in workgroups of one wave
+        // (`aqueduct_device::command::ISSUE_WORKGROUP`): the bound lets it
+        // use every VGPR of a wave.
+        launch_bounds: &[("cmd_block_issue", 64)],
         launch_bounds_on_target: None,
         no_scratch: false,
     },

@@ -21,6 +21,7 @@ pub use aqueduct_abi as abi;
 
 pub mod atomic;
 pub mod blit;
+pub mod command;
 pub mod grid;
 pub mod queue;
 pub mod signal;

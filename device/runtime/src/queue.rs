@@ -215,37 +215,34 @@ impl Queue {
     }
 }
 
+/// A queue in host memory for the host tests of this crate.
 #[cfg(test)]
-mod tests {
+pub(crate) mod testing {
     extern crate std;
 
     use std::boxed::Box;
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-    use std::thread;
     use std::vec::Vec;
 
+    use aqueduct_abi::amd_queue::AmdQueue;
     use aqueduct_abi::amd_signal::AmdSignal;
-    use aqueduct_abi::aql::{PacketHeader, PacketType};
-    use aqueduct_abi::aql_ring::{consumed, is_published};
-    use aqueduct_abi::hsa::{HsaQueue, QueueFeatures, QueueType};
-    use aqueduct_abi::packet::{BarrierKind, Ordering as PacketOrdering, barrier};
+    use aqueduct_abi::aql::PacketHeader;
+    use aqueduct_abi::hsa::{HsaQueue, QueueFeatures, QueueType, SignalHandle};
 
-    use super::*;
+    use super::Queue;
 
     /// A queue in host memory: the amd_queue_t, its ring and doorbell.
-    struct HostQueue {
-        amd: Box<AmdQueue>,
-        ring: Vec<AqlSlot>,
-        bell: Box<AmdSignal>,
+    pub struct HostQueue {
+        pub amd: Box<AmdQueue>,
+        pub ring: Vec<AqlSlot>,
+        pub bell: Box<AmdSignal>,
     }
 
     #[derive(Clone, Copy)]
     #[repr(C, align(64))]
-    struct AqlSlot([u8; 64]);
+    pub struct AqlSlot(pub [u8; 64]);
 
     impl HostQueue {
-        fn new(size: u32, start: u64) -> Self {
+        pub fn new(size: u32, start: u64) -> Self {
             let mut ring = std::vec![AqlSlot([0; 64]); size as usize];
             for s in &mut ring {
                 s.0[..2].copy_from_slice(&PacketHeader::INVALID.0.to_le_bytes());
@@ -265,11 +262,33 @@ mod tests {
             Self { amd, ring, bell }
         }
 
-        fn queue(&mut self) -> Queue {
+        pub fn queue(&mut self) -> Queue {
             // SAFETY: the queue, ring and doorbell live in `self`.
             unsafe { Queue::from_ptr(&raw mut *self.amd) }.unwrap()
         }
+
+        /// The 64 bytes of packet `id`'s slot.
+        pub fn slot(&self, id: u64) -> [u8; 64] {
+            self.ring[(id % self.ring.len() as u64) as usize].0
+        }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+    use std::thread;
+    use std::vec::Vec;
+
+    use aqueduct_abi::aql::{PacketHeader, PacketType};
+    use aqueduct_abi::aql_ring::{consumed, is_published};
+    use aqueduct_abi::packet::{BarrierKind, Ordering as PacketOrdering, barrier};
+
+    use super::testing::HostQueue;
+    use super::*;
 
     #[test]
     fn a_full_ring_waits_for_the_processor_and_loses_no_packet() {

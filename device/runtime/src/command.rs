@@ -1,0 +1,1046 @@
+//! Command-buffer issue: one command of a recorded block ([`aqueduct_abi::command`])
+//! turned into its AQL packets in the execution queue.
+//!
+//! The block-issue kernel ([`kernels::cmd_block_issue`]) runs one work-item
+//! per command, in any order; each calls [`BlockIssuer::issue`] for its own
+//! command and looks at no other:
+//!
+//! ```text
+//!   command i ──► resolve its buffers (direct / binding table / allocation handle)
+//!             ──► write its kernel arguments at kernarg_base + kernarg_offset
+//!             ──► write its packet bodies at packet_base + packet_offset ..
+//!             ──► publish each header last (system-scope release store)
+//! ```
+//!
+//! What each command becomes:
+//!
+//! | command  | packet                                                        |
+//! |----------|---------------------------------------------------------------|
+//! | DISPATCH | a kernel dispatch of its kernel, arguments from the template with the bindings patched in; INDIRECT_STATIC reads the workgroup count here |
+//! | FILL     | a dispatch of the library's `blit_fill` ([`FillArgs`])        |
+//! | COPY, UPDATE | a dispatch of `blit_copy` ([`CopyArgs`]); UPDATE copies from the recording's own data |
+//! | BARRIER  | a barrier-AND without dependencies, barrier bit set           |
+//! | RETURN   | a barrier-AND, barrier bit set, that decrements the issue's completion signal |
+//!
+//! A dispatch with no work (a workgroup count of 0, a blit of 0 bytes) still
+//! publishes its slot, as a barrier-AND with the command's ordering: the
+//! packet processor never waits on a hole. Every packet takes the command's
+//! fence scopes and, with [`CommandFlags::BARRIER`], the barrier bit.
+//!
+//! The command's fields are checked against the block (its packets and
+//! arguments inside the block's reservation) and its buffer references
+//! against what they resolve to; the host validated the same at record
+//! time, so a failure here means corrupted memory or a stale recording, and
+//! the kernel traps rather than write anything.
+//!
+//! Not yet issued here: INDIRECT_DYNAMIC dispatches, BRANCH and COND_BRANCH
+//! (they need the control kernels).
+//!
+//! This is plain Rust over device addresses: the host tests run it on host
+//! memory, the kernel on the GPU's.
+
+use aqueduct_abi::amd_queue::AmdQueue;
+use aqueduct_abi::aql::KernelDispatchPacket;
+use aqueduct_abi::command::{
+    AllocationHandle, BindingPatch, BindingTableEntry, BlockIssue, BufferRef, BufferRefKind,
+    COMMAND_SIZE, Command, CommandBlockHeader, CommandFlags, CommandHeader, CommandView, CopyArgs,
+    DispatchCommand, DispatchFlags, FillArgs, KERNARG_ALIGN, KernelInfo,
+};
+use aqueduct_abi::hsa::SignalHandle;
+use aqueduct_abi::packet::{
+    BarrierKind, BarrierPacket, DispatchLimits, KernelDispatch, Ordering, PacketError, Prepared,
+    barrier,
+};
+
+use crate::blit::{CopyPlan, FillPattern, Partition};
+use crate::queue::{Queue, QueueError};
+
+/// Work-items per workgroup of a blit dispatch.
+pub const BLIT_WORKGROUP: u16 = 256;
+
+/// Most work-items a blit dispatch launches; larger blits grid-stride.
+pub const BLIT_MAX_ITEMS: u64 = 1 << 20;
+
+/// Why a command could not be issued.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IssueError {
+    /// The index is past the block's commands.
+    NoCommand { index: u32, count: u32 },
+    /// An opcode the issue kernel does not know, or cannot issue yet.
+    Opcode(u8),
+    /// A dispatch flag the issue kernel cannot honour yet.
+    DispatchFlags(u16),
+    /// The command's packets lie outside the block's reservation, or it
+    /// announces another number than its kind emits.
+    Packets { offset: u32, count: u16, block: u32 },
+    /// The command's arguments lie outside the block's reservation or are
+    /// misaligned.
+    Kernargs { offset: u32, size: u32, block: u32 },
+    /// A binding-table slot at or past the table's end.
+    Binding { slot: u32, count: u32 },
+    /// A reference of unknown kind.
+    RefKind(u32),
+    /// A queue-ordered allocation not committed yet.
+    NotCommitted { handle: u64 },
+    /// A reference reaching past the buffer it resolves to.
+    Range { offset: u64, length: u64, size: u64 },
+    /// A buffer shorter than the command needs (an indirect count, a copy
+    /// of unequal lengths, a fill not a whole number of patterns).
+    Length { need: u64, have: u64 },
+    /// A fill pattern size other than 1, 2, 4, 8 or 16.
+    Pattern(u8),
+    /// The workgroup count times the workgroup size overflows a grid.
+    Grid { count: [u32; 3], size: [u16; 3] },
+    /// The packet builder refused the packet.
+    Packet(PacketError),
+    /// The execution queue's `amd_queue_t` is not a queue.
+    Queue(QueueError),
+    /// An address the recording or the issue state gives is not aligned
+    /// for what it points at.
+    Misaligned { address: u64, align: u32 },
+}
+
+/// `address`, if it is a multiple of `align` (a power of two).
+fn check_aligned(address: u64, align: u32) -> Result<u64, IssueError> {
+    if aligned(address, u64::from(align)) {
+        Ok(address)
+    } else {
+        Err(IssueError::Misaligned { address, align })
+    }
+}
+
+impl From<PacketError> for IssueError {
+    fn from(e: PacketError) -> Self {
+        Self::Packet(e)
+    }
+}
+
+/// `T` at a device address. Used only for the shared layouts
+/// (`aqueduct-abi`), plain data that any bytes make valid. Aligned: the
+/// GPU reads an unaligned struct a byte at a time, a register per byte.
+///
+/// # Safety
+/// `size_of::<T>()` readable bytes at `address`, aligned for `T`.
+unsafe fn load<T: Copy>(address: u64) -> T {
+    // SAFETY: the caller guarantees the bytes and their alignment; every T
+    // read here is a repr(C) layout of integers, valid for any bytes.
+    unsafe { (address as *const T).read() }
+}
+
+/// Writes `value` at a device address.
+///
+/// # Safety
+/// `size_of::<T>()` writable bytes at `address`, aligned for `T`, not read
+/// concurrently.
+unsafe fn store<T: Copy>(address: u64, value: T) {
+    // SAFETY: the caller guarantees the bytes and their alignment.
+    unsafe { (address as *mut T).write(value) }
+}
+
+/// Whether `address` is a multiple of `align` (a power of two).
+fn aligned(address: u64, align: u64) -> bool {
+    address & (align - 1) == 0
+}
+
+/// The packet ordering a command asks for: its fence scopes, the barrier
+/// bit with [`CommandFlags::BARRIER`] or when `barrier` forces it.
+pub fn ordering(h: &CommandHeader, barrier: bool) -> Ordering {
+    Ordering {
+        barrier: barrier || h.flags.contains(CommandFlags::BARRIER),
+        acquire: h.acquire_scope,
+        release: h.release_scope,
+    }
+}
+
+/// Packets a command of this header's kind emits here.
+pub fn packets_of(command: &Command) -> Result<u16, IssueError> {
+    match command.view() {
+        Ok(CommandView::Dispatch(d)) => {
+            dispatch_flags(d)?;
+            Ok(1)
+        }
+        Ok(
+            CommandView::Fill(_)
+            | CommandView::Copy(_)
+            | CommandView::Update(_)
+            | CommandView::Barrier(_)
+            | CommandView::Return(_),
+        ) => Ok(1),
+        Ok(_) => Err(IssueError::Opcode(command.header.opcode.0)),
+        Err(op) => Err(IssueError::Opcode(op.0)),
+    }
+}
+
+fn dispatch_flags(d: &DispatchCommand) -> Result<(), IssueError> {
+    let known = DispatchFlags::INDIRECT_STATIC;
+    if d.dispatch_flags.difference(known).is_empty() {
+        Ok(())
+    } else {
+        Err(IssueError::DispatchFlags(d.dispatch_flags.bits()))
+    }
+}
+
+/// Kernel-argument bytes a command writes (before rounding to
+/// [`KERNARG_ALIGN`]): its kernel's segment, the blits' argument structs,
+/// nothing for the others.
+pub fn kernarg_bytes_of(command: &Command) -> u32 {
+    match command.view() {
+        Ok(CommandView::Dispatch(d)) => d.kernarg_size,
+        Ok(CommandView::Fill(_)) => size_of::<FillArgs>() as u32,
+        Ok(CommandView::Copy(_) | CommandView::Update(_)) => size_of::<CopyArgs>() as u32,
+        _ => 0,
+    }
+}
+
+/// Resolves a buffer reference to a device address, checking that the
+/// referenced range lies inside what it points through. `table` is the
+/// binding table; `handle` reads an allocation handle at its address.
+pub fn resolve(
+    r: &BufferRef,
+    table: &[BindingTableEntry],
+    handle: impl FnOnce(u64) -> AllocationHandle,
+) -> Result<u64, IssueError> {
+    let (base, size) = match r.kind {
+        BufferRefKind::DIRECT => return Ok(r.address.wrapping_add(r.offset)),
+        BufferRefKind::BINDING => {
+            let entry = table.get(r.slot as usize).ok_or(IssueError::Binding {
+                slot: r.slot,
+                count: table.len() as u32,
+            })?;
+            (entry.address, entry.length)
+        }
+        BufferRefKind::ALLOCATION => {
+            let h = handle(r.address);
+            if h.address == 0 {
+                return Err(IssueError::NotCommitted { handle: r.address });
+            }
+            (h.address, h.length)
+        }
+        other => return Err(IssueError::RefKind(other.0)),
+    };
+    let end = r.offset.checked_add(r.length);
+    if end.is_none_or(|end| end > size) {
+        return Err(IssueError::Range {
+            offset: r.offset,
+            length: r.length,
+            size,
+        });
+    }
+    Ok(base + r.offset)
+}
+
+/// The dispatch packet of `d` running `info`'s kernel with `count`
+/// workgroups and its arguments at `kernarg_address`; a barrier-AND when
+/// `count` has a zero.
+pub fn dispatch_packet(
+    d: &DispatchCommand,
+    info: &KernelInfo,
+    kernarg_address: u64,
+    count: [u32; 3],
+) -> Result<Packet, IssueError> {
+    let order = ordering(&d.header, false);
+    if count.contains(&0) {
+        return no_op(order);
+    }
+    let mut grid = [1u32; 3];
+    for axis in 0..3 {
+        grid[axis] = count[axis]
+            .checked_mul(u32::from(d.workgroup_size[axis]))
+            .ok_or(IssueError::Grid {
+                count,
+                size: d.workgroup_size,
+            })?;
+    }
+    let packet = KernelDispatch {
+        kernel_object: info.kernel_object,
+        kernarg_address,
+        dimensions: d.dimensions,
+        grid_size: grid,
+        workgroup_size: d.workgroup_size,
+        private_segment_size: info.private_segment_size,
+        group_segment_size: info
+            .group_segment_size
+            .saturating_add(d.dynamic_group_segment_size),
+        completion_signal: SignalHandle::NULL,
+        ordering: order,
+    }
+    .build(&DispatchLimits::AMD_GPU)?;
+    Ok(Packet::Dispatch(packet))
+}
+
+/// A one-dimensional dispatch of a blit kernel over `units` units of work
+/// (at most [`BLIT_MAX_ITEMS`] work-items; the kernels grid-stride); a
+/// barrier-AND when there is nothing to do.
+pub fn blit_packet(
+    kernel: &KernelInfo,
+    kernarg_address: u64,
+    units: u64,
+    order: Ordering,
+) -> Result<Packet, IssueError> {
+    if units == 0 {
+        return no_op(order);
+    }
+    let items = units.min(BLIT_MAX_ITEMS) as u32;
+    let packet = KernelDispatch {
+        private_segment_size: kernel.private_segment_size,
+        group_segment_size: kernel.group_segment_size,
+        ordering: order,
+        ..KernelDispatch::linear(kernel.kernel_object, kernarg_address, items, BLIT_WORKGROUP)
+    }
+    .build(&DispatchLimits::AMD_GPU)?;
+    Ok(Packet::Dispatch(packet))
+}
+
+/// A fill pattern's 16 bytes as the fill kernel takes them: two
+/// little-endian words.
+pub fn pattern_words(pattern: &[u8; 16]) -> [u64; 2] {
+    let word = |k: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&pattern[8 * k..8 * k + 8]);
+        u64::from_le_bytes(w)
+    };
+    [word(0), word(1)]
+}
+
+/// A barrier-AND that waits for nothing: an empty slot's packet.
+fn no_op(order: Ordering) -> Result<Packet, IssueError> {
+    Ok(Packet::Barrier(barrier(
+        BarrierKind::And,
+        &[],
+        SignalHandle::NULL,
+        order,
+    )?))
+}
+
+/// A packet ready to write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Packet {
+    Dispatch(Prepared<KernelDispatchPacket>),
+    Barrier(BarrierPacket),
+}
+
+/// One block's issue, as each work-item of the block-issue kernel sees it.
+/// It keeps pointers to the issue state and the block header and reads
+/// their fields where they are used: copies of both would hold 48 SGPRs
+/// across the whole kernel.
+pub struct BlockIssuer {
+    state: *const BlockIssue,
+    block: *const CommandBlockHeader,
+    queue: Queue,
+}
+
+impl BlockIssuer {
+    /// The issue described at `state`.
+    ///
+    /// # Safety
+    /// `state` points at a [`BlockIssue`] whose addresses are live while the
+    /// issuer is used: the block and its commands, the execution queue, the
+    /// kernarg reservation, the binding table and everything the commands
+    /// reference (kernel infos, templates, binding patches, allocation
+    /// handles, indirect counts, update data).
+    pub unsafe fn new(state: *const BlockIssue) -> Result<Self, IssueError> {
+        // SAFETY: the caller's contract.
+        let s = unsafe { &*state };
+        check_aligned(s.block, 64)?;
+        check_aligned(s.kernarg_base, 64)?;
+        check_aligned(s.binding_table, 8)?;
+        check_aligned(s.fill_kernel, 64)?;
+        check_aligned(s.copy_kernel, 64)?;
+        // SAFETY: as above: a live queue.
+        let queue =
+            unsafe { Queue::from_ptr(s.queue as *mut AmdQueue) }.map_err(IssueError::Queue)?;
+        Ok(Self {
+            state,
+            block: s.block as *const CommandBlockHeader,
+            queue,
+        })
+    }
+
+    fn state(&self) -> &BlockIssue {
+        // SAFETY: `new`'s contract: live and unchanged while issuing.
+        unsafe { &*self.state }
+    }
+
+    fn block(&self) -> &CommandBlockHeader {
+        // SAFETY: `new`'s contract, and aligned as `new` checked.
+        unsafe { &*self.block }
+    }
+
+    /// Commands in the block.
+    pub fn command_count(&self) -> u32 {
+        self.block().command_count
+    }
+
+    /// The binding table.
+    fn table(&self) -> &[BindingTableEntry] {
+        if self.state().binding_count == 0 {
+            return &[];
+        }
+        // SAFETY: `new`'s contract: the table holds `binding_count` entries,
+        // 8-byte aligned (its layout's alignment), live and unchanged while
+        // the block issues.
+        unsafe {
+            core::slice::from_raw_parts(
+                self.state().binding_table as *const BindingTableEntry,
+                self.state().binding_count as usize,
+            )
+        }
+    }
+
+    fn resolve(&self, r: &BufferRef) -> Result<u64, IssueError> {
+        if r.kind == BufferRefKind::ALLOCATION {
+            check_aligned(r.address, 8)?;
+        }
+        resolve(r, self.table(), |address| {
+            // SAFETY: `new`'s contract: the handles the commands name are
+            // live.
+            unsafe { load::<AllocationHandle>(address) }
+        })
+    }
+
+    /// Issues command `index`: checks it against the block, writes its
+    /// kernel arguments and packet bodies, then publishes its packets.
+    /// Nothing is written when it fails.
+    pub fn issue(&self, index: u32) -> Result<(), IssueError> {
+        let count = self.block().command_count;
+        if index >= count {
+            return Err(IssueError::NoCommand { index, count });
+        }
+        let at = self.block as u64 + 64 + COMMAND_SIZE as u64 * u64::from(index);
+        // SAFETY: `new`'s contract: the block's commands follow its header.
+        let command = unsafe { load::<Command>(at) };
+        let h = command.header;
+        let packets = packets_of(&command)?;
+        let end = h.packet_offset.checked_add(u32::from(h.packet_count));
+        if h.packet_count != packets || end.is_none_or(|end| end > self.block().packet_count) {
+            return Err(IssueError::Packets {
+                offset: h.packet_offset,
+                count: h.packet_count,
+                block: self.block().packet_count,
+            });
+        }
+        let args = kernarg_bytes_of(&command);
+        let end = h.kernarg_offset.checked_add(args);
+        if h.kernarg_offset % KERNARG_ALIGN != 0
+            || end.is_none_or(|end| end > self.block().kernarg_size)
+        {
+            return Err(IssueError::Kernargs {
+                offset: h.kernarg_offset,
+                size: args,
+                block: self.block().kernarg_size,
+            });
+        }
+        let kernargs = self.state().kernarg_base + u64::from(h.kernarg_offset);
+        let packet = match command.view() {
+            Ok(CommandView::Dispatch(d)) => self.dispatch(d, kernargs)?,
+            Ok(CommandView::Fill(f)) => {
+                let dst = self.resolve(&f.target)?;
+                let len = f.target.length;
+                let size = f.pattern_length;
+                let [lo, hi] = pattern_words(&f.pattern);
+                FillPattern::new(lo, hi, u32::from(size)).ok_or(IssueError::Pattern(size))?;
+                if len % u64::from(size) != 0 {
+                    return Err(IssueError::Length {
+                        need: len.next_multiple_of(u64::from(size)),
+                        have: len,
+                    });
+                }
+                let args = FillArgs {
+                    dst,
+                    len,
+                    pattern_lo: lo,
+                    pattern_hi: hi,
+                    pattern_size: u32::from(size),
+                    reserved: 0,
+                };
+                // SAFETY: `new`'s contract: the fill kernel's info is live.
+                let kernel = unsafe { load::<KernelInfo>(self.state().fill_kernel) };
+                let units = Partition::fill(dst, len).units();
+                let packet = blit_packet(&kernel, kernargs, units, ordering(&h, false))?;
+                // SAFETY: checked above: the arguments lie inside the
+                // block's kernarg reservation, which only this command
+                // writes there.
+                unsafe { store(kernargs, args) };
+                packet
+            }
+            Ok(CommandView::Copy(c)) => {
+                if c.source.length != c.target.length {
+                    return Err(IssueError::Length {
+                        need: c.target.length,
+                        have: c.source.length,
+                    });
+                }
+                let src = self.resolve(&c.source)?;
+                let dst = self.resolve(&c.target)?;
+                self.copy(&h, kernargs, dst, src, c.target.length)?
+            }
+            Ok(CommandView::Update(u)) => {
+                let dst = self.resolve(&u.target)?;
+                self.copy(&h, kernargs, dst, u.source_data, u.target.length)?
+            }
+            Ok(CommandView::Barrier(_)) => no_op(ordering(&h, true))?,
+            Ok(CommandView::Return(_)) => Packet::Barrier(barrier(
+                BarrierKind::And,
+                &[],
+                self.state().completion_signal,
+                ordering(&h, true),
+            )?),
+            Ok(_) => return Err(IssueError::Opcode(h.opcode.0)),
+            Err(op) => return Err(IssueError::Opcode(op.0)),
+        };
+        let id = self
+            .state()
+            .packet_base
+            .wrapping_add(u64::from(h.packet_offset));
+        match packet {
+            Packet::Dispatch(p) => self.queue.write(id, &p),
+            Packet::Barrier(p) => self.queue.write_barrier(id, &p),
+        }
+        Ok(())
+    }
+
+    /// A dispatch command's arguments and packet.
+    fn dispatch(&self, d: &DispatchCommand, kernargs: u64) -> Result<Packet, IssueError> {
+        // SAFETY: `new`'s contract: the kernel's info is live (alignment
+        // checked).
+        let info = unsafe { load::<KernelInfo>(check_aligned(d.kernel, 64)?) };
+        check_aligned(d.bindings, 8)?;
+        check_aligned(d.kernarg_template, 16)?;
+        let count = if d.dispatch_flags.contains(DispatchFlags::INDIRECT_STATIC) {
+            let r = &d.workgroup_count_ref;
+            if r.length < 12 {
+                return Err(IssueError::Length {
+                    need: 12,
+                    have: r.length,
+                });
+            }
+            // SAFETY: resolved and range-checked: 12 readable bytes,
+            // alignment checked.
+            unsafe { load::<[u32; 3]>(check_aligned(self.resolve(r)?, 4)?) }
+        } else {
+            d.workgroup_count
+        };
+        // Resolve and check every binding before writing anything.
+        for b in 0..u64::from(d.binding_count) {
+            // SAFETY: `new`'s contract: the command's patch list is live.
+            let patch =
+                unsafe { load::<BindingPatch>(d.bindings + b * size_of::<BindingPatch>() as u64) };
+            self.resolve(&patch.buffer)?;
+            let end = patch.kernarg_offset.checked_add(8);
+            if patch.kernarg_offset % 8 != 0 || end.is_none_or(|end| end > d.kernarg_size) {
+                return Err(IssueError::Kernargs {
+                    offset: patch.kernarg_offset,
+                    size: 8,
+                    block: d.kernarg_size,
+                });
+            }
+        }
+        let packet = dispatch_packet(d, &info, kernargs, count)?;
+        // Whole 8-byte words: the template is 16-byte aligned and padded to
+        // 16 bytes, and so is the command's share of the reservation.
+        for w in 0..u64::from(d.kernarg_size.div_ceil(8)) {
+            // SAFETY: inside the padded template and the command's share of
+            // the reservation (checked in `issue`), both 8-aligned.
+            unsafe { store(kernargs + 8 * w, load::<u64>(d.kernarg_template + 8 * w)) };
+        }
+        for b in 0..u64::from(d.binding_count) {
+            // SAFETY: as above.
+            let patch =
+                unsafe { load::<BindingPatch>(d.bindings + b * size_of::<BindingPatch>() as u64) };
+            let address = self.resolve(&patch.buffer)?;
+            // SAFETY: checked above: 8 bytes inside the command's arguments.
+            unsafe { store(kernargs + u64::from(patch.kernarg_offset), address) };
+        }
+        Ok(packet)
+    }
+
+    /// A copy's arguments and packet (COPY and UPDATE).
+    fn copy(
+        &self,
+        h: &CommandHeader,
+        kernargs: u64,
+        dst: u64,
+        src: u64,
+        len: u64,
+    ) -> Result<Packet, IssueError> {
+        // SAFETY: `new`'s contract: the copy kernel's info is live.
+        let kernel = unsafe { load::<KernelInfo>(self.state().copy_kernel) };
+        let units = CopyPlan::new(dst, src, len).partition.units();
+        let packet = blit_packet(&kernel, kernargs, units, ordering(h, false))?;
+        // SAFETY: checked in `issue`: inside the reservation.
+        unsafe { store(kernargs, CopyArgs { dst, src, len }) };
+        Ok(packet)
+    }
+}
+
+/// Work-items per workgroup of the block-issue kernel (its launch bound in
+/// `xtask`'s device build).
+pub const ISSUE_WORKGROUP: u16 = 64;
+
+/// The block-issue kernel.
+#[cfg(all(target_arch = "amdgpu", feature = "kernels"))]
+pub mod kernels {
+    use aqueduct_abi::command::BlockIssue;
+
+    use super::BlockIssuer;
+    use crate::arch::work_item_x;
+
+    /// Issues the block described at `issue`, one work-item per command:
+    /// launch at least `command_count` work-items (the rest return), in
+    /// workgroups of [`super::ISSUE_WORKGROUP`]. A command that cannot be
+    /// issued traps (a queue error for this dispatch): the host validated
+    /// it, so the recording or the issue state is damaged.
+    ///
+    /// One command per work-item, no loop: a grid-stride loop over the
+    /// commands keeps the whole issue state live across iterations, and
+    /// the kernel then spilled 77 SGPRs.
+    #[unsafe(no_mangle)]
+    pub extern "gpu-kernel" fn cmd_block_issue(issue: *const BlockIssue) {
+        // SAFETY: the kernel's contract: `issue` describes a live block.
+        let Ok(issuer) = (unsafe { BlockIssuer::new(issue) }) else {
+            panic!("cmd_block_issue: bad issue state");
+        };
+        let id = work_item_x().global_id();
+        if id < u64::from(issuer.command_count()) && issuer.issue(id as u32).is_err() {
+            panic!("cmd_block_issue: a command failed its checks");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+
+    use std::boxed::Box;
+    use std::vec::Vec;
+
+    use aqueduct_abi::aql::{BarrierAndPacket, FenceScope, PacketType};
+    use aqueduct_abi::command::{
+        BarrierCommand, CommandOpcode, CopyCommand, FillCommand, ReturnCommand, UpdateCommand,
+    };
+
+    use super::*;
+    use crate::queue::testing::HostQueue;
+
+    /// One 64-byte line, so blocks and kernargs get their alignment.
+    #[derive(Clone, Copy)]
+    #[repr(C, align(64))]
+    struct Line([u8; 64]);
+
+    fn lines(bytes: usize) -> Vec<Line> {
+        std::vec![Line([0; 64]); bytes.div_ceil(64)]
+    }
+
+    /// Sentinel kernel objects: 64-aligned, never run.
+    const USER_KERNEL: u64 = 0x1000_0040;
+    const FILL_KERNEL: u64 = 0x2000_0080;
+    const COPY_KERNEL: u64 = 0x3000_00c0;
+
+    fn info(kernel_object: u64, kernarg_size: u32, lds: u32) -> KernelInfo {
+        KernelInfo {
+            kernel_object,
+            kernarg_size,
+            kernarg_alignment: 16,
+            group_segment_size: lds,
+            private_segment_size: 48,
+            required_workgroup_size: [0; 3],
+            wavefront_size: 64,
+            trace_id: 7,
+            reserved: [0; 3],
+        }
+    }
+
+    /// A block being put together in host memory, with everything its
+    /// commands reference.
+    struct Rig {
+        block: Vec<Line>,
+        commands: Vec<Command>,
+        kernargs: Vec<Line>,
+        kernarg_size: u32,
+        packets: u32,
+        infos: Box<[KernelInfo; 3]>,
+        table: Vec<BindingTableEntry>,
+        host: HostQueue,
+    }
+
+    impl Rig {
+        fn new() -> Self {
+            Self {
+                block: Vec::new(),
+                commands: Vec::new(),
+                kernargs: Vec::new(),
+                kernarg_size: 0,
+                packets: 0,
+                infos: Box::new([
+                    info(USER_KERNEL, 24, 512),
+                    info(FILL_KERNEL, 40, 0),
+                    info(COPY_KERNEL, 24, 0),
+                ]),
+                table: Vec::new(),
+                host: HostQueue::new(64, 1000),
+            }
+        }
+
+        fn user_kernel(&self) -> u64 {
+            &raw const self.infos[0] as u64
+        }
+
+        /// Appends `c`, giving it the next packets and kernarg bytes.
+        fn push(&mut self, c: impl Into<Command>) -> u32 {
+            let mut c: Command = c.into();
+            c.header.packet_offset = self.packets;
+            c.header.packet_count = packets_of(&c).unwrap();
+            c.header.kernarg_offset = self.kernarg_size;
+            self.packets += u32::from(c.header.packet_count);
+            self.kernarg_size += kernarg_bytes_of(&c).next_multiple_of(KERNARG_ALIGN);
+            self.commands.push(c);
+            self.commands.len() as u32 - 1
+        }
+
+        /// Lays the block out and returns its issue state.
+        fn issue_state(&mut self) -> Box<BlockIssue> {
+            let header = CommandBlockHeader {
+                block_index: 0,
+                command_count: self.commands.len() as u32,
+                packet_count: self.packets,
+                kernarg_size: self.kernarg_size,
+                reserved: [0; 6],
+            };
+            self.block = lines(64 + COMMAND_SIZE * self.commands.len());
+            let base = self.block.as_mut_ptr() as u64;
+            // SAFETY: the lines hold the header and every command.
+            unsafe {
+                store(base, header);
+                for (i, c) in self.commands.iter().enumerate() {
+                    store(base + 64 + (COMMAND_SIZE * i) as u64, *c);
+                }
+            }
+            self.kernargs = lines(self.kernarg_size as usize + 64);
+            Box::new(BlockIssue {
+                block: base,
+                queue: &raw mut *self.host.amd as u64,
+                packet_base: 1000,
+                kernarg_base: self.kernargs.as_mut_ptr() as u64,
+                binding_table: self.table.as_ptr() as u64,
+                binding_count: self.table.len() as u32,
+                reserved0: 0,
+                completion_signal: SignalHandle(0x5150),
+                fill_kernel: &raw const self.infos[1] as u64,
+                copy_kernel: &raw const self.infos[2] as u64,
+                reserved: [0; 7],
+            })
+        }
+
+        fn packet_header(&self, offset: u32) -> aqueduct_abi::aql::PacketHeader {
+            let s = self.host.slot(1000 + u64::from(offset));
+            aqueduct_abi::aql::PacketHeader(u16::from_le_bytes([s[0], s[1]]))
+        }
+
+        fn dispatch_at(&self, offset: u32) -> KernelDispatchPacket {
+            let s = self.host.slot(1000 + u64::from(offset));
+            // SAFETY: a 64-byte slot holds the 64-byte packet.
+            unsafe { load(s.as_ptr() as u64) }
+        }
+
+        fn barrier_at(&self, offset: u32) -> BarrierAndPacket {
+            let s = self.host.slot(1000 + u64::from(offset));
+            // SAFETY: as above.
+            unsafe { load(s.as_ptr() as u64) }
+        }
+
+        fn kernargs_at(&self, offset: u32, len: usize) -> Vec<u8> {
+            let base = self.kernargs.as_ptr() as *const u8;
+            // SAFETY: inside the reservation.
+            unsafe { core::slice::from_raw_parts(base.add(offset as usize), len) }.to_vec()
+        }
+    }
+
+    fn header(opcode: CommandOpcode) -> CommandHeader {
+        CommandHeader {
+            opcode,
+            flags: CommandFlags::empty(),
+            acquire_scope: FenceScope::AGENT,
+            release_scope: FenceScope::SYSTEM,
+            packet_offset: 0,
+            packet_count: 0,
+            reserved: 0,
+            kernarg_offset: 0,
+        }
+    }
+
+    fn zeroed<T: Copy>() -> T {
+        // SAFETY: only the shared command layouts, plain integers, for
+        // which zero bytes are valid.
+        unsafe { core::mem::zeroed() }
+    }
+
+    /// A dispatch of the user kernel: 24 bytes of arguments, a pointer at
+    /// 0 and 8 patched from `bindings`, a u32 at 16 from the template.
+    fn dispatch(
+        rig: &Rig,
+        template: &[u8; 32],
+        bindings: &[BindingPatch],
+        count: [u32; 3],
+    ) -> DispatchCommand {
+        let mut d: DispatchCommand = zeroed();
+        d.header = header(CommandOpcode::DISPATCH);
+        d.kernel = rig.user_kernel();
+        d.workgroup_size = [64, 2, 1];
+        d.workgroup_count = count;
+        d.dimensions = 2;
+        d.dynamic_group_segment_size = 256;
+        d.kernarg_template = template.as_ptr() as u64;
+        d.kernarg_size = 24;
+        d.binding_count = bindings.len() as u16;
+        d.bindings = bindings.as_ptr() as u64;
+        d
+    }
+
+    #[test]
+    fn every_command_kind_becomes_its_packets_in_any_issue_order() {
+        let mut rig = Rig::new();
+        let mut a = std::vec![0u8; 256];
+        let mut b = std::vec![0u8; 256];
+        let source = [7u8; 40];
+        let committed = Box::new(AllocationHandle {
+            address: b.as_mut_ptr() as u64,
+            length: 256,
+        });
+        let counts: Box<[u32; 3]> = Box::new([5, 3, 1]);
+        rig.table.push(BindingTableEntry {
+            address: 0x9999_0000,
+            length: 64,
+        });
+        rig.table.push(BindingTableEntry {
+            address: a.as_mut_ptr() as u64,
+            length: 256,
+        });
+        let template = [0xAB_u8; 32];
+        let bindings = [
+            BindingPatch {
+                buffer: BufferRef::binding(1, 16, 32),
+                kernarg_offset: 0,
+                reserved: 0,
+            },
+            BindingPatch {
+                buffer: BufferRef::allocation(&raw const *committed as u64, 8, 8),
+                kernarg_offset: 8,
+                reserved: 0,
+            },
+        ];
+        let mut d = dispatch(&rig, &template, &bindings, [4, 2, 1]);
+        d.header.flags = CommandFlags::BARRIER;
+        let direct = rig.push(d);
+        let mut ind = dispatch(&rig, &template, &[], [0; 3]);
+        ind.dispatch_flags = DispatchFlags::INDIRECT_STATIC;
+        ind.workgroup_count_ref = BufferRef::direct(counts.as_ptr() as u64, 12);
+        let indirect = rig.push(ind);
+        let empty = rig.push(dispatch(&rig, &template, &[], [3, 0, 1]));
+        let mut f: FillCommand = zeroed();
+        f.header = header(CommandOpcode::FILL);
+        f.target = BufferRef::binding(1, 3, 200);
+        f.pattern[..4].copy_from_slice(&[1, 2, 3, 4]);
+        f.pattern_length = 4;
+        let fill = rig.push(f);
+        let mut c: CopyCommand = zeroed();
+        c.header = header(CommandOpcode::COPY);
+        c.source = BufferRef::binding(1, 0, 100);
+        c.target = BufferRef::direct(b.as_mut_ptr() as u64 + 1, 100);
+        let copy = rig.push(c);
+        let mut u: UpdateCommand = zeroed();
+        u.header = header(CommandOpcode::UPDATE);
+        u.source_data = source.as_ptr() as u64;
+        u.target = BufferRef::binding(1, 200, 40);
+        let update = rig.push(u);
+        let mut bar: BarrierCommand = zeroed();
+        bar.header = header(CommandOpcode::BARRIER);
+        let bar = rig.push(bar);
+        let mut r: ReturnCommand = zeroed();
+        r.header = header(CommandOpcode::RETURN);
+        let ret = rig.push(r);
+
+        let state = rig.issue_state();
+        // SAFETY: everything the state names lives in `rig` and above.
+        let issuer = unsafe { BlockIssuer::new(&raw const *state) }.unwrap();
+        assert_eq!(issuer.command_count(), 8);
+        for i in (0..8).rev() {
+            issuer.issue(i).unwrap();
+        }
+
+        // The direct dispatch: grid = count × size, LDS static + dynamic,
+        // arguments from the template with both bindings patched in.
+        let h = rig.packet_header(direct);
+        assert_eq!(h.packet_type(), PacketType::KERNEL_DISPATCH);
+        assert!(h.barrier());
+        assert_eq!(h.acquire_fence_scope(), FenceScope::AGENT);
+        assert_eq!(h.release_fence_scope(), FenceScope::SYSTEM);
+        let p = rig.dispatch_at(direct);
+        assert_eq!(p.setup, 2);
+        assert_eq!((p.grid_size_x, p.grid_size_y, p.grid_size_z), (256, 4, 1));
+        assert_eq!(
+            (p.workgroup_size_x, p.workgroup_size_y, p.workgroup_size_z),
+            (64, 2, 1)
+        );
+        assert_eq!(p.kernel_object, USER_KERNEL);
+        assert_eq!(p.group_segment_size, 512 + 256);
+        assert_eq!(p.private_segment_size, 48);
+        assert_eq!(p.kernarg_address, state.kernarg_base);
+        let args = rig.kernargs_at(0, 24);
+        assert_eq!(&args[..8], &(a.as_ptr() as u64 + 16).to_le_bytes());
+        assert_eq!(&args[8..16], &(b.as_ptr() as u64 + 8).to_le_bytes());
+        assert_eq!(&args[16..], &[0xAB; 8]);
+
+        // The indirect one reads its count now.
+        let p = rig.dispatch_at(indirect);
+        assert_eq!((p.grid_size_x, p.grid_size_y), (5 * 64, 3 * 2));
+        assert!(!rig.packet_header(indirect).barrier());
+        assert_eq!(p.kernarg_address, state.kernarg_base + 32);
+        assert_eq!(rig.kernargs_at(32, 24), std::vec![0xAB; 24]);
+
+        // No workgroups: a barrier-AND in the slot, the command's scopes.
+        let h = rig.packet_header(empty);
+        assert_eq!(h.packet_type(), PacketType::BARRIER_AND);
+        assert!(!h.barrier());
+        assert_eq!(h.acquire_fence_scope(), FenceScope::AGENT);
+
+        // Fill: blit_fill over the resolved range.
+        let p = rig.dispatch_at(fill);
+        assert_eq!(p.kernel_object, FILL_KERNEL);
+        assert_eq!(u32::from(p.workgroup_size_x), u32::from(BLIT_WORKGROUP));
+        let dst = a.as_ptr() as u64 + 3;
+        assert_eq!(u64::from(p.grid_size_x), Partition::fill(dst, 200).units());
+        let args = rig.kernargs_at(96, 40);
+        let mut want = Vec::new();
+        want.extend_from_slice(&dst.to_le_bytes());
+        want.extend_from_slice(&200u64.to_le_bytes());
+        want.extend_from_slice(&u64::from_le_bytes([1, 2, 3, 4, 0, 0, 0, 0]).to_le_bytes());
+        want.extend_from_slice(&0u64.to_le_bytes());
+        want.extend_from_slice(&4u32.to_le_bytes());
+        want.extend_from_slice(&0u32.to_le_bytes());
+        assert_eq!(args, want);
+
+        // Copy and update: blit_copy with (dst, src, len).
+        let p = rig.dispatch_at(copy);
+        assert_eq!(p.kernel_object, COPY_KERNEL);
+        let args = rig.kernargs_at(144, 24);
+        assert_eq!(&args[..8], &(b.as_ptr() as u64 + 1).to_le_bytes());
+        assert_eq!(&args[8..16], &(a.as_ptr() as u64).to_le_bytes());
+        assert_eq!(&args[16..], &100u64.to_le_bytes());
+        let p = rig.dispatch_at(update);
+        assert_eq!(p.kernel_object, COPY_KERNEL);
+        let args = rig.kernargs_at(176, 24);
+        assert_eq!(&args[..8], &(a.as_ptr() as u64 + 200).to_le_bytes());
+        assert_eq!(&args[8..16], &(source.as_ptr() as u64).to_le_bytes());
+        assert_eq!(&args[16..], &40u64.to_le_bytes());
+
+        // Barrier and return: barrier bit forced; return signals.
+        let h = rig.packet_header(bar);
+        assert_eq!(h.packet_type(), PacketType::BARRIER_AND);
+        assert!(h.barrier());
+        assert_eq!(rig.barrier_at(bar).completion_signal, SignalHandle::NULL);
+        let h = rig.packet_header(ret);
+        assert_eq!(h.packet_type(), PacketType::BARRIER_AND);
+        assert!(h.barrier());
+        assert_eq!(rig.barrier_at(ret).completion_signal, SignalHandle(0x5150));
+        // Eight slots, no more.
+        assert_eq!(rig.packet_header(8).packet_type(), PacketType::INVALID);
+    }
+
+    #[test]
+    fn bad_commands_are_refused_and_write_nothing() {
+        let template = [0u8; 32];
+        let unc = Box::new(AllocationHandle {
+            address: 0,
+            length: 64,
+        });
+        let cases: [(BufferRef, IssueError); 4] = [
+            (
+                BufferRef::binding(2, 0, 8),
+                IssueError::Binding { slot: 2, count: 1 },
+            ),
+            (
+                BufferRef::binding(0, 60, 8),
+                IssueError::Range {
+                    offset: 60,
+                    length: 8,
+                    size: 64,
+                },
+            ),
+            (
+                BufferRef::allocation(&raw const *unc as u64, 0, 8),
+                IssueError::NotCommitted {
+                    handle: &raw const *unc as u64,
+                },
+            ),
+            (
+                BufferRef {
+                    kind: BufferRefKind(9),
+                    ..BufferRef::direct(0, 0)
+                },
+                IssueError::RefKind(9),
+            ),
+        ];
+        for (buffer, want) in cases {
+            let mut rig = Rig::new();
+            rig.table.push(BindingTableEntry {
+                address: 0x7000,
+                length: 64,
+            });
+            let patch = [BindingPatch {
+                buffer,
+                kernarg_offset: 8,
+                reserved: 0,
+            }];
+            rig.push(dispatch(&rig, &template, &patch, [1, 1, 1]));
+            let state = rig.issue_state();
+            // SAFETY: as in the test above.
+            let issuer = unsafe { BlockIssuer::new(&raw const *state) }.unwrap();
+            assert_eq!(issuer.issue(0), Err(want));
+            assert_eq!(rig.packet_header(0).packet_type(), PacketType::INVALID);
+            assert_eq!(rig.kernargs_at(0, 24), std::vec![0; 24], "{want:?}");
+        }
+
+        // A command announcing a packet outside the block, a fill pattern of
+        // 3 bytes, a copy of unequal lengths, a zeroed slot.
+        let mut rig = Rig::new();
+        let mut f: FillCommand = zeroed();
+        f.header = header(CommandOpcode::FILL);
+        f.target = BufferRef::direct(0x8000, 12);
+        f.pattern_length = 3;
+        rig.push(f);
+        let mut c: CopyCommand = zeroed();
+        c.header = header(CommandOpcode::COPY);
+        c.source = BufferRef::direct(0x8000, 12);
+        c.target = BufferRef::direct(0x9000, 16);
+        rig.push(c);
+        let mut r: ReturnCommand = zeroed();
+        r.header = header(CommandOpcode::RETURN);
+        rig.push(r);
+        rig.commands[2].header.packet_offset = 3;
+        rig.commands.push(zeroed());
+        let state = rig.issue_state();
+        // SAFETY: as above.
+        let issuer = unsafe { BlockIssuer::new(&raw const *state) }.unwrap();
+        assert_eq!(issuer.issue(0), Err(IssueError::Pattern(3)));
+        assert_eq!(
+            issuer.issue(1),
+            Err(IssueError::Length { need: 16, have: 12 })
+        );
+        assert_eq!(
+            issuer.issue(2),
+            Err(IssueError::Packets {
+                offset: 3,
+                count: 1,
+                block: 3
+            })
+        );
+        assert_eq!(issuer.issue(3), Err(IssueError::Opcode(0)));
+        assert_eq!(
+            issuer.issue(4),
+            Err(IssueError::NoCommand { index: 4, count: 4 })
+        );
+        for p in 0..4 {
+            assert_eq!(rig.packet_header(p).packet_type(), PacketType::INVALID);
+        }
+    }
+}

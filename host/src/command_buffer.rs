@@ -1,0 +1,1121 @@
+//! Command buffers: record once into device memory, issue on the device.
+//!
+//! A [`CommandBufferBuilder`] writes each command straight into a block in
+//! memory the GPU reads ([`aqueduct_abi::command`]: a 64-byte block header,
+//! then 128-byte commands), after checking it as the device would: kernel
+//! arguments against the kernel's metadata, the launch against the
+//! kernel's and the agent's limits, buffer ranges, alignment, fill
+//! patterns, the block's capacity. A refused command is an
+//! [`Error::Command`] naming its index; nothing of it is written.
+//!
+//! Buffers are [`BufferRef`]s: a direct address, a binding-table slot, or a
+//! queue-ordered allocation handle. Slots are bound per submission, so one
+//! recording runs on other buffers without being recorded again.
+//!
+//! A [`CommandQueue`] submits a finished [`CommandBuffer`]: it reserves one
+//! packet slot for the block-issue kernel plus the block's packets in the
+//! execution queue, reserves the block's kernel arguments in its kernarg
+//! ring, and dispatches `cmd_block_issue` (the device library), one
+//! work-item per command; each writes its command's packets into the
+//! reserved slots. The last command, RETURN, decrements the submission's
+//! signal once everything before it is done: one submit, one wait, whatever
+//! the number of commands.
+//!
+//! ```text
+//!   queue:  [issue kernel][cmd 0][cmd 1] ... [cmd n-1 = RETURN]
+//!              barrier     written by the issue kernel, in any order
+//!   ring:   [BlockIssue][issue args][binding table][the block's kernargs]
+//! ```
+//!
+//! Kernel arguments: only what the kernel's metadata asks for. A kernel
+//! with hidden arguments gets exactly those, filled at record time from the
+//! launch; one that needs the queue pointer, or hidden counts with an
+//! indirect workgroup count, is refused (neither is known when recording).
+//!
+//! Not yet: several blocks with branches and conditional branches, indirect
+//! dynamic dispatch (its count read when the dispatch runs), the device
+//! scheduler that will submit instead of the host.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use aqueduct_abi::aql::FenceScope;
+pub use aqueduct_abi::command::{AllocationHandle, BindingTableEntry, BufferRef, BufferRefKind};
+use aqueduct_abi::command::{
+    BarrierCommand, BindingPatch, BlockIssue, COMMAND_BUFFER_MAGIC, COMMAND_SIZE, Command,
+    CommandBlockHeader, CommandBufferHeader, CommandFlags, CommandHeader, CommandOpcode, CopyArgs,
+    CopyCommand, DispatchCommand, DispatchFlags, FillArgs, FillCommand, KERNARG_ALIGN, KernelInfo,
+    ReturnCommand, UpdateCommand,
+};
+use aqueduct_abi::hsa::SignalCondition;
+use aqueduct_abi::packet::KernelDispatch;
+pub use aqueduct_abi::packet::Ordering;
+use zerocopy::{FromZeros, IntoBytes};
+
+use crate::dispatch::{Kernargs, KernelFacts, Launch, plan};
+use crate::error::{Error, Result};
+use crate::executable::{Executable, Kernel};
+use crate::memory::{HostBuffer, MemoryPool};
+use crate::queue::{DEFAULT_SPACE_TIMEOUT, Queue};
+use crate::signal::{LoadOrder, Signal};
+
+/// Fill pattern sizes, in bytes.
+pub const PATTERN_SIZES: [usize; 5] = [1, 2, 4, 8, 16];
+
+/// Work-items per workgroup of the block-issue kernel: its launch bound
+/// (`aqueduct_device::command::ISSUE_WORKGROUP`).
+pub const ISSUE_WORKGROUP: u16 = 64;
+
+/// Bytes of the device memory the recording's own data (kernel infos,
+/// argument templates, binding patches, update bytes) is carved from, per
+/// chunk.
+const DATA_CHUNK: usize = 64 * 1024;
+
+/// Why the recorder refused a command.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CommandError {
+    /// The kernel arguments do not fit the kernel (unset, wrong kind or
+    /// size: the message of [`Kernargs`]).
+    #[error("{0}")]
+    Arguments(String),
+    /// The launch does not fit the kernel or the agent.
+    #[error("{0}")]
+    Launch(String),
+    /// A hidden argument that cannot be known when recording.
+    #[error(
+        "kernel {kernel} needs {argument}, which is not known when a command buffer is recorded"
+    )]
+    Hidden { kernel: String, argument: String },
+    /// The arguments were built for another kernel.
+    #[error("the arguments were built for another kernel than {0}")]
+    OtherKernel(String),
+    /// The kernel is loaded on another agent than the recording's.
+    #[error("kernel {kernel} is loaded on {loaded}, the command buffer records for {recording}")]
+    Agent {
+        kernel: String,
+        loaded: String,
+        recording: String,
+    },
+    /// A buffer range whose end overflows, or a zero-length one where bytes
+    /// are needed.
+    #[error("buffer range at offset {offset} of {length} bytes {problem}")]
+    Range {
+        offset: u64,
+        length: u64,
+        problem: &'static str,
+    },
+    /// A reference not aligned as the command needs.
+    #[error("{what} must be {align}-byte aligned (address {address:#x} + offset {offset})")]
+    Alignment {
+        what: &'static str,
+        address: u64,
+        offset: u64,
+        align: u64,
+    },
+    /// A reference of an unknown kind.
+    #[error("buffer reference of unknown kind {0}")]
+    RefKind(u32),
+    /// A fill pattern of another size than 1, 2, 4, 8 or 16 bytes, or a
+    /// fill length not a whole number of patterns.
+    #[error("fill pattern of {pattern} bytes over {length} bytes: {problem}")]
+    Pattern {
+        pattern: usize,
+        length: u64,
+        problem: &'static str,
+    },
+    /// A copy's source and target lengths differ.
+    #[error("copy of {source_length} bytes into {target_length}")]
+    CopyLength {
+        source_length: u64,
+        target_length: u64,
+    },
+    /// An update with no data, or more than a command buffer carries.
+    #[error("update of {0} bytes (1 to {max})", max = UPDATE_MAX)]
+    UpdateLength(usize),
+    /// An unknown fence scope.
+    #[error("fence scope {0} is not none, agent or system")]
+    Scope(u8),
+    /// The block has no room for another command (its last slot is kept
+    /// for the RETURN).
+    #[error("the block holds {capacity} commands, the last one the return")]
+    BlockFull { capacity: u32 },
+    /// More packets or kernel-argument bytes than a block may have.
+    #[error("the block would need {need} {what}, more than {max}")]
+    BlockSize {
+        what: &'static str,
+        need: u64,
+        max: u64,
+    },
+}
+
+/// Most bytes one UPDATE carries.
+pub const UPDATE_MAX: usize = 64 * 1024;
+
+/// Device memory for the recording's data, carved in 16-byte-aligned
+/// pieces from chunks of [`DATA_CHUNK`] bytes (a piece larger than a chunk
+/// gets its own).
+struct Arena {
+    pool: MemoryPool,
+    chunks: Vec<HostBuffer<u8>>,
+    used: usize,
+}
+
+impl Arena {
+    fn new(pool: MemoryPool) -> Self {
+        Self {
+            pool,
+            chunks: Vec::new(),
+            used: 0,
+        }
+    }
+
+    /// Copies `bytes` into the arena at an `align`-byte boundary (16 or
+    /// more, a power of two), zero-padded to a multiple of 16 bytes;
+    /// returns the device address.
+    fn put(&mut self, bytes: &[u8], align: usize) -> Result<u64> {
+        let size = bytes.len().next_multiple_of(16).max(16);
+        // Chunks start page-aligned, so an offset's alignment is the
+        // address's.
+        let at = self.used.next_multiple_of(align);
+        let fits = self.chunks.last().is_some_and(|c| at + size <= c.len());
+        let at = if fits {
+            at
+        } else {
+            self.chunks
+                .push(self.pool.alloc_host::<u8>(size.max(DATA_CHUNK))?);
+            0
+        };
+        let chunk = self.chunks.last_mut().ok_or(Error::InvalidArgument {
+            what: "command buffer",
+            problem: "no data chunk".into(),
+        })?;
+        chunk[at..at + bytes.len()].copy_from_slice(bytes);
+        self.used = at + size;
+        Ok(chunk.address() + at as u64)
+    }
+}
+
+/// What the device knows of a kernel ([`KernelInfo`]), from its metadata.
+fn kernel_info(kernel: &Kernel) -> KernelInfo {
+    let meta = kernel.metadata();
+    let mut info = KernelInfo::new_zeroed();
+    info.kernel_object = kernel.object();
+    info.kernarg_size = kernel.kernarg_segment_size();
+    info.kernarg_alignment = kernel.kernarg_segment_alignment().max(16);
+    info.group_segment_size = kernel.group_segment_size();
+    info.private_segment_size = kernel.private_segment_size();
+    info.required_workgroup_size = meta
+        .reqd_workgroup_size
+        .map_or([0; 3], |r| r.map(|v| u16::try_from(v).unwrap_or(u16::MAX)));
+    info.wavefront_size = u16::try_from(meta.wavefront_size).unwrap_or(64);
+    info
+}
+
+/// The workgroup count and size of a dispatch command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Workgroups {
+    /// 1, 2 or 3.
+    pub dimensions: u8,
+    /// Workgroups per dimension (unused dimensions 1). Ignored by an
+    /// indirect dispatch, whose count is read at issue.
+    pub count: [u32; 3],
+    /// Work-items per workgroup and dimension (unused dimensions 1).
+    pub size: [u16; 3],
+    /// LDS bytes per workgroup on top of the kernel's static size.
+    pub dynamic_lds: u32,
+}
+
+impl Workgroups {
+    /// `count` workgroups of `size` work-items, one-dimensional.
+    pub const fn linear(count: u32, size: u16) -> Self {
+        Self {
+            dimensions: 1,
+            count: [count, 1, 1],
+            size: [size, 1, 1],
+            dynamic_lds: 0,
+        }
+    }
+
+    /// A two-dimensional grid of workgroups.
+    pub const fn planar(count: [u32; 2], size: [u16; 2]) -> Self {
+        Self {
+            dimensions: 2,
+            count: [count[0], count[1], 1],
+            size: [size[0], size[1], 1],
+            dynamic_lds: 0,
+        }
+    }
+}
+
+/// Records one block of commands into device memory.
+pub struct CommandBufferBuilder {
+    agent_name: String,
+    agent: crate::agent::Agent,
+    limits: aqueduct_abi::packet::DispatchLimits,
+    capacity: u32,
+    block: HostBuffer<u8>,
+    count: u32,
+    packets: u32,
+    kernarg_size: u32,
+    arena: Arena,
+    /// Kernel info addresses by kernel object.
+    infos: Vec<(u64, u64)>,
+    /// Keeps the kernels' code loaded while the recording lives.
+    kernels: Vec<Kernel>,
+    /// Bytes each binding slot must hold: the largest end referenced.
+    slot_sizes: Vec<u64>,
+    ordering: Ordering,
+}
+
+/// The packets of a block beyond the issue kernel's, at most (a queue must
+/// hold them all at once).
+pub const MAX_BLOCK_PACKETS: u32 = 1 << 16;
+
+impl CommandBufferBuilder {
+    /// A recording of at most `capacity` commands (the RETURN included)
+    /// for `queue`'s agent, in its kernarg pool (memory every agent reads).
+    pub fn new(queue: &Queue, capacity: u32) -> Result<Self> {
+        if !(1..=MAX_BLOCK_PACKETS).contains(&capacity) {
+            return Err(Error::InvalidArgument {
+                what: "command buffer",
+                problem: format!("capacity {capacity} is not 1..={MAX_BLOCK_PACKETS} commands"),
+            });
+        }
+        let pool = queue.kernarg_pool().clone();
+        let block = pool.alloc_host::<u8>(64 + COMMAND_SIZE * capacity as usize)?;
+        Ok(Self {
+            agent_name: queue.agent().info().name.clone(),
+            agent: queue.agent().clone(),
+            limits: *queue.limits(),
+            capacity,
+            block,
+            count: 0,
+            packets: 0,
+            kernarg_size: 0,
+            arena: Arena::new(pool),
+            infos: Vec::new(),
+            kernels: Vec::new(),
+            slot_sizes: Vec::new(),
+            ordering: Ordering::AGENT,
+        })
+    }
+
+    /// The packet ordering the next commands get: the barrier bit (wait
+    /// for every earlier command) and fence scopes. The default,
+    /// [`Ordering::AGENT`], suits work inside the command buffer, whose
+    /// RETURN releases at system scope.
+    pub fn set_ordering(&mut self, ordering: Ordering) -> &mut Self {
+        self.ordering = ordering;
+        self
+    }
+
+    /// Commands recorded so far.
+    pub fn len(&self) -> u32 {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    fn refuse(&self, kind: &'static str, problem: CommandError) -> Error {
+        Error::Command {
+            index: self.count,
+            kind,
+            problem,
+        }
+    }
+
+    /// Checks a buffer reference as a command will use it and records how
+    /// much of its binding slot it needs.
+    fn check_ref(
+        &mut self,
+        r: &BufferRef,
+        align: u64,
+        what: &'static str,
+    ) -> Result<(), CommandError> {
+        let end = r.offset.checked_add(r.length).ok_or(CommandError::Range {
+            offset: r.offset,
+            length: r.length,
+            problem: "overflows",
+        })?;
+        match r.kind {
+            BufferRefKind::DIRECT => {
+                if r.address.checked_add(end).is_none() {
+                    return Err(CommandError::Range {
+                        offset: r.offset,
+                        length: r.length,
+                        problem: "wraps around the address space",
+                    });
+                }
+                if !r.address.wrapping_add(r.offset).is_multiple_of(align) {
+                    return Err(CommandError::Alignment {
+                        what,
+                        address: r.address,
+                        offset: r.offset,
+                        align,
+                    });
+                }
+            }
+            BufferRefKind::BINDING => {
+                // Binding-table entries are bound 16-byte aligned (checked at
+                // submit), so the offset decides.
+                if !r.offset.is_multiple_of(align) {
+                    return Err(CommandError::Alignment {
+                        what,
+                        address: 0,
+                        offset: r.offset,
+                        align,
+                    });
+                }
+                let slot = r.slot as usize;
+                if self.slot_sizes.len() <= slot {
+                    self.slot_sizes.resize(slot + 1, 0);
+                }
+                self.slot_sizes[slot] = self.slot_sizes[slot].max(end);
+            }
+            BufferRefKind::ALLOCATION => {
+                if r.address % 8 != 0 || r.address == 0 {
+                    return Err(CommandError::Alignment {
+                        what: "an allocation handle",
+                        address: r.address,
+                        offset: 0,
+                        align: 8,
+                    });
+                }
+                if !r.offset.is_multiple_of(align) {
+                    return Err(CommandError::Alignment {
+                        what,
+                        address: r.address,
+                        offset: r.offset,
+                        align,
+                    });
+                }
+            }
+            other => return Err(CommandError::RefKind(other.0)),
+        }
+        Ok(())
+    }
+
+    /// Claims the next slot for a command emitting one packet and
+    /// `kernarg_bytes` of arguments; returns its header.
+    fn claim(
+        &mut self,
+        kind: &'static str,
+        opcode: CommandOpcode,
+        kernarg_bytes: u32,
+    ) -> Result<CommandHeader> {
+        // The last slot is the RETURN's.
+        if self.count + 1 >= self.capacity {
+            return Err(self.refuse(
+                kind,
+                CommandError::BlockFull {
+                    capacity: self.capacity,
+                },
+            ));
+        }
+        for scope in [self.ordering.acquire, self.ordering.release] {
+            if !scope.is_known() {
+                return Err(self.refuse(kind, CommandError::Scope(scope.0)));
+            }
+        }
+        let kernargs =
+            u64::from(self.kernarg_size) + u64::from(kernarg_bytes.next_multiple_of(KERNARG_ALIGN));
+        if kernargs > u64::from(u32::MAX) {
+            return Err(self.refuse(
+                kind,
+                CommandError::BlockSize {
+                    what: "kernel-argument bytes",
+                    need: kernargs,
+                    max: u64::from(u32::MAX),
+                },
+            ));
+        }
+        Ok(CommandHeader {
+            opcode,
+            flags: if self.ordering.barrier {
+                CommandFlags::BARRIER
+            } else {
+                CommandFlags::empty()
+            },
+            acquire_scope: self.ordering.acquire,
+            release_scope: self.ordering.release,
+            packet_offset: self.packets,
+            packet_count: 1,
+            reserved: 0,
+            kernarg_offset: self.kernarg_size,
+        })
+    }
+
+    /// Writes `command` into the next slot (whose header `claim` gave).
+    fn append(&mut self, command: Command) -> u32 {
+        let h = command.header;
+        let at = 64 + COMMAND_SIZE * self.count as usize;
+        self.block[at..at + COMMAND_SIZE].copy_from_slice(command.as_bytes());
+        self.packets += u32::from(h.packet_count);
+        self.kernarg_size += kernarg_bytes_of(&command).next_multiple_of(KERNARG_ALIGN);
+        self.count += 1;
+        self.count - 1
+    }
+
+    /// The device address of `kernel`'s [`KernelInfo`], written once per
+    /// recording.
+    fn info_of(&mut self, kernel: &Kernel) -> Result<u64> {
+        if let Some(&(_, at)) = self.infos.iter().find(|(o, _)| *o == kernel.object()) {
+            return Ok(at);
+        }
+        let at = self.arena.put(kernel_info(kernel).as_bytes(), 64)?;
+        self.infos.push((kernel.object(), at));
+        self.kernels.push(kernel.clone());
+        Ok(at)
+    }
+
+    /// Records a dispatch of `kernel` over `workgroups` with `args`
+    /// (pointer arguments may be [`Kernargs::bind`] references). Returns
+    /// the command's index.
+    pub fn dispatch(
+        &mut self,
+        kernel: &Kernel,
+        workgroups: Workgroups,
+        args: &Kernargs,
+    ) -> Result<u32> {
+        self.record_dispatch(kernel, workgroups, args, None)
+    }
+
+    /// Records a dispatch whose workgroup count, three u32s, is read from
+    /// `count` when the block issues (its contents must be final by
+    /// then: written before the submission).
+    pub fn dispatch_indirect(
+        &mut self,
+        kernel: &Kernel,
+        workgroups: Workgroups,
+        count: BufferRef,
+        args: &Kernargs,
+    ) -> Result<u32> {
+        self.record_dispatch(kernel, workgroups, args, Some(count))
+    }
+
+    fn record_dispatch(
+        &mut self,
+        kernel: &Kernel,
+        workgroups: Workgroups,
+        args: &Kernargs,
+        indirect: Option<BufferRef>,
+    ) -> Result<u32> {
+        const KIND: &str = "dispatch";
+        let name = kernel.name().to_string();
+        if kernel.agent().handle() != self.agent.handle() {
+            return Err(self.refuse(
+                KIND,
+                CommandError::Agent {
+                    kernel: name,
+                    loaded: kernel.agent().info().name.clone(),
+                    recording: self.agent_name.clone(),
+                },
+            ));
+        }
+        if args.kernel_object() != kernel.object() {
+            return Err(self.refuse(KIND, CommandError::OtherKernel(name)));
+        }
+        // The launch as a plain dispatch would check it, with one
+        // workgroup per dimension standing in for an indirect count.
+        let count = if indirect.is_some() {
+            [1; 3]
+        } else {
+            workgroups.count
+        };
+        let mut grid = [1u32; 3];
+        for axis in 0..3 {
+            grid[axis] = count[axis]
+                .checked_mul(u32::from(workgroups.size[axis]))
+                .ok_or_else(|| {
+                    self.refuse(
+                        KIND,
+                        CommandError::Launch(format!(
+                            "{name}: {count:?} workgroups of {:?} overflow the grid",
+                            workgroups.size
+                        )),
+                    )
+                })?;
+        }
+        let launch = Launch {
+            dimensions: workgroups.dimensions,
+            grid,
+            workgroup: workgroups.size,
+            dynamic_lds: workgroups.dynamic_lds,
+            ordering: Ordering::AGENT,
+        };
+        let facts = KernelFacts {
+            meta: kernel.metadata(),
+            object: kernel.object(),
+            group_segment_size: kernel.group_segment_size(),
+            private_segment_size: kernel.private_segment_size(),
+        };
+        // Zero workgroups is a valid recording (the issue writes a no-op).
+        if !count.contains(&0) {
+            let checked: Result<KernelDispatch> = plan(facts, &self.limits, &launch, args);
+            checked.map_err(|e| self.refuse(KIND, CommandError::Launch(e.to_string())))?;
+        }
+        for arg in args.hidden() {
+            let unknown = arg.value_kind == "hidden_queue_ptr"
+                || (indirect.is_some()
+                    && (arg.value_kind.starts_with("hidden_block_count")
+                        || arg.value_kind.starts_with("hidden_remainder")));
+            if unknown {
+                return Err(self.refuse(
+                    KIND,
+                    CommandError::Hidden {
+                        kernel: name,
+                        argument: arg.value_kind.clone(),
+                    },
+                ));
+            }
+        }
+        let segment = args
+            .segment(&launch, 0)
+            .map_err(|e| self.refuse(KIND, CommandError::Arguments(e.to_string())))?;
+        if let Some(r) = &indirect {
+            if r.length < 12 {
+                return Err(self.refuse(
+                    KIND,
+                    CommandError::Range {
+                        offset: r.offset,
+                        length: r.length,
+                        problem: "is shorter than the 12 bytes of a workgroup count",
+                    },
+                ));
+            }
+            self.check_ref(r, 4, "an indirect workgroup count")
+                .map_err(|e| self.refuse(KIND, e))?;
+        }
+        let mut patches = Vec::new();
+        for &(offset, buffer) in args.patches() {
+            self.check_ref(&buffer, 1, "a bound argument")
+                .map_err(|e| self.refuse(KIND, e))?;
+            patches.push(BindingPatch {
+                buffer,
+                kernarg_offset: offset,
+                reserved: 0,
+            });
+        }
+        let size = kernel.kernarg_segment_size();
+        let header = self.claim(KIND, CommandOpcode::DISPATCH, size)?;
+        let info = self.info_of(kernel)?;
+        let template = if segment.is_empty() {
+            0
+        } else {
+            self.arena.put(&segment, 16)?
+        };
+        let bindings = if patches.is_empty() {
+            0
+        } else {
+            self.arena.put(patches.as_bytes(), 16)?
+        };
+        let mut d = DispatchCommand::new_zeroed();
+        d.header = header;
+        d.kernel = info;
+        d.dispatch_flags = if indirect.is_some() {
+            DispatchFlags::INDIRECT_STATIC
+        } else {
+            DispatchFlags::empty()
+        };
+        d.workgroup_size = workgroups.size;
+        d.workgroup_count = workgroups.count;
+        d.dynamic_group_segment_size = workgroups.dynamic_lds;
+        d.kernarg_template = template;
+        d.kernarg_size = size;
+        d.binding_count = patches.len() as u16;
+        d.dimensions = workgroups.dimensions;
+        d.bindings = bindings;
+        if let Some(r) = indirect {
+            d.workgroup_count_ref = r;
+        }
+        Ok(self.append(d.into()))
+    }
+
+    /// Records a fill of `target` with `pattern` (1, 2, 4, 8 or 16 bytes;
+    /// the length a whole number of patterns).
+    pub fn fill(&mut self, target: BufferRef, pattern: &[u8]) -> Result<u32> {
+        const KIND: &str = "fill";
+        let problem = if !PATTERN_SIZES.contains(&pattern.len()) {
+            Some("a pattern is 1, 2, 4, 8 or 16 bytes")
+        } else if !target.length.is_multiple_of(pattern.len() as u64) {
+            Some("the length is not a whole number of patterns")
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            return Err(self.refuse(
+                KIND,
+                CommandError::Pattern {
+                    pattern: pattern.len(),
+                    length: target.length,
+                    problem,
+                },
+            ));
+        }
+        self.check_ref(&target, 1, "a fill target")
+            .map_err(|e| self.refuse(KIND, e))?;
+        let header = self.claim(KIND, CommandOpcode::FILL, size_of::<FillArgs>() as u32)?;
+        let mut f = FillCommand::new_zeroed();
+        f.header = header;
+        f.target = target;
+        f.pattern[..pattern.len()].copy_from_slice(pattern);
+        f.pattern_length = pattern.len() as u8;
+        Ok(self.append(f.into()))
+    }
+
+    /// Records a copy of `source` to `target` (equal lengths, any
+    /// alignment, not overlapping).
+    pub fn copy(&mut self, source: BufferRef, target: BufferRef) -> Result<u32> {
+        const KIND: &str = "copy";
+        if source.length != target.length {
+            return Err(self.refuse(
+                KIND,
+                CommandError::CopyLength {
+                    source_length: source.length,
+                    target_length: target.length,
+                },
+            ));
+        }
+        self.check_ref(&source, 1, "a copy source")
+            .map_err(|e| self.refuse(KIND, e))?;
+        self.check_ref(&target, 1, "a copy target")
+            .map_err(|e| self.refuse(KIND, e))?;
+        let header = self.claim(KIND, CommandOpcode::COPY, size_of::<CopyArgs>() as u32)?;
+        let mut c = CopyCommand::new_zeroed();
+        c.header = header;
+        c.source = source;
+        c.target = target;
+        Ok(self.append(c.into()))
+    }
+
+    /// Records a write of `data`, kept with the recording, to `target`
+    /// (whose length is `data`'s).
+    pub fn update(&mut self, target: BufferRef, data: &[u8]) -> Result<u32> {
+        const KIND: &str = "update";
+        if data.is_empty() || data.len() > UPDATE_MAX {
+            return Err(self.refuse(KIND, CommandError::UpdateLength(data.len())));
+        }
+        let target = BufferRef {
+            length: data.len() as u64,
+            ..target
+        };
+        self.check_ref(&target, 1, "an update target")
+            .map_err(|e| self.refuse(KIND, e))?;
+        let header = self.claim(KIND, CommandOpcode::UPDATE, size_of::<CopyArgs>() as u32)?;
+        let source = self.arena.put(data, 16)?;
+        let mut u = UpdateCommand::new_zeroed();
+        u.header = header;
+        u.source_data = source;
+        u.target = target;
+        Ok(self.append(u.into()))
+    }
+
+    /// Records an execution barrier: later commands start after every
+    /// earlier one completed, with the current ordering's fence scopes.
+    pub fn barrier(&mut self) -> Result<u32> {
+        let mut header = self.claim("barrier", CommandOpcode::BARRIER, 0)?;
+        header.flags = CommandFlags::BARRIER;
+        let mut b = BarrierCommand::new_zeroed();
+        b.header = header;
+        Ok(self.append(b.into()))
+    }
+
+    /// Ends the block with its RETURN (barrier bit, system-scope release so
+    /// the host sees every result) and hands over the recording.
+    pub fn finish(mut self) -> Result<CommandBuffer> {
+        let header = CommandHeader {
+            opcode: CommandOpcode::RETURN,
+            flags: CommandFlags::BARRIER,
+            acquire_scope: FenceScope::AGENT,
+            release_scope: FenceScope::SYSTEM,
+            packet_offset: self.packets,
+            packet_count: 1,
+            reserved: 0,
+            kernarg_offset: self.kernarg_size,
+        };
+        let mut r = ReturnCommand::new_zeroed();
+        r.header = header;
+        self.append(r.into());
+        let block = CommandBlockHeader {
+            block_index: 0,
+            command_count: self.count,
+            packet_count: self.packets,
+            kernarg_size: self.kernarg_size,
+            reserved: [0; 6],
+        };
+        self.block[..64].copy_from_slice(block.as_bytes());
+        // The command buffer header and its one-entry block list.
+        let mut head = CommandBufferHeader::new_zeroed();
+        head.magic = COMMAND_BUFFER_MAGIC;
+        head.abi_version = aqueduct_abi::ABI_VERSION;
+        head.block_count = 1;
+        head.entry_block = 0;
+        head.binding_count = self.slot_sizes.len() as u32;
+        head.max_block_packet_count = self.packets;
+        head.max_block_kernarg_size = self.kernarg_size;
+        let mut bytes = [0u8; 64 + 8];
+        let at = self.arena.put(&bytes, 64)?;
+        head.blocks = at + 64;
+        bytes[..64].copy_from_slice(head.as_bytes());
+        bytes[64..].copy_from_slice(&self.block.address().to_le_bytes());
+        let chunk = self.arena.chunks.last_mut().ok_or(Error::InvalidArgument {
+            what: "command buffer",
+            problem: "no data chunk".into(),
+        })?;
+        let start = (at - chunk.address()) as usize;
+        chunk[start..start + bytes.len()].copy_from_slice(&bytes);
+        Ok(CommandBuffer {
+            inner: std::sync::Arc::new(Recorded {
+                header: at,
+                block: self.block,
+                _arena: self.arena,
+                _kernels: self.kernels,
+                commands: self.count,
+                packets: self.packets,
+                kernarg_size: self.kernarg_size,
+                slot_sizes: self.slot_sizes,
+                agent: self.agent,
+            }),
+        })
+    }
+}
+
+/// Kernel-argument bytes a command writes (before rounding): the same rule
+/// as the device library's issue.
+fn kernarg_bytes_of(command: &Command) -> u32 {
+    match command.header.opcode {
+        CommandOpcode::DISPATCH => {
+            let d: DispatchCommand = zerocopy::transmute!(*command);
+            d.kernarg_size
+        }
+        CommandOpcode::FILL => size_of::<FillArgs>() as u32,
+        CommandOpcode::COPY | CommandOpcode::UPDATE => size_of::<CopyArgs>() as u32,
+        _ => 0,
+    }
+}
+
+/// A finished recording: one block in device memory, replayable with any
+/// binding table. Submissions keep it alive until they complete.
+#[derive(Clone)]
+pub struct CommandBuffer {
+    inner: std::sync::Arc<Recorded>,
+}
+
+struct Recorded {
+    header: u64,
+    block: HostBuffer<u8>,
+    _arena: Arena,
+    _kernels: Vec<Kernel>,
+    commands: u32,
+    packets: u32,
+    kernarg_size: u32,
+    slot_sizes: Vec<u64>,
+    agent: crate::agent::Agent,
+}
+
+impl std::fmt::Debug for CommandBuffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommandBuffer")
+            .field("commands", &self.inner.commands)
+            .field("packets", &self.inner.packets)
+            .field("kernarg_size", &self.inner.kernarg_size)
+            .field("binding_slots", &self.inner.slot_sizes.len())
+            .finish()
+    }
+}
+
+impl CommandBuffer {
+    /// Commands in the block, the RETURN included.
+    pub fn len(&self) -> u32 {
+        self.inner.commands
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.inner.commands == 0
+    }
+
+    /// AQL packets the block emits.
+    pub fn packets(&self) -> u32 {
+        self.inner.packets
+    }
+
+    /// Kernel-argument bytes one issue of the block needs.
+    pub fn kernarg_size(&self) -> u32 {
+        self.inner.kernarg_size
+    }
+
+    /// Binding-table slots the commands use, with the bytes each must hold.
+    pub fn binding_sizes(&self) -> &[u64] {
+        &self.inner.slot_sizes
+    }
+
+    /// Device address of the [`CommandBufferHeader`].
+    pub fn address(&self) -> u64 {
+        self.inner.header
+    }
+
+    /// Device address of the block's header.
+    pub fn block_address(&self) -> u64 {
+        self.inner.block.address()
+    }
+}
+
+/// A byte ring in kernarg memory: per-submission reservations, released in
+/// submission order.
+struct KernargRing {
+    storage: HostBuffer<u8>,
+    /// Bytes ever reserved and ever released (offsets mod the capacity).
+    write: u64,
+    read: u64,
+}
+
+impl KernargRing {
+    fn capacity(&self) -> u64 {
+        self.storage.len() as u64
+    }
+
+    /// `size` bytes, 64-byte aligned, never wrapping: the offset in the
+    /// storage and the new write position, or None without room.
+    fn reserve(&self, size: u64) -> Option<(u64, u64)> {
+        let cap = self.capacity();
+        let size = size.next_multiple_of(64);
+        let at = self.write % cap;
+        // Skip the tail if the reservation would straddle the end.
+        let start = if at + size > cap {
+            self.write + (cap - at)
+        } else {
+            self.write
+        };
+        let end = start + size;
+        (end - self.read <= cap).then_some((start % cap, end))
+    }
+}
+
+/// A submitted command buffer: wait for it with [`Submission::wait`].
+#[must_use = "a submission is only known complete after wait()"]
+pub struct Submission {
+    queue: Queue,
+    signal: Signal,
+    /// The recording, alive while the device may read it.
+    _buffer: CommandBuffer,
+}
+
+impl Submission {
+    /// Waits until the block's RETURN completed (everything before it is
+    /// done and visible to the host), or fails on a queue fault or timeout.
+    pub fn wait(&self, timeout: Duration) -> Result<()> {
+        self.queue
+            .wait(&self.signal, SignalCondition::LT, 1, timeout)
+            .map(|_| ())
+    }
+
+    /// Whether the block's RETURN completed.
+    pub fn is_done(&self) -> bool {
+        self.signal.load(LoadOrder::Acquire) < 1
+    }
+}
+
+/// An execution queue that runs command buffers: the device library's
+/// issue and blit kernels, and a kernarg ring for the blocks' arguments.
+pub struct CommandQueue {
+    queue: Queue,
+    issue: Kernel,
+    /// The blit kernels' infos, in kernarg memory: [fill, copy], 64 bytes
+    /// each.
+    blit_infos: HostBuffer<u8>,
+    _blits: [Kernel; 2],
+    ring: KernargRing,
+    /// Submissions whose ring space is not released yet: their signal and
+    /// the write position after them.
+    pending: VecDeque<(Signal, u64)>,
+}
+
+impl CommandQueue {
+    /// Command buffers on `queue`, issued by `library` (the device library
+    /// loaded on the queue's agent), with `ring_bytes` of kernarg ring.
+    pub fn new(queue: &Queue, library: &Executable, ring_bytes: usize) -> Result<Self> {
+        let issue = library.kernel("cmd_block_issue")?;
+        let fill = library.kernel("blit_fill")?;
+        let copy = library.kernel("blit_copy")?;
+        for (kernel, want) in [
+            (&fill, size_of::<FillArgs>()),
+            (&copy, size_of::<CopyArgs>()),
+        ] {
+            if kernel.kernarg_segment_size() as usize > want.next_multiple_of(16) {
+                return Err(Error::InvalidArgument {
+                    what: "command queue",
+                    problem: format!(
+                        "{} takes {} bytes of arguments, the issue writes {want}",
+                        kernel.name(),
+                        kernel.kernarg_segment_size()
+                    ),
+                });
+            }
+        }
+        let pool = queue.kernarg_pool().clone();
+        let mut blit_infos = pool.alloc_host::<u8>(128)?;
+        blit_infos[..64].copy_from_slice(kernel_info(&fill).as_bytes());
+        blit_infos[64..].copy_from_slice(kernel_info(&copy).as_bytes());
+        let storage = pool.alloc_host::<u8>(ring_bytes.next_multiple_of(64).max(4096))?;
+        Ok(Self {
+            queue: queue.clone(),
+            issue,
+            blit_infos,
+            _blits: [fill, copy],
+            ring: KernargRing {
+                storage,
+                write: 0,
+                read: 0,
+            },
+            pending: VecDeque::new(),
+        })
+    }
+
+    /// The execution queue.
+    pub fn queue(&self) -> &Queue {
+        &self.queue
+    }
+
+    /// Releases the ring space of finished submissions, in order.
+    fn reclaim(&mut self) {
+        while let Some((signal, end)) = self.pending.front() {
+            if signal.load(LoadOrder::Acquire) >= 1 {
+                break;
+            }
+            self.ring.read = *end;
+            self.pending.pop_front();
+        }
+    }
+
+    /// Submits `buffer` with `bindings` (at least as many slots as it uses,
+    /// each at least as large as its commands reference, 16-byte aligned).
+    /// Waits up to the queue's default timeout for ring and queue space.
+    pub fn submit(
+        &mut self,
+        buffer: &CommandBuffer,
+        bindings: &[BindingTableEntry],
+    ) -> Result<Submission> {
+        if buffer.inner.agent.handle() != self.queue.agent().handle() {
+            return Err(Error::InvalidArgument {
+                what: "submit",
+                problem: format!(
+                    "the command buffer was recorded for {}, the queue is on {}",
+                    buffer.inner.agent.info().name,
+                    self.queue.agent().info().name
+                ),
+            });
+        }
+        for (slot, &need) in buffer.inner.slot_sizes.iter().enumerate() {
+            let problem = match bindings.get(slot) {
+                None => Some(format!(
+                    "slot {slot} is not bound ({} bound)",
+                    bindings.len()
+                )),
+                Some(b) if b.length < need => Some(format!(
+                    "slot {slot} holds {} bytes, the commands reach {need}",
+                    b.length
+                )),
+                Some(b) if b.address % 16 != 0 => Some(format!(
+                    "slot {slot} at {:#x} is not 16-byte aligned",
+                    b.address
+                )),
+                Some(_) => None,
+            };
+            if let Some(problem) = problem {
+                return Err(Error::InvalidArgument {
+                    what: "binding table",
+                    problem,
+                });
+            }
+        }
+        let slots = u64::from(buffer.inner.packets) + 1;
+        if slots > u64::from(self.queue.size()) {
+            return Err(Error::InvalidArgument {
+                what: "submit",
+                problem: format!(
+                    "the block needs {slots} packet slots at once, the queue holds {}",
+                    self.queue.size()
+                ),
+            });
+        }
+        // The submission's ring space: issue state, the issue kernel's
+        // argument, the binding table, the block's arguments.
+        let table_at = 128 + 64;
+        let table_bytes = std::mem::size_of_val(bindings) as u64;
+        let args_at = (table_at + table_bytes).next_multiple_of(64);
+        let size = args_at + u64::from(buffer.inner.kernarg_size);
+        if size > self.ring.capacity() {
+            return Err(Error::InvalidArgument {
+                what: "submit",
+                problem: format!(
+                    "the block needs {size} bytes of kernel arguments, the ring holds {}",
+                    self.ring.capacity()
+                ),
+            });
+        }
+        let start = std::time::Instant::now();
+        let (offset, end) = loop {
+            self.reclaim();
+            if let Some(r) = self.ring.reserve(size) {
+                break r;
+            }
+            if start.elapsed() > DEFAULT_SPACE_TIMEOUT {
+                return Err(Error::Timeout {
+                    what: "room in the kernarg ring".into(),
+                    condition: ">=",
+                    expected: size as i64,
+                    observed: (self.ring.capacity() - (self.ring.write - self.ring.read)) as i64,
+                    waited: start.elapsed(),
+                });
+            }
+            if let Some((signal, _)) = self.pending.front() {
+                self.queue
+                    .wait(signal, SignalCondition::LT, 1, Duration::from_millis(10))
+                    .or_else(|e| match e {
+                        Error::Timeout { .. } => Ok(0),
+                        e => Err(e),
+                    })?;
+            }
+        };
+        let base = self.ring.storage.address() + offset;
+        let signal = Signal::new(self.queue.agent().system(), 1)?;
+        let mut issue = BlockIssue::new_zeroed();
+        issue.block = buffer.inner.block.address();
+        issue.queue = self.queue.address();
+        issue.kernarg_base = base + args_at;
+        issue.binding_table = base + table_at;
+        issue.binding_count = bindings.len() as u32;
+        issue.completion_signal = signal.handle();
+        issue.fill_kernel = self.blit_infos.address();
+        issue.copy_kernel = self.blit_infos.address() + 64;
+        let mut reservation = self.queue.reserve(slots as u32, DEFAULT_SPACE_TIMEOUT)?;
+        issue.packet_base = reservation.first_id() + 1;
+        let o = offset as usize;
+        let storage = &mut self.ring.storage;
+        storage[o..o + 128].copy_from_slice(issue.as_bytes());
+        storage[o + 128..o + 136].copy_from_slice(&base.to_le_bytes());
+        storage[o + table_at as usize..o + (table_at + table_bytes) as usize]
+            .copy_from_slice(bindings.as_bytes());
+        let packet = KernelDispatch {
+            ordering: Ordering::AGENT.with_barrier(),
+            ..KernelDispatch::linear(
+                self.issue.object(),
+                base + 128,
+                buffer.inner.commands,
+                ISSUE_WORKGROUP,
+            )
+        }
+        .build(self.queue.limits())?;
+        reservation.emplace(&packet)?;
+        reservation.leave_to_device();
+        self.ring.write = end;
+        self.pending.push_back((signal.clone(), end));
+        Ok(Submission {
+            queue: self.queue.clone(),
+            signal,
+            _buffer: buffer.clone(),
+        })
+    }
+}

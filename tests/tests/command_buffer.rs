@@ -1,0 +1,420 @@
+//! Command buffers end to end (issue 19): recorded on the host into memory
+//! the GPU reads, submitted once, issued on the device by the device
+//! library's `cmd_block_issue` (one work-item per command) into the
+//! execution queue, run, and checked against a CPU model of the same
+//! command list — through the HSA C ABI, on ROCr with a GPU, else on the
+//! simulator's runtime (an MI300X and an MI210). Outputs are poisoned first.
+
+use std::time::Duration;
+
+use aqueduct::command_buffer::{BindingTableEntry, BufferRef, CommandError, Ordering};
+use aqueduct::{CommandBufferBuilder, CommandQueue, DevicePtr, Error, Workgroups};
+use aqueduct_tests::{Rng, announced_system, device_library, host_pool, hsa_gpus};
+
+const TIMEOUT: Duration = Duration::from_secs(120);
+/// Bytes of the output region each command owns.
+const REGION: u64 = 256;
+/// Byte the output is poisoned with.
+const POISON: u8 = 0xA5;
+
+/// One recorded command and what it does, for the CPU model.
+#[derive(Clone, Debug)]
+enum Op {
+    /// `fill_u32` dispatch: `count` u32s of `value` at `at`.
+    FillU32 { at: u64, count: u64, value: u32 },
+    /// Blit fill of `len` bytes at `at` with `pattern`.
+    Fill { at: u64, len: u64, pattern: Vec<u8> },
+    /// Copy of `len` bytes from input offset `from` to output `at`.
+    Copy { from: u64, at: u64, len: u64 },
+    /// Update: `data` at `at`.
+    Update { at: u64, data: Vec<u8> },
+    /// `saxpy_f32` over `n` floats at `y` with x at input `x`, `a`.
+    Saxpy { y: u64, x: u64, n: u64, a: f32 },
+    /// Barrier: nothing to model.
+    Barrier,
+}
+
+/// Applies `ops` to `out` (the output slot) reading `input`, in order.
+fn model(ops: &[Op], out: &mut [u8], input: &[u8]) {
+    for op in ops {
+        match op {
+            Op::FillU32 { at, count, value } => {
+                for k in 0..*count as usize {
+                    let o = *at as usize + 4 * k;
+                    out[o..o + 4].copy_from_slice(&value.to_le_bytes());
+                }
+            }
+            Op::Fill { at, len, pattern } => {
+                for k in 0..*len as usize {
+                    out[*at as usize + k] = pattern[k % pattern.len()];
+                }
+            }
+            Op::Copy { from, at, len } => {
+                let (f, a, l) = (*from as usize, *at as usize, *len as usize);
+                out[a..a + l].copy_from_slice(&input[f..f + l]);
+            }
+            Op::Update { at, data } => {
+                out[*at as usize..*at as usize + data.len()].copy_from_slice(data);
+            }
+            Op::Saxpy { y, x, n, a } => {
+                for k in 0..*n as usize {
+                    let yo = *y as usize + 4 * k;
+                    let xo = *x as usize + 4 * k;
+                    let yv = f32::from_le_bytes(out[yo..yo + 4].try_into().unwrap());
+                    let xv = f32::from_le_bytes(input[xo..xo + 4].try_into().unwrap());
+                    out[yo..yo + 4].copy_from_slice(&(a * xv + yv).to_le_bytes());
+                }
+            }
+            Op::Barrier => {}
+        }
+    }
+}
+
+#[test]
+fn blocks_of_mixed_commands_match_a_cpu_model() {
+    let system = announced_system();
+    let host = host_pool(&system);
+    for gpu in hsa_gpus(&system) {
+        let gfx = gpu.info().name.clone();
+        let lib = device_library(&gpu);
+        let fill_u32 = lib.kernel("fill_u32").expect("fill_u32");
+        let saxpy = lib.kernel("saxpy_f32").expect("saxpy_f32");
+        let queue = gpu.create_queue(4096).expect("queue");
+        let mut cq = CommandQueue::new(&queue, &lib, 1 << 20).expect("command queue");
+        for total in [1u32, 63, 64, 65, 1000] {
+            let mut rng = Rng::new(0xC0DE_0000 + u64::from(total));
+            // The first half of the input: finite floats for saxpy's x; the
+            // rest random bytes for copies.
+            let input_len = 4096usize;
+            let mut input: Vec<u8> = (0..input_len).map(|_| rng.u32() as u8).collect();
+            for k in 0..input_len / 8 {
+                let v = rng.below(17) as f32 - 8.0;
+                input[4 * k..4 * k + 4].copy_from_slice(&v.to_le_bytes());
+            }
+            let mut input_buf = host.alloc_host::<u8>(input_len).expect("alloc");
+            input_buf.copy_from_slice(&input);
+            let out_len = (REGION * u64::from(total)) as usize;
+            let mut out = host.alloc_host::<u8>(out_len).expect("alloc");
+            out.fill(POISON);
+            let slot = |offset: u64, length: u64| BufferRef::binding(0, offset, length);
+            let input_ref = |offset: u64, length: u64| BufferRef::binding(1, offset, length);
+
+            let mut b = CommandBufferBuilder::new(&queue, total).expect("builder");
+            let mut ops = Vec::new();
+            // Commands until the last slot, the RETURN's; each writes only
+            // the output region of its own index.
+            while b.len() + 1 < total {
+                let i = u64::from(b.len());
+                let at = REGION * i;
+                let room = total - 1 - b.len();
+                match i % 7 {
+                    0 => {
+                        let count = 1 + rng.below(64);
+                        let value = rng.u32();
+                        let mut args = fill_u32.kernargs().expect("args");
+                        args.bind(0, slot(at, 4 * count)).expect("dst");
+                        args.set(1, count).expect("len");
+                        args.set(2, value).expect("value");
+                        b.dispatch(&fill_u32, Workgroups::linear(1, 64), &args)
+                            .expect("dispatch");
+                        ops.push(Op::FillU32 { at, count, value });
+                    }
+                    2 => {
+                        let len = 1 + rng.below(REGION - 8);
+                        let from = rng.below(input_len as u64 - len);
+                        let offset = rng.below(REGION - len);
+                        b.copy(input_ref(from, len), slot(at + offset, len))
+                            .expect("copy");
+                        ops.push(Op::Copy {
+                            from,
+                            at: at + offset,
+                            len,
+                        });
+                    }
+                    3 => {
+                        let len = 1 + rng.below(100) as usize;
+                        let data: Vec<u8> = (0..len).map(|_| rng.u32() as u8).collect();
+                        let offset = rng.below(REGION - len as u64);
+                        b.update(slot(at + offset, 0), &data).expect("update");
+                        ops.push(Op::Update {
+                            at: at + offset,
+                            data,
+                        });
+                    }
+                    4 if room >= 2 => {
+                        // A barrier, then a saxpy into the region of its
+                        // own index (still poison: a finite float) reading
+                        // the input's floats.
+                        b.barrier().expect("barrier");
+                        ops.push(Op::Barrier);
+                        let n = 1 + rng.below(48);
+                        let x = 4 * rng.below(256);
+                        let a = rng.below(9) as f32 - 4.0;
+                        let at = REGION * (i + 1);
+                        let mut args = saxpy.kernargs().expect("args");
+                        args.set(0, n).expect("len");
+                        args.set(1, a).expect("a");
+                        args.bind(2, input_ref(x, 4 * n)).expect("x");
+                        args.bind(3, slot(at, 4 * n)).expect("y");
+                        b.dispatch(&saxpy, Workgroups::linear(1, 64), &args)
+                            .expect("dispatch");
+                        ops.push(Op::Saxpy { y: at, x, n, a });
+                    }
+                    _ => {
+                        let size = [1usize, 2, 4, 8, 16][rng.below(5) as usize];
+                        let offset = rng.below(16);
+                        let len = size as u64 * (1 + rng.below((REGION - 16) / size as u64));
+                        let pattern: Vec<u8> = (0..size).map(|_| rng.u32() as u8).collect();
+                        b.fill(slot(at + offset, len), &pattern).expect("fill");
+                        ops.push(Op::Fill {
+                            at: at + offset,
+                            len,
+                            pattern,
+                        });
+                    }
+                }
+            }
+            let buffer = b.finish().expect("finish");
+            assert_eq!(buffer.len(), total.max(1), "{gfx}: commands recorded");
+            let bindings = [
+                BindingTableEntry {
+                    address: out.address(),
+                    length: out_len as u64,
+                },
+                BindingTableEntry {
+                    address: input_buf.address(),
+                    length: input_len as u64,
+                },
+            ];
+            let submission = cq.submit(&buffer, &bindings).expect("submit");
+            submission
+                .wait(TIMEOUT)
+                .unwrap_or_else(|e| panic!("{gfx}: {total} commands: {e}"));
+            let mut want = vec![POISON; out_len];
+            model(&ops, &mut want, &input);
+            if let Some(k) = (0..out_len).find(|&k| out[k] != want[k]) {
+                panic!(
+                    "{gfx}: {total} commands: byte {k} (command {}) is {:#04x}, want {:#04x}",
+                    k as u64 / REGION,
+                    out[k],
+                    want[k]
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn one_recording_replays_with_two_binding_tables() {
+    let system = announced_system();
+    let host = host_pool(&system);
+    for gpu in hsa_gpus(&system) {
+        let lib = device_library(&gpu);
+        let fill_u32 = lib.kernel("fill_u32").expect("fill_u32");
+        let queue = gpu.create_queue(256).expect("queue");
+        let mut cq = CommandQueue::new(&queue, &lib, 1 << 16).expect("command queue");
+        let mut b = CommandBufferBuilder::new(&queue, 4).expect("builder");
+        let mut args = fill_u32.kernargs().expect("args");
+        args.bind(0, BufferRef::binding(0, 16, 64)).expect("dst");
+        args.set(1, 16u64).expect("len");
+        args.set(2, 0xFEED_0001u32).expect("value");
+        b.dispatch(&fill_u32, Workgroups::linear(1, 64), &args)
+            .expect("dispatch");
+        b.set_ordering(Ordering::AGENT.with_barrier());
+        b.copy(BufferRef::binding(0, 16, 64), BufferRef::binding(1, 0, 64))
+            .expect("copy");
+        let buffer = b.finish().expect("finish");
+        let mut runs = Vec::new();
+        for _ in 0..2 {
+            let mut a = host.alloc_host::<u8>(128).expect("alloc");
+            let mut c = host.alloc_host::<u8>(64).expect("alloc");
+            a.fill(POISON);
+            c.fill(POISON);
+            let table = [
+                BindingTableEntry {
+                    address: a.address(),
+                    length: 128,
+                },
+                BindingTableEntry {
+                    address: c.address(),
+                    length: 64,
+                },
+            ];
+            cq.submit(&buffer, &table)
+                .expect("submit")
+                .wait(TIMEOUT)
+                .expect("wait");
+            runs.push((a, c));
+        }
+        for (a, c) in &runs {
+            let word = 0xFEED_0001u32.to_le_bytes();
+            assert!(a[..16].iter().all(|&x| x == POISON), "before the range");
+            assert!(a[80..].iter().all(|&x| x == POISON), "after the range");
+            for k in 0..64 {
+                assert_eq!(a[16 + k], word[k % 4]);
+                assert_eq!(c[k], word[k % 4], "copied after the barrier");
+            }
+        }
+    }
+}
+
+#[test]
+fn bad_commands_are_refused_at_record_time_naming_the_command() {
+    let system = announced_system();
+    for gpu in hsa_gpus(&system) {
+        let lib = device_library(&gpu);
+        let fill_u32 = lib.kernel("fill_u32").expect("fill_u32");
+        let queue = gpu.create_queue(64).expect("queue");
+        let mut b = CommandBufferBuilder::new(&queue, 3).expect("builder");
+        b.fill(BufferRef::binding(0, 0, 16), &[1]).expect("fill");
+        let command = |e: Error| match e {
+            Error::Command { index, problem, .. } => (index, problem),
+            e => panic!("not a command error: {e}"),
+        };
+        // Arguments: one left unset.
+        let mut args = fill_u32.kernargs().expect("args");
+        args.set(1, 4u64).expect("len");
+        args.set(2, 1u32).expect("value");
+        let (index, problem) = command(
+            b.dispatch(&fill_u32, Workgroups::linear(1, 64), &args)
+                .unwrap_err(),
+        );
+        assert_eq!(index, 1);
+        assert!(
+            matches!(problem, CommandError::Arguments(ref m) if m.contains("not set")),
+            "{problem}"
+        );
+        args.set(0, DevicePtr(0x1000)).expect("dst");
+        // Workgroups beyond the agent's limit.
+        let (_, problem) = command(
+            b.dispatch(&fill_u32, Workgroups::linear(1, 2048), &args)
+                .unwrap_err(),
+        );
+        assert!(matches!(problem, CommandError::Launch(_)), "{problem}");
+        // Ranges, alignment, patterns, copies, updates.
+        let (_, problem) = command(
+            b.fill(BufferRef::binding(0, u64::MAX - 4, 8), &[0; 4])
+                .unwrap_err(),
+        );
+        assert!(matches!(problem, CommandError::Range { .. }), "{problem}");
+        let (_, problem) = command(b.fill(BufferRef::binding(0, 0, 12), &[0; 3]).unwrap_err());
+        assert!(
+            matches!(problem, CommandError::Pattern { pattern: 3, .. }),
+            "{problem}"
+        );
+        let (_, problem) = command(b.fill(BufferRef::binding(0, 0, 12), &[0; 8]).unwrap_err());
+        assert!(
+            matches!(problem, CommandError::Pattern { pattern: 8, .. }),
+            "{problem}"
+        );
+        let (_, problem) = command(
+            b.copy(BufferRef::binding(0, 0, 12), BufferRef::binding(1, 0, 16))
+                .unwrap_err(),
+        );
+        assert!(
+            matches!(problem, CommandError::CopyLength { .. }),
+            "{problem}"
+        );
+        let (_, problem) = command(b.update(BufferRef::binding(0, 0, 0), &[]).unwrap_err());
+        assert!(
+            matches!(problem, CommandError::UpdateLength(0)),
+            "{problem}"
+        );
+        let (_, problem) = command(
+            b.dispatch_indirect(
+                &fill_u32,
+                Workgroups::linear(0, 64),
+                BufferRef::binding(0, 2, 12),
+                &args,
+            )
+            .unwrap_err(),
+        );
+        assert!(
+            matches!(problem, CommandError::Alignment { align: 4, .. }),
+            "{problem}"
+        );
+        // Capacity: 3 slots, the last the RETURN's.
+        b.barrier().expect("second command");
+        let (index, problem) = command(b.barrier().unwrap_err());
+        assert_eq!(index, 2);
+        assert_eq!(problem, CommandError::BlockFull { capacity: 3 });
+        let buffer = b.finish().expect("finish");
+        assert_eq!(buffer.len(), 3);
+        assert_eq!(buffer.binding_sizes(), &[16]);
+        // Submit-time checks: a missing or short binding.
+        let mut cq = CommandQueue::new(&queue, &lib, 1 << 16).expect("command queue");
+        let e = cq.submit(&buffer, &[]).err().expect("unbound slot");
+        assert!(e.to_string().contains("slot 0 is not bound"), "{e}");
+        let e = cq
+            .submit(
+                &buffer,
+                &[BindingTableEntry {
+                    address: 0x1000,
+                    length: 8,
+                }],
+            )
+            .err()
+            .expect("short slot");
+        assert!(e.to_string().contains("holds 8 bytes"), "{e}");
+    }
+}
+
+/// The argument structs the issue writes for the blit kernels
+/// (`FillArgs`, `CopyArgs`) and the issue kernel's one pointer are what the
+/// compiler laid out, on every target.
+#[test]
+fn the_issue_writes_the_blit_kernels_arguments_where_their_metadata_puts_them() {
+    use aqueduct::code_object::CodeObject;
+    use aqueduct_abi::command::{CopyArgs, FillArgs};
+    use std::mem::offset_of;
+    let fill = [
+        (offset_of!(FillArgs, dst), 8),
+        (offset_of!(FillArgs, len), 8),
+        (offset_of!(FillArgs, pattern_lo), 8),
+        (offset_of!(FillArgs, pattern_hi), 8),
+        (offset_of!(FillArgs, pattern_size), 4),
+    ];
+    let copy = [
+        (offset_of!(CopyArgs, dst), 8),
+        (offset_of!(CopyArgs, src), 8),
+        (offset_of!(CopyArgs, len), 8),
+    ];
+    let libraries: Vec<_> = aqueduct_tests::built_code_objects()
+        .into_iter()
+        .filter(|b| b.package == "aqueduct-device")
+        .collect();
+    assert!(!libraries.is_empty());
+    for built in libraries {
+        let bytes = std::fs::read(&built.path).expect("read");
+        let code = CodeObject::parse(&bytes).expect("parse");
+        let kernel = |name: &str| {
+            code.kernels
+                .iter()
+                .find(|k| k.metadata.name == name)
+                .unwrap_or_else(|| panic!("{}: no {name}", built.gfx))
+                .metadata
+                .clone()
+        };
+        for (name, want, size) in [
+            ("blit_fill", &fill[..], size_of::<FillArgs>()),
+            ("blit_copy", &copy[..], size_of::<CopyArgs>()),
+            ("cmd_block_issue", &[(0, 8)][..], 8),
+        ] {
+            let meta = kernel(name);
+            let got: Vec<(usize, usize)> = meta
+                .args
+                .iter()
+                .map(|a| (a.offset as usize, a.size as usize))
+                .collect();
+            assert_eq!(got, want, "{}: {name}", built.gfx);
+            assert!(
+                meta.kernarg_segment_size as usize <= size,
+                "{}: {name} takes {} bytes",
+                built.gfx,
+                meta.kernarg_segment_size
+            );
+        }
+        let issue = kernel("cmd_block_issue");
+        assert_eq!(issue.max_flat_workgroup_size, 64, "{}: launch bound", built.gfx);
+    }
+}
