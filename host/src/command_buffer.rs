@@ -43,14 +43,14 @@ use aqueduct_abi::aql::FenceScope;
 pub use aqueduct_abi::command::{AllocationHandle, BindingTableEntry, BufferRef, BufferRefKind};
 use aqueduct_abi::command::{
     BarrierCommand, BindingPatch, BlockIssue, COMMAND_BUFFER_MAGIC, COMMAND_SIZE, Command,
-    CommandBlockHeader, CommandBufferHeader, CommandFlags, CommandHeader, CommandOpcode, CopyArgs,
-    CopyCommand, DispatchCommand, DispatchFlags, FillArgs, FillCommand, KERNARG_ALIGN, KernelInfo,
-    ReturnCommand, UpdateCommand,
+    CommandBlockHeader, CommandBufferHeader, CommandFlags, CommandHeader, CommandOpcode,
+    CommandView, CopyArgs, CopyCommand, DispatchCommand, DispatchFlags, FillArgs, FillCommand,
+    KERNARG_ALIGN, KernelInfo, ReturnCommand, UpdateCommand,
 };
 use aqueduct_abi::hsa::SignalCondition;
 use aqueduct_abi::packet::KernelDispatch;
 pub use aqueduct_abi::packet::Ordering;
-use zerocopy::{FromZeros, IntoBytes};
+use zerocopy::{FromBytes, FromZeros, IntoBytes};
 
 use crate::dispatch::{Kernargs, KernelFacts, Launch, plan};
 use crate::error::{Error, Result};
@@ -771,7 +771,12 @@ impl CommandBufferBuilder {
                 header: at,
                 block: self.block,
                 _arena: self.arena,
-                _kernels: self.kernels,
+                kernels: self
+                    .infos
+                    .iter()
+                    .map(|&(_, at)| at)
+                    .zip(self.kernels)
+                    .collect(),
                 commands: self.count,
                 packets: self.packets,
                 kernarg_size: self.kernarg_size,
@@ -807,12 +812,46 @@ struct Recorded {
     header: u64,
     block: HostBuffer<u8>,
     _arena: Arena,
-    _kernels: Vec<Kernel>,
+    /// The dispatched kernels, with their info's device address.
+    kernels: Vec<(u64, Kernel)>,
     commands: u32,
     packets: u32,
     kernarg_size: u32,
     slot_sizes: Vec<u64>,
     agent: crate::agent::Agent,
+}
+
+impl Recorded {
+    /// The command whose packets include the block's packet `offset`: its
+    /// index and kind (with the kernel for a dispatch).
+    fn command_at_packet(&self, offset: u32) -> Option<(u32, String)> {
+        (0..self.commands).find_map(|index| {
+            let at = 64 + COMMAND_SIZE * index as usize;
+            let command = Command::read_from_bytes(&self.block[at..at + COMMAND_SIZE]).ok()?;
+            let h = command.header;
+            let end = h.packet_offset + u32::from(h.packet_count);
+            if !(h.packet_offset..end).contains(&offset) {
+                return None;
+            }
+            let what = match command.view() {
+                Ok(CommandView::Dispatch(d)) => {
+                    let name = self
+                        .kernels
+                        .iter()
+                        .find(|(info, _)| *info == d.kernel)
+                        .map_or("an unknown kernel", |(_, k)| k.name());
+                    format!("dispatch of {name}")
+                }
+                Ok(CommandView::Fill(_)) => "fill".into(),
+                Ok(CommandView::Copy(_)) => "copy".into(),
+                Ok(CommandView::Update(_)) => "update".into(),
+                Ok(CommandView::Barrier(_)) => "barrier".into(),
+                Ok(CommandView::Return(_)) => "return".into(),
+                _ => format!("opcode {}", h.opcode.0),
+            };
+            Some((index, what))
+        })
+    }
 }
 
 impl std::fmt::Debug for CommandBuffer {
@@ -899,16 +938,53 @@ pub struct Submission {
     queue: Queue,
     signal: Signal,
     /// The recording, alive while the device may read it.
-    _buffer: CommandBuffer,
+    buffer: CommandBuffer,
+    /// Packet id of the block-issue kernel's packet; the block's follow.
+    issue_packet: u64,
 }
 
 impl Submission {
     /// Waits until the block's RETURN completed (everything before it is
     /// done and visible to the host), or fails on a queue fault or timeout.
+    ///
+    /// A fault names the command whose packet the queue stopped at
+    /// ([`Error::CommandFault`]): its index and, for a dispatch, the kernel.
     pub fn wait(&self, timeout: Duration) -> Result<()> {
-        self.queue
+        match self
+            .queue
             .wait(&self.signal, SignalCondition::LT, 1, timeout)
-            .map(|_| ())
+        {
+            Ok(_) => Ok(()),
+            Err(fault @ Error::QueueFault { .. }) => Err(self.blame(fault)),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The command the queue stopped at (the packet at its read index: a
+    /// faulting packet is never consumed), or the fault as it is when the
+    /// queue stopped elsewhere.
+    fn blame(&self, fault: Error) -> Error {
+        let at = self.queue.read_index();
+        let first = self.issue_packet.wrapping_add(1);
+        let inner = &self.buffer.inner;
+        let (index, what) = if at == self.issue_packet {
+            (inner.commands, "the block-issue kernel".to_string())
+        } else if let Some(offset) = at
+            .checked_sub(first)
+            .filter(|&o| o < u64::from(inner.packets))
+        {
+            match inner.command_at_packet(offset as u32) {
+                Some((index, what)) => (index, what),
+                None => return fault,
+            }
+        } else {
+            return fault;
+        };
+        Error::CommandFault {
+            index,
+            what,
+            fault: Box::new(fault),
+        }
     }
 
     /// Whether the block's RETURN completed.
@@ -1115,7 +1191,8 @@ impl CommandQueue {
         Ok(Submission {
             queue: self.queue.clone(),
             signal,
-            _buffer: buffer.clone(),
+            buffer: buffer.clone(),
+            issue_packet: issue.packet_base - 1,
         })
     }
 }

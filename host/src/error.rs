@@ -91,6 +91,19 @@ pub enum Error {
         message: String,
     },
 
+    /// A command of a submitted command buffer faulted (or the issue of its
+    /// block did): the queue stopped at that command's packet.
+    #[error("command {index} of the command buffer ({what}) faulted: {fault}")]
+    CommandFault {
+        /// The command's index in its block; the block's command count when
+        /// the block-issue kernel itself faulted.
+        index: u32,
+        /// The command's kind, with the kernel's name for a dispatch.
+        what: String,
+        /// The queue's fault.
+        fault: Box<Error>,
+    },
+
     /// A code object was built for another processor than the agent's.
     #[error(
         "code object targets {code_object}, but the agent is {agent} ({agent_isa}); build it with `cargo xtask build --gfx {agent}`"

@@ -309,7 +309,7 @@ impl Queue {
         self.inner.agent.system()
     }
 
-    fn read_index(&self) -> u64 {
+    pub(crate) fn read_index(&self) -> u64 {
         // SAFETY: `raw` is live while `self` is.
         unsafe { self.system().queue_read_index(self.inner.raw.as_ptr()) }
     }

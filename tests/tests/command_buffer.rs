@@ -415,6 +415,165 @@ fn the_issue_writes_the_blit_kernels_arguments_where_their_metadata_puts_them() 
             );
         }
         let issue = kernel("cmd_block_issue");
-        assert_eq!(issue.max_flat_workgroup_size, 64, "{}: launch bound", built.gfx);
+        assert_eq!(
+            issue.max_flat_workgroup_size, 64,
+            "{}: launch bound",
+            built.gfx
+        );
+    }
+}
+
+/// A kernel that traps inside a block: the wait names the command and the
+/// kernel; the faulted queue is dead, another runs on. An allocation handle
+/// committed before the submission is followed; one never committed makes
+/// the issue itself stop, which the wait names as the block-issue kernel.
+#[test]
+fn faults_name_the_command_and_allocation_handles_resolve_at_issue() {
+    use aqueduct::command_buffer::AllocationHandle;
+    let system = announced_system();
+    let host = host_pool(&system);
+    for gpu in hsa_gpus(&system) {
+        let gfx = gpu.info().name.clone();
+        let lib = device_library(&gpu);
+        let fill_u32 = lib.kernel("fill_u32").expect("fill_u32");
+        let kernels = aqueduct_tests::load_device_crate(&gpu, "aqueduct-test-kernels");
+        let trap = kernels.kernel("trap_on_value").expect("trap_on_value");
+
+        let mut src = host.alloc_host::<u32>(64).expect("alloc");
+        let dst = host.alloc_host::<u32>(64).expect("alloc");
+        for (k, v) in src.iter_mut().enumerate() {
+            *v = k as u32;
+        }
+        let queue = gpu.create_queue(64).expect("queue");
+        let mut cq = CommandQueue::new(&queue, &lib, 1 << 16).expect("command queue");
+        let mut b = CommandBufferBuilder::new(&queue, 4).expect("builder");
+        b.fill(BufferRef::direct(dst.address(), 256), &[7])
+            .expect("fill");
+        b.set_ordering(Ordering::AGENT.with_barrier());
+        let mut args = trap.kernargs().expect("args");
+        args.set(0, &src).expect("src");
+        args.set(1, &dst).expect("dst");
+        args.set(2, 64u64).expect("len");
+        args.set(3, 33u32).expect("trap_on");
+        b.dispatch(&trap, Workgroups::linear(1, 64), &args)
+            .expect("dispatch");
+        let buffer = b.finish().expect("finish");
+        let e = cq
+            .submit(&buffer, &[])
+            .expect("submit")
+            .wait(TIMEOUT)
+            .expect_err("the kernel traps");
+        match &e {
+            Error::CommandFault { index, what, .. } => {
+                assert_eq!(*index, 1, "{gfx}: {e}");
+                assert!(what.contains("trap_on_value"), "{gfx}: {e}");
+            }
+            _ => panic!("{gfx}: not a command fault: {e}"),
+        }
+
+        // Another queue works, and follows a committed allocation handle.
+        let queue = gpu.create_queue(64).expect("queue");
+        let mut cq = CommandQueue::new(&queue, &lib, 1 << 16).expect("command queue");
+        let mut target = host.alloc_host::<u32>(16).expect("alloc");
+        target.fill(0xA5A5_A5A5);
+        let mut handle = host.alloc_host::<AllocationHandle>(2).expect("alloc");
+        handle[0] = AllocationHandle {
+            address: target.address(),
+            length: 64,
+        };
+        let mut b = CommandBufferBuilder::new(&queue, 2).expect("builder");
+        let mut args = fill_u32.kernargs().expect("args");
+        args.bind(0, BufferRef::allocation(handle.address(), 16, 32))
+            .expect("dst");
+        args.set(1, 8u64).expect("len");
+        args.set(2, 0x600D_F00Du32).expect("value");
+        b.dispatch(&fill_u32, Workgroups::linear(1, 64), &args)
+            .expect("dispatch");
+        let buffer = b.finish().expect("finish");
+        cq.submit(&buffer, &[])
+            .expect("submit")
+            .wait(TIMEOUT)
+            .unwrap_or_else(|e| panic!("{gfx}: {e}"));
+        let want: Vec<u32> = (0..16)
+            .map(|k| {
+                if (4..12).contains(&k) {
+                    0x600D_F00D
+                } else {
+                    0xA5A5_A5A5
+                }
+            })
+            .collect();
+        assert_eq!(&target[..], &want[..], "{gfx}: through the handle");
+
+        // The second handle was never committed: the issue stops.
+        let mut b = CommandBufferBuilder::new(&queue, 2).expect("builder");
+        let mut args = fill_u32.kernargs().expect("args");
+        args.bind(0, BufferRef::allocation(handle.address() + 16, 0, 32))
+            .expect("dst");
+        args.set(1, 8u64).expect("len");
+        args.set(2, 1u32).expect("value");
+        b.dispatch(&fill_u32, Workgroups::linear(1, 64), &args)
+            .expect("dispatch");
+        let buffer = b.finish().expect("finish");
+        let e = cq
+            .submit(&buffer, &[])
+            .expect("submit")
+            .wait(TIMEOUT)
+            .expect_err("an uncommitted allocation");
+        match &e {
+            Error::CommandFault { index, what, .. } => {
+                assert_eq!(*index, 2, "{gfx}: {e}");
+                assert!(what.contains("block-issue"), "{gfx}: {e}");
+            }
+            _ => panic!("{gfx}: not a command fault: {e}"),
+        }
+    }
+}
+
+/// Blocks bigger than the queue's free room, submitted back to back into a
+/// 64-slot queue and an 8 KiB kernarg ring: each submission waits for room
+/// and none loses a packet.
+#[test]
+fn back_to_back_blocks_wait_for_room_and_lose_nothing() {
+    let system = announced_system();
+    let host = host_pool(&system);
+    for gpu in hsa_gpus(&system) {
+        let gfx = gpu.info().name.clone();
+        let lib = device_library(&gpu);
+        let queue = gpu.create_queue(64).expect("queue");
+        let mut cq = CommandQueue::new(&queue, &lib, 8 << 10).expect("command queue");
+        const FILLS: u64 = 40;
+        let mut b = CommandBufferBuilder::new(&queue, FILLS as u32 + 1).expect("builder");
+        for k in 0..FILLS {
+            b.fill(BufferRef::binding(0, 16 * k, 16), &[k as u8 + 1])
+                .expect("fill");
+        }
+        let buffer = b.finish().expect("finish");
+        assert_eq!(buffer.packets(), FILLS as u32 + 1);
+        let outputs: Vec<_> = (0..5)
+            .map(|_| {
+                let mut o = host.alloc_host::<u8>(16 * FILLS as usize).expect("alloc");
+                o.fill(POISON);
+                o
+            })
+            .collect();
+        let submissions: Vec<_> = outputs
+            .iter()
+            .map(|o| {
+                let table = [BindingTableEntry {
+                    address: o.address(),
+                    length: 16 * FILLS,
+                }];
+                cq.submit(&buffer, &table).expect("submit")
+            })
+            .collect();
+        for s in &submissions {
+            s.wait(TIMEOUT).unwrap_or_else(|e| panic!("{gfx}: {e}"));
+        }
+        for o in &outputs {
+            for (k, chunk) in o.chunks(16).enumerate() {
+                assert!(chunk.iter().all(|&x| x == k as u8 + 1), "{gfx}: fill {k}");
+            }
+        }
     }
 }
