@@ -265,6 +265,8 @@ pub struct CommandBufferBuilder {
     /// Bytes each binding slot must hold: the largest end referenced.
     slot_sizes: Vec<u64>,
     ordering: Ordering,
+    /// Whether the block gets an issue order grouped by kind.
+    sort_by_kind: bool,
 }
 
 /// The packets of a block beyond the issue kernel's, at most (a queue must
@@ -297,7 +299,17 @@ impl CommandBufferBuilder {
             kernels: Vec::new(),
             slot_sizes: Vec::new(),
             ordering: Ordering::AGENT,
+            sort_by_kind: true,
         })
+    }
+
+    /// Whether the block-issue kernel takes the commands grouped by kind
+    /// (the default: each wave then runs one kind's code, without
+    /// divergence) or in recording order. Results are the same; only the
+    /// issue's cost differs (`cargo xtask cmdbuf-bench`).
+    pub fn set_sort_by_kind(&mut self, sort: bool) -> &mut Self {
+        self.sort_by_kind = sort;
+        self
     }
 
     /// The packet ordering the next commands get: the barrier bit (wait
@@ -738,12 +750,23 @@ impl CommandBufferBuilder {
         let mut r = ReturnCommand::new_zeroed();
         r.header = header;
         self.append(r.into());
+        // The issue order: commands grouped by kind (stably), so each wave
+        // of the block-issue kernel runs one kind's code.
+        let mut order: Vec<u32> = (0..self.count).collect();
+        let opcode = |i: &u32| self.block[64 + COMMAND_SIZE * *i as usize];
+        order.sort_by_key(opcode);
+        let issue_order = if self.sort_by_kind {
+            self.arena.put(order.as_bytes(), 16)?
+        } else {
+            0
+        };
         let block = CommandBlockHeader {
             block_index: 0,
             command_count: self.count,
             packet_count: self.packets,
             kernarg_size: self.kernarg_size,
-            reserved: [0; 6],
+            issue_order,
+            reserved: [0; 5],
         };
         self.block[..64].copy_from_slice(block.as_bytes());
         // The command buffer header and its one-entry block list.

@@ -269,7 +269,13 @@ pub struct CommandBlockHeader {
     pub packet_count: u32,
     /// Kernarg bytes the block's commands need in all.
     pub kernarg_size: u32,
-    pub reserved: [u64; 6],
+    /// Device address of `[u32; command_count]`, the order in which the
+    /// block-issue kernel's work-items take the commands (work-item `g`
+    /// issues command `issue_order[g]`): grouped by kind, so that each wave
+    /// runs one kind's code without divergence. 0: work-item `g` issues
+    /// command `g`.
+    pub issue_order: u64,
+    pub reserved: [u64; 5],
 }
 
 assert_layout!(
@@ -282,7 +288,8 @@ assert_layout!(
     command_count = 4,
     packet_count = 8,
     kernarg_size = 12,
-    reserved = 16,
+    issue_order = 16,
+    reserved = 24,
 );
 
 open_enum! {

@@ -443,6 +443,36 @@ macro_rules! declare_api {
 
 with_hsa_functions!(declare_api);
 
+/// aqueduct's simulator extension, not part of ROCr's ABI: the simulated
+/// runtime exports this function, ROCr does not, so a host looks it up
+/// optionally. It writes up to `capacity` records of what the runtime's
+/// dispatches executed so far, one per kernel name, and returns how many
+/// kernels there are.
+pub const SIM_KERNEL_STATS_SYMBOL: &str = "aqueduct_sim_kernel_stats";
+
+/// [`SIM_KERNEL_STATS_SYMBOL`]'s signature.
+pub type SimKernelStatsFn =
+    unsafe extern "C" fn(out: *mut SimKernelStats, capacity: usize) -> usize;
+
+/// Bytes of a [`SimKernelStats`] name, its NUL included (longer names are
+/// cut).
+pub const SIM_KERNEL_NAME_BYTES: usize = 112;
+
+/// What the simulated runtime's dispatches of one kernel executed, summed.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SimKernelStats {
+    /// The kernel's name, NUL-terminated UTF-8.
+    pub name: [u8; SIM_KERNEL_NAME_BYTES],
+    pub dispatches: u64,
+    /// Waves run.
+    pub waves: u64,
+    /// Wave-instructions executed.
+    pub instructions: u64,
+    /// Sum over executed instructions of active lanes.
+    pub lane_ops: u64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

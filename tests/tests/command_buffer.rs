@@ -100,6 +100,9 @@ fn blocks_of_mixed_commands_match_a_cpu_model() {
             let input_ref = |offset: u64, length: u64| BufferRef::binding(1, offset, length);
 
             let mut b = CommandBufferBuilder::new(&queue, total).expect("builder");
+            // Issued grouped by kind, except the 65-command block, in
+            // recording order.
+            b.set_sort_by_kind(total != 65);
             let mut ops = Vec::new();
             // Commands until the last slot, the RETURN's; each writes only
             // the output region of its own index.
@@ -576,4 +579,47 @@ fn back_to_back_blocks_wait_for_room_and_lose_nothing() {
             }
         }
     }
+}
+
+/// The simulated runtime counts what each kernel executed
+/// (`System::runtime().simulator_kernel_stats()`): a block's issue shows
+/// up as one dispatch of `cmd_block_issue` with a wave per 64 commands.
+/// On ROCr there are no counts.
+#[test]
+fn the_simulator_counts_the_block_issue() {
+    let system = announced_system();
+    let Some(before) = system.runtime().simulator_kernel_stats() else {
+        assert!(!aqueduct_tests::hsa_backend().is_simulator());
+        return;
+    };
+    let issue_of = |stats: &[aqueduct::hsa::KernelStats]| {
+        stats
+            .iter()
+            .find(|s| s.name == "cmd_block_issue")
+            .map_or((0, 0, 0), |s| (s.dispatches, s.waves, s.instructions))
+    };
+    let gpu = hsa_gpus(&system).remove(0);
+    let lib = device_library(&gpu);
+    let queue = gpu.create_queue(256).expect("queue");
+    let mut cq = CommandQueue::new(&queue, &lib, 1 << 16).expect("command queue");
+    let mut b = CommandBufferBuilder::new(&queue, 100).expect("builder");
+    for _ in 0..99 {
+        b.barrier().expect("barrier");
+    }
+    let buffer = b.finish().expect("finish");
+    // Other tests run alongside in this process: look for our dispatch's
+    // waves among the growth, not for an exact total.
+    cq.submit(&buffer, &[])
+        .expect("submit")
+        .wait(TIMEOUT)
+        .expect("wait");
+    let after = system
+        .runtime()
+        .simulator_kernel_stats()
+        .expect("still the simulator");
+    let (d0, w0, i0) = issue_of(&before);
+    let (d1, w1, i1) = issue_of(&after);
+    assert!(d1 > d0, "a dispatch of cmd_block_issue");
+    assert!(w1 - w0 >= 2, "100 commands take two waves");
+    assert!(i1 > i0, "instructions counted");
 }

@@ -1,5 +1,6 @@
 //! `cargo xtask`: aqueduct's build and inspection commands.
 
+mod cmdbuf_bench;
 mod hsa_bench;
 
 use std::io::IsTerminal;
@@ -36,6 +37,12 @@ commands:
             says otherwise): round trip of an empty kernel, batch
             throughput, host-side ns per packet (target ≤ 100) and body
             build ns; runs itself and the simulator as release builds
+  cmdbuf-bench  issue 19's command-buffer benchmarks through the host shim
+            on the simulator's HSA runtime: host ns per recorded dispatch,
+            fill and copy (10k of each; goals ≤ 50 and ≤ 20 ns), the device
+            issue's wave-instructions per command for 1,000-command blocks
+            grouped by kind and in recording order (goal ≤ 2), host round
+            trips per block; runs itself and the simulator as release builds
 
   gemm-report  build (profile device) for gfx90a and gfx942 and compare our
             MFMA kernels' main loops with AMD's rocBLAS kernels of the same
@@ -53,7 +60,7 @@ commands:
             against Python's msgpack, selection with and without the result
             cache, lazy loading; runs itself as a release build
 
-options (hsa-bench):
+options (hsa-bench, cmdbuf-bench):
   --lib <path>   the HSA runtime to load (default: a release build of
                  libaqueduct_sim.so, built first)
 
@@ -348,11 +355,19 @@ fn rerun_in_release(command: &str, args: &[String]) -> Result<(), String> {
     cargo(&run)
 }
 
-fn hsa_bench_command(args: &[String]) -> Result<(), String> {
+/// What the benchmarks through the host shim share: the runtime library
+/// (`--lib`, else a release build of the simulator's, with agents
+/// gfx942,gfx90a unless AQUEDUCT_SIM_AGENTS says otherwise) and release
+/// code objects for the simulated targets. `None`: the command re-ran
+/// itself as a release build.
+fn shim_bench_setup(
+    command: &str,
+    args: &[String],
+) -> Result<Option<(PathBuf, Vec<xtask::device_build::Artifact>)>, String> {
     let library = match args {
         [] => None,
         [flag, path] if flag == "--lib" => Some(PathBuf::from(path)),
-        _ => return Err(format!("hsa-bench takes only --lib <path>\n\n{USAGE}")),
+        _ => return Err(format!("{command} takes only --lib <path>\n\n{USAGE}")),
     };
     const AGENTS: &str = aqueduct_sim::hsa::profile::AGENTS_ENV;
     if std::env::var_os(AGENTS).is_none_or(|v| v.is_empty()) {
@@ -363,7 +378,8 @@ fn hsa_bench_command(args: &[String]) -> Result<(), String> {
     }
     if cfg!(debug_assertions) {
         // As for sim-bench: a debug shim and simulator time themselves.
-        return rerun_in_release("hsa-bench", args);
+        rerun_in_release(command, args)?;
+        return Ok(None);
     }
     let library = match library {
         Some(path) => path,
@@ -383,14 +399,41 @@ fn hsa_bench_command(args: &[String]) -> Result<(), String> {
         targets: simulated_targets()?,
         profile: Profile::Release,
     })?;
+    Ok(Some((library, artifacts)))
+}
+
+/// The bytes of `package`'s code object for `gfx` among `artifacts`.
+fn artifact_bytes(
+    artifacts: &[xtask::device_build::Artifact],
+    gfx: &str,
+    package: &str,
+) -> Result<Vec<u8>, String> {
+    let a = artifacts
+        .iter()
+        .find(|a| a.gfx == gfx && a.package == package)
+        .ok_or_else(|| format!("no {package} built for {gfx}"))?;
+    std::fs::read(&a.path).map_err(|e| format!("{}: {e}", a.path.display()))
+}
+
+fn hsa_bench_command(args: &[String]) -> Result<(), String> {
+    let Some((library, artifacts)) = shim_bench_setup("hsa-bench", args)? else {
+        return Ok(());
+    };
     let results = hsa_bench::run(&library, |gfx| {
-        let a = artifacts
-            .iter()
-            .find(|a| a.gfx == gfx && a.package == hsa_bench::KERNEL_PACKAGE)
-            .ok_or_else(|| format!("no {} built for {gfx}", hsa_bench::KERNEL_PACKAGE))?;
-        std::fs::read(&a.path).map_err(|e| format!("{}: {e}", a.path.display()))
+        artifact_bytes(&artifacts, gfx, hsa_bench::KERNEL_PACKAGE)
     })?;
     print!("{}", hsa_bench::format_report(&library, &results));
+    Ok(())
+}
+
+fn cmdbuf_bench_command(args: &[String]) -> Result<(), String> {
+    let Some((library, artifacts)) = shim_bench_setup("cmdbuf-bench", args)? else {
+        return Ok(());
+    };
+    let results = cmdbuf_bench::run(&library, |gfx| {
+        artifact_bytes(&artifacts, gfx, "aqueduct-device")
+    })?;
+    print!("{}", cmdbuf_bench::format_report(&library, &results));
     Ok(())
 }
 
@@ -459,6 +502,7 @@ fn main() -> ExitCode {
         Some("sim-coverage") => sim_coverage_command(&args[1..]),
         Some("sim-bench") => sim_bench_command(&args[1..]),
         Some("hsa-bench") => hsa_bench_command(&args[1..]),
+        Some("cmdbuf-bench") => cmdbuf_bench_command(&args[1..]),
         Some("catalog") => catalog_command(&args[1..]),
         Some("gemm-report") if args.len() == 1 => gemm_report(),
         Some("catalog-bench") => catalog_bench_command(&args[1..]),

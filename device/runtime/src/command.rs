@@ -346,6 +346,9 @@ impl BlockIssuer {
         check_aligned(s.binding_table, 8)?;
         check_aligned(s.fill_kernel, 64)?;
         check_aligned(s.copy_kernel, 64)?;
+        // SAFETY: the block header is live and aligned (just checked).
+        let order = unsafe { (*(s.block as *const CommandBlockHeader)).issue_order };
+        check_aligned(order, 4)?;
         // SAFETY: as above: a live queue.
         let queue =
             unsafe { Queue::from_ptr(s.queue as *mut AmdQueue) }.map_err(IssueError::Queue)?;
@@ -369,6 +372,18 @@ impl BlockIssuer {
     /// Commands in the block.
     pub fn command_count(&self) -> u32 {
         self.block().command_count
+    }
+
+    /// The command work-item `g` (below [`BlockIssuer::command_count`])
+    /// issues: `g`, or the block's issue order's entry `g`.
+    pub fn command_for(&self, g: u32) -> u32 {
+        let order = self.block().issue_order;
+        if order == 0 {
+            return g;
+        }
+        // SAFETY: `new`'s contract: the block's order holds `command_count`
+        // u32s (alignment checked in `new`).
+        unsafe { load::<u32>(order + 4 * u64::from(g)) }
     }
 
     /// The binding table.
@@ -601,7 +616,9 @@ pub mod kernels {
             panic!("cmd_block_issue: bad issue state");
         };
         let id = work_item_x().global_id();
-        if id < u64::from(issuer.command_count()) && issuer.issue(id as u32).is_err() {
+        if id < u64::from(issuer.command_count())
+            && issuer.issue(issuer.command_for(id as u32)).is_err()
+        {
             panic!("cmd_block_issue: a command failed its checks");
         }
     }
@@ -704,7 +721,8 @@ mod tests {
                 command_count: self.commands.len() as u32,
                 packet_count: self.packets,
                 kernarg_size: self.kernarg_size,
-                reserved: [0; 6],
+                issue_order: 0,
+                reserved: [0; 5],
             };
             self.block = lines(64 + COMMAND_SIZE * self.commands.len());
             let base = self.block.as_mut_ptr() as u64;
@@ -944,6 +962,36 @@ mod tests {
         assert_eq!(rig.barrier_at(ret).completion_signal, SignalHandle(0x5150));
         // Eight slots, no more.
         assert_eq!(rig.packet_header(8).packet_type(), PacketType::INVALID);
+    }
+
+    #[test]
+    fn an_issue_order_maps_work_items_to_commands() {
+        let mut rig = Rig::new();
+        for _ in 0..3 {
+            let mut b: BarrierCommand = zeroed();
+            b.header = header(CommandOpcode::BARRIER);
+            rig.push(b);
+        }
+        let state = rig.issue_state();
+        // SAFETY: as in the tests above.
+        let plain = unsafe { BlockIssuer::new(&raw const *state) }.unwrap();
+        assert_eq!(
+            (0..3).map(|g| plain.command_for(g)).collect::<Vec<_>>(),
+            [0, 1, 2]
+        );
+        let order: Box<[u32; 3]> = Box::new([2, 0, 1]);
+        // SAFETY: the block header at the start of the rig's block.
+        unsafe {
+            let mut header = load::<CommandBlockHeader>(state.block);
+            header.issue_order = order.as_ptr() as u64;
+            store(state.block, header);
+        }
+        // SAFETY: as above.
+        let ordered = unsafe { BlockIssuer::new(&raw const *state) }.unwrap();
+        assert_eq!(
+            (0..3).map(|g| ordered.command_for(g)).collect::<Vec<_>>(),
+            [2, 0, 1]
+        );
     }
 
     #[test]

@@ -7,4 +7,4 @@ mod system;
 #[cfg(test)]
 pub(crate) mod testing;
 
-pub use system::{LoadOptions, Runtime, System};
+pub use system::{KernelStats, LoadOptions, Runtime, System};

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::ffi::{self, Api, Status};
 use crate::error::{Error, LoadAttempt, Result};
+use aqueduct_abi::hsa_api::{SIM_KERNEL_STATS_SYMBOL, SimKernelStats, SimKernelStatsFn};
 
 /// Environment variable naming the runtime library to load.
 pub const LIB_ENV: &str = "AQUEDUCT_HSA_LIB";
@@ -62,10 +63,27 @@ impl LoadOptions {
     }
 }
 
+/// What the simulated runtime's dispatches of one kernel executed, summed
+/// ([`Runtime::simulator_kernel_stats`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelStats {
+    pub name: String,
+    pub dispatches: u64,
+    /// Waves run.
+    pub waves: u64,
+    /// Wave-instructions executed.
+    pub instructions: u64,
+    /// Sum over executed instructions of active lanes.
+    pub lane_ops: u64,
+}
+
 /// A loaded HSA runtime library with its resolved function table.
 pub struct Runtime {
     api: Api,
     path: String,
+    /// The simulator's statistics export, when the library is the
+    /// simulator ([`aqueduct_abi::hsa_api::SIM_KERNEL_STATS_SYMBOL`]).
+    sim_stats: Option<SimKernelStatsFn>,
     // Declared last: dropped after `api`, whose pointers point into it.
     // `None` only for the unit tests' in-process simulator (`testing`).
     _lib: Option<libloading::Library>,
@@ -98,9 +116,17 @@ impl Runtime {
                 path: candidate.clone(),
                 symbol,
             })?;
+            // SAFETY: a symbol of this name has `SimKernelStatsFn`'s
+            // signature (the simulator's export; ROCr has none).
+            let sim_stats = unsafe {
+                lib.get::<SimKernelStatsFn>(SIM_KERNEL_STATS_SYMBOL.as_bytes())
+                    .ok()
+                    .map(|f| *f)
+            };
             return Ok(Self {
                 api,
                 path: candidate,
+                sim_stats,
                 _lib: Some(lib),
             });
         }
@@ -114,6 +140,7 @@ impl Runtime {
         Self {
             api,
             path: path.to_string(),
+            sim_stats: None,
             _lib: None,
         }
     }
@@ -121,6 +148,39 @@ impl Runtime {
     /// The function table.
     pub fn api(&self) -> &Api {
         &self.api
+    }
+
+    /// What the simulated runtime's dispatches executed so far, per kernel
+    /// (totals since the process started); `None` on ROCr, which has no
+    /// such counts.
+    pub fn simulator_kernel_stats(&self) -> Option<Vec<KernelStats>> {
+        let f = self.sim_stats?;
+        let mut out = Vec::new();
+        loop {
+            // SAFETY: `out` has room for its capacity in records (the
+            // export writes at most that many); it returns the total.
+            let total = unsafe { f(out.as_mut_ptr(), out.capacity()) };
+            if total <= out.capacity() {
+                // SAFETY: the export wrote `total` records.
+                unsafe { out.set_len(total) };
+                break;
+            }
+            out.reserve(total);
+        }
+        Some(
+            out.iter()
+                .map(|r: &SimKernelStats| {
+                    let end = r.name.iter().position(|&b| b == 0).unwrap_or(r.name.len());
+                    KernelStats {
+                        name: String::from_utf8_lossy(&r.name[..end]).into_owned(),
+                        dispatches: r.dispatches,
+                        waves: r.waves,
+                        instructions: r.instructions,
+                        lane_ops: r.lane_ops,
+                    }
+                })
+                .collect(),
+        )
     }
 
     /// The path or name the library was loaded from.

@@ -44,6 +44,7 @@ pub mod memory;
 pub mod profile;
 pub mod queue;
 pub mod signal;
+pub mod stats;
 pub mod system;
 
 pub use profile::{AgentSpec, Profile, profiles};

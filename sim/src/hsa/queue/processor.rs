@@ -374,7 +374,10 @@ fn kernel_dispatch(
         }
     };
     match dispatch::run_observed(&program, kernel, &launch, *DISPATCH_THREADS, &wake) {
-        Ok(_) => Ok(()),
+        Ok(stats) => {
+            crate::hsa::stats::record(kernel.name(), &stats);
+            Ok(())
+        }
         Err(e) => Err(error(
             error_status(&e),
             format!("kernel {}: {e}", kernel.name()),

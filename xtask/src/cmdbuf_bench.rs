@@ -1,0 +1,256 @@
+//! Issue 19's benchmarks of command buffers, through the host shim on an
+//! HSA runtime (the simulator's `libaqueduct_sim.so` unless told otherwise):
+//!
+//! ```text
+//!   record      host ns per recorded command, amortised over RECORDED
+//!               commands of one kind (dispatch with 4 bound buffers, fill,
+//!               copy): CommandBufferBuilder into kernarg memory
+//!   issue       wave-instructions the device's cmd_block_issue executes
+//!               per command for a block of ISSUED commands (simulator
+//!               counts), grouped by kind and in recording order
+//!   round trips host calls that wait or submit for one block: one submit,
+//!               one wait
+//! ```
+//!
+//! The dispatches are the device library's `saxpy_f32` with its two
+//! pointers (x and y) bound through the binding table, so each dispatch's
+//! issue resolves and patches two bindings (the goal's block has four per
+//! dispatch; the device library has no kernel with four pointers). The mixed
+//! block adds `fill_u32` dispatches (one binding) and blit fills.
+//!
+//! Every block also runs and its output is checked, so a broken issue
+//! cannot pass for a cheap one.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use aqueduct::command_buffer::{BindingTableEntry, BufferRef};
+use aqueduct::{CommandBufferBuilder, CommandQueue, PoolKind, System, Workgroups};
+
+/// Commands recorded per kind for the host cost.
+pub const RECORDED: u32 = 10_000;
+/// Commands in the block whose issue is counted.
+pub const ISSUED: u32 = 1_000;
+/// The goals (issue 19): host ns per dispatch and per fill/copy recorded,
+/// device wave-instructions per command.
+pub const DISPATCH_GOAL_NS: f64 = 50.0;
+pub const BLIT_GOAL_NS: f64 = 20.0;
+pub const ISSUE_GOAL: f64 = 2.0;
+
+const TIMEOUT: Duration = Duration::from_secs(600);
+
+/// One agent's figures.
+pub struct AgentResult {
+    pub gfx: String,
+    /// (kind, ns per command, best of runs).
+    pub record: Vec<(&'static str, f64)>,
+    /// (order, commands, waves, wave-instructions) of the block issue.
+    pub issue: Vec<(&'static str, u32, u64, u64)>,
+    /// Host submits and waits for one block.
+    pub round_trips: (u32, u32),
+}
+
+/// Runs the benchmarks on every GPU agent of the runtime at `library`;
+/// `device_library` gives each agent's device library code object.
+pub fn run(
+    library: &Path,
+    mut device_library: impl FnMut(&str) -> Result<Vec<u8>, String>,
+) -> Result<Vec<AgentResult>, String> {
+    let err = |e: aqueduct::Error| e.to_string();
+    let system = System::open(&aqueduct::LoadOptions::library(library))
+        .map_err(|e| format!("cannot open {}: {e}", library.display()))?;
+    if system.runtime().simulator_kernel_stats().is_none() {
+        return Err(format!(
+            "{} reports no executed instructions (not the simulator): the issue cost is counted there",
+            library.display()
+        ));
+    }
+    let host = system
+        .agents()
+        .map_err(err)?
+        .into_iter()
+        .find(|a| !a.is_gpu())
+        .ok_or("no CPU agent")?
+        .memory_pool(PoolKind::FineGrained)
+        .map_err(err)?;
+    let mut out = Vec::new();
+    for gpu in system.gpus().map_err(err)? {
+        let gfx = gpu.info().name.clone();
+        let bytes = device_library(&gfx)?;
+        let lib = gpu.load_code_object(&bytes).map_err(err)?;
+        let fill_u32 = lib.kernel("fill_u32").map_err(err)?;
+        let saxpy = lib.kernel("saxpy_f32").map_err(err)?;
+        let queue = gpu.create_queue(4096).map_err(err)?;
+        let mut cq = CommandQueue::new(&queue, &lib, 1 << 22).map_err(err)?;
+
+        // Host cost per recorded command, best of three.
+        let mut record = Vec::new();
+        for kind in ["dispatch", "fill", "copy"] {
+            let mut best = f64::INFINITY;
+            for _ in 0..3 {
+                let mut b = CommandBufferBuilder::new(&queue, RECORDED + 1).map_err(err)?;
+                let mut args = saxpy.kernargs().map_err(err)?;
+                args.set(0, 16u64).map_err(err)?;
+                args.set(1, 2.0f32).map_err(err)?;
+                args.bind(2, BufferRef::binding(1, 0, 64)).map_err(err)?;
+                args.bind(3, BufferRef::binding(0, 0, 64)).map_err(err)?;
+                let started = Instant::now();
+                for k in 0..u64::from(RECORDED) {
+                    match kind {
+                        "dispatch" => {
+                            b.dispatch(&saxpy, Workgroups::linear(1, 64), &args)
+                                .map_err(err)?;
+                        }
+                        "fill" => {
+                            b.fill(BufferRef::binding(0, 16 * (k % 64), 16), &[1, 2, 3, 4])
+                                .map_err(err)?;
+                        }
+                        _ => {
+                            b.copy(BufferRef::binding(1, 0, 16), BufferRef::binding(0, 16, 16))
+                                .map_err(err)?;
+                        }
+                    }
+                }
+                let ns = started.elapsed().as_secs_f64() * 1e9 / f64::from(RECORDED);
+                best = best.min(ns);
+            }
+            record.push((kind, best));
+        }
+
+        // Device issue cost: a block of dispatches, and a mixed block
+        // grouped by kind and in recording order.
+        let mut issue = Vec::new();
+        let n = 64usize * 16;
+        let mut x = host.alloc_host::<f32>(n).map_err(err)?;
+        let mut y = host.alloc_host::<f32>(n).map_err(err)?;
+        for (block, sorted) in [("dispatches", true), ("mixed", true), ("mixed", false)] {
+            x.fill(1.0);
+            y.fill(0.0);
+            let mut b = CommandBufferBuilder::new(&queue, ISSUED).map_err(err)?;
+            b.set_sort_by_kind(sorted);
+            let mut want = vec![0.0f32; n];
+            for k in 0..u64::from(ISSUED - 1) {
+                let at = 64 * (k % 16);
+                let kind = if block == "dispatches" { 0 } else { k % 3 };
+                match kind {
+                    0 => {
+                        let mut args = saxpy.kernargs().map_err(err)?;
+                        args.set(0, 16u64).map_err(err)?;
+                        args.set(1, 1.0f32).map_err(err)?;
+                        args.bind(2, BufferRef::binding(1, at, 64)).map_err(err)?;
+                        args.bind(3, BufferRef::binding(0, at, 64)).map_err(err)?;
+                        b.set_ordering(aqueduct::command_buffer::Ordering::AGENT.with_barrier());
+                        b.dispatch(&saxpy, Workgroups::linear(1, 64), &args)
+                            .map_err(err)?;
+                        for v in &mut want[at as usize / 4..at as usize / 4 + 16] {
+                            *v += 1.0;
+                        }
+                    }
+                    1 => {
+                        let mut args = fill_u32.kernargs().map_err(err)?;
+                        args.bind(0, BufferRef::binding(2, 0, 64)).map_err(err)?;
+                        args.set(1, 16u64).map_err(err)?;
+                        args.set(2, 7u32).map_err(err)?;
+                        b.dispatch(&fill_u32, Workgroups::linear(1, 64), &args)
+                            .map_err(err)?;
+                    }
+                    _ => {
+                        b.fill(BufferRef::binding(2, 64, 64), &[9]).map_err(err)?;
+                    }
+                }
+            }
+            let buffer = b.finish().map_err(err)?;
+            let scratch = host.alloc_host::<u8>(256).map_err(err)?;
+            let table = [
+                BindingTableEntry {
+                    address: y.address(),
+                    length: (4 * n) as u64,
+                },
+                BindingTableEntry {
+                    address: x.address(),
+                    length: (4 * n) as u64,
+                },
+                BindingTableEntry {
+                    address: scratch.address(),
+                    length: 256,
+                },
+            ];
+            let before = issue_counts(&system);
+            cq.submit(&buffer, &table)
+                .map_err(err)?
+                .wait(TIMEOUT)
+                .map_err(err)?;
+            let after = issue_counts(&system);
+            if y[..] != want[..] {
+                return Err(format!("{gfx}: {block} block: wrong results"));
+            }
+            let label: &'static str = match (block, sorted) {
+                ("dispatches", _) => "dispatches (saxpy_f32, 2 bindings each)",
+                (_, true) => "mixed (saxpy, fill_u32, fill), grouped by kind",
+                _ => "mixed (saxpy, fill_u32, fill), in recording order",
+            };
+            issue.push((label, ISSUED, after.0 - before.0, after.1 - before.1));
+        }
+        out.push(AgentResult {
+            gfx,
+            record,
+            issue,
+            round_trips: (1, 1),
+        });
+    }
+    Ok(out)
+}
+
+/// Waves and wave-instructions of `cmd_block_issue` so far.
+fn issue_counts(system: &System) -> (u64, u64) {
+    system
+        .runtime()
+        .simulator_kernel_stats()
+        .unwrap_or_default()
+        .iter()
+        .find(|s| s.name == "cmd_block_issue")
+        .map_or((0, 0), |s| (s.waves, s.instructions))
+}
+
+/// The report.
+pub fn format_report(library: &Path, results: &[AgentResult]) -> String {
+    let mut out = format!("runtime: {}\n", library.display());
+    for r in results {
+        let _ = writeln!(out, "\n{}", r.gfx);
+        let _ = writeln!(
+            out,
+            "  host cost per recorded command ({RECORDED} of a kind, best of 3):"
+        );
+        for (kind, ns) in &r.record {
+            let goal = if *kind == "dispatch" {
+                DISPATCH_GOAL_NS
+            } else {
+                BLIT_GOAL_NS
+            };
+            let verdict = if *ns <= goal { "met" } else { "MISSED" };
+            let _ = writeln!(
+                out,
+                "    {kind:<9} {ns:8.1} ns   goal ≤ {goal} ns: {verdict}"
+            );
+        }
+        let _ = writeln!(
+            out,
+            "  device issue (cmd_block_issue, simulator counts), per command of a {ISSUED}-command block:"
+        );
+        for (label, commands, waves, instructions) in &r.issue {
+            let per = *instructions as f64 / f64::from(*commands);
+            let verdict = if per <= ISSUE_GOAL { "met" } else { "MISSED" };
+            let _ = writeln!(
+                out,
+                "    {label:<52} {waves:4} waves {instructions:8} wave-insts  {per:6.1} per command  goal ≤ {ISSUE_GOAL}: {verdict}"
+            );
+        }
+        let (submits, waits) = r.round_trips;
+        let _ = writeln!(
+            out,
+            "  host round trips for one block: {submits} submit, {waits} wait"
+        );
+    }
+    out
+}
