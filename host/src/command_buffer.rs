@@ -40,12 +40,15 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use aqueduct_abi::aql::FenceScope;
-pub use aqueduct_abi::command::{AllocationHandle, BindingTableEntry, BufferRef, BufferRefKind};
+pub use aqueduct_abi::command::{
+    AllocationHandle, BindingTableEntry, BranchCondition, BufferRef, BufferRefKind,
+};
 use aqueduct_abi::command::{
-    BarrierCommand, BindingPatch, BlockIssue, COMMAND_BUFFER_MAGIC, COMMAND_SIZE, Command,
-    CommandBlockHeader, CommandBufferHeader, CommandFlags, CommandHeader, CommandOpcode,
-    CommandView, CopyArgs, CopyCommand, DispatchCommand, DispatchFlags, FillArgs, FillCommand,
-    KERNARG_ALIGN, KernelInfo, ReturnCommand, UpdateCommand,
+    BarrierCommand, BindingPatch, BlockIssue, BranchArgs, BranchCommand, COMMAND_BUFFER_MAGIC,
+    COMMAND_SIZE, Command, CommandBlockHeader, CommandBufferHeader, CommandFlags, CommandHeader,
+    CommandOpcode, CommandView, CondBranchCommand, CopyArgs, CopyCommand, DispatchCommand,
+    DispatchFlags, Execution, FillArgs, FillCommand, KERNARG_ALIGN, KernelInfo, ReturnCommand,
+    UpdateCommand,
 };
 use aqueduct_abi::hsa::SignalCondition;
 use aqueduct_abi::packet::KernelDispatch;
@@ -135,8 +138,14 @@ pub enum CommandError {
     /// An unknown fence scope.
     #[error("fence scope {0} is not none, agent or system")]
     Scope(u8),
+    /// A branch condition that is not one of [`BranchCondition`]'s.
+    #[error("branch condition {0} is unknown")]
+    Condition(u32),
+    /// A branch to a block the recording does not have.
+    #[error("branch to block {target}, of {blocks}")]
+    Target { target: u32, blocks: u32 },
     /// The block has no room for another command (its last slot is kept
-    /// for the RETURN).
+    /// for its branch or return), or has ended.
     #[error("the block holds {capacity} commands, the last one the return")]
     BlockFull { capacity: u32 },
     /// More packets or kernel-argument bytes than a block may have.
@@ -247,16 +256,28 @@ impl Workgroups {
     }
 }
 
-/// Records one block of commands into device memory.
+/// One block being recorded: a header line, then its command slots.
+struct Block {
+    storage: HostBuffer<u8>,
+    count: u32,
+    packets: u32,
+    kernarg_size: u32,
+    /// Whether its control command (branch, conditional branch, return)
+    /// is recorded.
+    ended: bool,
+}
+
+/// Records blocks of commands into device memory.
 pub struct CommandBufferBuilder {
     agent_name: String,
     agent: crate::agent::Agent,
     limits: aqueduct_abi::packet::DispatchLimits,
+    pool: MemoryPool,
+    /// Command slots per block.
     capacity: u32,
-    block: HostBuffer<u8>,
-    count: u32,
-    packets: u32,
-    kernarg_size: u32,
+    blocks: Vec<Block>,
+    /// The block commands go to.
+    current: usize,
     arena: Arena,
     /// Kernel info addresses by kernel object.
     infos: Vec<(u64, u64)>,
@@ -284,23 +305,66 @@ impl CommandBufferBuilder {
             });
         }
         let pool = queue.kernarg_pool().clone();
-        let block = pool.alloc_host::<u8>(64 + COMMAND_SIZE * capacity as usize)?;
-        Ok(Self {
+        let mut builder = Self {
             agent_name: queue.agent().info().name.clone(),
             agent: queue.agent().clone(),
             limits: *queue.limits(),
+            pool: pool.clone(),
             capacity,
-            block,
-            count: 0,
-            packets: 0,
-            kernarg_size: 0,
+            blocks: Vec::new(),
+            current: 0,
             arena: Arena::new(pool),
             infos: Vec::new(),
             kernels: Vec::new(),
             slot_sizes: Vec::new(),
             ordering: Ordering::AGENT,
             sort_by_kind: true,
-        })
+        };
+        builder.add_block()?;
+        Ok(builder)
+    }
+
+    /// Adds an empty block (of the builder's capacity) and returns its
+    /// index; commands still go to the current block.
+    pub fn add_block(&mut self) -> Result<u32> {
+        let storage = self
+            .pool
+            .alloc_host::<u8>(64 + COMMAND_SIZE * self.capacity as usize)?;
+        self.blocks.push(Block {
+            storage,
+            count: 0,
+            packets: 0,
+            kernarg_size: 0,
+            ended: false,
+        });
+        Ok(self.blocks.len() as u32 - 1)
+    }
+
+    /// Makes block `index` the one commands go to; it must not be ended.
+    pub fn select_block(&mut self, index: u32) -> Result<&mut Self> {
+        match self.blocks.get(index as usize) {
+            Some(b) if !b.ended => {
+                self.current = index as usize;
+                Ok(self)
+            }
+            Some(_) => Err(Error::InvalidArgument {
+                what: "command buffer",
+                problem: format!("block {index} already ends in its control command"),
+            }),
+            None => Err(Error::InvalidArgument {
+                what: "command buffer",
+                problem: format!("no block {index} ({} blocks)", self.blocks.len()),
+            }),
+        }
+    }
+
+    /// The block commands go to.
+    pub fn current_block(&self) -> u32 {
+        self.current as u32
+    }
+
+    fn cur(&self) -> &Block {
+        &self.blocks[self.current]
     }
 
     /// Whether the block-issue kernel takes the commands grouped by kind
@@ -321,18 +385,19 @@ impl CommandBufferBuilder {
         self
     }
 
-    /// Commands recorded so far.
+    /// Commands recorded so far in the current block.
     pub fn len(&self) -> u32 {
-        self.count
+        self.cur().count
     }
 
     pub fn is_empty(&self) -> bool {
-        self.count == 0
+        self.cur().count == 0
     }
 
     fn refuse(&self, kind: &'static str, problem: CommandError) -> Error {
         Error::Command {
-            index: self.count,
+            block: self.current as u32,
+            index: self.cur().count,
             kind,
             problem,
         }
@@ -417,8 +482,8 @@ impl CommandBufferBuilder {
         opcode: CommandOpcode,
         kernarg_bytes: u32,
     ) -> Result<CommandHeader> {
-        // The last slot is the RETURN's.
-        if self.count + 1 >= self.capacity {
+        // The last slot is the control command's.
+        if self.cur().ended || self.cur().count + 1 >= self.capacity {
             return Err(self.refuse(
                 kind,
                 CommandError::BlockFull {
@@ -431,8 +496,8 @@ impl CommandBufferBuilder {
                 return Err(self.refuse(kind, CommandError::Scope(scope.0)));
             }
         }
-        let kernargs =
-            u64::from(self.kernarg_size) + u64::from(kernarg_bytes.next_multiple_of(KERNARG_ALIGN));
+        let kernargs = u64::from(self.cur().kernarg_size)
+            + u64::from(kernarg_bytes.next_multiple_of(KERNARG_ALIGN));
         if kernargs > u64::from(u32::MAX) {
             return Err(self.refuse(
                 kind,
@@ -452,22 +517,112 @@ impl CommandBufferBuilder {
             },
             acquire_scope: self.ordering.acquire,
             release_scope: self.ordering.release,
-            packet_offset: self.packets,
+            packet_offset: self.cur().packets,
             packet_count: 1,
             reserved: 0,
-            kernarg_offset: self.kernarg_size,
+            kernarg_offset: self.cur().kernarg_size,
         })
     }
 
     /// Writes `command` into the next slot (whose header `claim` gave).
     fn append(&mut self, command: Command) -> u32 {
         let h = command.header;
-        let at = 64 + COMMAND_SIZE * self.count as usize;
-        self.block[at..at + COMMAND_SIZE].copy_from_slice(command.as_bytes());
-        self.packets += u32::from(h.packet_count);
-        self.kernarg_size += kernarg_bytes_of(&command).next_multiple_of(KERNARG_ALIGN);
-        self.count += 1;
-        self.count - 1
+        let b = &mut self.blocks[self.current];
+        let at = 64 + COMMAND_SIZE * b.count as usize;
+        b.storage[at..at + COMMAND_SIZE].copy_from_slice(command.as_bytes());
+        b.packets += u32::from(h.packet_count);
+        b.kernarg_size += command.kernarg_bytes().next_multiple_of(KERNARG_ALIGN);
+        b.count += 1;
+        b.count - 1
+    }
+
+    /// The header of the current block's control command, in its reserved
+    /// last slot (or any free slot before it).
+    fn control_header(&self, opcode: CommandOpcode) -> Result<CommandHeader> {
+        const KIND: &str = "control";
+        if self.cur().ended {
+            return Err(self.refuse(
+                KIND,
+                CommandError::BlockFull {
+                    capacity: self.capacity,
+                },
+            ));
+        }
+        Ok(CommandHeader {
+            opcode,
+            flags: CommandFlags::BARRIER,
+            acquire_scope: FenceScope::AGENT,
+            release_scope: if opcode == CommandOpcode::RETURN {
+                FenceScope::SYSTEM
+            } else {
+                FenceScope::AGENT
+            },
+            packet_offset: self.cur().packets,
+            packet_count: 1,
+            reserved: 0,
+            kernarg_offset: self.cur().kernarg_size,
+        })
+    }
+
+    /// Ends the current block with a branch to block `target` (recorded
+    /// or still to add: checked at [`CommandBufferBuilder::finish`]); the
+    /// next block issues once everything before the branch is done.
+    pub fn branch(&mut self, target: u32) -> Result<u32> {
+        let header = self.control_header(CommandOpcode::BRANCH)?;
+        let mut c = BranchCommand::new_zeroed();
+        c.header = header;
+        c.target_block = target;
+        Ok(self.end_block(c.into()))
+    }
+
+    /// Ends the current block with a conditional branch: to `if_true` when
+    /// the 8 bytes at `condition`, read once everything before the branch
+    /// is done, compare `cond` with `value` (as signed or unsigned
+    /// integers, per the condition), else to `if_false`.
+    pub fn cond_branch(
+        &mut self,
+        condition: BufferRef,
+        cond: BranchCondition,
+        value: u64,
+        if_true: u32,
+        if_false: u32,
+    ) -> Result<u32> {
+        const KIND: &str = "conditional branch";
+        if !cond.is_known() {
+            return Err(self.refuse(KIND, CommandError::Condition(cond.0)));
+        }
+        let condition = BufferRef {
+            length: 8,
+            ..condition
+        };
+        self.check_ref(&condition, 8, "a branch condition")
+            .map_err(|e| self.refuse(KIND, e))?;
+        let header = self.control_header(CommandOpcode::COND_BRANCH)?;
+        let mut c = CondBranchCommand::new_zeroed();
+        c.header = header;
+        c.condition = condition;
+        c.cond = cond;
+        c.value = value as i64;
+        c.true_block = if_true;
+        c.false_block = if_false;
+        Ok(self.end_block(c.into()))
+    }
+
+    /// Ends the current block with a RETURN: the submission completes once
+    /// everything before it is done (system-scope release, so the host sees
+    /// every result).
+    pub fn ret(&mut self) -> Result<u32> {
+        let header = self.control_header(CommandOpcode::RETURN)?;
+        let mut r = ReturnCommand::new_zeroed();
+        r.header = header;
+        Ok(self.end_block(r.into()))
+    }
+
+    /// Appends the control command and marks the block ended.
+    fn end_block(&mut self, command: Command) -> u32 {
+        let index = self.append(command);
+        self.blocks[self.current].ended = true;
+        index
     }
 
     /// The device address of `kernel`'s [`KernelInfo`], written once per
@@ -734,65 +889,106 @@ impl CommandBufferBuilder {
         Ok(self.append(b.into()))
     }
 
-    /// Ends the block with its RETURN (barrier bit, system-scope release so
-    /// the host sees every result) and hands over the recording.
+    /// Ends the current block with a RETURN if it has no control command
+    /// yet, checks that every block ends in one and that every branch
+    /// target exists, and hands over the recording.
     pub fn finish(mut self) -> Result<CommandBuffer> {
-        let header = CommandHeader {
-            opcode: CommandOpcode::RETURN,
-            flags: CommandFlags::BARRIER,
-            acquire_scope: FenceScope::AGENT,
-            release_scope: FenceScope::SYSTEM,
-            packet_offset: self.packets,
-            packet_count: 1,
-            reserved: 0,
-            kernarg_offset: self.kernarg_size,
-        };
-        let mut r = ReturnCommand::new_zeroed();
-        r.header = header;
-        self.append(r.into());
-        // The issue order: commands grouped by kind (stably), so each wave
-        // of the block-issue kernel runs one kind's code.
-        let mut order: Vec<u32> = (0..self.count).collect();
-        let opcode = |i: &u32| self.block[64 + COMMAND_SIZE * *i as usize];
-        order.sort_by_key(opcode);
-        let issue_order = if self.sort_by_kind {
-            self.arena.put(order.as_bytes(), 16)?
-        } else {
-            0
-        };
-        let block = CommandBlockHeader {
-            block_index: 0,
-            command_count: self.count,
-            packet_count: self.packets,
-            kernarg_size: self.kernarg_size,
-            issue_order,
-            reserved: [0; 5],
-        };
-        self.block[..64].copy_from_slice(block.as_bytes());
-        // The command buffer header and its one-entry block list.
+        if !self.cur().ended {
+            self.ret()?;
+        }
+        let count = self.blocks.len() as u32;
+        let mut recorded = Vec::new();
+        for index in 0..self.blocks.len() {
+            let b = &self.blocks[index];
+            if !b.ended {
+                return Err(Error::InvalidArgument {
+                    what: "command buffer",
+                    problem: format!("block {index} does not end in a branch or return"),
+                });
+            }
+            let last = 64 + COMMAND_SIZE * (b.count as usize - 1);
+            let control =
+                Command::read_from_bytes(&b.storage[last..last + COMMAND_SIZE]).map_err(|_| {
+                    Error::InvalidArgument {
+                        what: "command buffer",
+                        problem: "unreadable command".into(),
+                    }
+                })?;
+            let targets = match control.view() {
+                Ok(CommandView::Branch(c)) => vec![c.target_block],
+                Ok(CommandView::CondBranch(c)) => vec![c.true_block, c.false_block],
+                _ => Vec::new(),
+            };
+            if let Some(&t) = targets.iter().find(|&&t| t >= count) {
+                return Err(Error::Command {
+                    block: index as u32,
+                    index: b.count - 1,
+                    kind: "branch",
+                    problem: CommandError::Target {
+                        target: t,
+                        blocks: count,
+                    },
+                });
+            }
+            // The issue order: commands grouped by kind (stably), so each
+            // wave of the block-issue kernel runs one kind's code.
+            let mut order: Vec<u32> = (0..b.count).collect();
+            order.sort_by_key(|i| b.storage[64 + COMMAND_SIZE * *i as usize]);
+            let issue_order = if self.sort_by_kind {
+                self.arena.put(order.as_bytes(), 16)?
+            } else {
+                0
+            };
+            let b = &mut self.blocks[index];
+            let header = CommandBlockHeader {
+                block_index: index as u32,
+                command_count: b.count,
+                packet_count: b.packets,
+                kernarg_size: b.kernarg_size,
+                issue_order,
+                reserved: [0; 5],
+            };
+            b.storage[..64].copy_from_slice(header.as_bytes());
+        }
+        // The command buffer header and its block list.
         let mut head = CommandBufferHeader::new_zeroed();
         head.magic = COMMAND_BUFFER_MAGIC;
         head.abi_version = aqueduct_abi::ABI_VERSION;
-        head.block_count = 1;
+        head.block_count = count;
         head.entry_block = 0;
         head.binding_count = self.slot_sizes.len() as u32;
-        head.max_block_packet_count = self.packets;
-        head.max_block_kernarg_size = self.kernarg_size;
-        let mut bytes = [0u8; 64 + 8];
+        head.max_block_packet_count = self.blocks.iter().map(|b| b.packets).max().unwrap_or(0);
+        head.max_block_kernarg_size = self
+            .blocks
+            .iter()
+            .map(|b| b.kernarg_size)
+            .max()
+            .unwrap_or(0);
+        let mut bytes = vec![0u8; 64 + 8 * self.blocks.len()];
         let at = self.arena.put(&bytes, 64)?;
         head.blocks = at + 64;
         bytes[..64].copy_from_slice(head.as_bytes());
-        bytes[64..].copy_from_slice(&self.block.address().to_le_bytes());
+        for (k, b) in self.blocks.iter().enumerate() {
+            bytes[64 + 8 * k..72 + 8 * k].copy_from_slice(&b.storage.address().to_le_bytes());
+        }
         let chunk = self.arena.chunks.last_mut().ok_or(Error::InvalidArgument {
             what: "command buffer",
             problem: "no data chunk".into(),
         })?;
         let start = (at - chunk.address()) as usize;
         chunk[start..start + bytes.len()].copy_from_slice(&bytes);
+        for b in self.blocks {
+            recorded.push(RecordedBlock {
+                commands: b.count,
+                packets: b.packets,
+                kernarg_size: b.kernarg_size,
+                storage: b.storage,
+            });
+        }
         Ok(CommandBuffer {
             inner: std::sync::Arc::new(Recorded {
                 header: at,
-                block: self.block,
+                blocks: recorded,
                 _arena: self.arena,
                 kernels: self
                     .infos
@@ -800,27 +996,10 @@ impl CommandBufferBuilder {
                     .map(|&(_, at)| at)
                     .zip(self.kernels)
                     .collect(),
-                commands: self.count,
-                packets: self.packets,
-                kernarg_size: self.kernarg_size,
                 slot_sizes: self.slot_sizes,
                 agent: self.agent,
             }),
         })
-    }
-}
-
-/// Kernel-argument bytes a command writes (before rounding): the same rule
-/// as the device library's issue.
-fn kernarg_bytes_of(command: &Command) -> u32 {
-    match command.header.opcode {
-        CommandOpcode::DISPATCH => {
-            let d: DispatchCommand = zerocopy::transmute!(*command);
-            d.kernarg_size
-        }
-        CommandOpcode::FILL => size_of::<FillArgs>() as u32,
-        CommandOpcode::COPY | CommandOpcode::UPDATE => size_of::<CopyArgs>() as u32,
-        _ => 0,
     }
 }
 
@@ -833,24 +1012,30 @@ pub struct CommandBuffer {
 
 struct Recorded {
     header: u64,
-    block: HostBuffer<u8>,
+    blocks: Vec<RecordedBlock>,
     _arena: Arena,
     /// The dispatched kernels, with their info's device address.
     kernels: Vec<(u64, Kernel)>,
-    commands: u32,
-    packets: u32,
-    kernarg_size: u32,
     slot_sizes: Vec<u64>,
     agent: crate::agent::Agent,
 }
 
-impl Recorded {
+/// One recorded block.
+struct RecordedBlock {
+    storage: HostBuffer<u8>,
+    commands: u32,
+    packets: u32,
+    kernarg_size: u32,
+}
+
+impl RecordedBlock {
     /// The command whose packets include the block's packet `offset`: its
-    /// index and kind (with the kernel for a dispatch).
-    fn command_at_packet(&self, offset: u32) -> Option<(u32, String)> {
+    /// index and kind (with the kernel for a dispatch, named from
+    /// `kernels`).
+    fn command_at_packet(&self, offset: u32, kernels: &[(u64, Kernel)]) -> Option<(u32, String)> {
         (0..self.commands).find_map(|index| {
             let at = 64 + COMMAND_SIZE * index as usize;
-            let command = Command::read_from_bytes(&self.block[at..at + COMMAND_SIZE]).ok()?;
+            let command = Command::read_from_bytes(&self.storage[at..at + COMMAND_SIZE]).ok()?;
             let h = command.header;
             let end = h.packet_offset + u32::from(h.packet_count);
             if !(h.packet_offset..end).contains(&offset) {
@@ -858,8 +1043,7 @@ impl Recorded {
             }
             let what = match command.view() {
                 Ok(CommandView::Dispatch(d)) => {
-                    let name = self
-                        .kernels
+                    let name = kernels
                         .iter()
                         .find(|(info, _)| *info == d.kernel)
                         .map_or("an unknown kernel", |(_, k)| k.name());
@@ -869,6 +1053,8 @@ impl Recorded {
                 Ok(CommandView::Copy(_)) => "copy".into(),
                 Ok(CommandView::Update(_)) => "update".into(),
                 Ok(CommandView::Barrier(_)) => "barrier".into(),
+                Ok(CommandView::Branch(_)) => "branch".into(),
+                Ok(CommandView::CondBranch(_)) => "conditional branch".into(),
                 Ok(CommandView::Return(_)) => "return".into(),
                 _ => format!("opcode {}", h.opcode.0),
             };
@@ -880,32 +1066,44 @@ impl Recorded {
 impl std::fmt::Debug for CommandBuffer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CommandBuffer")
-            .field("commands", &self.inner.commands)
-            .field("packets", &self.inner.packets)
-            .field("kernarg_size", &self.inner.kernarg_size)
+            .field("blocks", &self.inner.blocks.len())
+            .field("commands", &self.len())
+            .field("packets", &self.packets())
+            .field("kernarg_size", &self.kernarg_size())
             .field("binding_slots", &self.inner.slot_sizes.len())
             .finish()
     }
 }
 
 impl CommandBuffer {
-    /// Commands in the block, the RETURN included.
+    /// Blocks recorded.
+    pub fn blocks(&self) -> u32 {
+        self.inner.blocks.len() as u32
+    }
+
+    /// Commands in all blocks, control commands included.
     pub fn len(&self) -> u32 {
-        self.inner.commands
+        self.inner.blocks.iter().map(|b| b.commands).sum()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.inner.commands == 0
+        self.len() == 0
     }
 
-    /// AQL packets the block emits.
+    /// AQL packets of the largest block (what a queue must hold at once,
+    /// with one more for its issue).
     pub fn packets(&self) -> u32 {
-        self.inner.packets
+        self.inner
+            .blocks
+            .iter()
+            .map(|b| b.packets)
+            .max()
+            .unwrap_or(0)
     }
 
-    /// Kernel-argument bytes one issue of the block needs.
+    /// Kernel-argument bytes of all blocks: what one submission reserves.
     pub fn kernarg_size(&self) -> u32 {
-        self.inner.kernarg_size
+        self.inner.blocks.iter().map(|b| b.kernarg_size).sum()
     }
 
     /// Binding-table slots the commands use, with the bytes each must hold.
@@ -917,17 +1115,50 @@ impl CommandBuffer {
     pub fn address(&self) -> u64 {
         self.inner.header
     }
+}
 
-    /// Device address of the block's header.
-    pub fn block_address(&self) -> u64 {
-        self.inner.block.address()
+/// Host-accessible memory the host writes through a shared reference: the
+/// kernarg ring, whose regions belong each to one submission, and which
+/// submissions read back (a fault's block) after the device is done.
+struct SharedBytes(HostBuffer<u8>);
+
+impl SharedBytes {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn address(&self) -> u64 {
+        self.0.address()
+    }
+
+    /// Copies `bytes` to offset `at`.
+    fn write(&self, at: usize, bytes: &[u8]) {
+        assert!(at + bytes.len() <= self.0.len(), "inside the ring");
+        // SAFETY: inside the allocation (asserted), host-accessible memory;
+        // the region belongs to the submission being written, which no
+        // other host thread writes and the device reads only after the
+        // doorbell.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                (self.0.address() as *mut u8).add(at),
+                bytes.len(),
+            )
+        };
+    }
+
+    /// The u64 at offset `at`.
+    fn read_u64(&self, at: usize) -> u64 {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&self.0[at..at + 8]);
+        u64::from_le_bytes(word)
     }
 }
 
 /// A byte ring in kernarg memory: per-submission reservations, released in
 /// submission order.
 struct KernargRing {
-    storage: HostBuffer<u8>,
+    storage: std::sync::Arc<SharedBytes>,
     /// Bytes ever reserved and ever released (offsets mod the capacity).
     write: u64,
     read: u64,
@@ -962,8 +1193,10 @@ pub struct Submission {
     signal: Signal,
     /// The recording, alive while the device may read it.
     buffer: CommandBuffer,
-    /// Packet id of the block-issue kernel's packet; the block's follow.
-    issue_packet: u64,
+    /// The kernarg ring, and where this submission's block issue states
+    /// are in it (their packet bases say where each block's packets went).
+    ring: std::sync::Arc<SharedBytes>,
+    issues_at: usize,
 }
 
 impl Submission {
@@ -988,26 +1221,31 @@ impl Submission {
     /// queue stopped elsewhere.
     fn blame(&self, fault: Error) -> Error {
         let at = self.queue.read_index();
-        let first = self.issue_packet.wrapping_add(1);
         let inner = &self.buffer.inner;
-        let (index, what) = if at == self.issue_packet {
-            (inner.commands, "the block-issue kernel".to_string())
-        } else if let Some(offset) = at
-            .checked_sub(first)
-            .filter(|&o| o < u64::from(inner.packets))
-        {
-            match inner.command_at_packet(offset as u32) {
-                Some((index, what)) => (index, what),
-                None => return fault,
+        for (b, block) in inner.blocks.iter().enumerate() {
+            // The block's latest issue: its first packet, or 0 if never
+            // issued (BlockIssue::packet_base at byte 16).
+            let first = self.ring.read_u64(self.issues_at + 128 * b + 16);
+            if first == 0 {
+                continue;
             }
-        } else {
-            return fault;
-        };
-        Error::CommandFault {
-            index,
-            what,
-            fault: Box::new(fault),
+            let found = if at == first.wrapping_sub(1) {
+                Some((block.commands, "the block-issue kernel".to_string()))
+            } else {
+                at.checked_sub(first)
+                    .filter(|&o| o < u64::from(block.packets))
+                    .and_then(|o| block.command_at_packet(o as u32, &inner.kernels))
+            };
+            if let Some((index, what)) = found {
+                return Error::CommandFault {
+                    block: b as u32,
+                    index,
+                    what,
+                    fault: Box::new(fault),
+                };
+            }
         }
+        fault
     }
 
     /// Whether the block's RETURN completed.
@@ -1017,14 +1255,15 @@ impl Submission {
 }
 
 /// An execution queue that runs command buffers: the device library's
-/// issue and blit kernels, and a kernarg ring for the blocks' arguments.
+/// issue, blit and control kernels, and a kernarg ring for the blocks'
+/// arguments and issue states.
 pub struct CommandQueue {
     queue: Queue,
     issue: Kernel,
-    /// The blit kernels' infos, in kernarg memory: [fill, copy], 64 bytes
-    /// each.
-    blit_infos: HostBuffer<u8>,
-    _blits: [Kernel; 2],
+    /// The fill, copy and control kernels' infos, in kernarg memory, 64
+    /// bytes each.
+    infos: HostBuffer<u8>,
+    _kernels: [Kernel; 3],
     ring: KernargRing,
     /// Submissions whose ring space is not released yet: their signal and
     /// the write position after them.
@@ -1038,9 +1277,11 @@ impl CommandQueue {
         let issue = library.kernel("cmd_block_issue")?;
         let fill = library.kernel("blit_fill")?;
         let copy = library.kernel("blit_copy")?;
+        let control = library.kernel("cmd_branch")?;
         for (kernel, want) in [
             (&fill, size_of::<FillArgs>()),
             (&copy, size_of::<CopyArgs>()),
+            (&control, size_of::<BranchArgs>()),
         ] {
             if kernel.kernarg_segment_size() as usize > want.next_multiple_of(16) {
                 return Err(Error::InvalidArgument {
@@ -1054,17 +1295,18 @@ impl CommandQueue {
             }
         }
         let pool = queue.kernarg_pool().clone();
-        let mut blit_infos = pool.alloc_host::<u8>(128)?;
-        blit_infos[..64].copy_from_slice(kernel_info(&fill).as_bytes());
-        blit_infos[64..].copy_from_slice(kernel_info(&copy).as_bytes());
+        let mut infos = pool.alloc_host::<u8>(192)?;
+        for (k, kernel) in [&fill, &copy, &control].into_iter().enumerate() {
+            infos[64 * k..64 * k + 64].copy_from_slice(kernel_info(kernel).as_bytes());
+        }
         let storage = pool.alloc_host::<u8>(ring_bytes.next_multiple_of(64).max(4096))?;
         Ok(Self {
             queue: queue.clone(),
             issue,
-            blit_infos,
-            _blits: [fill, copy],
+            infos,
+            _kernels: [fill, copy, control],
             ring: KernargRing {
-                storage,
+                storage: std::sync::Arc::new(SharedBytes(storage)),
                 write: 0,
                 read: 0,
             },
@@ -1129,33 +1371,43 @@ impl CommandQueue {
                 });
             }
         }
-        let slots = u64::from(buffer.inner.packets) + 1;
-        if slots > u64::from(self.queue.size()) {
+        let inner = &buffer.inner;
+        let blocks = inner.blocks.len();
+        let slots = u64::from(buffer.packets()) + 1;
+        if slots + 1 > u64::from(self.queue.size()) {
             return Err(Error::InvalidArgument {
                 what: "submit",
                 problem: format!(
-                    "the block needs {slots} packet slots at once, the queue holds {}",
+                    "a block needs {slots} packet slots at once (and its branch one more), the queue holds {}",
                     self.queue.size()
                 ),
             });
         }
-        // The submission's ring space: issue state, the issue kernel's
-        // argument, the binding table, the block's arguments.
-        let table_at = 128 + 64;
+        // The submission's ring space: the execution state, each block's
+        // issue-kernel argument and issue state, the binding table, then
+        // each block's kernel arguments (64-byte aligned each).
+        let issue_args_at = 64;
+        let issues_at = (issue_args_at + 16 * blocks as u64).next_multiple_of(64);
+        let table_at = issues_at + 128 * blocks as u64;
         let table_bytes = std::mem::size_of_val(bindings) as u64;
-        let args_at = (table_at + table_bytes).next_multiple_of(64);
-        let size = args_at + u64::from(buffer.inner.kernarg_size);
+        let mut args_at = Vec::with_capacity(blocks);
+        let mut end = (table_at + table_bytes).next_multiple_of(64);
+        for b in &inner.blocks {
+            args_at.push(end);
+            end = (end + u64::from(b.kernarg_size)).next_multiple_of(64);
+        }
+        let size = end;
         if size > self.ring.capacity() {
             return Err(Error::InvalidArgument {
                 what: "submit",
                 problem: format!(
-                    "the block needs {size} bytes of kernel arguments, the ring holds {}",
+                    "the submission needs {size} bytes of kernel arguments and issue state, the ring holds {}",
                     self.ring.capacity()
                 ),
             });
         }
         let start = std::time::Instant::now();
-        let (offset, end) = loop {
+        let (offset, ring_end) = loop {
             self.reclaim();
             if let Some(r) = self.ring.reserve(size) {
                 break r;
@@ -1179,43 +1431,65 @@ impl CommandQueue {
             }
         };
         let base = self.ring.storage.address() + offset;
-        let signal = Signal::new(self.queue.agent().system(), 1)?;
-        let mut issue = BlockIssue::new_zeroed();
-        issue.block = buffer.inner.block.address();
-        issue.queue = self.queue.address();
-        issue.kernarg_base = base + args_at;
-        issue.binding_table = base + table_at;
-        issue.binding_count = bindings.len() as u32;
-        issue.completion_signal = signal.handle();
-        issue.fill_kernel = self.blit_infos.address();
-        issue.copy_kernel = self.blit_infos.address() + 64;
-        let mut reservation = self.queue.reserve(slots as u32, DEFAULT_SPACE_TIMEOUT)?;
-        issue.packet_base = reservation.first_id() + 1;
         let o = offset as usize;
-        let storage = &mut self.ring.storage;
-        storage[o..o + 128].copy_from_slice(issue.as_bytes());
-        storage[o + 128..o + 136].copy_from_slice(&base.to_le_bytes());
-        storage[o + table_at as usize..o + (table_at + table_bytes) as usize]
-            .copy_from_slice(bindings.as_bytes());
+        let signal = Signal::new(self.queue.agent().system(), 1)?;
+        let mut execution = Execution::new_zeroed();
+        execution.command_buffer = inner.header;
+        execution.issues = base + issues_at;
+        execution.issue_args = base + issue_args_at;
+        execution.issue_kernel = self.issue.object();
+        execution.queue = self.queue.address();
+        let ring = &self.ring.storage;
+        ring.write(o, execution.as_bytes());
+        // The issue kernel's slot and exactly the entry block's packets: a
+        // slot reserved here and not written would stall the queue.
+        let entry_slots = 1 + inner.blocks[0].packets;
+        let mut reservation = self.queue.reserve(entry_slots, DEFAULT_SPACE_TIMEOUT)?;
+        let entry_packets = reservation.first_id() + 1;
+        for (k, b) in inner.blocks.iter().enumerate() {
+            let issue_at = base + issues_at + 128 * k as u64;
+            let mut issue = BlockIssue::new_zeroed();
+            issue.block = b.storage.address();
+            issue.queue = self.queue.address();
+            // The entry block's packets are reserved here; a branch sets the
+            // others' when it reserves them.
+            issue.packet_base = if k == 0 { entry_packets } else { 0 };
+            issue.kernarg_base = base + args_at[k];
+            issue.binding_table = base + table_at;
+            issue.binding_count = bindings.len() as u32;
+            issue.completion_signal = signal.handle();
+            issue.fill_kernel = self.infos.address();
+            issue.copy_kernel = self.infos.address() + 64;
+            issue.control_kernel = self.infos.address() + 128;
+            issue.execution = base;
+            ring.write(o + (issues_at + 128 * k as u64) as usize, issue.as_bytes());
+            ring.write(
+                o + (issue_args_at + 16 * k as u64) as usize,
+                &issue_at.to_le_bytes(),
+            );
+        }
+        ring.write(o + table_at as usize, bindings.as_bytes());
+        let entry = &inner.blocks[0];
         let packet = KernelDispatch {
             ordering: Ordering::AGENT.with_barrier(),
             ..KernelDispatch::linear(
                 self.issue.object(),
-                base + 128,
-                buffer.inner.commands,
+                base + issue_args_at,
+                entry.commands.max(1),
                 ISSUE_WORKGROUP,
             )
         }
         .build(self.queue.limits())?;
         reservation.emplace(&packet)?;
         reservation.leave_to_device();
-        self.ring.write = end;
-        self.pending.push_back((signal.clone(), end));
+        self.ring.write = ring_end;
+        self.pending.push_back((signal.clone(), ring_end));
         Ok(Submission {
             queue: self.queue.clone(),
             signal,
             buffer: buffer.clone(),
-            issue_packet: issue.packet_base - 1,
+            ring: self.ring.storage.clone(),
+            issues_at: o + issues_at as usize,
         })
     }
 }

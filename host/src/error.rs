@@ -50,8 +50,9 @@ pub enum Error {
 
     /// A command buffer refused a command while recording; nothing of it
     /// was written.
-    #[error("command {index} ({kind}) of the command buffer: {problem}")]
+    #[error("command {index} ({kind}) of block {block} of the command buffer: {problem}")]
     Command {
+        block: u32,
         index: u32,
         kind: &'static str,
         problem: crate::command_buffer::CommandError,
@@ -93,8 +94,10 @@ pub enum Error {
 
     /// A command of a submitted command buffer faulted (or the issue of its
     /// block did): the queue stopped at that command's packet.
-    #[error("command {index} of the command buffer ({what}) faulted: {fault}")]
+    #[error("command {index} of block {block} of the command buffer ({what}) faulted: {fault}")]
     CommandFault {
+        /// The block the command is in.
+        block: u32,
         /// The command's index in its block; the block's command count when
         /// the block-issue kernel itself faulted.
         index: u32,

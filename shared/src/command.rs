@@ -37,7 +37,6 @@
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 use crate::aql::FenceScope;
-use crate::hsa::SignalCondition;
 
 /// Bytes of every command.
 pub const COMMAND_SIZE: usize = 128;
@@ -562,8 +561,10 @@ pub struct BarrierCommand {
 
 assert_command_layout!(BarrierCommand, header = 0, reserved = 16,);
 
-/// Continue with another block. Issues one packet: the scheduler's
-/// continuation dispatch (barrier bit set), which issues `target_block`.
+/// Continue with another block. Issues one packet: a dispatch of the
+/// device library's control kernel (`cmd_branch`, one work-item, barrier bit
+/// set), which reserves the target block's packets and dispatches its issue
+/// ([`Execution`]). Its arguments are [`BranchArgs`].
 #[repr(C, align(64))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 pub struct BranchCommand {
@@ -581,15 +582,56 @@ assert_command_layout!(
     reserved = 24,
 );
 
+open_enum! {
+    /// How a [`CondBranchCommand`] compares the 64-bit value in memory with
+    /// its `value`: equality, or an ordering as signed or unsigned
+    /// integers.
+    pub struct BranchCondition(u32) {
+        EQ = 0,
+        NE = 1,
+        /// Signed `<`, `<=`, `>`, `>=`.
+        LT = 2,
+        LE = 3,
+        GT = 4,
+        GE = 5,
+        /// Unsigned `<`, `<=`, `>`, `>=`.
+        ULT = 6,
+        ULE = 7,
+        UGT = 8,
+        UGE = 9,
+    }
+}
+
+impl BranchCondition {
+    /// Whether `memory cond value` holds; `None` for an unknown condition.
+    pub const fn holds(self, memory: u64, value: u64) -> Option<bool> {
+        let (sm, sv) = (memory as i64, value as i64);
+        Some(match self {
+            Self::EQ => memory == value,
+            Self::NE => memory != value,
+            Self::LT => sm < sv,
+            Self::LE => sm <= sv,
+            Self::GT => sm > sv,
+            Self::GE => sm >= sv,
+            Self::ULT => memory < value,
+            Self::ULE => memory <= value,
+            Self::UGT => memory > value,
+            Self::UGE => memory >= value,
+            _ => return None,
+        })
+    }
+}
+
 /// Continue with `true_block` if `(u64 at condition) cond value` holds when
-/// the continuation runs, else with `false_block`.
+/// the control kernel runs (after everything before it in the queue), else
+/// with `false_block`; issued like a [`BranchCommand`].
 #[repr(C, align(64))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 pub struct CondBranchCommand {
     pub header: CommandHeader,
-    /// An 8-byte range holding the value compared (as `i64`).
+    /// An 8-byte range holding the value compared.
     pub condition: BufferRef,
-    pub cond: SignalCondition,
+    pub cond: BranchCondition,
     pub reserved0: u32,
     pub value: i64,
     pub true_block: u32,
@@ -622,6 +664,65 @@ pub struct ReturnCommand {
 
 assert_command_layout!(ReturnCommand, header = 0, reserved = 16,);
 
+/// One submission of a command buffer, as its control kernels see it: a
+/// BRANCH or COND_BRANCH reserves the target block's packets in `queue` and
+/// dispatches the block-issue kernel on `issues[target]` (whose argument is
+/// at `issue_args[target]`, a 16-byte slot holding that issue's address).
+/// Each block has its own issue state and kernarg space for the whole
+/// submission: a block issues again only after a branch with the barrier
+/// bit, so after its previous issue's packets completed.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct Execution {
+    /// Device address of the [`CommandBufferHeader`].
+    pub command_buffer: u64,
+    /// Device address of `[BlockIssue; block_count]`.
+    pub issues: u64,
+    /// Device address of `[[u64; 2]; block_count]`: block `b`'s issue
+    /// kernel arguments (the address of `issues[b]`).
+    pub issue_args: u64,
+    /// Kernel object of the block-issue kernel.
+    pub issue_kernel: u64,
+    /// Device address of the execution queue's `amd_queue_t`.
+    pub queue: u64,
+    pub reserved: [u64; 3],
+}
+
+assert_layout!(
+    Execution,
+    size = 64,
+    align = 64,
+    why = "the control kernels read it at these offsets (aqueduct ABI: change it with \
+           ABI_VERSION)",
+    command_buffer = 0,
+    issues = 8,
+    issue_args = 16,
+    issue_kernel = 24,
+    queue = 32,
+    reserved = 40,
+);
+
+/// The kernel arguments of the control kernel (`cmd_branch`) a BRANCH or
+/// COND_BRANCH dispatches.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct BranchArgs {
+    /// Device address of the submission's [`Execution`].
+    pub execution: u64,
+    /// Device address of the branch command.
+    pub command: u64,
+}
+
+assert_layout!(
+    BranchArgs,
+    size = 16,
+    align = 8,
+    why = "the kernarg segment of cmd_branch as the compiler lays it out (a test checks it \
+           against the code object's metadata)",
+    execution = 0,
+    command = 8,
+);
+
 /// One block's issue: what the block-issue kernel (`cmd_block_issue` in the
 /// device library) reads through its single argument, a pointer to this.
 /// Whoever issues the block fills it after reserving the block's
@@ -652,7 +753,12 @@ pub struct BlockIssue {
     /// The same for the copy kernel, which COPY and UPDATE commands dispatch
     /// with [`CopyArgs`].
     pub copy_kernel: u64,
-    pub reserved: [u64; 7],
+    /// The same for the control kernel, which BRANCH and COND_BRANCH
+    /// dispatch with [`BranchArgs`].
+    pub control_kernel: u64,
+    /// Device address of the submission's [`Execution`].
+    pub execution: u64,
+    pub reserved: [u64; 5],
 }
 
 assert_layout!(
@@ -671,7 +777,9 @@ assert_layout!(
     completion_signal = 48,
     fill_kernel = 56,
     copy_kernel = 64,
-    reserved = 72,
+    control_kernel = 72,
+    execution = 80,
+    reserved = 88,
 );
 
 /// The kernel arguments of the device library's fill kernel (`blit_fill`:
@@ -750,6 +858,21 @@ impl Command {
             CommandOpcode::RETURN => CommandView::Return(zerocopy::transmute_ref!(self)),
             other => return Err(other),
         })
+    }
+
+    /// Bytes of kernel arguments the command's packets take (before
+    /// rounding to [`KERNARG_ALIGN`]): its kernel's segment for a dispatch,
+    /// the blit or control kernel's arguments, nothing for the others.
+    pub fn kernarg_bytes(&self) -> u32 {
+        match self.view() {
+            Ok(CommandView::Dispatch(d)) => d.kernarg_size,
+            Ok(CommandView::Fill(_)) => size_of::<FillArgs>() as u32,
+            Ok(CommandView::Copy(_) | CommandView::Update(_)) => size_of::<CopyArgs>() as u32,
+            Ok(CommandView::Branch(_) | CommandView::CondBranch(_)) => {
+                size_of::<BranchArgs>() as u32
+            }
+            _ => 0,
+        }
     }
 
     /// Whether the command ends a block.
@@ -835,6 +958,31 @@ mod tests {
 
         let zeroed = Command::new_zeroed();
         assert_eq!(zeroed.view(), Err(CommandOpcode(0)));
+    }
+
+    #[test]
+    fn branch_conditions_compare_signed_and_unsigned() {
+        let minus_one = u64::MAX;
+        let cases = [
+            (BranchCondition::EQ, 3, 3, true),
+            (BranchCondition::NE, 3, 3, false),
+            (BranchCondition::LT, minus_one, 0, true),
+            (BranchCondition::ULT, minus_one, 0, false),
+            (BranchCondition::LE, 5, 5, true),
+            (BranchCondition::GT, 0, minus_one, true),
+            (BranchCondition::UGT, 0, minus_one, false),
+            (BranchCondition::GE, 4, 5, false),
+            (BranchCondition::UGE, minus_one, 5, true),
+            (BranchCondition::ULE, 6, 5, false),
+        ];
+        for (cond, memory, value, want) in cases {
+            assert_eq!(
+                cond.holds(memory, value),
+                Some(want),
+                "{cond:?} {memory} {value}"
+            );
+        }
+        assert_eq!(BranchCondition(10).holds(0, 0), None);
     }
 
     #[test]

@@ -402,6 +402,7 @@ fn the_issue_writes_the_blit_kernels_arguments_where_their_metadata_puts_them() 
             ("blit_fill", &fill[..], size_of::<FillArgs>()),
             ("blit_copy", &copy[..], size_of::<CopyArgs>()),
             ("cmd_block_issue", &[(0, 8)][..], 8),
+            ("cmd_branch", &[(0, 8), (8, 8)][..], 16),
         ] {
             let meta = kernel(name);
             let got: Vec<(usize, usize)> = meta
@@ -622,4 +623,84 @@ fn the_simulator_counts_the_block_issue() {
     assert!(d1 > d0, "a dispatch of cmd_block_issue");
     assert!(w1 - w0 >= 2, "100 commands take two waves");
     assert!(i1 > i0, "instructions counted");
+}
+
+/// Three blocks: the entry copies N (read from device memory) into a
+/// counter and branches to the body; the body adds x to y, decrements the
+/// counter and branches back while it is not zero; the exit returns. The
+/// body runs N times — replayed with N = 5 and N = 1 through the binding
+/// table — with one submit and one wait each.
+#[test]
+fn a_conditional_loop_runs_its_block_n_times_read_from_memory() {
+    use aqueduct::command_buffer::BranchCondition;
+    let system = announced_system();
+    let host = host_pool(&system);
+    for gpu in hsa_gpus(&system) {
+        let gfx = gpu.info().name.clone();
+        let lib = device_library(&gpu);
+        let saxpy = lib.kernel("saxpy_f32").expect("saxpy_f32");
+        let kernels = aqueduct_tests::load_device_crate(&gpu, "aqueduct-test-kernels");
+        let add = kernels
+            .kernel("atomic_stats_u64")
+            .expect("atomic_stats_u64");
+        let queue = gpu.create_queue(256).expect("queue");
+        let mut cq = CommandQueue::new(&queue, &lib, 1 << 16).expect("command queue");
+
+        let slot = |s: u32, len: u64| BufferRef::binding(s, 0, len);
+        let mut b = CommandBufferBuilder::new(&queue, 8).expect("builder");
+        let body = b.add_block().expect("block");
+        let exit = b.add_block().expect("block");
+        b.copy(slot(0, 8), slot(1, 8)).expect("copy");
+        b.branch(body).expect("branch");
+        b.select_block(body).expect("select");
+        let mut args = saxpy.kernargs().expect("args");
+        args.set(0, 16u64).expect("len");
+        args.set(1, 1.0f32).expect("a");
+        args.bind(2, slot(3, 64)).expect("x");
+        args.bind(3, slot(4, 64)).expect("y");
+        b.dispatch(&saxpy, Workgroups::linear(1, 64), &args)
+            .expect("saxpy");
+        let mut args = add.kernargs().expect("args");
+        args.bind(0, slot(2, 8)).expect("src");
+        args.set(1, 1u64).expect("len");
+        args.bind(2, slot(1, 32)).expect("acc");
+        b.dispatch(&add, Workgroups::linear(1, 64), &args)
+            .expect("decrement");
+        b.cond_branch(slot(1, 8), BranchCondition::NE, 0, body, exit)
+            .expect("loop");
+        b.select_block(exit).expect("select");
+        b.ret().expect("return");
+        let buffer = b.finish().expect("finish");
+        assert_eq!(buffer.blocks(), 3);
+
+        for n in [5u64, 1] {
+            let mut n_buf = host.alloc_host::<u64>(2).expect("alloc");
+            n_buf[0] = n;
+            let counter = host.alloc_host::<u64>(4).expect("alloc");
+            let mut minus_one = host.alloc_host::<u64>(2).expect("alloc");
+            minus_one[0] = u64::MAX;
+            let mut x = host.alloc_host::<f32>(16).expect("alloc");
+            x.fill(1.0);
+            let mut y = host.alloc_host::<f32>(16).expect("alloc");
+            y.fill(0.5);
+            let entry = |address: u64, length: u64| BindingTableEntry { address, length };
+            let table = [
+                entry(n_buf.address(), 16),
+                entry(counter.address(), 32),
+                entry(minus_one.address(), 16),
+                entry(x.address(), 64),
+                entry(y.address(), 64),
+            ];
+            cq.submit(&buffer, &table)
+                .expect("submit")
+                .wait(TIMEOUT)
+                .unwrap_or_else(|e| panic!("{gfx}: N = {n}: {e}"));
+            assert_eq!(counter[0], 0, "{gfx}: N = {n}: counted down");
+            assert!(
+                y.iter().all(|&v| v == 0.5 + n as f32),
+                "{gfx}: N = {n}: y = {:?}",
+                &y[..4]
+            );
+        }
+    }
 }

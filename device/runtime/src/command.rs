@@ -42,9 +42,10 @@
 use aqueduct_abi::amd_queue::AmdQueue;
 use aqueduct_abi::aql::KernelDispatchPacket;
 use aqueduct_abi::command::{
-    AllocationHandle, BindingPatch, BindingTableEntry, BlockIssue, BufferRef, BufferRefKind,
-    COMMAND_SIZE, Command, CommandBlockHeader, CommandFlags, CommandHeader, CommandView, CopyArgs,
-    DispatchCommand, DispatchFlags, FillArgs, KERNARG_ALIGN, KernelInfo,
+    AllocationHandle, BindingPatch, BindingTableEntry, BlockIssue, BranchArgs, BufferRef,
+    BufferRefKind, COMMAND_SIZE, Command, CommandBlockHeader, CommandBufferHeader, CommandFlags,
+    CommandHeader, CommandView, CopyArgs, DispatchCommand, DispatchFlags, Execution, FillArgs,
+    KERNARG_ALIGN, KernelInfo,
 };
 use aqueduct_abi::hsa::SignalHandle;
 use aqueduct_abi::packet::{
@@ -159,14 +160,7 @@ pub fn packets_of(command: &Command) -> Result<u16, IssueError> {
             dispatch_flags(d)?;
             Ok(1)
         }
-        Ok(
-            CommandView::Fill(_)
-            | CommandView::Copy(_)
-            | CommandView::Update(_)
-            | CommandView::Barrier(_)
-            | CommandView::Return(_),
-        ) => Ok(1),
-        Ok(_) => Err(IssueError::Opcode(command.header.opcode.0)),
+        Ok(_) => Ok(1),
         Err(op) => Err(IssueError::Opcode(op.0)),
     }
 }
@@ -177,18 +171,6 @@ fn dispatch_flags(d: &DispatchCommand) -> Result<(), IssueError> {
         Ok(())
     } else {
         Err(IssueError::DispatchFlags(d.dispatch_flags.bits()))
-    }
-}
-
-/// Kernel-argument bytes a command writes (before rounding to
-/// [`KERNARG_ALIGN`]): its kernel's segment, the blits' argument structs,
-/// nothing for the others.
-pub fn kernarg_bytes_of(command: &Command) -> u32 {
-    match command.view() {
-        Ok(CommandView::Dispatch(d)) => d.kernarg_size,
-        Ok(CommandView::Fill(_)) => size_of::<FillArgs>() as u32,
-        Ok(CommandView::Copy(_) | CommandView::Update(_)) => size_of::<CopyArgs>() as u32,
-        _ => 0,
     }
 }
 
@@ -434,7 +416,7 @@ impl BlockIssuer {
                 block: self.block().packet_count,
             });
         }
-        let args = kernarg_bytes_of(&command);
+        let args = command.kernarg_bytes();
         let end = h.kernarg_offset.checked_add(args);
         if h.kernarg_offset % KERNARG_ALIGN != 0
             || end.is_none_or(|end| end > self.block().kernarg_size)
@@ -500,7 +482,26 @@ impl BlockIssuer {
                 self.state().completion_signal,
                 ordering(&h, true),
             )?),
-            Ok(_) => return Err(IssueError::Opcode(h.opcode.0)),
+            Ok(CommandView::Branch(_) | CommandView::CondBranch(_)) => {
+                // SAFETY: `new`'s contract: the control kernel's info is
+                // live (alignment checked).
+                let kernel =
+                    unsafe { load::<KernelInfo>(check_aligned(self.state().control_kernel, 64)?) };
+                let packet = KernelDispatch {
+                    private_segment_size: kernel.private_segment_size,
+                    group_segment_size: kernel.group_segment_size,
+                    ordering: ordering(&h, true),
+                    ..KernelDispatch::linear(kernel.kernel_object, kernargs, 1, 1)
+                }
+                .build(&DispatchLimits::AMD_GPU)?;
+                let args = BranchArgs {
+                    execution: self.state().execution,
+                    command: at,
+                };
+                // SAFETY: checked above: inside the reservation.
+                unsafe { store(kernargs, args) };
+                Packet::Dispatch(packet)
+            }
             Err(op) => return Err(IssueError::Opcode(op.0)),
         };
         let id = self
@@ -592,6 +593,113 @@ impl BlockIssuer {
 /// `xtask`'s device build).
 pub const ISSUE_WORKGROUP: u16 = 64;
 
+/// The block a BRANCH or COND_BRANCH continues with: its target, or for a
+/// conditional one the true or false block by the value in memory now.
+///
+/// # Safety
+/// `execution` and `command` are live (the control kernel's contract), and
+/// so is everything they reference.
+pub unsafe fn branch_target(execution: &Execution, command: &Command) -> Result<u32, IssueError> {
+    match command.view() {
+        Ok(CommandView::Branch(b)) => Ok(b.target_block),
+        Ok(CommandView::CondBranch(c)) => {
+            // Every block's issue state holds the submission's binding table.
+            // SAFETY: the contract: the issues are live.
+            let issue = unsafe { load::<BlockIssue>(check_aligned(execution.issues, 64)?) };
+            check_aligned(issue.binding_table, 8)?;
+            let table = if issue.binding_count == 0 {
+                &[][..]
+            } else {
+                // SAFETY: the table holds `binding_count` entries, aligned.
+                unsafe {
+                    core::slice::from_raw_parts(
+                        issue.binding_table as *const BindingTableEntry,
+                        issue.binding_count as usize,
+                    )
+                }
+            };
+            if c.condition.kind == BufferRefKind::ALLOCATION {
+                check_aligned(c.condition.address, 8)?;
+            }
+            if c.condition.length < 8 {
+                return Err(IssueError::Length {
+                    need: 8,
+                    have: c.condition.length,
+                });
+            }
+            let at = resolve(&c.condition, table, |address| {
+                // SAFETY: the contract: the handle is live.
+                unsafe { load::<AllocationHandle>(address) }
+            })?;
+            // SAFETY: resolved and range-checked: 8 readable bytes, aligned.
+            let memory = unsafe { load::<u64>(check_aligned(at, 8)?) };
+            let taken = c
+                .cond
+                .holds(memory, c.value as u64)
+                .ok_or(IssueError::Opcode(command.header.opcode.0))?;
+            Ok(if taken { c.true_block } else { c.false_block })
+        }
+        _ => Err(IssueError::Opcode(command.header.opcode.0)),
+    }
+}
+
+/// Issues block `target` of the submission `execution`: reserves its
+/// packets plus one in the execution queue (waiting for room, calling
+/// `pause` between looks), records the first block packet in the block's
+/// issue state, and publishes a dispatch of the block-issue kernel in the
+/// extra slot before them; the issue kernel then fills the rest. Rings the
+/// doorbell for all of them.
+///
+/// # Safety
+/// `execution` is live, with everything it references.
+pub unsafe fn issue_block(
+    execution: &Execution,
+    target: u32,
+    pause: impl FnMut(),
+) -> Result<(), IssueError> {
+    // SAFETY: the contract (alignment checked).
+    let header =
+        unsafe { load::<CommandBufferHeader>(check_aligned(execution.command_buffer, 64)?) };
+    if target >= header.block_count {
+        return Err(IssueError::NoCommand {
+            index: target,
+            count: header.block_count,
+        });
+    }
+    let blocks = check_aligned(header.blocks, 8)?;
+    // SAFETY: the header's block list holds `block_count` addresses.
+    let block_at = unsafe { load::<u64>(blocks + 8 * u64::from(target)) };
+    // SAFETY: a live block header (alignment checked).
+    let block = unsafe { load::<CommandBlockHeader>(check_aligned(block_at, 64)?) };
+    // SAFETY: a live queue.
+    let queue =
+        unsafe { Queue::from_ptr(execution.queue as *mut AmdQueue) }.map_err(IssueError::Queue)?;
+    let issue = check_aligned(execution.issues, 64)? + 128 * u64::from(target);
+    let args = check_aligned(execution.issue_args, 16)? + 16 * u64::from(target);
+    let packet = KernelDispatch {
+        ordering: Ordering::AGENT,
+        ..KernelDispatch::linear(
+            execution.issue_kernel,
+            args,
+            block.command_count.max(1),
+            ISSUE_WORKGROUP,
+        )
+    }
+    .build(&DispatchLimits::AMD_GPU)?;
+    let first = queue
+        .reserve(1 + u64::from(block.packet_count), pause)
+        .map_err(IssueError::Queue)?;
+    // SAFETY: the block's issue state is live and not read by anyone until
+    // the packet below is published (its previous issue completed before
+    // the branch that runs this).
+    unsafe {
+        store(issue + 16, first.wrapping_add(1));
+    }
+    queue.write(first, &packet);
+    queue.ring_doorbell(first.wrapping_add(u64::from(block.packet_count)));
+    Ok(())
+}
+
 /// The block-issue kernel.
 #[cfg(all(target_arch = "amdgpu", feature = "kernels"))]
 pub mod kernels {
@@ -620,6 +728,30 @@ pub mod kernels {
             && issuer.issue(issuer.command_for(id as u32)).is_err()
         {
             panic!("cmd_block_issue: a command failed its checks");
+        }
+    }
+
+    /// The control kernel of BRANCH and COND_BRANCH (one work-item): picks
+    /// the next block and issues it ([`super::issue_block`]). Traps when the
+    /// command or the submission is damaged.
+    #[unsafe(no_mangle)]
+    pub extern "gpu-kernel" fn cmd_branch(
+        execution: *const aqueduct_abi::command::Execution,
+        command: *const aqueduct_abi::command::Command,
+    ) {
+        if work_item_x().global_id() != 0 {
+            return;
+        }
+        // SAFETY: the kernel's contract: both live, written by the issue of
+        // the block that ends in this command.
+        let (execution, command) = unsafe { (&*execution, &*command) };
+        // SAFETY: as above.
+        let Ok(target) = (unsafe { super::branch_target(execution, command) }) else {
+            panic!("cmd_branch: bad branch");
+        };
+        // SAFETY: as above.
+        if unsafe { super::issue_block(execution, target, crate::arch::pause) }.is_err() {
+            panic!("cmd_branch: cannot issue the next block");
         }
     }
 }
@@ -709,7 +841,7 @@ mod tests {
             c.header.packet_count = packets_of(&c).unwrap();
             c.header.kernarg_offset = self.kernarg_size;
             self.packets += u32::from(c.header.packet_count);
-            self.kernarg_size += kernarg_bytes_of(&c).next_multiple_of(KERNARG_ALIGN);
+            self.kernarg_size += c.kernarg_bytes().next_multiple_of(KERNARG_ALIGN);
             self.commands.push(c);
             self.commands.len() as u32 - 1
         }
@@ -745,7 +877,9 @@ mod tests {
                 completion_signal: SignalHandle(0x5150),
                 fill_kernel: &raw const self.infos[1] as u64,
                 copy_kernel: &raw const self.infos[2] as u64,
-                reserved: [0; 7],
+                control_kernel: &raw const self.infos[0] as u64,
+                execution: 0xE0E0_0000,
+                reserved: [0; 5],
             })
         }
 
@@ -962,6 +1096,29 @@ mod tests {
         assert_eq!(rig.barrier_at(ret).completion_signal, SignalHandle(0x5150));
         // Eight slots, no more.
         assert_eq!(rig.packet_header(8).packet_type(), PacketType::INVALID);
+    }
+
+    #[test]
+    fn a_branch_dispatches_the_control_kernel_with_its_arguments() {
+        use aqueduct_abi::command::BranchCommand;
+        let mut rig = Rig::new();
+        let mut b: BranchCommand = zeroed();
+        b.header = header(CommandOpcode::BRANCH);
+        b.target_block = 1;
+        rig.push(b);
+        let state = rig.issue_state();
+        // SAFETY: as in the tests above.
+        let issuer = unsafe { BlockIssuer::new(&raw const *state) }.unwrap();
+        issuer.issue(0).unwrap();
+        let h = rig.packet_header(0);
+        assert_eq!(h.packet_type(), PacketType::KERNEL_DISPATCH);
+        assert!(h.barrier(), "a branch waits for the block's work");
+        let p = rig.dispatch_at(0);
+        assert_eq!(p.kernel_object, USER_KERNEL);
+        assert_eq!((p.grid_size_x, p.workgroup_size_x), (1, 1));
+        let args = rig.kernargs_at(0, 16);
+        assert_eq!(&args[..8], &0xE0E0_0000u64.to_le_bytes());
+        assert_eq!(&args[8..], &(state.block + 64).to_le_bytes());
     }
 
     #[test]
