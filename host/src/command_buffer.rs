@@ -47,8 +47,8 @@ use aqueduct_abi::command::{
     BarrierCommand, BindingPatch, BlockIssue, BranchArgs, BranchCommand, COMMAND_BUFFER_MAGIC,
     COMMAND_SIZE, Command, CommandBlockHeader, CommandBufferHeader, CommandFlags, CommandHeader,
     CommandOpcode, CommandView, CondBranchCommand, CopyArgs, CopyCommand, DispatchCommand,
-    DispatchFlags, Execution, FillArgs, FillCommand, KERNARG_ALIGN, KernelInfo, ReturnCommand,
-    UpdateCommand,
+    DispatchFlags, Execution, FillArgs, FillCommand, KERNARG_ALIGN, KernelInfo, PatchArgs,
+    ReturnCommand, UpdateCommand,
 };
 use aqueduct_abi::hsa::SignalCondition;
 use aqueduct_abi::packet::KernelDispatch;
@@ -651,7 +651,7 @@ impl CommandBufferBuilder {
 
     /// Records a dispatch whose workgroup count, three u32s, is read from
     /// `count` when the block issues (its contents must be final by
-    /// then: written before the submission).
+    /// then: written before the submission). `workgroups.count` is ignored.
     pub fn dispatch_indirect(
         &mut self,
         kernel: &Kernel,
@@ -659,7 +659,32 @@ impl CommandBufferBuilder {
         count: BufferRef,
         args: &Kernargs,
     ) -> Result<u32> {
-        self.record_dispatch(kernel, workgroups, args, Some(count))
+        self.record_dispatch(
+            kernel,
+            workgroups,
+            args,
+            Some((count, DispatchFlags::INDIRECT_STATIC)),
+        )
+    }
+
+    /// Records a dispatch whose workgroup count is read when the dispatch
+    /// is about to run, after everything before it: earlier commands of the
+    /// same command buffer may compute it. It costs a second packet, a
+    /// one-work-item patch kernel that writes the count into the dispatch's
+    /// packet and publishes it (a count of 0 makes it a no-op).
+    pub fn dispatch_indirect_dynamic(
+        &mut self,
+        kernel: &Kernel,
+        workgroups: Workgroups,
+        count: BufferRef,
+        args: &Kernargs,
+    ) -> Result<u32> {
+        self.record_dispatch(
+            kernel,
+            workgroups,
+            args,
+            Some((count, DispatchFlags::INDIRECT_DYNAMIC)),
+        )
     }
 
     fn record_dispatch(
@@ -667,7 +692,7 @@ impl CommandBufferBuilder {
         kernel: &Kernel,
         workgroups: Workgroups,
         args: &Kernargs,
-        indirect: Option<BufferRef>,
+        indirect: Option<(BufferRef, DispatchFlags)>,
     ) -> Result<u32> {
         const KIND: &str = "dispatch";
         let name = kernel.name().to_string();
@@ -741,7 +766,7 @@ impl CommandBufferBuilder {
         let segment = args
             .segment(&launch, 0)
             .map_err(|e| self.refuse(KIND, CommandError::Arguments(e.to_string())))?;
-        if let Some(r) = &indirect {
+        if let Some((r, _)) = &indirect {
             if r.length < 12 {
                 return Err(self.refuse(
                     KIND,
@@ -766,7 +791,16 @@ impl CommandBufferBuilder {
             });
         }
         let size = kernel.kernarg_segment_size();
-        let header = self.claim(KIND, CommandOpcode::DISPATCH, size)?;
+        let dynamic = matches!(indirect, Some((_, DispatchFlags::INDIRECT_DYNAMIC)));
+        let claimed = if dynamic {
+            size.next_multiple_of(KERNARG_ALIGN) + size_of::<PatchArgs>() as u32
+        } else {
+            size
+        };
+        let mut header = self.claim(KIND, CommandOpcode::DISPATCH, claimed)?;
+        if dynamic {
+            header.packet_count = 2;
+        }
         let info = self.info_of(kernel)?;
         let template = if segment.is_empty() {
             0
@@ -781,11 +815,7 @@ impl CommandBufferBuilder {
         let mut d = DispatchCommand::new_zeroed();
         d.header = header;
         d.kernel = info;
-        d.dispatch_flags = if indirect.is_some() {
-            DispatchFlags::INDIRECT_STATIC
-        } else {
-            DispatchFlags::empty()
-        };
+        d.dispatch_flags = indirect.map_or(DispatchFlags::empty(), |(_, flags)| flags);
         d.workgroup_size = workgroups.size;
         d.workgroup_count = workgroups.count;
         d.dynamic_group_segment_size = workgroups.dynamic_lds;
@@ -794,7 +824,7 @@ impl CommandBufferBuilder {
         d.binding_count = patches.len() as u16;
         d.dimensions = workgroups.dimensions;
         d.bindings = bindings;
-        if let Some(r) = indirect {
+        if let Some((r, _)) = indirect {
             d.workgroup_count_ref = r;
         }
         Ok(self.append(d.into()))
@@ -1260,10 +1290,10 @@ impl Submission {
 pub struct CommandQueue {
     queue: Queue,
     issue: Kernel,
-    /// The fill, copy and control kernels' infos, in kernarg memory, 64
-    /// bytes each.
+    /// The fill, copy, control and patch kernels' infos, in kernarg memory,
+    /// 64 bytes each.
     infos: HostBuffer<u8>,
-    _kernels: [Kernel; 3],
+    _kernels: [Kernel; 4],
     ring: KernargRing,
     /// Submissions whose ring space is not released yet: their signal and
     /// the write position after them.
@@ -1278,10 +1308,12 @@ impl CommandQueue {
         let fill = library.kernel("blit_fill")?;
         let copy = library.kernel("blit_copy")?;
         let control = library.kernel("cmd_branch")?;
+        let patch = library.kernel("cmd_patch_dispatch")?;
         for (kernel, want) in [
             (&fill, size_of::<FillArgs>()),
             (&copy, size_of::<CopyArgs>()),
             (&control, size_of::<BranchArgs>()),
+            (&patch, size_of::<PatchArgs>()),
         ] {
             if kernel.kernarg_segment_size() as usize > want.next_multiple_of(16) {
                 return Err(Error::InvalidArgument {
@@ -1295,8 +1327,8 @@ impl CommandQueue {
             }
         }
         let pool = queue.kernarg_pool().clone();
-        let mut infos = pool.alloc_host::<u8>(192)?;
-        for (k, kernel) in [&fill, &copy, &control].into_iter().enumerate() {
+        let mut infos = pool.alloc_host::<u8>(256)?;
+        for (k, kernel) in [&fill, &copy, &control, &patch].into_iter().enumerate() {
             infos[64 * k..64 * k + 64].copy_from_slice(kernel_info(kernel).as_bytes());
         }
         let storage = pool.alloc_host::<u8>(ring_bytes.next_multiple_of(64).max(4096))?;
@@ -1304,7 +1336,7 @@ impl CommandQueue {
             queue: queue.clone(),
             issue,
             infos,
-            _kernels: [fill, copy, control],
+            _kernels: [fill, copy, control, patch],
             ring: KernargRing {
                 storage: std::sync::Arc::new(SharedBytes(storage)),
                 write: 0,
@@ -1461,6 +1493,7 @@ impl CommandQueue {
             issue.fill_kernel = self.infos.address();
             issue.copy_kernel = self.infos.address() + 64;
             issue.control_kernel = self.infos.address() + 128;
+            issue.patch_kernel = self.infos.address() + 192;
             issue.execution = base;
             ring.write(o + (issues_at + 128 * k as u64) as usize, issue.as_bytes());
             ring.write(

@@ -702,6 +702,49 @@ assert_layout!(
     reserved = 40,
 );
 
+/// The kernel arguments of the patch kernel (`cmd_patch_dispatch`) an
+/// INDIRECT_DYNAMIC dispatch emits before its real dispatch packet: when it
+/// runs (after everything before it, barrier bit set) it reads the
+/// workgroup count, fills in the real packet's grid and publishes its
+/// header, or turns the slot into a no-op barrier-AND when a used
+/// dimension's count is 0.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct PatchArgs {
+    /// Device address of the real dispatch packet's slot (body written,
+    /// header INVALID).
+    pub packet: u64,
+    /// Device address of the `[u32; 3]` workgroup count (resolved when the
+    /// block issued; read when the patch runs).
+    pub count: u64,
+    /// The real packet's first 32 bits once published: header and setup.
+    pub first_word: u32,
+    /// The header of the no-op barrier-AND that replaces an empty dispatch
+    /// (the command's ordering).
+    pub no_op_header: u16,
+    /// Grid dimensions of the real dispatch, 1..=3: counts beyond them are
+    /// ignored.
+    pub dimensions: u16,
+    /// Workgroup size per dimension.
+    pub workgroup_size: [u16; 3],
+    pub reserved: u16,
+}
+
+assert_layout!(
+    PatchArgs,
+    size = 32,
+    align = 8,
+    why = "the kernarg segment of cmd_patch_dispatch as the compiler lays it out (a test checks \
+           it against the code object's metadata)",
+    packet = 0,
+    count = 8,
+    first_word = 16,
+    no_op_header = 20,
+    dimensions = 22,
+    workgroup_size = 24,
+    reserved = 30,
+);
+
 /// The kernel arguments of the control kernel (`cmd_branch`) a BRANCH or
 /// COND_BRANCH dispatches.
 #[repr(C)]
@@ -758,7 +801,11 @@ pub struct BlockIssue {
     pub control_kernel: u64,
     /// Device address of the submission's [`Execution`].
     pub execution: u64,
-    pub reserved: [u64; 5],
+    /// Device address of the [`KernelInfo`] of the patch kernel, which an
+    /// INDIRECT_DYNAMIC dispatch emits before its dispatch, with
+    /// [`PatchArgs`].
+    pub patch_kernel: u64,
+    pub reserved: [u64; 4],
 }
 
 assert_layout!(
@@ -779,7 +826,8 @@ assert_layout!(
     copy_kernel = 64,
     control_kernel = 72,
     execution = 80,
-    reserved = 88,
+    patch_kernel = 88,
+    reserved = 96,
 );
 
 /// The kernel arguments of the device library's fill kernel (`blit_fill`:
@@ -865,6 +913,12 @@ impl Command {
     /// the blit or control kernel's arguments, nothing for the others.
     pub fn kernarg_bytes(&self) -> u32 {
         match self.view() {
+            Ok(CommandView::Dispatch(d))
+                if d.dispatch_flags.contains(DispatchFlags::INDIRECT_DYNAMIC) =>
+            {
+                // The kernel's arguments, then the patch kernel's.
+                d.kernarg_size.next_multiple_of(KERNARG_ALIGN) + size_of::<PatchArgs>() as u32
+            }
             Ok(CommandView::Dispatch(d)) => d.kernarg_size,
             Ok(CommandView::Fill(_)) => size_of::<FillArgs>() as u32,
             Ok(CommandView::Copy(_) | CommandView::Update(_)) => size_of::<CopyArgs>() as u32,
@@ -872,6 +926,19 @@ impl Command {
                 size_of::<BranchArgs>() as u32
             }
             _ => 0,
+        }
+    }
+
+    /// AQL packets the command emits: 2 for an INDIRECT_DYNAMIC dispatch
+    /// (the patch, then the dispatch), 1 for every other command.
+    pub fn packet_count(&self) -> u16 {
+        match self.view() {
+            Ok(CommandView::Dispatch(d))
+                if d.dispatch_flags.contains(DispatchFlags::INDIRECT_DYNAMIC) =>
+            {
+                2
+            }
+            _ => 1,
         }
     }
 

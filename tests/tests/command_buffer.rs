@@ -368,7 +368,7 @@ fn bad_commands_are_refused_at_record_time_naming_the_command() {
 #[test]
 fn the_issue_writes_the_blit_kernels_arguments_where_their_metadata_puts_them() {
     use aqueduct::code_object::CodeObject;
-    use aqueduct_abi::command::{CopyArgs, FillArgs};
+    use aqueduct_abi::command::{CopyArgs, FillArgs, PatchArgs};
     use std::mem::offset_of;
     let fill = [
         (offset_of!(FillArgs, dst), 8),
@@ -376,6 +376,16 @@ fn the_issue_writes_the_blit_kernels_arguments_where_their_metadata_puts_them() 
         (offset_of!(FillArgs, pattern_lo), 8),
         (offset_of!(FillArgs, pattern_hi), 8),
         (offset_of!(FillArgs, pattern_size), 4),
+    ];
+    let patch = [
+        (offset_of!(PatchArgs, packet), 8),
+        (offset_of!(PatchArgs, count), 8),
+        (offset_of!(PatchArgs, first_word), 4),
+        (offset_of!(PatchArgs, no_op_header), 2),
+        (offset_of!(PatchArgs, dimensions), 2),
+        (offset_of!(PatchArgs, workgroup_size), 2),
+        (offset_of!(PatchArgs, workgroup_size) + 2, 2),
+        (offset_of!(PatchArgs, workgroup_size) + 4, 2),
     ];
     let copy = [
         (offset_of!(CopyArgs, dst), 8),
@@ -403,6 +413,7 @@ fn the_issue_writes_the_blit_kernels_arguments_where_their_metadata_puts_them() 
             ("blit_copy", &copy[..], size_of::<CopyArgs>()),
             ("cmd_block_issue", &[(0, 8)][..], 8),
             ("cmd_branch", &[(0, 8), (8, 8)][..], 16),
+            ("cmd_patch_dispatch", &patch[..], size_of::<PatchArgs>()),
         ] {
             let meta = kernel(name);
             let got: Vec<(usize, usize)> = meta
@@ -701,6 +712,87 @@ fn a_conditional_loop_runs_its_block_n_times_read_from_memory() {
                 "{gfx}: N = {n}: y = {:?}",
                 &y[..4]
             );
+        }
+    }
+}
+
+/// Indirect dispatches: a dynamic one whose workgroup count a copy earlier
+/// in the same command buffer produces (read when the dispatch is about to
+/// run), replayed with counts 3 and 0; a static one whose count the host
+/// wrote before submitting (read when the block issues). The kernel writes
+/// one element per work-item, so the output shows the grid.
+#[test]
+fn indirect_dispatches_read_their_count_at_issue_or_just_before_running() {
+    let system = announced_system();
+    let host = host_pool(&system);
+    for gpu in hsa_gpus(&system) {
+        let gfx = gpu.info().name.clone();
+        let lib = device_library(&gpu);
+        let kernels = aqueduct_tests::load_device_crate(&gpu, "aqueduct-test-kernels");
+        let per_item = kernels.kernel("trap_on_value").expect("trap_on_value");
+        let queue = gpu.create_queue(256).expect("queue");
+        let mut cq = CommandQueue::new(&queue, &lib, 1 << 16).expect("command queue");
+        const LEN: usize = 512;
+        let slot = |s: u32, len: u64| BufferRef::binding(s, 0, len);
+        let mut b = CommandBufferBuilder::new(&queue, 8).expect("builder");
+        // The count is produced in the command buffer: a copy into slot 0.
+        b.copy(slot(2, 12), slot(0, 12)).expect("copy");
+        let args = |dst: u32| {
+            let mut a = per_item.kernargs().expect("args");
+            a.bind(0, slot(3, 4 * LEN as u64)).expect("src");
+            a.bind(1, slot(dst, 4 * LEN as u64)).expect("dst");
+            a.set(2, LEN as u64).expect("len");
+            a.set(3, u32::MAX).expect("trap_on");
+            a
+        };
+        b.dispatch_indirect_dynamic(&per_item, Workgroups::linear(0, 64), slot(0, 12), &args(1))
+            .expect("dynamic");
+        b.dispatch_indirect(&per_item, Workgroups::linear(0, 64), slot(4, 12), &args(5))
+            .expect("static");
+        let buffer = b.finish().expect("finish");
+        assert_eq!(
+            buffer.packets(),
+            5,
+            "copy, patch, dispatch, dispatch, return"
+        );
+
+        for k in [3u32, 0] {
+            let count = host.alloc_host::<u32>(4).expect("alloc");
+            let mut dst = host.alloc_host::<u32>(LEN).expect("alloc");
+            dst.fill(0xDEAD_BEEF);
+            let mut produced = host.alloc_host::<u32>(4).expect("alloc");
+            produced[..3].copy_from_slice(&[k, 7, 7]);
+            let mut src = host.alloc_host::<u32>(LEN).expect("alloc");
+            for (i, v) in src.iter_mut().enumerate() {
+                *v = i as u32;
+            }
+            let mut fixed = host.alloc_host::<u32>(4).expect("alloc");
+            fixed[..3].copy_from_slice(&[2, 1, 1]);
+            let mut dst2 = host.alloc_host::<u32>(LEN).expect("alloc");
+            dst2.fill(0xDEAD_BEEF);
+            let entry = |address: u64, length: u64| BindingTableEntry { address, length };
+            let table = [
+                entry(count.address(), 16),
+                entry(dst.address(), 4 * LEN as u64),
+                entry(produced.address(), 16),
+                entry(src.address(), 4 * LEN as u64),
+                entry(fixed.address(), 16),
+                entry(dst2.address(), 4 * LEN as u64),
+            ];
+            cq.submit(&buffer, &table)
+                .expect("submit")
+                .wait(TIMEOUT)
+                .unwrap_or_else(|e| panic!("{gfx}: count {k}: {e}"));
+            for (name, out, items) in [("dynamic", &dst, 64 * k), ("static", &dst2, 128)] {
+                for (i, &v) in out.iter().enumerate() {
+                    let want = if (i as u32) < items {
+                        i as u32 ^ 0x5A5A_5A5A
+                    } else {
+                        0xDEAD_BEEF
+                    };
+                    assert_eq!(v, want, "{gfx}: {name} with count {k}: element {i}");
+                }
+            }
         }
     }
 }

@@ -45,7 +45,7 @@ use aqueduct_abi::command::{
     AllocationHandle, BindingPatch, BindingTableEntry, BlockIssue, BranchArgs, BufferRef,
     BufferRefKind, COMMAND_SIZE, Command, CommandBlockHeader, CommandBufferHeader, CommandFlags,
     CommandHeader, CommandView, CopyArgs, DispatchCommand, DispatchFlags, Execution, FillArgs,
-    KERNARG_ALIGN, KernelInfo,
+    KERNARG_ALIGN, KernelInfo, PatchArgs,
 };
 use aqueduct_abi::hsa::SignalHandle;
 use aqueduct_abi::packet::{
@@ -158,16 +158,17 @@ pub fn packets_of(command: &Command) -> Result<u16, IssueError> {
     match command.view() {
         Ok(CommandView::Dispatch(d)) => {
             dispatch_flags(d)?;
-            Ok(1)
+            Ok(command.packet_count())
         }
-        Ok(_) => Ok(1),
+        Ok(_) => Ok(command.packet_count()),
         Err(op) => Err(IssueError::Opcode(op.0)),
     }
 }
 
+/// One of the known flags, and not both indirect kinds.
 fn dispatch_flags(d: &DispatchCommand) -> Result<(), IssueError> {
-    let known = DispatchFlags::INDIRECT_STATIC;
-    if d.dispatch_flags.difference(known).is_empty() {
+    let known = DispatchFlags::INDIRECT_STATIC | DispatchFlags::INDIRECT_DYNAMIC;
+    if d.dispatch_flags.difference(known).is_empty() && d.dispatch_flags != known {
         Ok(())
     } else {
         Err(IssueError::DispatchFlags(d.dispatch_flags.bits()))
@@ -428,8 +429,12 @@ impl BlockIssuer {
             });
         }
         let kernargs = self.state().kernarg_base + u64::from(h.kernarg_offset);
+        let id = self
+            .state()
+            .packet_base
+            .wrapping_add(u64::from(h.packet_offset));
         let packet = match command.view() {
-            Ok(CommandView::Dispatch(d)) => self.dispatch(d, kernargs)?,
+            Ok(CommandView::Dispatch(d)) => self.dispatch(d, kernargs, id)?,
             Ok(CommandView::Fill(f)) => {
                 let dst = self.resolve(&f.target)?;
                 let len = f.target.length;
@@ -504,10 +509,6 @@ impl BlockIssuer {
             }
             Err(op) => return Err(IssueError::Opcode(op.0)),
         };
-        let id = self
-            .state()
-            .packet_base
-            .wrapping_add(u64::from(h.packet_offset));
         match packet {
             Packet::Dispatch(p) => self.queue.write(id, &p),
             Packet::Barrier(p) => self.queue.write_barrier(id, &p),
@@ -515,14 +516,17 @@ impl BlockIssuer {
         Ok(())
     }
 
-    /// A dispatch command's arguments and packet.
-    fn dispatch(&self, d: &DispatchCommand, kernargs: u64) -> Result<Packet, IssueError> {
+    /// A dispatch command's arguments and packet (the patch kernel's for an
+    /// INDIRECT_DYNAMIC one, whose own packet goes unpublished at `id + 1`).
+    fn dispatch(&self, d: &DispatchCommand, kernargs: u64, id: u64) -> Result<Packet, IssueError> {
         // SAFETY: `new`'s contract: the kernel's info is live (alignment
         // checked).
         let info = unsafe { load::<KernelInfo>(check_aligned(d.kernel, 64)?) };
         check_aligned(d.bindings, 8)?;
         check_aligned(d.kernarg_template, 16)?;
-        let count = if d.dispatch_flags.contains(DispatchFlags::INDIRECT_STATIC) {
+        let dynamic = d.dispatch_flags.contains(DispatchFlags::INDIRECT_DYNAMIC);
+        let indirect = dynamic || d.dispatch_flags.contains(DispatchFlags::INDIRECT_STATIC);
+        let count_at = if indirect {
             let r = &d.workgroup_count_ref;
             if r.length < 12 {
                 return Err(IssueError::Length {
@@ -530,9 +534,17 @@ impl BlockIssuer {
                     have: r.length,
                 });
             }
+            check_aligned(self.resolve(r)?, 4)?
+        } else {
+            0
+        };
+        let count = if dynamic {
+            // A stand-in: the patch kernel writes the real grid.
+            [1; 3]
+        } else if indirect {
             // SAFETY: resolved and range-checked: 12 readable bytes,
             // alignment checked.
-            unsafe { load::<[u32; 3]>(check_aligned(self.resolve(r)?, 4)?) }
+            unsafe { load::<[u32; 3]>(count_at) }
         } else {
             d.workgroup_count
         };
@@ -552,6 +564,40 @@ impl BlockIssuer {
             }
         }
         let packet = dispatch_packet(d, &info, kernargs, count)?;
+        let packet = match packet {
+            Packet::Dispatch(real) if dynamic => {
+                // SAFETY: `new`'s contract: the patch kernel's info is live
+                // (alignment checked).
+                let patch =
+                    unsafe { load::<KernelInfo>(check_aligned(self.state().patch_kernel, 64)?) };
+                let Packet::Barrier(no_op) = no_op(ordering(&d.header, false))? else {
+                    return Err(IssueError::Opcode(d.header.opcode.0));
+                };
+                let patch_at = kernargs + u64::from(d.kernarg_size.next_multiple_of(KERNARG_ALIGN));
+                let args = PatchArgs {
+                    packet: self.queue.slot_address(id.wrapping_add(1)),
+                    count: count_at,
+                    first_word: real.first_word(),
+                    no_op_header: no_op.first_word() as u16,
+                    dimensions: u16::from(d.dimensions),
+                    workgroup_size: d.workgroup_size,
+                    reserved: 0,
+                };
+                let packet = KernelDispatch {
+                    private_segment_size: patch.private_segment_size,
+                    group_segment_size: patch.group_segment_size,
+                    ordering: ordering(&d.header, true),
+                    ..KernelDispatch::linear(patch.kernel_object, patch_at, 1, 1)
+                }
+                .build(&DispatchLimits::AMD_GPU)?;
+                self.queue.write_unpublished(id.wrapping_add(1), &real);
+                // SAFETY: checked in `issue`: the patch arguments follow the
+                // kernel's inside the command's share of the reservation.
+                unsafe { store(patch_at, args) };
+                Packet::Dispatch(packet)
+            }
+            other => other,
+        };
         // Whole 8-byte words: the template is 16-byte aligned and padded to
         // 16 bytes, and so is the command's share of the reservation.
         for w in 0..u64::from(d.kernarg_size.div_ceil(8)) {
@@ -592,6 +638,58 @@ impl BlockIssuer {
 /// Work-items per workgroup of the block-issue kernel (its launch bound in
 /// `xtask`'s device build).
 pub const ISSUE_WORKGROUP: u16 = 64;
+
+/// The patch kernel's work: reads an INDIRECT_DYNAMIC dispatch's workgroup
+/// count now, writes the grid into its packet (whose body the issue wrote,
+/// header INVALID) and publishes it with a system-scope release store; a
+/// count of 0 in a used dimension makes the slot a barrier-AND that waits
+/// for nothing, with the command's ordering. Counts beyond the dispatch's
+/// dimensions are ignored.
+///
+/// # Safety
+/// `args.count` holds 12 readable bytes and `args.packet` is the reserved,
+/// unpublished slot of the dispatch (the patch kernel's contract).
+pub unsafe fn patch_dispatch(args: &PatchArgs) -> Result<(), IssueError> {
+    // SAFETY: the contract (alignment checked).
+    let count = unsafe { load::<[u32; 3]>(check_aligned(args.count, 4)?) };
+    let slot = check_aligned(args.packet, 64)?;
+    let dims = usize::from(args.dimensions).clamp(1, 3);
+    let mut grid = [1u32; 3];
+    let mut empty = false;
+    for axis in 0..dims {
+        empty |= count[axis] == 0;
+        grid[axis] = count[axis]
+            .checked_mul(u32::from(args.workgroup_size[axis]))
+            .ok_or(IssueError::Grid {
+                count,
+                size: args.workgroup_size,
+            })?;
+    }
+    let first_word = if empty {
+        // A barrier-AND's body is all zeros: no dependencies, no signal.
+        for word in 1..16 {
+            // SAFETY: the slot's 64 bytes are ours until published.
+            unsafe { store(slot + 4 * word, 0u32) };
+        }
+        u32::from(args.no_op_header)
+    } else {
+        for (axis, &g) in grid.iter().enumerate() {
+            // SAFETY: as above: grid_size_x/y/z at bytes 12, 16 and 20.
+            unsafe { store(slot + 12 + 4 * axis as u64, g) };
+        }
+        args.first_word
+    };
+    // SAFETY: the slot's first word, 4-byte aligned, which the packet
+    // processor reads atomically.
+    unsafe {
+        crate::atomic::Atomic::<u32>::from_ptr(slot as *mut u32).store(
+            first_word,
+            crate::atomic::Release,
+            crate::atomic::System,
+        )
+    };
+    Ok(())
+}
 
 /// The block a BRANCH or COND_BRANCH continues with: its target, or for a
 /// conditional one the true or false block by the value in memory now.
@@ -728,6 +826,42 @@ pub mod kernels {
             && issuer.issue(issuer.command_for(id as u32)).is_err()
         {
             panic!("cmd_block_issue: a command failed its checks");
+        }
+    }
+
+    /// The patch kernel of an INDIRECT_DYNAMIC dispatch (one work-item):
+    /// [`super::patch_dispatch`] on its arguments, which are
+    /// [`aqueduct_abi::command::PatchArgs`]' fields in order (a test checks
+    /// the metadata's offsets against the struct's). Traps on a grid that
+    /// overflows.
+    #[unsafe(no_mangle)]
+    #[allow(clippy::too_many_arguments)]
+    pub extern "gpu-kernel" fn cmd_patch_dispatch(
+        packet: u64,
+        count: u64,
+        first_word: u32,
+        no_op_header: u16,
+        dimensions: u16,
+        workgroup_x: u16,
+        workgroup_y: u16,
+        workgroup_z: u16,
+    ) {
+        if work_item_x().global_id() != 0 {
+            return;
+        }
+        let args = aqueduct_abi::command::PatchArgs {
+            packet,
+            count,
+            first_word,
+            no_op_header,
+            dimensions,
+            workgroup_size: [workgroup_x, workgroup_y, workgroup_z],
+            reserved: 0,
+        };
+        // SAFETY: the kernel's contract: written by the issue of the
+        // dispatch, naming its reserved slot and count.
+        if unsafe { super::patch_dispatch(&args) }.is_err() {
+            panic!("cmd_patch_dispatch: bad workgroup count");
         }
     }
 
@@ -879,7 +1013,8 @@ mod tests {
                 copy_kernel: &raw const self.infos[2] as u64,
                 control_kernel: &raw const self.infos[0] as u64,
                 execution: 0xE0E0_0000,
-                reserved: [0; 5],
+                patch_kernel: &raw const self.infos[0] as u64,
+                reserved: [0; 4],
             })
         }
 
@@ -926,11 +1061,16 @@ mod tests {
         unsafe { core::mem::zeroed() }
     }
 
+    /// A kernel-argument template: 16-byte aligned, as the recorder puts
+    /// them.
+    #[repr(C, align(16))]
+    struct Template([u8; 32]);
+
     /// A dispatch of the user kernel: 24 bytes of arguments, a pointer at
     /// 0 and 8 patched from `bindings`, a u32 at 16 from the template.
     fn dispatch(
         rig: &Rig,
-        template: &[u8; 32],
+        template: &Template,
         bindings: &[BindingPatch],
         count: [u32; 3],
     ) -> DispatchCommand {
@@ -941,7 +1081,7 @@ mod tests {
         d.workgroup_count = count;
         d.dimensions = 2;
         d.dynamic_group_segment_size = 256;
-        d.kernarg_template = template.as_ptr() as u64;
+        d.kernarg_template = template.0.as_ptr() as u64;
         d.kernarg_size = 24;
         d.binding_count = bindings.len() as u16;
         d.bindings = bindings.as_ptr() as u64;
@@ -967,7 +1107,7 @@ mod tests {
             address: a.as_mut_ptr() as u64,
             length: 256,
         });
-        let template = [0xAB_u8; 32];
+        let template = Template([0xAB; 32]);
         let bindings = [
             BindingPatch {
                 buffer: BufferRef::binding(1, 16, 32),
@@ -1122,6 +1262,54 @@ mod tests {
     }
 
     #[test]
+    fn a_dynamic_dispatch_is_patched_and_published_when_the_patch_runs() {
+        for (count, want_grid) in [([5u32, 3, 9], Some((320, 6))), ([4, 0, 1], None)] {
+            let mut rig = Rig::new();
+            let counts: Box<[u32; 4]> = Box::new([count[0], count[1], count[2], 0]);
+            let template = Template([0xCD; 32]);
+            let mut d = dispatch(&rig, &template, &[], [0; 3]);
+            d.dispatch_flags = DispatchFlags::INDIRECT_DYNAMIC;
+            d.workgroup_count_ref = BufferRef::direct(counts.as_ptr() as u64, 12);
+            rig.push(d);
+            let state = rig.issue_state();
+            // SAFETY: as in the tests above.
+            let issuer = unsafe { BlockIssuer::new(&raw const *state) }.unwrap();
+            issuer.issue(0).unwrap();
+            // The patch first (barrier bit: after the count's producer),
+            // the dispatch after it, not published yet.
+            let h = rig.packet_header(0);
+            assert_eq!(h.packet_type(), PacketType::KERNEL_DISPATCH);
+            assert!(h.barrier());
+            assert_eq!(rig.packet_header(1).packet_type(), PacketType::INVALID);
+            let patch = rig.dispatch_at(0);
+            // The kernel's 24 bytes, padded to 32, then the patch's.
+            assert_eq!(patch.kernarg_address, state.kernarg_base + 32);
+            // SAFETY: the patch's arguments, written by the issue.
+            let args = unsafe { load::<PatchArgs>(patch.kernarg_address) };
+            assert_eq!(args.count, counts.as_ptr() as u64);
+            assert_eq!(rig.kernargs_at(0, 24), std::vec![0xCD; 24]);
+            // SAFETY: the arguments name the rig's live slot and counts.
+            unsafe { patch_dispatch(&args) }.unwrap();
+            let h = rig.packet_header(1);
+            match want_grid {
+                Some((x, y)) => {
+                    assert_eq!(h.packet_type(), PacketType::KERNEL_DISPATCH);
+                    let p = rig.dispatch_at(1);
+                    // Two dimensions: z's count is ignored.
+                    assert_eq!((p.grid_size_x, p.grid_size_y, p.grid_size_z), (x, y, 1));
+                    assert_eq!(p.kernel_object, USER_KERNEL);
+                    assert_eq!(p.kernarg_address, state.kernarg_base);
+                }
+                None => {
+                    assert_eq!(h.packet_type(), PacketType::BARRIER_AND);
+                    assert_eq!(rig.barrier_at(1).completion_signal, SignalHandle::NULL);
+                    assert_eq!(h.acquire_fence_scope(), FenceScope::AGENT);
+                }
+            }
+        }
+    }
+
+    #[test]
     fn an_issue_order_maps_work_items_to_commands() {
         let mut rig = Rig::new();
         for _ in 0..3 {
@@ -1153,7 +1341,7 @@ mod tests {
 
     #[test]
     fn bad_commands_are_refused_and_write_nothing() {
-        let template = [0u8; 32];
+        let template = Template([0; 32]);
         let unc = Box::new(AllocationHandle {
             address: 0,
             length: 64,

@@ -167,6 +167,26 @@ impl Queue {
         }
     }
 
+    /// The device address of packet `id`'s slot.
+    pub fn slot_address(&self, id: u64) -> u64 {
+        self.slot(id) as u64
+    }
+
+    /// Writes bytes 4..64 of `packet`'s body into the slot of packet `id`
+    /// and leaves its header INVALID: someone else publishes it later (an
+    /// indirect dispatch's patch kernel, with [`Prepared::first_word`]).
+    /// `id` must be reserved and its slot free.
+    pub fn write_unpublished<P: Packet>(&self, id: u64, packet: &Prepared<P>) {
+        let mut body = [0u8; PACKET_SIZE];
+        body.copy_from_slice(packet.body.as_bytes());
+        let slot = self.slot(id);
+        // SAFETY: as in `write_bytes`; the header is not touched, so the
+        // processor keeps waiting at this slot.
+        unsafe {
+            core::ptr::copy_nonoverlapping(body.as_ptr().add(4), slot.add(4), PACKET_SIZE - 4);
+        }
+    }
+
     /// Writes and publishes a prepared packet (see [`Queue::write_bytes`]).
     pub fn write<P: Packet>(&self, id: u64, packet: &Prepared<P>) {
         let mut bytes = [0u8; PACKET_SIZE];
