@@ -344,6 +344,23 @@ fn bad_commands_are_refused_at_record_time_naming_the_command() {
         let buffer = b.finish().expect("finish");
         assert_eq!(buffer.len(), 3);
         assert_eq!(buffer.binding_sizes(), &[16]);
+        // A branch to a block the recording does not have is refused when
+        // the recording is finished.
+        let mut bad = CommandBufferBuilder::new(&queue, 2).expect("builder");
+        bad.branch(4).expect("recorded");
+        match bad.finish().expect_err("no block 4") {
+            Error::Command {
+                block: 0,
+                index: 0,
+                problem:
+                    CommandError::Target {
+                        target: 4,
+                        blocks: 1,
+                    },
+                ..
+            } => {}
+            e => panic!("{e}"),
+        }
         // Submit-time checks: a missing or short binding.
         let mut cq = CommandQueue::new(&queue, &lib, 1 << 16).expect("command queue");
         let e = cq.submit(&buffer, &[]).err().expect("unbound slot");

@@ -1310,6 +1310,83 @@ mod tests {
     }
 
     #[test]
+    fn a_conditional_branch_picks_its_block_and_issues_it() {
+        use aqueduct_abi::command::{BranchCondition, CondBranchCommand, Execution};
+        // Two blocks: the target's issue state and arguments, a queue.
+        let mut rig = Rig::new();
+        let mut r: ReturnCommand = zeroed();
+        r.header = header(CommandOpcode::RETURN);
+        rig.push(r);
+        rig.push(r);
+        let state = rig.issue_state();
+        let value: Box<[u64; 2]> = Box::new([7, 0]);
+        rig.table.push(BindingTableEntry {
+            address: value.as_ptr() as u64,
+            length: 16,
+        });
+        let mut issues = lines(256);
+        let base = issues.as_mut_ptr() as u64;
+        let mut issue = *state;
+        issue.binding_table = rig.table.as_ptr() as u64;
+        issue.binding_count = 1;
+        // SAFETY: two 128-byte issue states fit the lines.
+        unsafe {
+            store(base, issue);
+            store(base + 128, issue);
+        }
+        let args: Box<[[u64; 2]; 2]> = Box::new([[base, 0], [base + 128, 0]]);
+        let mut head: CommandBufferHeader = zeroed();
+        head.block_count = 2;
+        let blocks: Box<[u64; 2]> = Box::new([state.block, state.block]);
+        head.blocks = blocks.as_ptr() as u64;
+        let mut head_line = lines(64);
+        // SAFETY: one line holds the header.
+        unsafe { store(head_line.as_mut_ptr() as u64, head) };
+        let execution = Execution {
+            command_buffer: head_line.as_ptr() as u64,
+            issues: base,
+            issue_args: args.as_ptr() as u64,
+            issue_kernel: COPY_KERNEL,
+            queue: state.queue,
+            reserved: [0; 3],
+        };
+        let mut c: CondBranchCommand = zeroed();
+        c.header = header(CommandOpcode::COND_BRANCH);
+        c.condition = BufferRef::binding(0, 0, 8);
+        c.value = 7;
+        c.true_block = 1;
+        c.false_block = 0;
+        for (cond, want) in [
+            (BranchCondition::EQ, 1),
+            (BranchCondition::ULT, 0),
+            (BranchCondition::GE, 1),
+        ] {
+            c.cond = cond;
+            // SAFETY: everything the execution names lives above.
+            let target = unsafe { branch_target(&execution, &c.into()) }.unwrap();
+            assert_eq!(target, want, "{cond:?}");
+        }
+        c.cond = BranchCondition(77);
+        // SAFETY: as above.
+        assert!(unsafe { branch_target(&execution, &c.into()) }.is_err());
+        // Issuing block 1: its issue kernel in the next free slot, the
+        // block's 2 packets reserved after it, its issue state told where.
+        let write = rig.host.amd.write_dispatch_id;
+        // SAFETY: as above.
+        unsafe { issue_block(&execution, 1, || panic!("room")) }.unwrap();
+        assert_eq!(rig.host.amd.write_dispatch_id, write + 3);
+        let p = rig.dispatch_at((write - 1000) as u32);
+        assert_eq!(p.kernel_object, COPY_KERNEL);
+        assert_eq!(p.kernarg_address, args.as_ptr() as u64 + 16);
+        assert_eq!(p.grid_size_x, 2);
+        // SAFETY: block 1's issue state.
+        let packet_base = unsafe { load::<BlockIssue>(base + 128) }.packet_base;
+        assert_eq!(packet_base, write + 1);
+        // SAFETY: as above.
+        assert!(unsafe { issue_block(&execution, 2, || panic!("room")) }.is_err());
+    }
+
+    #[test]
     fn an_issue_order_maps_work_items_to_commands() {
         let mut rig = Rig::new();
         for _ in 0..3 {
