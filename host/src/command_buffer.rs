@@ -288,6 +288,11 @@ pub struct CommandBufferBuilder {
     ordering: Ordering,
     /// Whether the block gets an issue order grouped by kind.
     sort_by_kind: bool,
+    /// The last dispatch's kernel object, workgroups and indirectness,
+    /// whose launch was checked: the same again is not checked again.
+    last_launch: Option<(u64, Workgroups, bool)>,
+    /// Reused for each dispatch's binding patches.
+    patches: Vec<BindingPatch>,
 }
 
 /// The packets of a block beyond the issue kernel's, at most (a queue must
@@ -319,6 +324,8 @@ impl CommandBufferBuilder {
             slot_sizes: Vec::new(),
             ordering: Ordering::AGENT,
             sort_by_kind: true,
+            last_launch: None,
+            patches: Vec::new(),
         };
         builder.add_block()?;
         Ok(builder)
@@ -695,19 +702,19 @@ impl CommandBufferBuilder {
         indirect: Option<(BufferRef, DispatchFlags)>,
     ) -> Result<u32> {
         const KIND: &str = "dispatch";
-        let name = kernel.name().to_string();
+        let name = || kernel.name().to_string();
         if kernel.agent().handle() != self.agent.handle() {
             return Err(self.refuse(
                 KIND,
                 CommandError::Agent {
-                    kernel: name,
+                    kernel: name(),
                     loaded: kernel.agent().info().name.clone(),
                     recording: self.agent_name.clone(),
                 },
             ));
         }
         if args.kernel_object() != kernel.object() {
-            return Err(self.refuse(KIND, CommandError::OtherKernel(name)));
+            return Err(self.refuse(KIND, CommandError::OtherKernel(name())));
         }
         // The launch as a plain dispatch would check it, with one
         // workgroup per dimension standing in for an indirect count.
@@ -724,7 +731,8 @@ impl CommandBufferBuilder {
                     self.refuse(
                         KIND,
                         CommandError::Launch(format!(
-                            "{name}: {count:?} workgroups of {:?} overflow the grid",
+                            "{}: {count:?} workgroups of {:?} overflow the grid",
+                            name(),
                             workgroups.size
                         )),
                     )
@@ -744,7 +752,9 @@ impl CommandBufferBuilder {
             private_segment_size: kernel.private_segment_size(),
         };
         // Zero workgroups is a valid recording (the issue writes a no-op).
-        if !count.contains(&0) {
+        // A launch checked for this kernel just before is not checked again.
+        let this = (kernel.object(), workgroups, indirect.is_some());
+        if !count.contains(&0) && self.last_launch != Some(this) {
             let checked: Result<KernelDispatch> = plan(facts, &self.limits, &launch, args);
             checked.map_err(|e| self.refuse(KIND, CommandError::Launch(e.to_string())))?;
         }
@@ -757,14 +767,14 @@ impl CommandBufferBuilder {
                 return Err(self.refuse(
                     KIND,
                     CommandError::Hidden {
-                        kernel: name,
+                        kernel: name(),
                         argument: arg.value_kind.clone(),
                     },
                 ));
             }
         }
         let segment = args
-            .segment(&launch, 0)
+            .template(&launch, 0)
             .map_err(|e| self.refuse(KIND, CommandError::Arguments(e.to_string())))?;
         if let Some((r, _)) = &indirect {
             if r.length < 12 {
@@ -780,16 +790,39 @@ impl CommandBufferBuilder {
             self.check_ref(r, 4, "an indirect workgroup count")
                 .map_err(|e| self.refuse(KIND, e))?;
         }
-        let mut patches = Vec::new();
+        let mut patches = std::mem::take(&mut self.patches);
+        patches.clear();
         for &(offset, buffer) in args.patches() {
-            self.check_ref(&buffer, 1, "a bound argument")
-                .map_err(|e| self.refuse(KIND, e))?;
+            if let Err(e) = self.check_ref(&buffer, 1, "a bound argument") {
+                self.patches = patches;
+                return Err(self.refuse(KIND, e));
+            }
             patches.push(BindingPatch {
                 buffer,
                 kernarg_offset: offset,
                 reserved: 0,
             });
         }
+        let recorded = self.record_dispatch_with(kernel, workgroups, indirect, &segment, &patches);
+        self.patches = patches;
+        if recorded.is_ok() {
+            self.last_launch = Some(this);
+        }
+        recorded
+    }
+
+    /// [`CommandBufferBuilder::record_dispatch`] once everything is
+    /// checked: the slot, the kernel's info, the template and patches in
+    /// the arena, the command.
+    fn record_dispatch_with(
+        &mut self,
+        kernel: &Kernel,
+        workgroups: Workgroups,
+        indirect: Option<(BufferRef, DispatchFlags)>,
+        segment: &[u8],
+        patches: &[BindingPatch],
+    ) -> Result<u32> {
+        const KIND: &str = "dispatch";
         let size = kernel.kernarg_segment_size();
         let dynamic = matches!(indirect, Some((_, DispatchFlags::INDIRECT_DYNAMIC)));
         let claimed = if dynamic {
@@ -805,7 +838,7 @@ impl CommandBufferBuilder {
         let template = if segment.is_empty() {
             0
         } else {
-            self.arena.put(&segment, 16)?
+            self.arena.put(segment, 16)?
         };
         let bindings = if patches.is_empty() {
             0

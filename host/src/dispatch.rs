@@ -333,6 +333,20 @@ impl Kernargs {
         self.segment(launch, queue_address)
     }
 
+    /// [`Kernargs::segment`] without a copy when the kernel has no hidden
+    /// arguments (the explicit bytes are the whole segment).
+    pub(crate) fn template(
+        &self,
+        launch: &Launch,
+        queue_address: u64,
+    ) -> Result<std::borrow::Cow<'_, [u8]>> {
+        if self.hidden.is_empty() && self.set.iter().all(|&s| s) {
+            return Ok(std::borrow::Cow::Borrowed(&self.bytes));
+        }
+        self.segment(launch, queue_address)
+            .map(std::borrow::Cow::Owned)
+    }
+
     /// The segment for `launch` with the hidden arguments filled, or which
     /// explicit arguments are missing; [`Kernargs::bind`]'s references
     /// left as zeros.
