@@ -40,7 +40,7 @@
 //! memory, the kernel on the GPU's.
 
 use aqueduct_abi::amd_queue::AmdQueue;
-use aqueduct_abi::aql::KernelDispatchPacket;
+use aqueduct_abi::aql::{KernelDispatchPacket, PacketHeader, PacketType};
 use aqueduct_abi::command::{
     AllocationHandle, BindingPatch, BindingTableEntry, BlockIssue, BranchArgs, BufferRef,
     BufferRefKind, COMMAND_SIZE, Command, CommandBlockHeader, CommandBufferHeader, CommandFlags,
@@ -49,8 +49,7 @@ use aqueduct_abi::command::{
 };
 use aqueduct_abi::hsa::SignalHandle;
 use aqueduct_abi::packet::{
-    BarrierKind, BarrierPacket, DispatchLimits, KernelDispatch, Ordering, PacketError, Prepared,
-    barrier,
+    BarrierKind, BarrierPacket, KernelDispatch, Ordering, PacketError, Prepared, barrier,
 };
 
 use crate::blit::{CopyPlan, FillPattern, Partition};
@@ -222,17 +221,24 @@ pub fn dispatch_packet(
     count: [u32; 3],
 ) -> Result<Packet, IssueError> {
     let order = ordering(&d.header, false);
-    if count.contains(&0) {
+    // Flags gathered without a branch per axis: each is a divergent
+    // branch in the issue kernel.
+    let mut grid = [1u32; 3];
+    let (mut empty, mut overflow) = (false, false);
+    for axis in 0..3 {
+        let (g, o) = count[axis].overflowing_mul(u32::from(d.workgroup_size[axis]));
+        grid[axis] = g;
+        empty |= count[axis] == 0;
+        overflow |= o;
+    }
+    if empty {
         return no_op(order);
     }
-    let mut grid = [1u32; 3];
-    for axis in 0..3 {
-        grid[axis] = count[axis]
-            .checked_mul(u32::from(d.workgroup_size[axis]))
-            .ok_or(IssueError::Grid {
-                count,
-                size: d.workgroup_size,
-            })?;
+    if overflow {
+        return Err(IssueError::Grid {
+            count,
+            size: d.workgroup_size,
+        });
     }
     let packet = KernelDispatch {
         kernel_object: info.kernel_object,
@@ -247,7 +253,7 @@ pub fn dispatch_packet(
         completion_signal: SignalHandle::NULL,
         ordering: order,
     }
-    .build(&DispatchLimits::AMD_GPU)?;
+    .issue()?;
     Ok(Packet::Dispatch(packet))
 }
 
@@ -270,7 +276,7 @@ pub fn blit_packet(
         ordering: order,
         ..KernelDispatch::linear(kernel.kernel_object, kernarg_address, items, BLIT_WORKGROUP)
     }
-    .build(&DispatchLimits::AMD_GPU)?;
+    .issue()?;
     Ok(Packet::Dispatch(packet))
 }
 
@@ -283,6 +289,46 @@ pub fn pattern_words(pattern: &[u8; 16]) -> [u64; 2] {
         u64::from_le_bytes(w)
     };
     [word(0), word(1)]
+}
+
+/// The packet of a dispatch the host validated when recording: built
+/// without [`KernelDispatch::build`]'s checks against an agent's limits
+/// (the packet processor checks what reaches it), only the fence scopes,
+/// which decide the header's bits. Every check is a divergent branch in
+/// the issue kernel.
+trait Issue {
+    fn issue(&self) -> Result<Prepared<KernelDispatchPacket>, IssueError>;
+}
+
+impl Issue for KernelDispatch {
+    fn issue(&self) -> Result<Prepared<KernelDispatchPacket>, IssueError> {
+        let o = self.ordering;
+        if !(o.acquire.is_known() && o.release.is_known()) {
+            return Err(IssueError::Packet(PacketError::FenceScope(
+                o.acquire.0 | o.release.0,
+            )));
+        }
+        Ok(Prepared {
+            body: KernelDispatchPacket {
+                header: PacketHeader::INVALID,
+                setup: u16::from(self.dimensions),
+                workgroup_size_x: self.workgroup_size[0],
+                workgroup_size_y: self.workgroup_size[1],
+                workgroup_size_z: self.workgroup_size[2],
+                reserved0: 0,
+                grid_size_x: self.grid_size[0],
+                grid_size_y: self.grid_size[1],
+                grid_size_z: self.grid_size[2],
+                private_segment_size: self.private_segment_size,
+                group_segment_size: self.group_segment_size,
+                kernel_object: self.kernel_object,
+                kernarg_address: self.kernarg_address,
+                reserved2: 0,
+                completion_signal: self.completion_signal,
+            },
+            header: PacketHeader::new(PacketType::KERNEL_DISPATCH, o.barrier, o.acquire, o.release),
+        })
+    }
 }
 
 /// A barrier-AND that waits for nothing: an empty slot's packet.
@@ -398,7 +444,8 @@ impl BlockIssuer {
 
     /// Issues command `index`: checks it against the block, writes its
     /// kernel arguments and packet bodies, then publishes its packets.
-    /// Nothing is written when it fails.
+    /// Nothing is published when it fails (a dispatch's own arguments may
+    /// be half written: no packet points at them).
     pub fn issue(&self, index: u32) -> Result<(), IssueError> {
         let count = self.block().command_count;
         if index >= count {
@@ -409,19 +456,22 @@ impl BlockIssuer {
         let command = unsafe { load::<Command>(at) };
         let h = command.header;
         let packets = packets_of(&command)?;
-        let end = h.packet_offset.checked_add(u32::from(h.packet_count));
-        if h.packet_count != packets || end.is_none_or(|end| end > self.block().packet_count) {
+        // Both range checks as flags, one branch each at the end.
+        let packet_end = u64::from(h.packet_offset) + u64::from(h.packet_count);
+        let bad_packets =
+            (h.packet_count != packets) | (packet_end > u64::from(self.block().packet_count));
+        let args = command.kernarg_bytes();
+        let args_end = u64::from(h.kernarg_offset) + u64::from(args);
+        let bad_args = (h.kernarg_offset % KERNARG_ALIGN != 0)
+            | (args_end > u64::from(self.block().kernarg_size));
+        if bad_packets {
             return Err(IssueError::Packets {
                 offset: h.packet_offset,
                 count: h.packet_count,
                 block: self.block().packet_count,
             });
         }
-        let args = command.kernarg_bytes();
-        let end = h.kernarg_offset.checked_add(args);
-        if h.kernarg_offset % KERNARG_ALIGN != 0
-            || end.is_none_or(|end| end > self.block().kernarg_size)
-        {
+        if bad_args {
             return Err(IssueError::Kernargs {
                 offset: h.kernarg_offset,
                 size: args,
@@ -498,7 +548,7 @@ impl BlockIssuer {
                     ordering: ordering(&h, true),
                     ..KernelDispatch::linear(kernel.kernel_object, kernargs, 1, 1)
                 }
-                .build(&DispatchLimits::AMD_GPU)?;
+                .issue()?;
                 let args = BranchArgs {
                     execution: self.state().execution,
                     command: at,
@@ -548,21 +598,6 @@ impl BlockIssuer {
         } else {
             d.workgroup_count
         };
-        // Resolve and check every binding before writing anything.
-        for b in 0..u64::from(d.binding_count) {
-            // SAFETY: `new`'s contract: the command's patch list is live.
-            let patch =
-                unsafe { load::<BindingPatch>(d.bindings + b * size_of::<BindingPatch>() as u64) };
-            self.resolve(&patch.buffer)?;
-            let end = patch.kernarg_offset.checked_add(8);
-            if patch.kernarg_offset % 8 != 0 || end.is_none_or(|end| end > d.kernarg_size) {
-                return Err(IssueError::Kernargs {
-                    offset: patch.kernarg_offset,
-                    size: 8,
-                    block: d.kernarg_size,
-                });
-            }
-        }
         let packet = dispatch_packet(d, &info, kernargs, count)?;
         let packet = match packet {
             Packet::Dispatch(real) if dynamic => {
@@ -589,7 +624,7 @@ impl BlockIssuer {
                     ordering: ordering(&d.header, true),
                     ..KernelDispatch::linear(patch.kernel_object, patch_at, 1, 1)
                 }
-                .build(&DispatchLimits::AMD_GPU)?;
+                .issue()?;
                 self.queue.write_unpublished(id.wrapping_add(1), &real);
                 // SAFETY: checked in `issue`: the patch arguments follow the
                 // kernel's inside the command's share of the reservation.
@@ -605,12 +640,24 @@ impl BlockIssuer {
             // the reservation (checked in `issue`), both 8-aligned.
             unsafe { store(kernargs + 8 * w, load::<u64>(d.kernarg_template + 8 * w)) };
         }
+        // The bindings, each resolved, checked and patched in one pass: a
+        // failure leaves the command's own arguments half written, which no
+        // packet points at (nothing is published).
         for b in 0..u64::from(d.binding_count) {
-            // SAFETY: as above.
+            // SAFETY: `new`'s contract: the command's patch list is live.
             let patch =
                 unsafe { load::<BindingPatch>(d.bindings + b * size_of::<BindingPatch>() as u64) };
             let address = self.resolve(&patch.buffer)?;
-            // SAFETY: checked above: 8 bytes inside the command's arguments.
+            let end = patch.kernarg_offset.checked_add(8);
+            if patch.kernarg_offset % 8 != 0 || end.is_none_or(|end| end > d.kernarg_size) {
+                return Err(IssueError::Kernargs {
+                    offset: patch.kernarg_offset,
+                    size: 8,
+                    block: d.kernarg_size,
+                });
+            }
+            // SAFETY: checked just above: 8 bytes inside the command's
+            // arguments.
             unsafe { store(kernargs + u64::from(patch.kernarg_offset), address) };
         }
         Ok(packet)
@@ -783,7 +830,7 @@ pub unsafe fn issue_block(
             ISSUE_WORKGROUP,
         )
     }
-    .build(&DispatchLimits::AMD_GPU)?;
+    .issue()?;
     let first = queue
         .reserve(1 + u64::from(block.packet_count), pause)
         .map_err(IssueError::Queue)?;
@@ -1417,7 +1464,7 @@ mod tests {
     }
 
     #[test]
-    fn bad_commands_are_refused_and_write_nothing() {
+    fn bad_commands_are_refused_and_publish_nothing() {
         let template = Template([0; 32]);
         let unc = Box::new(AllocationHandle {
             address: 0,
@@ -1466,8 +1513,11 @@ mod tests {
             // SAFETY: as in the test above.
             let issuer = unsafe { BlockIssuer::new(&raw const *state) }.unwrap();
             assert_eq!(issuer.issue(0), Err(want));
-            assert_eq!(rig.packet_header(0).packet_type(), PacketType::INVALID);
-            assert_eq!(rig.kernargs_at(0, 24), std::vec![0; 24], "{want:?}");
+            assert_eq!(
+                rig.packet_header(0).packet_type(),
+                PacketType::INVALID,
+                "{want:?}"
+            );
         }
 
         // A command announcing a packet outside the block, a fill pattern of
