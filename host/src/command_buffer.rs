@@ -5,36 +5,44 @@
 //! then 128-byte commands), after checking it as the device would: kernel
 //! arguments against the kernel's metadata, the launch against the
 //! kernel's and the agent's limits, buffer ranges, alignment, fill
-//! patterns, the block's capacity. A refused command is an
-//! [`Error::Command`] naming its index; nothing of it is written.
+//! patterns, the block's capacity, branch targets. A refused command is an
+//! [`Error::Command`] naming its block and index; nothing of it is written.
 //!
 //! Buffers are [`BufferRef`]s: a direct address, a binding-table slot, or a
 //! queue-ordered allocation handle. Slots are bound per submission, so one
 //! recording runs on other buffers without being recorded again.
 //!
 //! A [`CommandQueue`] submits a finished [`CommandBuffer`]: it reserves one
-//! packet slot for the block-issue kernel plus the block's packets in the
-//! execution queue, reserves the block's kernel arguments in its kernarg
-//! ring, and dispatches `cmd_block_issue` (the device library), one
-//! work-item per command; each writes its command's packets into the
-//! reserved slots. The last command, RETURN, decrements the submission's
-//! signal once everything before it is done: one submit, one wait, whatever
-//! the number of commands.
+//! packet slot for the block-issue kernel plus the entry block's packets in
+//! the execution queue, reserves the submission's issue states and kernel
+//! arguments in its kernarg ring, and dispatches `cmd_block_issue` (the
+//! device library), one work-item per command; each writes its command's
+//! packets into the reserved slots. A block ends in a branch, a conditional
+//! branch or a return. A branch's packet runs the device library's
+//! `cmd_branch` once everything before it is done, which reserves the next
+//! block's packets and dispatches its issue; the RETURN decrements the
+//! submission's signal: one submit, one wait, whatever the number of
+//! commands and blocks.
 //!
 //! ```text
-//!   queue:  [issue kernel][cmd 0][cmd 1] ... [cmd n-1 = RETURN]
-//!              barrier     written by the issue kernel, in any order
-//!   ring:   [BlockIssue][issue args][binding table][the block's kernargs]
+//!   queue:  [issue][cmd 0][cmd 1] ... [branch] [issue][cmd 0] ... [return]
+//!            barrier  written by the issue      (reserved by cmd_branch)
+//!   ring:   [Execution][issue args × blocks][BlockIssue × blocks][binding table]
+//!           [block 0's kernargs][block 1's kernargs] ...
 //! ```
+//!
+//! Each block's kernel arguments have a fixed place for the whole
+//! submission: a block issues again only after a branch with the barrier
+//! bit, so after its previous issue's packets completed.
 //!
 //! Kernel arguments: only what the kernel's metadata asks for. A kernel
 //! with hidden arguments gets exactly those, filled at record time from the
 //! launch; one that needs the queue pointer, or hidden counts with an
 //! indirect workgroup count, is refused (neither is known when recording).
 //!
-//! Not yet: several blocks with branches and conditional branches, indirect
-//! dynamic dispatch (its count read when the dispatch runs), the device
-//! scheduler that will submit instead of the host.
+//! Not yet: the device scheduler that will submit instead of the host, and
+//! a serial issue for small blocks (which saves nothing while the host
+//! dispatches the issue kernel anyway).
 
 use std::collections::VecDeque;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Command-buffer issue: one command of a recorded block ([`aqueduct_abi::command`])
 //! turned into its AQL packets in the execution queue.
 //!
-//! The block-issue kernel ([`kernels::cmd_block_issue`]) runs one work-item
+//! The block-issue kernel (`kernels::cmd_block_issue`) runs one work-item
 //! per command, in any order; each calls [`BlockIssuer::issue`] for its own
 //! command and looks at no other:
 //!
@@ -17,9 +17,11 @@
 //! | command  | packet                                                        |
 //! |----------|---------------------------------------------------------------|
 //! | DISPATCH | a kernel dispatch of its kernel, arguments from the template with the bindings patched in; INDIRECT_STATIC reads the workgroup count here |
+//! | DISPATCH, INDIRECT_DYNAMIC | two: a dispatch of the patch kernel (`cmd_patch_dispatch`, [`PatchArgs`], barrier bit), then the dispatch's packet, written but not published: the patch reads the count when it runs and publishes it ([`patch_dispatch`]) |
 //! | FILL     | a dispatch of the library's `blit_fill` ([`FillArgs`])        |
 //! | COPY, UPDATE | a dispatch of `blit_copy` ([`CopyArgs`]); UPDATE copies from the recording's own data |
 //! | BARRIER  | a barrier-AND without dependencies, barrier bit set           |
+//! | BRANCH, COND_BRANCH | a dispatch of the control kernel (`cmd_branch`, [`BranchArgs`], barrier bit), which picks the next block ([`branch_target`]) and issues it ([`issue_block`]) |
 //! | RETURN   | a barrier-AND, barrier bit set, that decrements the issue's completion signal |
 //!
 //! A dispatch with no work (a workgroup count of 0, a blit of 0 bytes) still
@@ -31,10 +33,10 @@
 //! arguments inside the block's reservation) and its buffer references
 //! against what they resolve to; the host validated the same at record
 //! time, so a failure here means corrupted memory or a stale recording, and
-//! the kernel traps rather than write anything.
-//!
-//! Not yet issued here: INDIRECT_DYNAMIC dispatches, BRANCH and COND_BRANCH
-//! (they need the control kernels).
+//! the kernel traps before publishing anything. Packet fields a recorded
+//! dispatch gives (grid, workgroup, LDS) are not checked against an agent's
+//! limits again: the host did, and the packet processor checks what
+//! reaches it; each check here is a divergent branch of the issue kernel.
 //!
 //! This is plain Rust over device addresses: the host tests run it on host
 //! memory, the kernel on the GPU's.
