@@ -202,10 +202,13 @@ impl Arena {
                 .push(self.pool.alloc_host::<u8>(size.max(DATA_CHUNK))?);
             0
         };
-        let chunk = self.chunks.last_mut().ok_or(Error::InvalidArgument {
-            what: "command buffer",
-            problem: "no data chunk".into(),
-        })?;
+        let chunk = self
+            .chunks
+            .last_mut()
+            .ok_or_else(|| Error::InvalidArgument {
+                what: "command buffer",
+                problem: "no data chunk".into(),
+            })?;
         chunk[at..at + bytes.len()].copy_from_slice(bytes);
         self.used = at + size;
         Ok(chunk.address() + at as u64)
@@ -1042,10 +1045,14 @@ impl CommandBufferBuilder {
         for (k, b) in self.blocks.iter().enumerate() {
             bytes[64 + 8 * k..72 + 8 * k].copy_from_slice(&b.storage.address().to_le_bytes());
         }
-        let chunk = self.arena.chunks.last_mut().ok_or(Error::InvalidArgument {
-            what: "command buffer",
-            problem: "no data chunk".into(),
-        })?;
+        let chunk = self
+            .arena
+            .chunks
+            .last_mut()
+            .ok_or_else(|| Error::InvalidArgument {
+                what: "command buffer",
+                problem: "no data chunk".into(),
+            })?;
         let start = (at - chunk.address()) as usize;
         chunk[start..start + bytes.len()].copy_from_slice(&bytes);
         for b in self.blocks {
