@@ -314,6 +314,15 @@ impl KernelDispatch {
         if self.kernarg_address % 16 != 0 {
             return Err(PacketError::KernargAlignment(self.kernarg_address));
         }
+        self.build_unchecked()
+    }
+
+    /// The packet without [`KernelDispatch::build`]'s checks against an
+    /// agent's limits and the HSA rules: only the fence scopes, which
+    /// decide the header's bits. For packets validated earlier (the device
+    /// library's command-buffer issue, whose commands the host validated
+    /// when recording); the packet processor still checks what reaches it.
+    pub fn build_unchecked(&self) -> Result<Prepared<KernelDispatchPacket>, PacketError> {
         let header = self.ordering.header(PacketType::KERNEL_DISPATCH)?;
         Ok(Prepared {
             body: KernelDispatchPacket {

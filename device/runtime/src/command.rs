@@ -42,7 +42,7 @@
 //! memory, the kernel on the GPU's.
 
 use aqueduct_abi::amd_queue::AmdQueue;
-use aqueduct_abi::aql::{KernelDispatchPacket, PacketHeader, PacketType};
+use aqueduct_abi::aql::KernelDispatchPacket;
 use aqueduct_abi::command::{
     AllocationHandle, BindingPatch, BindingTableEntry, BlockIssue, BranchArgs, BufferRef,
     BufferRefKind, COMMAND_SIZE, Command, CommandBlockHeader, CommandBufferHeader, CommandFlags,
@@ -255,7 +255,7 @@ pub fn dispatch_packet(
         completion_signal: SignalHandle::NULL,
         ordering: order,
     }
-    .issue()?;
+    .build_unchecked()?;
     Ok(Packet::Dispatch(packet))
 }
 
@@ -278,7 +278,7 @@ pub fn blit_packet(
         ordering: order,
         ..KernelDispatch::linear(kernel.kernel_object, kernarg_address, items, BLIT_WORKGROUP)
     }
-    .issue()?;
+    .build_unchecked()?;
     Ok(Packet::Dispatch(packet))
 }
 
@@ -291,46 +291,6 @@ pub fn pattern_words(pattern: &[u8; 16]) -> [u64; 2] {
         u64::from_le_bytes(w)
     };
     [word(0), word(1)]
-}
-
-/// The packet of a dispatch the host validated when recording: built
-/// without [`KernelDispatch::build`]'s checks against an agent's limits
-/// (the packet processor checks what reaches it), only the fence scopes,
-/// which decide the header's bits. Every check is a divergent branch in
-/// the issue kernel.
-trait Issue {
-    fn issue(&self) -> Result<Prepared<KernelDispatchPacket>, IssueError>;
-}
-
-impl Issue for KernelDispatch {
-    fn issue(&self) -> Result<Prepared<KernelDispatchPacket>, IssueError> {
-        let o = self.ordering;
-        if !(o.acquire.is_known() && o.release.is_known()) {
-            return Err(IssueError::Packet(PacketError::FenceScope(
-                o.acquire.0 | o.release.0,
-            )));
-        }
-        Ok(Prepared {
-            body: KernelDispatchPacket {
-                header: PacketHeader::INVALID,
-                setup: u16::from(self.dimensions),
-                workgroup_size_x: self.workgroup_size[0],
-                workgroup_size_y: self.workgroup_size[1],
-                workgroup_size_z: self.workgroup_size[2],
-                reserved0: 0,
-                grid_size_x: self.grid_size[0],
-                grid_size_y: self.grid_size[1],
-                grid_size_z: self.grid_size[2],
-                private_segment_size: self.private_segment_size,
-                group_segment_size: self.group_segment_size,
-                kernel_object: self.kernel_object,
-                kernarg_address: self.kernarg_address,
-                reserved2: 0,
-                completion_signal: self.completion_signal,
-            },
-            header: PacketHeader::new(PacketType::KERNEL_DISPATCH, o.barrier, o.acquire, o.release),
-        })
-    }
 }
 
 /// A barrier-AND that waits for nothing: an empty slot's packet.
@@ -550,7 +510,7 @@ impl BlockIssuer {
                     ordering: ordering(&h, true),
                     ..KernelDispatch::linear(kernel.kernel_object, kernargs, 1, 1)
                 }
-                .issue()?;
+                .build_unchecked()?;
                 let args = BranchArgs {
                     execution: self.state().execution,
                     command: at,
@@ -626,7 +586,7 @@ impl BlockIssuer {
                     ordering: ordering(&d.header, true),
                     ..KernelDispatch::linear(patch.kernel_object, patch_at, 1, 1)
                 }
-                .issue()?;
+                .build_unchecked()?;
                 self.queue.write_unpublished(id.wrapping_add(1), &real);
                 // SAFETY: checked in `issue`: the patch arguments follow the
                 // kernel's inside the command's share of the reservation.
@@ -832,7 +792,7 @@ pub unsafe fn issue_block(
             ISSUE_WORKGROUP,
         )
     }
-    .issue()?;
+    .build_unchecked()?;
     let first = queue
         .reserve(1 + u64::from(block.packet_count), pause)
         .map_err(IssueError::Queue)?;
