@@ -33,6 +33,13 @@ pub enum Fault {
     Decode(DecodeError),
     /// An instruction the simulator does not implement.
     Unimplemented { mnemonic: &'static str },
+    /// An implemented instruction asked for a case the simulator does not
+    /// model (e.g. a buffer format whose conversion the ISA text leaves
+    /// open); `case` names it.
+    UnimplementedCase {
+        mnemonic: &'static str,
+        case: &'static str,
+    },
     /// A VGPR or AGPR beyond the kernel's allocation.
     Register { index: u16, acc: bool },
     /// An operand code the instruction cannot use.
@@ -66,6 +73,12 @@ impl std::fmt::Display for Fault {
             Self::Decode(e) => write!(f, "invalid instruction: {e}"),
             Self::Unimplemented { mnemonic } => {
                 write!(f, "{mnemonic} is not implemented by the simulator")
+            }
+            Self::UnimplementedCase { mnemonic, case } => {
+                write!(
+                    f,
+                    "{mnemonic} with {case} is not implemented by the simulator"
+                )
             }
             Self::Register { index, acc } => write!(
                 f,

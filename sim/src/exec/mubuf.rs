@@ -57,8 +57,9 @@
 //! an access straddling NUM_RECORDS keeps its in-range dwords (each at
 //! `offset + 4k`); "Load/store-format-* instruction and atomics are
 //! range-checked 'all or nothing'", and so are bytes and shorts here.
-//! Out-of-range reads give 0 for every component: the ISA's exception
-//! for `dst_sel = SEL_1` concerns format loads, which are not implemented.
+//! Out-of-range reads give 0 for every component, except that a format
+//! load's `dst_sel = SEL_1` components still "return 1" (§9.1.5.1 note 1;
+//! below).
 //!
 //! Out-of-range loads return 0 (returning atomics too), out-of-range
 //! stores and atomics are dropped. An in-range access still goes through
@@ -100,14 +101,44 @@
 //! those other bytes back would depend on what the model leaves open; no
 //! code object we know of does.
 //!
-//! Not implemented (no executor, or a fault when the bits ask for it): the
-//! `format_x` and multi-dword loads to LDS (the latter exist from gfx950,
-//! which the simulator does not model) and `buffer_store_lds_dword`,
-//! MUBUF `buffer_*_format_*` (they need
-//! the V#'s formats and DST_SEL swizzles), the d16 `tbuffer` forms, and
-//! MTBUF formats other than 32-bit UINT/SINT/FLOAT components. Cache
-//! maintenance (`buffer_wbl2`, `buffer_inv`, `buffer_wbinvl1*`) lives in
-//! `exec::flat`.
+//! Format loads (`buffer_load_format_*`, `tbuffer_load_format_*`): MI200
+//! ISA §9.1.4 Table 31 — MUBUF format loads take DATA_FORMAT, NUM_FORMAT
+//! and DST_SEL from the V# (word 3 bits 18:15, 14:12 and 2:0/5:3/8:6/11:9,
+//! Table 36), MTBUF takes the formats from the instruction with the
+//! identity DST_SEL ("X000, XY00, XYZ0, or XYZW": components past the
+//! format's are 0). Codes from §9.1.2 Table 29. Per §9.1.3 "Float or
+//! normalized data is returned as floats; integer formats are returned as
+//! integers (signed or unsigned, same type as the memory storage format).
+//! Memory reads of data in memory that is 32 or 64 bits do not undergo
+//! any format conversion": UINT zero-extends, SINT sign-extends, USCALED
+//! and SSCALED give the integer as an f32 (exact for 8 and 16 bits),
+//! FLOAT widens f16 exactly and passes 32 bits through. Components lie X
+//! first at the lowest address. DST_SEL 0 and 1 give the constants; the
+//! ISA does not say whether "1" is 1 or 1.0, so it follows the register
+//! type, 1 for UINT/SINT and 1.0 otherwise (the graphics-API convention,
+//! as in Mesa's RADV vertex fetch). Range checks are "all or nothing"
+//! on the access's first byte, as for MTBUF; out of range every component
+//! is 0 and SEL_1 still 1. An all-zero V# "acts as an unbound ... buffer
+//! (return 0,0,0,0)". `buffer_load_format_x ... lds` (listed in §9.1.9)
+//! writes the dword the VGPR form would return to the lane's LDS place.
+//!
+//! Refused with [`Fault::UnimplementedCase`] before any lane runs, since
+//! the text we could read leaves them open: UNORM and SNORM (the
+//! conversion table is a figure missing from the text; the rounding of
+//! `u / (2^n - 1)` is not stated), the packed formats 10_11_11, 11_11_10,
+//! 10_10_10_2 and 2_10_10_10 (no bit layout in the text), DST_SEL of a
+//! component the format lacks (undocumented), reserved codes (DATA_FORMAT
+//! 0 and 15, NUM_FORMAT 6, DST_SEL 2 and 3), and the combinations Mesa's
+//! `ac_shader_util.c` calls incompatible (FLOAT with 8-bit components,
+//! SCALED with 32-bit ones).
+//!
+//! Not implemented (no executor, or a fault when the bits ask for it):
+//! multi-dword loads to LDS (they exist from gfx950, which the simulator
+//! does not model) and `buffer_store_lds_dword`, `buffer_store_format_*`
+//! (what DST_SEL means for a store is not documented), the d16 format
+//! forms, and MTBUF stores other than their count of 32-bit
+//! UINT/SINT/FLOAT components. Cache maintenance (`buffer_wbl2`,
+//! `buffer_inv`, `buffer_wbinvl1*`) lives in `exec::flat`.
 
 use crate::decode::inst::code::M0;
 use crate::decode::inst::flag;
@@ -115,6 +146,7 @@ use crate::decode::{Inst, Src};
 use crate::exec::flat::{Loc, Port, Rmw, d16, d16_keeps_other_half, extend, rmw};
 use crate::exec::{Ctx, Exec};
 use crate::fault::{Fault, Space};
+use crate::float::f16_to_f32;
 use crate::memory::Access;
 use crate::wave::{LANES, Lanes, Ty, Wave, for_lanes};
 
@@ -138,6 +170,9 @@ pub struct Rsrc {
     pub swizzle: bool,
     /// NUM_RECORDS, bits 95:64: bytes (raw) or records (structured).
     pub num_records: u32,
+    /// DST_SEL_X, _Y, _Z, _W, bits 98:96, 101:99, 104:102, 107:105
+    /// (MUBUF format loads only).
+    pub dst_sel: [u8; 4],
     /// NUM_FORMAT, bits 110:108 (MUBUF format ops only).
     pub num_format: u8,
     /// DATA_FORMAT, bits 114:111.
@@ -164,6 +199,7 @@ impl Rsrc {
             },
             swizzle: w[1] >> 31 != 0,
             num_records: w[2],
+            dst_sel: [0, 3, 6, 9].map(|at| (w[3] >> at & 7) as u8),
             num_format: (w[3] >> 12 & 7) as u8,
             data_format,
             element_size: 2 << (w[3] >> 19 & 3),
@@ -349,8 +385,14 @@ fn memory_fault(address: u64, size: u64, write: bool) -> Fault {
 enum Put {
     /// `n` dwords, range-checked one by one.
     Dwords(u32),
-    /// `n` dwords, range-checked together (typed loads).
-    Typed(u32),
+    /// `n` registers of a format load, range-checked together: MUBUF
+    /// `buffer_load_format_*` (format and DST_SEL from the V#) or MTBUF
+    /// `tbuffer_load_format_*` (`typed`: format from the instruction,
+    /// identity DST_SEL).
+    Format {
+        n: u32,
+        typed: bool,
+    },
     Extend {
         size: u32,
         signed: bool,
@@ -373,10 +415,14 @@ fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
     let exec = w.exec();
     let acc = i.acc();
     let buf = Buffer::of(w, i)?;
+    let format = match put {
+        Put::Format { n, typed } => Some(Format::of(i, &buf.rsrc, n, typed)?),
+        _ => None,
+    };
     let va = vaddr(w, i)?.map(|r| r.copied());
     let va = [va[0].as_ref(), va[1].as_ref()];
     let dwords = match put {
-        Put::Dwords(n) | Put::Typed(n) => n as usize,
+        Put::Dwords(n) | Put::Format { n, .. } => n as usize,
         _ => 1,
     };
     w.vreg(i.vdst + dwords as u16 - 1, acc)?;
@@ -413,10 +459,12 @@ fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
                     };
                 }
             }
-            Put::Typed(_) => {
-                let all = buf.in_range(lane, 0);
-                for (k, reg) in dst.iter_mut().enumerate() {
-                    reg[l] = if all { get(4 * k as u64, 4)? } else { 0 };
+            Put::Format { .. } => {
+                if let Some(f) = &format {
+                    let v = f.lane(&mut get, buf.in_range(lane, 0))?;
+                    for (reg, v) in dst.iter_mut().zip(v) {
+                        reg[l] = v;
+                    }
                 }
             }
             Put::Extend { size, signed } => {
@@ -439,14 +487,17 @@ fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
     Ok(())
 }
 
-/// `buffer_load_{dword,ubyte,sbyte,ushort,sshort} ... lds`: each lane in
-/// EXEC reads its 4, 1 or 2 bytes by the buffer rules (0 out of range) and
-/// writes that many bytes to LDS at `M0[15:0] + OFFSET + 4 * lane`; no
-/// VGPR is written (module doc).
+/// `buffer_load_{dword,ubyte,sbyte,ushort,sshort,format_x} ... lds`: each
+/// lane in EXEC reads its 4, 1 or 2 bytes by the buffer rules (0 out of
+/// range; `format_x` converts its component as the VGPR form would) and
+/// writes that many bytes (4 for `format_x`) to LDS at `M0[15:0] + OFFSET
+/// + 4 * lane`; no VGPR is written (module doc).
 fn load_to_lds(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
-    let size = match put {
-        Put::Dwords(1) => 4,
-        Put::Extend { size, .. } => size,
+    let buf = Buffer::of(w, i)?;
+    let (size, format) = match put {
+        Put::Dwords(1) => (4, None),
+        Put::Extend { size, .. } => (size, None),
+        Put::Format { n: 1, typed: false } => (4, Some(Format::of(i, &buf.rsrc, 1, false)?)),
         _ => {
             return Err(Fault::Unimplemented {
                 mnemonic: i.mnemonic,
@@ -454,7 +505,6 @@ fn load_to_lds(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
         }
     };
     let exec = w.exec();
-    let buf = Buffer::of(w, i)?;
     let va = vaddr(w, i)?;
     let strict = ctx.mem.is_strict();
     let base = u64::from(w.s[usize::from(M0)] & 0xFFFF) + (i.imm as u64 & 0xFFF);
@@ -476,7 +526,10 @@ fn load_to_lds(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
     for l in lanes {
         let lane = buf.lane(&va, i, l);
         let mut v = 0;
-        if buf.in_range(lane, 0) {
+        if let Some(f) = &format {
+            let mut get = |extra: u64, size: u32| buf.read(&mut m, lane, extra, size);
+            v = f.lane(&mut get, buf.in_range(lane, 0))?[0];
+        } else if buf.in_range(lane, 0) {
             let (pieces, n) = buf.pieces(lane, 0, size);
             for &(a, size, shift) in &pieces[..n] {
                 m.check(a, u64::from(size))
@@ -606,46 +659,233 @@ fn atomic(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, op: Rmw, wide: bool) -> R {
 }
 
 // ---------------------------------------------------------------------
-// Typed (MTBUF) accesses
+// Format loads (MUBUF `buffer_load_format_*`, MTBUF `tbuffer_*`)
 // ---------------------------------------------------------------------
 
+/// The array DATA_FORMATs (MI200 ISA §9.1.2 Table 29, MI300 Table 40) and
+/// their components' widths in bits, X first at the lowest address:
+/// BUF_DATA_FORMAT_8, 16, 8_8, 32, 16_16, 8_8_8_8, 32_32, 16_16_16_16,
+/// 32_32_32, 32_32_32_32. The packed ones (6 to 9: 10_11_11, 11_11_10,
+/// 10_10_10_2, 2_10_10_10) are not here (module doc).
+const ARRAY_FORMATS: [(u8, &[u8]); 10] = [
+    (1, &[8]),
+    (2, &[16]),
+    (3, &[8, 8]),
+    (4, &[32]),
+    (5, &[16, 16]),
+    (10, &[8; 4]),
+    (11, &[32, 32]),
+    (12, &[16; 4]),
+    (13, &[32; 3]),
+    (14, &[32; 4]),
+];
+
+/// NUM_FORMAT (the same tables): how a component becomes a register.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Num {
+    /// UINT (4): zero-extended.
+    Uint,
+    /// SINT (5): sign-extended.
+    Sint,
+    /// USCALED (2): the unsigned integer as an f32.
+    Uscaled,
+    /// SSCALED (3): the signed integer as an f32.
+    Sscaled,
+    /// FLOAT (7): 32-bit components as they are, 16-bit ones f16 → f32.
+    Float,
+}
+
+/// What one destination register of a format load gets (DST_SEL, MI200
+/// ISA Table 36 "Buffer Resource Descriptor": 0=0, 1=1, 4=R, 5=G, 6=B,
+/// 7=A).
+#[derive(Clone, Copy)]
+enum Sel {
+    Zero,
+    One,
+    /// The format's component (0 = X/R … 3 = W/A).
+    Comp(usize),
+}
+
+/// A format load's format, checked once per instruction.
+struct Format {
+    widths: &'static [u8],
+    num: Num,
+    /// Per destination register; only the first `n` are used.
+    sel: [Sel; 4],
+    n: usize,
+}
+
+impl Format {
+    /// The format of a `buffer_load_format_*` (from the V#, with its
+    /// DST_SEL) or, `typed`, a `tbuffer_load_format_*` (from the
+    /// instruction, identity DST_SEL) that writes `n` registers. A case
+    /// the simulator does not model is refused before any lane runs.
+    fn of(i: &Inst, rsrc: &Rsrc, n: u32, typed: bool) -> Result<Self, Fault> {
+        let refuse = |case| Fault::UnimplementedCase {
+            mnemonic: i.mnemonic,
+            case,
+        };
+        let n = n as usize;
+        let (dfmt, nfmt) = if typed {
+            (i.fmt & 0xF, i.fmt >> 4)
+        } else {
+            (rsrc.data_format, rsrc.num_format)
+        };
+        if !typed && *rsrc == Rsrc::from_words([0; 4]) {
+            // "A resource set to all zeros acts as an unbound texture or
+            // buffer (return 0,0,0,0)" (Table 36's note).
+            return Ok(Self {
+                widths: &[],
+                num: Num::Uint,
+                sel: [Sel::Zero; 4],
+                n,
+            });
+        }
+        let widths = match dfmt {
+            6..=9 => {
+                return Err(refuse(
+                    "a packed DATA_FORMAT (10_11_11, 11_11_10, 10_10_10_2 or 2_10_10_10)",
+                ));
+            }
+            _ => ARRAY_FORMATS
+                .iter()
+                .find(|(d, _)| *d == dfmt)
+                .map(|&(_, w)| w)
+                .ok_or(refuse("DATA_FORMAT 0 (invalid) or 15 (reserved)"))?,
+        };
+        let num = match nfmt {
+            0 | 1 => {
+                return Err(refuse(
+                    "NUM_FORMAT UNORM or SNORM (the ISA text gives no exact conversion)",
+                ));
+            }
+            2 => Num::Uscaled,
+            3 => Num::Sscaled,
+            4 => Num::Uint,
+            5 => Num::Sint,
+            7 => Num::Float,
+            _ => return Err(refuse("NUM_FORMAT 6 (reserved on GFX9)")),
+        };
+        let width = widths[0];
+        if matches!(num, Num::Uscaled | Num::Sscaled) && width == 32
+            || num == Num::Float && width == 8
+        {
+            return Err(refuse(
+                "a NUM_FORMAT its DATA_FORMAT does not take (SCALED with 32-bit or FLOAT with 8-bit components)",
+            ));
+        }
+        let mut sel = [Sel::Zero; 4];
+        for (k, s) in sel.iter_mut().enumerate().take(n) {
+            *s = if typed {
+                // "DST_SEL identity: ... X000, XY00, XYZ0, or XYZW".
+                if k < widths.len() {
+                    Sel::Comp(k)
+                } else {
+                    Sel::Zero
+                }
+            } else {
+                match rsrc.dst_sel[k] {
+                    0 => Sel::Zero,
+                    1 => Sel::One,
+                    c @ 4..=7 if usize::from(c - 4) < widths.len() => Sel::Comp(usize::from(c - 4)),
+                    4..=7 => {
+                        return Err(refuse(
+                            "a DST_SEL of a component its DATA_FORMAT lacks (undocumented)",
+                        ));
+                    }
+                    _ => return Err(refuse("DST_SEL 2 or 3 (reserved)")),
+                }
+            };
+        }
+        Ok(Self {
+            widths,
+            num,
+            sel,
+            n,
+        })
+    }
+
+    /// The register value of SEL_1: 1.0 for the float NUM_FORMATs, 1 for
+    /// the integer ones (module doc).
+    fn one(&self) -> u32 {
+        match self.num {
+            Num::Uint | Num::Sint => 1,
+            _ => 1f32.to_bits(),
+        }
+    }
+
+    /// One lane's registers: its bytes read through `get(extra, size)` if
+    /// `in_range` (all or nothing), converted and selected; out of range
+    /// every component is 0 and SEL_1 still gives 1.
+    #[inline(always)]
+    fn lane(
+        &self,
+        get: &mut impl FnMut(u64, u32) -> Result<u32, Fault>,
+        in_range: bool,
+    ) -> Result<[u32; 4], Fault> {
+        let mut comps = [0u32; 4];
+        if in_range && !self.widths.is_empty() {
+            let bytes: u32 = self.widths.iter().map(|&w| u32::from(w) / 8).sum();
+            let mut raw = 0u128;
+            for k in (0..bytes).step_by(4) {
+                raw |= u128::from(get(u64::from(k), (bytes - k).min(4))?) << (8 * k);
+            }
+            let mut at = 0;
+            for (c, &width) in comps.iter_mut().zip(self.widths) {
+                *c = self.convert((raw >> at) as u32, width);
+                at += u32::from(width);
+            }
+        }
+        let mut out = [0; 4];
+        for (o, s) in out.iter_mut().zip(&self.sel).take(self.n) {
+            *o = match *s {
+                Sel::Zero => 0,
+                Sel::One => self.one(),
+                Sel::Comp(c) => comps[c],
+            };
+        }
+        Ok(out)
+    }
+
+    /// A component's `width` low bits of `v` as a register (§9.1.3).
+    fn convert(&self, v: u32, width: u8) -> u32 {
+        let shift = 32 - u32::from(width);
+        let unsigned = v << shift >> shift;
+        let signed = (v << shift) as i32 >> shift;
+        match self.num {
+            Num::Uint => unsigned,
+            Num::Sint => signed as u32,
+            Num::Uscaled => (unsigned as f32).to_bits(),
+            Num::Sscaled => (signed as f32).to_bits(),
+            Num::Float if width == 16 => f16_to_f32(unsigned as u16).to_bits(),
+            Num::Float => v,
+        }
+    }
+}
+
 /// MTBUF DFMT values of 32-bit-per-component formats and their component
-/// counts (CDNA3 ISA, "Buffer Data Formats": BUF_DATA_FORMAT_32,
-/// _32_32, _32_32_32, _32_32_32_32).
+/// counts (BUF_DATA_FORMAT_32, _32_32, _32_32_32, _32_32_32_32).
 const DATA_FORMATS_32: [(u8, u32); 4] = [(4, 1), (11, 2), (13, 3), (14, 4)];
 /// NFMT values whose 32-bit components pass through unconverted:
 /// BUF_NUM_FORMAT_UINT, _SINT and _FLOAT.
 const NUM_FORMATS_RAW: [u8; 3] = [4, 5, 7];
 
-/// The components of an MTBUF instruction's format, if the simulator
-/// supports it: 32-bit components without conversion, at least `want`
-/// of them (a load may read fewer components than the format has; a
-/// store must write them all).
-fn typed(i: &Inst, want: u32, store: bool) -> Result<u32, Fault> {
+/// A `tbuffer_store_format_*` of `n` components, if the simulator
+/// supports its format: exactly `n` 32-bit components, no conversion.
+fn typed_store(i: &Inst, n: u32) -> R {
     let dfmt = i.fmt & 0xF;
     let nfmt = i.fmt >> 4;
-    let refuse = Fault::Unimplemented {
-        mnemonic: i.mnemonic,
-    };
-    let comps = DATA_FORMATS_32
-        .iter()
-        .find(|(d, _)| *d == dfmt)
-        .map(|&(_, c)| c)
-        .ok_or(refuse.clone())?;
-    let fits = if store { comps == want } else { comps >= want };
-    if !NUM_FORMATS_RAW.contains(&nfmt) || !fits {
-        return Err(refuse);
+    if DATA_FORMATS_32.contains(&(dfmt, n)) && NUM_FORMATS_RAW.contains(&nfmt) {
+        return Ok(());
     }
-    Ok(want)
-}
-
-fn tload(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, n: u32) -> R {
-    let n = typed(i, n, false)?;
-    load(w, i, ctx, Put::Typed(n))
+    Err(Fault::UnimplementedCase {
+        mnemonic: i.mnemonic,
+        case: "a format other than its count of 32-bit UINT, SINT or FLOAT components",
+    })
 }
 
 fn tstore(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, n: u32) -> R {
-    let n = typed(i, n, true)?;
+    typed_store(i, n)?;
     store(w, i, ctx, Take::Typed(n))
 }
 
@@ -684,10 +924,14 @@ buffer_ops! { MEM:
     "buffer_store_dwordx2" => |w, i, c| store(w, i, c, Take::Dwords(2));
     "buffer_store_dwordx3" => |w, i, c| store(w, i, c, Take::Dwords(3));
     "buffer_store_dwordx4" => |w, i, c| store(w, i, c, Take::Dwords(4));
-    "tbuffer_load_format_x" => |w, i, c| tload(w, i, c, 1);
-    "tbuffer_load_format_xy" => |w, i, c| tload(w, i, c, 2);
-    "tbuffer_load_format_xyz" => |w, i, c| tload(w, i, c, 3);
-    "tbuffer_load_format_xyzw" => |w, i, c| tload(w, i, c, 4);
+    "buffer_load_format_x" => |w, i, c| load(w, i, c, Put::Format { n: 1, typed: false });
+    "buffer_load_format_xy" => |w, i, c| load(w, i, c, Put::Format { n: 2, typed: false });
+    "buffer_load_format_xyz" => |w, i, c| load(w, i, c, Put::Format { n: 3, typed: false });
+    "buffer_load_format_xyzw" => |w, i, c| load(w, i, c, Put::Format { n: 4, typed: false });
+    "tbuffer_load_format_x" => |w, i, c| load(w, i, c, Put::Format { n: 1, typed: true });
+    "tbuffer_load_format_xy" => |w, i, c| load(w, i, c, Put::Format { n: 2, typed: true });
+    "tbuffer_load_format_xyz" => |w, i, c| load(w, i, c, Put::Format { n: 3, typed: true });
+    "tbuffer_load_format_xyzw" => |w, i, c| load(w, i, c, Put::Format { n: 4, typed: true });
     "tbuffer_store_format_x" => |w, i, c| tstore(w, i, c, 1);
     "tbuffer_store_format_xy" => |w, i, c| tstore(w, i, c, 2);
     "tbuffer_store_format_xyz" => |w, i, c| tstore(w, i, c, 3);
@@ -1205,20 +1449,201 @@ mod tests {
         assert_eq!((w.v[4][1], w.v[5][1]), (0, 0));
     }
 
-    #[test]
-    fn typed_formats_with_conversion_are_refused() {
+    /// A format V#'s word 3 (MI200 ISA Table 36): DST_SEL_X..W in bits
+    /// 2:0, 5:3, 8:6, 11:9, NUM_FORMAT 14:12, DATA_FORMAT 18:15.
+    fn word3(dfmt: u32, nfmt: u32, sel: [u32; 4]) -> u32 {
+        sel[0] | sel[1] << 3 | sel[2] << 6 | sel[3] << 9 | nfmt << 12 | dfmt << 15
+    }
+
+    const XYZW: [u32; 4] = [4, 5, 6, 7];
+    const F: fn(f32) -> u32 = f32::to_bits;
+    /// Bytes at FORMAT_AT of the test buffer for the format tests.
+    const FORMAT_AT: u64 = 0x100;
+    const FORMAT_BYTES: [u8; 16] = [
+        0x80, 0x7F, 0xFF, 0x01, // 8-bit: -128/128, 127, -1/255, 1
+        0x00, 0x3C, 0x00, 0xC0, // f16 1.0, -2.0; i16 15360, -16384
+        0x78, 0x56, 0x34, 0x12, 0xEF, 0xCD, 0xAB, 0x89,
+    ];
+
+    /// Runs `words` (VDATA v[4:7], VADDR v1 offen) on lanes 0 and 1 with
+    /// word 3 of the V# set, lane 0 at FORMAT_AT + `offset` and lane 1
+    /// past NUM_RECORDS; returns the two lanes' v[4:7].
+    fn format_load(
+        words: [u32; 2],
+        mnemonic: &str,
+        w3: u32,
+        offset: u32,
+    ) -> Result<[[u32; 4]; 2], Fault> {
         let rig = Rig::new();
-        let mut w = wave(1, rig.rsrc(0, 24));
-        w.v[1][0] = 0;
+        rig.memory
+            .write_bytes(rig.buf + FORMAT_AT, &FORMAT_BYTES)
+            .expect("in memory");
+        let mut rsrc = rig.rsrc(0, 0x200);
+        rsrc[3] = w3;
+        let mut w = wave(0b11, rsrc);
+        w.v[1][0] = FORMAT_AT as u32 + offset;
+        w.v[1][1] = 0x200;
+        rig.run(&mut w, words, mnemonic)?;
+        Ok([0, 1].map(|l| [4, 5, 6, 7].map(|r| w.v[r][l])))
+    }
+
+    /// `buffer_load_format_xyzw v[4:7], v1, s[8:11], 0 offen`
+    const LOAD_FORMAT_XYZW: [u32; 2] = [0xE00C1000, 0x80020401];
+
+    /// MUBUF format loads take DATA_FORMAT, NUM_FORMAT and DST_SEL from the
+    /// V# (MI200 ISA §9.1.4 Table 31, "BUFFER_LOAD_FORMAT_*: resource,
+    /// resource, resource"). Integer formats come back as integers
+    /// (sign-extended for SINT), the others as floats, 32-bit components
+    /// unconverted (§9.1.3 "Read Data Format"). Out of range every
+    /// component is 0, "except for components with V#.dst_sel = SEL_1
+    /// that return 1" (§9.1.5.1), 1.0 for a float NUM_FORMAT.
+    #[test]
+    fn format_loads_convert_by_the_resource_and_select_by_dst_sel() {
+        let run = |dfmt, nfmt, sel, offset| {
+            format_load(
+                LOAD_FORMAT_XYZW,
+                "buffer_load_format_xyzw",
+                word3(dfmt, nfmt, sel),
+                offset,
+            )
+            .expect("runs")
+        };
+        let (n8888, n1616, n32, n32x4) = (10, 5, 4, 14);
+        let (uscaled, sscaled, uint, sint, float) = (2, 3, 4, 5, 7);
+        // 8_8_8_8 in every integer and scaled NUM_FORMAT.
+        assert_eq!(run(n8888, uint, XYZW, 0)[0], [0x80, 0x7F, 0xFF, 1]);
+        assert_eq!(
+            run(n8888, sint, XYZW, 0)[0],
+            [-128i32 as u32, 127, u32::MAX, 1]
+        );
+        assert_eq!(
+            run(n8888, uscaled, XYZW, 0)[0],
+            [F(128.0), F(127.0), F(255.0), F(1.0)]
+        );
+        assert_eq!(
+            run(n8888, sscaled, XYZW, 0)[0],
+            [F(-128.0), F(127.0), F(-1.0), F(1.0)]
+        );
+        // 16_16: f16 to f32; DST_SEL constants and a swizzle.
+        let [lane0, lane1] = run(n1616, float, [4, 5, 0, 1], 4);
+        assert_eq!(lane0, [F(1.0), F(-2.0), 0, F(1.0)]);
+        assert_eq!(lane1, [0, 0, 0, F(1.0)], "out of range: SEL_1 gives 1.0");
+        let [lane0, lane1] = run(n1616, sint, [5, 4, 1, 0], 4);
+        assert_eq!(lane0, [-16384i32 as u32, 15360, 1, 0]);
+        assert_eq!(lane1, [0, 0, 1, 0], "out of range: SEL_1 gives integer 1");
+        // 32-bit components pass through, in any order.
+        assert_eq!(
+            run(n32x4, float, [7, 6, 5, 4], 0)[0],
+            [0x89AB_CDEF, 0x1234_5678, 0xC000_3C00, 0x01FF_7F80]
+        );
+        assert_eq!(
+            run(n32, uint, [4, 4, 0, 1], 8)[0],
+            [0x1234_5678, 0x1234_5678, 0, 1]
+        );
+        // An all-zero V# is unbound: "return 0,0,0,0" (Table 36's note).
+        let rig = Rig::new();
+        let mut w = wave(0b11, [0; 4]);
+        rig.run(&mut w, LOAD_FORMAT_XYZW, "buffer_load_format_xyzw")
+            .expect("runs");
+        assert!((4..8).all(|r| w.v[r][..2] == [0, 0]));
+    }
+
+    /// `buffer_load_format_x` writes DST_SEL_X's value only, and the whole
+    /// access is in or out ("all or nothing", §9.1.5.1).
+    #[test]
+    fn format_x_writes_one_register_all_or_nothing() {
+        // buffer_load_format_x v4, v1, s[8:11], 0 offen
+        let words = [0xE0001000, 0x80020401];
+        let w3 = word3(12, 5, [6, 0, 0, 0]); // 16_16_16_16 SINT, X = B
+        let [lane0, lane1] = format_load(words, "buffer_load_format_x", w3, 0).expect("runs");
+        assert_eq!(lane0, [15360, POISON, POISON, POISON]);
+        assert_eq!(lane1, [0, POISON, POISON, POISON]);
+    }
+
+    /// What the simulator does not model is refused by name, before any
+    /// lane runs: UNORM/SNORM (the ISA text gives no exact conversion),
+    /// the packed formats, reserved codes, NUM_FORMATs Mesa's
+    /// `ac_shader_util.c` calls incompatible ("float is incompatible with
+    /// 8-bit data formats, [us]{norm,scaled} are incompatible with 32-bit
+    /// data formats"), and a DST_SEL of a component the format lacks
+    /// (undocumented).
+    #[test]
+    fn format_loads_refuse_what_the_documents_leave_open() {
+        for (w3, case) in [
+            (word3(10, 0, XYZW), "UNORM"),
+            (word3(10, 1, XYZW), "SNORM"),
+            (word3(9, 4, XYZW), "packed"),
+            (word3(15, 4, XYZW), "reserved"),
+            (word3(0, 4, XYZW), "invalid"),
+            (word3(12, 6, XYZW), "NUM_FORMAT 6"),
+            (word3(10, 7, XYZW), "FLOAT with 8-bit"),
+            (word3(14, 2, XYZW), "SCALED with 32-bit"),
+            (word3(5, 4, XYZW), "lacks"),
+            (word3(14, 4, [4, 2, 4, 4]), "reserved"),
+        ] {
+            let r = format_load(LOAD_FORMAT_XYZW, "buffer_load_format_xyzw", w3, 0);
+            match r {
+                Err(Fault::UnimplementedCase { mnemonic, case: c }) => {
+                    assert_eq!(mnemonic, "buffer_load_format_xyzw");
+                    assert!(c.contains(case), "{w3:#x}: {c}");
+                }
+                other => panic!("{w3:#x}: {other:?}"),
+            }
+        }
+    }
+
+    /// MTBUF takes the format from the instruction and ignores DST_SEL:
+    /// "DST_SEL identity: ... X000, XY00, XYZ0, or XYZW" (MI200 ISA §9.1.4
+    /// Table 31), so components past the format's are 0.
+    #[test]
+    fn typed_loads_convert_with_the_identity_swizzle() {
+        // tbuffer_load_format_xyzw v[4:7], v1, s[8:11], 0
+        //     format:[BUF_DATA_FORMAT_16_16,BUF_NUM_FORMAT_SINT] offen
+        let words = [0xEAA99000, 0x80020401];
+        let w3 = word3(0, 0, [1, 1, 1, 1]); // ignored by MTBUF
+        let [lane0, lane1] = format_load(words, "tbuffer_load_format_xyzw", w3, 4).expect("runs");
+        assert_eq!(lane0, [15360, -16384i32 as u32, 0, 0]);
+        assert_eq!(lane1, [0; 4]);
         // tbuffer_load_format_x v4, v1, s[8:11], 0
         //     format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_FLOAT] offen
-        let r = rig.run(&mut w, [0xEB901000, 0x80020401], "tbuffer_load_format_x");
+        let words = [0xEB901000, 0x80020401];
+        let [lane0, _] = format_load(words, "tbuffer_load_format_x", w3, 6).expect("runs");
+        assert_eq!(lane0[0], F(-2.0));
+    }
+
+    /// `buffer_load_format_x ... lds` (one of §9.1.9's LDS loads) writes
+    /// the dword the VGPR form would return, at `M0[15:0] + 4 * lane`.
+    #[test]
+    fn format_x_to_lds_writes_the_converted_dword() {
+        let rig = Rig::new();
+        rig.memory
+            .write_bytes(rig.buf + FORMAT_AT, &FORMAT_BYTES)
+            .expect("in memory");
+        let mut rsrc = rig.rsrc(0, 0x200);
+        rsrc[3] = word3(3, 3, [5, 0, 0, 0]); // 8_8 SSCALED, X = G
+        let mut w = wave(0b111, rsrc);
+        w.s[usize::from(M0)] = 0x40;
+        w.v[1] = [FORMAT_AT as u32; LANES];
+        w.v[1][1] += 2;
+        w.v[1][2] = 0x200;
+        let mut lds = vec![0xEEu8; 1024];
+        // buffer_load_format_x v1, s[8:11], 0 offen lds
+        crate::exec::run_words_in(
+            &rig.memory,
+            Target::Gfx90a,
+            &mut w,
+            &[0xE0011000, 0x80020001],
+            "buffer_load_format_x",
+            &mut lds,
+        )
+        .expect("runs");
+        let dword = |at: usize| u32::from_le_bytes(lds[at..at + 4].try_into().expect("4 bytes"));
         assert_eq!(
-            r,
-            Err(Fault::Unimplemented {
-                mnemonic: "tbuffer_load_format_x"
-            })
+            [dword(0x40), dword(0x44), dword(0x48)],
+            [F(127.0), F(1.0), 0]
         );
+        assert_eq!(dword(0x4C), 0xEEEE_EEEE);
+        assert!((4..8).all(|r| w.v[r] == [POISON; LANES]), "no VGPR written");
     }
 
     #[test]

@@ -411,6 +411,7 @@ pub fn error_status(e: &DispatchError) -> Status {
             }
             Fault::Decode(_)
             | Fault::Unimplemented { .. }
+            | Fault::UnimplementedCase { .. }
             | Fault::Register { .. }
             | Fault::Operand { .. }
             | Fault::BranchTarget { .. }
