@@ -237,19 +237,22 @@ pub const FORMATS: &[Format] = &[
             })
         },
     },
-    // srsrc s[4:7] (field holds the SGPR number / 4), soffset 0 (inline 128).
+    // srsrc s[4:7] (field holds the SGPR number / 4), soffset 0 (inline 128);
+    // variant 2 sets the LDS bit (16) with no VDATA, as the disassembler
+    // wants for `buffer_store_lds_dword` (gfx90a), which has no other form.
     Format {
         name: "MUBUF",
         opcodes: 0x80,
         probe: |op, v| {
-            one(
-                v,
-                0xFFFC_0000,
-                (
-                    0xE000_0000 | op << 18,
-                    Some(VGPR | VGPR << 8 | (SGPR / 4) << 16 | 0x80 << 24),
+            let srsrc = (SGPR / 4) << 16 | 0x80 << 24;
+            match v {
+                2 => Some((0xE001_0000 | op << 18, Some(srsrc))),
+                _ => one(
+                    v,
+                    0xFFFC_0000,
+                    (0xE000_0000 | op << 18, Some(VGPR | VGPR << 8 | srsrc)),
                 ),
-            )
+            }
         },
     },
     Format {

@@ -1607,6 +1607,7 @@ pub const MUBUF: &[OpName] = &[
     ),
     OpName::new(0x28, "buffer_wbl2", "buffer_wbl2"),
     OpName::new(0x29, "buffer_invl2", "buffer_inv"),
+    OpName::new(0x3d, "buffer_store_lds_dword", ""),
     OpName::new(0x3e, "buffer_wbinvl1", ""),
     OpName::new(0x3f, "buffer_wbinvl1_vol", ""),
     OpName::new(0x40, "buffer_atomic_swap", "buffer_atomic_swap"),

@@ -1446,7 +1446,10 @@ fn mubuf(p: &mut Printer, i: &Inst, target: Target) {
         let idxen = i.flags & flag::IDXEN != 0;
         let an = u8::from(offen) + u8::from(idxen);
         if an == 0 {
-            p.op().push_str("off");
+            // `buffer_store_lds_dword` has no VADDR operand at all.
+            if m != "buffer_store_lds_dword" {
+                p.op().push_str("off");
+            }
         } else {
             src(p.op(), i.src[0], Ty::Regs(an));
         }

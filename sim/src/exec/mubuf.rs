@@ -134,7 +134,8 @@
 //!
 //! Not implemented (no executor, or a fault when the bits ask for it):
 //! multi-dword loads to LDS (they exist from gfx950, which the simulator
-//! does not model) and `buffer_store_lds_dword`, `buffer_store_format_*`
+//! does not model), `buffer_store_lds_dword` (gfx90a only: it decodes, but
+//! the ISA text gives no LDS address for it), `buffer_store_format_*`
 //! (what DST_SEL means for a store is not documented), the d16 format
 //! forms, and MTBUF stores other than their count of 32-bit
 //! UINT/SINT/FLOAT components. Cache maintenance (`buffer_wbl2`,
@@ -1644,6 +1645,24 @@ mod tests {
         );
         assert_eq!(dword(0x4C), 0xEEEE_EEEE);
         assert!((4..8).all(|r| w.v[r] == [POISON; LANES]), "no VGPR written");
+    }
+
+    /// `buffer_store_lds_dword` (gfx90a only; "Store one DWORD from LDS
+    /// memory to system memory", MI200 ISA MUBUF opcode 61) decodes and
+    /// prints as llvm-objdump does, and is reported as not implemented
+    /// (module doc), not as an invalid instruction.
+    #[test]
+    fn store_lds_dword_decodes_and_is_reported_as_not_implemented() {
+        use crate::decode::{decode, print::print};
+        // llvm-objdump --mcpu=gfx90a: E0F50010 80020000
+        let words = [0xE0F50010, 0x80020000];
+        let inst = decode(&words, Target::Gfx90a).expect("decodes");
+        assert_eq!(
+            print(&inst, Target::Gfx90a),
+            "buffer_store_lds_dword s[8:11], 0 offset:16 lds"
+        );
+        assert!(crate::exec::lookup(inst.mnemonic).is_none());
+        assert!(decode(&words, Target::Gfx942).is_err(), "not on gfx942");
     }
 
     #[test]
