@@ -7,7 +7,9 @@
 //! selects a kernel for the problem on the agent's hardware (processor, CU
 //! count, PCI chip ID) exactly as Tensile would; `AQUEDUCT_CATALOG_DEBUG=1`
 //! prints why. A [`GemmPlan`] is the selected kernel, loaded once per code
-//! object, ready to dispatch on a queue.
+//! object, ready to dispatch on a queue ([`GemmPlan::dispatch`]) or to be
+//! recorded into a command buffer ([`GemmPlan::record`], with its buffers
+//! referenced directly, through binding-table slots or allocation handles).
 //!
 //! The kernels' arguments are aqueduct-gemm's common ones (by name, checked
 //! against the kernel's metadata): `a, b, c, d, m, n, k, lda, ldb, ldc,
@@ -21,7 +23,8 @@ use std::sync::Arc;
 
 use crate::agent::Agent;
 use crate::catalog::{Catalog, CodeObjects, DataType, Hardware, Problem, Transpose};
-use crate::dispatch::{Dispatch, Launch};
+use crate::command_buffer::{BufferRef, CommandBufferBuilder, Workgroups};
+use crate::dispatch::{Dispatch, Kernargs, Launch};
 use crate::error::{Error, Result};
 use crate::executable::{Executable, Kernel};
 use crate::memory::{Buffer, Pod};
@@ -433,6 +436,22 @@ impl GemmPlan {
         )
     }
 
+    /// The launch for `gemm` as a command buffer's dispatch:
+    /// `(ceil(M / MT0), ceil(N / MT1), batch)` workgroups.
+    pub fn workgroups(&self, gemm: &Gemm) -> Workgroups {
+        let [rows, cols] = self.macro_tile;
+        Workgroups {
+            dimensions: 3,
+            count: [
+                gemm.m.div_ceil(rows).max(1),
+                gemm.n.div_ceil(cols).max(1),
+                gemm.batch.max(1),
+            ],
+            size: [self.workgroup, 1, 1],
+            dynamic_lds: 0,
+        }
+    }
+
     /// Dispatches `gemm` on `queue` with A, B, C and D in the given
     /// buffers (each at least as long as the problem spans, of the
     /// problem's element sizes; with beta = 0 C is not read).
@@ -447,34 +466,61 @@ impl GemmPlan {
         d: &mut Buffer<TO, LD>,
     ) -> Result<Dispatch> {
         gemm.validate()?;
-        let bad = |problem: String| Error::InvalidArgument {
-            what: "gemm",
-            problem: format!("{problem} ({gemm})"),
-        };
         let (ti, to) = (std::mem::size_of::<TI>(), std::mem::size_of::<TO>());
         let bytes = |t: DataType| t.element_bytes() as usize;
         if ti != bytes(gemm.input) || to != bytes(gemm.output) {
-            return Err(bad(format!(
-                "buffers of {ti}- and {to}-byte elements for {} and {}",
-                gemm.input, gemm.output
-            )));
+            return Err(bad_gemm(
+                gemm,
+                format!(
+                    "buffers of {ti}- and {to}-byte elements for {} and {}",
+                    gemm.input, gemm.output
+                ),
+            ));
         }
-        let spans = gemm.spans();
-        let lens = [a.len(), b.len(), c.len(), d.len()];
-        for ((name, span), len) in ["A", "B", "C", "D"].iter().zip(spans).zip(lens) {
-            if (len as u64) < span {
-                return Err(bad(format!(
-                    "{name} holds {len} elements, the problem spans {span}"
-                )));
-            }
-        }
+        let lens = [a.len(), b.len(), c.len(), d.len()].map(|l| l as u64);
+        check_spans(gemm, lens, "elements")?;
         let mut args = self.kernel.kernargs()?;
+        args.set("a", a)?.set("b", b)?.set("c", c)?.set("d", &*d)?;
+        self.scalars(&mut args, gemm)?;
+        self.kernel
+            .dispatch_launch(queue, &self.launch(gemm), &args, None)
+    }
+
+    /// Records `gemm` as a dispatch into `builder`'s current block, with
+    /// A, B, C and D as buffer references (direct, binding-table slots or
+    /// allocation handles, resolved when the block issues), each range at
+    /// least as many bytes as the problem spans (with beta = 0 C is not
+    /// read). Returns the command's index. The command's ordering is the
+    /// builder's ([`CommandBufferBuilder::set_ordering`]): record a barrier
+    /// before it when earlier commands write A, B or C.
+    pub fn record(
+        &self,
+        builder: &mut CommandBufferBuilder,
+        gemm: &Gemm,
+        [a, b, c, d]: [BufferRef; 4],
+    ) -> Result<u32> {
+        gemm.validate()?;
+        let bytes = |t: DataType| t.element_bytes();
+        let lens = [
+            a.length / bytes(gemm.input),
+            b.length / bytes(gemm.input),
+            c.length / bytes(gemm.output),
+            d.length / bytes(gemm.output),
+        ];
+        check_spans(gemm, lens, "whole elements")?;
+        let mut args = self.kernel.kernargs()?;
+        args.bind("a", a)?
+            .bind("b", b)?
+            .bind("c", c)?
+            .bind("d", d)?;
+        self.scalars(&mut args, gemm)?;
+        builder.dispatch(&self.kernel, self.workgroups(gemm), &args)
+    }
+
+    /// The kernel's scalar arguments for `gemm`.
+    fn scalars(&self, args: &mut Kernargs, gemm: &Gemm) -> Result<()> {
         let flags = u32::from(gemm.trans_a) | u32::from(gemm.trans_b) << 1;
-        args.set("a", a)?
-            .set("b", b)?
-            .set("c", c)?
-            .set("d", &*d)?
-            .set("m", gemm.m)?
+        args.set("m", gemm.m)?
             .set("n", gemm.n)?
             .set("k", gemm.k)?
             .set("lda", gemm.lda)?
@@ -488,7 +534,28 @@ impl GemmPlan {
             .set("alpha", gemm.alpha)?
             .set("beta", gemm.beta)?
             .set("flags", flags)?;
-        self.kernel
-            .dispatch_launch(queue, &self.launch(gemm), &args, None)
+        Ok(())
     }
+}
+
+fn bad_gemm(gemm: &Gemm, problem: String) -> Error {
+    Error::InvalidArgument {
+        what: "gemm",
+        problem: format!("{problem} ({gemm})"),
+    }
+}
+
+/// Refuses A, B, C or D (`lens` of them, in `unit`) shorter than the
+/// problem spans.
+fn check_spans(gemm: &Gemm, lens: [u64; 4], unit: &str) -> Result<()> {
+    let spans = gemm.spans();
+    for ((name, span), len) in ["A", "B", "C", "D"].iter().zip(spans).zip(lens) {
+        if len < span {
+            return Err(bad_gemm(
+                gemm,
+                format!("{name} holds {len} {unit}, the problem spans {span}"),
+            ));
+        }
+    }
+    Ok(())
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use aqueduct::catalog::DataType;
 use aqueduct::{Error, Gemm, GemmLibrary, PoolKind};
-use aqueduct_tests::{Rng, announced_system, hsa_gpus};
+use aqueduct_tests::{Rng, Word, announced_system, hsa_gpus};
 use xtask::gemm_catalog::tile_for;
 
 const TIMEOUT: Duration = Duration::from_secs(120);
@@ -165,51 +165,25 @@ impl Bits for u32 {
     }
 }
 
-/// Runs `gemm` through the library on `gpu` with A and B in `I` and C and
-/// D in `O` (2- or 4-byte elements), checks D exactly against the CPU, and
-/// returns the kernel's name.
-fn run_exact<I: Bits, O: Bits>(
-    gpu: &aqueduct::agent::Agent,
-    lib: &GemmLibrary,
-    gemm: &Gemm,
-    rng: &mut Rng,
-) -> String {
-    let plan = lib
-        .select(gemm)
-        .unwrap_or_else(|e| panic!("{}: {gemm}: {e}", gpu.info().name));
-    let [sa, sb, sc, sd] = gemm.spans().map(|s| s as usize);
+/// A, B and C for `gemm`: small integers (-1, 0, 1) as the stored types'
+/// bits.
+fn draw_inputs(gemm: &Gemm, rng: &mut Rng) -> [Vec<u32>; 3] {
+    let [sa, sb, sc, _] = gemm.spans().map(|s| s as usize);
     let mut draw = |t: DataType, len: usize| -> Vec<u32> {
         (0..len)
             .map(|_| encode(t, rng.below(3) as f32 - 1.0))
             .collect()
     };
-    let (a, b, c) = (
+    [
         draw(gemm.input, sa),
         draw(gemm.input, sb),
         draw(gemm.output, sc),
-    );
-    let pool = gpu.memory_pool(PoolKind::CoarseGrained).expect("pool");
-    fn upload<T: Bits>(pool: &aqueduct::MemoryPool, v: &[u32]) -> aqueduct::DeviceBuffer<T> {
-        let v: Vec<T> = v.iter().map(|&x| T::narrow(x)).collect();
-        let mut buf = pool.alloc_device::<T>(v.len().max(1)).expect("alloc");
-        buf.write(0, &v).expect("write");
-        buf
-    }
-    let (a_dev, b_dev) = (upload::<I>(&pool, &a), upload::<I>(&pool, &b));
-    let c_dev = upload::<O>(&pool, &c);
-    let mut d_dev = upload::<O>(&pool, &vec![O::POISON.into(); sd + 1]);
-    let queue = gpu.create_queue(64).expect("queue");
-    plan.dispatch(&queue, gemm, &a_dev, &b_dev, &c_dev, &mut d_dev)
-        .unwrap_or_else(|e| panic!("{gemm}: {e}"))
-        .wait(TIMEOUT)
-        .unwrap_or_else(|e| panic!("{gemm}: {e}"));
-    let d: Vec<u32> = d_dev
-        .to_vec()
-        .expect("read")
-        .into_iter()
-        .map(Into::into)
-        .collect();
-    assert_eq!(d[sd], O::POISON.into(), "{gemm}: wrote past D");
+    ]
+}
+
+/// Checks D (`d`, its span) exactly against the f64 CPU reference of
+/// `gemm` on A, B and C; `what` names the run.
+fn check_exact(gemm: &Gemm, what: &str, [a, b, c]: &[Vec<u32>; 3], d: &[u32]) {
     let (ti, to) = (gemm.input, gemm.output);
     for bi in 0..gemm.batch as usize {
         for j in 0..gemm.n as usize {
@@ -237,11 +211,125 @@ fn run_exact<I: Bits, O: Bits>(
                     to,
                     d[bi * gemm.stride_d as usize + i + j * gemm.ldd as usize],
                 );
-                assert_eq!(got, want, "{} {gemm}: D[{i}, {j}, {bi}]", plan.name);
+                assert_eq!(got, want, "{what} {gemm}: D[{i}, {j}, {bi}]");
             }
         }
     }
+}
+
+/// `v`'s elements as `T`s in a new device buffer of `pool`.
+fn upload<T: Bits>(pool: &aqueduct::MemoryPool, v: &[u32]) -> aqueduct::DeviceBuffer<T> {
+    let v: Vec<T> = v.iter().map(|&x| T::narrow(x)).collect();
+    let mut buf = pool.alloc_device::<T>(v.len().max(1)).expect("alloc");
+    buf.write(0, &v).expect("write");
+    buf
+}
+
+/// Runs `gemm` through the library on `gpu` with A and B in `I` and C and
+/// D in `O` (2- or 4-byte elements), checks D exactly against the CPU, and
+/// returns the kernel's name.
+fn run_exact<I: Bits, O: Bits>(
+    gpu: &aqueduct::agent::Agent,
+    lib: &GemmLibrary,
+    gemm: &Gemm,
+    rng: &mut Rng,
+) -> String {
+    let plan = lib
+        .select(gemm)
+        .unwrap_or_else(|e| panic!("{}: {gemm}: {e}", gpu.info().name));
+    let sd = gemm.spans()[3] as usize;
+    let inputs = draw_inputs(gemm, rng);
+    let [a, b, c] = &inputs;
+    let pool = gpu.memory_pool(PoolKind::CoarseGrained).expect("pool");
+    let (a_dev, b_dev) = (upload::<I>(&pool, a), upload::<I>(&pool, b));
+    let c_dev = upload::<O>(&pool, c);
+    let mut d_dev = upload::<O>(&pool, &vec![O::POISON.into(); sd + 1]);
+    let queue = gpu.create_queue(64).expect("queue");
+    plan.dispatch(&queue, gemm, &a_dev, &b_dev, &c_dev, &mut d_dev)
+        .unwrap_or_else(|e| panic!("{gemm}: {e}"))
+        .wait(TIMEOUT)
+        .unwrap_or_else(|e| panic!("{gemm}: {e}"));
+    let d: Vec<u32> = d_dev
+        .to_vec()
+        .expect("read")
+        .into_iter()
+        .map(Into::into)
+        .collect();
+    assert_eq!(d[sd], O::POISON.into(), "{gemm}: wrote past D");
+    check_exact(gemm, &plan.name, &inputs, &d);
     plan.name
+}
+
+/// A GEMM recorded into a command buffer (with its buffers in binding-table
+/// slots) replays with other buffers: one recording — poison D on the
+/// device, barrier, the GEMM, barrier, copy D to host memory — submitted
+/// twice with two sets of inputs, each checked against the CPU; the
+/// element past D and past the copy keep their poison.
+#[test]
+fn a_recorded_gemm_replays_with_other_buffers() {
+    use aqueduct::command_buffer::{BindingTableEntry, BufferRef, Ordering};
+    use aqueduct::{CommandBufferBuilder, CommandQueue};
+    let system = announced_system();
+    let host = aqueduct_tests::host_pool(&system);
+    let mut rng = Rng(0x5EC0_7D3D);
+    for gpu in hsa_gpus(&system) {
+        let lib = library(&gpu);
+        let gemm = Gemm::new(70, 45, 33, DataType::Half, DataType::Float)
+            .transposed(true, false)
+            .with_leading_dims(40, 35, 72, 71)
+            .scaled(1.5, -0.5);
+        let plan = lib.select(&gemm).expect("select");
+        let [sa, sb, sc, sd] = gemm.spans();
+        let (ti, to) = (2u64, 4u64);
+        let queue = gpu.create_queue(256).expect("queue");
+        let device_lib = aqueduct_tests::device_library(&gpu);
+        let mut cq = CommandQueue::new(&queue, &device_lib, 1 << 16).expect("command queue");
+        let mut rec = CommandBufferBuilder::new(&queue, 8).expect("builder");
+        let d_ref = BufferRef::binding(3, 0, sd * to);
+        rec.fill(d_ref, &0xFFC0_DEADu32.to_le_bytes())
+            .expect("fill");
+        rec.set_ordering(Ordering::AGENT.with_barrier());
+        let refs = [
+            BufferRef::binding(0, 0, sa * ti),
+            BufferRef::binding(1, 0, sb * ti),
+            BufferRef::binding(2, 0, sc * to),
+            d_ref,
+        ];
+        let index = plan.record(&mut rec, &gemm, refs).expect("record");
+        assert_eq!(index, 1);
+        rec.copy(d_ref, BufferRef::binding(4, 0, sd * to))
+            .expect("copy");
+        let recording = rec.finish().expect("finish");
+        let pool = gpu.memory_pool(PoolKind::CoarseGrained).expect("pool");
+        let mut runs = Vec::new();
+        for _ in 0..2 {
+            let inputs = draw_inputs(&gemm, &mut rng);
+            let [a, b, c] = &inputs;
+            let (a_dev, b_dev) = (upload::<u16>(&pool, a), upload::<u16>(&pool, b));
+            let c_dev = upload::<u32>(&pool, c);
+            let d_dev = upload::<u32>(&pool, &vec![u32::POISON; sd as usize + 1]);
+            let mut out = host.alloc_host::<u32>(sd as usize + 1).expect("alloc");
+            out.fill(u32::POISON);
+            let entry = |address: u64, length: u64| BindingTableEntry { address, length };
+            let table = [
+                entry(a_dev.address(), sa * ti),
+                entry(b_dev.address(), sb * ti),
+                entry(c_dev.address(), sc * to),
+                entry(d_dev.address(), (sd + 1) * to),
+                entry(out.address(), (sd + 1) * to),
+            ];
+            let submission = cq.submit(&recording, &table).expect("submit");
+            runs.push((inputs, submission, out, (a_dev, b_dev, c_dev, d_dev)));
+        }
+        for (inputs, submission, out, _) in &runs {
+            submission
+                .wait(TIMEOUT)
+                .unwrap_or_else(|e| panic!("{gemm}: {e}"));
+            let d: Vec<u32> = out.to_vec().expect("read");
+            assert_eq!(d[sd as usize], u32::POISON, "copied past D");
+            check_exact(&gemm, &format!("recorded {}", plan.name), inputs, &d);
+        }
+    }
 }
 
 #[test]
