@@ -22,7 +22,7 @@ fn library(gpu: &aqueduct::agent::Agent) -> GemmLibrary {
 }
 
 /// The macro-tiles of the catalog's MFMA kernels.
-const TILES: [(u32, u32); 3] = [(64, 64), (128, 128), (256, 128)];
+const TILES: [(u32, u32); 4] = [(64, 64), (128, 128), (256, 128), (256, 256)];
 
 #[test]
 fn selection_follows_the_hardware_rows_and_the_size_table() {

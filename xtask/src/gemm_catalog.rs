@@ -19,9 +19,9 @@
 //!   kernels take any M, N, K, batch and leading dimensions (transposes are
 //!   a flag, edges are loaded element by element), so no alignment or
 //!   K-multiple predicate applies.
-//! - **Sizes**: on CDNA a Matching table over (M, N, K) chooses between the
-//!   64 × 64 and 128 × 128 macro-tiles ([`tile_for`]); on RDNA the FMA
-//!   kernel is the only solution (a Single node).
+//! - **Sizes**: on CDNA a Matching table over (M, N, K) chooses among the
+//!   type's macro-tiles (64 × 64 up to 256 × 256: [`tile_for`]); on RDNA
+//!   the FMA kernel is the only solution (a Single node).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

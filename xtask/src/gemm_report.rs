@@ -361,7 +361,7 @@ const AMD_TYPES: [(&str, DataType, DataType, bool); 3] = [
 ];
 
 /// The macro-tiles of our MFMA kernels.
-const TILES: [&str; 3] = ["64x64", "128x128", "256x128"];
+const TILES: [&str; 4] = ["64x64", "128x128", "256x128", "256x256"];
 
 /// The kernels rocBLAS's own catalog runs on an MI210 (gfx90a, 104 CUs,
 /// chip 0x740f) for NT problems (A as is, B transposed: our layout) of

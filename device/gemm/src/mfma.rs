@@ -9,9 +9,16 @@
 //! **K slices and LDS.** K advances [`SLICE_BYTES`] bytes of elements at a
 //! time (16 f32, 32 f16/bf16, 64 FP8/BF8). A and B slices sit in LDS as
 //! rows of K: row `r` of the A slice holds `A[row0 + r][k0 ..]`, row `c` of
-//! the B slice `B[k0 ..][col0 + c]`, each [`ROW_STRIDE`] bytes apart (16
-//! bytes of padding: eight lanes reading 16 bytes from eight consecutive
-//! rows then hit 32 distinct banks).
+//! the B slice `B[k0 ..][col0 + c]`, so that eight lanes reading the same
+//! 16 bytes of eight consecutive rows hit 32 distinct banks
+//! ([`lds_offset`]): rows [`PADDED_ROW`] bytes apart (16 bytes of padding),
+//! or, for a tile whose padded buffers would not fit a workgroup's 64 KiB
+//! (256 × 256), [`SLICE_BYTES`] apart with the row's four 16-byte chunks
+//! swizzled, chunk `q` of row `r` stored at chunk `q ^ (r / 2 % 4)`. The
+//! padded rows keep a row-contiguous operand's element writes at constant
+//! offsets from one address (the swizzle costs each its own address, a
+//! few instructions in the main loop), so only the tile that needs it
+//! swizzles.
 //!
 //! **The main loop.** A whole tile (inside M and N, operands 16-byte
 //! aligned with aligned leading dimensions) runs its slices inside K in a
@@ -57,8 +64,10 @@ pub const WAVE: u32 = 64;
 pub const BLOCK: u32 = 32;
 /// Bytes of K per LDS row and slice.
 pub const SLICE_BYTES: u32 = 64;
-/// Bytes from one LDS row to the next.
-pub const ROW_STRIDE: u32 = SLICE_BYTES + 16;
+/// Bytes from one LDS row to the next in a padded tile.
+pub const PADDED_ROW: u32 = SLICE_BYTES + 16;
+/// LDS bytes a workgroup may have (gfx90a, gfx942).
+pub const LDS_LIMIT: u32 = 64 * 1024;
 /// Bytes in a vector: one 128-bit load or LDS access.
 pub const VECTOR: u32 = 16;
 
@@ -76,9 +85,22 @@ impl Tile {
     pub const fn cols(self) -> u32 {
         2 * BLOCK * self.wn
     }
+    /// Whether its LDS rows are unpadded and swizzled: padded, its two
+    /// buffers would not fit [`LDS_LIMIT`] (module doc).
+    pub const fn swizzled(self) -> bool {
+        2 * (self.rows() + self.cols()) * PADDED_ROW > LDS_LIMIT
+    }
+    /// Bytes from one LDS row to the next.
+    pub const fn row_stride(self) -> u32 {
+        if self.swizzled() {
+            SLICE_BYTES
+        } else {
+            PADDED_ROW
+        }
+    }
     /// LDS bytes: two buffers of A and B slices.
     pub const fn lds_bytes(self) -> u32 {
-        2 * (self.rows() + self.cols()) * ROW_STRIDE
+        2 * (self.rows() + self.cols()) * self.row_stride()
     }
 }
 
@@ -96,19 +118,38 @@ pub fn vector_place(v: u32, rows: u32, k_contiguous: bool, per: u32) -> (u32, u3
     }
 }
 
-/// Byte offset in an operand slice of row `row`, element `kk` of `es`
-/// bytes.
+/// Where byte `byte` of LDS row `row` of a slice of `tile` lies: at
+/// `row · 80 + byte` in a padded tile; in a swizzled one, 16-byte chunk
+/// `q` of the row at chunk `q ^ (row / 2 % 4)` of its 64 bytes (eight
+/// consecutive rows from an even one span 4 × 128 bytes, and the same
+/// chunk of each lands on a different 16 bytes of the 128 the 32 banks
+/// cover).
 #[inline(always)]
-pub fn lds_offset(row: u32, kk: u32, es: u32) -> u32 {
-    row * ROW_STRIDE + kk * es
+pub fn lds_place(tile: Tile, row: u32, byte: u32) -> u32 {
+    if !tile.swizzled() {
+        return row * PADDED_ROW + byte;
+    }
+    let chunk = (byte / VECTOR) ^ (row >> 1 & 3);
+    row * SLICE_BYTES + chunk * VECTOR + byte % VECTOR
+}
+
+/// Byte offset in an operand slice of `tile` of row `row`, element `kk`
+/// of `es` bytes.
+#[inline(always)]
+pub fn lds_offset(tile: Tile, row: u32, kk: u32, es: u32) -> u32 {
+    lds_place(tile, row, kk * es)
 }
 
 /// The byte offset lane `lane` reads its 16 bytes from for chunk `c` of
-/// block row (or column) `base`: row `base + lane % 32`, byte `32c +
-/// 16 (lane / 32)`.
+/// block row (or column) `base`: row `base + lane % 32`, the row's bytes
+/// `32c + 16 (lane / 32)` ([`lds_place`]).
 #[inline(always)]
-pub fn operand_offset(base: u32, lane: u32, c: u32) -> u32 {
-    (base + lane % BLOCK) * ROW_STRIDE + c * 2 * VECTOR + lane / BLOCK * VECTOR
+pub fn operand_offset(tile: Tile, base: u32, lane: u32, c: u32) -> u32 {
+    lds_place(
+        tile,
+        base + lane % BLOCK,
+        c * 2 * VECTOR + lane / BLOCK * VECTOR,
+    )
 }
 
 /// The k inside the slice that MFMA `j` of chunk `c` multiplies in lane
@@ -135,11 +176,13 @@ pub fn wave_place(w: u32, tile: Tile) -> (u32, u32) {
     (w % 2 * BLOCK * tile.wm, w / 2 * BLOCK * tile.wn)
 }
 
-/// The macro-tiles: 64 × 64, 128 × 128 and 256 × 128 (the largest whose
-/// two buffers fit a workgroup's 64 KiB of LDS: 256 × 256 would need 80).
+/// The macro-tiles: 64 × 64, 128 × 128, 256 × 128 and 256 × 256 (whose
+/// swizzled buffers fill a workgroup's 64 KiB of LDS; its 256
+/// accumulators per lane take AGPRs).
 const T64: Tile = Tile { wm: 1, wn: 1 };
 const T128: Tile = Tile { wm: 2, wn: 2 };
 const T256: Tile = Tile { wm: 4, wn: 2 };
+const T256X256: Tile = Tile { wm: 4, wn: 4 };
 
 /// Every MFMA kernel, built for gfx90a, gfx942 and gfx950 unless its
 /// `only_on` says otherwise.
@@ -147,18 +190,23 @@ pub const KERNELS: &[KernelInfo] = &[
     mfma_kernel("gemm_f32_mfma_64x64", F32, F32, T64),
     mfma_kernel("gemm_f32_mfma_128x128", F32, F32, T128),
     mfma_kernel("gemm_f32_mfma_256x128", F32, F32, T256),
+    mfma_kernel("gemm_f32_mfma_256x256", F32, F32, T256X256),
     mfma_kernel("gemm_f16_mfma_64x64", F16, F16, T64),
     mfma_kernel("gemm_f16_mfma_128x128", F16, F16, T128),
     mfma_kernel("gemm_f16_mfma_256x128", F16, F16, T256),
+    mfma_kernel("gemm_f16_mfma_256x256", F16, F16, T256X256),
     mfma_kernel("gemm_f16_f32_mfma_64x64", F16, F32, T64),
     mfma_kernel("gemm_f16_f32_mfma_128x128", F16, F32, T128),
     mfma_kernel("gemm_f16_f32_mfma_256x128", F16, F32, T256),
+    mfma_kernel("gemm_f16_f32_mfma_256x256", F16, F32, T256X256),
     mfma_kernel("gemm_bf16_mfma_64x64", Bf16, Bf16, T64),
     mfma_kernel("gemm_bf16_mfma_128x128", Bf16, Bf16, T128),
     mfma_kernel("gemm_bf16_mfma_256x128", Bf16, Bf16, T256),
+    mfma_kernel("gemm_bf16_mfma_256x256", Bf16, Bf16, T256X256),
     mfma_kernel("gemm_bf16_f32_mfma_64x64", Bf16, F32, T64),
     mfma_kernel("gemm_bf16_f32_mfma_128x128", Bf16, F32, T128),
     mfma_kernel("gemm_bf16_f32_mfma_256x128", Bf16, F32, T256),
+    mfma_kernel("gemm_bf16_f32_mfma_256x256", Bf16, F32, T256X256),
     gfx942_kernel("gemm_fp8_f32_mfma_64x64", Fp8, T64),
     gfx942_kernel("gemm_fp8_f32_mfma_128x128", Fp8, T128),
     gfx942_kernel("gemm_bf8_f32_mfma_64x64", Bf8, T64),
@@ -256,26 +304,30 @@ mod tests {
     /// Each k of a slice is multiplied exactly once per (row, column): the
     /// chunks, lane groups, MFMAs and elements of a 16-byte read cover the
     /// slice, for f16/bf16 (4 per lane, two MFMAs a read) and f32 (1 per
-    /// lane, four), fp8/bf8 (8 per lane, two), and the byte each reads is
-    /// the one `operand_offset` gives.
+    /// lane, four), fp8/bf8 (8 per lane, two), and each k's LDS place
+    /// (`lds_offset`, swizzled) is the byte of the lane's read
+    /// (`operand_offset`) that the MFMA takes it from.
     #[test]
     fn the_mfmas_of_a_slice_meet_every_k_once() {
-        for (es, per) in [(1, 8), (2, 4), (4, 1), (4, 2)] {
-            let mut seen = vec![0u32; (SLICE_BYTES / es) as usize];
-            for c in 0..SLICE_BYTES / (2 * VECTOR) {
-                for g in 0..2 {
-                    let lane = 32 * g + 5;
-                    let read = operand_offset(0, lane, c) - 5 * ROW_STRIDE;
-                    for j in 0..VECTOR / (es * per) {
-                        for h in 0..per {
-                            let kk = chunk_k(c, g, j, h, per, es);
-                            assert_eq!(kk * es, read + es * (per * j + h));
-                            seen[kk as usize] += 1;
+        for tile in [T128, T256X256] {
+            for (es, per) in [(1, 8), (2, 4), (4, 1), (4, 2)] {
+                let mut seen = vec![0u32; (SLICE_BYTES / es) as usize];
+                for c in 0..SLICE_BYTES / (2 * VECTOR) {
+                    for g in 0..2 {
+                        let lane = 32 * g + 5;
+                        let read = operand_offset(tile, 0, lane, c);
+                        for j in 0..VECTOR / (es * per) {
+                            for h in 0..per {
+                                let kk = chunk_k(c, g, j, h, per, es);
+                                let place = lds_offset(tile, 5, kk, es);
+                                assert_eq!(place, read + es * (per * j + h));
+                                seen[kk as usize] += 1;
+                            }
                         }
                     }
                 }
+                assert!(seen.iter().all(|&n| n == 1), "es {es}");
             }
-            assert!(seen.iter().all(|&n| n == 1), "es {es}");
         }
     }
 
@@ -301,7 +353,69 @@ mod tests {
         let tile = Tile { wm: 2, wn: 2 };
         assert_eq!((tile.rows(), tile.cols()), (128, 128));
         assert_eq!(tile.lds_bytes(), 40960);
+        assert!(!tile.swizzled() && !T256.swizzled() && T256X256.swizzled());
+        assert_eq!(T256.lds_bytes(), 61440);
+        assert_eq!(T256X256.lds_bytes(), 65536, "all of a workgroup's LDS");
         let places: Vec<_> = (0..4).map(|w| wave_place(w, tile)).collect();
         assert_eq!(places, [(0, 0), (64, 0), (0, 64), (64, 64)]);
+    }
+
+    /// Both layouts keep every element of a row in the row and apart from
+    /// the others, and the reads of a wave are free of bank conflicts:
+    /// each eight lanes reading 16 bytes (a 128-bit LDS read is served
+    /// eight lanes at a time) hit 32 distinct banks (4-byte banks, 128
+    /// bytes a cycle), for every block row and chunk. In the swizzled
+    /// layout the 128-bit writes of a K-contiguous operand (four
+    /// consecutive lanes per row) are too; in the padded one two lanes of
+    /// eight share four banks.
+    #[test]
+    fn the_lds_layouts_are_permutations_and_free_of_bank_conflicts() {
+        for tile in KERNELS.iter().map(tile_of) {
+            check_layout(tile);
+        }
+    }
+
+    fn check_layout(tile: Tile) {
+        let stride = tile.row_stride();
+        for es in [1, 2, 4] {
+            for row in 0..tile.rows() + tile.cols() {
+                let mut places: Vec<u32> = (0..SLICE_BYTES / es)
+                    .map(|kk| lds_offset(tile, row, kk, es))
+                    .collect();
+                assert!(places.iter().all(|&p| p / stride == row && p % es == 0));
+                places.sort();
+                places.dedup();
+                assert_eq!(places.len() as u32, SLICE_BYTES / es, "row {row} es {es}");
+            }
+        }
+        let banks = |offsets: &[u32]| {
+            let mut banks: Vec<u32> = offsets
+                .iter()
+                .flat_map(|&o| (0..4).map(move |w| (o / 4 + w) % 32))
+                .collect();
+            banks.sort();
+            banks.dedup();
+            banks.len()
+        };
+        for base in (0..tile.rows().max(tile.cols())).step_by(BLOCK as usize) {
+            for c in 0..SLICE_BYTES / (2 * VECTOR) {
+                for group in 0..WAVE / 8 {
+                    let offsets: Vec<u32> = (0..8)
+                        .map(|l| operand_offset(tile, base, 8 * group + l, c))
+                        .collect();
+                    assert_eq!(banks(&offsets), 32, "base {base} chunk {c} lanes {group}×8");
+                }
+            }
+        }
+        for group in 0..THREADS / 8 {
+            let offsets: Vec<u32> = (0..8)
+                .map(|l| {
+                    let (r, kk) = vector_place(8 * group + l, tile.rows(), true, 8);
+                    lds_offset(tile, r, kk, 2)
+                })
+                .collect();
+            let want = if tile.swizzled() { 32 } else { 28 };
+            assert_eq!(banks(&offsets), want, "{tile:?} write lanes {group}×8");
+        }
     }
 }

@@ -64,6 +64,7 @@ unsafe extern "C" {
     safe fn aqueduct_gemm_mfma_lds_64x64_ptr() -> *mut u8;
     safe fn aqueduct_gemm_mfma_lds_128x128_ptr() -> *mut u8;
     safe fn aqueduct_gemm_mfma_lds_256x128_ptr() -> *mut u8;
+    safe fn aqueduct_gemm_mfma_lds_256x256_ptr() -> *mut u8;
     /// device/gemm/llvm/gemm.ll: a workgroup barrier with fences.
     safe fn aqueduct_gemm_barrier();
 }
@@ -334,17 +335,18 @@ impl<In: Input> Operand<In> {
     /// rows, k ≥ K) are 0. Each element goes straight from its load to its
     /// LDS place, so little is live at once. The layout is a uniform branch.
     #[inline(always)]
-    fn copy_elements<const NV: usize>(&self, lds: *mut u8, lid: u32, k0: u32, k: u32) {
+    fn copy_elements<const NV: usize>(&self, tile: Tile, lds: *mut u8, lid: u32, k0: u32, k: u32) {
         if self.k_contiguous {
-            self.copy_elements_as::<NV, true>(lds, lid, k0, k)
+            self.copy_elements_as::<NV, true>(tile, lds, lid, k0, k)
         } else {
-            self.copy_elements_as::<NV, false>(lds, lid, k0, k)
+            self.copy_elements_as::<NV, false>(tile, lds, lid, k0, k)
         }
     }
 
     #[inline(always)]
     fn copy_elements_as<const NV: usize, const K_CONTIGUOUS: bool>(
         &self,
+        tile: Tile,
         lds: *mut u8,
         lid: u32,
         k0: u32,
@@ -381,7 +383,7 @@ impl<In: Input> Operand<In> {
                 (
                     lr,
                     lk,
-                    lds.wrapping_add(lds_offset(lr, lk, In::BYTES) as usize),
+                    lds.wrapping_add(lds_offset(tile, lr, lk, In::BYTES) as usize),
                 )
             };
             for e in 0..per {
@@ -405,6 +407,7 @@ impl<In: Input> Operand<In> {
     #[inline(always)]
     fn store_as<const NV: usize, const K_CONTIGUOUS: bool>(
         &self,
+        tile: Tile,
         lds: *mut u8,
         lid: u32,
         vectors: &[Vector; NV],
@@ -414,14 +417,15 @@ impl<In: Input> Operand<In> {
             let v = lid + t as u32 * THREADS;
             let (r, kk) = vector_place(v, self.tile_rows, K_CONTIGUOUS, per);
             if K_CONTIGUOUS {
-                let at = lds_offset(r, kk, In::BYTES);
+                let at = lds_offset(tile, r, kk, In::BYTES);
                 // SAFETY: 16 bytes of row `r` of the slice, 16-byte aligned
-                // (ROW_STRIDE and the vector's offset are multiples of 16).
+                // (the row stride and the chunk's place are multiples of
+                // 16).
                 unsafe { lds.add(at as usize).cast::<Vector>().write(*vector) };
                 continue;
             }
             for e in 0..per {
-                let at = lds_offset(r + e, kk, In::BYTES) as usize;
+                let at = lds_offset(tile, r + e, kk, In::BYTES) as usize;
                 let bit = e * In::BYTES * 8;
                 let bits = vector.words()[(bit / 32) as usize] >> (bit % 32);
                 // SAFETY: element `kk` of row `r + e` of the slice.
@@ -436,23 +440,29 @@ struct Workgroup<In> {
     a: Operand<In>,
     b: Operand<In>,
     lds: *mut u8,
+    /// The macro-tile, whose LDS layout the slices follow.
+    tile: Tile,
     lid: u32,
     lane: u32,
     wave_row: u32,
     wave_col: u32,
-    /// Bytes of one LDS buffer (the A slice's rows, then the B slice's).
-    buffer_bytes: u32,
-    a_rows: u32,
 }
 
 impl<In: Input> Workgroup<In> {
+    /// Bytes of one LDS buffer (the A slice's rows, then the B slice's).
+    fn buffer_bytes(&self) -> u32 {
+        self.tile.lds_bytes() / 2
+    }
+
     fn a_slice(&self, buffer: u32) -> *mut u8 {
-        self.lds.wrapping_add((buffer * self.buffer_bytes) as usize)
+        self.lds
+            .wrapping_add((buffer * self.buffer_bytes()) as usize)
     }
 
     fn b_slice(&self, buffer: u32) -> *mut u8 {
+        let a_bytes = self.tile.rows() * self.tile.row_stride();
         self.lds
-            .wrapping_add((buffer * self.buffer_bytes + self.a_rows * super::ROW_STRIDE) as usize)
+            .wrapping_add((buffer * self.buffer_bytes() + a_bytes) as usize)
     }
 
     /// The MFMAs of the slice in `buffer` (every wave's blocks).
@@ -463,12 +473,22 @@ impl<In: Input> Workgroup<In> {
             let mut fa = [Vector::ZERO; WM];
             let mut fb = [Vector::ZERO; WN];
             for (i, f) in fa.iter_mut().enumerate() {
-                let at = operand_offset(self.wave_row + i as u32 * BLOCK, self.lane, chunk);
+                let at = operand_offset(
+                    self.tile,
+                    self.wave_row + i as u32 * BLOCK,
+                    self.lane,
+                    chunk,
+                );
                 // SAFETY: 16 aligned bytes inside the A slice.
                 *f = unsafe { sa.add(at as usize).cast::<Vector>().read() };
             }
             for (j, f) in fb.iter_mut().enumerate() {
-                let at = operand_offset(self.wave_col + j as u32 * BLOCK, self.lane, chunk);
+                let at = operand_offset(
+                    self.tile,
+                    self.wave_col + j as u32 * BLOCK,
+                    self.lane,
+                    chunk,
+                );
                 // SAFETY: 16 aligned bytes inside the B slice.
                 *f = unsafe { sb.add(at as usize).cast::<Vector>().read() };
             }
@@ -537,8 +557,11 @@ impl<In: Input> Workgroup<In> {
             },
             #[inline(always)]
             |buffer, a, b| {
-                self.a.store_as::<WM, KA>(self.a_slice(buffer), self.lid, a);
-                self.b.store_as::<WN, KB>(self.b_slice(buffer), self.lid, b);
+                let t = self.tile;
+                self.a
+                    .store_as::<WM, KA>(t, self.a_slice(buffer), self.lid, a);
+                self.b
+                    .store_as::<WN, KB>(t, self.b_slice(buffer), self.lid, b);
             },
         );
     }
@@ -556,10 +579,11 @@ impl<In: Input> Workgroup<In> {
     ) {
         let depth = SLICE_BYTES / In::BYTES;
         for s in first..end {
+            let t = self.tile;
             self.a
-                .copy_elements::<WM>(self.a_slice(0), self.lid, s * depth, k);
+                .copy_elements::<WM>(t, self.a_slice(0), self.lid, s * depth, k);
             self.b
-                .copy_elements::<WN>(self.b_slice(0), self.lid, s * depth, k);
+                .copy_elements::<WN>(t, self.b_slice(0), self.lid, s * depth, k);
             aqueduct_gemm_barrier();
             self.compute(0, acc);
             aqueduct_gemm_barrier();
@@ -607,12 +631,11 @@ fn gemm_mfma<In: Input, Out: Element, const WM: usize, const WN: usize>(
         a: a_op,
         b: b_op,
         lds,
+        tile,
         lid,
         lane,
         wave_row,
         wave_col,
-        buffer_bytes: (tile.rows() + tile.cols()) * super::ROW_STRIDE,
-        a_rows: tile.rows(),
     };
 
     let mut acc = [[F32x16([0.0; 16]); WN]; WM];
@@ -678,8 +701,8 @@ fn gemm_mfma<In: Input, Out: Element, const WM: usize, const WN: usize>(
             }
         )*};
     }
-    blocks!(0 0, 0 1, 1 0, 1 1, 2 0, 2 1, 3 0, 3 1);
-    const { assert!(WM <= 4 && WN <= 2, "the epilogue covers up to 4 × 2 blocks") };
+    blocks!(0 0, 0 1, 0 2, 0 3, 1 0, 1 1, 1 2, 1 3, 2 0, 2 1, 2 2, 2 3, 3 0, 3 1, 3 2, 3 3);
+    const { assert!(WM <= 4 && WN <= 4, "the epilogue covers up to 4 × 4 blocks") };
 }
 
 #[cfg(aqueduct_gfx = "gfx942")]
@@ -731,4 +754,14 @@ crate::common::entry_points! {
     gemm_bf16_mfma_256x128: Bf16 => Bf16 = gemm_mfma::<Bf16, Bf16, 4, 2>(aqueduct_gemm_mfma_lds_256x128_ptr());
     /// bf16 in, f32 out, 256 × 128.
     gemm_bf16_f32_mfma_256x128: Bf16 => f32 = gemm_mfma::<Bf16, f32, 4, 2>(aqueduct_gemm_mfma_lds_256x128_ptr());
+    /// f32 in and out, 256 × 256 (accumulators in AGPRs).
+    gemm_f32_mfma_256x256: f32 => f32 = gemm_mfma::<f32, f32, 4, 4>(aqueduct_gemm_mfma_lds_256x256_ptr());
+    /// f16 in and out (f32 accumulation), 256 × 256.
+    gemm_f16_mfma_256x256: F16 => F16 = gemm_mfma::<F16, F16, 4, 4>(aqueduct_gemm_mfma_lds_256x256_ptr());
+    /// f16 in, f32 out, 256 × 256.
+    gemm_f16_f32_mfma_256x256: F16 => f32 = gemm_mfma::<F16, f32, 4, 4>(aqueduct_gemm_mfma_lds_256x256_ptr());
+    /// bf16 in and out (f32 accumulation), 256 × 256.
+    gemm_bf16_mfma_256x256: Bf16 => Bf16 = gemm_mfma::<Bf16, Bf16, 4, 4>(aqueduct_gemm_mfma_lds_256x256_ptr());
+    /// bf16 in, f32 out, 256 × 256.
+    gemm_bf16_f32_mfma_256x256: Bf16 => f32 = gemm_mfma::<Bf16, f32, 4, 4>(aqueduct_gemm_mfma_lds_256x256_ptr());
 }
