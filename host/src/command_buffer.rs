@@ -290,8 +290,8 @@ pub struct CommandBufferBuilder {
     /// The block commands go to.
     current: usize,
     arena: Arena,
-    /// Kernel info addresses by kernel object.
-    infos: Vec<(u64, u64)>,
+    /// Kernel infos and their addresses by kernel object.
+    infos: Vec<(u64, u64, KernelInfo)>,
     /// Keeps the kernels' code loaded while the recording lives.
     kernels: Vec<Kernel>,
     /// Bytes each binding slot must hold: the largest end referenced.
@@ -643,16 +643,17 @@ impl CommandBufferBuilder {
         index
     }
 
-    /// The device address of `kernel`'s [`KernelInfo`], written once per
+    /// `kernel`'s [`KernelInfo`] and its device address, written once per
     /// recording.
-    fn info_of(&mut self, kernel: &Kernel) -> Result<u64> {
-        if let Some(&(_, at)) = self.infos.iter().find(|(o, _)| *o == kernel.object()) {
-            return Ok(at);
+    fn info_of(&mut self, kernel: &Kernel) -> Result<(u64, KernelInfo)> {
+        if let Some(&(_, at, info)) = self.infos.iter().find(|(o, ..)| *o == kernel.object()) {
+            return Ok((at, info));
         }
-        let at = self.arena.put(kernel_info(kernel).as_bytes(), 64)?;
-        self.infos.push((kernel.object(), at));
+        let info = kernel_info(kernel);
+        let at = self.arena.put(info.as_bytes(), 64)?;
+        self.infos.push((kernel.object(), at, info));
         self.kernels.push(kernel.clone());
-        Ok(at)
+        Ok((at, info))
     }
 
     /// Records a dispatch of `kernel` over `workgroups` with `args`
@@ -845,7 +846,7 @@ impl CommandBufferBuilder {
         if dynamic {
             header.packet_count = 2;
         }
-        let info = self.info_of(kernel)?;
+        let (info_at, info) = self.info_of(kernel)?;
         let template = if segment.is_empty() {
             0
         } else {
@@ -858,7 +859,7 @@ impl CommandBufferBuilder {
         };
         let mut d = DispatchCommand::new_zeroed();
         d.header = header;
-        d.kernel = info;
+        d.kernel = info_at;
         d.dispatch_flags = indirect.map_or(DispatchFlags::empty(), |(_, flags)| flags);
         d.workgroup_size = workgroups.size;
         d.workgroup_count = workgroups.count;
@@ -870,6 +871,12 @@ impl CommandBufferBuilder {
         d.bindings = bindings;
         if let Some((r, _)) = indirect {
             d.workgroup_count_ref = r;
+        } else if let Ok(Some(packet)) = d.build_packet(&info, 0, d.workgroup_count) {
+            // The packet the issue would build, prepared now: the issue
+            // copies it and fills in the kernarg address. The launch was
+            // checked above, so a refusal here cannot happen; the issue
+            // would build (and refuse) it again.
+            d.packet = self.arena.put(packet.published().as_bytes(), 64)?;
         }
         Ok(self.append(d.into()))
     }
@@ -1071,7 +1078,7 @@ impl CommandBufferBuilder {
                 kernels: self
                     .infos
                     .iter()
-                    .map(|&(_, at)| at)
+                    .map(|&(_, at, _)| at)
                     .zip(self.kernels)
                     .collect(),
                 slot_sizes: self.slot_sizes,

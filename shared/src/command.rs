@@ -26,7 +26,9 @@
 //! - buffers are [`BufferRef`]s, resolved at issue time against the
 //!   submission's binding table or a queue-ordered allocation handle, so a
 //!   recording can be replayed with other buffers;
-//! - a dispatch names its kernel by a [`KernelInfo`] the device already holds.
+//! - a dispatch names its kernel by a [`KernelInfo`] the device already holds;
+//!   a direct one also carries its packet, prepared at record time
+//!   ([`DispatchCommand::packet`]), which the issue copies.
 //!
 //! The issue kernel writes every packet body, then publishes each header with
 //! a release store; the doorbell may be rung before all headers are in place
@@ -36,7 +38,9 @@
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-use crate::aql::FenceScope;
+use crate::aql::{FenceScope, KernelDispatchPacket};
+use crate::hsa::SignalHandle;
+use crate::packet::{KernelDispatch, Ordering, PacketError, Prepared};
 
 /// Bytes of every command.
 pub const COMMAND_SIZE: usize = 128;
@@ -463,7 +467,14 @@ pub struct DispatchCommand {
     pub bindings: u64,
     /// Where an indirect dispatch reads its `[u32; 3]` workgroup count.
     pub workgroup_count_ref: BufferRef,
-    pub reserved: [u64; 3],
+    /// Device address of the dispatch's AQL packet prepared at record time,
+    /// header in place ([`DispatchCommand::build_packet`] with a zero
+    /// kernarg address, [`Prepared::published`]; 16-byte aligned), which
+    /// the issue copies, filling in the kernarg address and storing the
+    /// first word last; 0 to build the packet at issue (indirect
+    /// dispatches, zero workgroups).
+    pub packet: u64,
+    pub reserved: [u64; 2],
 }
 
 assert_command_layout!(
@@ -481,8 +492,79 @@ assert_command_layout!(
     reserved0 = 63,
     bindings = 64,
     workgroup_count_ref = 72,
-    reserved = 104,
+    packet = 104,
+    reserved = 112,
 );
+
+impl CommandHeader {
+    /// The packet ordering the command asks for: its fence scopes, the
+    /// barrier bit with [`CommandFlags::BARRIER`] or when `barrier` forces
+    /// it (control commands, barriers).
+    pub fn ordering(&self, barrier: bool) -> Ordering {
+        Ordering {
+            barrier: barrier || self.flags.contains(CommandFlags::BARRIER),
+            acquire: self.acquire_scope,
+            release: self.release_scope,
+        }
+    }
+}
+
+impl DispatchCommand {
+    /// The dispatch's packet running `info`'s kernel with `count`
+    /// workgroups and its arguments at `kernarg_address`: `Ok(None)` when a
+    /// count is 0 (nothing to run), an error when the grid overflows or
+    /// the packet builder refuses. The host prepares it at record time
+    /// ([`DispatchCommand::packet`]), the issue kernel for what it builds
+    /// at issue: one definition.
+    pub fn build_packet(
+        &self,
+        info: &KernelInfo,
+        kernarg_address: u64,
+        count: [u32; 3],
+    ) -> Result<Option<Prepared<KernelDispatchPacket>>, DispatchPacketError> {
+        // Flags gathered without a branch per axis: each is a divergent
+        // branch in the issue kernel.
+        let mut grid = [1u32; 3];
+        let (mut empty, mut overflow) = (false, false);
+        for axis in 0..3 {
+            let (g, o) = count[axis].overflowing_mul(u32::from(self.workgroup_size[axis]));
+            grid[axis] = g;
+            empty |= count[axis] == 0;
+            overflow |= o;
+        }
+        if empty {
+            return Ok(None);
+        }
+        if overflow {
+            return Err(DispatchPacketError::Grid);
+        }
+        KernelDispatch {
+            kernel_object: info.kernel_object,
+            kernarg_address,
+            dimensions: self.dimensions,
+            grid_size: grid,
+            workgroup_size: self.workgroup_size,
+            private_segment_size: info.private_segment_size,
+            group_segment_size: info
+                .group_segment_size
+                .saturating_add(self.dynamic_group_segment_size),
+            completion_signal: SignalHandle::NULL,
+            ordering: self.header.ordering(false),
+        }
+        .build_unchecked()
+        .map(Some)
+        .map_err(DispatchPacketError::Packet)
+    }
+}
+
+/// Why [`DispatchCommand::build_packet`] has no packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DispatchPacketError {
+    /// The workgroup count times the workgroup size overflows a grid.
+    Grid,
+    /// The packet builder refused it.
+    Packet(PacketError),
+}
 
 /// Fill `target` with a repeating pattern of 1, 2, 4, 8 or 16 bytes: one
 /// dispatch of the device library's fill kernel.

@@ -45,9 +45,9 @@ use aqueduct_abi::amd_queue::AmdQueue;
 use aqueduct_abi::aql::KernelDispatchPacket;
 use aqueduct_abi::command::{
     AllocationHandle, BindingPatch, BindingTableEntry, BlockIssue, BranchArgs, BufferRef,
-    BufferRefKind, COMMAND_SIZE, Command, CommandBlockHeader, CommandBufferHeader, CommandFlags,
-    CommandHeader, CommandView, CopyArgs, DispatchCommand, DispatchFlags, Execution, FillArgs,
-    KERNARG_ALIGN, KernelInfo, PatchArgs,
+    BufferRefKind, COMMAND_SIZE, Command, CommandBlockHeader, CommandBufferHeader, CommandHeader,
+    CommandOpcode, CommandView, CopyArgs, DispatchCommand, DispatchFlags, DispatchPacketError,
+    Execution, FillArgs, KERNARG_ALIGN, KernelInfo, PatchArgs,
 };
 use aqueduct_abi::hsa::SignalHandle;
 use aqueduct_abi::packet::{
@@ -97,6 +97,12 @@ pub enum IssueError {
     Packet(PacketError),
     /// The execution queue's `amd_queue_t` is not a queue.
     Queue(QueueError),
+    /// A prepared dispatch's packet or kernel arguments do not fit the
+    /// block, or its packet is misaligned.
+    Prepared {
+        packet_offset: u32,
+        kernarg_offset: u32,
+    },
     /// An address the recording or the issue state gives is not aligned
     /// for what it points at.
     Misaligned { address: u64, align: u32 },
@@ -144,14 +150,9 @@ fn aligned(address: u64, align: u64) -> bool {
     address & (align - 1) == 0
 }
 
-/// The packet ordering a command asks for: its fence scopes, the barrier
-/// bit with [`CommandFlags::BARRIER`] or when `barrier` forces it.
+/// The packet ordering a command asks for ([`CommandHeader::ordering`]).
 pub fn ordering(h: &CommandHeader, barrier: bool) -> Ordering {
-    Ordering {
-        barrier: barrier || h.flags.contains(CommandFlags::BARRIER),
-        acquire: h.acquire_scope,
-        release: h.release_scope,
-    }
+    h.ordering(barrier)
 }
 
 /// Packets a command of this header's kind emits here.
@@ -222,41 +223,15 @@ pub fn dispatch_packet(
     kernarg_address: u64,
     count: [u32; 3],
 ) -> Result<Packet, IssueError> {
-    let order = ordering(&d.header, false);
-    // Flags gathered without a branch per axis: each is a divergent
-    // branch in the issue kernel.
-    let mut grid = [1u32; 3];
-    let (mut empty, mut overflow) = (false, false);
-    for axis in 0..3 {
-        let (g, o) = count[axis].overflowing_mul(u32::from(d.workgroup_size[axis]));
-        grid[axis] = g;
-        empty |= count[axis] == 0;
-        overflow |= o;
-    }
-    if empty {
-        return no_op(order);
-    }
-    if overflow {
-        return Err(IssueError::Grid {
+    match d.build_packet(info, kernarg_address, count) {
+        Ok(Some(packet)) => Ok(Packet::Dispatch(packet)),
+        Ok(None) => no_op(ordering(&d.header, false)),
+        Err(DispatchPacketError::Grid) => Err(IssueError::Grid {
             count,
             size: d.workgroup_size,
-        });
+        }),
+        Err(DispatchPacketError::Packet(e)) => Err(IssueError::Packet(e)),
     }
-    let packet = KernelDispatch {
-        kernel_object: info.kernel_object,
-        kernarg_address,
-        dimensions: d.dimensions,
-        grid_size: grid,
-        workgroup_size: d.workgroup_size,
-        private_segment_size: info.private_segment_size,
-        group_segment_size: info
-            .group_segment_size
-            .saturating_add(d.dynamic_group_segment_size),
-        completion_signal: SignalHandle::NULL,
-        ordering: order,
-    }
-    .build_unchecked()?;
-    Ok(Packet::Dispatch(packet))
 }
 
 /// A one-dimensional dispatch of a blit kernel over `units` units of work
@@ -414,7 +389,13 @@ impl BlockIssuer {
             return Err(IssueError::NoCommand { index, count });
         }
         let at = self.block as u64 + 64 + COMMAND_SIZE as u64 * u64::from(index);
-        // SAFETY: `new`'s contract: the block's commands follow its header.
+        // SAFETY: `new`'s contract: the block's commands follow its header
+        // (64-byte aligned: the block is, and commands are 128 bytes).
+        let d = unsafe { &*(at as *const DispatchCommand) };
+        if d.header.opcode == CommandOpcode::DISPATCH && d.packet != 0 {
+            return self.prepared_dispatch(d);
+        }
+        // SAFETY: as above.
         let command = unsafe { load::<Command>(at) };
         let h = command.header;
         let packets = packets_of(&command)?;
@@ -534,8 +515,6 @@ impl BlockIssuer {
         // SAFETY: `new`'s contract: the kernel's info is live (alignment
         // checked).
         let info = unsafe { load::<KernelInfo>(check_aligned(d.kernel, 64)?) };
-        check_aligned(d.bindings, 8)?;
-        check_aligned(d.kernarg_template, 16)?;
         let dynamic = d.dispatch_flags.contains(DispatchFlags::INDIRECT_DYNAMIC);
         let indirect = dynamic || d.dispatch_flags.contains(DispatchFlags::INDIRECT_STATIC);
         let count_at = if indirect {
@@ -595,11 +574,55 @@ impl BlockIssuer {
             }
             other => other,
         };
+        self.arguments(d, kernargs)?;
+        Ok(packet)
+    }
+
+    /// A dispatch whose packet the host prepared ([`DispatchCommand::packet`]:
+    /// direct, at least one workgroup): the common case, kept short. Checks
+    /// its place in the block, writes its arguments, copies the packet with
+    /// the kernarg address filled in, publishes it.
+    fn prepared_dispatch(&self, d: &DispatchCommand) -> Result<(), IssueError> {
+        let h = &d.header;
+        let block = self.block();
+        let bad = (h.packet_count != 1)
+            | !d.dispatch_flags.is_empty()
+            | (u64::from(h.packet_offset) + 1 > u64::from(block.packet_count))
+            | !h.kernarg_offset.is_multiple_of(KERNARG_ALIGN)
+            | (u64::from(h.kernarg_offset) + u64::from(d.kernarg_size)
+                > u64::from(block.kernarg_size))
+            | !aligned(d.packet, 16);
+        if bad {
+            return Err(IssueError::Prepared {
+                packet_offset: h.packet_offset,
+                kernarg_offset: h.kernarg_offset,
+            });
+        }
+        let kernargs = self.state().kernarg_base + u64::from(h.kernarg_offset);
+        self.arguments(d, kernargs)?;
+        // SAFETY: `new`'s contract: the prepared packet is live; 16-byte
+        // aligned (checked above).
+        let mut words = unsafe { load::<[u64; 8]>(d.packet) };
+        // The packet's kernarg_address, bytes 40..48 of a dispatch packet.
+        words[5] = kernargs;
+        let id = self
+            .state()
+            .packet_base
+            .wrapping_add(u64::from(h.packet_offset));
+        self.queue.write_words(id, &words);
+        Ok(())
+    }
+
+    /// A dispatch command's kernel arguments: the template copied to
+    /// `kernargs`, then each binding resolved, checked and patched in.
+    fn arguments(&self, d: &DispatchCommand, kernargs: u64) -> Result<(), IssueError> {
+        check_aligned(d.bindings, 8)?;
+        check_aligned(d.kernarg_template, 16)?;
         // Whole 8-byte words: the template is 16-byte aligned and padded to
         // 16 bytes, and so is the command's share of the reservation.
         for w in 0..u64::from(d.kernarg_size.div_ceil(8)) {
             // SAFETY: inside the padded template and the command's share of
-            // the reservation (checked in `issue`), both 8-aligned.
+            // the reservation (checked by the caller), both 8-aligned.
             unsafe { store(kernargs + 8 * w, load::<u64>(d.kernarg_template + 8 * w)) };
         }
         // The bindings, each resolved, checked and patched in one pass: a
@@ -622,7 +645,7 @@ impl BlockIssuer {
             // arguments.
             unsafe { store(kernargs + u64::from(patch.kernarg_offset), address) };
         }
-        Ok(packet)
+        Ok(())
     }
 
     /// A copy's arguments and packet (COPY and UPDATE).
@@ -908,7 +931,7 @@ mod tests {
 
     use aqueduct_abi::aql::{BarrierAndPacket, FenceScope, PacketType};
     use aqueduct_abi::command::{
-        BarrierCommand, CommandOpcode, CopyCommand, FillCommand, ReturnCommand, UpdateCommand,
+        BarrierCommand, CommandFlags, CopyCommand, FillCommand, ReturnCommand, UpdateCommand,
     };
 
     use super::*;
@@ -1245,6 +1268,88 @@ mod tests {
         assert_eq!(rig.barrier_at(ret).completion_signal, SignalHandle(0x5150));
         // Eight slots, no more.
         assert_eq!(rig.packet_header(8).packet_type(), PacketType::INVALID);
+    }
+
+    /// A dispatch whose packet the host prepared at record time (the
+    /// shared `DispatchCommand::build_packet` with a zero kernarg address)
+    /// publishes exactly what the issue builds for the same command, its
+    /// kernarg address filled in and its arguments written the same way;
+    /// one that does not fit the block publishes nothing.
+    #[test]
+    fn a_prepared_dispatch_publishes_what_the_issue_would_build() {
+        let mut rig = Rig::new();
+        let mut a = std::vec![0u8; 256];
+        rig.table.push(BindingTableEntry {
+            address: a.as_mut_ptr() as u64,
+            length: 256,
+        });
+        let template = Template([0x5A; 32]);
+        let bindings = [BindingPatch {
+            buffer: BufferRef::binding(0, 32, 64),
+            kernarg_offset: 8,
+            reserved: 0,
+        }];
+        let mut built = dispatch(&rig, &template, &bindings, [4, 3, 1]);
+        built.header.flags = CommandFlags::BARRIER;
+        let mut prepared = built;
+        let packet = prepared
+            .build_packet(&rig.infos[0], 0, prepared.workgroup_count)
+            .unwrap()
+            .unwrap();
+        fn bytes<P: aqueduct_abi::aql::Packet>(p: &P) -> &[u8] {
+            p.as_bytes()
+        }
+        let words: Box<Line> = Box::new(Line(bytes(&packet.published()).try_into().unwrap()));
+        prepared.packet = words.0.as_ptr() as u64;
+        let built = rig.push(built);
+        let prepared = rig.push(prepared);
+        // Too many kernel arguments for the block: refused, nothing
+        // published.
+        let mut late = dispatch(&rig, &template, &bindings, [1, 1, 1]);
+        late.packet = words.0.as_ptr() as u64;
+        let late = rig.push(late);
+        let state = rig.issue_state();
+        let bad = Box::new(*state);
+        // SAFETY: the block header lives in `rig`.
+        let block = unsafe { &mut *(bad.block as *mut CommandBlockHeader) };
+        block.kernarg_size = rig.commands[late as usize].header.kernarg_offset + 8;
+
+        // SAFETY: everything the state names lives in `rig` and above.
+        let issuer = unsafe { BlockIssuer::new(&raw const *state) }.unwrap();
+        issuer.issue(prepared).unwrap();
+        issuer.issue(built).unwrap();
+        // SAFETY: as above.
+        let short = unsafe { BlockIssuer::new(&raw const *bad) }.unwrap();
+        assert!(matches!(
+            short.issue(late),
+            Err(IssueError::Prepared { .. })
+        ));
+        assert_eq!(
+            rig.packet_header(late).packet_type(),
+            PacketType::INVALID,
+            "not published"
+        );
+
+        let (p, b) = (rig.dispatch_at(prepared), rig.dispatch_at(built));
+        let offset = |c: u32| u64::from(rig.commands[c as usize].header.kernarg_offset);
+        assert_eq!(p.kernarg_address, state.kernarg_base + offset(prepared));
+        assert_eq!(b.kernarg_address, state.kernarg_base + offset(built));
+        let same = KernelDispatchPacket {
+            kernarg_address: b.kernarg_address,
+            ..p
+        };
+        assert_eq!(same, b);
+        assert!(rig.packet_header(prepared).barrier());
+        assert_eq!(
+            rig.kernargs_at(offset(prepared) as u32, 24),
+            rig.kernargs_at(offset(built) as u32, 24)
+        );
+        let patched = u64::from_le_bytes(
+            rig.kernargs_at(offset(prepared) as u32, 24)[8..16]
+                .try_into()
+                .unwrap(),
+        );
+        assert_eq!(patched, a.as_ptr() as u64 + 32);
     }
 
     #[test]

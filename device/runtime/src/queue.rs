@@ -167,6 +167,23 @@ impl Queue {
         }
     }
 
+    /// Writes a packet given as eight little-endian words (the first
+    /// holding header, setup and the first body bytes) into the slot of
+    /// packet `id` and publishes it (see [`Queue::write_bytes`]).
+    pub fn write_words(&self, id: u64, words: &[u64; 8]) {
+        let slot = self.slot(id);
+        // SAFETY: as in `write_bytes`. The slot is 64-byte aligned, so
+        // every word below is naturally aligned; the first word's upper
+        // half is body bytes 4..8, written before the header.
+        unsafe {
+            slot.add(4).cast::<u32>().write((words[0] >> 32) as u32);
+            for (k, &w) in words.iter().enumerate().skip(1) {
+                slot.add(8 * k).cast::<u64>().write(w);
+            }
+            Atomic::<u32>::from_ptr(slot.cast()).store(words[0] as u32, Release, System);
+        }
+    }
+
     /// The device address of packet `id`'s slot.
     pub fn slot_address(&self, id: u64) -> u64 {
         self.slot(id) as u64
