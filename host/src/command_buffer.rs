@@ -278,6 +278,10 @@ struct Block {
     ended: bool,
 }
 
+/// What a prepared dispatch packet depends on: the kernel object, the
+/// launch, the header's flags and fence scopes.
+type PacketKey = (u64, Workgroups, [u8; 3]);
+
 /// Records blocks of commands into device memory.
 pub struct CommandBufferBuilder {
     agent_name: String,
@@ -302,6 +306,10 @@ pub struct CommandBufferBuilder {
     /// The last dispatch's kernel object, workgroups and indirectness,
     /// whose launch was checked: the same again is not checked again.
     last_launch: Option<(u64, Workgroups, bool)>,
+    /// The last prepared dispatch packet and what it depends on (kernel
+    /// object, launch, header ordering): the next identical dispatch
+    /// shares it (the issue fills in each one's kernarg address).
+    last_packet: Option<(PacketKey, u64)>,
     /// Reused for each dispatch's binding patches.
     patches: Vec<BindingPatch>,
 }
@@ -336,6 +344,7 @@ impl CommandBufferBuilder {
             ordering: Ordering::AGENT,
             sort_by_kind: true,
             last_launch: None,
+            last_packet: None,
             patches: Vec::new(),
         };
         builder.add_block()?;
@@ -871,12 +880,27 @@ impl CommandBufferBuilder {
         d.bindings = bindings;
         if let Some((r, _)) = indirect {
             d.workgroup_count_ref = r;
-        } else if let Ok(Some(packet)) = d.build_packet(&info, 0, d.workgroup_count) {
+        } else {
             // The packet the issue would build, prepared now: the issue
             // copies it and fills in the kernarg address. The launch was
             // checked above, so a refusal here cannot happen; the issue
-            // would build (and refuse) it again.
-            d.packet = self.arena.put(packet.published().as_bytes(), 64)?;
+            // would build (and refuse) it again. Identical dispatches in a
+            // row share one.
+            let h = &d.header;
+            let key = (
+                kernel.object(),
+                workgroups,
+                [h.flags.bits(), h.acquire_scope.0, h.release_scope.0],
+            );
+            match self.last_packet {
+                Some((k, at)) if k == key => d.packet = at,
+                _ => {
+                    if let Ok(Some(packet)) = d.build_packet(&info, 0, d.workgroup_count) {
+                        d.packet = self.arena.put(packet.published().as_bytes(), 64)?;
+                        self.last_packet = Some((key, d.packet));
+                    }
+                }
+            }
         }
         Ok(self.append(d.into()))
     }
