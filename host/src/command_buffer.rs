@@ -1363,12 +1363,57 @@ impl Submission {
     }
 }
 
+/// How a submission's blocks are issued on the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IssueMode {
+    /// The measured default: branches issue blocks of at most
+    /// [`SERIAL_THRESHOLD`] commands themselves, the rest go through the
+    /// block-issue kernel.
+    Auto,
+    /// Every block through the block-issue kernel (`cmd_block_issue`), one
+    /// work-item per command.
+    Parallel,
+    /// Every block issued serially by one work-item: the entry block by
+    /// `cmd_block_issue_serial`, the others by the branch that continues
+    /// with them (for debugging: commands issue in order, one at a time).
+    Serial,
+    /// A branch issues a block of at most this many commands itself,
+    /// serially, saving the block-issue dispatch (to tune on hardware,
+    /// where a dispatch's launch costs what the simulator cannot show).
+    SerialUpTo(u32),
+}
+
+/// The largest block [`IssueMode::Auto`] has a branch issue serially: 0,
+/// measured. `cargo xtask cmdbuf-bench` runs chains of N-command blocks
+/// both ways: for every N from 1 to 6 the serial issue executes more
+/// wave-instructions (gfx942, N = 1: 1,147 against 654 for the branch
+/// plus the issue dispatch), and saves 0.9 dispatches per block, whose
+/// launch cost only hardware shows. Until a hardware run says otherwise,
+/// blocks go through the block-issue kernel.
+pub const SERIAL_THRESHOLD: u32 = 0;
+
+impl IssueMode {
+    /// [`Execution::serial_threshold`] for this mode.
+    fn serial_threshold(self) -> u32 {
+        match self {
+            Self::Auto => SERIAL_THRESHOLD,
+            Self::Parallel => 0,
+            Self::Serial => u32::MAX,
+            Self::SerialUpTo(n) => n,
+        }
+    }
+}
+
 /// An execution queue that runs command buffers: the device library's
 /// issue, blit and control kernels, and a kernarg ring for the blocks'
 /// arguments and issue states.
 pub struct CommandQueue {
     queue: Queue,
     issue: Kernel,
+    /// `cmd_block_issue_serial`, the entry block's issue in
+    /// [`IssueMode::Serial`].
+    serial: Kernel,
+    mode: IssueMode,
     /// The fill, copy, control and patch kernels' infos, in kernarg memory,
     /// 64 bytes each.
     infos: HostBuffer<u8>,
@@ -1384,6 +1429,7 @@ impl CommandQueue {
     /// loaded on the queue's agent), with `ring_bytes` of kernarg ring.
     pub fn new(queue: &Queue, library: &Executable, ring_bytes: usize) -> Result<Self> {
         let issue = library.kernel("cmd_block_issue")?;
+        let serial = library.kernel("cmd_block_issue_serial")?;
         let fill = library.kernel("blit_fill")?;
         let copy = library.kernel("blit_copy")?;
         let control = library.kernel("cmd_branch")?;
@@ -1414,6 +1460,8 @@ impl CommandQueue {
         Ok(Self {
             queue: queue.clone(),
             issue,
+            serial,
+            mode: IssueMode::Auto,
             infos,
             _kernels: [fill, copy, control, patch],
             ring: KernargRing {
@@ -1428,6 +1476,18 @@ impl CommandQueue {
     /// The execution queue.
     pub fn queue(&self) -> &Queue {
         &self.queue
+    }
+
+    /// How later submissions' blocks are issued ([`IssueMode::Auto`]
+    /// unless set).
+    pub fn set_issue_mode(&mut self, mode: IssueMode) -> &mut Self {
+        self.mode = mode;
+        self
+    }
+
+    /// The issue mode of later submissions.
+    pub fn issue_mode(&self) -> IssueMode {
+        self.mode
     }
 
     /// Releases the ring space of finished submissions, in order.
@@ -1550,6 +1610,7 @@ impl CommandQueue {
         execution.issue_args = base + issue_args_at;
         execution.issue_kernel = self.issue.object();
         execution.queue = self.queue.address();
+        execution.serial_threshold = self.mode.serial_threshold();
         let ring = &self.ring.storage;
         ring.write(o, execution.as_bytes());
         // The issue kernel's slot and exactly the entry block's packets: a
@@ -1582,14 +1643,14 @@ impl CommandQueue {
         }
         ring.write(o + table_at as usize, bindings.as_bytes());
         let entry = &inner.blocks[0];
+        let (kernel, items, workgroup) = if self.mode == IssueMode::Serial {
+            (&self.serial, 1, 1)
+        } else {
+            (&self.issue, entry.commands.max(1), ISSUE_WORKGROUP)
+        };
         let packet = KernelDispatch {
             ordering: Ordering::AGENT.with_barrier(),
-            ..KernelDispatch::linear(
-                self.issue.object(),
-                base + issue_args_at,
-                entry.commands.max(1),
-                ISSUE_WORKGROUP,
-            )
+            ..KernelDispatch::linear(kernel.object(), base + issue_args_at, items, workgroup)
         }
         .build(self.queue.limits())?;
         reservation.emplace(&packet)?;

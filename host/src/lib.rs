@@ -41,7 +41,7 @@ mod sim_tests;
 
 pub use aqueduct_abi::code_object;
 pub use command_buffer::{
-    CommandBuffer, CommandBufferBuilder, CommandQueue, Submission, Workgroups,
+    CommandBuffer, CommandBufferBuilder, CommandQueue, IssueMode, Submission, Workgroups,
 };
 pub use dispatch::{ArgKey, ArgValue, DevicePtr, Dispatch, Kernargs, KernelArgument, Launch};
 pub use error::{Error, LoadAttempt, Result};

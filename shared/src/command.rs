@@ -767,7 +767,12 @@ pub struct Execution {
     pub issue_kernel: u64,
     /// Device address of the execution queue's `amd_queue_t`.
     pub queue: u64,
-    pub reserved: [u64; 3],
+    /// Blocks of at most this many commands that a branch continues with
+    /// are issued serially by the branch's control kernel itself, saving
+    /// the block-issue dispatch (0: never; `u32::MAX`: always).
+    pub serial_threshold: u32,
+    pub reserved0: u32,
+    pub reserved: [u64; 2],
 }
 
 assert_layout!(
@@ -781,7 +786,9 @@ assert_layout!(
     issue_args = 16,
     issue_kernel = 24,
     queue = 32,
-    reserved = 40,
+    serial_threshold = 40,
+    reserved0 = 44,
+    reserved = 48,
 );
 
 /// The kernel arguments of the patch kernel (`cmd_patch_dispatch`) an

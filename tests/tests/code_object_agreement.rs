@@ -276,11 +276,10 @@ fn metadata_agrees_with_llvm_readobj_notes() {
             kernels_seen += 1;
         }
     }
-    // The device library's nine kernels (fill_u32, copy_bytes, saxpy_f32,
+    // The device library's ten kernels (fill_u32, copy_bytes, saxpy_f32,
     // blit_fill, blit_copy, enqueue_dispatch, and the command buffers'
-    // cmd_block_issue, cmd_branch and cmd_patch_dispatch) on each of the
-    // five targets,
-    // the simulator's test kernels on gfx90a and gfx942, the memory-model
+    // cmd_block_issue, cmd_block_issue_serial, cmd_branch and
+    // cmd_patch_dispatch) on each of the five targets, the simulator's test kernels on gfx90a and gfx942, the memory-model
     // probes on all five, and the GEMM kernels on all five.
     let kernels_of = |package: &str| -> usize {
         built_code_objects()
@@ -303,7 +302,7 @@ fn metadata_agrees_with_llvm_readobj_notes() {
         .map(|t| xtask::device_build::gemm_launch_bounds(t.name).len())
         .sum();
     assert_eq!(gemm, listed, "the GEMM kernels");
-    assert_eq!(kernels_seen, 9 * 5 + test_kernels + probes + gemm);
+    assert_eq!(kernels_seen, 10 * 5 + test_kernels + probes + gemm);
 }
 
 #[test]
@@ -529,16 +528,27 @@ fn kernel_descriptors_agree_with_metadata() {
             let covered = (u64::from(kd.rsrc1().granulated_workitem_vgpr_count()) + 1) * granule;
             let needed = if family == GfxFamily::Gfx9Mai {
                 let accum = u64::from(kd.rsrc3().accum_offset_vgprs());
-                assert!(
-                    accum >= md.vgpr_count,
-                    "{ctx}: AGPRs start at {accum} below {} VGPRs",
-                    md.vgpr_count
-                );
                 if md.agpr_count > 0 {
-                    accum + md.agpr_count
+                    // With AGPRs in use, `.vgpr_count` is the unified
+                    // total: the architected VGPRs rounded up to 4, then
+                    // the AGPRs (LLVM's AMDGPU::getTotalNumVGPRs for
+                    // GFX90A+), so the AGPRs start at accum_offset.
+                    assert_eq!(
+                        accum + md.agpr_count,
+                        md.vgpr_count,
+                        "{ctx}: AGPRs at {accum} and {} of them make the {} registers",
+                        md.agpr_count,
+                        md.vgpr_count
+                    );
+                    assert!(accum <= 256, "{ctx}: accum_offset {accum}");
                 } else {
-                    md.vgpr_count
+                    assert!(
+                        accum >= md.vgpr_count,
+                        "{ctx}: AGPRs start at {accum} below {} VGPRs",
+                        md.vgpr_count
+                    );
                 }
+                md.vgpr_count
             } else {
                 md.vgpr_count
             };

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use aqueduct::command_buffer::{BindingTableEntry, BufferRef, CommandError, Ordering};
-use aqueduct::{CommandBufferBuilder, CommandQueue, DevicePtr, Error, Workgroups};
+use aqueduct::{CommandBufferBuilder, CommandQueue, DevicePtr, Error, IssueMode, Workgroups};
 use aqueduct_tests::{Rng, announced_system, device_library, host_pool, hsa_gpus};
 
 const TIMEOUT: Duration = Duration::from_secs(120);
@@ -701,7 +701,27 @@ fn a_conditional_loop_runs_its_block_n_times_read_from_memory() {
         let buffer = b.finish().expect("finish");
         assert_eq!(buffer.blocks(), 3);
 
-        for n in [5u64, 1] {
+        // SerialUpTo(1): the 1-command exit block is issued by the branch
+        // itself; Parallel (and Auto, measured): every block by the
+        // block-issue kernel; Serial: every block by one work-item (the
+        // entry by cmd_block_issue_serial).
+        let serial_dispatches = || {
+            system.runtime().simulator_kernel_stats().map(|stats| {
+                stats
+                    .iter()
+                    .find(|s| s.name == "cmd_block_issue_serial")
+                    .map_or(0, |s| s.dispatches)
+            })
+        };
+        let modes = [
+            IssueMode::Auto,
+            IssueMode::SerialUpTo(1),
+            IssueMode::Parallel,
+            IssueMode::Serial,
+        ];
+        for (mode, n) in modes.into_iter().flat_map(|mode| [(mode, 5u64), (mode, 1)]) {
+            cq.set_issue_mode(mode);
+            let serial_before = serial_dispatches();
             let mut n_buf = host.alloc_host::<u64>(2).expect("alloc");
             n_buf[0] = n;
             let counter = host.alloc_host::<u64>(4).expect("alloc");
@@ -722,13 +742,20 @@ fn a_conditional_loop_runs_its_block_n_times_read_from_memory() {
             cq.submit(&buffer, &table)
                 .expect("submit")
                 .wait(TIMEOUT)
-                .unwrap_or_else(|e| panic!("{gfx}: N = {n}: {e}"));
-            assert_eq!(counter[0], 0, "{gfx}: N = {n}: counted down");
+                .unwrap_or_else(|e| panic!("{gfx} {mode:?}: N = {n}: {e}"));
+            assert_eq!(counter[0], 0, "{gfx} {mode:?}: N = {n}: counted down");
             assert!(
                 y.iter().all(|&v| v == 0.5 + n as f32),
-                "{gfx}: N = {n}: y = {:?}",
+                "{gfx} {mode:?}: N = {n}: y = {:?}",
                 &y[..4]
             );
+            if let (Some(before), Some(after)) = (serial_before, serial_dispatches()) {
+                assert_eq!(
+                    after > before,
+                    mode == IssueMode::Serial,
+                    "{gfx} {mode:?}: the serial issue kernel ran for the entry block"
+                );
+            }
         }
     }
 }

@@ -10,6 +10,13 @@
 //!               counts), grouped by kind and in recording order
 //!   round trips host calls that wait or submit for one block: one submit,
 //!               one wait
+//!   serial      a chain of CHAIN blocks of N commands (N - 1 dispatches
+//!               and the branch to the next block), issued in parallel
+//!               (the branch dispatches the block-issue kernel) and
+//!               serially (the branch issues the block itself): dispatches
+//!               and wave-instructions of the issue and branch kernels per
+//!               block, for N = 1 ..= 6 — where the serial issue stops
+//!               costing less, the threshold of `IssueMode::Auto`
 //! ```
 //!
 //! The dispatches are the device library's `saxpy_f32` with its two
@@ -26,7 +33,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use aqueduct::command_buffer::{BindingTableEntry, BufferRef};
-use aqueduct::{CommandBufferBuilder, CommandQueue, PoolKind, System, Workgroups};
+use aqueduct::{CommandBufferBuilder, CommandQueue, IssueMode, PoolKind, System, Workgroups};
 
 /// Commands recorded per kind for the host cost.
 pub const RECORDED: u32 = 10_000;
@@ -49,7 +56,20 @@ pub struct AgentResult {
     pub issue: Vec<(&'static str, u32, u64, u64)>,
     /// Host submits and waits for one block.
     pub round_trips: (u32, u32),
+    /// Per block of a chain of N-command blocks, issued in parallel and
+    /// serially.
+    pub serial: Vec<SerialRow>,
 }
+
+/// (N, parallel, serial): dispatches and wave-instructions of the issue
+/// and branch kernels per block.
+pub type SerialRow = (u32, (f64, f64), (f64, f64));
+
+/// Blocks in the chain of the serial-issue comparison.
+pub const CHAIN: u32 = 8;
+
+/// The kernels whose work the issue of a branched block costs.
+const ISSUE_KERNELS: [&str; 3] = ["cmd_block_issue", "cmd_block_issue_serial", "cmd_branch"];
 
 /// Runs the benchmarks on every GPU agent of the runtime at `library`;
 /// `device_library` gives each agent's device library code object.
@@ -192,14 +212,91 @@ pub fn run(
             };
             issue.push((label, ISSUED, after.0 - before.0, after.1 - before.1));
         }
+        // Serial against parallel issue of branched blocks.
+        let mut serial = Vec::new();
+        for n in 1..=6u32 {
+            let mut per_mode = [(0.0, 0.0); 2];
+            for (m, mode) in [IssueMode::Parallel, IssueMode::Serial]
+                .into_iter()
+                .enumerate()
+            {
+                x.fill(1.0);
+                y.fill(0.0);
+                let mut b = CommandBufferBuilder::new(&queue, n).map_err(err)?;
+                for _ in 1..CHAIN {
+                    b.add_block().map_err(err)?;
+                }
+                for k in 0..CHAIN {
+                    b.select_block(k).map_err(err)?;
+                    for _ in 1..n {
+                        let mut args = saxpy.kernargs().map_err(err)?;
+                        args.set(0, 16u64).map_err(err)?;
+                        args.set(1, 1.0f32).map_err(err)?;
+                        args.bind(2, BufferRef::binding(1, 0, 64)).map_err(err)?;
+                        args.bind(3, BufferRef::binding(0, 0, 64)).map_err(err)?;
+                        b.set_ordering(aqueduct::command_buffer::Ordering::AGENT.with_barrier());
+                        b.dispatch(&saxpy, Workgroups::linear(1, 64), &args)
+                            .map_err(err)?;
+                    }
+                    if k + 1 < CHAIN {
+                        b.branch(k + 1).map_err(err)?;
+                    } else {
+                        b.ret().map_err(err)?;
+                    }
+                }
+                let buffer = b.finish().map_err(err)?;
+                let table = [
+                    BindingTableEntry {
+                        address: y.address(),
+                        length: 64,
+                    },
+                    BindingTableEntry {
+                        address: x.address(),
+                        length: 64,
+                    },
+                ];
+                cq.set_issue_mode(mode);
+                let before = kernel_counts(&system, &ISSUE_KERNELS);
+                cq.submit(&buffer, &table)
+                    .map_err(err)?
+                    .wait(TIMEOUT)
+                    .map_err(err)?;
+                let after = kernel_counts(&system, &ISSUE_KERNELS);
+                let want = (CHAIN * (n - 1)) as f32;
+                if y[..16].iter().any(|&v| v != want) {
+                    return Err(format!(
+                        "{gfx}: {mode:?} chain of {n}-command blocks: wrong results"
+                    ));
+                }
+                let blocks = f64::from(CHAIN);
+                per_mode[m] = (
+                    (after.0 - before.0) as f64 / blocks,
+                    (after.1 - before.1) as f64 / blocks,
+                );
+            }
+            serial.push((n, per_mode[0], per_mode[1]));
+        }
+        cq.set_issue_mode(IssueMode::Auto);
         out.push(AgentResult {
             gfx,
             record,
             issue,
             round_trips: (1, 1),
+            serial,
         });
     }
     Ok(out)
+}
+
+/// Dispatches and wave-instructions of the kernels `names` so far.
+fn kernel_counts(system: &System, names: &[&str]) -> (u64, u64) {
+    system
+        .runtime()
+        .simulator_kernel_stats()
+        .unwrap_or_default()
+        .iter()
+        .filter(|s| names.contains(&s.name.as_str()))
+        .fold((0, 0), |(d, i), s| (d + s.dispatches, i + s.instructions))
 }
 
 /// Waves and wave-instructions of `cmd_block_issue` so far.
@@ -211,6 +308,16 @@ fn issue_counts(system: &System) -> (u64, u64) {
         .iter()
         .find(|s| s.name == "cmd_block_issue")
         .map_or((0, 0), |s| (s.waves, s.instructions))
+}
+
+/// The largest N up to which the serial issue executes no more
+/// wave-instructions than the parallel one (0 when it always executes
+/// more).
+pub fn serial_threshold(rows: &[SerialRow]) -> u32 {
+    rows.iter()
+        .take_while(|(_, (_, parallel), (_, serial))| serial <= parallel)
+        .last()
+        .map_or(0, |&(n, ..)| n)
 }
 
 /// The report.
@@ -251,6 +358,50 @@ pub fn format_report(library: &Path, results: &[AgentResult]) -> String {
             out,
             "  host round trips for one block: {submits} submit, {waits} wait"
         );
+        let _ = writeln!(
+            out,
+            "  branched blocks of N commands, per block (issue and branch kernels: dispatches, wave-insts):"
+        );
+        for (n, (pd, pi), (sd, si)) in &r.serial {
+            let cheaper = if si <= pi { "serial" } else { "parallel" };
+            let _ = writeln!(
+                out,
+                "    N = {n}: parallel {pd:4.1} dispatches {pi:7.0} wave-insts, serial {sd:4.1} dispatches {si:7.0} wave-insts: {cheaper} executes less"
+            );
+        }
+        let measured = serial_threshold(&r.serial);
+        let verdict = if measured == aqueduct::command_buffer::SERIAL_THRESHOLD {
+            "as SERIAL_THRESHOLD says".to_string()
+        } else {
+            format!(
+                "SERIAL_THRESHOLD says {}: update it",
+                aqueduct::command_buffer::SERIAL_THRESHOLD
+            )
+        };
+        let _ = writeln!(
+            out,
+            "  serial issue threshold (largest N whose serial issue executes no more): {measured}, {verdict}"
+        );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::serial_threshold;
+
+    #[test]
+    fn the_threshold_is_the_last_size_before_serial_costs_more() {
+        let row = |n, parallel, serial| (n, (2.0, parallel), (1.0, serial));
+        assert_eq!(serial_threshold(&[row(1, 600.0, 1100.0)]), 0);
+        assert_eq!(
+            serial_threshold(&[
+                row(1, 600.0, 500.0),
+                row(2, 700.0, 700.0),
+                row(3, 700.0, 900.0)
+            ]),
+            2
+        );
+        assert_eq!(serial_threshold(&[]), 0);
+    }
 }

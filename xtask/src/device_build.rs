@@ -106,14 +106,25 @@ pub const DEVICE_CRATES: &[DeviceCrate] = &[
         dir: "device/runtime",
         // cmd_block_issue spills 2 SGPRs (to VGPR lanes, not memory): every
         // lane may hold a different kind of command, so its body is one
-        // divergent region after another, each saving EXEC in SGPRs.
-        allow_spills: &["cmd_block_issue"],
+        // divergent region after another, each saving EXEC in SGPRs. The
+        // serial issue (cmd_block_issue_serial, and cmd_branch, which may
+        // issue a block serially) runs that body in a loop, which keeps
+        // the issue state's SGPRs live across it: about 25 and 50 SGPRs
+        // spill, to VGPR lanes too (`cargo xtask report`: the 256 bytes of
+        // scratch each has are the generic path's copy of a command, as in
+        // cmd_block_issue, not spills).
+        allow_spills: &["cmd_block_issue", "cmd_block_issue_serial", "cmd_branch"],
         allow_dynamic_stack: &[],
         only_for: &[],
         // The block-issue kernel runs in workgroups of one wave
         // (`aqueduct_device::command::ISSUE_WORKGROUP`): the bound lets it
-        // use every VGPR of a wave.
-        launch_bounds: &[("cmd_block_issue", 64)],
+        // use every VGPR of a wave. The serial issue and the branch (which
+        // may issue a block serially) run one work-item.
+        launch_bounds: &[
+            ("cmd_block_issue", 64),
+            ("cmd_block_issue_serial", 64),
+            ("cmd_branch", 64),
+        ],
         launch_bounds_on_target: None,
         no_scratch: false,
     },

@@ -379,6 +379,15 @@ impl BlockIssuer {
         })
     }
 
+    /// Issues every command of the block, one after the other, in this
+    /// work-item (the serial issue: [`Execution::serial_threshold`]).
+    pub fn issue_serially(&self) -> Result<(), IssueError> {
+        for g in 0..self.command_count() {
+            self.issue(self.command_for(g))?;
+        }
+        Ok(())
+    }
+
     /// Issues command `index`: checks it against the block, writes its
     /// kernel arguments and packet bodies, then publishes its packets.
     /// Nothing is published when it fails (a dispatch's own arguments may
@@ -805,6 +814,22 @@ pub unsafe fn issue_block(
     let queue =
         unsafe { Queue::from_ptr(execution.queue as *mut AmdQueue) }.map_err(IssueError::Queue)?;
     let issue = check_aligned(execution.issues, 64)? + 128 * u64::from(target);
+    if block.command_count <= execution.serial_threshold {
+        // A small block: issued here, serially, without a block-issue
+        // dispatch. Its packets are reserved exactly (a block has at least
+        // its control command's).
+        let count = u64::from(block.packet_count.max(1));
+        let first = queue.reserve(count, pause).map_err(IssueError::Queue)?;
+        // SAFETY: the block's issue state is live and read by no one else
+        // now (its previous issue completed before the branch that runs
+        // this); BlockIssue::packet_base is at byte 16.
+        unsafe { store(issue + 16, first) };
+        // SAFETY: the contract: the issue state describes a live block.
+        let issuer = unsafe { BlockIssuer::new(issue as *const BlockIssue) }?;
+        issuer.issue_serially()?;
+        queue.ring_doorbell(first.wrapping_add(count - 1));
+        return Ok(());
+    }
     let args = check_aligned(execution.issue_args, 16)? + 16 * u64::from(target);
     let packet = KernelDispatch {
         ordering: Ordering::AGENT,
@@ -837,6 +862,23 @@ pub mod kernels {
 
     use super::BlockIssuer;
     use crate::arch::work_item_x;
+
+    /// Issues the block described at `issue` serially in work-item 0 (the
+    /// serial issue mode: launch one work-item); traps like
+    /// [`cmd_block_issue`].
+    #[unsafe(no_mangle)]
+    pub extern "gpu-kernel" fn cmd_block_issue_serial(issue: *const BlockIssue) {
+        if work_item_x().global_id() != 0 {
+            return;
+        }
+        // SAFETY: the kernel's contract: `issue` describes a live block.
+        let Ok(issuer) = (unsafe { BlockIssuer::new(issue) }) else {
+            panic!("cmd_block_issue_serial: bad issue state");
+        };
+        if issuer.issue_serially().is_err() {
+            panic!("cmd_block_issue_serial: a command failed its checks");
+        }
+    }
 
     /// Issues the block described at `issue`, one work-item per command:
     /// launch at least `command_count` work-items (the rest return), in
@@ -1462,7 +1504,9 @@ mod tests {
             issue_args: args.as_ptr() as u64,
             issue_kernel: COPY_KERNEL,
             queue: state.queue,
-            reserved: [0; 3],
+            serial_threshold: 1,
+            reserved0: 0,
+            reserved: [0; 2],
         };
         let mut c: CondBranchCommand = zeroed();
         c.header = header(CommandOpcode::COND_BRANCH);
@@ -1483,8 +1527,9 @@ mod tests {
         c.cond = BranchCondition(77);
         // SAFETY: as above.
         assert!(unsafe { branch_target(&execution, &c.into()) }.is_err());
-        // Issuing block 1: its issue kernel in the next free slot, the
-        // block's 2 packets reserved after it, its issue state told where.
+        // Issuing block 1 (2 commands, above the serial threshold of 1):
+        // its issue kernel in the next free slot, the block's 2 packets
+        // reserved after it, its issue state told where.
         let write = rig.host.amd.write_dispatch_id;
         // SAFETY: as above.
         unsafe { issue_block(&execution, 1, || panic!("room")) }.unwrap();
@@ -1498,6 +1543,24 @@ mod tests {
         assert_eq!(packet_base, write + 1);
         // SAFETY: as above.
         assert!(unsafe { issue_block(&execution, 2, || panic!("room")) }.is_err());
+
+        // At or below the threshold the branch issues the block itself:
+        // exactly its 2 packets, published, and no issue dispatch.
+        let serial = Execution {
+            serial_threshold: 2,
+            ..execution
+        };
+        let write = rig.host.amd.write_dispatch_id;
+        // SAFETY: as above.
+        unsafe { issue_block(&serial, 1, || panic!("room")) }.unwrap();
+        assert_eq!(rig.host.amd.write_dispatch_id, write + 2);
+        // SAFETY: block 1's issue state.
+        let packet_base = unsafe { load::<BlockIssue>(base + 128) }.packet_base;
+        assert_eq!(packet_base, write);
+        for k in 0..2 {
+            let h = rig.packet_header((write - 1000) as u32 + k);
+            assert_eq!(h.packet_type(), PacketType::BARRIER_AND, "packet {k}");
+        }
     }
 
     #[test]
