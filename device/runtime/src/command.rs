@@ -57,6 +57,15 @@ use aqueduct_abi::packet::{
 use crate::blit::{CopyPlan, FillPattern, Partition};
 use crate::queue::{Queue, QueueError};
 
+/// Bytes of a [`BindingPatch`].
+const PATCH_SIZE: u64 = size_of::<BindingPatch>() as u64;
+
+/// The entry a slot past an empty binding table reads (and fails on).
+const NO_BINDING: BindingTableEntry = BindingTableEntry {
+    address: 0,
+    length: 0,
+};
+
 /// Work-items per workgroup of a blit dispatch.
 pub const BLIT_WORKGROUP: u16 = 256;
 
@@ -634,25 +643,68 @@ impl BlockIssuer {
             // the reservation (checked by the caller), both 8-aligned.
             unsafe { store(kernargs + 8 * w, load::<u64>(d.kernarg_template + 8 * w)) };
         }
-        // The bindings, each resolved, checked and patched in one pass: a
-        // failure leaves the command's own arguments half written, which no
-        // packet points at (nothing is published).
+        // The bindings, each resolved, checked and patched in one pass,
+        // with no branch per binding (a divergent exit from the loop costs
+        // more than the work): a failure is remembered, and the first one
+        // is looked at again, on the slow path, for its error. A failure
+        // leaves the command's own arguments half written, which no packet
+        // points at (nothing is published).
+        let table = self.table();
+        let entries: &[BindingTableEntry] = if table.is_empty() {
+            &[NO_BINDING]
+        } else {
+            table
+        };
+        let mut failed = u64::MAX;
         for b in 0..u64::from(d.binding_count) {
-            // SAFETY: `new`'s contract: the command's patch list is live.
-            let patch =
-                unsafe { load::<BindingPatch>(d.bindings + b * size_of::<BindingPatch>() as u64) };
-            let address = self.resolve(&patch.buffer)?;
-            let end = patch.kernarg_offset.checked_add(8);
-            if patch.kernarg_offset % 8 != 0 || end.is_none_or(|end| end > d.kernarg_size) {
-                return Err(IssueError::Kernargs {
-                    offset: patch.kernarg_offset,
-                    size: 8,
-                    block: d.kernarg_size,
-                });
+            // SAFETY: `new`'s contract: the command's patch list is live
+            // (alignment checked above).
+            let patch = unsafe { &*((d.bindings + b * PATCH_SIZE) as *const BindingPatch) };
+            let r = &patch.buffer;
+            let (address, ok) = if r.kind == BufferRefKind::BINDING {
+                // A slot past the table reads a valid entry and fails.
+                let slot = r.slot as usize;
+                let e = &entries[slot.min(entries.len() - 1)];
+                let fits = r
+                    .offset
+                    .checked_add(r.length)
+                    .is_some_and(|end| end <= e.length);
+                (
+                    e.address.wrapping_add(r.offset),
+                    (slot < table.len()) & fits,
+                )
+            } else {
+                match self.resolve(r) {
+                    Ok(address) => (address, true),
+                    Err(_) => (0, false),
+                }
+            };
+            let offset = patch.kernarg_offset;
+            let inside = offset.is_multiple_of(8)
+                & offset
+                    .checked_add(8)
+                    .is_some_and(|end| end <= d.kernarg_size);
+            if !(ok & inside) & (failed == u64::MAX) {
+                failed = b;
             }
-            // SAFETY: checked just above: 8 bytes inside the command's
-            // arguments.
-            unsafe { store(kernargs + u64::from(patch.kernarg_offset), address) };
+            // SAFETY: 8 bytes inside the command's arguments: the patch's
+            // place if it is inside them, else their first word.
+            unsafe {
+                store(
+                    kernargs + u64::from(if inside { offset } else { 0 }),
+                    address,
+                )
+            };
+        }
+        if failed != u64::MAX {
+            // SAFETY: as above.
+            let patch = unsafe { &*((d.bindings + failed * PATCH_SIZE) as *const BindingPatch) };
+            self.resolve(&patch.buffer)?;
+            return Err(IssueError::Kernargs {
+                offset: patch.kernarg_offset,
+                size: 8,
+                block: d.kernarg_size,
+            });
         }
         Ok(())
     }
