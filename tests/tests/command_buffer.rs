@@ -429,6 +429,7 @@ fn the_issue_writes_the_blit_kernels_arguments_where_their_metadata_puts_them() 
             ("blit_fill", &fill[..], size_of::<FillArgs>()),
             ("blit_copy", &copy[..], size_of::<CopyArgs>()),
             ("cmd_block_issue", &[(0, 8)][..], 8),
+            ("cmd_block_issue_serial", &[(0, 8)][..], 8),
             ("cmd_branch", &[(0, 8), (8, 8)][..], 16),
             ("cmd_patch_dispatch", &patch[..], size_of::<PatchArgs>()),
         ] {

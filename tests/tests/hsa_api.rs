@@ -111,10 +111,11 @@ const EXPIRE: Duration = Duration::from_millis(60);
 const HSA_SYSTEM_INFO_TIMESTAMP: u32 = 2;
 
 /// The device library's kernels (`device/runtime/src/kernels.rs`).
-const LIBRARY_KERNELS: [&str; 9] = [
+const LIBRARY_KERNELS: [&str; 10] = [
     "blit_copy",
     "blit_fill",
     "cmd_block_issue",
+    "cmd_block_issue_serial",
     "cmd_branch",
     "cmd_patch_dispatch",
     "copy_bytes",
