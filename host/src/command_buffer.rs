@@ -22,7 +22,12 @@
 //! `cmd_branch` once everything before it is done, which reserves the next
 //! block's packets and dispatches its issue; the RETURN decrements the
 //! submission's signal: one submit, one wait, whatever the number of
-//! commands and blocks.
+//! commands and blocks. [`IssueMode`] can have blocks issued serially
+//! instead: by one work-item (`cmd_block_issue_serial`) for the entry
+//! block, by the branch itself for the others.
+//!
+//! A direct dispatch with workgroups gets its AQL packet built here, at
+//! record time; the issue copies it with the kernarg address filled in.
 //!
 //! ```text
 //!   queue:  [issue][cmd 0][cmd 1] ... [branch] [issue][cmd 0] ... [return]
@@ -40,9 +45,7 @@
 //! launch; one that needs the queue pointer, or hidden counts with an
 //! indirect workgroup count, is refused (neither is known when recording).
 //!
-//! Not yet: the device scheduler that will submit instead of the host, and
-//! a serial issue for small blocks (which saves nothing while the host
-//! dispatches the issue kernel anyway).
+//! Not yet: the device scheduler that will submit instead of the host.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -1375,7 +1378,9 @@ pub enum IssueMode {
     Parallel,
     /// Every block issued serially by one work-item: the entry block by
     /// `cmd_block_issue_serial`, the others by the branch that continues
-    /// with them (for debugging: commands issue in order, one at a time).
+    /// with them (for debugging: commands issue one at a time, in the
+    /// block's issue order, grouped by kind unless
+    /// [`CommandBufferBuilder::set_sort_by_kind`] turned that off).
     Serial,
     /// A branch issues a block of at most this many commands itself,
     /// serially, saving the block-issue dispatch (to tune on hardware,

@@ -508,6 +508,30 @@ impl GemmPlan {
             d.length / bytes(gemm.output),
         ];
         check_spans(gemm, lens, "whole elements")?;
+        // Each matrix starts on an element: a binding slot is 16-byte
+        // aligned (checked at submit), so its offset decides; a direct
+        // reference's address and offset together.
+        for (name, r, t) in [
+            ("A", &a, gemm.input),
+            ("B", &b, gemm.input),
+            ("C", &c, gemm.output),
+            ("D", &d, gemm.output),
+        ] {
+            let start = if r.kind == crate::command_buffer::BufferRefKind::DIRECT {
+                r.address.wrapping_add(r.offset)
+            } else {
+                r.offset
+            };
+            if !start.is_multiple_of(bytes(t)) {
+                return Err(bad_gemm(
+                    gemm,
+                    format!(
+                        "{name} starts at {start:#x}, not on a {}-byte {t} element",
+                        bytes(t)
+                    ),
+                ));
+            }
+        }
         let mut args = self.kernel.kernargs()?;
         args.bind("a", a)?
             .bind("b", b)?

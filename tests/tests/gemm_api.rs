@@ -295,6 +295,19 @@ fn a_recorded_gemm_replays_with_other_buffers() {
             BufferRef::binding(2, 0, sc * to),
             d_ref,
         ];
+        // A matrix off its element boundary, or shorter than it spans, is
+        // refused before anything is recorded.
+        let odd = [BufferRef::binding(0, 1, sa * ti), refs[1], refs[2], refs[3]];
+        let e = plan.record(&mut rec, &gemm, odd).expect_err("misaligned A");
+        assert!(e.to_string().contains("not on a 2-byte"), "{e}");
+        let short = [
+            refs[0],
+            refs[1],
+            refs[2],
+            BufferRef::binding(3, 0, sd * to - 1),
+        ];
+        let e = plan.record(&mut rec, &gemm, short).expect_err("short D");
+        assert!(e.to_string().contains("D holds"), "{e}");
         let index = plan.record(&mut rec, &gemm, refs).expect("record");
         assert_eq!(index, 1);
         rec.copy(d_ref, BufferRef::binding(4, 0, sd * to))

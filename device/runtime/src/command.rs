@@ -3,7 +3,11 @@
 //!
 //! The block-issue kernel (`kernels::cmd_block_issue`) runs one work-item
 //! per command, in any order; each calls [`BlockIssuer::issue`] for its own
-//! command and looks at no other:
+//! command and looks at no other. In the serial issue
+//! ([`Execution::serial_threshold`]) one work-item issues a block's commands
+//! one after another in its issue order ([`BlockIssuer::issue_serially`]):
+//! `cmd_block_issue_serial` for a submission's entry block, or the branch
+//! continuing with a small block itself ([`issue_block`]).
 //!
 //! ```text
 //!   command i ──► resolve its buffers (direct / binding table / allocation handle)
@@ -16,7 +20,7 @@
 //!
 //! | command  | packet                                                        |
 //! |----------|---------------------------------------------------------------|
-//! | DISPATCH | a kernel dispatch of its kernel, arguments from the template with the bindings patched in; INDIRECT_STATIC reads the workgroup count here |
+//! | DISPATCH | a kernel dispatch of its kernel, arguments from the template with the bindings patched in: a direct one with workgroups copies the packet the host prepared ([`DispatchCommand::packet`]) with the kernarg address filled in, the others build it here; INDIRECT_STATIC reads the workgroup count here |
 //! | DISPATCH, INDIRECT_DYNAMIC | two: a dispatch of the patch kernel (`cmd_patch_dispatch`, [`PatchArgs`], barrier bit), then the dispatch's packet, written but not published: the patch reads the count when it runs and publishes it ([`patch_dispatch`]) |
 //! | FILL     | a dispatch of the library's `blit_fill` ([`FillArgs`])        |
 //! | COPY, UPDATE | a dispatch of `blit_copy` ([`CopyArgs`]); UPDATE copies from the recording's own data |
@@ -33,7 +37,8 @@
 //! arguments inside the block's reservation) and its buffer references
 //! against what they resolve to; the host validated the same at record
 //! time, so a failure here means corrupted memory or a stale recording, and
-//! the kernel traps before publishing anything. Packet fields a recorded
+//! the kernel traps before publishing the failing command's packets (a
+//! serial issue has published the commands before it). Packet fields a recorded
 //! dispatch gives (grid, workgroup, LDS) are not checked against an agent's
 //! limits again: the host did, and the packet processor checks what
 //! reaches it; each check here is a divergent branch of the issue kernel.
@@ -636,6 +641,15 @@ impl BlockIssuer {
     fn arguments(&self, d: &DispatchCommand, kernargs: u64) -> Result<(), IssueError> {
         check_aligned(d.bindings, 8)?;
         check_aligned(d.kernarg_template, 16)?;
+        // A binding's fallback place below (the arguments' first word) must
+        // be inside them.
+        if d.binding_count > 0 && d.kernarg_size < 8 {
+            return Err(IssueError::Kernargs {
+                offset: 0,
+                size: 8,
+                block: d.kernarg_size,
+            });
+        }
         // Whole 8-byte words: the template is 16-byte aligned and padded to
         // 16 bytes, and so is the command's share of the reservation.
         for w in 0..u64::from(d.kernarg_size.div_ceil(8)) {
@@ -688,7 +702,8 @@ impl BlockIssuer {
                 failed = b;
             }
             // SAFETY: 8 bytes inside the command's arguments: the patch's
-            // place if it is inside them, else their first word.
+            // place if it is inside them, else their first word (they hold
+            // at least 8 bytes: checked at the top).
             unsafe {
                 store(
                     kernargs + u64::from(if inside { offset } else { 0 }),
@@ -838,8 +853,10 @@ pub unsafe fn branch_target(execution: &Execution, command: &Command) -> Result<
 /// packets plus one in the execution queue (waiting for room, calling
 /// `pause` between looks), records the first block packet in the block's
 /// issue state, and publishes a dispatch of the block-issue kernel in the
-/// extra slot before them; the issue kernel then fills the rest. Rings the
-/// doorbell for all of them.
+/// extra slot before them; the issue kernel then fills the rest. A block of
+/// at most [`Execution::serial_threshold`] commands is issued here instead,
+/// serially, into exactly its reserved packets, with no issue dispatch.
+/// Rings the doorbell for all of them.
 ///
 /// # Safety
 /// `execution` is live, with everything it references.
@@ -870,7 +887,16 @@ pub unsafe fn issue_block(
         // A small block: issued here, serially, without a block-issue
         // dispatch. Its packets are reserved exactly (a block has at least
         // its control command's).
-        let count = u64::from(block.packet_count.max(1));
+        // A block has at least its control command's packet; a slot
+        // reserved and never published would stall the queue.
+        if block.packet_count == 0 {
+            return Err(IssueError::Packets {
+                offset: 0,
+                count: 0,
+                block: 0,
+            });
+        }
+        let count = u64::from(block.packet_count);
         let first = queue.reserve(count, pause).map_err(IssueError::Queue)?;
         // SAFETY: the block's issue state is live and read by no one else
         // now (its previous issue completed before the branch that runs
@@ -1699,6 +1725,45 @@ mod tests {
                 rig.packet_header(0).packet_type(),
                 PacketType::INVALID,
                 "{want:?}"
+            );
+        }
+
+        // Bindings into arguments too small for any: refused before any
+        // argument is written (the template's bytes stay zero), for the
+        // built and the prepared dispatch alike.
+        for prepared in [false, true] {
+            let mut rig = Rig::new();
+            rig.table.push(BindingTableEntry {
+                address: 0x7000,
+                length: 64,
+            });
+            let patch = [BindingPatch {
+                buffer: BufferRef::binding(0, 0, 8),
+                kernarg_offset: 0,
+                reserved: 0,
+            }];
+            let marked = Template([0xAB; 32]);
+            let mut d = dispatch(&rig, &marked, &patch, [1, 1, 1]);
+            d.kernarg_size = 4;
+            let packet = Box::new(Line([0; 64]));
+            if prepared {
+                d.packet = packet.0.as_ptr() as u64;
+            }
+            rig.push(d);
+            let state = rig.issue_state();
+            // SAFETY: as in the test above.
+            let issuer = unsafe { BlockIssuer::new(&raw const *state) }.unwrap();
+            let want = IssueError::Kernargs {
+                offset: 0,
+                size: 8,
+                block: 4,
+            };
+            assert_eq!(issuer.issue(0), Err(want), "prepared {prepared}");
+            assert_eq!(rig.packet_header(0).packet_type(), PacketType::INVALID);
+            assert_eq!(
+                rig.kernargs_at(0, 16),
+                std::vec![0u8; 16],
+                "nothing written"
             );
         }
 
