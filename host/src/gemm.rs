@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use crate::agent::Agent;
 use crate::catalog::{Catalog, CodeObjects, DataType, Hardware, Problem, Transpose};
-use crate::command_buffer::{BufferRef, CommandBufferBuilder, Workgroups};
+use crate::command_buffer::{BufferRef, BufferRefKind, CommandBufferBuilder, Workgroups};
 use crate::dispatch::{Dispatch, Kernargs, Launch};
 use crate::error::{Error, Result};
 use crate::executable::{Executable, Kernel};
@@ -425,13 +425,9 @@ impl GemmLibrary {
 impl GemmPlan {
     /// The launch for `gemm`.
     pub fn launch(&self, gemm: &Gemm) -> Launch {
-        let [rows, cols] = self.macro_tile;
+        let [x, y, z] = self.workgroups(gemm).count;
         Launch::volume(
-            [
-                gemm.m.div_ceil(rows).max(1) * u32::from(self.workgroup),
-                gemm.n.div_ceil(cols).max(1),
-                gemm.batch.max(1),
-            ],
+            [x * u32::from(self.workgroup), y, z],
             [self.workgroup, 1, 1],
         )
     }
@@ -517,7 +513,7 @@ impl GemmPlan {
             ("C", &c, gemm.output),
             ("D", &d, gemm.output),
         ] {
-            let start = if r.kind == crate::command_buffer::BufferRefKind::DIRECT {
+            let start = if r.kind == BufferRefKind::DIRECT {
                 r.address.wrapping_add(r.offset)
             } else {
                 r.offset

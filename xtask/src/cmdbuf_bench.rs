@@ -103,6 +103,16 @@ pub fn run(
         let saxpy = lib.kernel("saxpy_f32").map_err(err)?;
         let queue = gpu.create_queue(4096).map_err(err)?;
         let mut cq = CommandQueue::new(&queue, &lib, 1 << 22).map_err(err)?;
+        // saxpy over 16 floats at byte `at` of x (binding 1) and y
+        // (binding 0), with factor `a`.
+        let saxpy_args = |a: f32, at: u64| -> Result<aqueduct::Kernargs, String> {
+            let mut args = saxpy.kernargs().map_err(err)?;
+            args.set(0, 16u64).map_err(err)?;
+            args.set(1, a).map_err(err)?;
+            args.bind(2, BufferRef::binding(1, at, 64)).map_err(err)?;
+            args.bind(3, BufferRef::binding(0, at, 64)).map_err(err)?;
+            Ok(args)
+        };
 
         // Host cost per recorded command, best of three.
         let mut record = Vec::new();
@@ -110,11 +120,7 @@ pub fn run(
             let mut best = f64::INFINITY;
             for _ in 0..3 {
                 let mut b = CommandBufferBuilder::new(&queue, RECORDED + 1).map_err(err)?;
-                let mut args = saxpy.kernargs().map_err(err)?;
-                args.set(0, 16u64).map_err(err)?;
-                args.set(1, 2.0f32).map_err(err)?;
-                args.bind(2, BufferRef::binding(1, 0, 64)).map_err(err)?;
-                args.bind(3, BufferRef::binding(0, 0, 64)).map_err(err)?;
+                let args = saxpy_args(2.0, 0)?;
                 let started = Instant::now();
                 for k in 0..u64::from(RECORDED) {
                     match kind {
@@ -155,11 +161,7 @@ pub fn run(
                 let kind = if block == "dispatches" { 0 } else { k % 3 };
                 match kind {
                     0 => {
-                        let mut args = saxpy.kernargs().map_err(err)?;
-                        args.set(0, 16u64).map_err(err)?;
-                        args.set(1, 1.0f32).map_err(err)?;
-                        args.bind(2, BufferRef::binding(1, at, 64)).map_err(err)?;
-                        args.bind(3, BufferRef::binding(0, at, 64)).map_err(err)?;
+                        let args = saxpy_args(1.0, at)?;
                         b.set_ordering(aqueduct::command_buffer::Ordering::AGENT.with_barrier());
                         b.dispatch(&saxpy, Workgroups::linear(1, 64), &args)
                             .map_err(err)?;
@@ -196,12 +198,12 @@ pub fn run(
                     length: 256,
                 },
             ];
-            let before = issue_counts(&system);
+            let before = kernel_counts(&system, &["cmd_block_issue"]);
             cq.submit(&buffer, &table)
                 .map_err(err)?
                 .wait(TIMEOUT)
                 .map_err(err)?;
-            let after = issue_counts(&system);
+            let after = kernel_counts(&system, &["cmd_block_issue"]);
             if y[..] != want[..] {
                 return Err(format!("{gfx}: {block} block: wrong results"));
             }
@@ -210,7 +212,7 @@ pub fn run(
                 (_, true) => "mixed (saxpy, fill_u32, fill), grouped by kind",
                 _ => "mixed (saxpy, fill_u32, fill), in recording order",
             };
-            issue.push((label, ISSUED, after.0 - before.0, after.1 - before.1));
+            issue.push((label, ISSUED, after.1 - before.1, after.2 - before.2));
         }
         // Serial against parallel issue of branched blocks.
         let mut serial = Vec::new();
@@ -229,11 +231,7 @@ pub fn run(
                 for k in 0..CHAIN {
                     b.select_block(k).map_err(err)?;
                     for _ in 1..n {
-                        let mut args = saxpy.kernargs().map_err(err)?;
-                        args.set(0, 16u64).map_err(err)?;
-                        args.set(1, 1.0f32).map_err(err)?;
-                        args.bind(2, BufferRef::binding(1, 0, 64)).map_err(err)?;
-                        args.bind(3, BufferRef::binding(0, 0, 64)).map_err(err)?;
+                        let args = saxpy_args(1.0, 0)?;
                         b.set_ordering(aqueduct::command_buffer::Ordering::AGENT.with_barrier());
                         b.dispatch(&saxpy, Workgroups::linear(1, 64), &args)
                             .map_err(err)?;
@@ -271,7 +269,7 @@ pub fn run(
                 let blocks = f64::from(CHAIN);
                 per_mode[m] = (
                     (after.0 - before.0) as f64 / blocks,
-                    (after.1 - before.1) as f64 / blocks,
+                    (after.2 - before.2) as f64 / blocks,
                 );
             }
             serial.push((n, per_mode[0], per_mode[1]));
@@ -288,26 +286,17 @@ pub fn run(
     Ok(out)
 }
 
-/// Dispatches and wave-instructions of the kernels `names` so far.
-fn kernel_counts(system: &System, names: &[&str]) -> (u64, u64) {
+/// Dispatches, waves and wave-instructions of the kernels `names` so far.
+fn kernel_counts(system: &System, names: &[&str]) -> (u64, u64, u64) {
     system
         .runtime()
         .simulator_kernel_stats()
         .unwrap_or_default()
         .iter()
         .filter(|s| names.contains(&s.name.as_str()))
-        .fold((0, 0), |(d, i), s| (d + s.dispatches, i + s.instructions))
-}
-
-/// Waves and wave-instructions of `cmd_block_issue` so far.
-fn issue_counts(system: &System) -> (u64, u64) {
-    system
-        .runtime()
-        .simulator_kernel_stats()
-        .unwrap_or_default()
-        .iter()
-        .find(|s| s.name == "cmd_block_issue")
-        .map_or((0, 0), |s| (s.waves, s.instructions))
+        .fold((0, 0, 0), |(d, w, i), s| {
+            (d + s.dispatches, w + s.waves, i + s.instructions)
+        })
 }
 
 /// The largest N up to which the serial issue executes no more

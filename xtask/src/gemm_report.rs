@@ -360,8 +360,22 @@ const AMD_TYPES: [(&str, DataType, DataType, bool); 3] = [
     ("BBS_BH", DataType::BFloat16, DataType::BFloat16, true),
 ];
 
-/// The macro-tiles of our MFMA kernels.
-const TILES: [&str; 4] = ["64x64", "128x128", "256x128", "256x256"];
+/// The macro-tiles of our MFMA kernels (`aqueduct_gemm::mfma::KERNELS`),
+/// as `<rows>x<cols>`, smallest first.
+fn tiles() -> Vec<String> {
+    let mut out: Vec<(u32, String)> = aqueduct_gemm::mfma::KERNELS
+        .iter()
+        .map(|k| {
+            (
+                k.tile_rows * k.tile_cols,
+                format!("{}x{}", k.tile_rows, k.tile_cols),
+            )
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out.into_iter().map(|(_, t)| t).collect()
+}
 
 /// The kernels rocBLAS's own catalog runs on an MI210 (gfx90a, 104 CUs,
 /// chip 0x740f) for NT problems (A as is, B transposed: our layout) of
@@ -384,9 +398,9 @@ pub fn amd_selected(catalog: &Catalog) -> Result<Vec<(String, String)>, String> 
             let mt = &s.solution.size_mapping.macro_tile;
             by_tile.insert(format!("{}x{}", mt[0], mt[1]), s.solution.name.to_string());
         }
-        for tile in TILES {
-            if let Some(name) = by_tile.get(tile) {
-                out.push((name.clone(), tile.to_string()));
+        for tile in tiles() {
+            if let Some(name) = by_tile.get(&tile) {
+                out.push((name.clone(), tile));
             }
         }
     }
@@ -400,7 +414,7 @@ pub fn amd_selected(catalog: &Catalog) -> Result<Vec<(String, String)>, String> 
 pub fn amd_counterparts(names: &[&str]) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for (code, ..) in AMD_TYPES {
-        for tile in TILES {
+        for tile in tiles() {
             let prefix = format!("Cijk_Ailk_Bjlk_{code}_MT{tile}x");
             let mut matches: Vec<&str> = names
                 .iter()
@@ -413,7 +427,7 @@ pub fn amd_counterparts(names: &[&str]) -> Vec<(String, String)> {
                 .find(|n| n.contains("_MI32x32x"))
                 .or(matches.first());
             if let Some(n) = pick {
-                out.push((n.to_string(), tile.to_string()));
+                out.push((n.to_string(), tile.clone()));
             }
         }
     }
@@ -423,14 +437,13 @@ pub fn amd_counterparts(names: &[&str]) -> Vec<(String, String)> {
 /// Tensile kernels of our macro-tiles with their tiles (from the names'
 /// `MT<rows>x<cols>x<depth>`), sorted by type and tile.
 pub fn with_tiles<'n>(names: impl Iterator<Item = &'n str>) -> Vec<(String, String)> {
+    let ours = tiles();
     let mut out: Vec<(String, String)> = names
         .filter_map(|n| {
             let mt = n.split("_MT").nth(1)?;
             let mut dims = mt.split('x');
             let tile = format!("{}x{}", dims.next()?, dims.next()?);
-            TILES
-                .contains(&tile.as_str())
-                .then(|| (n.to_string(), tile))
+            ours.contains(&tile).then(|| (n.to_string(), tile))
         })
         .collect();
     let rank = |n: &str| {

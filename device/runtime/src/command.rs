@@ -164,11 +164,6 @@ fn aligned(address: u64, align: u64) -> bool {
     address & (align - 1) == 0
 }
 
-/// The packet ordering a command asks for ([`CommandHeader::ordering`]).
-pub fn ordering(h: &CommandHeader, barrier: bool) -> Ordering {
-    h.ordering(barrier)
-}
-
 /// Packets a command of this header's kind emits here.
 pub fn packets_of(command: &Command) -> Result<u16, IssueError> {
     match command.view() {
@@ -239,7 +234,7 @@ pub fn dispatch_packet(
 ) -> Result<Packet, IssueError> {
     match d.build_packet(info, kernarg_address, count) {
         Ok(Some(packet)) => Ok(Packet::Dispatch(packet)),
-        Ok(None) => no_op(ordering(&d.header, false)),
+        Ok(None) => no_op(d.header.ordering(false)),
         Err(DispatchPacketError::Grid) => Err(IssueError::Grid {
             count,
             size: d.workgroup_size,
@@ -474,7 +469,7 @@ impl BlockIssuer {
                 // SAFETY: `new`'s contract: the fill kernel's info is live.
                 let kernel = unsafe { load::<KernelInfo>(self.state().fill_kernel) };
                 let units = Partition::fill(dst, len).units();
-                let packet = blit_packet(&kernel, kernargs, units, ordering(&h, false))?;
+                let packet = blit_packet(&kernel, kernargs, units, h.ordering(false))?;
                 // SAFETY: checked above: the arguments lie inside the
                 // block's kernarg reservation, which only this command
                 // writes there.
@@ -496,12 +491,12 @@ impl BlockIssuer {
                 let dst = self.resolve(&u.target)?;
                 self.copy(&h, kernargs, dst, u.source_data, u.target.length)?
             }
-            Ok(CommandView::Barrier(_)) => no_op(ordering(&h, true))?,
+            Ok(CommandView::Barrier(_)) => no_op(h.ordering(true))?,
             Ok(CommandView::Return(_)) => Packet::Barrier(barrier(
                 BarrierKind::And,
                 &[],
                 self.state().completion_signal,
-                ordering(&h, true),
+                h.ordering(true),
             )?),
             Ok(CommandView::Branch(_) | CommandView::CondBranch(_)) => {
                 // SAFETY: `new`'s contract: the control kernel's info is
@@ -511,7 +506,7 @@ impl BlockIssuer {
                 let packet = KernelDispatch {
                     private_segment_size: kernel.private_segment_size,
                     group_segment_size: kernel.group_segment_size,
-                    ordering: ordering(&h, true),
+                    ordering: h.ordering(true),
                     ..KernelDispatch::linear(kernel.kernel_object, kernargs, 1, 1)
                 }
                 .build_unchecked()?;
@@ -569,7 +564,7 @@ impl BlockIssuer {
                 // (alignment checked).
                 let patch =
                     unsafe { load::<KernelInfo>(check_aligned(self.state().patch_kernel, 64)?) };
-                let Packet::Barrier(no_op) = no_op(ordering(&d.header, false))? else {
+                let Packet::Barrier(no_op) = no_op(d.header.ordering(false))? else {
                     return Err(IssueError::Opcode(d.header.opcode.0));
                 };
                 let patch_at = kernargs + u64::from(d.kernarg_size.next_multiple_of(KERNARG_ALIGN));
@@ -585,7 +580,7 @@ impl BlockIssuer {
                 let packet = KernelDispatch {
                     private_segment_size: patch.private_segment_size,
                     group_segment_size: patch.group_segment_size,
-                    ordering: ordering(&d.header, true),
+                    ordering: d.header.ordering(true),
                     ..KernelDispatch::linear(patch.kernel_object, patch_at, 1, 1)
                 }
                 .build_unchecked()?;
@@ -626,8 +621,7 @@ impl BlockIssuer {
         // SAFETY: `new`'s contract: the prepared packet is live; 16-byte
         // aligned (checked above).
         let mut words = unsafe { load::<[u64; 8]>(d.packet) };
-        // The packet's kernarg_address, bytes 40..48 of a dispatch packet.
-        words[5] = kernargs;
+        words[core::mem::offset_of!(KernelDispatchPacket, kernarg_address) / 8] = kernargs;
         let id = self
             .state()
             .packet_base
@@ -736,7 +730,7 @@ impl BlockIssuer {
         // SAFETY: `new`'s contract: the copy kernel's info is live.
         let kernel = unsafe { load::<KernelInfo>(self.state().copy_kernel) };
         let units = CopyPlan::new(dst, src, len).partition.units();
-        let packet = blit_packet(&kernel, kernargs, units, ordering(h, false))?;
+        let packet = blit_packet(&kernel, kernargs, units, h.ordering(false))?;
         // SAFETY: checked in `issue`: inside the reservation.
         unsafe { store(kernargs, CopyArgs { dst, src, len }) };
         Ok(packet)
@@ -885,10 +879,9 @@ pub unsafe fn issue_block(
     let issue = check_aligned(execution.issues, 64)? + 128 * u64::from(target);
     if block.command_count <= execution.serial_threshold {
         // A small block: issued here, serially, without a block-issue
-        // dispatch. Its packets are reserved exactly (a block has at least
-        // its control command's).
-        // A block has at least its control command's packet; a slot
-        // reserved and never published would stall the queue.
+        // dispatch, into exactly its reserved packets. A block has at
+        // least its control command's packet; a slot reserved and never
+        // published would stall the queue.
         if block.packet_count == 0 {
             return Err(IssueError::Packets {
                 offset: 0,

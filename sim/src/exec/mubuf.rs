@@ -864,19 +864,16 @@ impl Format {
     }
 }
 
-/// MTBUF DFMT values of 32-bit-per-component formats and their component
-/// counts (BUF_DATA_FORMAT_32, _32_32, _32_32_32, _32_32_32_32).
-const DATA_FORMATS_32: [(u8, u32); 4] = [(4, 1), (11, 2), (13, 3), (14, 4)];
-/// NFMT values whose 32-bit components pass through unconverted:
-/// BUF_NUM_FORMAT_UINT, _SINT and _FLOAT.
-const NUM_FORMATS_RAW: [u8; 3] = [4, 5, 7];
-
 /// A `tbuffer_store_format_*` of `n` components, if the simulator
-/// supports its format: exactly `n` 32-bit components, no conversion.
+/// supports its format: exactly `n` 32-bit components of [`ARRAY_FORMATS`]
+/// in UINT, SINT or FLOAT, which pass through unconverted (§9.1.3).
 fn typed_store(i: &Inst, n: u32) -> R {
-    let dfmt = i.fmt & 0xF;
-    let nfmt = i.fmt >> 4;
-    if DATA_FORMATS_32.contains(&(dfmt, n)) && NUM_FORMATS_RAW.contains(&nfmt) {
+    let (dfmt, nfmt) = (i.fmt & 0xF, i.fmt >> 4);
+    let whole = ARRAY_FORMATS
+        .iter()
+        .find(|(d, _)| *d == dfmt)
+        .is_some_and(|(_, w)| w.len() == n as usize && w.iter().all(|&b| b == 32));
+    if whole && matches!(nfmt, 4 | 5 | 7) {
         return Ok(());
     }
     Err(Fault::UnimplementedCase {
