@@ -1391,8 +1391,8 @@ pub enum IssueMode {
 /// The largest block [`IssueMode::Auto`] has a branch issue serially: 0,
 /// measured. `cargo xtask cmdbuf-bench` runs chains of N-command blocks
 /// both ways: for every N from 1 to 6 the serial issue executes more
-/// wave-instructions (gfx942, N = 1: 1,147 against 654 for the branch
-/// plus the issue dispatch), and saves 0.9 dispatches per block, whose
+/// wave-instructions (gfx942, N = 1: about 1,150 against 650 for the
+/// branch plus the issue dispatch), and saves 0.9 dispatches per block, whose
 /// launch cost only hardware shows. Until a hardware run says otherwise,
 /// blocks go through the block-issue kernel.
 pub const SERIAL_THRESHOLD: u32 = 0;

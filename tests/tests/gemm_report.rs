@@ -85,3 +85,18 @@ fn our_main_loops_keep_at_least_amds_mfma_share_with_wide_accesses() {
         }
     }
 }
+
+/// The README's claim for the 256 × 256 tile: its 256 accumulators per
+/// lane take AGPRs (the architected VGPRs alone hold 256), with no scratch.
+#[test]
+fn the_256x256_tiles_hold_their_accumulators_in_agprs() {
+    for gfx in ["gfx90a", "gfx942"] {
+        let (mine, _) = report(gfx);
+        let big: Vec<&Row> = mine.iter().filter(|r| r.tile == "256x256").collect();
+        assert!(!big.is_empty(), "{gfx}: no 256x256 kernel");
+        for r in big {
+            assert!(r.agprs > 0, "{gfx} {}: no AGPRs", r.kernel);
+            assert_eq!(r.scratch, 0, "{gfx} {}", r.kernel);
+        }
+    }
+}
