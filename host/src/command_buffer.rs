@@ -61,7 +61,7 @@ use aqueduct_abi::command::{
     DispatchFlags, Execution, FillArgs, FillCommand, KERNARG_ALIGN, KernelInfo, PatchArgs,
     ReturnCommand, UpdateCommand,
 };
-use aqueduct_abi::hsa::SignalCondition;
+use aqueduct_abi::hsa::{SignalCondition, SignalHandle};
 use aqueduct_abi::packet::KernelDispatch;
 pub use aqueduct_abi::packet::Ordering;
 use zerocopy::{FromBytes, FromZeros, IntoBytes};
@@ -1232,19 +1232,19 @@ impl CommandBuffer {
 /// Host-accessible memory the host writes through a shared reference: the
 /// kernarg ring, whose regions belong each to one submission, and which
 /// submissions read back (a fault's block) after the device is done.
-struct SharedBytes(HostBuffer<u8>);
+pub(crate) struct SharedBytes(pub(crate) HostBuffer<u8>);
 
 impl SharedBytes {
-    fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.0.len()
     }
 
-    fn address(&self) -> u64 {
+    pub(crate) fn address(&self) -> u64 {
         self.0.address()
     }
 
     /// Copies `bytes` to offset `at`.
-    fn write(&self, at: usize, bytes: &[u8]) {
+    pub(crate) fn write(&self, at: usize, bytes: &[u8]) {
         assert!(at + bytes.len() <= self.0.len(), "inside the ring");
         // SAFETY: inside the allocation (asserted), host-accessible memory;
         // the region belongs to the submission being written, which no
@@ -1269,21 +1269,21 @@ impl SharedBytes {
 
 /// A byte ring in kernarg memory: per-submission reservations, released in
 /// submission order.
-struct KernargRing {
-    storage: std::sync::Arc<SharedBytes>,
+pub(crate) struct KernargRing {
+    pub(crate) storage: std::sync::Arc<SharedBytes>,
     /// Bytes ever reserved and ever released (offsets mod the capacity).
-    write: u64,
-    read: u64,
+    pub(crate) write: u64,
+    pub(crate) read: u64,
 }
 
 impl KernargRing {
-    fn capacity(&self) -> u64 {
+    pub(crate) fn capacity(&self) -> u64 {
         self.storage.len() as u64
     }
 
     /// `size` bytes, 64-byte aligned, never wrapping: the offset in the
     /// storage and the new write position, or None without room.
-    fn reserve(&self, size: u64) -> Option<(u64, u64)> {
+    pub(crate) fn reserve(&self, size: u64) -> Option<(u64, u64)> {
         let cap = self.capacity();
         let size = size.next_multiple_of(64);
         let at = self.write % cap;
@@ -1409,30 +1409,21 @@ impl IssueMode {
     }
 }
 
-/// An execution queue that runs command buffers: the device library's
-/// issue, blit and control kernels, and a kernarg ring for the blocks'
-/// arguments and issue states.
-pub struct CommandQueue {
-    queue: Queue,
-    issue: Kernel,
+/// The device library's kernels a command buffer's issue dispatches: the
+/// block-issue kernels, and the fill, copy, control and patch kernels'
+/// infos, in kernarg memory, 64 bytes each.
+pub(crate) struct IssueKernels {
+    pub(crate) issue: Kernel,
     /// `cmd_block_issue_serial`, the entry block's issue in
     /// [`IssueMode::Serial`].
-    serial: Kernel,
-    mode: IssueMode,
-    /// The fill, copy, control and patch kernels' infos, in kernarg memory,
-    /// 64 bytes each.
+    pub(crate) serial: Kernel,
     infos: HostBuffer<u8>,
     _kernels: [Kernel; 4],
-    ring: KernargRing,
-    /// Submissions whose ring space is not released yet: their signal and
-    /// the write position after them.
-    pending: VecDeque<(Signal, u64)>,
 }
 
-impl CommandQueue {
-    /// Command buffers on `queue`, issued by `library` (the device library
-    /// loaded on the queue's agent), with `ring_bytes` of kernarg ring.
-    pub fn new(queue: &Queue, library: &Executable, ring_bytes: usize) -> Result<Self> {
+impl IssueKernels {
+    /// The kernels of `library`, their infos in `queue`'s kernarg pool.
+    pub(crate) fn new(queue: &Queue, library: &Executable) -> Result<Self> {
         let issue = library.kernel("cmd_block_issue")?;
         let serial = library.kernel("cmd_block_issue_serial")?;
         let fill = library.kernel("blit_fill")?;
@@ -1456,19 +1447,203 @@ impl CommandQueue {
                 });
             }
         }
-        let pool = queue.kernarg_pool().clone();
-        let mut infos = pool.alloc_host::<u8>(256)?;
+        let mut infos = queue.kernarg_pool().alloc_host::<u8>(256)?;
         for (k, kernel) in [&fill, &copy, &control, &patch].into_iter().enumerate() {
             infos[64 * k..64 * k + 64].copy_from_slice(kernel_info(kernel).as_bytes());
         }
-        let storage = pool.alloc_host::<u8>(ring_bytes.next_multiple_of(64).max(4096))?;
         Ok(Self {
-            queue: queue.clone(),
             issue,
             serial,
-            mode: IssueMode::Auto,
             infos,
             _kernels: [fill, copy, control, patch],
+        })
+    }
+}
+
+/// Checks a submission of `buffer` with `bindings` to `queue`: the agent,
+/// every binding slot the commands use, the queue's size.
+pub(crate) fn check_submission(
+    buffer: &CommandBuffer,
+    bindings: &[BindingTableEntry],
+    queue: &Queue,
+) -> Result<()> {
+    if buffer.inner.agent.handle() != queue.agent().handle() {
+        return Err(Error::InvalidArgument {
+            what: "submit",
+            problem: format!(
+                "the command buffer was recorded for {}, the queue is on {}",
+                buffer.inner.agent.info().name,
+                queue.agent().info().name
+            ),
+        });
+    }
+    for (slot, &need) in buffer.inner.slot_sizes.iter().enumerate() {
+        let problem = match bindings.get(slot) {
+            None => Some(format!(
+                "slot {slot} is not bound ({} bound)",
+                bindings.len()
+            )),
+            Some(b) if b.length < need => Some(format!(
+                "slot {slot} holds {} bytes, the commands reach {need}",
+                b.length
+            )),
+            Some(b) if b.address % 16 != 0 => Some(format!(
+                "slot {slot} at {:#x} is not 16-byte aligned",
+                b.address
+            )),
+            Some(_) => None,
+        };
+        if let Some(problem) = problem {
+            return Err(Error::InvalidArgument {
+                what: "binding table",
+                problem,
+            });
+        }
+    }
+    let slots = u64::from(buffer.packets()) + 1;
+    if slots + 1 > u64::from(queue.size()) {
+        return Err(Error::InvalidArgument {
+            what: "submit",
+            problem: format!(
+                "a block needs {slots} packet slots at once (and its branch one more), the queue holds {}",
+                queue.size()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Where a submission's state goes in its kernarg reservation: the
+/// execution state, each block's issue-kernel argument and issue state, the
+/// binding table, then each block's kernel arguments (64-byte aligned
+/// each). Offsets from the reservation's start.
+pub(crate) struct SubmissionLayout {
+    pub(crate) issue_args_at: u64,
+    pub(crate) issues_at: u64,
+    table_at: u64,
+    args_at: Vec<u64>,
+    /// Bytes in all.
+    pub(crate) size: u64,
+}
+
+/// Who runs a submission: what [`SubmissionLayout::write`] puts in its
+/// execution and issue states.
+pub(crate) struct SubmissionTarget<'a> {
+    pub(crate) kernels: &'a IssueKernels,
+    pub(crate) queue: &'a Queue,
+    pub(crate) mode: IssueMode,
+    /// The signal the RETURN decrements (null: none).
+    pub(crate) signal: SignalHandle,
+    /// The entry block's first packet if the host reserved them (0: the
+    /// device reserves them).
+    pub(crate) entry_packets: u64,
+    /// The scheduler's entry (0: none).
+    pub(crate) entry: u64,
+}
+
+impl SubmissionLayout {
+    pub(crate) fn of(buffer: &CommandBuffer, bindings: &[BindingTableEntry]) -> Self {
+        let blocks = &buffer.inner.blocks;
+        let issue_args_at = 64;
+        let issues_at = (issue_args_at + 16 * blocks.len() as u64).next_multiple_of(64);
+        let table_at = issues_at + 128 * blocks.len() as u64;
+        let table_bytes = std::mem::size_of_val(bindings) as u64;
+        let mut args_at = Vec::with_capacity(blocks.len());
+        let mut end = (table_at + table_bytes).next_multiple_of(64);
+        for b in blocks {
+            args_at.push(end);
+            end = (end + u64::from(b.kernarg_size)).next_multiple_of(64);
+        }
+        Self {
+            issue_args_at,
+            issues_at,
+            table_at,
+            args_at,
+            size: end,
+        }
+    }
+
+    /// Writes the submission's state at offset `o` of `ring`.
+    pub(crate) fn write(
+        &self,
+        ring: &SharedBytes,
+        o: usize,
+        buffer: &CommandBuffer,
+        bindings: &[BindingTableEntry],
+        t: &SubmissionTarget<'_>,
+    ) {
+        let base = ring.address() + o as u64;
+        let infos = t.kernels.infos.address();
+        let mut execution = Execution::new_zeroed();
+        execution.command_buffer = buffer.inner.header;
+        execution.issues = base + self.issues_at;
+        execution.issue_args = base + self.issue_args_at;
+        // The device's own issue of the entry block dispatches this kernel
+        // (it leaves nothing to issue serially).
+        execution.issue_kernel = if t.entry != 0 && t.mode == IssueMode::Serial {
+            t.kernels.serial.object()
+        } else {
+            t.kernels.issue.object()
+        };
+        execution.queue = t.queue.address();
+        execution.serial_threshold = t.mode.serial_threshold();
+        execution.entry = t.entry;
+        ring.write(o, execution.as_bytes());
+        for (k, b) in buffer.inner.blocks.iter().enumerate() {
+            let issue_at = base + self.issues_at + 128 * k as u64;
+            let mut issue = BlockIssue::new_zeroed();
+            issue.block = b.storage.address();
+            issue.queue = t.queue.address();
+            // The entry block's packets may be reserved already; whoever
+            // reserves a block's packets sets its base.
+            issue.packet_base = if k == 0 { t.entry_packets } else { 0 };
+            issue.kernarg_base = base + self.args_at[k];
+            issue.binding_table = base + self.table_at;
+            issue.binding_count = bindings.len() as u32;
+            issue.completion_signal = t.signal;
+            issue.fill_kernel = infos;
+            issue.copy_kernel = infos + 64;
+            issue.control_kernel = infos + 128;
+            issue.patch_kernel = infos + 192;
+            issue.execution = base;
+            ring.write(
+                o + (self.issues_at + 128 * k as u64) as usize,
+                issue.as_bytes(),
+            );
+            ring.write(
+                o + (self.issue_args_at + 16 * k as u64) as usize,
+                &issue_at.to_le_bytes(),
+            );
+        }
+        ring.write(o + self.table_at as usize, bindings.as_bytes());
+    }
+}
+
+/// An execution queue that runs command buffers: the device library's
+/// issue, blit and control kernels, and a kernarg ring for the blocks'
+/// arguments and issue states.
+pub struct CommandQueue {
+    queue: Queue,
+    kernels: IssueKernels,
+    mode: IssueMode,
+    ring: KernargRing,
+    /// Submissions whose ring space is not released yet: their signal and
+    /// the write position after them.
+    pending: VecDeque<(Signal, u64)>,
+}
+
+impl CommandQueue {
+    /// Command buffers on `queue`, issued by `library` (the device library
+    /// loaded on the queue's agent), with `ring_bytes` of kernarg ring.
+    pub fn new(queue: &Queue, library: &Executable, ring_bytes: usize) -> Result<Self> {
+        let kernels = IssueKernels::new(queue, library)?;
+        let storage = queue
+            .kernarg_pool()
+            .alloc_host::<u8>(ring_bytes.next_multiple_of(64).max(4096))?;
+        Ok(Self {
+            queue: queue.clone(),
+            kernels,
+            mode: IssueMode::Auto,
             ring: KernargRing {
                 storage: std::sync::Arc::new(SharedBytes(storage)),
                 write: 0,
@@ -1514,65 +1689,10 @@ impl CommandQueue {
         buffer: &CommandBuffer,
         bindings: &[BindingTableEntry],
     ) -> Result<Submission> {
-        if buffer.inner.agent.handle() != self.queue.agent().handle() {
-            return Err(Error::InvalidArgument {
-                what: "submit",
-                problem: format!(
-                    "the command buffer was recorded for {}, the queue is on {}",
-                    buffer.inner.agent.info().name,
-                    self.queue.agent().info().name
-                ),
-            });
-        }
-        for (slot, &need) in buffer.inner.slot_sizes.iter().enumerate() {
-            let problem = match bindings.get(slot) {
-                None => Some(format!(
-                    "slot {slot} is not bound ({} bound)",
-                    bindings.len()
-                )),
-                Some(b) if b.length < need => Some(format!(
-                    "slot {slot} holds {} bytes, the commands reach {need}",
-                    b.length
-                )),
-                Some(b) if b.address % 16 != 0 => Some(format!(
-                    "slot {slot} at {:#x} is not 16-byte aligned",
-                    b.address
-                )),
-                Some(_) => None,
-            };
-            if let Some(problem) = problem {
-                return Err(Error::InvalidArgument {
-                    what: "binding table",
-                    problem,
-                });
-            }
-        }
+        check_submission(buffer, bindings, &self.queue)?;
         let inner = &buffer.inner;
-        let blocks = inner.blocks.len();
-        let slots = u64::from(buffer.packets()) + 1;
-        if slots + 1 > u64::from(self.queue.size()) {
-            return Err(Error::InvalidArgument {
-                what: "submit",
-                problem: format!(
-                    "a block needs {slots} packet slots at once (and its branch one more), the queue holds {}",
-                    self.queue.size()
-                ),
-            });
-        }
-        // The submission's ring space: the execution state, each block's
-        // issue-kernel argument and issue state, the binding table, then
-        // each block's kernel arguments (64-byte aligned each).
-        let issue_args_at = 64;
-        let issues_at = (issue_args_at + 16 * blocks as u64).next_multiple_of(64);
-        let table_at = issues_at + 128 * blocks as u64;
-        let table_bytes = std::mem::size_of_val(bindings) as u64;
-        let mut args_at = Vec::with_capacity(blocks);
-        let mut end = (table_at + table_bytes).next_multiple_of(64);
-        for b in &inner.blocks {
-            args_at.push(end);
-            end = (end + u64::from(b.kernarg_size)).next_multiple_of(64);
-        }
-        let size = end;
+        let layout = SubmissionLayout::of(buffer, bindings);
+        let size = layout.size;
         if size > self.ring.capacity() {
             return Err(Error::InvalidArgument {
                 what: "submit",
@@ -1609,49 +1729,32 @@ impl CommandQueue {
         let base = self.ring.storage.address() + offset;
         let o = offset as usize;
         let signal = Signal::new(self.queue.agent().system(), 1)?;
-        let mut execution = Execution::new_zeroed();
-        execution.command_buffer = inner.header;
-        execution.issues = base + issues_at;
-        execution.issue_args = base + issue_args_at;
-        execution.issue_kernel = self.issue.object();
-        execution.queue = self.queue.address();
-        execution.serial_threshold = self.mode.serial_threshold();
-        let ring = &self.ring.storage;
-        ring.write(o, execution.as_bytes());
         // The issue kernel's slot and exactly the entry block's packets: a
         // slot reserved here and not written would stall the queue.
         let entry_slots = 1 + inner.blocks[0].packets;
         let mut reservation = self.queue.reserve(entry_slots, DEFAULT_SPACE_TIMEOUT)?;
         let entry_packets = reservation.first_id() + 1;
-        for (k, b) in inner.blocks.iter().enumerate() {
-            let issue_at = base + issues_at + 128 * k as u64;
-            let mut issue = BlockIssue::new_zeroed();
-            issue.block = b.storage.address();
-            issue.queue = self.queue.address();
-            // The entry block's packets are reserved here; a branch sets the
-            // others' when it reserves them.
-            issue.packet_base = if k == 0 { entry_packets } else { 0 };
-            issue.kernarg_base = base + args_at[k];
-            issue.binding_table = base + table_at;
-            issue.binding_count = bindings.len() as u32;
-            issue.completion_signal = signal.handle();
-            issue.fill_kernel = self.infos.address();
-            issue.copy_kernel = self.infos.address() + 64;
-            issue.control_kernel = self.infos.address() + 128;
-            issue.patch_kernel = self.infos.address() + 192;
-            issue.execution = base;
-            ring.write(o + (issues_at + 128 * k as u64) as usize, issue.as_bytes());
-            ring.write(
-                o + (issue_args_at + 16 * k as u64) as usize,
-                &issue_at.to_le_bytes(),
-            );
-        }
-        ring.write(o + table_at as usize, bindings.as_bytes());
+        layout.write(
+            &self.ring.storage,
+            o,
+            buffer,
+            bindings,
+            &SubmissionTarget {
+                kernels: &self.kernels,
+                queue: &self.queue,
+                mode: self.mode,
+                signal: signal.handle(),
+                entry_packets,
+                entry: 0,
+            },
+        );
+        let issues_at = layout.issues_at;
+        let issue_args_at = layout.issue_args_at;
         let entry = &inner.blocks[0];
         let (kernel, items, workgroup) = if self.mode == IssueMode::Serial {
-            (&self.serial, 1, 1)
+            (&self.kernels.serial, 1, 1)
         } else {
-            (&self.issue, entry.commands.max(1), ISSUE_WORKGROUP)
+            (&self.kernels.issue, entry.commands.max(1), ISSUE_WORKGROUP)
         };
         let packet = KernelDispatch {
             ordering: Ordering::AGENT.with_barrier(),

@@ -107,6 +107,16 @@ pub enum Error {
         fault: Box<Error>,
     },
 
+    /// A timeline semaphore failed (an entry that signals it failed, or
+    /// someone failed it): every wait on it returns this.
+    #[error("semaphore {semaphore:#x} failed (status {status:#x}){}", match value { Some(v) => format!(" while waiting for or signalling {v}"), None => String::new() })]
+    SemaphoreFailed {
+        semaphore: u64,
+        /// The value waited for or signalled, if any.
+        value: Option<u64>,
+        status: u32,
+    },
+
     /// A code object was built for another processor than the agent's.
     #[error(
         "code object targets {code_object}, but the agent is {agent} ({agent_isa}); build it with `cargo xtask build --gfx {agent}`"

@@ -35,6 +35,7 @@ pub mod gemm;
 pub mod hsa;
 pub mod memory;
 pub mod queue;
+pub mod scheduler;
 mod signal;
 #[cfg(test)]
 mod sim_tests;
@@ -50,6 +51,7 @@ pub use gemm::{Gemm, GemmLibrary, GemmPlan};
 pub use hsa::{LoadOptions, Runtime, System};
 pub use memory::{DeviceBuffer, HostBuffer, MemoryPool, PoolKind};
 pub use queue::{Queue, Reservation};
+pub use scheduler::{Device, DeviceOptions, DeviceQueue, Semaphore};
 pub use signal::{LoadOrder, RmwOrder, Signal, StoreOrder, WaitOrder};
 
 // The handles may cross threads: HSA's functions are thread-safe, queues are
@@ -66,4 +68,7 @@ mod thread_safety {
     static_assertions::assert_impl_all!(crate::HostBuffer<u8>: Send, Sync);
     static_assertions::assert_impl_all!(crate::Dispatch: Send, Sync);
     static_assertions::assert_impl_all!(crate::MemoryPool: Send, Sync);
+    static_assertions::assert_impl_all!(crate::Device: Send, Sync);
+    static_assertions::assert_impl_all!(crate::DeviceQueue: Send, Sync);
+    static_assertions::assert_impl_all!(crate::Semaphore: Send, Sync);
 }

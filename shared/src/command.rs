@@ -772,7 +772,11 @@ pub struct Execution {
     /// the block-issue dispatch (0: never; `u32::MAX`: always).
     pub serial_threshold: u32,
     pub reserved0: u32,
-    pub reserved: [u64; 2],
+    /// Device address of the scheduler's [`crate::scheduler::QueueEntry`]
+    /// this submission runs (0: submitted by the host, no scheduler). With
+    /// one, RETURN dispatches the control kernel, which retires the entry.
+    pub entry: u64,
+    pub reserved: u64,
 }
 
 assert_layout!(
@@ -788,7 +792,8 @@ assert_layout!(
     queue = 32,
     serial_threshold = 40,
     reserved0 = 44,
-    reserved = 48,
+    entry = 48,
+    reserved = 56,
 );
 
 /// The kernel arguments of the patch kernel (`cmd_patch_dispatch`) an
@@ -1011,7 +1016,9 @@ impl Command {
             Ok(CommandView::Dispatch(d)) => d.kernarg_size,
             Ok(CommandView::Fill(_)) => size_of::<FillArgs>() as u32,
             Ok(CommandView::Copy(_) | CommandView::Update(_)) => size_of::<CopyArgs>() as u32,
-            Ok(CommandView::Branch(_) | CommandView::CondBranch(_)) => {
+            // RETURN too: under a scheduler it dispatches the control
+            // kernel ([`Execution::entry`]).
+            Ok(CommandView::Branch(_) | CommandView::CondBranch(_) | CommandView::Return(_)) => {
                 size_of::<BranchArgs>() as u32
             }
             _ => 0,

@@ -13,7 +13,8 @@ use crate::hsa::SignalHandle;
 open_enum! {
     /// What a [`QueueEntry`] asks the scheduler to do.
     pub struct QueueEntryKind(u8) {
-        /// Run the command buffer at `command_buffer` with `binding_table`.
+        /// Run the command buffer of the [`crate::command::Execution`] at
+        /// `execution`.
         EXECUTE = 1,
         /// Run the single command in `command` (fill, copy, update,
         /// dispatch) without a command buffer.
@@ -29,7 +30,8 @@ open_enum! {
     pub struct QueueEntryState(u32) {
         /// Written by the submitter; not yet seen by the scheduler.
         SUBMITTED = 0,
-        /// Accepted; waiting for its semaphores.
+        /// Accepted; waiting for its semaphores (on the waiter list of
+        /// `waits[wait_cursor]`, or on the ready list once all are reached).
         WAITING = 1,
         /// Its packets are in the execution queue.
         ISSUED = 2,
@@ -60,7 +62,11 @@ assert_layout!(
     value = 8,
 );
 
-/// One submission in a scheduler's queue (a ring of these).
+/// One submission in a scheduler's mailbox ring: written by the submitter,
+/// then advanced by the scheduler (its tick and the retire of its work).
+///
+/// Bytes 64..128 are the scheduler's: links of the waiter list the entry
+/// is on, of the scheduler's wake stack and its ready list.
 #[repr(C, align(64))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 pub struct QueueEntry {
@@ -80,15 +86,30 @@ pub struct QueueEntry {
     pub waits: u64,
     /// Device address of `[SemaphoreRef; signal_count]`.
     pub signals: u64,
-    /// Device address of a `CommandBufferHeader` (kind `EXECUTE`).
-    pub command_buffer: u64,
-    /// Device address of `[BindingTableEntry; binding_count]`.
-    pub binding_table: u64,
-    /// Slots at `binding_table`.
-    pub binding_count: u32,
+    /// Device address of the [`crate::command::Execution`] of kind
+    /// `EXECUTE` (its command buffer, issue states and bindings, prepared
+    /// by the submitter in the kernarg ring).
+    pub execution: u64,
+    /// Device address of the [`SchedulerState`] the entry belongs to.
+    pub scheduler: u64,
+    /// The kernarg ring's write offset after this entry's reservation:
+    /// the read offset once the entry and all before it retired.
+    pub kernarg_end: u64,
     /// HSA-style status of a failed entry (0 while fine).
     pub status: u32,
-    pub reserved3: [u64; 8],
+    /// The wait the entry looks at next (`waits[wait_cursor]`): the ones
+    /// before it were reached.
+    pub wait_cursor: u32,
+    /// Next entry (device address, 0: none) on the waiter list of the
+    /// semaphore `waits[wait_cursor]` names.
+    pub wait_next: u64,
+    /// The payload this entry waits for on that semaphore.
+    pub wait_value: u64,
+    /// Next entry on the scheduler's wake stack.
+    pub wake_next: u64,
+    /// Next entry on the scheduler's ready list.
+    pub ready_next: u64,
+    pub reserved3: [u64; 3],
     /// The operation for kind `COMMAND`.
     pub command: Command,
 }
@@ -97,9 +118,9 @@ assert_layout!(
     QueueEntry,
     size = 256,
     align = 64,
-    why = "one slot of the scheduler's queue ring, four 64-byte lines: submitters write the first \
-           two, and the last two are a whole Command, 64-byte aligned (aqueduct ABI: change it \
-           with ABI_VERSION)",
+    why = "one slot of the scheduler's mailbox ring, four 64-byte lines: the submitter writes \
+           the first, the scheduler links the second, and the last two are a whole Command, \
+           64-byte aligned (aqueduct ABI: change it with ABI_VERSION)",
     kind = 0,
     reserved0 = 1,
     wait_count = 2,
@@ -110,64 +131,55 @@ assert_layout!(
     id = 16,
     waits = 24,
     signals = 32,
-    command_buffer = 40,
-    binding_table = 48,
-    binding_count = 56,
-    status = 60,
-    reserved3 = 64,
+    execution = 40,
+    scheduler = 48,
+    kernarg_end = 56,
+    status = 64,
+    wait_cursor = 68,
+    wait_next = 72,
+    wait_value = 80,
+    wake_next = 88,
+    ready_next = 96,
+    reserved3 = 104,
     command = 128,
-);
-
-/// Waiters a semaphore records inline.
-pub const SEMAPHORE_WAITERS: usize = 6;
-
-/// Someone to wake when a semaphore reaches `value`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct SemaphoreWaiter {
-    /// Payload the waiter needs.
-    pub value: u64,
-    /// Device address of the waiting scheduler's wake word (an `amd_signal_t`
-    /// the scheduler's tick waits on); 0 marks a free slot.
-    pub wake: u64,
-}
-
-assert_layout!(
-    SemaphoreWaiter,
-    size = 16,
-    align = 8,
-    why = "SEMAPHORE_WAITERS of these fill a Semaphore after its 32-byte head (aqueduct ABI: \
-           change it with ABI_VERSION)",
-    value = 0,
-    wake = 8,
 );
 
 flags_type! {
     /// [`Semaphore::flags`].
     pub struct SemaphoreFlags: u32 {
-        /// `signal` mirrors the payload for host waits.
-        const HOST_MIRROR = 1 << 0;
-        /// The semaphore failed; `payload` holds the failure status.
-        const FAILED = 1 << 1;
+        /// The semaphore failed: `status` says why, and its mirror signal
+        /// holds `i64::MAX` so that every host wait returns.
+        const FAILED = 1 << 0;
     }
 }
 
-/// A timeline semaphore in device memory.
+/// A timeline semaphore in device memory: a payload that only grows, and
+/// the entries waiting for it to reach a value, in value order.
+///
+/// `lock` guards `waiters_head`, `waiters_tail`, the waiting entries'
+/// `wait_next` and `wait_value`, `status`, `flags`, and changes of
+/// `payload` and of the mirror signal's value; `payload` is also read
+/// without it (an acquire load: a value reached stays reached).
 #[repr(C, align(64))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 pub struct Semaphore {
     /// Current payload; only increases.
     pub payload: u64,
-    /// An HSA signal whose value mirrors `payload`, so the host can block in
-    /// `hsa_signal_wait_*` (null without `HOST_MIRROR`).
+    /// An HSA signal whose value mirrors `payload` (`i64::MAX` once
+    /// failed), so the host can block in `hsa_signal_wait_*`; null: none.
     pub signal: SignalHandle,
     pub flags: SemaphoreFlags,
-    /// Spin lock (0 free, 1 held) guarding `waiters` and `waiter_count`.
+    /// Spin lock: 0 free, 1 held.
     pub lock: u32,
-    /// Used entries of `waiters`.
-    pub waiter_count: u32,
-    pub reserved: u32,
-    pub waiters: [SemaphoreWaiter; SEMAPHORE_WAITERS],
+    /// HSA-style status of a failed semaphore (0 while fine).
+    pub status: u32,
+    pub reserved0: u32,
+    /// First waiting [`QueueEntry`] (device address, 0: none): the one
+    /// needing the smallest payload.
+    pub waiters_head: u64,
+    /// Last waiting entry: the one needing the largest payload.
+    pub waiters_tail: u64,
+    pub reserved: [u64; 10],
 }
 
 assert_layout!(
@@ -180,9 +192,101 @@ assert_layout!(
     signal = 8,
     flags = 16,
     lock = 20,
-    waiter_count = 24,
-    reserved = 28,
-    waiters = 32,
+    status = 24,
+    reserved0 = 28,
+    waiters_head = 32,
+    waiters_tail = 40,
+    reserved = 48,
+);
+
+flags_type! {
+    /// Why a scheduler tick is wanted: the bits requesters `fetch_or` into
+    /// [`SchedulerState::actions`]. The requester that found no bit set
+    /// enqueues the tick; the tick exchanges the set for 0 before it looks
+    /// at anything, so a request after that enqueues the next tick.
+    pub struct SchedulerActions: u32 {
+        /// Entries were added to the mailbox.
+        const INCOMING = 1 << 0;
+        /// Entries were pushed on the wake stack.
+        const WAKE = 1 << 1;
+        /// A submitter needs room: reclaim retired entries.
+        const RETIRE = 1 << 2;
+    }
+}
+
+/// One scheduler's state in device memory: its requests, its mailbox ring
+/// of [`QueueEntry`]s, the tick packet requesters enqueue, its queues and
+/// its kernarg ring.
+///
+/// Mailbox ring indices: entries `retire_index..accept_index` are the
+/// scheduler's (waiting, ready, issued or finished, not yet reclaimed),
+/// `accept_index..write_index` are submitted and not yet accepted. Slots
+/// below `retire_index` are free for the submitter again.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct SchedulerState {
+    /// [`SchedulerActions`] requested since the last tick began.
+    pub actions: SchedulerActions,
+    /// Entries issued and not retired yet.
+    pub in_flight: u32,
+    /// Top of the wake stack (device address of a [`QueueEntry`], linked by
+    /// `wake_next`; 0: empty): entries whose semaphore reached its value.
+    pub wake_head: u64,
+    /// Ticks run so far.
+    pub ticks: u64,
+    /// The tick's own list of ready entries not issued yet, in id order
+    /// (linked by `ready_next`).
+    pub ready_head: u64,
+    pub reserved0: [u64; 4],
+    /// Device address of `[QueueEntry; capacity]`.
+    pub entries: u64,
+    /// Slots of the mailbox ring, a power of two.
+    pub capacity: u64,
+    /// Entries ever submitted (advanced by the submitter, release).
+    pub write_index: u64,
+    /// Entries ever accepted by a tick.
+    pub accept_index: u64,
+    /// Entries ever reclaimed (advanced by the tick, release).
+    pub retire_index: u64,
+    pub reserved1: [u64; 3],
+    /// The tick's AQL packet as eight words, header first: a requester
+    /// copies it into a control-queue slot and publishes it.
+    pub tick_packet: [u64; 8],
+    /// Device address of the control queue's `amd_queue_t` (ticks).
+    pub control_queue: u64,
+    /// Device address of the execution queue's `amd_queue_t` (the
+    /// entries' packets).
+    pub execution_queue: u64,
+    pub reserved2: [u64; 6],
+    /// Kernel arguments and issue states of the entries: the submitter
+    /// reserves, the tick releases as entries are reclaimed.
+    pub kernarg: KernargRing,
+}
+
+assert_layout!(
+    SchedulerState,
+    size = 320,
+    align = 64,
+    why = "five 64-byte lines: requests, mailbox indices, the tick packet, queues, kernarg \
+           ring; host and device code update them with atomics at these offsets (aqueduct ABI: \
+           change it with ABI_VERSION)",
+    actions = 0,
+    in_flight = 4,
+    wake_head = 8,
+    ticks = 16,
+    ready_head = 24,
+    reserved0 = 32,
+    entries = 64,
+    capacity = 72,
+    write_index = 80,
+    accept_index = 88,
+    retire_index = 96,
+    reserved1 = 104,
+    tick_packet = 128,
+    control_queue = 192,
+    execution_queue = 200,
+    reserved2 = 208,
+    kernarg = 256,
 );
 
 /// The kernarg ring: byte-granular reservations for packets' kernel

@@ -276,10 +276,11 @@ fn metadata_agrees_with_llvm_readobj_notes() {
             kernels_seen += 1;
         }
     }
-    // The device library's ten kernels (fill_u32, copy_bytes, saxpy_f32,
-    // blit_fill, blit_copy, enqueue_dispatch, and the command buffers'
-    // cmd_block_issue, cmd_block_issue_serial, cmd_branch and
-    // cmd_patch_dispatch) on each of the five targets, the simulator's test kernels on gfx90a and gfx942, the memory-model
+    // The device library's eleven kernels (fill_u32, copy_bytes,
+    // saxpy_f32, blit_fill, blit_copy, enqueue_dispatch, the command
+    // buffers' cmd_block_issue, cmd_block_issue_serial, cmd_branch and
+    // cmd_patch_dispatch, and the scheduler's sched_tick) on each of the
+    // five targets, the simulator's test kernels on gfx90a and gfx942, the memory-model
     // probes on all five, and the GEMM kernels on all five.
     let kernels_of = |package: &str| -> usize {
         built_code_objects()
@@ -302,7 +303,7 @@ fn metadata_agrees_with_llvm_readobj_notes() {
         .map(|t| xtask::device_build::gemm_launch_bounds(t.name).len())
         .sum();
     assert_eq!(gemm, listed, "the GEMM kernels");
-    assert_eq!(kernels_seen, 10 * 5 + test_kernels + probes + gemm);
+    assert_eq!(kernels_seen, 11 * 5 + test_kernels + probes + gemm);
 }
 
 #[test]

@@ -431,6 +431,8 @@ fn the_issue_writes_the_blit_kernels_arguments_where_their_metadata_puts_them() 
             ("cmd_block_issue", &[(0, 8)][..], 8),
             ("cmd_block_issue_serial", &[(0, 8)][..], 8),
             ("cmd_branch", &[(0, 8), (8, 8)][..], 16),
+            // The tick's kernarg: the scheduler state's address.
+            ("sched_tick", &[(0, 8)][..], 8),
             ("cmd_patch_dispatch", &patch[..], size_of::<PatchArgs>()),
         ] {
             let meta = kernel(name);

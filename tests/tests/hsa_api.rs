@@ -111,7 +111,7 @@ const EXPIRE: Duration = Duration::from_millis(60);
 const HSA_SYSTEM_INFO_TIMESTAMP: u32 = 2;
 
 /// The device library's kernels (`device/runtime/src/kernels.rs`).
-const LIBRARY_KERNELS: [&str; 10] = [
+const LIBRARY_KERNELS: [&str; 11] = [
     "blit_copy",
     "blit_fill",
     "cmd_block_issue",
@@ -122,6 +122,7 @@ const LIBRARY_KERNELS: [&str; 10] = [
     "enqueue_dispatch",
     "fill_u32",
     "saxpy_f32",
+    "sched_tick",
 ];
 
 // ---------------------------------------------------------------------------

@@ -78,22 +78,7 @@ pub fn run(
     mut device_library: impl FnMut(&str) -> Result<Vec<u8>, String>,
 ) -> Result<Vec<AgentResult>, String> {
     let err = |e: aqueduct::Error| e.to_string();
-    let system = System::open(&aqueduct::LoadOptions::library(library))
-        .map_err(|e| format!("cannot open {}: {e}", library.display()))?;
-    if system.runtime().simulator_kernel_stats().is_none() {
-        return Err(format!(
-            "{} reports no executed instructions (not the simulator): the issue cost is counted there",
-            library.display()
-        ));
-    }
-    let host = system
-        .agents()
-        .map_err(err)?
-        .into_iter()
-        .find(|a| !a.is_gpu())
-        .ok_or("no CPU agent")?
-        .memory_pool(PoolKind::FineGrained)
-        .map_err(err)?;
+    let (system, host) = open_simulator(library, "the issue cost")?;
     let mut out = Vec::new();
     for gpu in system.gpus().map_err(err)? {
         let gfx = gpu.info().name.clone();
@@ -286,8 +271,34 @@ pub fn run(
     Ok(out)
 }
 
+/// The runtime at `library`, which must be the simulator (it counts
+/// `what`), and its host's fine-grained pool.
+pub(crate) fn open_simulator(
+    library: &Path,
+    what: &str,
+) -> Result<(System, aqueduct::MemoryPool), String> {
+    let err = |e: aqueduct::Error| e.to_string();
+    let system = System::open(&aqueduct::LoadOptions::library(library))
+        .map_err(|e| format!("cannot open {}: {e}", library.display()))?;
+    if system.runtime().simulator_kernel_stats().is_none() {
+        return Err(format!(
+            "{} reports no executed instructions (not the simulator): {what} is counted there",
+            library.display()
+        ));
+    }
+    let host = system
+        .agents()
+        .map_err(err)?
+        .into_iter()
+        .find(|a| !a.is_gpu())
+        .ok_or("no CPU agent")?
+        .memory_pool(PoolKind::FineGrained)
+        .map_err(err)?;
+    Ok((system, host))
+}
+
 /// Dispatches, waves and wave-instructions of the kernels `names` so far.
-fn kernel_counts(system: &System, names: &[&str]) -> (u64, u64, u64) {
+pub(crate) fn kernel_counts(system: &System, names: &[&str]) -> (u64, u64, u64) {
     system
         .runtime()
         .simulator_kernel_stats()

@@ -112,18 +112,27 @@ pub const DEVICE_CRATES: &[DeviceCrate] = &[
         // the issue state's SGPRs live across it: about 25 and 50 SGPRs
         // spill, to VGPR lanes too (`cargo xtask report`: the 256 bytes of
         // scratch each has are the generic path's copy of a command, as in
-        // cmd_block_issue, not spills).
-        allow_spills: &["cmd_block_issue", "cmd_block_issue_serial", "cmd_branch"],
+        // cmd_block_issue, not spills). The scheduler's tick spills only in
+        // the device-dev profile (about 570 SGPRs, to VGPR lanes: overflow
+        // checks keep its loops' state live); none in release.
+        allow_spills: &[
+            "cmd_block_issue",
+            "cmd_block_issue_serial",
+            "cmd_branch",
+            "sched_tick",
+        ],
         allow_dynamic_stack: &[],
         only_for: &[],
         // The block-issue kernel runs in workgroups of one wave
         // (`aqueduct_device::command::ISSUE_WORKGROUP`): the bound lets it
-        // use every VGPR of a wave. The serial issue and the branch (which
-        // may issue a block serially) run one work-item.
+        // use every VGPR of a wave. The serial issue, the branch (which
+        // may issue a block serially) and the scheduler's tick run one
+        // work-item.
         launch_bounds: &[
             ("cmd_block_issue", 64),
             ("cmd_block_issue_serial", 64),
             ("cmd_branch", 64),
+            ("sched_tick", 64),
         ],
         launch_bounds_on_target: None,
         no_scratch: false,

@@ -2,6 +2,7 @@
 
 mod cmdbuf_bench;
 mod hsa_bench;
+mod sched_bench;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -43,6 +44,12 @@ commands:
             issue's wave-instructions per command for 1,000-command blocks
             grouped by kind and in recording order (goal ≤ 2), host round
             trips per block; runs itself and the simulator as release builds
+  sched-bench  issue 20's device-scheduler benchmarks through the host shim
+            on the simulator's HSA runtime: ticks for chains of 10, 100 and
+            1,000 dependent entries (goal ≤ N + 1) and for as many entries
+            released together (goal ≤ N/8 + 2), host calls, wave-instructions
+            per tick, host ns per submitted entry; runs itself and the
+            simulator as release builds
 
   gemm-report  build (profile device) for gfx90a and gfx942 and compare our
             MFMA kernels' main loops with AMD's rocBLAS kernels of the same
@@ -60,7 +67,7 @@ commands:
             against Python's msgpack, selection with and without the result
             cache, lazy loading; runs itself as a release build
 
-options (hsa-bench, cmdbuf-bench):
+options (hsa-bench, cmdbuf-bench, sched-bench):
   --lib <path>   the HSA runtime to load (default: a release build of
                  libaqueduct_sim.so, built first)
 
@@ -437,6 +444,17 @@ fn cmdbuf_bench_command(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+fn sched_bench_command(args: &[String]) -> Result<(), String> {
+    let Some((library, artifacts)) = shim_bench_setup("sched-bench", args)? else {
+        return Ok(());
+    };
+    let results = sched_bench::run(&library, |gfx| {
+        artifact_bytes(&artifacts, gfx, "aqueduct-device")
+    })?;
+    print!("{}", sched_bench::format_report(&library, &results));
+    Ok(())
+}
+
 fn catalog_command(args: &[String]) -> Result<(), String> {
     let (desc, out) = match args {
         [desc, flag, out] if flag == "--out" => (PathBuf::from(desc), PathBuf::from(out)),
@@ -503,6 +521,7 @@ fn main() -> ExitCode {
         Some("sim-bench") => sim_bench_command(&args[1..]),
         Some("hsa-bench") => hsa_bench_command(&args[1..]),
         Some("cmdbuf-bench") => cmdbuf_bench_command(&args[1..]),
+        Some("sched-bench") => sched_bench_command(&args[1..]),
         Some("catalog") => catalog_command(&args[1..]),
         Some("gemm-report") if args.len() == 1 => gemm_report(),
         Some("catalog-bench") => catalog_bench_command(&args[1..]),

@@ -26,7 +26,7 @@
 //! | COPY, UPDATE | a dispatch of `blit_copy` ([`CopyArgs`]); UPDATE copies from the recording's own data |
 //! | BARRIER  | a barrier-AND without dependencies, barrier bit set           |
 //! | BRANCH, COND_BRANCH | a dispatch of the control kernel (`cmd_branch`, [`BranchArgs`], barrier bit), which picks the next block ([`branch_target`]) and issues it ([`issue_block`]) |
-//! | RETURN   | a barrier-AND, barrier bit set, that decrements the issue's completion signal |
+//! | RETURN   | a barrier-AND, barrier bit set, that decrements the issue's completion signal; under the device scheduler ([`Execution::entry`]) a dispatch of the control kernel instead, which retires the entry ([`crate::scheduler::retire`]) and decrements the signal too |
 //!
 //! A dispatch with no work (a workgroup count of 0, a blit of 0 bytes) still
 //! publishes its slot, as a barrier-AND with the command's ordering: the
@@ -388,6 +388,21 @@ impl BlockIssuer {
         })
     }
 
+    /// Whether the submission runs under the device scheduler
+    /// ([`Execution::entry`]): its RETURN then dispatches the control
+    /// kernel, which retires the entry.
+    ///
+    /// # Safety
+    /// The issue state's `execution` is live (or 0: none).
+    unsafe fn scheduled(&self) -> Result<bool, IssueError> {
+        let execution = check_aligned(self.state().execution, 64)?;
+        if execution == 0 {
+            return Ok(false);
+        }
+        // SAFETY: the contract.
+        Ok(unsafe { load::<u64>(execution + core::mem::offset_of!(Execution, entry) as u64) } != 0)
+    }
+
     /// Issues every command of the block, one after the other, in this
     /// work-item (the serial issue: [`Execution::serial_threshold`]).
     pub fn issue_serially(&self) -> Result<(), IssueError> {
@@ -492,13 +507,17 @@ impl BlockIssuer {
                 self.copy(&h, kernargs, dst, u.source_data, u.target.length)?
             }
             Ok(CommandView::Barrier(_)) => no_op(h.ordering(true))?,
-            Ok(CommandView::Return(_)) => Packet::Barrier(barrier(
-                BarrierKind::And,
-                &[],
-                self.state().completion_signal,
-                h.ordering(true),
-            )?),
-            Ok(CommandView::Branch(_) | CommandView::CondBranch(_)) => {
+            // SAFETY: `new`'s contract: the submission's execution is
+            // live (RETURN only: the other commands never read it).
+            Ok(CommandView::Return(_)) if unsafe { !self.scheduled()? } => {
+                Packet::Barrier(barrier(
+                    BarrierKind::And,
+                    &[],
+                    self.state().completion_signal,
+                    h.ordering(true),
+                )?)
+            }
+            Ok(CommandView::Branch(_) | CommandView::CondBranch(_) | CommandView::Return(_)) => {
                 // SAFETY: `new`'s contract: the control kernel's info is
                 // live (alignment checked).
                 let kernel =
@@ -507,6 +526,12 @@ impl BlockIssuer {
                     private_segment_size: kernel.private_segment_size,
                     group_segment_size: kernel.group_segment_size,
                     ordering: h.ordering(true),
+                    // A scheduled RETURN still decrements it.
+                    completion_signal: if h.opcode == CommandOpcode::RETURN {
+                        self.state().completion_signal
+                    } else {
+                        SignalHandle::NULL
+                    },
                     ..KernelDispatch::linear(kernel.kernel_object, kernargs, 1, 1)
                 }
                 .build_unchecked()?;
@@ -859,6 +884,36 @@ pub unsafe fn issue_block(
     target: u32,
     pause: impl FnMut(),
 ) -> Result<(), IssueError> {
+    // SAFETY: the contract.
+    unsafe { issue_block_with::<true>(execution, target, pause) }
+}
+
+/// [`issue_block`] without the serial issue: always the block-issue
+/// dispatch, whatever the block's size. For the scheduler's tick, which
+/// must stay a small kernel (the serial issue is the whole command
+/// translation).
+///
+/// # Safety
+/// As for [`issue_block`].
+pub unsafe fn dispatch_block(
+    execution: &Execution,
+    target: u32,
+    pause: impl FnMut(),
+) -> Result<(), IssueError> {
+    // SAFETY: the contract.
+    unsafe { issue_block_with::<false>(execution, target, pause) }
+}
+
+/// [`issue_block`], with the serial path only if `SERIAL`.
+///
+/// # Safety
+/// As for [`issue_block`].
+#[inline(always)]
+unsafe fn issue_block_with<const SERIAL: bool>(
+    execution: &Execution,
+    target: u32,
+    pause: impl FnMut(),
+) -> Result<(), IssueError> {
     // SAFETY: the contract (alignment checked).
     let header =
         unsafe { load::<CommandBufferHeader>(check_aligned(execution.command_buffer, 64)?) };
@@ -877,7 +932,7 @@ pub unsafe fn issue_block(
     let queue =
         unsafe { Queue::from_ptr(execution.queue as *mut AmdQueue) }.map_err(IssueError::Queue)?;
     let issue = check_aligned(execution.issues, 64)? + 128 * u64::from(target);
-    if block.command_count <= execution.serial_threshold {
+    if SERIAL && block.command_count <= execution.serial_threshold {
         // A small block: issued here, serially, without a block-issue
         // dispatch, into exactly its reserved packets. A block has at
         // least its control command's packet; a slot reserved and never
@@ -1011,8 +1066,10 @@ pub mod kernels {
     }
 
     /// The control kernel of BRANCH and COND_BRANCH (one work-item): picks
-    /// the next block and issues it ([`super::issue_block`]). Traps when the
-    /// command or the submission is damaged.
+    /// the next block and issues it ([`super::issue_block`]); of a RETURN
+    /// under the device scheduler: retires the entry
+    /// ([`crate::scheduler::retire`]). Traps when the command or the
+    /// submission is damaged.
     #[unsafe(no_mangle)]
     pub extern "gpu-kernel" fn cmd_branch(
         execution: *const aqueduct_abi::command::Execution,
@@ -1024,6 +1081,16 @@ pub mod kernels {
         // SAFETY: the kernel's contract: both live, written by the issue of
         // the block that ends in this command.
         let (execution, command) = unsafe { (&*execution, &*command) };
+        if command.header.opcode == aqueduct_abi::command::CommandOpcode::RETURN {
+            let mut r = crate::scheduler::QueueRequester {
+                pause: crate::arch::pause,
+            };
+            // SAFETY: a RETURN dispatches this kernel only under a
+            // scheduler (Execution::entry set), once the entry's work is
+            // done (barrier bit).
+            unsafe { crate::scheduler::retire(execution.entry, &mut r) };
+            return;
+        }
         // SAFETY: as above.
         let Ok(target) = (unsafe { super::branch_target(execution, command) }) else {
             panic!("cmd_branch: bad branch");
@@ -1089,6 +1156,9 @@ mod tests {
         infos: Box<[KernelInfo; 3]>,
         table: Vec<BindingTableEntry>,
         host: HostQueue,
+        /// The submission's execution: a host submission (no entry)
+        /// unless a test sets one.
+        execution: Box<Execution>,
     }
 
     impl Rig {
@@ -1106,6 +1176,7 @@ mod tests {
                 ]),
                 table: Vec::new(),
                 host: HostQueue::new(64, 1000),
+                execution: Box::new(zeroed()),
             }
         }
 
@@ -1157,7 +1228,7 @@ mod tests {
                 fill_kernel: &raw const self.infos[1] as u64,
                 copy_kernel: &raw const self.infos[2] as u64,
                 control_kernel: &raw const self.infos[0] as u64,
-                execution: 0xE0E0_0000,
+                execution: &raw const *self.execution as u64,
                 patch_kernel: &raw const self.infos[0] as u64,
                 reserved: [0; 4],
             })
@@ -1484,8 +1555,44 @@ mod tests {
         assert_eq!(p.kernel_object, USER_KERNEL);
         assert_eq!((p.grid_size_x, p.workgroup_size_x), (1, 1));
         let args = rig.kernargs_at(0, 16);
-        assert_eq!(&args[..8], &0xE0E0_0000u64.to_le_bytes());
+        assert_eq!(
+            &args[..8],
+            &(&raw const *rig.execution as u64).to_le_bytes()
+        );
         assert_eq!(&args[8..], &(state.block + 64).to_le_bytes());
+    }
+
+    #[test]
+    fn a_scheduled_return_dispatches_the_control_kernel_and_still_signals() {
+        use aqueduct_abi::command::ReturnCommand;
+        for entry in [0u64, 0xE17_0000] {
+            let mut rig = Rig::new();
+            rig.execution.entry = entry;
+            let mut r: ReturnCommand = zeroed();
+            r.header = header(CommandOpcode::RETURN);
+            rig.push(r);
+            let state = rig.issue_state();
+            // SAFETY: as in the tests above.
+            let issuer = unsafe { BlockIssuer::new(&raw const *state) }.unwrap();
+            issuer.issue(0).unwrap();
+            let h = rig.packet_header(0);
+            assert!(h.barrier());
+            if entry == 0 {
+                assert_eq!(h.packet_type(), PacketType::BARRIER_AND);
+                assert_eq!(rig.barrier_at(0).completion_signal, SignalHandle(0x5150));
+                continue;
+            }
+            assert_eq!(h.packet_type(), PacketType::KERNEL_DISPATCH);
+            let p = rig.dispatch_at(0);
+            assert_eq!(p.kernel_object, USER_KERNEL, "the control kernel");
+            assert_eq!(p.completion_signal, SignalHandle(0x5150));
+            let args = rig.kernargs_at(0, 16);
+            assert_eq!(
+                &args[..8],
+                &(&raw const *rig.execution as u64).to_le_bytes()
+            );
+            assert_eq!(&args[8..], &(state.block + 64).to_le_bytes());
+        }
     }
 
     #[test]
@@ -1577,7 +1684,8 @@ mod tests {
             queue: state.queue,
             serial_threshold: 1,
             reserved0: 0,
-            reserved: [0; 2],
+            entry: 0,
+            reserved: 0,
         };
         let mut c: CondBranchCommand = zeroed();
         c.header = header(CommandOpcode::COND_BRANCH);

@@ -24,6 +24,7 @@ pub mod blit;
 pub mod command;
 pub mod grid;
 pub mod queue;
+pub mod scheduler;
 pub mod signal;
 
 #[cfg(target_arch = "amdgpu")]

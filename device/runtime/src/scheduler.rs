@@ -1,0 +1,1101 @@
+//! The device scheduler: timeline semaphores, the tick, and the retire of
+//! an entry's work, over the layouts of [`aqueduct_abi::scheduler`].
+//!
+//! ```text
+//!   submitter ── entry into the mailbox ring, write_index ──► request(INCOMING)
+//!   request   ── fetch_or into actions; the one that saw 0 enqueues a tick
+//!   tick      ── actions := 0; accept new entries; take the wake stack;
+//!                each entry checks its waits in order: reached, or onto
+//!                the semaphore's waiter list; ready entries in id order:
+//!                BARRIER completes here, EXECUTE issues its entry block;
+//!                reclaim retired entries' slots and kernarg space
+//!   RETURN    ── the control kernel retires the entry: signals its
+//!                semaphores, request(RETIRE)
+//!   signal    ── payload := value, mirror into the HSA signal, detach the
+//!                waiters reached, push each on its scheduler's wake stack,
+//!                request(WAKE)
+//! ```
+//!
+//! A chain of N entries, each waiting for the one before, takes N + 1
+//! ticks: the first accepts them all and issues the head; each retire's
+//! wake and retire requests coalesce into one tick, which issues the next.
+//!
+//! Host and device run these functions: the device's tick and control
+//! kernel, the host's `Semaphore::signal`. What differs is a [`Requester`]:
+//! how to pause in a spin, how to put a tick on a control queue, how to
+//! store a mirror signal's value. [`QueueRequester`] is the device's (plain
+//! Rust over the queue's `amd_queue_t`, so the host tests run it too).
+//!
+//! Memory: a semaphore's lock is taken and released with system-scope
+//! acquire and release, so the fields it guards are plain accesses under
+//! it; the action set, the wake stack, entry states, the ring indices and
+//! `in_flight` are system-scope atomics (the host reads and writes some of
+//! them); the rest of [`SchedulerState`] is the tick's own (ticks run one
+//! at a time: one lane, barrier bit, one control queue).
+
+use core::mem::offset_of;
+
+use aqueduct_abi::amd_queue::AmdQueue;
+use aqueduct_abi::command::Execution;
+use aqueduct_abi::hsa::SignalHandle;
+use aqueduct_abi::scheduler::{
+    KernargRing, QueueEntry, QueueEntryKind, QueueEntryState, SchedulerActions, SchedulerState,
+    Semaphore, SemaphoreFlags, SemaphoreRef,
+};
+
+use crate::atomic::{AcqRel, Acquire, Atomic, Relaxed, Release, System};
+use crate::command::{IssueError, dispatch_block};
+use crate::queue::Queue;
+use crate::signal::Signal;
+
+/// HSA_STATUS_ERROR: the status of an entry whose issue failed.
+pub const STATUS_ERROR: u32 = 0x1000;
+
+/// HSA_STATUS_ERROR_INVALID_ARGUMENT: an entry kind the scheduler does not
+/// run.
+pub const STATUS_INVALID_ARGUMENT: u32 = 0x1001;
+
+/// What the scheduler's shared functions need from where they run.
+pub trait Requester {
+    /// Between two looks of a spin-wait.
+    fn pause(&mut self);
+    /// Puts the tick packet of the scheduler at `scheduler` on its control
+    /// queue.
+    fn enqueue_tick(&mut self, scheduler: u64);
+    /// Stores `value` to the HSA signal `signal` (release, system scope),
+    /// waking its host waiters.
+    fn mirror(&mut self, signal: SignalHandle, value: i64);
+}
+
+/// What a tick needs besides a [`Requester`].
+pub trait Issuer: Requester {
+    /// Issues the entry block of the submission at `execution`.
+    fn execute(&mut self, execution: u64) -> Result<(), IssueError>;
+}
+
+/// The device's [`Requester`] and [`Issuer`]: ticks go on the control
+/// queue through its `amd_queue_t`, a submission's entry block through
+/// [`dispatch_block`] (a dispatch of the submission's issue kernel),
+/// mirrors through [`Signal::store`].
+pub struct QueueRequester<P: FnMut()> {
+    pub pause: P,
+}
+
+impl<P: FnMut()> Requester for QueueRequester<P> {
+    fn pause(&mut self) {
+        (self.pause)()
+    }
+
+    fn enqueue_tick(&mut self, scheduler: u64) {
+        let s = scheduler as *const SchedulerState;
+        // SAFETY: a live scheduler (every caller's contract); the queue
+        // address and the packet are written once, before any request.
+        let (queue, packet) = unsafe { ((*s).control_queue, (*s).tick_packet) };
+        // SAFETY: the scheduler's control queue is live while it is.
+        let Ok(q) = (unsafe { Queue::from_ptr(queue as *mut AmdQueue) }) else {
+            // The host checked the queue when it made the scheduler.
+            return;
+        };
+        if let Ok(id) = q.reserve(1, &mut self.pause) {
+            q.write_words(id, &packet);
+            q.ring_doorbell(id);
+        }
+    }
+
+    fn mirror(&mut self, signal: SignalHandle, value: i64) {
+        // SAFETY: a semaphore's mirror is a live signal while it is.
+        unsafe { Signal::from_handle(signal) }.store(value, Release, System);
+    }
+}
+
+impl<P: FnMut()> Issuer for QueueRequester<P> {
+    fn execute(&mut self, execution: u64) -> Result<(), IssueError> {
+        // SAFETY: an EXECUTE entry's execution is live until it retires.
+        unsafe { dispatch_block(&*(execution as *const Execution), 0, &mut self.pause) }
+    }
+}
+
+/// The atomic `T` at `address`.
+///
+/// # Safety
+/// `address` is live, aligned and accessed only atomically while used.
+unsafe fn atomic<'a, T: crate::atomic::Int>(address: u64) -> &'a Atomic<T> {
+    // SAFETY: the caller's contract.
+    unsafe { Atomic::from_ptr(address as *mut T) }
+}
+
+/// The plain `T` field at `address`.
+///
+/// # Safety
+/// `address` is live and aligned; the caller holds whatever guards it.
+unsafe fn get<T: Copy>(address: u64) -> T {
+    // SAFETY: the caller's contract.
+    unsafe { (address as *const T).read() }
+}
+
+/// # Safety
+/// As for [`get`].
+unsafe fn set<T: Copy>(address: u64, value: T) {
+    // SAFETY: the caller's contract.
+    unsafe { (address as *mut T).write(value) }
+}
+
+macro_rules! field {
+    ($base:expr, $ty:ident . $field:ident) => {
+        $base + offset_of!($ty, $field) as u64
+    };
+}
+
+/// How a wait looks to the entry that makes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// The payload has reached the value.
+    Reached,
+    /// Not yet: the entry is on the semaphore's waiter list and will be
+    /// pushed on its scheduler's wake stack when it is.
+    Registered,
+    /// The semaphore failed, with this status.
+    Failed(u32),
+}
+
+/// Takes the semaphore's lock.
+///
+/// # Safety
+/// `sem` is a live [`Semaphore`].
+unsafe fn lock(sem: u64, r: &mut impl Requester) {
+    // SAFETY: the caller's contract.
+    let l = unsafe { atomic::<u32>(field!(sem, Semaphore.lock)) };
+    while l.compare_exchange(0, 1, Acquire, System).is_err() {
+        r.pause();
+    }
+}
+
+/// # Safety
+/// `sem` is a live [`Semaphore`] whose lock the caller holds.
+unsafe fn unlock(sem: u64) {
+    // SAFETY: the caller's contract.
+    unsafe { atomic::<u32>(field!(sem, Semaphore.lock)) }.store(0, Release, System);
+}
+
+/// The semaphore's payload (acquire: what its signaller wrote before is
+/// visible).
+///
+/// # Safety
+/// `sem` is a live [`Semaphore`].
+pub unsafe fn payload(sem: u64) -> u64 {
+    // SAFETY: the caller's contract.
+    unsafe { atomic::<u64>(field!(sem, Semaphore.payload)) }.load(Acquire, System)
+}
+
+/// The semaphore's failure status, if it failed.
+///
+/// # Safety
+/// `sem` is a live [`Semaphore`].
+pub unsafe fn failure(sem: u64) -> Option<u32> {
+    // SAFETY: the caller's contract.
+    let flags = unsafe { atomic::<u32>(field!(sem, Semaphore.flags)) }.load(Acquire, System);
+    // SAFETY: written before the flag's release store, read after its
+    // acquire load.
+    (flags & SemaphoreFlags::FAILED.bits() != 0)
+        .then(|| unsafe { get::<u32>(field!(sem, Semaphore.status)) })
+}
+
+/// Whether the payload of `sem` has reached `value`; if not, puts `entry`
+/// on its waiter list (in value order) to be woken when it does.
+///
+/// # Safety
+/// `sem` is a live [`Semaphore`]; `entry` a live [`QueueEntry`] on no
+/// waiter list, whose `scheduler` is set.
+pub unsafe fn add_waiter(sem: u64, entry: u64, value: u64, r: &mut impl Requester) -> Wait {
+    // SAFETY: the contract.
+    unsafe {
+        if let Some(status) = failure(sem) {
+            return Wait::Failed(status);
+        }
+        if payload(sem) >= value {
+            return Wait::Reached;
+        }
+        lock(sem, r);
+        let outcome = if let Some(status) = failure(sem) {
+            Wait::Failed(status)
+        } else if payload(sem) >= value {
+            Wait::Reached
+        } else {
+            insert_waiter(sem, entry, value);
+            Wait::Registered
+        };
+        unlock(sem);
+        outcome
+    }
+}
+
+/// Links `entry` into the waiter list of `sem` after every entry waiting
+/// for at most `value`.
+///
+/// # Safety
+/// The caller holds the lock of the live `sem`; `entry` is on no list.
+unsafe fn insert_waiter(sem: u64, entry: u64, value: u64) {
+    let head_at = field!(sem, Semaphore.waiters_head);
+    let tail_at = field!(sem, Semaphore.waiters_tail);
+    let next_of = |e: u64| field!(e, QueueEntry.wait_next);
+    let value_of = |e: u64| field!(e, QueueEntry.wait_value);
+    // SAFETY: the contract: the list and its entries are the lock's.
+    unsafe {
+        set(value_of(entry), value);
+        let tail = get::<u64>(tail_at);
+        if tail == 0 || get::<u64>(value_of(tail)) <= value {
+            // The common case: waits arrive in value order.
+            set(next_of(entry), 0u64);
+            if tail == 0 {
+                set(head_at, entry);
+            } else {
+                set(next_of(tail), entry);
+            }
+            set(tail_at, entry);
+            return;
+        }
+        // The tail waits for more than `value`: the entry goes before it.
+        link_in_order(head_at, entry, next_of, |e| get::<u64>(value_of(e)));
+    }
+}
+
+/// Links `entry` into the list at `head_at` (entries linked by the u64 at
+/// `next_of(entry)`, 0-ended, in `key` order) after every entry whose key
+/// is at most its own.
+///
+/// # Safety
+/// The caller owns the list and its entries; `entry` is on no list.
+unsafe fn link_in_order(
+    head_at: u64,
+    entry: u64,
+    next_of: impl Fn(u64) -> u64,
+    key: impl Fn(u64) -> u64,
+) {
+    let mine = key(entry);
+    // SAFETY: the contract.
+    unsafe {
+        let mut prev = 0u64;
+        let mut cur = get::<u64>(head_at);
+        while cur != 0 && key(cur) <= mine {
+            prev = cur;
+            cur = get(next_of(cur));
+        }
+        set(next_of(entry), cur);
+        set(if prev == 0 { head_at } else { next_of(prev) }, entry);
+    }
+}
+
+/// Unlinks the waiters of `sem` that need at most `value` (all of them
+/// with `u64::MAX`) and returns the first (linked by `wait_next`, 0-ended).
+///
+/// # Safety
+/// The caller holds the lock of the live `sem`.
+unsafe fn detach_waiters(sem: u64, value: u64) -> u64 {
+    let head_at = field!(sem, Semaphore.waiters_head);
+    // SAFETY: the contract.
+    unsafe {
+        let head = get::<u64>(head_at);
+        let mut last = 0u64;
+        let mut cur = head;
+        while cur != 0 && get::<u64>(field!(cur, QueueEntry.wait_value)) <= value {
+            last = cur;
+            cur = get(field!(cur, QueueEntry.wait_next));
+        }
+        if last == 0 {
+            return 0;
+        }
+        set(field!(last, QueueEntry.wait_next), 0u64);
+        set(head_at, cur);
+        if cur == 0 {
+            set(field!(sem, Semaphore.waiters_tail), 0u64);
+        }
+        head
+    }
+}
+
+/// Pushes each entry of a detached waiter list on its scheduler's wake
+/// stack and requests a tick for it.
+///
+/// # Safety
+/// `list` is a detached list ([`detach_waiters`]) of live entries.
+unsafe fn wake_all(mut list: u64, r: &mut impl Requester) {
+    while list != 0 {
+        let entry = list;
+        // SAFETY: the contract: the entry is ours until pushed.
+        unsafe {
+            list = get(field!(entry, QueueEntry.wait_next));
+            let sched = get::<u64>(field!(entry, QueueEntry.scheduler));
+            push_wake(sched, entry);
+            request(sched, SchedulerActions::WAKE, r);
+        }
+    }
+}
+
+/// Pushes `entry` on the wake stack of `sched` (a lock-free stack: many
+/// pushers, one taker, the tick, which takes it whole).
+///
+/// # Safety
+/// Both live; `entry` is on no list.
+unsafe fn push_wake(sched: u64, entry: u64) {
+    // SAFETY: the contract.
+    let head = unsafe { atomic::<u64>(field!(sched, SchedulerState.wake_head)) };
+    let mut top = head.load(Relaxed, System);
+    loop {
+        // SAFETY: the entry is ours until the exchange below publishes it
+        // (release: the taker sees this link).
+        unsafe { set(field!(entry, QueueEntry.wake_next), top) };
+        match head.compare_exchange(top, entry, Release, System) {
+            Ok(_) => return,
+            Err(now) => top = now,
+        }
+    }
+}
+
+/// Requests a tick of `sched` for `actions`: enqueues it if no request is
+/// pending, else the pending tick will see them.
+///
+/// # Safety
+/// `sched` is a live scheduler.
+pub unsafe fn request(sched: u64, actions: SchedulerActions, r: &mut impl Requester) {
+    // SAFETY: the contract.
+    let set = unsafe { atomic::<u32>(field!(sched, SchedulerState.actions)) };
+    if set.fetch_or(actions.bits(), AcqRel, System) == 0 {
+        r.enqueue_tick(sched);
+    }
+}
+
+/// Advances `sem` to `value` (a smaller value changes nothing), mirrors it
+/// into the semaphore's HSA signal and wakes the waiters it satisfies.
+/// `Err(status)` if the semaphore had failed: it stays failed.
+///
+/// # Safety
+/// `sem` is a live [`Semaphore`] whose waiters are live entries.
+pub unsafe fn signal(sem: u64, value: u64, r: &mut impl Requester) -> Result<(), u32> {
+    // SAFETY: the contract.
+    unsafe {
+        lock(sem, r);
+        if let Some(status) = failure(sem) {
+            unlock(sem);
+            return Err(status);
+        }
+        let mut woken = 0;
+        if value > payload(sem) {
+            atomic::<u64>(field!(sem, Semaphore.payload)).store(value, Release, System);
+            let mirror = get::<SignalHandle>(field!(sem, Semaphore.signal));
+            if mirror != SignalHandle::NULL {
+                // Under the lock: mirrors are stored in payload order.
+                r.mirror(mirror, value as i64);
+            }
+            woken = detach_waiters(sem, value);
+        }
+        unlock(sem);
+        wake_all(woken, r);
+    }
+    Ok(())
+}
+
+/// Fails `sem` with `status` (nothing if it already failed): its mirror
+/// goes to `i64::MAX` so that host waits return, and every waiter wakes to
+/// find it failed.
+///
+/// # Safety
+/// As for [`signal`].
+pub unsafe fn fail(sem: u64, status: u32, r: &mut impl Requester) {
+    // SAFETY: the contract.
+    unsafe {
+        lock(sem, r);
+        if failure(sem).is_some() {
+            unlock(sem);
+            return;
+        }
+        set(field!(sem, Semaphore.status), status);
+        atomic::<u32>(field!(sem, Semaphore.flags)).fetch_or(
+            SemaphoreFlags::FAILED.bits(),
+            Release,
+            System,
+        );
+        let mirror = get::<SignalHandle>(field!(sem, Semaphore.signal));
+        if mirror != SignalHandle::NULL {
+            r.mirror(mirror, i64::MAX);
+        }
+        let woken = detach_waiters(sem, u64::MAX);
+        unlock(sem);
+        wake_all(woken, r);
+    }
+}
+
+/// Element `i` of an entry's wait or signal list at `list`.
+///
+/// # Safety
+/// `list` holds more than `i` [`SemaphoreRef`]s, 8-aligned.
+unsafe fn sem_ref(list: u64, i: u32) -> SemaphoreRef {
+    // SAFETY: the contract.
+    unsafe { get::<SemaphoreRef>(list + size_of::<SemaphoreRef>() as u64 * u64::from(i)) }
+}
+
+/// The entry's state (acquire).
+///
+/// # Safety
+/// `entry` is live.
+pub unsafe fn state(entry: u64) -> QueueEntryState {
+    // SAFETY: the contract.
+    QueueEntryState(unsafe { atomic::<u32>(field!(entry, QueueEntry.state)) }.load(Acquire, System))
+}
+
+/// # Safety
+/// `entry` is live.
+unsafe fn set_state(entry: u64, state: QueueEntryState) {
+    // SAFETY: the contract.
+    unsafe { atomic::<u32>(field!(entry, QueueEntry.state)) }.store(state.0, Release, System);
+}
+
+/// Completes `entry`: signals its semaphores, then marks it RETIRED.
+///
+/// # Safety
+/// `entry` is live and done, with live semaphores.
+unsafe fn complete(entry: u64, r: &mut impl Requester) {
+    // SAFETY: the contract.
+    unsafe {
+        let signals = get::<u64>(field!(entry, QueueEntry.signals));
+        let count = get::<u16>(field!(entry, QueueEntry.signal_count));
+        for i in 0..u32::from(count) {
+            let s = sem_ref(signals, i);
+            // A failed semaphore stays failed: nothing to do.
+            let _ = signal(s.semaphore, s.value, r);
+        }
+        set_state(entry, QueueEntryState::RETIRED);
+    }
+}
+
+/// Fails `entry` with `status`: fails its semaphores, then marks it
+/// FAILED.
+///
+/// # Safety
+/// As for [`complete`].
+pub unsafe fn fail_entry(entry: u64, status: u32, r: &mut impl Requester) {
+    // SAFETY: the contract.
+    unsafe {
+        set(field!(entry, QueueEntry.status), status);
+        let signals = get::<u64>(field!(entry, QueueEntry.signals));
+        let count = get::<u16>(field!(entry, QueueEntry.signal_count));
+        for i in 0..u32::from(count) {
+            fail(sem_ref(signals, i).semaphore, status, r);
+        }
+        set_state(entry, QueueEntryState::FAILED);
+    }
+}
+
+/// Retires an issued entry whose work is done (the RETURN's control
+/// kernel): completes it and requests a tick to reclaim it.
+///
+/// # Safety
+/// `entry` is a live, issued entry whose work is done.
+pub unsafe fn retire(entry: u64, r: &mut impl Requester) {
+    // SAFETY: the contract.
+    unsafe {
+        let sched = get::<u64>(field!(entry, QueueEntry.scheduler));
+        complete(entry, r);
+        atomic::<u32>(field!(sched, SchedulerState.in_flight)).fetch_sub(1, Release, System);
+        request(sched, SchedulerActions::RETIRE, r);
+    }
+}
+
+/// What a tick did, for tests and benchmarks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TickReport {
+    /// Entries accepted from the mailbox.
+    pub accepted: u32,
+    /// Entries taken from the wake stack.
+    pub woken: u32,
+    /// Entries issued (EXECUTE) or completed on the spot (BARRIER).
+    pub issued: u32,
+    /// Entries failed (a failed wait, an issue that failed).
+    pub failed: u32,
+    /// Slots reclaimed.
+    pub reclaimed: u32,
+    /// Passes: more than one when the tick's own completions woke entries
+    /// of this scheduler.
+    pub passes: u32,
+}
+
+/// A [`Requester`] for the tick itself: a request for its own scheduler
+/// is remembered instead of enqueued (the tick makes another pass).
+struct TickRequester<'a, I> {
+    inner: &'a mut I,
+    sched: u64,
+    again: bool,
+}
+
+impl<I: Issuer> Requester for TickRequester<'_, I> {
+    fn pause(&mut self) {
+        self.inner.pause()
+    }
+
+    fn enqueue_tick(&mut self, scheduler: u64) {
+        if scheduler == self.sched {
+            self.again = true;
+        } else {
+            self.inner.enqueue_tick(scheduler)
+        }
+    }
+
+    fn mirror(&mut self, signal: SignalHandle, value: i64) {
+        self.inner.mirror(signal, value)
+    }
+}
+
+/// The entry of the mailbox ring with id `id`.
+///
+/// # Safety
+/// `sched` is live.
+unsafe fn entry_at(sched: u64, id: u64) -> u64 {
+    // SAFETY: the contract.
+    unsafe {
+        let base = get::<u64>(field!(sched, SchedulerState.entries));
+        let capacity = get::<u64>(field!(sched, SchedulerState.capacity));
+        base + size_of::<QueueEntry>() as u64 * (id & (capacity - 1))
+    }
+}
+
+/// Looks at `entry`'s waits from its cursor on: registers it with the
+/// first not reached, or puts it on the ready list, or fails it.
+///
+/// # Safety
+/// The tick's: `sched` and `entry` are live, the entry is WAITING and on
+/// no list.
+unsafe fn consider(sched: u64, entry: u64, r: &mut impl Requester, report: &mut TickReport) {
+    // SAFETY: the contract.
+    unsafe {
+        let waits = get::<u64>(field!(entry, QueueEntry.waits));
+        let count = u32::from(get::<u16>(field!(entry, QueueEntry.wait_count)));
+        let cursor_at = field!(entry, QueueEntry.wait_cursor);
+        let mut cursor = get::<u32>(cursor_at);
+        while cursor < count {
+            let w = sem_ref(waits, cursor);
+            match add_waiter(w.semaphore, entry, w.value, r) {
+                Wait::Reached => cursor += 1,
+                Wait::Registered => {
+                    set(cursor_at, cursor);
+                    return;
+                }
+                Wait::Failed(status) => {
+                    set(cursor_at, cursor);
+                    fail_entry(entry, status, r);
+                    report.failed += 1;
+                    return;
+                }
+            }
+        }
+        set(cursor_at, cursor);
+        insert_ready(sched, entry);
+    }
+}
+
+/// Links `entry` into the ready list of `sched` in id order.
+///
+/// # Safety
+/// The tick's; `entry` is on no list.
+unsafe fn insert_ready(sched: u64, entry: u64) {
+    let head_at = field!(sched, SchedulerState.ready_head);
+    let next_of = |e: u64| field!(e, QueueEntry.ready_next);
+    let id_of = |e: u64| field!(e, QueueEntry.id);
+    // SAFETY: the contract.
+    unsafe { link_in_order(head_at, entry, next_of, |e| get::<u64>(id_of(e))) }
+}
+
+/// One scheduler tick (see the module's documentation).
+///
+/// # Safety
+/// `sched` is a live [`SchedulerState`] whose entries, semaphores and
+/// executions are live; no other tick of it runs.
+pub unsafe fn tick(sched: u64, issuer: &mut impl Issuer) -> TickReport {
+    let mut report = TickReport::default();
+    let mut r = TickRequester {
+        inner: issuer,
+        sched,
+        again: false,
+    };
+    // SAFETY: the contract.
+    unsafe {
+        let ticks_at = field!(sched, SchedulerState.ticks);
+        set(ticks_at, get::<u64>(ticks_at) + 1);
+        let actions = atomic::<u32>(field!(sched, SchedulerState.actions));
+        loop {
+            report.passes += 1;
+            r.again = false;
+            actions.swap(0, AcqRel, System);
+            // New entries, in id order.
+            let write =
+                atomic::<u64>(field!(sched, SchedulerState.write_index)).load(Acquire, System);
+            let accept_at = field!(sched, SchedulerState.accept_index);
+            let mut id = get::<u64>(accept_at);
+            while id < write {
+                let entry = entry_at(sched, id);
+                set(field!(entry, QueueEntry.wait_cursor), 0u32);
+                set_state(entry, QueueEntryState::WAITING);
+                consider(sched, entry, &mut r, &mut report);
+                report.accepted += 1;
+                id += 1;
+            }
+            set(accept_at, id);
+            // Woken entries: their semaphore reached the value they waited
+            // for (or failed); look at the rest of their waits.
+            let mut woken =
+                atomic::<u64>(field!(sched, SchedulerState.wake_head)).swap(0, Acquire, System);
+            while woken != 0 {
+                let entry = woken;
+                woken = get(field!(entry, QueueEntry.wake_next));
+                consider(sched, entry, &mut r, &mut report);
+                report.woken += 1;
+            }
+            // Ready entries, in id order.
+            let ready_at = field!(sched, SchedulerState.ready_head);
+            loop {
+                let entry = get::<u64>(ready_at);
+                if entry == 0 {
+                    break;
+                }
+                set(ready_at, get::<u64>(field!(entry, QueueEntry.ready_next)));
+                issue(sched, entry, &mut r, &mut report);
+            }
+            if !r.again {
+                break;
+            }
+        }
+        report.reclaimed = reclaim(sched);
+    }
+    report
+}
+
+/// Issues a ready entry: completes a BARRIER, issues an EXECUTE's entry
+/// block, fails anything else.
+///
+/// # Safety
+/// The tick's: `entry` is ready and on no list.
+unsafe fn issue<I: Issuer>(
+    sched: u64,
+    entry: u64,
+    r: &mut TickRequester<'_, I>,
+    report: &mut TickReport,
+) {
+    // SAFETY: the contract.
+    unsafe {
+        match get::<QueueEntryKind>(field!(entry, QueueEntry.kind)) {
+            QueueEntryKind::BARRIER => {
+                complete(entry, r);
+                report.issued += 1;
+            }
+            QueueEntryKind::EXECUTE => {
+                let execution = get::<u64>(field!(entry, QueueEntry.execution));
+                atomic::<u32>(field!(sched, SchedulerState.in_flight))
+                    .fetch_add(1, Relaxed, System);
+                set_state(entry, QueueEntryState::ISSUED);
+                if r.inner.execute(execution).is_ok() {
+                    report.issued += 1;
+                } else {
+                    atomic::<u32>(field!(sched, SchedulerState.in_flight))
+                        .fetch_sub(1, Relaxed, System);
+                    fail_entry(entry, STATUS_ERROR, r);
+                    report.failed += 1;
+                }
+            }
+            _ => {
+                fail_entry(entry, STATUS_INVALID_ARGUMENT, r);
+                report.failed += 1;
+            }
+        }
+    }
+}
+
+/// Frees the slots (and kernarg space) of the oldest entries that are done,
+/// in order; returns how many.
+///
+/// # Safety
+/// The tick's.
+unsafe fn reclaim(sched: u64) -> u32 {
+    let mut n = 0;
+    // SAFETY: the contract.
+    unsafe {
+        let retire = atomic::<u64>(field!(sched, SchedulerState.retire_index));
+        let accepted = get::<u64>(field!(sched, SchedulerState.accept_index));
+        let read = atomic::<u64>(
+            field!(sched, SchedulerState.kernarg) + offset_of!(KernargRing, read_offset) as u64,
+        );
+        let mut id = retire.load(Relaxed, System);
+        while id < accepted {
+            let entry = entry_at(sched, id);
+            let s = state(entry);
+            if s != QueueEntryState::RETIRED && s != QueueEntryState::FAILED {
+                break;
+            }
+            read.store(
+                get::<u64>(field!(entry, QueueEntry.kernarg_end)),
+                Release,
+                System,
+            );
+            id += 1;
+            n += 1;
+        }
+        retire.store(id, Release, System);
+    }
+    n
+}
+
+/// The scheduler's kernels.
+#[cfg(all(target_arch = "amdgpu", feature = "kernels"))]
+pub mod kernels {
+    use aqueduct_abi::scheduler::SchedulerState;
+
+    use super::QueueRequester;
+    use crate::arch::work_item_x;
+
+    /// One tick of the scheduler at `scheduler` (launch one work-item, on
+    /// its control queue, barrier bit set).
+    #[unsafe(no_mangle)]
+    pub extern "gpu-kernel" fn sched_tick(scheduler: *mut SchedulerState) {
+        if work_item_x().global_id() != 0 {
+            return;
+        }
+        let mut r = QueueRequester {
+            pause: crate::arch::pause,
+        };
+        // SAFETY: the kernel's contract: the host made the scheduler and
+        // keeps it live; ticks run one at a time on its control queue.
+        unsafe { super::tick(scheduler as u64, &mut r) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+
+    use std::boxed::Box;
+    use std::vec;
+    use std::vec::Vec;
+
+    use aqueduct_abi::scheduler::{
+        QueueEntry, QueueEntryKind, QueueEntryState, SchedulerState, Semaphore, SemaphoreRef,
+    };
+    use zerocopy::FromZeros;
+
+    use super::*;
+
+    /// Records what the shared functions asked of their host.
+    #[derive(Default)]
+    struct Mock {
+        ticks_enqueued: Vec<u64>,
+        mirrors: Vec<(u64, i64)>,
+        executed: Vec<u64>,
+        /// Executions whose issue fails.
+        refuse: Vec<u64>,
+    }
+
+    impl Requester for Mock {
+        fn pause(&mut self) {
+            std::thread::yield_now()
+        }
+        fn enqueue_tick(&mut self, scheduler: u64) {
+            self.ticks_enqueued.push(scheduler)
+        }
+        fn mirror(&mut self, signal: SignalHandle, value: i64) {
+            self.mirrors.push((signal.0, value))
+        }
+    }
+
+    impl Issuer for Mock {
+        fn execute(&mut self, execution: u64) -> Result<(), IssueError> {
+            if self.refuse.contains(&execution) {
+                return Err(IssueError::Opcode(0));
+            }
+            self.executed.push(execution);
+            Ok(())
+        }
+    }
+
+    /// A scheduler in host memory with a mailbox of `capacity` entries.
+    struct Rig {
+        state: Box<SchedulerState>,
+        entries: Vec<QueueEntry>,
+        sems: Vec<Semaphore>,
+        /// Wait and signal lists, 2 refs per entry each.
+        lists: Vec<SemaphoreRef>,
+    }
+
+    impl Rig {
+        fn new(capacity: usize, semaphores: usize) -> Self {
+            let mut r = Rig {
+                state: Box::new(SchedulerState::new_zeroed()),
+                entries: vec![QueueEntry::new_zeroed(); capacity],
+                sems: vec![Semaphore::new_zeroed(); semaphores],
+                lists: vec![SemaphoreRef::new_zeroed(); 4 * capacity],
+            };
+            r.state.entries = r.entries.as_ptr() as u64;
+            r.state.capacity = capacity as u64;
+            for (k, s) in r.sems.iter_mut().enumerate() {
+                s.signal = SignalHandle(0x1000 + k as u64);
+            }
+            r
+        }
+        fn sched(&self) -> u64 {
+            &raw const *self.state as u64
+        }
+        fn sem(&self, k: usize) -> u64 {
+            &raw const self.sems[k] as u64
+        }
+        /// Submits an entry as the host does: fills the slot, then
+        /// advances the write index.
+        fn submit(
+            &mut self,
+            kind: QueueEntryKind,
+            waits: &[(usize, u64)],
+            signals: &[(usize, u64)],
+        ) -> u64 {
+            let id = self.state.write_index;
+            let slot = (id % self.state.capacity) as usize;
+            let mut e = QueueEntry::new_zeroed();
+            e.kind = kind;
+            e.id = id;
+            e.scheduler = self.sched();
+            e.execution = 0x10_0000 + id;
+            e.kernarg_end = 64 * (id + 1);
+            for (k, &(s, v)) in waits.iter().enumerate() {
+                self.lists[4 * slot + k] = SemaphoreRef {
+                    semaphore: self.sem(s),
+                    value: v,
+                };
+            }
+            for (k, &(s, v)) in signals.iter().enumerate() {
+                self.lists[4 * slot + 2 + k] = SemaphoreRef {
+                    semaphore: self.sem(s),
+                    value: v,
+                };
+            }
+            e.waits = &raw const self.lists[4 * slot] as u64;
+            e.signals = &raw const self.lists[4 * slot + 2] as u64;
+            e.wait_count = waits.len() as u16;
+            e.signal_count = signals.len() as u16;
+            self.entries[slot] = e;
+            self.state.write_index = id + 1;
+            id
+        }
+        fn entry(&self, id: u64) -> u64 {
+            &raw const self.entries[(id % self.state.capacity) as usize] as u64
+        }
+        fn state_of(&self, id: u64) -> QueueEntryState {
+            self.entries[(id % self.state.capacity) as usize].state
+        }
+        fn tick(&mut self, m: &mut Mock) -> TickReport {
+            // SAFETY: everything lives in the rig.
+            unsafe { tick(self.sched(), m) }
+        }
+        /// The RETURN of an issued entry: its control kernel's retire.
+        fn retire(&mut self, id: u64, m: &mut Mock) {
+            // SAFETY: as above.
+            unsafe { retire(self.entry(id), m) }
+        }
+        fn request(&mut self, m: &mut Mock) {
+            // SAFETY: as above.
+            unsafe { request(self.sched(), SchedulerActions::INCOMING, m) }
+        }
+    }
+
+    #[test]
+    fn waiters_are_kept_in_value_order_and_woken_exactly_when_reached() {
+        let mut rig = Rig::new(8, 1);
+        let mut m = Mock::default();
+        let sem = rig.sem(0);
+        let values = [3u64, 1, 2, 5, 2];
+        for (k, &v) in values.iter().enumerate() {
+            rig.entries[k].scheduler = rig.sched();
+            // SAFETY: rig memory.
+            let w = unsafe { add_waiter(sem, rig.entry(k as u64), v, &mut m) };
+            assert_eq!(w, Wait::Registered);
+        }
+        // The list, by value (equal values keep their arrival order).
+        let mut order = Vec::new();
+        let mut cur = rig.sems[0].waiters_head;
+        while cur != 0 {
+            order.push((cur - rig.entry(0)) / 256);
+            // SAFETY: a rig entry.
+            cur = unsafe { (*(cur as *const QueueEntry)).wait_next };
+        }
+        assert_eq!(order, [1, 2, 4, 0, 3]);
+        assert_eq!(rig.sems[0].waiters_tail, rig.entry(3));
+        // SAFETY: rig memory.
+        unsafe { signal(sem, 2, &mut m) }.unwrap();
+        assert_eq!(m.mirrors, [(0x1000, 2)]);
+        // Entries 1, 2, 4 (values 1, 2, 2) woke, pushed in list order: the
+        // stack's top is the last.
+        let mut woken = Vec::new();
+        let mut cur = rig.state.wake_head;
+        while cur != 0 {
+            woken.push((cur - rig.entry(0)) / 256);
+            // SAFETY: a rig entry.
+            cur = unsafe { (*(cur as *const QueueEntry)).wake_next };
+        }
+        assert_eq!(woken, [4, 2, 1]);
+        assert_eq!(rig.sems[0].waiters_head, rig.entry(0));
+        // One tick requested for three wakes.
+        assert_eq!(m.ticks_enqueued, [rig.sched()]);
+        assert_eq!(rig.state.actions, SchedulerActions::WAKE);
+        // A smaller value changes nothing; a reached one is reached at once.
+        // SAFETY: rig memory.
+        unsafe {
+            signal(sem, 1, &mut m).unwrap();
+            assert_eq!(rig.sems[0].payload, 2);
+            assert_eq!(add_waiter(sem, rig.entry(5), 2, &mut m), Wait::Reached);
+        }
+        assert_eq!(m.mirrors.len(), 1);
+        // SAFETY: rig memory.
+        unsafe { signal(sem, 9, &mut m) }.unwrap();
+        assert_eq!(rig.sems[0].waiters_head, 0);
+        assert_eq!(rig.sems[0].waiters_tail, 0);
+        assert_eq!(rig.sems[0].lock, 0);
+    }
+
+    #[test]
+    fn a_failure_wakes_every_waiter_and_sticks() {
+        let mut rig = Rig::new(4, 1);
+        let mut m = Mock::default();
+        let sem = rig.sem(0);
+        rig.entries[0].scheduler = rig.sched();
+        rig.entries[1].scheduler = rig.sched();
+        // SAFETY: rig memory.
+        unsafe {
+            add_waiter(sem, rig.entry(0), 5, &mut m);
+            add_waiter(sem, rig.entry(1), u64::MAX, &mut m);
+            fail(sem, 0x2b, &mut m);
+            assert_eq!(rig.sems[0].waiters_head, 0);
+            assert_eq!(failure(sem), Some(0x2b));
+            assert_eq!(signal(sem, 7, &mut m), Err(0x2b));
+            assert_eq!(add_waiter(sem, rig.entry(2), 1, &mut m), Wait::Failed(0x2b));
+            // A second failure keeps the first status.
+            fail(sem, 0x99, &mut m);
+            assert_eq!(failure(sem), Some(0x2b));
+        }
+        assert_eq!(m.mirrors, [(0x1000, i64::MAX)]);
+        assert_eq!(rig.sems[0].payload, 0);
+    }
+
+    #[test]
+    fn a_chain_takes_one_tick_per_entry_plus_one() {
+        const N: u64 = 10;
+        let mut rig = Rig::new(16, 1);
+        let mut m = Mock::default();
+        for k in 0..N {
+            let waits: &[(usize, u64)] = if k == 0 { &[] } else { &[(0, k)] };
+            rig.submit(QueueEntryKind::EXECUTE, waits, &[(0, k + 1)]);
+        }
+        rig.request(&mut m);
+        let mut ticks = 0;
+        while m.ticks_enqueued.pop().is_some() {
+            ticks += 1;
+            let report = rig.tick(&mut m);
+            assert_eq!(report.passes, 1);
+            // The work of what was issued completes: its RETURN retires it.
+            for &execution in m.executed.clone().iter() {
+                let id = execution - 0x10_0000;
+                if rig.state_of(id) == QueueEntryState::ISSUED {
+                    rig.retire(id, &mut m);
+                }
+            }
+        }
+        assert_eq!(ticks, N + 1);
+        assert_eq!(rig.state.ticks, N + 1);
+        assert_eq!(
+            m.executed,
+            (0..N).map(|k| 0x10_0000 + k).collect::<Vec<_>>()
+        );
+        assert_eq!(rig.sems[0].payload, N);
+        assert_eq!(rig.state.retire_index, N);
+        assert_eq!(rig.state.kernarg.read_offset, 64 * N);
+        assert_eq!(rig.state.in_flight, 0);
+        assert_eq!(rig.state.actions, SchedulerActions::empty());
+    }
+
+    #[test]
+    fn barriers_that_wait_out_of_order_run_in_dependency_order_in_one_tick() {
+        // Entries wait for 3, 1, 2 and signal 4, 2, 3: the host's signal of
+        // 1 releases all three, in the order 1, 2, 0.
+        let mut rig = Rig::new(8, 2);
+        let mut m = Mock::default();
+        rig.submit(QueueEntryKind::BARRIER, &[(0, 3)], &[(0, 4), (1, 3)]);
+        rig.submit(QueueEntryKind::BARRIER, &[(0, 1)], &[(0, 2), (1, 1)]);
+        rig.submit(QueueEntryKind::BARRIER, &[(0, 2)], &[(0, 3), (1, 2)]);
+        rig.request(&mut m);
+        m.ticks_enqueued.clear();
+        let r = rig.tick(&mut m);
+        assert_eq!((r.accepted, r.issued), (3, 0));
+        // SAFETY: rig memory.
+        unsafe { signal(rig.sem(0), 1, &mut m) }.unwrap();
+        assert_eq!(m.ticks_enqueued.len(), 1);
+        let r = rig.tick(&mut m);
+        // Entry 1's completion woke entry 2, whose completion woke entry 0:
+        // one tick, three passes, no tick enqueued for its own wakes.
+        assert_eq!((r.woken, r.issued, r.passes, r.reclaimed), (3, 3, 3, 3));
+        assert_eq!(m.ticks_enqueued.len(), 1);
+        assert_eq!(rig.sems[0].payload, 4);
+        // Semaphore 1 saw the order: 1, then 2, then 3.
+        let mirrors_1: Vec<i64> = m
+            .mirrors
+            .iter()
+            .filter(|(s, _)| *s == 0x1001)
+            .map(|&(_, v)| v)
+            .collect();
+        assert_eq!(mirrors_1, [1, 2, 3]);
+        assert_eq!(rig.state.actions, SchedulerActions::empty());
+    }
+
+    #[test]
+    fn a_failed_wait_or_issue_fails_the_entry_and_everything_downstream() {
+        let mut rig = Rig::new(8, 3);
+        let mut m = Mock::default();
+        // Entry 0 issues and fails; 1 waits for it; 2 waits for 1.
+        let e0 = rig.submit(QueueEntryKind::EXECUTE, &[], &[(0, 1)]);
+        rig.submit(QueueEntryKind::EXECUTE, &[(0, 1)], &[(1, 1)]);
+        rig.submit(QueueEntryKind::BARRIER, &[(1, 1)], &[(2, 1)]);
+        // An unknown kind fails on its own.
+        let odd = rig.submit(QueueEntryKind(9), &[], &[]);
+        m.refuse.push(0x10_0000 + e0);
+        rig.request(&mut m);
+        let r = rig.tick(&mut m);
+        assert_eq!(r.failed, 4);
+        for id in 0..3 {
+            assert_eq!(rig.state_of(id), QueueEntryState::FAILED, "entry {id}");
+        }
+        assert_eq!(rig.entries[odd as usize].status, STATUS_INVALID_ARGUMENT);
+        for k in 0..3 {
+            // SAFETY: rig memory.
+            assert_eq!(unsafe { failure(rig.sem(k)) }, Some(STATUS_ERROR));
+        }
+        assert!(m.executed.is_empty());
+        assert_eq!(rig.state.retire_index, 4);
+        assert_eq!(rig.state.in_flight, 0);
+    }
+
+    #[test]
+    fn slots_are_reclaimed_in_order_only() {
+        let mut rig = Rig::new(4, 2);
+        let mut m = Mock::default();
+        rig.submit(QueueEntryKind::BARRIER, &[(0, 1)], &[]);
+        rig.submit(QueueEntryKind::BARRIER, &[], &[]);
+        rig.request(&mut m);
+        let r = rig.tick(&mut m);
+        // Entry 1 is done, entry 0 is not: nothing reclaimed.
+        assert_eq!((r.issued, r.reclaimed), (1, 0));
+        assert_eq!(rig.state.retire_index, 0);
+        // SAFETY: rig memory.
+        unsafe { signal(rig.sem(0), 1, &mut m) }.unwrap();
+        let r = rig.tick(&mut m);
+        assert_eq!((r.issued, r.reclaimed), (1, 2));
+        assert_eq!(rig.state.kernarg.read_offset, 128);
+        // The ring wraps: ids 2..6 reuse the slots.
+        for _ in 0..4 {
+            rig.submit(QueueEntryKind::BARRIER, &[], &[(1, 1)]);
+        }
+        rig.request(&mut m);
+        let r = rig.tick(&mut m);
+        assert_eq!((r.accepted, r.issued, r.reclaimed), (4, 4, 4));
+        assert_eq!(rig.state.retire_index, 6);
+    }
+}

@@ -1,0 +1,672 @@
+//! The device scheduler from the host: a [`Device`] (one GPU with its
+//! scheduler), its [`DeviceQueue`], and timeline [`Semaphore`]s.
+//!
+//! Submitting writes one queue entry into the scheduler's mailbox ring in
+//! device memory ([`aqueduct_abi::scheduler::QueueEntry`]: its kind, its
+//! wait and signal lists, and for a command buffer the whole issue state,
+//! in the scheduler's kernarg ring) and requests a tick
+//! ([`aqueduct_device::scheduler::request`]): the one request that finds
+//! no other pending enqueues the tick on the control queue. Everything
+//! after that happens on the device: the tick (`sched_tick`) accepts the
+//! entry, waits for its semaphores, issues it; the command buffer's RETURN
+//! retires it and signals its semaphores, which wakes the entries waiting
+//! for them. A chain of dependent entries needs one submit burst and one
+//! host wait.
+//!
+//! A [`Semaphore`] lives in device memory and mirrors its payload into an
+//! HSA signal, so [`Semaphore::wait`] blocks in the runtime's own
+//! `hsa_signal_wait_scacquire`. Signalling from the host runs the very
+//! function the device runs ([`aqueduct_device::scheduler::signal`]), with
+//! the host's way to enqueue a tick and store a signal.
+//!
+//! Back-pressure: a full mailbox or kernarg ring makes the submitter wait
+//! (up to [`DEFAULT_SPACE_TIMEOUT`]) until the tick reclaims retired
+//! entries, polling the ring's read side every 50 µs.
+//!
+//! Not yet: failure of an entry whose kernel faults (the queue's error is
+//! reported by [`Device::check`] but not turned into failed semaphores),
+//! fill/copy/update entries without a command buffer, several execution
+//! queues, the host service, tracing.
+
+use std::sync::atomic::{AtomicU64, Ordering as MemOrdering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use aqueduct_abi::command::BindingTableEntry;
+use aqueduct_abi::hsa::{SignalCondition, SignalHandle};
+use aqueduct_abi::packet::{KernelDispatch, Ordering};
+use aqueduct_abi::scheduler::{
+    QueueEntry, QueueEntryKind, QueueEntryState, SchedulerActions, SchedulerState,
+    Semaphore as SemaphoreLayout, SemaphoreRef,
+};
+use aqueduct_device::scheduler as shared_logic;
+use zerocopy::{FromZeros, IntoBytes};
+
+use crate::agent::Agent;
+use crate::command_buffer::{
+    CommandBuffer, IssueKernels, IssueMode, KernargRing, SharedBytes, SubmissionLayout,
+    SubmissionTarget, check_submission,
+};
+use crate::error::{Error, Result};
+use crate::executable::{Executable, Kernel};
+use crate::memory::HostBuffer;
+use crate::queue::{DEFAULT_SPACE_TIMEOUT, Queue};
+use crate::signal::{Signal, StoreOrder, WaitOrder};
+
+/// Sizes of a [`Device`]'s scheduler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceOptions {
+    /// Slots of the mailbox ring (a power of two): entries submitted and
+    /// not yet reclaimed.
+    pub entries: u32,
+    /// Bytes of the kernarg ring: the entries' wait and signal lists and
+    /// command-buffer issue state.
+    pub kernarg_bytes: usize,
+    /// Packets of the execution queue (a power of two).
+    pub queue_size: u32,
+    /// How command buffers' blocks are issued.
+    pub issue_mode: IssueMode,
+}
+
+impl Default for DeviceOptions {
+    fn default() -> Self {
+        Self {
+            entries: 1024,
+            kernarg_bytes: 1 << 20,
+            queue_size: 1024,
+            issue_mode: IssueMode::Auto,
+        }
+    }
+}
+
+/// The host's side of submitting: the write positions of the mailbox and
+/// kernarg rings, and what the entries in flight keep alive.
+struct Producer {
+    ring: KernargRing,
+    /// Entries not known reclaimed: their id, and their command buffer and
+    /// semaphores (alive while the device may read them).
+    pending: std::collections::VecDeque<(u64, Option<CommandBuffer>, Vec<Semaphore>)>,
+}
+
+struct DeviceInner {
+    agent: Agent,
+    control: Queue,
+    execution: Queue,
+    kernels: IssueKernels,
+    _tick_kernel: Kernel,
+    mode: IssueMode,
+    /// The [`SchedulerState`], then the mailbox ring of entries, then the
+    /// tick's kernel argument.
+    state: HostBuffer<u8>,
+    tick: aqueduct_abi::packet::Prepared<aqueduct_abi::aql::KernelDispatchPacket>,
+    producer: Mutex<Producer>,
+    capacity: u64,
+}
+
+/// Every live scheduler by its state's device address, for host requests
+/// that wake another device's entries.
+static SCHEDULERS: Mutex<Vec<(u64, Weak<DeviceInner>)>> = Mutex::new(Vec::new());
+
+/// How long a submitter short of room waits for progress before it asks
+/// for another reclaiming tick.
+const RETIRE_NUDGE: Duration = Duration::from_millis(1);
+
+impl DeviceInner {
+    fn sched(&self) -> u64 {
+        self.state.address()
+    }
+
+    /// Requests a tick of this scheduler for `actions`.
+    fn request(&self, actions: SchedulerActions) -> Result<()> {
+        let mut r = HostRequester {
+            mirror: None,
+            device: Some(self),
+            error: None,
+        };
+        // SAFETY: this device's live scheduler.
+        unsafe { shared_logic::request(self.sched(), actions, &mut r) };
+        r.error.map_or(Ok(()), Err)
+    }
+
+    /// The scheduler state's u64 field at `offset`, as an atomic.
+    fn word(&self, offset: usize) -> &AtomicU64 {
+        assert!(offset + 8 <= size_of::<SchedulerState>() && offset % 8 == 0);
+        // SAFETY: inside the state (asserted), 8-aligned (the buffer is
+        // 64-aligned), host-accessible; the device accesses these words
+        // atomically too.
+        unsafe { AtomicU64::from_ptr((self.state.address() as *mut u8).add(offset).cast()) }
+    }
+}
+
+impl Drop for DeviceInner {
+    /// Waits (up to [`DEFAULT_SPACE_TIMEOUT`]) for the entries issued and
+    /// not yet retired: the queues and rings they use go with the device.
+    /// Entries still waiting for a semaphore are dropped with it.
+    fn drop(&mut self) {
+        let start = Instant::now();
+        let in_flight_at = std::mem::offset_of!(SchedulerState, in_flight);
+        // SAFETY: inside the state, 4-aligned; the device updates it
+        // atomically.
+        let in_flight = unsafe {
+            std::sync::atomic::AtomicU32::from_ptr(
+                (self.state.address() as *mut u8).add(in_flight_at).cast(),
+            )
+        };
+        loop {
+            let faulted = self.control.fault().is_some() || self.execution.fault().is_some();
+            if in_flight.load(MemOrdering::Acquire) == 0
+                || faulted
+                || start.elapsed() > DEFAULT_SPACE_TIMEOUT
+            {
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let mut all = SCHEDULERS.lock().unwrap_or_else(|p| p.into_inner());
+        all.retain(|(at, w)| *at != self.state.address() && w.strong_count() > 0);
+    }
+}
+
+/// The host's [`shared_logic::Requester`]: ticks go through the HSA queue
+/// API, mirrors through `hsa_signal_store_screlease`.
+struct HostRequester<'a> {
+    /// The semaphore being changed: the only mirror a request stores.
+    mirror: Option<&'a Signal>,
+    /// The device submitting, if any (saves the registry look-up).
+    device: Option<&'a DeviceInner>,
+    /// A tick that could not be enqueued.
+    error: Option<Error>,
+}
+
+impl shared_logic::Requester for HostRequester<'_> {
+    fn pause(&mut self) {
+        std::hint::spin_loop();
+    }
+
+    fn enqueue_tick(&mut self, scheduler: u64) {
+        let found;
+        let device = match self.device {
+            Some(d) if d.sched() == scheduler => d,
+            _ => {
+                let all = SCHEDULERS.lock().unwrap_or_else(|p| p.into_inner());
+                found = all
+                    .iter()
+                    .find(|(at, _)| *at == scheduler)
+                    .and_then(|(_, w)| w.upgrade());
+                match &found {
+                    Some(d) => d,
+                    None => return,
+                }
+            }
+        };
+        if let Err(e) = device.control.submit(&device.tick) {
+            self.error.get_or_insert(e);
+        }
+    }
+
+    fn mirror(&mut self, signal: SignalHandle, value: i64) {
+        if let Some(s) = self.mirror.filter(|s| s.handle() == signal) {
+            s.store(value, StoreOrder::Release);
+        }
+    }
+}
+
+/// One GPU with its device scheduler: the device library, a control queue
+/// for the scheduler's ticks, an execution queue, the scheduler's state,
+/// mailbox and kernarg ring. Cheap to clone; `Send + Sync`.
+#[derive(Clone)]
+pub struct Device {
+    inner: Arc<DeviceInner>,
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Device")
+            .field("agent", &self.inner.agent.info().name)
+            .field("scheduler", &format_args!("{:#x}", self.inner.sched()))
+            .finish()
+    }
+}
+
+/// Counters of a scheduler.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SchedulerStats {
+    /// Ticks run.
+    pub ticks: u64,
+    /// Entries submitted.
+    pub submitted: u64,
+    /// Entries reclaimed (done, and their slots free): reclaiming happens
+    /// in the next tick after an entry is done, so this lags.
+    pub reclaimed: u64,
+}
+
+impl Device {
+    /// Starts a scheduler on `agent` with the device library `library`
+    /// (loaded on it).
+    pub fn new(agent: &Agent, library: &Executable, options: DeviceOptions) -> Result<Self> {
+        let capacity = u64::from(options.entries);
+        if !capacity.is_power_of_two() {
+            return Err(Error::InvalidArgument {
+                what: "device options",
+                problem: format!("{} mailbox entries is not a power of two", options.entries),
+            });
+        }
+        let control = agent.create_queue(64)?;
+        let execution = agent.create_queue(options.queue_size)?;
+        let kernels = IssueKernels::new(&execution, library)?;
+        let tick_kernel = library.kernel("sched_tick")?;
+        let pool = execution.kernarg_pool().clone();
+        let entries_at = size_of::<SchedulerState>();
+        let args_at = entries_at + size_of::<QueueEntry>() * capacity as usize;
+        let mut state = pool.alloc_host::<u8>(args_at + 64)?;
+        state.fill(0);
+        let base = state.address();
+        state[args_at..args_at + 8].copy_from_slice(&base.to_le_bytes());
+        let tick = KernelDispatch {
+            ordering: Ordering::SYSTEM.with_barrier(),
+            private_segment_size: tick_kernel.private_segment_size(),
+            group_segment_size: tick_kernel.group_segment_size(),
+            ..KernelDispatch::linear(tick_kernel.object(), base + args_at as u64, 1, 1)
+        }
+        .build(control.limits())?;
+        let storage =
+            pool.alloc_host::<u8>(options.kernarg_bytes.next_multiple_of(64).max(4096))?;
+        let mut s = SchedulerState::new_zeroed();
+        s.entries = base + entries_at as u64;
+        s.capacity = capacity;
+        let mut words = [0u8; 64];
+        words.copy_from_slice(tick.body.as_bytes());
+        words[..4].copy_from_slice(&tick.first_word().to_le_bytes());
+        for (k, w) in words.as_chunks::<8>().0.iter().enumerate() {
+            s.tick_packet[k] = u64::from_le_bytes(*w);
+        }
+        s.control_queue = control.address();
+        s.execution_queue = execution.address();
+        s.kernarg.base = storage.address();
+        s.kernarg.capacity = storage.len() as u64;
+        state[..size_of::<SchedulerState>()].copy_from_slice(s.as_bytes());
+        let inner = Arc::new(DeviceInner {
+            agent: agent.clone(),
+            control,
+            execution,
+            kernels,
+            _tick_kernel: tick_kernel,
+            mode: options.issue_mode,
+            state,
+            tick,
+            producer: Mutex::new(Producer {
+                ring: KernargRing {
+                    storage: Arc::new(SharedBytes(storage)),
+                    write: 0,
+                    read: 0,
+                },
+                pending: std::collections::VecDeque::new(),
+            }),
+            capacity,
+        });
+        SCHEDULERS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((inner.sched(), Arc::downgrade(&inner)));
+        Ok(Self { inner })
+    }
+
+    /// The GPU.
+    pub fn agent(&self) -> &Agent {
+        &self.inner.agent
+    }
+
+    /// The execution queue's submission API.
+    pub fn queue(&self) -> DeviceQueue {
+        DeviceQueue {
+            device: self.clone(),
+        }
+    }
+
+    /// A new semaphore at `initial`, usable by this device's entries and
+    /// the host.
+    pub fn semaphore(&self, initial: u64) -> Result<Semaphore> {
+        Semaphore::new(self, initial)
+    }
+
+    /// The scheduler's counters.
+    pub fn stats(&self) -> SchedulerStats {
+        let off = |f: usize| self.inner.word(f).load(MemOrdering::Acquire);
+        SchedulerStats {
+            ticks: off(std::mem::offset_of!(SchedulerState, ticks)),
+            submitted: off(std::mem::offset_of!(SchedulerState, write_index)),
+            reclaimed: off(std::mem::offset_of!(SchedulerState, retire_index)),
+        }
+    }
+
+    /// A fault of the control or execution queue (a kernel trapped), if
+    /// any: the scheduler stops making progress after one.
+    pub fn check(&self) -> Result<()> {
+        for q in [&self.inner.control, &self.inner.execution] {
+            if let Some(e) = q.fault() {
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A semaphore and a payload: "wait until it reaches the value" in a wait
+/// list, "advance it to the value" in a signal list.
+pub type SemaphoreValue<'a> = (&'a Semaphore, u64);
+
+/// Submits to a [`Device`]'s execution queue: every call adds one entry
+/// that runs once its waits are reached and signals its semaphores when
+/// done.
+#[derive(Clone, Debug)]
+pub struct DeviceQueue {
+    device: Device,
+}
+
+impl DeviceQueue {
+    /// Runs `buffer` with `bindings` once every wait is reached; then
+    /// advances every signal. Returns the entry's id.
+    pub fn execute(
+        &self,
+        waits: &[SemaphoreValue<'_>],
+        buffer: &CommandBuffer,
+        bindings: &[BindingTableEntry],
+        signals: &[SemaphoreValue<'_>],
+    ) -> Result<u64> {
+        let d = &self.device.inner;
+        check_submission(buffer, bindings, &d.execution)?;
+        self.submit(waits, signals, Some((buffer, bindings)))
+    }
+
+    /// Completes once every wait is reached, then advances every signal:
+    /// no work of its own (a pure dependency).
+    pub fn barrier(
+        &self,
+        waits: &[SemaphoreValue<'_>],
+        signals: &[SemaphoreValue<'_>],
+    ) -> Result<u64> {
+        self.submit(waits, signals, None)
+    }
+
+    fn submit(
+        &self,
+        waits: &[SemaphoreValue<'_>],
+        signals: &[SemaphoreValue<'_>],
+        work: Option<(&CommandBuffer, &[BindingTableEntry])>,
+    ) -> Result<u64> {
+        let d = &*self.device.inner;
+        if waits.len() > usize::from(u16::MAX) || signals.len() > usize::from(u16::MAX) {
+            return Err(Error::InvalidArgument {
+                what: "queue entry",
+                problem: format!(
+                    "{} waits and {} signals (at most 65535 each)",
+                    waits.len(),
+                    signals.len()
+                ),
+            });
+        }
+        let lists = 16 * (waits.len() + signals.len()) as u64;
+        let layout = work.map(|(b, t)| SubmissionLayout::of(b, t));
+        let state_at = lists.next_multiple_of(64);
+        let size = state_at + layout.as_ref().map_or(0, |l| l.size);
+        let mut p = d.producer.lock().unwrap_or_else(|e| e.into_inner());
+        if size.next_multiple_of(64) > p.ring.capacity() {
+            return Err(Error::InvalidArgument {
+                what: "queue entry",
+                problem: format!(
+                    "the entry needs {size} bytes of kernarg ring, the ring holds {}",
+                    p.ring.capacity()
+                ),
+            });
+        }
+        let id = d
+            .word(std::mem::offset_of!(SchedulerState, write_index))
+            .load(MemOrdering::Relaxed);
+        // Room: a mailbox slot and kernarg space, both freed by ticks. A
+        // retire asks for no tick, so ask for one (again after a
+        // millisecond without progress).
+        let start = Instant::now();
+        let mut asked: Option<(Instant, u64)> = None;
+        let (offset, ring_end) = loop {
+            let retired = d
+                .word(std::mem::offset_of!(SchedulerState, retire_index))
+                .load(MemOrdering::Acquire);
+            let read = d
+                .word(
+                    std::mem::offset_of!(SchedulerState, kernarg)
+                        + std::mem::offset_of!(aqueduct_abi::scheduler::KernargRing, read_offset),
+                )
+                .load(MemOrdering::Acquire);
+            while p.pending.front().is_some_and(|(i, ..)| *i < retired) {
+                p.pending.pop_front();
+            }
+            p.ring.read = read;
+            if id - retired < d.capacity
+                && let Some(r) = p.ring.reserve(size)
+            {
+                break r;
+            }
+            self.device.check()?;
+            if asked.is_none_or(|(at, seen)| seen == retired && at.elapsed() > RETIRE_NUDGE) {
+                asked = Some((Instant::now(), retired));
+                d.request(SchedulerActions::RETIRE)?;
+            }
+            if start.elapsed() > DEFAULT_SPACE_TIMEOUT {
+                return Err(Error::Timeout {
+                    what: "room in the scheduler's mailbox and kernarg ring".into(),
+                    condition: ">=",
+                    expected: size as i64,
+                    observed: (p.ring.capacity() - (p.ring.write - p.ring.read)) as i64,
+                    waited: start.elapsed(),
+                });
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        };
+        let ring = p.ring.storage.clone();
+        let o = offset as usize;
+        let base = ring.address() + offset;
+        let refs: Vec<SemaphoreRef> = waits
+            .iter()
+            .chain(signals)
+            .map(|(s, v)| SemaphoreRef {
+                semaphore: s.address(),
+                value: *v,
+            })
+            .collect();
+        ring.write(o, refs.as_bytes());
+        let entry_at = d.sched()
+            + size_of::<SchedulerState>() as u64
+            + size_of::<QueueEntry>() as u64 * (id % d.capacity);
+        let mut e = QueueEntry::new_zeroed();
+        e.kind = QueueEntryKind::BARRIER;
+        if let (Some((buffer, bindings)), Some(layout)) = (work, &layout) {
+            e.kind = QueueEntryKind::EXECUTE;
+            e.execution = base + state_at;
+            layout.write(
+                &ring,
+                o + state_at as usize,
+                buffer,
+                bindings,
+                &SubmissionTarget {
+                    kernels: &d.kernels,
+                    queue: &d.execution,
+                    mode: d.mode,
+                    signal: SignalHandle::NULL,
+                    entry_packets: 0,
+                    entry: entry_at,
+                },
+            );
+        }
+        e.wait_count = waits.len() as u16;
+        e.signal_count = signals.len() as u16;
+        e.state = QueueEntryState::SUBMITTED;
+        e.id = id;
+        e.waits = base;
+        e.signals = base + 16 * waits.len() as u64;
+        e.scheduler = d.sched();
+        e.kernarg_end = ring_end;
+        let slot = (entry_at - d.state.address()) as usize;
+        // SAFETY: the slot is free (its previous entry was reclaimed: the
+        // loop above checked the retire index) and inside the state
+        // buffer; nothing reads it until the write index below says so.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                e.as_bytes().as_ptr(),
+                (d.state.address() as *mut u8).add(slot),
+                size_of::<QueueEntry>(),
+            )
+        };
+        p.ring.write = ring_end;
+        let keep = waits
+            .iter()
+            .chain(signals)
+            .map(|(s, _)| (*s).clone())
+            .collect();
+        p.pending
+            .push_back((id, work.map(|(b, _)| b.clone()), keep));
+        d.word(std::mem::offset_of!(SchedulerState, write_index))
+            .store(id + 1, MemOrdering::Release);
+        drop(p);
+        d.request(SchedulerActions::INCOMING)?;
+        Ok(id)
+    }
+}
+
+struct SemaphoreInner {
+    memory: HostBuffer<u8>,
+    mirror: Signal,
+}
+
+/// A timeline semaphore in device memory: a 64-bit payload that only
+/// grows, waited for by device entries and host threads alike. Cheap to
+/// clone; `Send + Sync`.
+#[derive(Clone)]
+pub struct Semaphore {
+    inner: Arc<SemaphoreInner>,
+}
+
+impl std::fmt::Debug for Semaphore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Semaphore({:#x})", self.address())
+    }
+}
+
+impl Semaphore {
+    /// A semaphore at `initial` on `device`.
+    pub fn new(device: &Device, initial: u64) -> Result<Self> {
+        check_value(initial)?;
+        let mirror = Signal::new(device.agent().system(), initial as i64)?;
+        let mut memory = device
+            .inner
+            .execution
+            .kernarg_pool()
+            .alloc_host::<u8>(size_of::<SemaphoreLayout>())?;
+        let mut s = SemaphoreLayout::new_zeroed();
+        s.payload = initial;
+        s.signal = mirror.handle();
+        memory.copy_from_slice(s.as_bytes());
+        Ok(Self {
+            inner: Arc::new(SemaphoreInner { memory, mirror }),
+        })
+    }
+
+    /// The semaphore's device address.
+    pub fn address(&self) -> u64 {
+        self.inner.memory.address()
+    }
+
+    /// The current payload, or the failure.
+    pub fn query(&self) -> Result<u64> {
+        // SAFETY: our live semaphore.
+        unsafe {
+            if let Some(status) = shared_logic::failure(self.address()) {
+                return Err(self.failed(status, None));
+            }
+            Ok(shared_logic::payload(self.address()))
+        }
+    }
+
+    fn failed(&self, status: u32, value: Option<u64>) -> Error {
+        Error::SemaphoreFailed {
+            semaphore: self.address(),
+            value,
+            status,
+        }
+    }
+
+    /// Advances the payload to `value` (a smaller value changes nothing)
+    /// and releases the entries and host waits it satisfies.
+    pub fn signal(&self, value: u64) -> Result<()> {
+        check_value(value)?;
+        let mut r = HostRequester {
+            mirror: Some(&self.inner.mirror),
+            device: None,
+            error: None,
+        };
+        // SAFETY: our live semaphore; its waiters are live entries of live
+        // schedulers (each keeps its waits' semaphores alive until
+        // reclaimed, and a device outlives its semaphores).
+        unsafe { shared_logic::signal(self.address(), value, &mut r) }
+            .map_err(|status| self.failed(status, Some(value)))?;
+        r.error.map_or(Ok(()), Err)
+    }
+
+    /// Fails the semaphore with `status` (an HSA status): every waiter,
+    /// device or host, gets the error.
+    pub fn fail(&self, status: u32) -> Result<()> {
+        let mut r = HostRequester {
+            mirror: Some(&self.inner.mirror),
+            device: None,
+            error: None,
+        };
+        // SAFETY: as in `signal`.
+        unsafe { shared_logic::fail(self.address(), status, &mut r) };
+        r.error.map_or(Ok(()), Err)
+    }
+
+    /// Blocks until the payload reaches `value` (in the runtime's signal
+    /// wait on the mirror), the semaphore fails, or `timeout` passes.
+    pub fn wait(&self, value: u64, timeout: Duration) -> Result<()> {
+        check_value(value)?;
+        let waited = self.inner.mirror.wait_checked(
+            SignalCondition::GTE,
+            value as i64,
+            timeout,
+            WaitOrder::Acquire,
+            "semaphore",
+            || Ok(()),
+        );
+        // SAFETY: our live semaphore.
+        if let Some(status) = unsafe { shared_logic::failure(self.address()) } {
+            return Err(self.failed(status, Some(value)));
+        }
+        match waited {
+            Ok(_) => Ok(()),
+            Err(Error::Timeout {
+                condition, waited, ..
+            }) => Err(Error::Timeout {
+                what: format!("semaphore {:#x}", self.address()),
+                condition,
+                expected: value as i64,
+                // SAFETY: our live semaphore.
+                observed: unsafe { shared_logic::payload(self.address()) } as i64,
+                waited,
+            }),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// The largest payload: the mirror signal is an i64, and `i64::MAX` means
+/// failed.
+pub const MAX_SEMAPHORE_VALUE: u64 = i64::MAX as u64 - 1;
+
+fn check_value(value: u64) -> Result<()> {
+    if value > MAX_SEMAPHORE_VALUE {
+        return Err(Error::InvalidArgument {
+            what: "semaphore value",
+            problem: format!("{value} is above {MAX_SEMAPHORE_VALUE}"),
+        });
+    }
+    Ok(())
+}
