@@ -373,9 +373,9 @@ impl DeviceQueue {
         bindings: &[BindingTableEntry],
         signals: &[SemaphoreValue<'_>],
     ) -> Result<u64> {
-        let d = &self.device.inner;
-        check_submission(buffer, bindings, &d.execution)?;
-        self.submit(waits, signals, Some((buffer, bindings)))
+        let id = self.add_execute(waits, buffer, bindings, signals)?;
+        self.device.inner.request(SchedulerActions::INCOMING)?;
+        Ok(id)
     }
 
     /// Completes once every wait is reached, then advances every signal:
@@ -385,10 +385,35 @@ impl DeviceQueue {
         waits: &[SemaphoreValue<'_>],
         signals: &[SemaphoreValue<'_>],
     ) -> Result<u64> {
-        self.submit(waits, signals, None)
+        let id = self.add(waits, signals, None)?;
+        self.device.inner.request(SchedulerActions::INCOMING)?;
+        Ok(id)
     }
 
-    fn submit(
+    /// A burst of entries that the scheduler is told about once, when the
+    /// batch is submitted (or dropped): one tick accepts them all, where
+    /// entries submitted one by one may each meet a tick that has just
+    /// begun and need another.
+    pub fn batch(&self) -> Batch<'_> {
+        Batch {
+            queue: self,
+            added: 0,
+        }
+    }
+
+    fn add_execute(
+        &self,
+        waits: &[SemaphoreValue<'_>],
+        buffer: &CommandBuffer,
+        bindings: &[BindingTableEntry],
+        signals: &[SemaphoreValue<'_>],
+    ) -> Result<u64> {
+        check_submission(buffer, bindings, &self.device.inner.execution)?;
+        self.add(waits, signals, Some((buffer, bindings)))
+    }
+
+    /// Writes one entry into the mailbox; the caller requests the tick.
+    fn add(
         &self,
         waits: &[SemaphoreValue<'_>],
         signals: &[SemaphoreValue<'_>],
@@ -526,9 +551,60 @@ impl DeviceQueue {
             .push_back((id, work.map(|(b, _)| b.clone()), keep));
         d.word(std::mem::offset_of!(SchedulerState, write_index))
             .store(id + 1, MemOrdering::Release);
-        drop(p);
-        d.request(SchedulerActions::INCOMING)?;
         Ok(id)
+    }
+}
+
+/// Entries written to a [`DeviceQueue`]'s mailbox and announced to the
+/// scheduler together, by [`Batch::submit`] or when dropped.
+#[must_use = "the entries run once the batch is submitted (or dropped)"]
+pub struct Batch<'q> {
+    queue: &'q DeviceQueue,
+    added: u64,
+}
+
+impl Batch<'_> {
+    /// [`DeviceQueue::execute`], announced with the batch.
+    pub fn execute(
+        &mut self,
+        waits: &[SemaphoreValue<'_>],
+        buffer: &CommandBuffer,
+        bindings: &[BindingTableEntry],
+        signals: &[SemaphoreValue<'_>],
+    ) -> Result<u64> {
+        let id = self.queue.add_execute(waits, buffer, bindings, signals)?;
+        self.added += 1;
+        Ok(id)
+    }
+
+    /// [`DeviceQueue::barrier`], announced with the batch.
+    pub fn barrier(
+        &mut self,
+        waits: &[SemaphoreValue<'_>],
+        signals: &[SemaphoreValue<'_>],
+    ) -> Result<u64> {
+        let id = self.queue.add(waits, signals, None)?;
+        self.added += 1;
+        Ok(id)
+    }
+
+    /// Announces the entries: one tick request.
+    pub fn submit(mut self) -> Result<()> {
+        self.announce()
+    }
+
+    fn announce(&mut self) -> Result<()> {
+        if std::mem::take(&mut self.added) == 0 {
+            return Ok(());
+        }
+        self.queue.device.inner.request(SchedulerActions::INCOMING)
+    }
+}
+
+impl Drop for Batch<'_> {
+    /// Announces what was not: an entry in the mailbox is never lost.
+    fn drop(&mut self) {
+        let _ = self.announce();
     }
 }
 
