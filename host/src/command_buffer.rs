@@ -1258,13 +1258,6 @@ impl SharedBytes {
             )
         };
     }
-
-    /// The u64 at offset `at`.
-    fn read_u64(&self, at: usize) -> u64 {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(&self.0[at..at + 8]);
-        u64::from_le_bytes(word)
-    }
 }
 
 /// A byte ring in kernarg memory: per-submission reservations, released in
@@ -1328,42 +1321,60 @@ impl Submission {
         }
     }
 
-    /// The command the queue stopped at (the packet at its read index: a
-    /// faulting packet is never consumed), or the fault as it is when the
-    /// queue stopped elsewhere.
+    /// The command the queue stopped at ([`blame`]).
     fn blame(&self, fault: Error) -> Error {
-        let at = self.queue.read_index();
-        let inner = &self.buffer.inner;
-        for (b, block) in inner.blocks.iter().enumerate() {
-            // The block's latest issue: its first packet, or 0 if never
-            // issued (BlockIssue::packet_base at byte 16).
-            let first = self.ring.read_u64(self.issues_at + 128 * b + 16);
-            if first == 0 {
-                continue;
-            }
-            let found = if at == first.wrapping_sub(1) {
-                Some((block.commands, "the block-issue kernel".to_string()))
-            } else {
-                at.checked_sub(first)
-                    .filter(|&o| o < u64::from(block.packets))
-                    .and_then(|o| block.command_at_packet(o as u32, &inner.kernels))
-            };
-            if let Some((index, what)) = found {
-                return Error::CommandFault {
-                    block: b as u32,
-                    index,
-                    what,
-                    fault: Box::new(fault),
-                };
-            }
-        }
-        fault
+        blame(
+            &self.buffer,
+            self.ring.address() + self.issues_at as u64,
+            self.queue.read_index(),
+            fault,
+        )
     }
 
     /// Whether the block's RETURN completed.
     pub fn is_done(&self) -> bool {
         self.signal.load(LoadOrder::Acquire) < 1
     }
+}
+
+/// The command of `buffer` a queue stopped at, given its read index `at`
+/// (a faulting packet is never consumed) and the submission's issue states
+/// at `issues` (each block's packet base says where its packets went), as
+/// an [`Error::CommandFault`] around `fault`; `fault` itself when the
+/// queue stopped elsewhere.
+///
+/// The issue states must be live: the caller keeps the ring holding them.
+pub(crate) fn blame(buffer: &CommandBuffer, issues: u64, at: u64, fault: Error) -> Error {
+    let inner = &buffer.inner;
+    for (b, block) in inner.blocks.iter().enumerate() {
+        // The block's latest issue: its first packet, or 0 if never
+        // issued.
+        let base = issues
+            + (size_of::<BlockIssue>() * b + std::mem::offset_of!(BlockIssue, packet_base)) as u64;
+        // SAFETY: the caller's contract: live, host-accessible issue
+        // states (8-aligned: 64-aligned states, an 8-aligned field), which
+        // the device no longer writes (its queue stopped).
+        let first = unsafe { std::ptr::read_volatile(base as *const u64) };
+        if first == 0 {
+            continue;
+        }
+        let found = if at == first.wrapping_sub(1) {
+            Some((block.commands, "the block-issue kernel".to_string()))
+        } else {
+            at.checked_sub(first)
+                .filter(|&o| o < u64::from(block.packets))
+                .and_then(|o| block.command_at_packet(o as u32, &inner.kernels))
+        };
+        if let Some((index, what)) = found {
+            return Error::CommandFault {
+                block: b as u32,
+                index,
+                what,
+                fault: Box::new(fault),
+            };
+        }
+    }
+    fault
 }
 
 /// How a submission's blocks are issued on the device.

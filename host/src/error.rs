@@ -109,12 +109,15 @@ pub enum Error {
 
     /// A timeline semaphore failed (an entry that signals it failed, or
     /// someone failed it): every wait on it returns this.
-    #[error("semaphore {semaphore:#x} failed (status {status:#x}){}", match value { Some(v) => format!(" while waiting for or signalling {v}"), None => String::new() })]
+    #[error("semaphore {semaphore:#x} failed (status {status:#x}){}{}", match value { Some(v) => format!(" while waiting for or signalling {v}"), None => String::new() }, match cause { Some(c) => format!(": {c}"), None => String::new() })]
     SemaphoreFailed {
         semaphore: u64,
         /// The value waited for or signalled, if any.
         value: Option<u64>,
         status: u32,
+        /// The entry whose failure failed it, and why (the command and
+        /// kernel a faulted queue stopped at), if an entry did.
+        cause: Option<String>,
     },
 
     /// A code object was built for another processor than the agent's.

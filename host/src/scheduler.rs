@@ -45,7 +45,7 @@ use zerocopy::{FromZeros, IntoBytes};
 use crate::agent::Agent;
 use crate::command_buffer::{
     CommandBuffer, IssueKernels, IssueMode, KernargRing, SharedBytes, SubmissionLayout,
-    SubmissionTarget, check_submission,
+    SubmissionTarget, blame, check_submission,
 };
 use crate::error::{Error, Result};
 use crate::executable::{Executable, Kernel};
@@ -91,7 +91,13 @@ struct Producer {
 struct DeviceInner {
     agent: Agent,
     control: Queue,
-    execution: Queue,
+    /// The execution queue; replaced by the service thread when it faults
+    /// (the old one stays in `faulted` until the device goes).
+    execution: Mutex<Queue>,
+    faulted: Mutex<Vec<Queue>>,
+    /// What made entries fail, by entry id: the command and kernel a
+    /// faulted queue stopped at.
+    failures: Mutex<std::collections::HashMap<u64, String>>,
     kernels: IssueKernels,
     _tick_kernel: Kernel,
     mode: IssueMode,
@@ -114,6 +120,131 @@ const RETIRE_NUDGE: Duration = Duration::from_millis(1);
 impl DeviceInner {
     fn sched(&self) -> u64 {
         self.state.address()
+    }
+
+    /// The execution queue of now.
+    fn execution(&self) -> Queue {
+        self.execution
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Replaces a faulted execution queue: entries issued on it fail (with
+    /// the queue's status; their signal semaphores fail, and so everything
+    /// waiting on them), later ones go to a new queue.
+    fn recover(&self, old: &Queue, fault: Error) -> Result<()> {
+        let status = match &fault {
+            Error::QueueFault { status, .. } => *status,
+            _ => shared_logic::STATUS_ERROR,
+        };
+        let new = self.agent.create_queue(old.size())?;
+        self.word(std::mem::offset_of!(SchedulerState, execution_queue))
+            .store(new.address(), MemOrdering::Release);
+        *self.execution.lock().unwrap_or_else(|p| p.into_inner()) = new;
+        // Every tick enqueued before this barrier has finished once it
+        // completes (ticks carry the barrier bit): nothing issues to the
+        // old queue any more.
+        let done = Signal::new(self.agent.system(), 1)?;
+        let barrier = aqueduct_abi::packet::barrier(
+            aqueduct_abi::packet::BarrierKind::And,
+            &[],
+            done.handle(),
+            Ordering::SYSTEM.with_barrier(),
+        )?;
+        self.control.submit_barrier(&barrier)?;
+        self.control
+            .wait(&done, SignalCondition::LT, 1, DEFAULT_SPACE_TIMEOUT)?;
+        let at = old.read_index();
+        // The fault again, for each entry that gets it (errors are not
+        // Clone; the queue keeps reporting it).
+        let text = fault.to_string();
+        let again = || {
+            old.fault().unwrap_or_else(|| Error::InvalidArgument {
+                what: "execution queue",
+                problem: text.clone(),
+            })
+        };
+        let retired = self
+            .word(std::mem::offset_of!(SchedulerState, retire_index))
+            .load(MemOrdering::Acquire);
+        let written = self
+            .word(std::mem::offset_of!(SchedulerState, write_index))
+            .load(MemOrdering::Acquire);
+        let pending = self.producer.lock().unwrap_or_else(|p| p.into_inner());
+        let mut r = HostRequester {
+            mirror: None,
+            device: Some(self),
+            error: None,
+        };
+        for id in retired..written {
+            let entry = self.entry_address(id);
+            // SAFETY: an entry of this scheduler's mailbox (not reclaimed:
+            // at or above the retire index).
+            let (state, execution) = unsafe {
+                (
+                    shared_logic::state(entry),
+                    (*(entry as *const QueueEntry)).execution,
+                )
+            };
+            if state != QueueEntryState::ISSUED
+                // SAFETY: an issued entry's execution is live until it is
+                // reclaimed.
+                || unsafe { (*(execution as *const aqueduct_abi::command::Execution)).queue }
+                    != old.address()
+            {
+                continue;
+            }
+            let why = pending
+                .pending
+                .iter()
+                .find(|(i, ..)| *i == id)
+                .and_then(|(_, buffer, _)| buffer.as_ref())
+                .map(|buffer| {
+                    // SAFETY: as above.
+                    let issues =
+                        unsafe { (*(execution as *const aqueduct_abi::command::Execution)).issues };
+                    blame(buffer, issues, at, again())
+                })
+                .unwrap_or_else(again);
+            self.failures
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(id, why.to_string());
+            // SAFETY: the entry and its semaphores are live (kept by
+            // `pending`); nothing else touches an issued entry.
+            unsafe {
+                shared_logic::fail_entry(
+                    entry,
+                    status,
+                    shared_logic::Origin::of_entry(entry),
+                    &mut r,
+                )
+            };
+            let in_flight_at = std::mem::offset_of!(SchedulerState, in_flight);
+            // SAFETY: inside the state, 4-aligned, updated atomically.
+            unsafe {
+                std::sync::atomic::AtomicU32::from_ptr(
+                    (self.state.address() as *mut u8).add(in_flight_at).cast(),
+                )
+            }
+            .fetch_sub(1, MemOrdering::AcqRel);
+        }
+        drop(pending);
+        self.faulted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(old.clone());
+        // Reclaim the failed entries.
+        self.request(SchedulerActions::RETIRE)?;
+        r.error.map_or(Ok(()), Err)
+    }
+
+    /// The device address of the mailbox slot of entry `id`.
+    fn entry_address(&self, id: u64) -> u64 {
+        self.sched()
+            + size_of::<SchedulerState>() as u64
+            + size_of::<QueueEntry>() as u64 * (id % self.capacity)
     }
 
     /// Requests a tick of this scheduler for `actions`.
@@ -153,7 +284,7 @@ impl Drop for DeviceInner {
             )
         };
         loop {
-            let faulted = self.control.fault().is_some() || self.execution.fault().is_some();
+            let faulted = self.control.fault().is_some() || self.execution().fault().is_some();
             if in_flight.load(MemOrdering::Acquire) == 0
                 || faulted
                 || start.elapsed() > DEFAULT_SPACE_TIMEOUT
@@ -210,6 +341,28 @@ impl shared_logic::Requester for HostRequester<'_> {
         }
     }
 }
+
+/// The scheduler's host service: watches the execution queue and, when it
+/// faults, fails the entries on it and replaces it
+/// ([`DeviceInner::recover`]). Ends with the device.
+fn serve(device: &Weak<DeviceInner>) {
+    loop {
+        std::thread::sleep(SERVICE_PERIOD);
+        let Some(d) = device.upgrade() else { return };
+        let queue = d.execution();
+        if let Some(fault) = queue.fault()
+            && let Err(e) = d.recover(&queue, fault)
+        {
+            // Nothing to return it to: the entries' waits report their
+            // timeouts.
+            eprintln!("aqueduct: cannot recover from a queue fault: {e}");
+            return;
+        }
+    }
+}
+
+/// How often the service thread looks at the execution queue.
+const SERVICE_PERIOD: Duration = Duration::from_millis(2);
 
 /// One GPU with its device scheduler: the device library, a control queue
 /// for the scheduler's ticks, an execution queue, the scheduler's state,
@@ -288,7 +441,9 @@ impl Device {
         let inner = Arc::new(DeviceInner {
             agent: agent.clone(),
             control,
-            execution,
+            execution: Mutex::new(execution),
+            faulted: Mutex::new(Vec::new()),
+            failures: Mutex::new(std::collections::HashMap::new()),
             kernels,
             _tick_kernel: tick_kernel,
             mode: options.issue_mode,
@@ -308,6 +463,14 @@ impl Device {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push((inner.sched(), Arc::downgrade(&inner)));
+        let service = Arc::downgrade(&inner);
+        std::thread::Builder::new()
+            .name("aqueduct-scheduler".into())
+            .spawn(move || serve(&service))
+            .map_err(|e| Error::InvalidArgument {
+                what: "device",
+                problem: format!("cannot start the scheduler's service thread: {e}"),
+            })?;
         Ok(Self { inner })
     }
 
@@ -339,15 +502,22 @@ impl Device {
         }
     }
 
-    /// A fault of the control or execution queue (a kernel trapped), if
-    /// any: the scheduler stops making progress after one.
+    /// A fault of the control queue, if any: the scheduler stops after
+    /// one. (A fault of the execution queue fails the entries on it and
+    /// the queue is replaced.)
     pub fn check(&self) -> Result<()> {
-        for q in [&self.inner.control, &self.inner.execution] {
-            if let Some(e) = q.fault() {
-                return Err(e);
-            }
-        }
-        Ok(())
+        self.inner.control.fault().map_or(Ok(()), Err)
+    }
+
+    /// Why entry `id` failed, when a queue fault made it fail: the command
+    /// and kernel the queue stopped at.
+    pub fn failure(&self, id: u64) -> Option<String> {
+        let failures = self
+            .inner
+            .failures
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        failures.get(&id).cloned()
     }
 }
 
@@ -408,7 +578,7 @@ impl DeviceQueue {
         bindings: &[BindingTableEntry],
         signals: &[SemaphoreValue<'_>],
     ) -> Result<u64> {
-        check_submission(buffer, bindings, &self.device.inner.execution)?;
+        check_submission(buffer, bindings, &self.device.inner.execution())?;
         self.add(waits, signals, Some((buffer, bindings)))
     }
 
@@ -499,9 +669,7 @@ impl DeviceQueue {
             })
             .collect();
         ring.write(o, refs.as_bytes());
-        let entry_at = d.sched()
-            + size_of::<SchedulerState>() as u64
-            + size_of::<QueueEntry>() as u64 * (id % d.capacity);
+        let entry_at = d.entry_address(id);
         let mut e = QueueEntry::new_zeroed();
         e.kind = QueueEntryKind::BARRIER;
         if let (Some((buffer, bindings)), Some(layout)) = (work, &layout) {
@@ -514,7 +682,7 @@ impl DeviceQueue {
                 bindings,
                 &SubmissionTarget {
                     kernels: &d.kernels,
-                    queue: &d.execution,
+                    queue: &d.execution(),
                     mode: d.mode,
                     signal: SignalHandle::NULL,
                     entry_packets: 0,
@@ -634,7 +802,7 @@ impl Semaphore {
         let mirror = Signal::new(device.agent().system(), initial as i64)?;
         let mut memory = device
             .inner
-            .execution
+            .execution()
             .kernarg_pool()
             .alloc_host::<u8>(size_of::<SemaphoreLayout>())?;
         let mut s = SemaphoreLayout::new_zeroed();
@@ -663,10 +831,38 @@ impl Semaphore {
     }
 
     fn failed(&self, status: u32, value: Option<u64>) -> Error {
+        // SAFETY: our live semaphore, failed: these fields are written
+        // before its FAILED flag and never again.
+        let (sched, entry) = unsafe {
+            let s = &*(self.address() as *const SemaphoreLayout);
+            (
+                std::ptr::read_volatile(&s.failed_scheduler),
+                std::ptr::read_volatile(&s.failed_entry),
+            )
+        };
+        let cause = (sched != 0).then(|| {
+            let all = SCHEDULERS.lock().unwrap_or_else(|p| p.into_inner());
+            let why = all
+                .iter()
+                .find(|(at, _)| *at == sched)
+                .and_then(|(_, w)| w.upgrade())
+                .and_then(|d| {
+                    d.failures
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .get(&entry)
+                        .cloned()
+                });
+            match why {
+                Some(why) => format!("entry {entry} failed: {why}"),
+                None => format!("entry {entry} failed"),
+            }
+        });
         Error::SemaphoreFailed {
             semaphore: self.address(),
             value,
             status,
+            cause,
         }
     }
 
@@ -696,7 +892,14 @@ impl Semaphore {
             error: None,
         };
         // SAFETY: as in `signal`.
-        unsafe { shared_logic::fail(self.address(), status, &mut r) };
+        unsafe {
+            shared_logic::fail(
+                self.address(),
+                status,
+                shared_logic::Origin::default(),
+                &mut r,
+            )
+        };
         r.error.map_or(Ok(()), Err)
     }
 

@@ -179,7 +179,12 @@ pub struct Semaphore {
     pub waiters_head: u64,
     /// Last waiting entry: the one needing the largest payload.
     pub waiters_tail: u64,
-    pub reserved: [u64; 10],
+    /// Of a failed semaphore: the [`SchedulerState`] of the entry whose
+    /// failure failed it (0: failed by the host).
+    pub failed_scheduler: u64,
+    /// And that entry's id.
+    pub failed_entry: u64,
+    pub reserved: [u64; 8],
 }
 
 assert_layout!(
@@ -196,7 +201,9 @@ assert_layout!(
     reserved0 = 28,
     waiters_head = 32,
     waiters_tail = 40,
-    reserved = 48,
+    failed_scheduler = 48,
+    failed_entry = 56,
+    reserved = 64,
 );
 
 flags_type! {

@@ -205,3 +205,94 @@ fn a_failure_propagates_to_every_waiter_as_an_error() {
         );
     }
 }
+
+/// A kernel that traps in entry 1 of three: its semaphore fails, the
+/// barrier waiting for it fails, and the host's wait downstream returns
+/// the error naming the entry, the command and the kernel; another
+/// scheduler on the same GPU runs on meanwhile, and this one goes on with
+/// a new execution queue.
+#[test]
+fn a_trapped_kernel_fails_its_entry_and_what_follows_and_the_scheduler_goes_on() {
+    use aqueduct::Workgroups;
+    let system = announced_system();
+    let host = host_pool(&system);
+    for gpu in hsa_gpus(&system) {
+        let gfx = gpu.info().name.clone();
+        let (device, queue, buffer) = scheduler_on(&gpu);
+        let (other, other_queue, _) = scheduler_on(&gpu);
+        let kernels = aqueduct_tests::load_device_crate(&gpu, "aqueduct-test-kernels");
+        let trap = kernels.kernel("trap_on_value").expect("trap_on_value");
+        let mut src = host.alloc_host::<u32>(64).expect("alloc");
+        let dst = host.alloc_host::<u32>(64).expect("alloc");
+        for (k, v) in src.iter_mut().enumerate() {
+            *v = k as u32;
+        }
+        let rq = gpu.create_queue(64).expect("queue");
+        let mut b = CommandBufferBuilder::new(&rq, 2).expect("builder");
+        let mut args = trap.kernargs().expect("args");
+        args.set(0, &src).expect("src");
+        args.set(1, &dst).expect("dst");
+        args.set(2, 64u64).expect("len");
+        args.set(3, 33u32).expect("trap_on");
+        b.dispatch(&trap, Workgroups::linear(1, 64), &args)
+            .expect("dispatch");
+        let trapping = b.finish().expect("finish");
+
+        let (links, pattern) = chain_buffer(&host, 10);
+        let s = device.semaphore(0).expect("semaphore");
+        let t = device.semaphore(0).expect("semaphore");
+        queue
+            .execute(&[], &buffer, &link(&links, 0, 1), &[(&s, 1)])
+            .expect("submit");
+        let bad = queue
+            .execute(&[(&s, 1)], &trapping, &[], &[(&s, 2)])
+            .expect("submit");
+        queue.barrier(&[(&s, 2)], &[(&t, 1)]).expect("barrier");
+        // Meanwhile another scheduler runs a chain.
+        let (other_links, other_pattern) = chain_buffer(&host, 9);
+        let o = other.semaphore(0).expect("semaphore");
+        let mut batch = other_queue.batch();
+        for k in 0..9 {
+            let table = link(&other_links, k, k + 1);
+            batch
+                .execute(&[(&o, k)], &buffer, &table, &[(&o, k + 1)])
+                .expect("submit");
+        }
+        batch.submit().expect("submit");
+        match t.wait(1, TIMEOUT) {
+            Err(Error::SemaphoreFailed {
+                semaphore, cause, ..
+            }) => {
+                assert_eq!(semaphore, t.address(), "{gfx}");
+                let cause = cause.unwrap_or_default();
+                assert!(cause.contains(&format!("entry {bad}")), "{gfx}: {cause}");
+                assert!(cause.contains("trap_on_value"), "{gfx}: {cause}");
+            }
+            other => panic!("{gfx}: the wait downstream gave {other:?}"),
+        }
+        let why = device.failure(bad).expect("the failure is recorded");
+        assert!(why.contains("command 0 of block 0"), "{gfx}: {why}");
+        assert!(matches!(s.query(), Err(Error::SemaphoreFailed { .. })));
+        o.wait(9, TIMEOUT)
+            .unwrap_or_else(|e| panic!("{gfx}: the other scheduler: {e}"));
+        for (k, l) in other_links.chunks(LINK as usize).enumerate() {
+            assert_eq!(l, &other_pattern[..], "{gfx}: the other chain's link {k}");
+        }
+        assert_eq!(
+            &links[..LINK as usize * 2],
+            &[&pattern[..], &pattern[..]].concat()[..]
+        );
+        for (k, l) in links.chunks(LINK as usize).enumerate().skip(2) {
+            assert_eq!(l, vec![POISON; LINK as usize], "{gfx}: link {k}");
+        }
+        // This scheduler goes on, on a new execution queue.
+        let u = device.semaphore(0).expect("semaphore");
+        queue
+            .execute(&[], &buffer, &link(&links, 1, 2), &[(&u, 1)])
+            .expect("submit");
+        u.wait(1, TIMEOUT)
+            .unwrap_or_else(|e| panic!("{gfx}: after the fault: {e}"));
+        assert_eq!(&links[2 * LINK as usize..3 * LINK as usize], &pattern[..]);
+        device.check().expect("the control queue is fine");
+    }
+}

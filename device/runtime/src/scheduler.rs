@@ -38,7 +38,7 @@
 use core::mem::offset_of;
 
 use aqueduct_abi::amd_queue::AmdQueue;
-use aqueduct_abi::command::Execution;
+use aqueduct_abi::command::{BlockIssue, CommandBufferHeader, Execution};
 use aqueduct_abi::hsa::SignalHandle;
 use aqueduct_abi::scheduler::{
     KernargRing, QueueEntry, QueueEntryKind, QueueEntryState, SchedulerActions, SchedulerState,
@@ -407,13 +407,52 @@ pub unsafe fn signal(sem: u64, value: u64, r: &mut impl Requester) -> Result<(),
     Ok(())
 }
 
+/// Where a failure began: the entry (its scheduler and id) whose work or
+/// issue failed first; all zero when the host failed a semaphore.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Origin {
+    /// Device address of the entry's [`SchedulerState`].
+    pub scheduler: u64,
+    pub entry: u64,
+}
+
+impl Origin {
+    /// The failure of `entry` itself.
+    ///
+    /// # Safety
+    /// `entry` is live.
+    pub unsafe fn of_entry(entry: u64) -> Self {
+        // SAFETY: the contract.
+        unsafe {
+            Self {
+                scheduler: get(field!(entry, QueueEntry.scheduler)),
+                entry: get(field!(entry, QueueEntry.id)),
+            }
+        }
+    }
+
+    /// The origin recorded in a failed semaphore.
+    ///
+    /// # Safety
+    /// `sem` is live and failed (the fields are written before the flag).
+    pub unsafe fn of_semaphore(sem: u64) -> Self {
+        // SAFETY: the contract.
+        unsafe {
+            Self {
+                scheduler: get(field!(sem, Semaphore.failed_scheduler)),
+                entry: get(field!(sem, Semaphore.failed_entry)),
+            }
+        }
+    }
+}
+
 /// Fails `sem` with `status` (nothing if it already failed): its mirror
 /// goes to `i64::MAX` so that host waits return, and every waiter wakes to
-/// find it failed.
+/// find it failed. It records `origin`.
 ///
 /// # Safety
 /// As for [`signal`].
-pub unsafe fn fail(sem: u64, status: u32, r: &mut impl Requester) {
+pub unsafe fn fail(sem: u64, status: u32, origin: Origin, r: &mut impl Requester) {
     // SAFETY: the contract.
     unsafe {
         lock(sem, r);
@@ -422,6 +461,8 @@ pub unsafe fn fail(sem: u64, status: u32, r: &mut impl Requester) {
             return;
         }
         set(field!(sem, Semaphore.status), status);
+        set(field!(sem, Semaphore.failed_scheduler), origin.scheduler);
+        set(field!(sem, Semaphore.failed_entry), origin.entry);
         atomic::<u32>(field!(sem, Semaphore.flags)).fetch_or(
             SemaphoreFlags::FAILED.bits(),
             Release,
@@ -480,19 +521,19 @@ unsafe fn complete(entry: u64, r: &mut impl Requester) {
     }
 }
 
-/// Fails `entry` with `status`: fails its semaphores, then marks it
-/// FAILED.
+/// Fails `entry` with `status`: fails its semaphores (recording
+/// `origin`), then marks it FAILED.
 ///
 /// # Safety
 /// As for [`complete`].
-pub unsafe fn fail_entry(entry: u64, status: u32, r: &mut impl Requester) {
+pub unsafe fn fail_entry(entry: u64, status: u32, origin: Origin, r: &mut impl Requester) {
     // SAFETY: the contract.
     unsafe {
         set(field!(entry, QueueEntry.status), status);
         let signals = get::<u64>(field!(entry, QueueEntry.signals));
         let count = get::<u16>(field!(entry, QueueEntry.signal_count));
         for i in 0..u32::from(count) {
-            fail(sem_ref(signals, i).semaphore, status, r);
+            fail(sem_ref(signals, i).semaphore, status, origin, r);
         }
         set_state(entry, QueueEntryState::FAILED);
     }
@@ -596,7 +637,7 @@ unsafe fn consider(sched: u64, entry: u64, r: &mut impl Requester, report: &mut 
                 }
                 Wait::Failed(status) => {
                     set(cursor_at, cursor);
-                    fail_entry(entry, status, r);
+                    fail_entry(entry, status, Origin::of_semaphore(w.semaphore), r);
                     report.failed += 1;
                     return;
                 }
@@ -703,6 +744,7 @@ unsafe fn issue<I: Issuer>(
             }
             QueueEntryKind::EXECUTE => {
                 let execution = get::<u64>(field!(entry, QueueEntry.execution));
+                retarget(sched, execution);
                 atomic::<u32>(field!(sched, SchedulerState.in_flight))
                     .fetch_add(1, Relaxed, System);
                 set_state(entry, QueueEntryState::ISSUED);
@@ -711,14 +753,39 @@ unsafe fn issue<I: Issuer>(
                 } else {
                     atomic::<u32>(field!(sched, SchedulerState.in_flight))
                         .fetch_sub(1, Relaxed, System);
-                    fail_entry(entry, STATUS_ERROR, r);
+                    fail_entry(entry, STATUS_ERROR, Origin::of_entry(entry), r);
                     report.failed += 1;
                 }
             }
             _ => {
-                fail_entry(entry, STATUS_INVALID_ARGUMENT, r);
+                fail_entry(entry, STATUS_INVALID_ARGUMENT, Origin::of_entry(entry), r);
                 report.failed += 1;
             }
+        }
+    }
+}
+
+/// Points a submission at the scheduler's execution queue of now: its
+/// execution and every block's issue state. The host replaces a queue
+/// that faulted; entries submitted before still named the old one.
+///
+/// # Safety
+/// The tick's: `execution` is a live [`Execution`] not issued yet, with
+/// its command buffer and issue states.
+unsafe fn retarget(sched: u64, execution: u64) {
+    // SAFETY: the contract.
+    unsafe {
+        let queue =
+            atomic::<u64>(field!(sched, SchedulerState.execution_queue)).load(Acquire, System);
+        set(field!(execution, Execution.queue), queue);
+        let header = get::<u64>(field!(execution, Execution.command_buffer));
+        let blocks = get::<u32>(field!(header, CommandBufferHeader.block_count));
+        let issues = get::<u64>(field!(execution, Execution.issues));
+        for b in 0..u64::from(blocks) {
+            set(
+                issues + size_of::<BlockIssue>() as u64 * b + offset_of!(BlockIssue, queue) as u64,
+                queue,
+            );
         }
     }
 }
@@ -789,6 +856,7 @@ mod tests {
     use std::vec;
     use std::vec::Vec;
 
+    use aqueduct_abi::command::{BlockIssue, CommandBufferHeader, Execution};
     use aqueduct_abi::scheduler::{
         QueueEntry, QueueEntryKind, QueueEntryState, SchedulerState, Semaphore, SemaphoreRef,
     };
@@ -835,6 +903,10 @@ mod tests {
         sems: Vec<Semaphore>,
         /// Wait and signal lists, 2 refs per entry each.
         lists: Vec<SemaphoreRef>,
+        /// Each slot's execution, of a command buffer of two blocks.
+        execs: Vec<Execution>,
+        issues: Vec<[BlockIssue; 2]>,
+        header: Box<CommandBufferHeader>,
     }
 
     impl Rig {
@@ -844,7 +916,17 @@ mod tests {
                 entries: vec![QueueEntry::new_zeroed(); capacity],
                 sems: vec![Semaphore::new_zeroed(); semaphores],
                 lists: vec![SemaphoreRef::new_zeroed(); 4 * capacity],
+                execs: vec![Execution::new_zeroed(); capacity],
+                issues: vec![[BlockIssue::new_zeroed(); 2]; capacity],
+                header: Box::new(CommandBufferHeader::new_zeroed()),
             };
+            r.header.block_count = 2;
+            for (e, i) in r.execs.iter_mut().zip(&r.issues) {
+                e.command_buffer = &raw const *r.header as u64;
+                e.issues = i.as_ptr() as u64;
+                e.queue = 0xDEAD;
+            }
+            r.state.execution_queue = 0x9000;
             r.state.entries = r.entries.as_ptr() as u64;
             r.state.capacity = capacity as u64;
             for (k, s) in r.sems.iter_mut().enumerate() {
@@ -872,7 +954,7 @@ mod tests {
             e.kind = kind;
             e.id = id;
             e.scheduler = self.sched();
-            e.execution = 0x10_0000 + id;
+            e.execution = self.exec_of(id);
             e.kernarg_end = 64 * (id + 1);
             for (k, &(s, v)) in waits.iter().enumerate() {
                 self.lists[4 * slot + k] = SemaphoreRef {
@@ -893,6 +975,13 @@ mod tests {
             self.entries[slot] = e;
             self.state.write_index = id + 1;
             id
+        }
+        /// The execution of entry `id`'s slot.
+        fn exec_of(&self, id: u64) -> u64 {
+            &raw const self.execs[(id % self.state.capacity) as usize] as u64
+        }
+        fn id_of_exec(&self, execution: u64) -> u64 {
+            (execution - self.execs.as_ptr() as u64) / size_of::<Execution>() as u64
         }
         fn entry(&self, id: u64) -> u64 {
             &raw const self.entries[(id % self.state.capacity) as usize] as u64
@@ -980,13 +1069,13 @@ mod tests {
         unsafe {
             add_waiter(sem, rig.entry(0), 5, &mut m);
             add_waiter(sem, rig.entry(1), u64::MAX, &mut m);
-            fail(sem, 0x2b, &mut m);
+            fail(sem, 0x2b, Origin::default(), &mut m);
             assert_eq!(rig.sems[0].waiters_head, 0);
             assert_eq!(failure(sem), Some(0x2b));
             assert_eq!(signal(sem, 7, &mut m), Err(0x2b));
             assert_eq!(add_waiter(sem, rig.entry(2), 1, &mut m), Wait::Failed(0x2b));
             // A second failure keeps the first status.
-            fail(sem, 0x99, &mut m);
+            fail(sem, 0x99, Origin::default(), &mut m);
             assert_eq!(failure(sem), Some(0x2b));
         }
         assert_eq!(m.mirrors, [(0x1000, i64::MAX)]);
@@ -1010,7 +1099,7 @@ mod tests {
             assert_eq!(report.passes, 1);
             // The work of what was issued completes: its RETURN retires it.
             for &execution in m.executed.clone().iter() {
-                let id = execution - 0x10_0000;
+                let id = rig.id_of_exec(execution);
                 if rig.state_of(id) == QueueEntryState::ISSUED {
                     rig.retire(id, &mut m);
                 }
@@ -1020,9 +1109,13 @@ mod tests {
         assert_eq!(rig.state.ticks, N);
         assert_eq!(
             m.executed,
-            (0..N).map(|k| 0x10_0000 + k).collect::<Vec<_>>()
+            (0..N).map(|k| rig.exec_of(k)).collect::<Vec<_>>()
         );
         assert_eq!(rig.sems[0].payload, N);
+        // Each issued execution and its blocks' issue states were pointed
+        // at the scheduler's execution queue of the time.
+        assert_eq!(rig.execs[0].queue, 0x9000);
+        assert!(rig.issues[3].iter().all(|i| i.queue == 0x9000));
         // The last entry's retire asked for no tick: reclaimed by the next
         // one (which a submitter short of room requests).
         assert_eq!(rig.state.retire_index, N - 1);
@@ -1078,7 +1171,7 @@ mod tests {
         rig.submit(QueueEntryKind::BARRIER, &[(1, 1)], &[(2, 1)]);
         // An unknown kind fails on its own.
         let odd = rig.submit(QueueEntryKind(9), &[], &[]);
-        m.refuse.push(0x10_0000 + e0);
+        m.refuse.push(rig.exec_of(e0));
         rig.request(&mut m);
         let r = rig.tick(&mut m);
         assert_eq!(r.failed, 4);
@@ -1089,6 +1182,9 @@ mod tests {
         for k in 0..3 {
             // SAFETY: rig memory.
             assert_eq!(unsafe { failure(rig.sem(k)) }, Some(STATUS_ERROR));
+            // Every semaphore downstream names where it began: entry 0.
+            assert_eq!(rig.sems[k].failed_entry, e0, "semaphore {k}");
+            assert_eq!(rig.sems[k].failed_scheduler, rig.sched());
         }
         assert!(m.executed.is_empty());
         assert_eq!(rig.state.retire_index, 4);
