@@ -314,7 +314,7 @@ impl Queue {
         unsafe { self.system().queue_read_index(self.inner.raw.as_ptr()) }
     }
 
-    fn write_index(&self) -> u64 {
+    pub(crate) fn write_index(&self) -> u64 {
         // SAFETY: as above.
         unsafe { self.system().queue_write_index(self.inner.raw.as_ptr()) }
     }

@@ -240,6 +240,29 @@ impl DeviceInner {
         r.error.map_or(Ok(()), Err)
     }
 
+    /// The scheduler's state in a few words, for errors.
+    fn describe(&self) -> String {
+        let w = |f: usize| self.word(f).load(MemOrdering::Acquire);
+        let first = w(0);
+        format!(
+            "entries submitted {}, accepted {}, reclaimed {}; actions {:#x}, in flight {}, ticks {}; control queue read {} write {}; execution queue read {} write {}{}",
+            w(std::mem::offset_of!(SchedulerState, write_index)),
+            w(std::mem::offset_of!(SchedulerState, accept_index)),
+            w(std::mem::offset_of!(SchedulerState, retire_index)),
+            first as u32,
+            first >> 32,
+            w(std::mem::offset_of!(SchedulerState, ticks)),
+            self.control.read_index(),
+            self.control.write_index(),
+            self.execution().read_index(),
+            self.execution().write_index(),
+            match self.execution().fault() {
+                Some(e) => format!(" ({e})"),
+                None => String::new(),
+            }
+        )
+    }
+
     /// The device address of the mailbox slot of entry `id`.
     fn entry_address(&self, id: u64) -> u64 {
         self.sched()
@@ -648,7 +671,10 @@ impl DeviceQueue {
             }
             if start.elapsed() > DEFAULT_SPACE_TIMEOUT {
                 return Err(Error::Timeout {
-                    what: "room in the scheduler's mailbox and kernarg ring".into(),
+                    what: format!(
+                        "room in the scheduler's mailbox and kernarg ring ({})",
+                        d.describe()
+                    ),
                     condition: ">=",
                     expected: size as i64,
                     observed: (p.ring.capacity() - (p.ring.write - p.ring.read)) as i64,

@@ -244,7 +244,9 @@ pub struct SchedulerState {
     /// The tick's own list of ready entries not issued yet, in id order
     /// (linked by `ready_next`).
     pub ready_head: u64,
-    pub reserved0: [u64; 4],
+    /// The last entry of that list.
+    pub ready_tail: u64,
+    pub reserved0: [u64; 3],
     /// Device address of `[QueueEntry; capacity]`.
     pub entries: u64,
     /// Slots of the mailbox ring, a power of two.
@@ -282,7 +284,8 @@ assert_layout!(
     wake_head = 8,
     ticks = 16,
     ready_head = 24,
-    reserved0 = 32,
+    ready_tail = 32,
+    reserved0 = 40,
     entries = 64,
     capacity = 72,
     write_index = 80,

@@ -648,16 +648,29 @@ unsafe fn consider(sched: u64, entry: u64, r: &mut impl Requester, report: &mut 
     }
 }
 
-/// Links `entry` into the ready list of `sched` in id order.
+/// Links `entry` into the ready list of `sched` in id order: at the end
+/// when its id is the largest (accepted entries arrive in id order), else
+/// from the start (woken ones arrive from a stack, latest first).
 ///
 /// # Safety
 /// The tick's; `entry` is on no list.
 unsafe fn insert_ready(sched: u64, entry: u64) {
     let head_at = field!(sched, SchedulerState.ready_head);
+    let tail_at = field!(sched, SchedulerState.ready_tail);
     let next_of = |e: u64| field!(e, QueueEntry.ready_next);
     let id_of = |e: u64| field!(e, QueueEntry.id);
     // SAFETY: the contract.
-    unsafe { link_in_order(head_at, entry, next_of, |e| get::<u64>(id_of(e))) }
+    unsafe {
+        let tail = get::<u64>(tail_at);
+        if tail == 0 || get::<u64>(id_of(tail)) < get::<u64>(id_of(entry)) {
+            set(next_of(entry), 0u64);
+            set(if tail == 0 { head_at } else { next_of(tail) }, entry);
+            set(tail_at, entry);
+            return;
+        }
+        // The tail's id is larger: the entry goes before it.
+        link_in_order(head_at, entry, next_of, |e| get::<u64>(id_of(e)));
+    }
 }
 
 /// One scheduler tick (see the module's documentation).
@@ -712,7 +725,11 @@ pub unsafe fn tick(sched: u64, issuer: &mut impl Issuer) -> TickReport {
                 if entry == 0 {
                     break;
                 }
-                set(ready_at, get::<u64>(field!(entry, QueueEntry.ready_next)));
+                let next = get::<u64>(field!(entry, QueueEntry.ready_next));
+                set(ready_at, next);
+                if next == 0 {
+                    set(field!(sched, SchedulerState.ready_tail), 0u64);
+                }
                 issue(sched, entry, &mut r, &mut report);
             }
             if !r.again {
