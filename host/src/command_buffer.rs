@@ -45,7 +45,8 @@
 //! launch; one that needs the queue pointer, or hidden counts with an
 //! indirect workgroup count, is refused (neither is known when recording).
 //!
-//! Not yet: the device scheduler that will submit instead of the host.
+//! The device scheduler ([`crate::scheduler`]) submits the same command
+//! buffers from the device, with this module's layout of their state.
 
 use std::collections::VecDeque;
 use std::time::Duration;

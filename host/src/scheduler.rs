@@ -509,6 +509,12 @@ impl Device {
         }
     }
 
+    /// A recording of at most `capacity` commands for this device
+    /// ([`CommandBufferBuilder::new`] on its execution queue).
+    pub fn command_buffer(&self, capacity: u32) -> Result<crate::CommandBufferBuilder> {
+        crate::CommandBufferBuilder::new(&self.inner.execution(), capacity)
+    }
+
     /// A new semaphore at `initial`, usable by this device's entries and
     /// the host.
     pub fn semaphore(&self, initial: u64) -> Result<Semaphore> {

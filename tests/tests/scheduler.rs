@@ -22,9 +22,7 @@ const POISON: u8 = 0xA5;
 fn scheduler_on(gpu: &aqueduct::agent::Agent) -> (Device, DeviceQueue, CommandBuffer) {
     let lib = device_library(gpu);
     let device = Device::new(gpu, &lib, DeviceOptions::default()).expect("device");
-    // Command buffers are recorded for an agent through one of its queues.
-    let rq = gpu.create_queue(64).expect("queue");
-    let mut b = CommandBufferBuilder::new(&rq, 2).expect("builder");
+    let mut b = device.command_buffer(2).expect("builder");
     b.copy(
         BufferRef::binding(0, 0, LINK),
         BufferRef::binding(1, 0, LINK),
