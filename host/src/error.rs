@@ -158,9 +158,11 @@ pub enum Error {
         catalog: PathBuf,
     },
 
-    /// A file could not be read.
-    #[error("cannot read {}: {source}", path.display())]
+    /// A file could not be read or written.
+    #[error("cannot {action} {}: {source}", path.display())]
     Io {
+        /// "read" or "write".
+        action: &'static str,
         path: PathBuf,
         #[source]
         source: std::io::Error,

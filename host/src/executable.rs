@@ -169,6 +169,7 @@ impl Agent {
     pub fn load_code_object_file(&self, path: impl AsRef<Path>) -> Result<Executable> {
         let path = path.as_ref();
         let bytes = std::fs::read(path).map_err(|source| Error::Io {
+            action: "read",
             path: path.to_owned(),
             source,
         })?;

@@ -37,7 +37,7 @@ use aqueduct_abi::hsa::{SignalCondition, SignalHandle};
 use aqueduct_abi::packet::{KernelDispatch, Ordering};
 use aqueduct_abi::scheduler::{
     QueueEntry, QueueEntryKind, QueueEntryState, SchedulerActions, SchedulerState,
-    Semaphore as SemaphoreLayout, SemaphoreRef,
+    Semaphore as SemaphoreLayout, SemaphoreRef, TraceKind, TraceRecord, TraceRing,
 };
 use aqueduct_device::scheduler as shared_logic;
 use zerocopy::{FromZeros, IntoBytes};
@@ -66,6 +66,10 @@ pub struct DeviceOptions {
     pub queue_size: u32,
     /// How command buffers' blocks are issued.
     pub issue_mode: IssueMode,
+    /// Records of the device trace ring (a power of two; 0: no tracing):
+    /// ticks, entries issued and retired, with device timestamps, drained
+    /// by the service thread ([`Device::write_trace`]).
+    pub trace_records: u32,
 }
 
 impl Default for DeviceOptions {
@@ -75,6 +79,7 @@ impl Default for DeviceOptions {
             kernarg_bytes: 1 << 20,
             queue_size: 1024,
             issue_mode: IssueMode::Auto,
+            trace_records: 0,
         }
     }
 }
@@ -107,6 +112,61 @@ struct DeviceInner {
     tick: aqueduct_abi::packet::Prepared<aqueduct_abi::aql::KernelDispatchPacket>,
     producer: Mutex<Producer>,
     capacity: u64,
+    trace: Option<Trace>,
+}
+
+/// A device's trace ring and what the host drained from it.
+struct Trace {
+    /// The [`TraceRing`], then its records.
+    memory: HostBuffer<u8>,
+    capacity: u64,
+    records: Mutex<Vec<TraceRecord>>,
+    /// A host instant and the device timestamp at the same moment (the
+    /// middle of the first tick, taken against the host's clock around
+    /// it), and half the window that bounds the error.
+    epoch: std::sync::OnceLock<(Instant, u64, Duration)>,
+}
+
+impl Trace {
+    /// The ring's u64 field at `offset`, as an atomic.
+    fn word(&self, offset: usize) -> &AtomicU64 {
+        assert!(offset + 8 <= size_of::<TraceRing>() && offset % 8 == 0);
+        // SAFETY: inside the ring header (asserted), 8-aligned in a
+        // 64-aligned buffer; the device updates it atomically.
+        unsafe { AtomicU64::from_ptr((self.memory.address() as *mut u8).add(offset).cast()) }
+    }
+
+    /// Moves the published records out of the ring, in order.
+    fn drain(&self) {
+        let mut out = self.records.lock().unwrap_or_else(|p| p.into_inner());
+        let read_at = std::mem::offset_of!(TraceRing, read_index);
+        let mut read = self.word(read_at).load(MemOrdering::Relaxed);
+        let write = self
+            .word(std::mem::offset_of!(TraceRing, write_index))
+            .load(MemOrdering::Acquire);
+        while read < write {
+            let at =
+                size_of::<TraceRing>() + size_of::<TraceRecord>() * (read % self.capacity) as usize;
+            // SAFETY: a record slot inside the buffer, 32-byte aligned;
+            // its first word is published with release by the writer.
+            let first = unsafe {
+                std::sync::atomic::AtomicU32::from_ptr(
+                    (self.memory.address() as *mut u8).add(at).cast(),
+                )
+            };
+            if first.load(MemOrdering::Acquire) & 0xffff == 0 {
+                break; // reserved, not written yet
+            }
+            let mut record = TraceRecord::new_zeroed();
+            record
+                .as_mut_bytes()
+                .copy_from_slice(&self.memory[at..at + size_of::<TraceRecord>()]);
+            out.push(record);
+            first.store(0, MemOrdering::Relaxed);
+            read += 1;
+        }
+        self.word(read_at).store(read, MemOrdering::Release);
+    }
 }
 
 /// Every live scheduler by its state's device address, for host requests
@@ -240,6 +300,56 @@ impl DeviceInner {
         r.error.map_or(Ok(()), Err)
     }
 
+    /// Ties the device's clock to the host's: one tick of an idle
+    /// scheduler, timed on the host; the middle of its trace record is
+    /// taken as the middle of the host's window around it.
+    fn calibrate(&self) -> Result<()> {
+        let Some(trace) = &self.trace else {
+            return Ok(());
+        };
+        let before = Instant::now();
+        self.request(SchedulerActions::RETIRE)?;
+        let ticks_at = std::mem::offset_of!(SchedulerState, ticks);
+        while self.word(ticks_at).load(MemOrdering::Acquire) == 0 {
+            self.check_control()?;
+            if before.elapsed() > DEFAULT_SPACE_TIMEOUT {
+                return Err(Error::Timeout {
+                    what: "the scheduler's first tick".into(),
+                    condition: ">=",
+                    expected: 1,
+                    observed: 0,
+                    waited: before.elapsed(),
+                });
+            }
+            std::thread::sleep(Duration::from_micros(20));
+        }
+        let after = Instant::now();
+        // The tick counts itself before it records: wait for its record.
+        let deadline = after + DEFAULT_SPACE_TIMEOUT;
+        loop {
+            trace.drain();
+            let records = trace.records.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(r) = records.iter().find(|r| r.kind == TraceKind::SCHEDULER_TICK) {
+                let half = (after - before) / 2;
+                let mid = r.start_ts / 2 + r.end_ts / 2;
+                let _ = trace.epoch.set((before + half, mid, half));
+                return Ok(());
+            }
+            drop(records);
+            if Instant::now() > deadline {
+                return Err(Error::InvalidArgument {
+                    what: "trace",
+                    problem: "the first tick left no trace record".into(),
+                });
+            }
+            std::thread::sleep(Duration::from_micros(20));
+        }
+    }
+
+    fn check_control(&self) -> Result<()> {
+        self.control.fault().map_or(Ok(()), Err)
+    }
+
     /// The scheduler's state in a few words, for errors.
     fn describe(&self) -> String {
         let w = |f: usize| self.word(f).load(MemOrdering::Acquire);
@@ -363,6 +473,12 @@ impl shared_logic::Requester for HostRequester<'_> {
             s.store(value, StoreOrder::Release);
         }
     }
+
+    /// The host records no trace events (only the device's tick and
+    /// retire do): no device clock to read.
+    fn timestamp(&mut self) -> u64 {
+        0
+    }
 }
 
 /// The scheduler's host service: watches the execution queue and, when it
@@ -372,6 +488,9 @@ fn serve(device: &Weak<DeviceInner>) {
     loop {
         std::thread::sleep(SERVICE_PERIOD);
         let Some(d) = device.upgrade() else { return };
+        if let Some(t) = &d.trace {
+            t.drain();
+        }
         let queue = d.execution();
         if let Some(fault) = queue.fault()
             && let Err(e) = d.recover(&queue, fault)
@@ -447,6 +566,31 @@ impl Device {
         .build(control.limits())?;
         let storage =
             pool.alloc_host::<u8>(options.kernarg_bytes.next_multiple_of(64).max(4096))?;
+        let trace = match options.trace_records {
+            0 => None,
+            n if !n.is_power_of_two() => {
+                return Err(Error::InvalidArgument {
+                    what: "device options",
+                    problem: format!("{n} trace records is not a power of two"),
+                });
+            }
+            n => {
+                let bytes = size_of::<TraceRing>() + size_of::<TraceRecord>() * n as usize;
+                let mut memory = pool.alloc_host::<u8>(bytes)?;
+                memory.fill(0);
+                let mut ring = TraceRing::new_zeroed();
+                ring.base = memory.address() + size_of::<TraceRing>() as u64;
+                ring.capacity = u64::from(n);
+                ring.timestamp_frequency = aqueduct_abi::gfx::REALTIME_HZ;
+                memory[..size_of::<TraceRing>()].copy_from_slice(ring.as_bytes());
+                Some(Trace {
+                    memory,
+                    capacity: u64::from(n),
+                    records: Mutex::new(Vec::new()),
+                    epoch: std::sync::OnceLock::new(),
+                })
+            }
+        };
         let mut s = SchedulerState::new_zeroed();
         s.entries = base + entries_at as u64;
         s.capacity = capacity;
@@ -458,6 +602,7 @@ impl Device {
         }
         s.control_queue = control.address();
         s.execution_queue = execution.address();
+        s.trace = trace.as_ref().map_or(0, |t| t.memory.address());
         s.kernarg.base = storage.address();
         s.kernarg.capacity = storage.len() as u64;
         state[..size_of::<SchedulerState>()].copy_from_slice(s.as_bytes());
@@ -481,11 +626,15 @@ impl Device {
                 pending: std::collections::VecDeque::new(),
             }),
             capacity,
+            trace,
         });
         SCHEDULERS
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push((inner.sched(), Arc::downgrade(&inner)));
+        if inner.trace.is_some() {
+            inner.calibrate()?;
+        }
         let service = Arc::downgrade(&inner);
         std::thread::Builder::new()
             .name("aqueduct-scheduler".into())
@@ -535,7 +684,53 @@ impl Device {
     /// one. (A fault of the execution queue fails the entries on it and
     /// the queue is replaced.)
     pub fn check(&self) -> Result<()> {
-        self.inner.control.fault().map_or(Ok(()), Err)
+        self.inner.check_control()
+    }
+
+    /// The trace so far (tracing on: [`DeviceOptions::trace_records`]),
+    /// drained from the device's ring: each record with its time on the
+    /// host's clock, and the records the ring had no room for.
+    pub fn trace(&self) -> Option<DeviceTrace> {
+        let t = self.inner.trace.as_ref()?;
+        t.drain();
+        let &(epoch, at, error) = t.epoch.get()?;
+        let hz = aqueduct_abi::gfx::REALTIME_HZ as f64;
+        let to_host = |ts: u64| (ts as f64 - at as f64) / hz;
+        let records = t.records.lock().unwrap_or_else(|p| p.into_inner());
+        Some(DeviceTrace {
+            epoch,
+            error,
+            dropped: t
+                .word(std::mem::offset_of!(TraceRing, dropped))
+                .load(MemOrdering::Acquire),
+            events: records
+                .iter()
+                .map(|r| TraceEvent {
+                    kind: r.kind,
+                    id: r.id,
+                    flags: r.flags,
+                    start: to_host(r.start_ts),
+                    end: to_host(r.end_ts),
+                })
+                .collect(),
+        })
+    }
+
+    /// Writes the trace so far as a Chrome/Perfetto JSON trace (open it in
+    /// `ui.perfetto.dev` or `chrome://tracing`): the ticks on one track,
+    /// each entry from its issue to its retire on another. Returns the
+    /// events written; `None` without tracing.
+    pub fn write_trace(&self, path: &std::path::Path) -> Result<Option<usize>> {
+        let Some(trace) = self.trace() else {
+            return Ok(None);
+        };
+        let json = trace.chrome_json(&self.inner.agent.info().name);
+        std::fs::write(path, json).map_err(|source| Error::Io {
+            action: "write",
+            path: path.to_owned(),
+            source,
+        })?;
+        Ok(Some(trace.events.len()))
     }
 
     /// Why entry `id` failed, when a queue fault made it fail: the command
@@ -980,4 +1175,93 @@ fn check_value(value: u64) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// A device trace on the host's clock ([`Device::trace`]).
+#[derive(Clone, Debug)]
+pub struct DeviceTrace {
+    /// The host instant the events' times count from.
+    pub epoch: Instant,
+    /// How far off the device-to-host correlation may be: half the host's
+    /// window around the calibrating tick.
+    pub error: Duration,
+    /// Records the device could not write (ring full).
+    pub dropped: u64,
+    pub events: Vec<TraceEvent>,
+}
+
+/// One record: seconds from [`DeviceTrace::epoch`] on the host's clock
+/// (negative before it).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TraceEvent {
+    pub kind: TraceKind,
+    /// The tick's number, or the entry's id.
+    pub id: u64,
+    /// Of a tick: the entries it accepted.
+    pub flags: u16,
+    pub start: f64,
+    pub end: f64,
+}
+
+impl DeviceTrace {
+    /// The Chrome trace-event JSON of the trace (microseconds): ticks as
+    /// complete events on track 1, entries from issue to retire on track 2
+    /// (an entry not retired yet as an instant at its issue).
+    pub fn chrome_json(&self, device: &str) -> String {
+        use std::fmt::Write as _;
+        let us = |s: f64| s * 1e6;
+        let device: String = device
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric())
+            .collect();
+        let mut events = vec![
+            format!(
+                r#"{{"ph":"M","name":"process_name","pid":1,"args":{{"name":"{device} device scheduler"}}}}"#
+            ),
+            r#"{"ph":"M","name":"thread_name","pid":1,"tid":1,"args":{"name":"scheduler ticks"}}"#
+                .to_string(),
+            r#"{"ph":"M","name":"thread_name","pid":1,"tid":2,"args":{"name":"queue entries"}}"#
+                .to_string(),
+        ];
+        let retired: std::collections::HashMap<u64, f64> = self
+            .events
+            .iter()
+            .filter(|e| e.kind == TraceKind::RETIRE)
+            .map(|e| (e.id, e.start))
+            .collect();
+        for e in &self.events {
+            let mut s = String::new();
+            let _ = match (e.kind, retired.get(&e.id)) {
+                (TraceKind::SCHEDULER_TICK, _) => write!(
+                    s,
+                    r#"{{"ph":"X","name":"tick {}","cat":"scheduler","pid":1,"tid":1,"ts":{:.3},"dur":{:.3},"args":{{"accepted":{}}}}}"#,
+                    e.id,
+                    us(e.start),
+                    us(e.end - e.start),
+                    e.flags
+                ),
+                (TraceKind::ISSUE, Some(&end)) => write!(
+                    s,
+                    r#"{{"ph":"X","name":"entry {}","cat":"entry","pid":1,"tid":2,"ts":{:.3},"dur":{:.3}}}"#,
+                    e.id,
+                    us(e.start),
+                    us((end - e.start).max(0.0))
+                ),
+                (TraceKind::ISSUE, None) => write!(
+                    s,
+                    r#"{{"ph":"i","s":"t","name":"entry {} issued","cat":"entry","pid":1,"tid":2,"ts":{:.3}}}"#,
+                    e.id,
+                    us(e.start)
+                ),
+                _ => continue,
+            };
+            events.push(s);
+        }
+        format!(
+            r#"{{"traceEvents":[{}],"displayTimeUnit":"ms","otherData":{{"dropped":{},"clock_error_us":{:.3}}}}}"#,
+            events.join(","),
+            self.dropped,
+            self.error.as_secs_f64() * 1e6
+        )
+    }
 }

@@ -21,6 +21,11 @@
 //!
 //! Occupancy is counted per SIMD (LLVM's "EU"), as LLVM does.
 
+/// Frequency of the constant reference clock `s_memrealtime` reads, in
+/// Hz: 100 MHz (CDNA3 ISA, S_MEMREALTIME; ROCr reports the same as
+/// `HSA_AMD_AGENT_INFO_TIMESTAMP_FREQUENCY` on MI200 and MI300).
+pub const REALTIME_HZ: u64 = 100_000_000;
+
 /// Matrix-multiply hardware of a processor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MatrixCore {

@@ -266,7 +266,10 @@ pub struct SchedulerState {
     /// Device address of the execution queue's `amd_queue_t` (the
     /// entries' packets).
     pub execution_queue: u64,
-    pub reserved2: [u64; 6],
+    /// Device address of the [`TraceRing`] the scheduler records into (0:
+    /// tracing off).
+    pub trace: u64,
+    pub reserved2: [u64; 5],
     /// Kernel arguments and issue states of the entries: the submitter
     /// reserves, the tick releases as entries are reclaimed.
     pub kernarg: KernargRing,
@@ -295,7 +298,8 @@ assert_layout!(
     tick_packet = 128,
     control_queue = 192,
     execution_queue = 200,
-    reserved2 = 208,
+    trace = 208,
+    reserved2 = 216,
     kernarg = 256,
 );
 
@@ -331,6 +335,12 @@ assert_layout!(
 
 /// The trace ring: fixed-size [`TraceRecord`]s written by device code and
 /// drained by the host's trace worker.
+///
+/// A writer reserves a slot by advancing `write_index` only while the ring
+/// has room (else it counts the record in `dropped`), writes the record
+/// and stores its `kind` last (release): the host reads records in order
+/// up to the first whose kind is still 0, zeroes each kind it consumed,
+/// then advances `read_index` (release).
 #[repr(C, align(64))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 pub struct TraceRing {
@@ -367,14 +377,14 @@ assert_layout!(
 open_enum! {
     /// What a [`TraceRecord`] describes.
     pub struct TraceKind(u16) {
-        /// A span of device work: `id` is a kernel's trace id.
-        DISPATCH = 1,
-        /// A scheduler tick.
-        SCHEDULER_TICK = 2,
-        /// A queue entry retired: `id` is the entry id.
+        /// A scheduler tick, begin to end: `id` is the tick's number,
+        /// `flags` the entries it accepted (saturating).
+        SCHEDULER_TICK = 1,
+        /// A queue entry issued by a tick (or completed there, a barrier):
+        /// `id` is the entry id.
+        ISSUE = 2,
+        /// A queue entry retired (its work done): `id` is the entry id.
         RETIRE = 3,
-        /// A counter sample in `payload`.
-        VALUE = 4,
     }
 }
 
@@ -386,7 +396,8 @@ pub struct TraceRecord {
     pub flags: u16,
     pub reserved: u32,
     pub id: u64,
-    /// Agent timestamps (`s_memrealtime` domain).
+    /// Agent timestamps (`s_memrealtime` domain); a point event has
+    /// `end_ts == start_ts`.
     pub start_ts: u64,
     pub end_ts: u64,
 }

@@ -10,8 +10,8 @@
 use std::sync::OnceLock;
 use std::time::Instant;
 
-/// Reference clock frequency in Hz.
-pub const REALTIME_HZ: u64 = 100_000_000;
+/// Reference clock frequency in Hz (one definition, in `aqueduct-abi`).
+pub use aqueduct_abi::gfx::REALTIME_HZ;
 
 fn epoch() -> Instant {
     static EPOCH: OnceLock<Instant> = OnceLock::new();

@@ -455,3 +455,94 @@ fn soak_100k_entries_from_4_threads_complete_without_leaking() {
         "RSS grew by {growth} bytes over 100,000 entries"
     );
 }
+
+/// With tracing on, a chain of 10 entries leaves one tick record per tick
+/// and an issue and a retire per entry, on the host's clock (between the
+/// device's creation and now, issue before retire, each entry after the
+/// one it waited for), and a Chrome trace file with those spans.
+#[test]
+fn a_traced_chain_records_its_ticks_and_entries_on_the_hosts_clock() {
+    use aqueduct::scheduler::TraceEvent;
+    use aqueduct_abi::scheduler::TraceKind;
+    let system = announced_system();
+    let host = host_pool(&system);
+    for gpu in hsa_gpus(&system) {
+        let gfx = gpu.info().name.clone();
+        let lib = device_library(&gpu);
+        let created = std::time::Instant::now();
+        let options = DeviceOptions {
+            trace_records: 1024,
+            ..DeviceOptions::default()
+        };
+        let device = Device::new(&gpu, &lib, options).expect("device");
+        let (_, _, buffer) = scheduler_on(&gpu);
+        let queue = device.queue();
+        const N: u64 = 10;
+        let (links, _) = chain_buffer(&host, N);
+        let sem = device.semaphore(0).expect("semaphore");
+        let mut batch = queue.batch();
+        for k in 0..N {
+            batch
+                .execute(
+                    &[(&sem, k)],
+                    &buffer,
+                    &link(&links, k, k + 1),
+                    &[(&sem, k + 1)],
+                )
+                .expect("submit");
+        }
+        batch.submit().expect("submit");
+        sem.wait(N, TIMEOUT).expect("chain");
+        std::thread::sleep(Duration::from_millis(20));
+        let trace = device.trace().expect("tracing is on");
+        let done = trace.epoch.elapsed().as_secs_f64();
+        let since = created.elapsed().as_secs_f64();
+        assert_eq!(trace.dropped, 0, "{gfx}");
+        let of =
+            |kind| -> Vec<&TraceEvent> { trace.events.iter().filter(|e| e.kind == kind).collect() };
+        // The calibrating tick, the one that accepts the chain, and one
+        // per wake.
+        assert_eq!(of(TraceKind::SCHEDULER_TICK).len() as u64, N + 1, "{gfx}");
+        let slack = trace.error.as_secs_f64() + 1e-3;
+        for e in &trace.events {
+            assert!(e.start <= e.end, "{gfx}: {e:?}");
+            assert!(
+                e.start >= done - since - slack && e.end <= done + slack,
+                "{gfx}: {e:?} outside the device's life"
+            );
+        }
+        let issued = of(TraceKind::ISSUE);
+        let retired = of(TraceKind::RETIRE);
+        assert_eq!((issued.len() as u64, retired.len() as u64), (N, N), "{gfx}");
+        for k in 0..N {
+            let i = issued.iter().find(|e| e.id == k).expect("issued");
+            let r = retired.iter().find(|e| e.id == k).expect("retired");
+            assert!(
+                i.start <= r.start,
+                "{gfx}: entry {k} retired before its issue"
+            );
+            if k > 0 {
+                let before = retired.iter().find(|e| e.id == k - 1).expect("retired");
+                assert!(
+                    before.start <= i.start,
+                    "{gfx}: entry {k} issued before {} retired",
+                    k - 1
+                );
+            }
+        }
+        let path =
+            std::env::temp_dir().join(format!("aqueduct-trace-{gfx}-{}.json", std::process::id()));
+        let written = device.write_trace(&path).expect("write").expect("tracing");
+        let json = std::fs::read_to_string(&path).expect("read back");
+        std::fs::remove_file(&path).ok();
+        assert_eq!(written, trace.events.len());
+        assert!(json.starts_with(r#"{"traceEvents":["#), "{gfx}");
+        assert_eq!(json.matches(r#""cat":"scheduler""#).count() as u64, N + 1);
+        assert_eq!(
+            json.matches(r#""name":"entry "#).count() as u64,
+            N,
+            "{gfx}: {json}"
+        );
+        assert!(json.ends_with("}"), "{gfx}");
+    }
+}

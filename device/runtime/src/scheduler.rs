@@ -42,7 +42,7 @@ use aqueduct_abi::command::{BlockIssue, CommandBufferHeader, Execution};
 use aqueduct_abi::hsa::SignalHandle;
 use aqueduct_abi::scheduler::{
     KernargRing, QueueEntry, QueueEntryKind, QueueEntryState, SchedulerActions, SchedulerState,
-    Semaphore, SemaphoreFlags, SemaphoreRef,
+    Semaphore, SemaphoreFlags, SemaphoreRef, TraceKind, TraceRecord, TraceRing,
 };
 
 use crate::atomic::{AcqRel, Acquire, Atomic, Relaxed, Release, System};
@@ -67,6 +67,8 @@ pub trait Requester {
     /// Stores `value` to the HSA signal `signal` (release, system scope),
     /// waking its host waiters.
     fn mirror(&mut self, signal: SignalHandle, value: i64);
+    /// The agent's timestamp (`s_memrealtime`) for trace records.
+    fn timestamp(&mut self) -> u64;
 }
 
 /// What a tick needs besides a [`Requester`].
@@ -107,6 +109,20 @@ impl<P: FnMut()> Requester for QueueRequester<P> {
     fn mirror(&mut self, signal: SignalHandle, value: i64) {
         // SAFETY: a semaphore's mirror is a live signal while it is.
         unsafe { Signal::from_handle(signal) }.store(value, Release, System);
+    }
+
+    fn timestamp(&mut self) -> u64 {
+        #[cfg(target_arch = "amdgpu")]
+        {
+            unsafe extern "C" {
+                /// Defined in `llvm/clock.ll`: `llvm.readsteadycounter`
+                /// (the constant-rate real-time clock).
+                safe fn aqueduct_realtime() -> u64;
+            }
+            aqueduct_realtime()
+        }
+        #[cfg(not(target_arch = "amdgpu"))]
+        0
     }
 }
 
@@ -539,6 +555,46 @@ pub unsafe fn fail_entry(entry: u64, status: u32, origin: Origin, r: &mut impl R
     }
 }
 
+/// Records a trace event in the ring of `sched`, if it traces: reserves a
+/// slot only while the ring has room (else counts it dropped), writes the
+/// record, publishes its kind last ([`TraceRing`]).
+///
+/// # Safety
+/// `sched` is live, and so is its trace ring if it has one.
+pub unsafe fn trace(sched: u64, kind: TraceKind, id: u64, start: u64, end: u64, flags: u16) {
+    // SAFETY: the contract.
+    unsafe {
+        let ring = get::<u64>(field!(sched, SchedulerState.trace));
+        if ring == 0 {
+            return;
+        }
+        let write = atomic::<u64>(field!(ring, TraceRing.write_index));
+        let capacity = get::<u64>(field!(ring, TraceRing.capacity));
+        let mut at = write.load(Relaxed, System);
+        loop {
+            let read = atomic::<u64>(field!(ring, TraceRing.read_index)).load(Acquire, System);
+            if at - read >= capacity {
+                atomic::<u64>(field!(ring, TraceRing.dropped)).fetch_add(1, Relaxed, System);
+                return;
+            }
+            match write.compare_exchange(at, at + 1, Relaxed, System) {
+                Ok(_) => break,
+                Err(now) => at = now,
+            }
+        }
+        let record = get::<u64>(field!(ring, TraceRing.base))
+            + size_of::<TraceRecord>() as u64 * (at & (capacity - 1));
+        set(field!(record, TraceRecord.id), id);
+        set(field!(record, TraceRecord.start_ts), start);
+        set(field!(record, TraceRecord.end_ts), end);
+        atomic::<u32>(record).store(
+            u32::from(kind.0) | (u32::from(flags) << 16),
+            Release,
+            System,
+        );
+    }
+}
+
 /// Retires an issued entry whose work is done (the RETURN's control
 /// kernel): completes it, which wakes its semaphores' waiters. It requests
 /// no tick of its own: its slot is reclaimed by whatever tick runs next,
@@ -552,6 +608,10 @@ pub unsafe fn retire(entry: u64, r: &mut impl Requester) {
     // SAFETY: the contract.
     unsafe {
         let sched = get::<u64>(field!(entry, QueueEntry.scheduler));
+        // Recorded first: once its semaphores are signalled, the entries
+        // waiting for it may issue (and record) before this kernel goes on.
+        let (id, now) = (get(field!(entry, QueueEntry.id)), r.timestamp());
+        trace(sched, TraceKind::RETIRE, id, now, now, 0);
         complete(entry, r);
         atomic::<u32>(field!(sched, SchedulerState.in_flight)).fetch_sub(1, Release, System);
     }
@@ -598,6 +658,10 @@ impl<I: Issuer> Requester for TickRequester<'_, I> {
 
     fn mirror(&mut self, signal: SignalHandle, value: i64) {
         self.inner.mirror(signal, value)
+    }
+
+    fn timestamp(&mut self) -> u64 {
+        self.inner.timestamp()
     }
 }
 
@@ -685,10 +749,12 @@ pub unsafe fn tick(sched: u64, issuer: &mut impl Issuer) -> TickReport {
         sched,
         again: false,
     };
+    let began = r.timestamp();
     // SAFETY: the contract.
     unsafe {
         let ticks_at = field!(sched, SchedulerState.ticks);
-        set(ticks_at, get::<u64>(ticks_at) + 1);
+        let number = get::<u64>(ticks_at) + 1;
+        set(ticks_at, number);
         let actions = atomic::<u32>(field!(sched, SchedulerState.actions));
         loop {
             report.passes += 1;
@@ -737,6 +803,16 @@ pub unsafe fn tick(sched: u64, issuer: &mut impl Issuer) -> TickReport {
             }
         }
         report.reclaimed = reclaim(sched);
+        let ended = r.timestamp();
+        let accepted = report.accepted.min(u32::from(u16::MAX)) as u16;
+        trace(
+            sched,
+            TraceKind::SCHEDULER_TICK,
+            number,
+            began,
+            ended,
+            accepted,
+        );
     }
     report
 }
@@ -758,6 +834,9 @@ unsafe fn issue<I: Issuer>(
             QueueEntryKind::BARRIER => {
                 complete(entry, r);
                 report.issued += 1;
+                let (id, now) = (get(field!(entry, QueueEntry.id)), r.timestamp());
+                trace(sched, TraceKind::ISSUE, id, now, now, 0);
+                trace(sched, TraceKind::RETIRE, id, now, now, 0);
             }
             QueueEntryKind::EXECUTE => {
                 let execution = get::<u64>(field!(entry, QueueEntry.execution));
@@ -765,8 +844,10 @@ unsafe fn issue<I: Issuer>(
                 atomic::<u32>(field!(sched, SchedulerState.in_flight))
                     .fetch_add(1, Relaxed, System);
                 set_state(entry, QueueEntryState::ISSUED);
+                let (id, now) = (get(field!(entry, QueueEntry.id)), r.timestamp());
                 if r.inner.execute(execution).is_ok() {
                     report.issued += 1;
+                    trace(sched, TraceKind::ISSUE, id, now, now, 0);
                 } else {
                     atomic::<u32>(field!(sched, SchedulerState.in_flight))
                         .fetch_sub(1, Relaxed, System);
@@ -889,6 +970,7 @@ mod tests {
         executed: Vec<u64>,
         /// Executions whose issue fails.
         refuse: Vec<u64>,
+        clock: u64,
     }
 
     impl Requester for Mock {
@@ -900,6 +982,10 @@ mod tests {
         }
         fn mirror(&mut self, signal: SignalHandle, value: i64) {
             self.mirrors.push((signal.0, value))
+        }
+        fn timestamp(&mut self) -> u64 {
+            self.clock += 10;
+            self.clock
         }
     }
 
@@ -1143,6 +1229,59 @@ mod tests {
         assert_eq!(rig.state.kernarg.read_offset, 64 * N);
         assert_eq!(rig.state.in_flight, 0);
         assert_eq!(rig.state.actions, SchedulerActions::empty());
+    }
+
+    #[test]
+    fn a_tracing_scheduler_records_ticks_issues_and_retires_and_counts_drops() {
+        use aqueduct_abi::scheduler::{TraceKind, TraceRecord, TraceRing};
+        const N: u64 = 3;
+        let mut rig = Rig::new(8, 1);
+        let mut records = vec![TraceRecord::new_zeroed(); 8];
+        let mut ring = Box::new(TraceRing::new_zeroed());
+        ring.base = records.as_mut_ptr() as u64;
+        ring.capacity = 8;
+        rig.state.trace = &raw const *ring as u64;
+        let mut m = Mock::default();
+        for k in 0..N {
+            let waits: &[(usize, u64)] = if k == 0 { &[] } else { &[(0, k)] };
+            rig.submit(QueueEntryKind::EXECUTE, waits, &[(0, k + 1)]);
+        }
+        rig.request(&mut m);
+        while m.ticks_enqueued.pop().is_some() {
+            rig.tick(&mut m);
+            for &execution in m.executed.clone().iter() {
+                let id = rig.id_of_exec(execution);
+                if rig.state_of(id) == QueueEntryState::ISSUED {
+                    rig.retire(id, &mut m);
+                }
+            }
+        }
+        // 3 ticks, 3 issues, 3 retires: 9 records for 8 slots, one dropped.
+        assert_eq!(ring.write_index, 8);
+        assert_eq!(ring.dropped, 1);
+        let kinds: Vec<(TraceKind, u64)> = records.iter().map(|r| (r.kind, r.id)).collect();
+        use TraceKind as K;
+        assert_eq!(
+            kinds,
+            [
+                (K::ISSUE, 0),
+                (K::SCHEDULER_TICK, 1),
+                (K::RETIRE, 0),
+                (K::ISSUE, 1),
+                (K::SCHEDULER_TICK, 2),
+                (K::RETIRE, 1),
+                (K::ISSUE, 2),
+                (K::SCHEDULER_TICK, 3),
+            ]
+        );
+        // The first tick accepted all three; its span holds its issue.
+        assert_eq!(records[1].flags, 3);
+        assert!(records[1].start_ts < records[0].start_ts);
+        assert!(records[0].start_ts < records[1].end_ts);
+        // After the host consumed the ring, a record fits again.
+        ring.read_index = 8;
+        rig.retire(2, &mut m);
+        assert_eq!((records[0].kind, records[0].id), (K::RETIRE, 2));
     }
 
     #[test]
