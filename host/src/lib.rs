@@ -51,7 +51,7 @@ pub use gemm::{Gemm, GemmLibrary, GemmPlan};
 pub use hsa::{LoadOptions, Runtime, System};
 pub use memory::{DeviceBuffer, HostBuffer, MemoryPool, PoolKind};
 pub use queue::{Queue, Reservation};
-pub use scheduler::{Device, DeviceOptions, DeviceQueue, DeviceTrace, Semaphore};
+pub use scheduler::{Device, DeviceOptions, DeviceQueue, DeviceTrace, LogicalDevice, Semaphore};
 pub use signal::{LoadOrder, RmwOrder, Signal, StoreOrder, WaitOrder};
 
 // The handles may cross threads: HSA's functions are thread-safe, queues are
@@ -71,4 +71,5 @@ mod thread_safety {
     static_assertions::assert_impl_all!(crate::Device: Send, Sync);
     static_assertions::assert_impl_all!(crate::DeviceQueue: Send, Sync);
     static_assertions::assert_impl_all!(crate::Semaphore: Send, Sync);
+    static_assertions::assert_impl_all!(crate::LogicalDevice: Send, Sync);
 }

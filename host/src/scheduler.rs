@@ -32,7 +32,7 @@ use std::sync::atomic::{AtomicU64, Ordering as MemOrdering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use aqueduct_abi::command::BindingTableEntry;
+use aqueduct_abi::command::{BindingTableEntry, BufferRef};
 use aqueduct_abi::hsa::{SignalCondition, SignalHandle};
 use aqueduct_abi::packet::{KernelDispatch, Ordering};
 use aqueduct_abi::scheduler::{
@@ -745,6 +745,41 @@ impl Device {
     }
 }
 
+/// Several GPUs as one: a [`Device`] (device library, scheduler, queues)
+/// on each GPU a device string selects (`amdgpu://0,1`, `amdgpu`, …: the
+/// forms of [`crate::device`]). Their entries wait for each other's
+/// semaphores like a single device's do: a semaphore is device memory every
+/// agent reaches, and a signal on one GPU wakes entries on another through
+/// that scheduler's own control queue.
+#[derive(Clone, Debug)]
+pub struct LogicalDevice {
+    devices: Vec<Device>,
+}
+
+impl LogicalDevice {
+    /// A scheduler on every GPU of `system` that `device` selects, each
+    /// with the device library `library` gives for its agent (its gfx's
+    /// code object, loaded on it).
+    pub fn open(
+        system: &crate::System,
+        device: &str,
+        options: DeviceOptions,
+        mut library: impl FnMut(&Agent) -> Result<Executable>,
+    ) -> Result<Self> {
+        let devices = system
+            .select(device)?
+            .iter()
+            .map(|agent| Device::new(agent, &library(agent)?, options))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Self { devices })
+    }
+
+    /// The devices, in the device string's order.
+    pub fn devices(&self) -> &[Device] {
+        &self.devices
+    }
+}
+
 /// A semaphore and a payload: "wait until it reaches the value" in a wait
 /// list, "advance it to the value" in a signal list.
 pub type SemaphoreValue<'a> = (&'a Semaphore, u64);
@@ -782,6 +817,50 @@ impl DeviceQueue {
         let id = self.add(waits, signals, None)?;
         self.device.inner.request(SchedulerActions::INCOMING)?;
         Ok(id)
+    }
+
+    /// Fills `target` with `pattern` (1, 2, 4, 8 or 16 bytes, repeated;
+    /// the length a multiple of it) once every wait is reached, then
+    /// advances every signal: a one-command recording (the device
+    /// library's blit fill), kept until the entry is reclaimed.
+    pub fn fill(
+        &self,
+        waits: &[SemaphoreValue<'_>],
+        target: BufferRef,
+        pattern: &[u8],
+        signals: &[SemaphoreValue<'_>],
+    ) -> Result<u64> {
+        let mut b = self.device.command_buffer(2)?;
+        b.fill(target, pattern)?;
+        self.execute(waits, &b.finish()?, &[], signals)
+    }
+
+    /// Copies `source` to `target` (the same length, not overlapping), as
+    /// [`DeviceQueue::fill`] does a fill.
+    pub fn copy(
+        &self,
+        waits: &[SemaphoreValue<'_>],
+        source: BufferRef,
+        target: BufferRef,
+        signals: &[SemaphoreValue<'_>],
+    ) -> Result<u64> {
+        let mut b = self.device.command_buffer(2)?;
+        b.copy(source, target)?;
+        self.execute(waits, &b.finish()?, &[], signals)
+    }
+
+    /// Writes `data` (copied now) to `target`, as [`DeviceQueue::fill`]
+    /// does a fill.
+    pub fn update(
+        &self,
+        waits: &[SemaphoreValue<'_>],
+        data: &[u8],
+        target: BufferRef,
+        signals: &[SemaphoreValue<'_>],
+    ) -> Result<u64> {
+        let mut b = self.device.command_buffer(2)?;
+        b.update(target, data)?;
+        self.execute(waits, &b.finish()?, &[], signals)
     }
 
     /// A burst of entries that the scheduler is told about once, when the

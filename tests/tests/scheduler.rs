@@ -352,17 +352,41 @@ fn back_pressure_waits_and_loses_nothing() {
     }
 }
 
-/// Entries on two devices (two simulated GPUs when the runtime has them,
-/// else two schedulers on one) wait for each other's semaphore values in
-/// turn: a chain that crosses between them at every step.
+/// Entries on two devices of a logical device (`amdgpu://0,1`: the two
+/// simulated GPUs; on one GPU, `amdgpu://0,0`: two schedulers on it) wait
+/// for each other's semaphore values in turn: a chain that crosses
+/// between them at every step.
 #[test]
 fn cross_device_waits_alternate_between_two_schedulers() {
     let system = announced_system();
     let host = host_pool(&system);
     let gpus = hsa_gpus(&system);
-    let (a_gpu, b_gpu) = (&gpus[0], gpus.get(1).unwrap_or(&gpus[0]));
-    let (a, a_queue, a_buffer) = scheduler_on(a_gpu);
-    let (_b, b_queue, b_buffer) = scheduler_on(b_gpu);
+    let spec = if gpus.len() > 1 {
+        "amdgpu://0,1"
+    } else {
+        "amdgpu://0,0"
+    };
+    let logical = aqueduct::LogicalDevice::open(&system, spec, DeviceOptions::default(), |agent| {
+        Ok(device_library(agent))
+    })
+    .expect("logical device");
+    let [a, b] = logical.devices() else {
+        panic!("{spec} selected {} devices", logical.devices().len());
+    };
+    if gpus.len() > 1 {
+        assert_ne!(a.agent().handle(), b.agent().handle(), "two GPUs");
+    }
+    let record = |d: &Device| {
+        let mut r = d.command_buffer(2).expect("builder");
+        r.copy(
+            BufferRef::binding(0, 0, LINK),
+            BufferRef::binding(1, 0, LINK),
+        )
+        .expect("copy");
+        r.finish().expect("finish")
+    };
+    let (a_queue, a_buffer) = (a.queue(), record(a));
+    let (b_queue, b_buffer) = (b.queue(), record(b));
     const N: u64 = 20;
     let (links, pattern) = chain_buffer(&host, N);
     let sem = a.semaphore(0).expect("semaphore");
@@ -544,5 +568,48 @@ fn a_traced_chain_records_its_ticks_and_entries_on_the_hosts_clock() {
             "{gfx}: {json}"
         );
         assert!(json.ends_with("}"), "{gfx}");
+    }
+}
+
+/// Fill, copy and update entries (one-command recordings of the blit
+/// kernels) ordered by a semaphore: fill A, copy A to B, update the middle
+/// of B; B holds exactly that.
+#[test]
+fn fill_copy_and_update_entries_run_in_order() {
+    let system = announced_system();
+    let host = host_pool(&system);
+    for gpu in hsa_gpus(&system) {
+        let gfx = gpu.info().name.clone();
+        let (device, queue, _) = scheduler_on(&gpu);
+        let mut a = host.alloc_host::<u8>(256).expect("alloc");
+        let mut b = host.alloc_host::<u8>(256).expect("alloc");
+        a.fill(POISON);
+        b.fill(POISON);
+        let (ra, rb) = (
+            BufferRef::direct(a.address(), 256),
+            BufferRef::direct(b.address(), 256),
+        );
+        let sem = device.semaphore(0).expect("semaphore");
+        queue
+            .fill(&[], ra, &[1, 2, 3, 4], &[(&sem, 1)])
+            .expect("fill");
+        queue
+            .copy(&[(&sem, 1)], ra, rb, &[(&sem, 2)])
+            .expect("copy");
+        queue
+            .update(
+                &[(&sem, 2)],
+                b"scheduled",
+                BufferRef::direct(b.address() + 100, 9),
+                &[(&sem, 3)],
+            )
+            .expect("update");
+        sem.wait(3, TIMEOUT)
+            .unwrap_or_else(|e| panic!("{gfx}: {e}"));
+        let mut want: Vec<u8> = [1, 2, 3, 4].repeat(64);
+        want[100..109].copy_from_slice(b"scheduled");
+        assert_eq!(&b[..], &want[..], "{gfx}");
+        // A fill pattern the blit cannot repeat is refused at once.
+        assert!(queue.fill(&[], ra, &[1, 2, 3], &[]).is_err(), "{gfx}");
     }
 }
