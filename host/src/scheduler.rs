@@ -373,6 +373,75 @@ impl DeviceInner {
         )
     }
 
+    /// Takes this scheduler's waiting entries off their semaphores'
+    /// waiter lists (the device is going away), after the ticks already
+    /// enqueued ran.
+    fn forget_waiters(&self) {
+        // Closed: no request enqueues a tick any more. A tick already in
+        // the control queue clears the set when it runs, so close again
+        // after each has run, until the queue is idle with the set closed.
+        // SAFETY: inside the state, 4-aligned, updated atomically.
+        let actions =
+            unsafe { std::sync::atomic::AtomicU32::from_ptr(self.state.address() as *mut u32) };
+        for _ in 0..100 {
+            actions.fetch_or(SchedulerActions::CLOSED.bits(), MemOrdering::AcqRel);
+            if self.control.fault().is_some() {
+                break;
+            }
+            let Ok(done) = Signal::new(self.agent.system(), 1) else {
+                break;
+            };
+            let Ok(barrier) = aqueduct_abi::packet::barrier(
+                aqueduct_abi::packet::BarrierKind::And,
+                &[],
+                done.handle(),
+                Ordering::SYSTEM.with_barrier(),
+            ) else {
+                break;
+            };
+            if self.control.submit_barrier(&barrier).is_err()
+                || self
+                    .control
+                    .wait(&done, SignalCondition::LT, 1, DEFAULT_SPACE_TIMEOUT)
+                    .is_err()
+            {
+                break;
+            }
+            let idle = self.control.read_index() == self.control.write_index();
+            let closed = actions.load(MemOrdering::Acquire) & SchedulerActions::CLOSED.bits() != 0;
+            if idle && closed {
+                break;
+            }
+        }
+        let retired = self
+            .word(std::mem::offset_of!(SchedulerState, retire_index))
+            .load(MemOrdering::Acquire);
+        let written = self
+            .word(std::mem::offset_of!(SchedulerState, write_index))
+            .load(MemOrdering::Acquire);
+        let mut r = HostRequester {
+            mirror: None,
+            device: None,
+            error: None,
+        };
+        for id in retired..written {
+            let entry = self.entry_address(id);
+            // SAFETY: an entry of this scheduler's mailbox, not reclaimed;
+            // no tick runs (the barrier above), and its semaphores are
+            // alive (kept by `pending`).
+            unsafe {
+                if shared_logic::state(entry) != QueueEntryState::WAITING {
+                    continue;
+                }
+                let e = &*(entry as *const QueueEntry);
+                if e.wait_cursor < u32::from(e.wait_count) {
+                    let w = &*((e.waits + 16 * u64::from(e.wait_cursor)) as *const SemaphoreRef);
+                    shared_logic::remove_waiter(w.semaphore, entry, &mut r);
+                }
+            }
+        }
+    }
+
     /// The device address of the mailbox slot of entry `id`.
     fn entry_address(&self, id: u64) -> u64 {
         self.sched()
@@ -405,7 +474,9 @@ impl DeviceInner {
 impl Drop for DeviceInner {
     /// Waits (up to [`DEFAULT_SPACE_TIMEOUT`]) for the entries issued and
     /// not yet retired: the queues and rings they use go with the device.
-    /// Entries still waiting for a semaphore are dropped with it.
+    /// Entries still waiting for a semaphore are dropped with it: taken
+    /// off the semaphores' waiter lists, once no tick runs any more, so
+    /// that a later signal never reaches them.
     fn drop(&mut self) {
         let start = Instant::now();
         let in_flight_at = std::mem::offset_of!(SchedulerState, in_flight);
@@ -426,6 +497,7 @@ impl Drop for DeviceInner {
             }
             std::thread::sleep(Duration::from_micros(200));
         }
+        self.forget_waiters();
         let mut all = SCHEDULERS.lock().unwrap_or_else(|p| p.into_inner());
         all.retain(|(at, w)| *at != self.state.address() && w.strong_count() > 0);
     }

@@ -218,6 +218,9 @@ flags_type! {
         const WAKE = 1 << 1;
         /// A submitter needs room: reclaim retired entries.
         const RETIRE = 1 << 2;
+        /// Set by the host when the scheduler goes away: a request that
+        /// finds it enqueues no tick.
+        const CLOSED = 1 << 31;
     }
 }
 

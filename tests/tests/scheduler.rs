@@ -613,3 +613,33 @@ fn fill_copy_and_update_entries_run_in_order() {
         assert!(queue.fill(&[], ra, &[1, 2, 3], &[]).is_err(), "{gfx}");
     }
 }
+
+/// A device dropped while an entry waits for a semaphore takes the entry
+/// off the semaphore's waiter list, so a later signal (the semaphore
+/// outlives the device) reaches nothing that is gone.
+#[test]
+fn dropping_a_device_unhooks_its_waiting_entries() {
+    let system = announced_system();
+    let gpu = hsa_gpus(&system).remove(0);
+    let (device, queue, _) = scheduler_on(&gpu);
+    let sem = device.semaphore(0).expect("semaphore");
+    let waiters_head = |s: &aqueduct::Semaphore| {
+        // SAFETY: the semaphore's live device memory, host-accessible;
+        // `waiters_head` is at byte 32 of the shared layout.
+        unsafe { std::ptr::read_volatile((s.address() + 32) as *const u64) }
+    };
+    queue.barrier(&[(&sem, 5)], &[]).expect("barrier");
+    let deadline = std::time::Instant::now() + TIMEOUT;
+    while waiters_head(&sem) == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the entry never waited"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    drop(queue);
+    drop(device);
+    assert_eq!(waiters_head(&sem), 0, "the waiting entry is unhooked");
+    sem.signal(5).expect("signal after the device is gone");
+    assert_eq!(sem.query().expect("query"), 5);
+}

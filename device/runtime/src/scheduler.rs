@@ -303,6 +303,36 @@ unsafe fn link_in_order(
     }
 }
 
+/// Takes `entry` off the waiter list of `sem`, if it is on it: for a
+/// scheduler that goes away while its entries wait, so that no later
+/// signal reaches memory that is gone. Returns whether it was there.
+///
+/// # Safety
+/// `sem` is a live [`Semaphore`] whose waiters are live entries.
+pub unsafe fn remove_waiter(sem: u64, entry: u64, r: &mut impl Requester) -> bool {
+    let head_at = field!(sem, Semaphore.waiters_head);
+    let next_of = |e: u64| field!(e, QueueEntry.wait_next);
+    // SAFETY: the contract; the list is the lock's.
+    unsafe {
+        lock(sem, r);
+        let mut prev = 0u64;
+        let mut cur = get::<u64>(head_at);
+        while cur != 0 && cur != entry {
+            prev = cur;
+            cur = get(next_of(cur));
+        }
+        if cur == entry {
+            let next = get::<u64>(next_of(entry));
+            set(if prev == 0 { head_at } else { next_of(prev) }, next);
+            if next == 0 {
+                set(field!(sem, Semaphore.waiters_tail), prev);
+            }
+        }
+        unlock(sem);
+        cur == entry
+    }
+}
+
 /// Unlinks the waiters of `sem` that need at most `value` (all of them
 /// with `u64::MAX`) and returns the first (linked by `wait_next`, 0-ended).
 ///
@@ -1158,6 +1188,38 @@ mod tests {
         unsafe { signal(sem, 9, &mut m) }.unwrap();
         assert_eq!(rig.sems[0].waiters_head, 0);
         assert_eq!(rig.sems[0].waiters_tail, 0);
+        assert_eq!(rig.sems[0].lock, 0);
+    }
+
+    #[test]
+    fn a_waiter_removed_is_never_woken_and_the_list_stays_whole() {
+        let mut rig = Rig::new(8, 1);
+        let mut m = Mock::default();
+        let sem = rig.sem(0);
+        for k in 0..4 {
+            rig.entries[k].scheduler = rig.sched();
+            // SAFETY: rig memory.
+            unsafe { add_waiter(sem, rig.entry(k as u64), k as u64 + 1, &mut m) };
+        }
+        // SAFETY: rig memory.
+        unsafe {
+            assert!(remove_waiter(sem, rig.entry(3), &mut m), "the tail");
+            assert!(remove_waiter(sem, rig.entry(0), &mut m), "the head");
+            assert!(!remove_waiter(sem, rig.entry(0), &mut m), "gone already");
+            assert!(!remove_waiter(sem, rig.entry(5), &mut m), "never there");
+        }
+        assert_eq!(rig.sems[0].waiters_head, rig.entry(1));
+        assert_eq!(rig.sems[0].waiters_tail, rig.entry(2));
+        // SAFETY: rig memory.
+        unsafe { signal(sem, 9, &mut m) }.unwrap();
+        let mut woken = Vec::new();
+        let mut cur = rig.state.wake_head;
+        while cur != 0 {
+            woken.push((cur - rig.entry(0)) / 256);
+            // SAFETY: a rig entry.
+            cur = unsafe { (*(cur as *const QueueEntry)).wake_next };
+        }
+        assert_eq!(woken, [2, 1]);
         assert_eq!(rig.sems[0].lock, 0);
     }
 
