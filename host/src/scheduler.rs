@@ -202,19 +202,9 @@ impl DeviceInner {
         self.word(std::mem::offset_of!(SchedulerState, execution_queue))
             .store(new.address(), MemOrdering::Release);
         *self.execution.lock().unwrap_or_else(|p| p.into_inner()) = new;
-        // Every tick enqueued before this barrier has finished once it
-        // completes (ticks carry the barrier bit): nothing issues to the
-        // old queue any more.
-        let done = Signal::new(self.agent.system(), 1)?;
-        let barrier = aqueduct_abi::packet::barrier(
-            aqueduct_abi::packet::BarrierKind::And,
-            &[],
-            done.handle(),
-            Ordering::SYSTEM.with_barrier(),
-        )?;
-        self.control.submit_barrier(&barrier)?;
-        self.control
-            .wait(&done, SignalCondition::LT, 1, DEFAULT_SPACE_TIMEOUT)?;
+        // Nothing issues to the old queue once the ticks enqueued before
+        // have run.
+        self.settle_ticks()?;
         let at = old.read_index();
         // The fault again, for each entry that gets it (errors are not
         // Clone; the queue keeps reporting it).
@@ -225,12 +215,7 @@ impl DeviceInner {
                 problem: text.clone(),
             })
         };
-        let retired = self
-            .word(std::mem::offset_of!(SchedulerState, retire_index))
-            .load(MemOrdering::Acquire);
-        let written = self
-            .word(std::mem::offset_of!(SchedulerState, write_index))
-            .load(MemOrdering::Acquire);
+        let (retired, written) = self.live_entries();
         let pending = self.producer.lock().unwrap_or_else(|p| p.into_inner());
         let mut r = HostRequester {
             mirror: None,
@@ -388,23 +373,7 @@ impl DeviceInner {
             if self.control.fault().is_some() {
                 break;
             }
-            let Ok(done) = Signal::new(self.agent.system(), 1) else {
-                break;
-            };
-            let Ok(barrier) = aqueduct_abi::packet::barrier(
-                aqueduct_abi::packet::BarrierKind::And,
-                &[],
-                done.handle(),
-                Ordering::SYSTEM.with_barrier(),
-            ) else {
-                break;
-            };
-            if self.control.submit_barrier(&barrier).is_err()
-                || self
-                    .control
-                    .wait(&done, SignalCondition::LT, 1, DEFAULT_SPACE_TIMEOUT)
-                    .is_err()
-            {
+            if self.settle_ticks().is_err() {
                 break;
             }
             let idle = self.control.read_index() == self.control.write_index();
@@ -413,12 +382,7 @@ impl DeviceInner {
                 break;
             }
         }
-        let retired = self
-            .word(std::mem::offset_of!(SchedulerState, retire_index))
-            .load(MemOrdering::Acquire);
-        let written = self
-            .word(std::mem::offset_of!(SchedulerState, write_index))
-            .load(MemOrdering::Acquire);
+        let (retired, written) = self.live_entries();
         let mut r = HostRequester {
             mirror: None,
             device: None,
@@ -440,6 +404,32 @@ impl DeviceInner {
                 }
             }
         }
+    }
+
+    /// Waits until every tick enqueued so far has run: a barrier packet
+    /// behind them on the control queue (ticks carry the barrier bit).
+    fn settle_ticks(&self) -> Result<()> {
+        let done = Signal::new(self.agent.system(), 1)?;
+        let barrier = aqueduct_abi::packet::barrier(
+            aqueduct_abi::packet::BarrierKind::And,
+            &[],
+            done.handle(),
+            Ordering::SYSTEM.with_barrier(),
+        )?;
+        self.control.submit_barrier(&barrier)?;
+        self.control
+            .wait(&done, SignalCondition::LT, 1, DEFAULT_SPACE_TIMEOUT)?;
+        Ok(())
+    }
+
+    /// The ids of the entries not reclaimed yet: from the retire index to
+    /// the write index.
+    fn live_entries(&self) -> (u64, u64) {
+        let w = |f: usize| self.word(f).load(MemOrdering::Acquire);
+        (
+            w(std::mem::offset_of!(SchedulerState, retire_index)),
+            w(std::mem::offset_of!(SchedulerState, write_index)),
+        )
     }
 
     /// The device address of the mailbox slot of entry `id`.
