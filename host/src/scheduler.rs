@@ -23,10 +23,14 @@
 //! (up to [`DEFAULT_SPACE_TIMEOUT`]) until the tick reclaims retired
 //! entries, polling the ring's read side every 50 µs.
 //!
-//! Not yet: failure of an entry whose kernel faults (the queue's error is
-//! reported by [`Device::check`] but not turned into failed semaphores),
-//! fill/copy/update entries without a command buffer, several execution
-//! queues, the host service, tracing.
+//! A service thread per device watches the execution queue: when a kernel
+//! faults, the entries issued on it fail (and with them their semaphores
+//! and everything waiting on those), and a new queue takes its place. With
+//! [`DeviceOptions::trace_records`] it also drains the device's trace ring
+//! ([`Device::trace`], [`Device::write_trace`]).
+//!
+//! Not yet: queue-ordered alloca/dealloca, several execution queues per
+//! device, device → host requests through a host soft queue.
 
 use std::sync::atomic::{AtomicU64, Ordering as MemOrdering};
 use std::sync::{Arc, Mutex, Weak};
@@ -721,7 +725,7 @@ impl Device {
     }
 
     /// A recording of at most `capacity` commands for this device
-    /// ([`CommandBufferBuilder::new`] on its execution queue).
+    /// ([`crate::CommandBufferBuilder::new`] on its execution queue).
     pub fn command_buffer(&self, capacity: u32) -> Result<crate::CommandBufferBuilder> {
         crate::CommandBufferBuilder::new(&self.inner.execution(), capacity)
     }

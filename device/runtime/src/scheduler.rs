@@ -571,7 +571,7 @@ unsafe fn complete(entry: u64, r: &mut impl Requester) {
 /// `origin`), then marks it FAILED.
 ///
 /// # Safety
-/// As for [`complete`].
+/// `entry` is live, with live semaphores.
 pub unsafe fn fail_entry(entry: u64, status: u32, origin: Origin, r: &mut impl Requester) {
     // SAFETY: the contract.
     unsafe {
