@@ -222,7 +222,7 @@ impl DeviceInner {
         let (retired, written) = self.live_entries();
         let pending = self.producer.lock().unwrap_or_else(|p| p.into_inner());
         let mut r = HostRequester {
-            mirror: None,
+            system: self.agent.system(),
             device: Some(self),
             error: None,
         };
@@ -362,16 +362,12 @@ impl DeviceInner {
         )
     }
 
-    /// Takes this scheduler's waiting entries off their semaphores'
-    /// waiter lists (the device is going away), after the ticks already
-    /// enqueued ran.
-    fn forget_waiters(&self) {
-        // Closed: no request enqueues a tick any more. A tick already in
-        // the control queue clears the set when it runs, so close again
-        // after each has run, until the queue is idle with the set closed.
-        // SAFETY: inside the state, 4-aligned, updated atomically.
-        let actions =
-            unsafe { std::sync::atomic::AtomicU32::from_ptr(self.state.address() as *mut u32) };
+    /// Closes the scheduler: no request enqueues a tick any more. A tick
+    /// already in the control queue clears the set when it runs, so this
+    /// closes again after each has run, until the queue is idle with the
+    /// set closed.
+    fn close(&self) {
+        let actions = self.actions();
         for _ in 0..100 {
             actions.fetch_or(SchedulerActions::CLOSED.bits(), MemOrdering::AcqRel);
             if self.control.fault().is_some() {
@@ -386,17 +382,23 @@ impl DeviceInner {
                 break;
             }
         }
+    }
+
+    /// Takes this scheduler's waiting entries off their semaphores'
+    /// waiter lists (the device is going away; call [`Self::close`]
+    /// first).
+    fn forget_waiters(&self) {
         let (retired, written) = self.live_entries();
         let mut r = HostRequester {
-            mirror: None,
+            system: self.agent.system(),
             device: None,
             error: None,
         };
         for id in retired..written {
             let entry = self.entry_address(id);
             // SAFETY: an entry of this scheduler's mailbox, not reclaimed;
-            // no tick runs (the barrier above), and its semaphores are
-            // alive (kept by `pending`).
+            // no tick runs (closed), and its semaphores are alive (kept by
+            // `pending`).
             unsafe {
                 if shared_logic::state(entry) != QueueEntryState::WAITING {
                     continue;
@@ -443,10 +445,17 @@ impl DeviceInner {
             + size_of::<QueueEntry>() as u64 * (id % self.capacity)
     }
 
+    /// The action set, as an atomic.
+    fn actions(&self) -> &std::sync::atomic::AtomicU32 {
+        // SAFETY: the state's first field, 4-aligned (the buffer is
+        // 64-aligned); the device updates it atomically.
+        unsafe { std::sync::atomic::AtomicU32::from_ptr(self.state.address() as *mut u32) }
+    }
+
     /// Requests a tick of this scheduler for `actions`.
     fn request(&self, actions: SchedulerActions) -> Result<()> {
         let mut r = HostRequester {
-            mirror: None,
+            system: self.agent.system(),
             device: Some(self),
             error: None,
         };
@@ -481,6 +490,11 @@ impl Drop for DeviceInner {
                 (self.state.address() as *mut u8).add(in_flight_at).cast(),
             )
         };
+        // Closed first (no new tick; the ones already enqueued run, and
+        // may issue entries; once closed, a retire's wake finds the set
+        // non-empty and enqueues nothing), then the entries in flight
+        // finish, then the waiting entries come off their semaphores.
+        self.close();
         loop {
             let faulted = self.control.fault().is_some() || self.execution().fault().is_some();
             if in_flight.load(MemOrdering::Acquire) == 0
@@ -500,8 +514,8 @@ impl Drop for DeviceInner {
 /// The host's [`shared_logic::Requester`]: ticks go through the HSA queue
 /// API, mirrors through `hsa_signal_store_screlease`.
 struct HostRequester<'a> {
-    /// The semaphore being changed: the only mirror a request stores.
-    mirror: Option<&'a Signal>,
+    /// The runtime that stores mirrors.
+    system: &'a crate::System,
     /// The device submitting, if any (saves the registry look-up).
     device: Option<&'a DeviceInner>,
     /// A tick that could not be enqueued.
@@ -518,11 +532,13 @@ impl shared_logic::Requester for HostRequester<'_> {
         let device = match self.device {
             Some(d) if d.sched() == scheduler => d,
             _ => {
-                let all = SCHEDULERS.lock().unwrap_or_else(|p| p.into_inner());
-                found = all
-                    .iter()
-                    .find(|(at, _)| *at == scheduler)
-                    .and_then(|(_, w)| w.upgrade());
+                let weak = {
+                    let all = SCHEDULERS.lock().unwrap_or_else(|p| p.into_inner());
+                    all.iter()
+                        .find(|(at, _)| *at == scheduler)
+                        .map(|(_, w)| w.clone())
+                };
+                found = weak.and_then(|w| w.upgrade());
                 match &found {
                     Some(d) => d,
                     None => return,
@@ -530,14 +546,17 @@ impl shared_logic::Requester for HostRequester<'_> {
             }
         };
         if let Err(e) = device.control.submit(&device.tick) {
+            // No tick is coming: empty the set again, or every later
+            // request would find it non-empty and wait for this one.
+            device.actions().store(0, MemOrdering::Release);
             self.error.get_or_insert(e);
         }
     }
 
     fn mirror(&mut self, signal: SignalHandle, value: i64) {
-        if let Some(s) = self.mirror.filter(|s| s.handle() == signal) {
-            s.store(value, StoreOrder::Release);
-        }
+        // SAFETY: a semaphore's mirror, live while the semaphore is (the
+        // caller's semaphore, or one an entry names: kept by `pending`).
+        unsafe { self.system.signal_store(signal, value, StoreOrder::Release) };
     }
 
     /// The host records no trace events (only the device's tick and
@@ -1151,6 +1170,7 @@ impl Drop for Batch<'_> {
 struct SemaphoreInner {
     memory: HostBuffer<u8>,
     mirror: Signal,
+    system: crate::System,
 }
 
 /// A timeline semaphore in device memory: a 64-bit payload that only
@@ -1182,7 +1202,11 @@ impl Semaphore {
         s.signal = mirror.handle();
         memory.copy_from_slice(s.as_bytes());
         Ok(Self {
-            inner: Arc::new(SemaphoreInner { memory, mirror }),
+            inner: Arc::new(SemaphoreInner {
+                memory,
+                mirror,
+                system: device.agent().system().clone(),
+            }),
         })
     }
 
@@ -1213,18 +1237,21 @@ impl Semaphore {
             )
         };
         let cause = (sched != 0).then(|| {
-            let all = SCHEDULERS.lock().unwrap_or_else(|p| p.into_inner());
-            let why = all
-                .iter()
-                .find(|(at, _)| *at == sched)
-                .and_then(|(_, w)| w.upgrade())
-                .and_then(|d| {
-                    d.failures
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .get(&entry)
-                        .cloned()
-                });
+            // The Weak cloned out first: a device's last Arc may drop here,
+            // and its drop takes this lock.
+            let weak = {
+                let all = SCHEDULERS.lock().unwrap_or_else(|p| p.into_inner());
+                all.iter()
+                    .find(|(at, _)| *at == sched)
+                    .map(|(_, w)| w.clone())
+            };
+            let why = weak.and_then(|w| w.upgrade()).and_then(|d| {
+                d.failures
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get(&entry)
+                    .cloned()
+            });
             match why {
                 Some(why) => format!("entry {entry} failed: {why}"),
                 None => format!("entry {entry} failed"),
@@ -1243,7 +1270,7 @@ impl Semaphore {
     pub fn signal(&self, value: u64) -> Result<()> {
         check_value(value)?;
         let mut r = HostRequester {
-            mirror: Some(&self.inner.mirror),
+            system: &self.inner.system,
             device: None,
             error: None,
         };
@@ -1259,7 +1286,7 @@ impl Semaphore {
     /// device or host, gets the error.
     pub fn fail(&self, status: u32) -> Result<()> {
         let mut r = HostRequester {
-            mirror: Some(&self.inner.mirror),
+            system: &self.inner.system,
             device: None,
             error: None,
         };
@@ -1279,13 +1306,24 @@ impl Semaphore {
     /// wait on the mirror), the semaphore fails, or `timeout` passes.
     pub fn wait(&self, value: u64, timeout: Duration) -> Result<()> {
         check_value(value)?;
+        // A failure also ends the wait even if the mirror missed it.
+        let failed = || {
+            // SAFETY: our live semaphore.
+            unsafe { shared_logic::failure(self.address()) }
+        };
         let waited = self.inner.mirror.wait_checked(
             SignalCondition::GTE,
             value as i64,
             timeout,
             WaitOrder::Acquire,
             "semaphore",
-            || Ok(()),
+            || match failed() {
+                Some(_) => Err(Error::InvalidArgument {
+                    what: "semaphore",
+                    problem: "failed".into(),
+                }),
+                None => Ok(()),
+            },
         );
         // SAFETY: our live semaphore.
         if let Some(status) = unsafe { shared_logic::failure(self.address()) } {

@@ -268,6 +268,18 @@ fn a_trapped_kernel_fails_its_entry_and_what_follows_and_the_scheduler_goes_on()
             }
             other => panic!("{gfx}: the wait downstream gave {other:?}"),
         }
+        // The semaphore the faulted entry would have signalled failed on
+        // the host's side (the service thread's recovery): its mirror says
+        // so, and a wait returns at once instead of at its timeout.
+        let started = std::time::Instant::now();
+        assert!(
+            matches!(s.wait(2, TIMEOUT), Err(Error::SemaphoreFailed { .. })),
+            "{gfx}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{gfx}: the wait hung"
+        );
         let why = device.failure(bad).expect("the failure is recorded");
         assert!(why.contains("command 0 of block 0"), "{gfx}: {why}");
         assert!(matches!(s.query(), Err(Error::SemaphoreFailed { .. })));

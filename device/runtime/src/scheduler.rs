@@ -603,6 +603,11 @@ pub unsafe fn trace(sched: u64, kind: TraceKind, id: u64, start: u64, end: u64, 
         let mut at = write.load(Relaxed, System);
         loop {
             let read = atomic::<u64>(field!(ring, TraceRing.read_index)).load(Acquire, System);
+            if at < read {
+                // Stale: others wrote and the host drained meanwhile.
+                at = write.load(Relaxed, System);
+                continue;
+            }
             if at - read >= capacity {
                 atomic::<u64>(field!(ring, TraceRing.dropped)).fetch_add(1, Relaxed, System);
                 return;
