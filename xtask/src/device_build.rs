@@ -121,12 +121,12 @@ pub const DEVICE_CRATES: &[DeviceCrate] = &[
             "cmd_branch",
             "sched_tick",
         ],
-        // The scheduler's tick in the device-dev profile only: there the
-        // overflow checks' panic calls keep some of its callees outlined,
-        // and LLVM counts a kernel with calls it cannot prove norecurse as
-        // possibly recursive. Its call graph has no cycle, and the release
-        // build inlines everything (no dynamic stack, no scratch:
-        // `cargo xtask report --release`).
+        // The scheduler's tick in the device-dev profile only: there LLVM
+        // keeps some of its callees outlined and counts the kernel as
+        // possibly recursive (`.has_recursion` 1; apparently the overflow
+        // checks' panic calls, not verified). Its call graph has no cycle,
+        // and the release build has no dynamic stack and no scratch
+        // (`cargo xtask report --release`).
         allow_dynamic_stack: &["sched_tick"],
         only_for: &[],
         // The block-issue kernel runs in workgroups of one wave
