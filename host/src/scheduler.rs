@@ -915,9 +915,7 @@ impl DeviceQueue {
         pattern: &[u8],
         signals: &[SemaphoreValue<'_>],
     ) -> Result<u64> {
-        let mut b = self.device.command_buffer(2)?;
-        b.fill(target, pattern)?;
-        self.execute(waits, &b.finish()?, &[], signals)
+        self.one_command(waits, signals, |b| b.fill(target, pattern))
     }
 
     /// Copies `source` to `target` (the same length, not overlapping), as
@@ -929,9 +927,7 @@ impl DeviceQueue {
         target: BufferRef,
         signals: &[SemaphoreValue<'_>],
     ) -> Result<u64> {
-        let mut b = self.device.command_buffer(2)?;
-        b.copy(source, target)?;
-        self.execute(waits, &b.finish()?, &[], signals)
+        self.one_command(waits, signals, |b| b.copy(source, target))
     }
 
     /// Writes `data` (copied now) to `target`, as [`DeviceQueue::fill`]
@@ -943,8 +939,19 @@ impl DeviceQueue {
         target: BufferRef,
         signals: &[SemaphoreValue<'_>],
     ) -> Result<u64> {
+        self.one_command(waits, signals, |b| b.update(target, data))
+    }
+
+    /// Records the one command `record` adds and executes it with `waits`
+    /// and `signals` (the recording lives until the entry is reclaimed).
+    fn one_command(
+        &self,
+        waits: &[SemaphoreValue<'_>],
+        signals: &[SemaphoreValue<'_>],
+        record: impl FnOnce(&mut crate::CommandBufferBuilder) -> Result<u32>,
+    ) -> Result<u64> {
         let mut b = self.device.command_buffer(2)?;
-        b.update(target, data)?;
+        record(&mut b)?;
         self.execute(waits, &b.finish()?, &[], signals)
     }
 
