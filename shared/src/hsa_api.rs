@@ -67,6 +67,7 @@ statuses! {
     HSA_STATUS_ERROR_INVALID_QUEUE_CREATION = 0x1002, "The requested queue creation is not valid.";
     HSA_STATUS_ERROR_INVALID_ALLOCATION = 0x1003, "The requested allocation is not valid.";
     HSA_STATUS_ERROR_INVALID_AGENT = 0x1004, "The agent is invalid.";
+    HSA_STATUS_ERROR_INVALID_REGION = 0x1005, "The memory region is invalid.";
     HSA_STATUS_ERROR_INVALID_SIGNAL = 0x1006, "The signal is invalid.";
     HSA_STATUS_ERROR_INVALID_QUEUE = 0x1007, "The queue is invalid.";
     HSA_STATUS_ERROR_OUT_OF_RESOURCES = 0x1008, "The runtime failed to allocate the necessary resources. This error may also occur when the core runtime library needs to spawn threads or create internal OS-specific events.";
@@ -195,6 +196,23 @@ enumerators! {
     HSA_WAIT_STATE_BLOCKED = 0;
     HSA_WAIT_STATE_ACTIVE = 1;
 
+    // hsa_region_segment_t, hsa_region_global_flag_t, hsa_region_info_t
+    HSA_REGION_SEGMENT_GLOBAL = 0;
+    HSA_REGION_SEGMENT_READONLY = 1;
+    HSA_REGION_SEGMENT_PRIVATE = 2;
+    HSA_REGION_SEGMENT_GROUP = 3;
+    HSA_REGION_SEGMENT_KERNARG = 4;
+    HSA_REGION_GLOBAL_FLAG_KERNARG = 1;
+    HSA_REGION_GLOBAL_FLAG_FINE_GRAINED = 2;
+    HSA_REGION_GLOBAL_FLAG_COARSE_GRAINED = 4;
+    HSA_REGION_INFO_SEGMENT = 0;
+    HSA_REGION_INFO_GLOBAL_FLAGS = 1;
+    HSA_REGION_INFO_SIZE = 2;
+    HSA_REGION_INFO_ALLOC_MAX_SIZE = 4;
+    HSA_REGION_INFO_RUNTIME_ALLOC_ALLOWED = 5;
+    HSA_REGION_INFO_RUNTIME_ALLOC_GRANULE = 6;
+    HSA_REGION_INFO_RUNTIME_ALLOC_ALIGNMENT = 7;
+
     // hsa_amd_memory_pool_info_t
     HSA_AMD_MEMORY_POOL_INFO_SEGMENT = 0;
     HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS = 1;
@@ -271,6 +289,9 @@ handles! {
     Isa;
     /// `hsa_amd_memory_pool_t`.
     MemoryPool;
+    /// `hsa_region_t`. ROCr's regions and memory pools are the same
+    /// objects (`core::MemoryRegion`), so a region's handle is its pool's.
+    Region;
     /// `hsa_executable_t`.
     Executable;
     /// `hsa_code_object_reader_t`.
@@ -287,6 +308,8 @@ pub type AgentCallback = unsafe extern "C" fn(Agent, *mut c_void) -> Status;
 pub type IsaCallback = unsafe extern "C" fn(Isa, *mut c_void) -> Status;
 /// The callback of `hsa_amd_agent_iterate_memory_pools`.
 pub type PoolCallback = unsafe extern "C" fn(MemoryPool, *mut c_void) -> Status;
+/// The callback of `hsa_agent_iterate_regions`.
+pub type RegionCallback = unsafe extern "C" fn(Region, *mut c_void) -> Status;
 /// The error callback of `hsa_queue_create`: called with the queue's error
 /// status, the queue and the `data` given at creation.
 pub type QueueErrorCallback = unsafe extern "C" fn(Status, *mut HsaQueue, *mut c_void);
@@ -321,6 +344,8 @@ macro_rules! with_hsa_functions {
             fn hsa_amd_memory_pool_get_info(memory_pool: MemoryPool, attribute: u32, value: *mut c_void) -> Status;
             fn hsa_amd_memory_pool_allocate(memory_pool: MemoryPool, size: usize, flags: u32, ptr: *mut *mut c_void) -> Status;
             fn hsa_amd_memory_pool_free(ptr: *mut c_void) -> Status;
+            fn hsa_agent_iterate_regions(agent: Agent, callback: Option<RegionCallback>, data: *mut c_void) -> Status;
+            fn hsa_region_get_info(region: Region, attribute: u32, value: *mut c_void) -> Status;
             fn hsa_amd_agents_allow_access(num_agents: u32, agents: *const Agent, flags: *const u32, ptr: *const c_void) -> Status;
             fn hsa_memory_copy(dst: *mut c_void, src: *const c_void, size: usize) -> Status;
             fn hsa_amd_memory_async_copy(dst: *mut c_void, dst_agent: Agent, src: *const c_void, src_agent: Agent, size: usize, num_dep_signals: u32, dep_signals: *const SignalHandle, completion_signal: SignalHandle) -> Status;
@@ -345,6 +370,7 @@ macro_rules! with_hsa_functions {
 
             // Queues.
             fn hsa_queue_create(agent: Agent, size: u32, queue_type: u32, callback: Option<QueueErrorCallback>, data: *mut c_void, private_segment_size: u32, group_segment_size: u32, queue: *mut *mut HsaQueue) -> Status;
+            fn hsa_soft_queue_create(region: Region, size: u32, queue_type: u32, features: u32, doorbell_signal: SignalHandle, queue: *mut *mut HsaQueue) -> Status;
             fn hsa_queue_destroy(queue: *mut HsaQueue) -> Status;
             fn hsa_queue_inactivate(queue: *mut HsaQueue) -> Status;
             fn hsa_queue_load_read_index_scacquire(queue: *const HsaQueue) -> u64;

@@ -1,4 +1,5 @@
 //! Memory pools, allocation, access and copies (hsa_amd_memory_pool_*,
+//! hsa_agent_iterate_regions and hsa_region_get_info over the same pools,
 //! hsa_amd_agents_allow_access, hsa_memory_copy,
 //! hsa_amd_memory_async_copy).
 //!
@@ -466,6 +467,72 @@ fn pool_info(rt: &Runtime, pool: MemoryPool, attribute: u32) -> Result<Info, Sta
     })
 }
 
+/// `hsa_agent_iterate_regions`: the agent's pools, as regions. ROCr keeps
+/// one list of `core::MemoryRegion` objects per agent and hands the same
+/// objects out as regions and as pools (`hsa.cpp`
+/// `hsa_agent_iterate_regions`, `hsa_ext_amd.cpp`
+/// `hsa_amd_agent_iterate_memory_pools`), so a region's handle is its
+/// pool's. Null callback INVALID_ARGUMENT, unknown agent INVALID_AGENT.
+///
+/// # Safety
+/// `callback`/`data` follow hsa.h's iteration contract.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsa_agent_iterate_regions(
+    agent: Agent,
+    callback: Option<RegionCallback>,
+    data: *mut c_void,
+) -> Status {
+    // SAFETY: forwarded caller contract.
+    unsafe {
+        super::iterate_of_agent(agent, callback, data, |rt, a| {
+            rt.pools.pools_of(a.handle).map(|p| Region(p.handle)).collect()
+        })
+    }
+}
+
+/// A region's attributes, as ROCr's `MemoryRegion::GetInfo` reports them
+/// for its `hsa_region_info_t`: segment GLOBAL or GROUP; the global flags
+/// FINE_GRAINED or COARSE_GRAINED, with KERNARG for the kernarg pool (the
+/// region flags have the pool flags' values); size, maximum allocation,
+/// whether, and in what granule and alignment, the runtime allocates.
+/// `HSA_REGION_INFO_ALLOC_MAX_PRIVATE_WORKGROUP_SIZE` (private segment
+/// regions, which neither ROCr nor the simulator has) is INVALID_ARGUMENT.
+fn region_info(rt: &Runtime, region: Region, attribute: u32) -> Result<Info, Status> {
+    let p = rt
+        .pools
+        .pool(region.0)
+        .ok_or(HSA_STATUS_ERROR_INVALID_REGION)?;
+    Ok(match attribute {
+        HSA_REGION_INFO_SEGMENT => Info::U32(if p.segment == HSA_AMD_SEGMENT_GROUP {
+            HSA_REGION_SEGMENT_GROUP
+        } else {
+            HSA_REGION_SEGMENT_GLOBAL
+        }),
+        HSA_REGION_INFO_GLOBAL_FLAGS => Info::U32(p.global_flags),
+        HSA_REGION_INFO_SIZE => Info::U64(p.size),
+        HSA_REGION_INFO_ALLOC_MAX_SIZE => Info::U64(p.alloc_max),
+        HSA_REGION_INFO_RUNTIME_ALLOC_ALLOWED => Info::Bool(p.alloc_allowed),
+        HSA_REGION_INFO_RUNTIME_ALLOC_GRANULE => Info::U64(p.granule),
+        HSA_REGION_INFO_RUNTIME_ALLOC_ALIGNMENT => Info::U64(p.alignment),
+        _ => return Err(HSA_STATUS_ERROR_INVALID_ARGUMENT),
+    })
+}
+
+/// `hsa_region_get_info`: unknown region INVALID_REGION, unknown attribute
+/// INVALID_ARGUMENT; see [`region_info`].
+///
+/// # Safety
+/// `value` is null or valid for the attribute's C type.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsa_region_get_info(
+    region: Region,
+    attribute: u32,
+    value: *mut c_void,
+) -> Status {
+    // SAFETY: forwarded caller contract.
+    unsafe { answer(value, |rt| region_info(rt, region, attribute)) }
+}
+
 /// `hsa_amd_memory_pool_get_info`: unknown pool INVALID_MEMORY_POOL,
 /// unknown attribute INVALID_ARGUMENT.
 ///
@@ -805,6 +872,88 @@ mod tests {
         handles.dedup();
         assert_eq!(handles.len(), 2 + 3 + 3);
         assert!(handles.iter().all(|&h| h != 0));
+    }
+
+    #[test]
+    fn regions_are_the_pools_and_report_rocr_s_region_attributes() {
+        let init = Init::new();
+        unsafe extern "C" fn push(region: Region, data: *mut c_void) -> Status {
+            // SAFETY: `data` is the Vec passed below.
+            unsafe { (*data.cast::<Vec<u64>>()).push(region.0) };
+            HSA_STATUS_SUCCESS
+        }
+        let regions = |agent: u64| {
+            let mut out = Vec::<u64>::new();
+            // SAFETY: the callback casts `data` back to this Vec.
+            let s = unsafe {
+                hsa_agent_iterate_regions(Agent(agent), Some(push), (&raw mut out).cast())
+            };
+            assert_eq!(s, HSA_STATUS_SUCCESS);
+            out
+        };
+        let region_info = |region: u64, attribute: u32| -> u64 {
+            let mut v = 0u64;
+            // SAFETY: `v` holds any attribute's C type (at most 8 bytes).
+            let s = unsafe { hsa_region_get_info(Region(region), attribute, (&raw mut v).cast()) };
+            assert_eq!(s, HSA_STATUS_SUCCESS, "attribute {attribute}");
+            v
+        };
+        let (cpu, gpu) = (regions(init.cpu()), regions(init.gpu()));
+        assert_eq!(cpu, init.pools(init.cpu()));
+        assert_eq!(gpu, init.pools(init.gpu()));
+        // (segment, global flags, runtime allocation allowed) per region,
+        // as ROCr's `MemoryRegion::GetInfo` reports them.
+        let shape = |r: u64| {
+            (
+                region_info(r, HSA_REGION_INFO_SEGMENT) as u32,
+                region_info(r, HSA_REGION_INFO_GLOBAL_FLAGS) as u32,
+                region_info(r, HSA_REGION_INFO_RUNTIME_ALLOC_ALLOWED) as u8,
+            )
+        };
+        let fine = HSA_REGION_GLOBAL_FLAG_FINE_GRAINED;
+        assert_eq!(
+            shape(cpu[0]),
+            (HSA_REGION_SEGMENT_GLOBAL, fine | HSA_REGION_GLOBAL_FLAG_KERNARG, 1)
+        );
+        let coarse = HSA_REGION_GLOBAL_FLAG_COARSE_GRAINED;
+        assert_eq!(shape(cpu[1]), (HSA_REGION_SEGMENT_GLOBAL, coarse, 1));
+        assert_eq!(shape(gpu[0]), (HSA_REGION_SEGMENT_GLOBAL, coarse, 1));
+        assert_eq!(shape(gpu[1]), (HSA_REGION_SEGMENT_GLOBAL, fine, 1));
+        assert_eq!(shape(gpu[2]), (HSA_REGION_SEGMENT_GROUP, 0, 0));
+        assert_eq!(region_info(cpu[0], HSA_REGION_INFO_RUNTIME_ALLOC_GRANULE), PAGE);
+        assert_eq!(region_info(cpu[0], HSA_REGION_INFO_RUNTIME_ALLOC_ALIGNMENT), PAGE);
+        assert_eq!(
+            region_info(gpu[0], HSA_REGION_INFO_SIZE),
+            info::<u64>(gpu[0], HSA_AMD_MEMORY_POOL_INFO_SIZE)
+        );
+        assert_eq!(
+            region_info(gpu[0], HSA_REGION_INFO_ALLOC_MAX_SIZE),
+            info::<u64>(gpu[0], HSA_AMD_MEMORY_POOL_INFO_ALLOC_MAX_SIZE)
+        );
+        let mut v = 0u64;
+        // SAFETY: `v` is a valid out-pointer; the calls fail before writing.
+        unsafe {
+            assert_eq!(
+                hsa_region_get_info(Region(1), HSA_REGION_INFO_SIZE, (&raw mut v).cast()),
+                HSA_STATUS_ERROR_INVALID_REGION
+            );
+            assert_eq!(
+                hsa_region_get_info(Region(cpu[0]), 3, (&raw mut v).cast()),
+                HSA_STATUS_ERROR_INVALID_ARGUMENT
+            );
+            assert_eq!(
+                hsa_region_get_info(Region(cpu[0]), HSA_REGION_INFO_SIZE, std::ptr::null_mut()),
+                HSA_STATUS_ERROR_INVALID_ARGUMENT
+            );
+            assert_eq!(
+                hsa_agent_iterate_regions(Agent(init.cpu()), None, std::ptr::null_mut()),
+                HSA_STATUS_ERROR_INVALID_ARGUMENT
+            );
+            assert_eq!(
+                hsa_agent_iterate_regions(Agent(0xdead), Some(push), (&raw mut v).cast()),
+                HSA_STATUS_ERROR_INVALID_AGENT
+            );
+        }
     }
 
     #[test]

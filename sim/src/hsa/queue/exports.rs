@@ -1,4 +1,5 @@
-//! The C interface of queues: `hsa_queue_create`/`destroy`/`inactivate`,
+//! The C interface of queues: `hsa_queue_create`, `hsa_soft_queue_create`,
+//! `destroy`/`inactivate`,
 //! the write- and read-index functions in every memory order ROCr exports,
 //! and the simulator's own `aqueduct_sim_set_agent_dispatch_handler`.
 
@@ -10,7 +11,7 @@ use aqueduct_abi::aql::AgentDispatchPacket;
 use aqueduct_abi::hsa::HsaQueue;
 use aqueduct_abi::hsa_api::*;
 
-use super::{AgentCall, create, destroy, with_queue};
+use super::{AgentCall, create, create_soft, destroy, with_queue};
 use crate::hsa::runtime;
 
 // ===========================================================================
@@ -43,6 +44,34 @@ pub unsafe extern "C" fn hsa_queue_create(
         return HSA_STATUS_ERROR_INVALID_ARGUMENT;
     }
     match create(&rt, agent.0, size, queue_type, callback, data) {
+        // SAFETY: `queue` is non-null and valid for a write (caller).
+        Ok(q) => unsafe { crate::hsa::put(queue, q as *mut HsaQueue) },
+        Err(s) => s,
+    }
+}
+
+/// `hsa_soft_queue_create`: see [`create_soft`] for the checks. A null
+/// `queue` is INVALID_ARGUMENT.
+///
+/// # Safety
+/// `queue` is null or valid for a pointer write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hsa_soft_queue_create(
+    region: Region,
+    size: u32,
+    queue_type: u32,
+    features: u32,
+    doorbell_signal: SignalHandle,
+    queue: *mut *mut HsaQueue,
+) -> Status {
+    let rt = match runtime() {
+        Ok(rt) => rt,
+        Err(s) => return s,
+    };
+    if queue.is_null() {
+        return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+    }
+    match create_soft(&rt, region.0, size, queue_type, features, doorbell_signal) {
         // SAFETY: `queue` is non-null and valid for a write (caller).
         Ok(q) => unsafe { crate::hsa::put(queue, q as *mut HsaQueue) },
         Err(s) => s,

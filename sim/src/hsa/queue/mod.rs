@@ -183,8 +183,8 @@ struct Entry {
     doorbell: u64,
     id: u64,
     agent: u64,
-    /// The agent's processor facts (the processor's dispatch limits).
-    gfx: &'static aqueduct_abi::gfx::Gfx,
+    /// What consumes the packets.
+    consumer: Consumer,
     callback: Option<QueueErrorCallback>,
     /// The callback's `data`, an opaque pointer kept as an integer.
     data: usize,
@@ -193,7 +193,26 @@ struct Entry {
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
+/// Who consumes a queue's packets.
+#[derive(Clone, Copy)]
+enum Consumer {
+    /// The simulated command processor of a GPU, with the GPU's facts (its
+    /// dispatch limits); the queue owns its doorbell.
+    Gpu(&'static aqueduct_abi::gfx::Gfx),
+    /// The application that made the queue with `hsa_soft_queue_create`:
+    /// no processor thread, and the doorbell is the application's signal.
+    Application,
+}
+
 impl Entry {
+    /// The GPU's facts, for a queue a command processor consumes.
+    fn gfx(&self) -> Option<&'static aqueduct_abi::gfx::Gfx> {
+        match self.consumer {
+            Consumer::Gpu(g) => Some(g),
+            Consumer::Application => None,
+        }
+    }
+
     /// The 64-bit field at `offset` in the `amd_queue_t`.
     fn word(&self, offset: usize) -> &AtomicU64 {
         debug_assert!(offset % 8 == 0 && offset + 8 <= size_of::<AmdQueue>());
@@ -253,9 +272,12 @@ impl Entry {
 impl Drop for Entry {
     fn drop(&mut self) {
         // The processor has ended (it holds an `Arc<Entry>`), so nothing of
-        // the runtime's touches the queue any more.
-        for a in [self.address, self.ring, self.doorbell] {
-            let _ = self.memory.free(a);
+        // the runtime's touches the queue any more. A soft queue's doorbell
+        // is the application's signal.
+        let _ = self.memory.free(self.address);
+        let _ = self.memory.free(self.ring);
+        if let Consumer::Gpu(_) = self.consumer {
+            let _ = self.memory.free(self.doorbell);
         }
     }
 }
@@ -328,7 +350,7 @@ pub fn create(
         doorbell,
         id,
         agent,
-        gfx: profile.facts(),
+        consumer: Consumer::Gpu(profile.facts()),
         callback,
         data: data as usize,
         stop: AtomicBool::new(false),
@@ -370,6 +392,93 @@ pub fn create(
         .spawn(move || processor::process(&rt2, &e2))
         .map_err(|_| HSA_STATUS_ERROR_OUT_OF_RESOURCES)?;
     *entry.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(thread);
+    let mut all = live();
+    all.insert(address, entry);
+    live_changed();
+    drop(all);
+    Ok(address)
+}
+
+/// Creates a soft queue (`hsa_soft_queue_create`): a ring and an
+/// `amd_queue_t` in `region`'s memory, with the caller's `doorbell`, that no
+/// processor consumes: the application serves its packets (AGENT_DISPATCH
+/// ones, usually, from device code). Checks and statuses as ROCr's
+/// `hsa.cpp` `hsa_soft_queue_create` and `HostQueue`:
+///
+/// | condition                                            | status            |
+/// |------------------------------------------------------|-------------------|
+/// | region or doorbell handle 0, size 0 or not a power of two, type not MULTI or SINGLE, no features | INVALID_ARGUMENT |
+/// | unknown region                                       | INVALID_REGION    |
+/// | doorbell not a live signal                           | INVALID_SIGNAL    |
+/// | a region the runtime does not allocate in (LDS)      | INVALID_ALLOCATION |
+///
+/// ROCr allocates the ring and the queue structure with
+/// `hsa_memory_allocate` from the region; here they come from simulator
+/// memory directly, as a GPU queue's do (every pool is the same memory).
+/// The ring is aligned to its size and its headers are INVALID.
+pub fn create_soft(
+    rt: &Arc<Runtime>,
+    region: u64,
+    size: u32,
+    queue_type: u32,
+    features: u32,
+    doorbell: SignalHandle,
+) -> Result<u64, Status> {
+    if region == 0
+        || doorbell.is_null()
+        || !size.is_power_of_two()
+        || (queue_type != QueueType::MULTI.0 && queue_type != QueueType::SINGLE.0)
+        || features == 0
+    {
+        return Err(HSA_STATUS_ERROR_INVALID_ARGUMENT);
+    }
+    let pool = rt.pools.pool(region).ok_or(HSA_STATUS_ERROR_INVALID_REGION)?;
+    super::signal::check(rt, doorbell)?;
+    if !pool.alloc_allowed {
+        return Err(HSA_STATUS_ERROR_INVALID_ALLOCATION);
+    }
+    let mem = &rt.memory;
+    let oom = |_| HSA_STATUS_ERROR_OUT_OF_RESOURCES;
+    let ring_bytes = u64::from(size) * PACKET_SIZE as u64;
+    let ring = mem.alloc(ring_bytes, ring_bytes).map_err(oom)?;
+    let address = match mem.alloc(size_of::<AmdQueue>() as u64, 64) {
+        Ok(q) => q,
+        Err(_) => {
+            let _ = mem.free(ring);
+            return Err(HSA_STATUS_ERROR_OUT_OF_RESOURCES);
+        }
+    };
+    let id = NEXT_QUEUE_ID.fetch_add(1, Ordering::Relaxed);
+    let entry = Arc::new(Entry {
+        owner: rt.queues.owner,
+        memory: Arc::clone(mem),
+        address,
+        ring,
+        size,
+        doorbell: doorbell.address(),
+        id,
+        agent: pool.owner,
+        consumer: Consumer::Application,
+        callback: None,
+        data: 0,
+        stop: AtomicBool::new(false),
+        thread: Mutex::new(None),
+    });
+    // From here on dropping `entry` frees the two allocations.
+    let invalid = PacketHeader::INVALID.0.to_le_bytes();
+    for i in 0..u64::from(size) {
+        mem.write_bytes(entry.slot(i), &invalid).map_err(oom)?;
+    }
+    let q = AmdQueue::new(HsaQueue {
+        queue_type: QueueType(queue_type),
+        features: QueueFeatures::from_bits_retain(features),
+        base_address: ring,
+        doorbell_signal: doorbell,
+        size,
+        reserved1: 0,
+        id,
+    });
+    mem.write_bytes(address, q.as_bytes()).map_err(oom)?;
     let mut all = live();
     all.insert(address, entry);
     live_changed();

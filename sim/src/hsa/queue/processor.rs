@@ -336,14 +336,17 @@ fn kernel_dispatch(
     }
     let wg = [p.workgroup_size_x, p.workgroup_size_y, p.workgroup_size_z].map(u64::from);
     let items: u64 = wg.iter().product();
-    let max_items = q.gfx.max_workgroup_size;
+    let Some(gfx) = q.gfx() else {
+        return Err(error(HSA_STATUS_ERROR_INVALID_QUEUE, "a soft queue has no processor"));
+    };
+    let max_items = gfx.max_workgroup_size;
     if items == 0 || items > u64::from(max_items) {
         return Err(error(
             HSA_STATUS_ERROR_INVALID_ARGUMENT,
             format!("workgroup {wg:?} is empty or larger than {max_items} work-items"),
         ));
     }
-    let max_lds = q.gfx.lds_per_workgroup;
+    let max_lds = gfx.lds_per_workgroup;
     if p.group_segment_size > max_lds {
         return Err(error(
             HSA_STATUS_ERROR_INVALID_ALLOCATION,

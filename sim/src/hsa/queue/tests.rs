@@ -361,6 +361,74 @@ fn agent_dispatch_goes_to_the_registered_handler() {
 }
 
 #[test]
+fn a_soft_queue_is_a_ring_nobody_consumes_with_the_callers_doorbell() {
+    let rt = runtime();
+    let cpu = rt.agents.iter().find(|a| a.node == 0).unwrap().handle;
+    let pools: Vec<_> = rt.pools.pools_of(cpu).map(|p| p.handle).collect();
+    let lds = rt.pools.pools_of(gpu(&rt)).nth(2).unwrap().handle;
+    let bell = SignalHandle(signal::create(&rt, 0).unwrap());
+    let (multi, single, agent_dispatch) = (
+        QueueType::MULTI.0,
+        QueueType::SINGLE.0,
+        QueueFeatures::AGENT_DISPATCH.bits(),
+    );
+    // ROCr's checks, in its order.
+    for (region, size, ty, features, doorbell, status) in [
+        (0, 16, multi, agent_dispatch, bell, HSA_STATUS_ERROR_INVALID_ARGUMENT),
+        (pools[0], 16, multi, agent_dispatch, SignalHandle::NULL, HSA_STATUS_ERROR_INVALID_ARGUMENT),
+        (pools[0], 0, multi, agent_dispatch, bell, HSA_STATUS_ERROR_INVALID_ARGUMENT),
+        (pools[0], 24, multi, agent_dispatch, bell, HSA_STATUS_ERROR_INVALID_ARGUMENT),
+        (pools[0], 16, QueueType::COOPERATIVE.0, agent_dispatch, bell, HSA_STATUS_ERROR_INVALID_ARGUMENT),
+        (pools[0], 16, multi, 0, bell, HSA_STATUS_ERROR_INVALID_ARGUMENT),
+        (7, 16, multi, agent_dispatch, bell, HSA_STATUS_ERROR_INVALID_REGION),
+        (pools[0], 16, multi, agent_dispatch, SignalHandle(0x1000), HSA_STATUS_ERROR_INVALID_SIGNAL),
+        (lds, 16, multi, agent_dispatch, bell, HSA_STATUS_ERROR_INVALID_ALLOCATION),
+    ] {
+        assert_eq!(
+            create_soft(&rt, region, size, ty, features, doorbell),
+            Err(status),
+            "region {region:#x} size {size} type {ty} features {features} doorbell {doorbell:?}"
+        );
+    }
+
+    let q = create_soft(&rt, pools[0], 16, single, agent_dispatch, bell).unwrap();
+    let a = amd_queue(&rt, q);
+    assert_eq!(a.hsa_queue.size, 16);
+    assert_eq!(a.hsa_queue.queue_type, QueueType::SINGLE);
+    assert_eq!(a.hsa_queue.features, QueueFeatures::AGENT_DISPATCH);
+    assert_eq!(a.hsa_queue.doorbell_signal, bell);
+    assert_eq!(a.hsa_queue.base_address % (16 * 64), 0);
+    assert!(is_live(q));
+    // A packet published and rung stays where it is: the application
+    // consumes a soft queue's packets, not a processor, and no
+    // agent-dispatch handler sees it.
+    let calls = Arc::new(AtomicU32::new(0));
+    let count = Arc::clone(&calls);
+    rt.queues
+        .set_agent_dispatch_handler(Some(Arc::new(move |_: &AgentCall| {
+            count.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        })));
+    let mut p = AgentDispatchPacket::new_zeroed();
+    p.header = header(PacketType::AGENT_DISPATCH);
+    p.function = 5;
+    let id = reserve(q);
+    publish(&rt, q, id, &p);
+    store(&rt, bell, id as i64);
+    std::thread::sleep(SETTLE);
+    assert_eq!(read_index(q), 0);
+    assert_eq!(header_at(&rt, q, id), PacketType::AGENT_DISPATCH);
+    assert_eq!(calls.load(Ordering::Relaxed), 0);
+    assert_eq!(load(&rt, bell), id as i64);
+    // Destroying it frees the ring and the queue, not the doorbell.
+    destroy(q).unwrap();
+    assert!(!is_live(q));
+    assert!(rt.signals.is_live(bell.0));
+    assert_eq!(signal::destroy(&rt, bell.0), HSA_STATUS_SUCCESS);
+    rt.queues.shut_down();
+}
+
+#[test]
 fn amd_barrier_value_waits_for_its_condition() {
     let rt = runtime();
     let q = queue(&rt, None);
