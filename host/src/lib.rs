@@ -36,6 +36,7 @@ pub mod hsa;
 pub mod memory;
 pub mod queue;
 pub mod scheduler;
+mod service;
 mod signal;
 #[cfg(test)]
 mod sim_tests;

@@ -23,14 +23,20 @@
 //! (up to [`DEFAULT_SPACE_TIMEOUT`]) until the tick reclaims retired
 //! entries, polling the ring's read side every 50 µs.
 //!
-//! A service thread per device watches the execution queue: when a kernel
-//! faults, the entries issued on it fail (and with them their semaphores
-//! and everything waiting on those), and a new queue takes its place. With
-//! [`DeviceOptions::trace_records`] it also drains the device's trace ring
-//! ([`Device::trace`], [`Device::write_trace`]).
+//! A service thread per device serves the device's requests to the host
+//! ([`HostRequest`]): device code posts them as AGENT_DISPATCH packets to
+//! a soft queue the thread waits on with the runtime's signal wait
+//! (`crate::service`). A retiring entry asks the host to release what it
+//! kept alive for the device (the command buffer, the semaphores), at
+//! once rather than at the next submit; a trace ring that filled another
+//! half asks to be drained ([`DeviceOptions::trace_records`],
+//! [`Device::trace`], [`Device::write_trace`]). The thread also watches
+//! the execution queue: when a kernel faults, the entries issued on it
+//! fail (and with them their semaphores and everything waiting on those),
+//! and a new queue takes its place.
 //!
 //! Not yet: queue-ordered alloca/dealloca, several execution queues per
-//! device, device → host requests through a host soft queue.
+//! device.
 
 use std::sync::atomic::{AtomicU64, Ordering as MemOrdering};
 use std::sync::{Arc, Mutex, Weak};
@@ -40,7 +46,7 @@ use aqueduct_abi::command::{BindingTableEntry, BufferRef};
 use aqueduct_abi::hsa::{SignalCondition, SignalHandle};
 use aqueduct_abi::packet::{KernelDispatch, Ordering};
 use aqueduct_abi::scheduler::{
-    QueueEntry, QueueEntryKind, QueueEntryState, SchedulerActions, SchedulerState,
+    HostRequest, QueueEntry, QueueEntryKind, QueueEntryState, SchedulerActions, SchedulerState,
     Semaphore as SemaphoreLayout, SemaphoreRef, TraceKind, TraceRecord, TraceRing,
 };
 use aqueduct_device::scheduler as shared_logic;
@@ -55,6 +61,7 @@ use crate::error::{Error, Result};
 use crate::executable::{Executable, Kernel};
 use crate::memory::HostBuffer;
 use crate::queue::{DEFAULT_SPACE_TIMEOUT, Queue};
+use crate::service::HostQueue;
 use crate::signal::{Signal, StoreOrder, WaitOrder};
 
 /// Sizes of a [`Device`]'s scheduler.
@@ -88,13 +95,17 @@ impl Default for DeviceOptions {
     }
 }
 
-/// The host's side of submitting: the write positions of the mailbox and
-/// kernarg rings, and what the entries in flight keep alive.
+/// The host's side of submitting: the write position of the kernarg ring.
 struct Producer {
     ring: KernargRing,
-    /// Entries not known reclaimed: their id, and their command buffer and
-    /// semaphores (alive while the device may read them).
-    pending: std::collections::VecDeque<(u64, Option<CommandBuffer>, Vec<Semaphore>)>,
+}
+
+/// What an entry keeps alive while the device may read it: its command
+/// buffer and its semaphores. Released when the entry retires (the
+/// device's [`HostRequest::RELEASE`]) or its slot is reclaimed.
+struct Held {
+    buffer: Option<CommandBuffer>,
+    _semaphores: Vec<Semaphore>,
 }
 
 struct DeviceInner {
@@ -115,6 +126,13 @@ struct DeviceInner {
     state: HostBuffer<u8>,
     tick: aqueduct_abi::packet::Prepared<aqueduct_abi::aql::KernelDispatchPacket>,
     producer: Mutex<Producer>,
+    /// By entry id: what the entries not yet released keep alive.
+    held: Mutex<std::collections::BTreeMap<u64, Held>>,
+    /// The host service's queue (its address is in the state).
+    _service: Arc<HostQueue>,
+    /// Requests served: RELEASE, TRACE_FLUSH, and packets of no kind the
+    /// service knows.
+    served: [AtomicU64; 3],
     capacity: u64,
     trace: Option<Trace>,
 }
@@ -220,7 +238,7 @@ impl DeviceInner {
             })
         };
         let (retired, written) = self.live_entries();
-        let pending = self.producer.lock().unwrap_or_else(|p| p.into_inner());
+        let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
         let mut r = HostRequester {
             system: self.agent.system(),
             device: Some(self),
@@ -244,11 +262,9 @@ impl DeviceInner {
             {
                 continue;
             }
-            let why = pending
-                .pending
-                .iter()
-                .find(|(i, ..)| *i == id)
-                .and_then(|(_, buffer, _)| buffer.as_ref())
+            let why = held
+                .get(&id)
+                .and_then(|h| h.buffer.as_ref())
                 .map(|buffer| {
                     // SAFETY: as above.
                     let issues =
@@ -261,7 +277,8 @@ impl DeviceInner {
                 .unwrap_or_else(|p| p.into_inner())
                 .insert(id, why.to_string());
             // SAFETY: the entry and its semaphores are live (kept by
-            // `pending`); nothing else touches an issued entry.
+            // `held`: an issued entry has not retired); nothing else
+            // touches an issued entry.
             unsafe {
                 shared_logic::fail_entry(
                     entry,
@@ -279,7 +296,7 @@ impl DeviceInner {
             }
             .fetch_sub(1, MemOrdering::AcqRel);
         }
-        drop(pending);
+        drop(held);
         self.faulted
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -398,7 +415,7 @@ impl DeviceInner {
             let entry = self.entry_address(id);
             // SAFETY: an entry of this scheduler's mailbox, not reclaimed;
             // no tick runs (closed), and its semaphores are alive (kept by
-            // `pending`).
+            // `held` until the entry retires or is reclaimed).
             unsafe {
                 if shared_logic::state(entry) != QueueEntryState::WAITING {
                     continue;
@@ -464,6 +481,46 @@ impl DeviceInner {
         r.error.map_or(Ok(()), Err)
     }
 
+    /// Serves one request of the device's (or of the host's own
+    /// [`HostRequester`]).
+    fn serve_request(&self, request: HostRequest, arg: u64) {
+        let kind = match request {
+            HostRequest::RELEASE => {
+                // Dropped outside the lock.
+                let gone = self
+                    .held
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&arg);
+                drop(gone);
+                0
+            }
+            HostRequest::TRACE_FLUSH => {
+                if let Some(t) = &self.trace {
+                    t.drain();
+                }
+                1
+            }
+            _ => 2,
+        };
+        self.served[kind].fetch_add(1, MemOrdering::Relaxed);
+    }
+
+    /// Releases what the entries below the retire index kept alive: their
+    /// slots are reclaimed, so the device reads none of it (entries that
+    /// completed in a tick or failed post no RELEASE).
+    fn release_reclaimed(&self) {
+        let retired = self
+            .word(std::mem::offset_of!(SchedulerState, retire_index))
+            .load(MemOrdering::Acquire);
+        let gone = {
+            let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+            let live = held.split_off(&retired);
+            std::mem::replace(&mut *held, live)
+        };
+        drop(gone);
+    }
+
     /// The scheduler state's u64 field at `offset`, as an atomic.
     fn word(&self, offset: usize) -> &AtomicU64 {
         assert!(offset + 8 <= size_of::<SchedulerState>() && offset % 8 == 0);
@@ -496,6 +553,12 @@ impl Drop for DeviceInner {
         // finish, then the waiting entries come off their semaphores.
         self.close();
         loop {
+            // A retire posts its RELEASE before it counts itself out, and
+            // waits for room in the host queue: serve it here (the service
+            // thread may be the one dropping the device).
+            self._service.serve(Duration::ZERO, |p| {
+                self.serve_request(HostRequest(p.function), p.arg[1])
+            });
             let faulted = self.control.fault().is_some() || self.execution().fault().is_some();
             if in_flight.load(MemOrdering::Acquire) == 0
                 || faulted
@@ -528,34 +591,25 @@ impl shared_logic::Requester for HostRequester<'_> {
     }
 
     fn enqueue_tick(&mut self, scheduler: u64) {
-        let found;
-        let device = match self.device {
-            Some(d) if d.sched() == scheduler => d,
-            _ => {
-                let weak = {
-                    let all = SCHEDULERS.lock().unwrap_or_else(|p| p.into_inner());
-                    all.iter()
-                        .find(|(at, _)| *at == scheduler)
-                        .map(|(_, w)| w.clone())
-                };
-                found = weak.and_then(|w| w.upgrade());
-                match &found {
-                    Some(d) => d,
-                    None => return,
-                }
+        self.with_device(scheduler, |device, error| {
+            if let Err(e) = device.control.submit(&device.tick) {
+                // No tick is coming: empty the set again, or every later
+                // request would find it non-empty and wait for this one.
+                device.actions().store(0, MemOrdering::Release);
+                error.get_or_insert(e);
             }
-        };
-        if let Err(e) = device.control.submit(&device.tick) {
-            // No tick is coming: empty the set again, or every later
-            // request would find it non-empty and wait for this one.
-            device.actions().store(0, MemOrdering::Release);
-            self.error.get_or_insert(e);
-        }
+        });
+    }
+
+    /// The host serves its own requests on the spot (the functions it
+    /// runs post none today: they come from retires and trace records).
+    fn post(&mut self, scheduler: u64, request: HostRequest, arg: u64) {
+        self.with_device(scheduler, |device, _| device.serve_request(request, arg));
     }
 
     fn mirror(&mut self, signal: SignalHandle, value: i64) {
         // SAFETY: a semaphore's mirror, live while the semaphore is (the
-        // caller's semaphore, or one an entry names: kept by `pending`).
+        // caller's semaphore, or one an entry names: kept by `held`).
         unsafe { self.system.signal_store(signal, value, StoreOrder::Release) };
     }
 
@@ -566,16 +620,49 @@ impl shared_logic::Requester for HostRequester<'_> {
     }
 }
 
-/// The scheduler's host service: watches the execution queue and, when it
-/// faults, fails the entries on it and replaces it
-/// ([`DeviceInner::recover`]). Ends with the device.
-fn serve(device: &Weak<DeviceInner>) {
-    loop {
-        std::thread::sleep(SERVICE_PERIOD);
-        let Some(d) = device.upgrade() else { return };
-        if let Some(t) = &d.trace {
-            t.drain();
+impl HostRequester<'_> {
+    /// Runs `f` on the live device whose scheduler is at `scheduler` (this
+    /// requester's own, or one from the registry), with this requester's
+    /// error slot.
+    fn with_device(&mut self, scheduler: u64, f: impl FnOnce(&DeviceInner, &mut Option<Error>)) {
+        match self.device {
+            Some(d) if d.sched() == scheduler => f(d, &mut self.error),
+            _ => {
+                let weak = {
+                    let all = SCHEDULERS.lock().unwrap_or_else(|p| p.into_inner());
+                    all.iter()
+                        .find(|(at, _)| *at == scheduler)
+                        .map(|(_, w)| w.clone())
+                };
+                if let Some(d) = weak.and_then(|w| w.upgrade()) {
+                    f(&d, &mut self.error);
+                }
+            }
         }
+    }
+}
+
+/// The scheduler's host service: serves the device's requests from the
+/// host queue ([`DeviceInner::serve_request`]), releases what reclaimed
+/// entries kept alive, and watches the execution queue: when it faults,
+/// fails the entries on it and replaces it ([`DeviceInner::recover`]).
+/// Ends with the device.
+fn serve(device: &Weak<DeviceInner>, queue: &HostQueue) {
+    let mut requests = Vec::new();
+    loop {
+        // Waits on the doorbell, at most a period (faults are polled).
+        queue.serve(SERVICE_PERIOD, |p| {
+            requests.push((HostRequest(p.function), p.arg[0], p.arg[1]))
+        });
+        let Some(d) = device.upgrade() else { return };
+        for (request, scheduler, arg) in requests.drain(..) {
+            if scheduler == d.sched() {
+                d.serve_request(request, arg);
+            } else {
+                d.served[2].fetch_add(1, MemOrdering::Relaxed);
+            }
+        }
+        d.release_reclaimed();
         let queue = d.execution();
         if let Some(fault) = queue.fault()
             && let Err(e) = d.recover(&queue, fault)
@@ -588,7 +675,12 @@ fn serve(device: &Weak<DeviceInner>) {
     }
 }
 
-/// How often the service thread looks at the execution queue.
+/// Packets of the host service's queue: device requests waiting to be
+/// served (a full queue makes the posting kernel wait).
+const SERVICE_QUEUE_SIZE: u32 = 256;
+
+/// How often the service thread looks at the execution queue (it wakes at
+/// once for a request).
 const SERVICE_PERIOD: Duration = Duration::from_millis(2);
 
 /// One GPU with its device scheduler: the device library, a control queue
@@ -618,6 +710,13 @@ pub struct SchedulerStats {
     /// Entries reclaimed (done, and their slots free): reclaiming happens
     /// in the next tick after an entry is done, so this lags.
     pub reclaimed: u64,
+    /// Device → host requests served: entries released as they retired.
+    pub released: u64,
+    /// Device → host requests served: trace drains asked for.
+    pub trace_flushes: u64,
+    /// Entries whose command buffer and semaphores the host still keeps
+    /// alive for the device.
+    pub held: usize,
 }
 
 impl Device {
@@ -676,7 +775,9 @@ impl Device {
                 })
             }
         };
+        let service = Arc::new(HostQueue::new(agent.system(), SERVICE_QUEUE_SIZE)?);
         let mut s = SchedulerState::new_zeroed();
+        s.host_queue = service.address();
         s.entries = base + entries_at as u64;
         s.capacity = capacity;
         let mut words = [0u8; 64];
@@ -708,8 +809,10 @@ impl Device {
                     write: 0,
                     read: 0,
                 },
-                pending: std::collections::VecDeque::new(),
             }),
+            held: Mutex::new(std::collections::BTreeMap::new()),
+            _service: Arc::clone(&service),
+            served: Default::default(),
             capacity,
             trace,
         });
@@ -720,10 +823,10 @@ impl Device {
         if inner.trace.is_some() {
             inner.calibrate()?;
         }
-        let service = Arc::downgrade(&inner);
+        let device = Arc::downgrade(&inner);
         std::thread::Builder::new()
             .name("aqueduct-scheduler".into())
-            .spawn(move || serve(&service))
+            .spawn(move || serve(&device, &service))
             .map_err(|e| Error::InvalidArgument {
                 what: "device",
                 problem: format!("cannot start the scheduler's service thread: {e}"),
@@ -762,6 +865,14 @@ impl Device {
             ticks: off(std::mem::offset_of!(SchedulerState, ticks)),
             submitted: off(std::mem::offset_of!(SchedulerState, write_index)),
             reclaimed: off(std::mem::offset_of!(SchedulerState, retire_index)),
+            released: self.inner.served[0].load(MemOrdering::Relaxed),
+            trace_flushes: self.inner.served[1].load(MemOrdering::Relaxed),
+            held: self
+                .inner
+                .held
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .len(),
         }
     }
 
@@ -1027,9 +1138,6 @@ impl DeviceQueue {
                         + std::mem::offset_of!(aqueduct_abi::scheduler::KernargRing, read_offset),
                 )
                 .load(MemOrdering::Acquire);
-            while p.pending.front().is_some_and(|(i, ..)| *i < retired) {
-                p.pending.pop_front();
-            }
             p.ring.read = read;
             if id - retired < d.capacity
                 && let Some(r) = p.ring.reserve(size)
@@ -1113,8 +1221,13 @@ impl DeviceQueue {
             .chain(signals)
             .map(|(s, _)| (*s).clone())
             .collect();
-        p.pending
-            .push_back((id, work.map(|(b, _)| b.clone()), keep));
+        d.held.lock().unwrap_or_else(|p| p.into_inner()).insert(
+            id,
+            Held {
+                buffer: work.map(|(b, _)| b.clone()),
+                _semaphores: keep,
+            },
+        );
         d.word(std::mem::offset_of!(SchedulerState, write_index))
             .store(id + 1, MemOrdering::Release);
         Ok(id)

@@ -224,6 +224,24 @@ flags_type! {
     }
 }
 
+/// What device code asks of the host service: the `type` (function) of an
+/// AGENT_DISPATCH packet on [`SchedulerState::host_queue`]. Its `arg[0]` is
+/// always the scheduler's state address; the packets carry no completion
+/// signal and no return address (nothing waits for the answer).
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct HostRequest(pub u16);
+
+impl HostRequest {
+    /// An entry retired: `arg[1]` is its id. The host drops what it kept
+    /// alive for the device while the entry ran (its command buffer, its
+    /// semaphores): the device reads none of it any more.
+    pub const RELEASE: Self = Self(1);
+    /// The trace ring filled another half: `arg[1]` is the write index
+    /// reached. The host drains the ring before it overflows.
+    pub const TRACE_FLUSH: Self = Self(2);
+}
+
 /// One scheduler's state in device memory: its requests, its mailbox ring
 /// of [`QueueEntry`]s, the tick packet requesters enqueue, its queues and
 /// its kernarg ring.
@@ -272,7 +290,10 @@ pub struct SchedulerState {
     /// Device address of the [`TraceRing`] the scheduler records into (0:
     /// tracing off).
     pub trace: u64,
-    pub reserved2: [u64; 5],
+    /// The `hsa_queue_t*` of the host service's soft queue (0: none):
+    /// device code posts [`HostRequest`]s to it as AGENT_DISPATCH packets.
+    pub host_queue: u64,
+    pub reserved2: [u64; 4],
     /// Kernel arguments and issue states of the entries: the submitter
     /// reserves, the tick releases as entries are reclaimed.
     pub kernarg: KernargRing,
@@ -302,7 +323,8 @@ assert_layout!(
     control_queue = 192,
     execution_queue = 200,
     trace = 208,
-    reserved2 = 216,
+    host_queue = 216,
+    reserved2 = 224,
     kernarg = 256,
 );
 

@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use aqueduct::command_buffer::{BindingTableEntry, BufferRef};
 use aqueduct::scheduler::DeviceOptions;
-use aqueduct::{CommandBuffer, CommandBufferBuilder, Device, DeviceQueue, Error, HostBuffer};
+use aqueduct::{
+    CommandBuffer, CommandBufferBuilder, Device, DeviceQueue, Error, HostBuffer, Semaphore,
+};
 use aqueduct_tests::{announced_system, device_library, host_pool, hsa_gpus};
 
 const TIMEOUT: Duration = Duration::from_secs(300);
@@ -496,6 +498,37 @@ fn soak_100k_entries_from_4_threads_complete_without_leaking() {
 /// and an issue and a retire per entry, on the host's clock (between the
 /// device's creation and now, issue before retire, each entry after the
 /// one it waited for), and a Chrome trace file with those spans.
+/// A new device on `gpu` tracing into a ring of `records`, with a chain
+/// of `n` links submitted as one batch: entry k waits for the semaphore's
+/// value k and signals k + 1 (the first runs at once). Returns the device,
+/// the semaphore, the links and the pattern each link must end up with.
+fn traced_chain(
+    gpu: &aqueduct::agent::Agent,
+    host: &aqueduct::MemoryPool,
+    records: u32,
+    n: u64,
+) -> (Device, Semaphore, HostBuffer<u8>, Vec<u8>) {
+    let lib = device_library(gpu);
+    let options = DeviceOptions {
+        trace_records: records,
+        ..DeviceOptions::default()
+    };
+    let device = Device::new(gpu, &lib, options).expect("device");
+    let (_, _, buffer) = scheduler_on(gpu);
+    let queue = device.queue();
+    let (links, pattern) = chain_buffer(host, n);
+    let sem = device.semaphore(0).expect("semaphore");
+    let mut batch = queue.batch();
+    for k in 0..n {
+        let (table, signal) = (link(&links, k, k + 1), [(&sem, k + 1)]);
+        batch
+            .execute(&[(&sem, k)], &buffer, &table, &signal)
+            .expect("submit");
+    }
+    batch.submit().expect("submit");
+    (device, sem, links, pattern)
+}
+
 #[test]
 fn a_traced_chain_records_its_ticks_and_entries_on_the_hosts_clock() {
     use aqueduct::scheduler::TraceEvent;
@@ -504,30 +537,9 @@ fn a_traced_chain_records_its_ticks_and_entries_on_the_hosts_clock() {
     let host = host_pool(&system);
     for gpu in hsa_gpus(&system) {
         let gfx = gpu.info().name.clone();
-        let lib = device_library(&gpu);
         let created = std::time::Instant::now();
-        let options = DeviceOptions {
-            trace_records: 1024,
-            ..DeviceOptions::default()
-        };
-        let device = Device::new(&gpu, &lib, options).expect("device");
-        let (_, _, buffer) = scheduler_on(&gpu);
-        let queue = device.queue();
         const N: u64 = 10;
-        let (links, _) = chain_buffer(&host, N);
-        let sem = device.semaphore(0).expect("semaphore");
-        let mut batch = queue.batch();
-        for k in 0..N {
-            batch
-                .execute(
-                    &[(&sem, k)],
-                    &buffer,
-                    &link(&links, k, k + 1),
-                    &[(&sem, k + 1)],
-                )
-                .expect("submit");
-        }
-        batch.submit().expect("submit");
+        let (device, sem, ..) = traced_chain(&gpu, &host, 1024, N);
         sem.wait(N, TIMEOUT).expect("chain");
         std::thread::sleep(Duration::from_millis(20));
         let trace = device.trace().expect("tracing is on");
@@ -580,6 +592,77 @@ fn a_traced_chain_records_its_ticks_and_entries_on_the_hosts_clock() {
             "{gfx}: {json}"
         );
         assert!(json.ends_with("}"), "{gfx}");
+    }
+}
+
+/// The host service: each retiring entry posts a RELEASE request to the
+/// host's soft queue, so the host lets go of the entry's command buffer
+/// and semaphores with no further submit; a trace ring smaller than the
+/// run asks for drains as it fills, so the host collects more records than
+/// the ring holds, and every record is either collected or counted
+/// dropped.
+#[test]
+fn the_host_service_releases_retired_entries_and_drains_the_trace_on_request() {
+    use aqueduct_abi::scheduler::TraceKind;
+    let system = announced_system();
+    let host = host_pool(&system);
+    for gpu in hsa_gpus(&system) {
+        let gfx = gpu.info().name.clone();
+        const RING: u64 = 16;
+        const N: u64 = 40;
+        let (device, sem, links, pattern) = traced_chain(&gpu, &host, RING as u32, N);
+        // Nothing released before the chain: the device is new.
+        assert_eq!(device.stats().released, 0, "{gfx}");
+        // (A chain of 40 ticks cannot have finished yet.)
+        assert!(device.stats().held > 0, "{gfx}: nothing held while running");
+        sem.wait(N, TIMEOUT).expect("chain");
+        for (k, l) in links.chunks(LINK as usize).enumerate() {
+            assert_eq!(l, &pattern[..], "{gfx}: link {k}");
+        }
+        // Released by the device's requests, not by a submit (there is
+        // none) nor a reclaim (the last entry's slot is not reclaimed: no
+        // tick ran after its retire).
+        let start = std::time::Instant::now();
+        let stats = loop {
+            let s = device.stats();
+            if s.released == N || start.elapsed() > TIMEOUT {
+                break s;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        assert_eq!(stats.released, N, "{gfx}: released");
+        assert_eq!(stats.held, 0, "{gfx}: still held");
+        assert_eq!(stats.reclaimed, N - 1, "{gfx}: reclaimed");
+        // The calibrating tick, the accepting one, one per wake; an issue
+        // and a retire per entry.
+        let records = (N + 1) + 2 * N;
+        let trace = device.trace().expect("tracing is on");
+        let stats = device.stats();
+        assert!(stats.trace_flushes >= 1, "{gfx}: no drain was asked for");
+        assert_eq!(
+            trace.events.len() as u64 + trace.dropped,
+            records,
+            "{gfx}: records collected and dropped"
+        );
+        assert!(
+            trace.events.len() as u64 > RING,
+            "{gfx}: {} records collected of {records} ({} dropped, {} drains asked): \
+             no more than the ring holds",
+            trace.events.len(),
+            trace.dropped,
+            stats.trace_flushes
+        );
+        let retires = trace
+            .events
+            .iter()
+            .filter(|e| e.kind == TraceKind::RETIRE)
+            .count();
+        eprintln!(
+            "{gfx}: {} of {records} trace records through a ring of {RING} ({} drains asked, \
+             {retires} retires seen)",
+            trace.events.len(),
+            stats.trace_flushes
+        );
     }
 }
 

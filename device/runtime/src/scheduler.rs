@@ -41,8 +41,8 @@ use aqueduct_abi::amd_queue::AmdQueue;
 use aqueduct_abi::command::{BlockIssue, CommandBufferHeader, Execution};
 use aqueduct_abi::hsa::SignalHandle;
 use aqueduct_abi::scheduler::{
-    KernargRing, QueueEntry, QueueEntryKind, QueueEntryState, SchedulerActions, SchedulerState,
-    Semaphore, SemaphoreFlags, SemaphoreRef, TraceKind, TraceRecord, TraceRing,
+    HostRequest, KernargRing, QueueEntry, QueueEntryKind, QueueEntryState, SchedulerActions,
+    SchedulerState, Semaphore, SemaphoreFlags, SemaphoreRef, TraceKind, TraceRecord, TraceRing,
 };
 
 use crate::atomic::{AcqRel, Acquire, Atomic, Relaxed, Release, System};
@@ -69,6 +69,10 @@ pub trait Requester {
     fn mirror(&mut self, signal: SignalHandle, value: i64);
     /// The agent's timestamp (`s_memrealtime`) for trace records.
     fn timestamp(&mut self) -> u64;
+    /// Posts `request` with `arg` (`arg[1]`) to the host service of the
+    /// scheduler at `scheduler`, if it has one
+    /// ([`SchedulerState::host_queue`]).
+    fn post(&mut self, scheduler: u64, request: HostRequest, arg: u64);
 }
 
 /// What a tick needs besides a [`Requester`].
@@ -109,6 +113,38 @@ impl<P: FnMut()> Requester for QueueRequester<P> {
     fn mirror(&mut self, signal: SignalHandle, value: i64) {
         // SAFETY: a semaphore's mirror is a live signal while it is.
         unsafe { Signal::from_handle(signal) }.store(value, Release, System);
+    }
+
+    /// An AGENT_DISPATCH packet on the host's soft queue: reserved, written
+    /// and published as on any AQL queue (system-scope fences: the host
+    /// reads what the device wrote before), then the doorbell, whose store
+    /// wakes the service thread waiting on it. A full queue waits for the
+    /// service to consume.
+    fn post(&mut self, scheduler: u64, request: HostRequest, arg: u64) {
+        // SAFETY: a live scheduler (every caller's contract); the field is
+        // written once, before any entry runs.
+        let queue =
+            unsafe { get::<u64>(scheduler + offset_of!(SchedulerState, host_queue) as u64) };
+        if queue == 0 {
+            return;
+        }
+        // SAFETY: the host service's queue is live while its scheduler is.
+        let Ok(q) = (unsafe { Queue::from_ptr(queue as *mut AmdQueue) }) else {
+            return;
+        };
+        let Ok(packet) = aqueduct_abi::packet::agent_dispatch(
+            request.0,
+            [scheduler, arg, 0, 0],
+            0,
+            SignalHandle::NULL,
+            aqueduct_abi::packet::Ordering::SYSTEM,
+        ) else {
+            return;
+        };
+        if let Ok(id) = q.reserve(1, &mut self.pause) {
+            q.write(id, &packet);
+            q.ring_doorbell(id);
+        }
     }
 
     fn timestamp(&mut self) -> u64 {
@@ -587,11 +623,21 @@ pub unsafe fn fail_entry(entry: u64, status: u32, origin: Origin, r: &mut impl R
 
 /// Records a trace event in the ring of `sched`, if it traces: reserves a
 /// slot only while the ring has room (else counts it dropped), writes the
-/// record, publishes its kind last ([`TraceRing`]).
+/// record, publishes its kind last ([`TraceRing`]). The record that fills
+/// another half of the ring asks the host service to drain it
+/// ([`HostRequest::TRACE_FLUSH`]).
 ///
 /// # Safety
 /// `sched` is live, and so is its trace ring if it has one.
-pub unsafe fn trace(sched: u64, kind: TraceKind, id: u64, start: u64, end: u64, flags: u16) {
+pub unsafe fn trace(
+    sched: u64,
+    event: (TraceKind, u64),
+    start: u64,
+    end: u64,
+    flags: u16,
+    r: &mut impl Requester,
+) {
+    let (kind, id) = event;
     // SAFETY: the contract.
     unsafe {
         let ring = get::<u64>(field!(sched, SchedulerState.trace));
@@ -627,6 +673,9 @@ pub unsafe fn trace(sched: u64, kind: TraceKind, id: u64, start: u64, end: u64, 
             Release,
             System,
         );
+        if (at + 1).is_multiple_of((capacity / 2).max(1)) {
+            r.post(sched, HostRequest::TRACE_FLUSH, at + 1);
+        }
     }
 }
 
@@ -646,8 +695,11 @@ pub unsafe fn retire(entry: u64, r: &mut impl Requester) {
         // Recorded first: once its semaphores are signalled, the entries
         // waiting for it may issue (and record) before this kernel goes on.
         let (id, now) = (get(field!(entry, QueueEntry.id)), r.timestamp());
-        trace(sched, TraceKind::RETIRE, id, now, now, 0);
+        trace(sched, (TraceKind::RETIRE, id), now, now, 0, r);
         complete(entry, r);
+        // Before `in_flight` drops: a device that saw no entry in flight
+        // may destroy the host service's queue.
+        r.post(sched, HostRequest::RELEASE, id);
         atomic::<u32>(field!(sched, SchedulerState.in_flight)).fetch_sub(1, Release, System);
     }
 }
@@ -697,6 +749,10 @@ impl<I: Issuer> Requester for TickRequester<'_, I> {
 
     fn timestamp(&mut self) -> u64 {
         self.inner.timestamp()
+    }
+
+    fn post(&mut self, scheduler: u64, request: HostRequest, arg: u64) {
+        self.inner.post(scheduler, request, arg)
     }
 }
 
@@ -842,11 +898,11 @@ pub unsafe fn tick(sched: u64, issuer: &mut impl Issuer) -> TickReport {
         let accepted = report.accepted.min(u32::from(u16::MAX)) as u16;
         trace(
             sched,
-            TraceKind::SCHEDULER_TICK,
-            number,
+            (TraceKind::SCHEDULER_TICK, number),
             began,
             ended,
             accepted,
+            &mut r,
         );
     }
     report
@@ -870,8 +926,8 @@ unsafe fn issue<I: Issuer>(
                 complete(entry, r);
                 report.issued += 1;
                 let (id, now) = (get(field!(entry, QueueEntry.id)), r.timestamp());
-                trace(sched, TraceKind::ISSUE, id, now, now, 0);
-                trace(sched, TraceKind::RETIRE, id, now, now, 0);
+                trace(sched, (TraceKind::ISSUE, id), now, now, 0, r);
+                trace(sched, (TraceKind::RETIRE, id), now, now, 0, r);
             }
             QueueEntryKind::EXECUTE => {
                 let execution = get::<u64>(field!(entry, QueueEntry.execution));
@@ -882,7 +938,7 @@ unsafe fn issue<I: Issuer>(
                 let (id, now) = (get(field!(entry, QueueEntry.id)), r.timestamp());
                 if r.inner.execute(execution).is_ok() {
                     report.issued += 1;
-                    trace(sched, TraceKind::ISSUE, id, now, now, 0);
+                    trace(sched, (TraceKind::ISSUE, id), now, now, 0, r);
                 } else {
                     atomic::<u32>(field!(sched, SchedulerState.in_flight))
                         .fetch_sub(1, Relaxed, System);
@@ -1006,6 +1062,19 @@ mod tests {
         /// Executions whose issue fails.
         refuse: Vec<u64>,
         clock: u64,
+        /// Host requests posted: scheduler, request, argument.
+        posts: Vec<(u64, HostRequest, u64)>,
+    }
+
+    impl Mock {
+        /// The arguments of the posted requests of kind `request`.
+        fn posted(&self, request: HostRequest) -> Vec<u64> {
+            self.posts
+                .iter()
+                .filter(|p| p.1 == request)
+                .map(|p| p.2)
+                .collect()
+        }
     }
 
     impl Requester for Mock {
@@ -1021,6 +1090,9 @@ mod tests {
         fn timestamp(&mut self) -> u64 {
             self.clock += 10;
             self.clock
+        }
+        fn post(&mut self, scheduler: u64, request: HostRequest, arg: u64) {
+            self.posts.push((scheduler, request, arg))
         }
     }
 
@@ -1282,6 +1354,9 @@ mod tests {
             (0..N).map(|k| rig.exec_of(k)).collect::<Vec<_>>()
         );
         assert_eq!(rig.sems[0].payload, N);
+        // Each retire told the host service it may release the entry.
+        assert_eq!(m.posted(HostRequest::RELEASE), (0..N).collect::<Vec<_>>());
+        assert!(m.posts.iter().all(|p| p.0 == rig.sched()));
         // Each issued execution and its blocks' issue states were pointed
         // at the scheduler's execution queue of the time.
         assert_eq!(rig.execs[0].queue, 0x9000);
@@ -1326,6 +1401,8 @@ mod tests {
         // 3 ticks, 3 issues, 3 retires: 9 records for 8 slots, one dropped.
         assert_eq!(ring.write_index, 8);
         assert_eq!(ring.dropped, 1);
+        // Each half of the ring filled asked the host to drain it.
+        assert_eq!(m.posted(HostRequest::TRACE_FLUSH), [4, 8]);
         let kinds: Vec<(TraceKind, u64)> = records.iter().map(|r| (r.kind, r.id)).collect();
         use TraceKind as K;
         assert_eq!(

@@ -151,6 +151,31 @@ impl System {
         )
     }
 
+    /// The agent's regions (`hsa_agent_iterate_regions`): in ROCr the same
+    /// objects as its memory pools, seen through hsa.h's older interface,
+    /// which `hsa_soft_queue_create` takes.
+    pub(crate) fn region_handles(&self, agent: ffi::Agent) -> Result<Vec<ffi::Region>> {
+        self.handles(
+            "hsa_agent_iterate_regions",
+            self.api().hsa_agent_iterate_regions,
+            agent,
+        )
+    }
+
+    /// Reads a region attribute whose C type is `T`.
+    pub(crate) fn region_info<T: FromZeros + Copy>(
+        &self,
+        region: ffi::Region,
+        attribute: u32,
+    ) -> Result<T> {
+        self.info(
+            "hsa_region_get_info",
+            self.api().hsa_region_get_info,
+            region,
+            attribute,
+        )
+    }
+
     pub(crate) fn pool_allocate(&self, pool: ffi::MemoryPool, bytes: usize) -> Result<*mut u8> {
         let mut ptr: *mut c_void = std::ptr::null_mut();
         // SAFETY: plain out-parameter call; flags 0 is the only value HSA
@@ -408,8 +433,30 @@ impl System {
         Ok(queue)
     }
 
+    /// `hsa_soft_queue_create`: a queue of `size` packets in `region` that
+    /// no packet processor consumes, with the caller's `doorbell`.
+    pub(crate) fn soft_queue_create(
+        &self,
+        region: ffi::Region,
+        size: u32,
+        queue_type: u32,
+        features: u32,
+        doorbell: SignalHandle,
+    ) -> Result<*mut HsaQueue> {
+        let mut queue: *mut HsaQueue = std::ptr::null_mut();
+        // SAFETY: plain out-parameter call with handles the caller owns.
+        let status = unsafe {
+            (self.api().hsa_soft_queue_create)(
+                region, size, queue_type, features, doorbell, &mut queue,
+            )
+        };
+        self.check("hsa_soft_queue_create", status)?;
+        Ok(queue)
+    }
+
     /// # Safety
-    /// `queue` came from [`Self::queue_create`] and is not used afterwards.
+    /// `queue` came from [`Self::queue_create`] (or
+    /// [`Self::soft_queue_create`]) and is not used afterwards.
     pub(crate) unsafe fn queue_destroy(&self, queue: *mut HsaQueue) -> Result<()> {
         // SAFETY: per the caller's contract.
         let status = unsafe { (self.api().hsa_queue_destroy)(queue) };
@@ -424,6 +471,17 @@ impl System {
     pub(crate) unsafe fn queue_read_index(&self, queue: *const HsaQueue) -> u64 {
         // SAFETY: per the caller's contract.
         unsafe { (self.api().hsa_queue_load_read_index_scacquire)(queue) }
+    }
+
+    /// `hsa_queue_store_read_index_screlease`: the consumer of a soft
+    /// queue frees the slots before `value`.
+    ///
+    /// # Safety
+    /// `queue` came from [`Self::soft_queue_create`] and is not destroyed.
+    #[inline]
+    pub(crate) unsafe fn queue_store_read_index(&self, queue: *const HsaQueue, value: u64) {
+        // SAFETY: per the caller's contract.
+        unsafe { (self.api().hsa_queue_store_read_index_screlease)(queue, value) }
     }
 
     /// `hsa_queue_load_write_index_relaxed`.

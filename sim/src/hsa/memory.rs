@@ -485,7 +485,10 @@ pub unsafe extern "C" fn hsa_agent_iterate_regions(
     // SAFETY: forwarded caller contract.
     unsafe {
         super::iterate_of_agent(agent, callback, data, |rt, a| {
-            rt.pools.pools_of(a.handle).map(|p| Region(p.handle)).collect()
+            rt.pools
+                .pools_of(a.handle)
+                .map(|p| Region(p.handle))
+                .collect()
         })
     }
 }
@@ -913,15 +916,25 @@ mod tests {
         let fine = HSA_REGION_GLOBAL_FLAG_FINE_GRAINED;
         assert_eq!(
             shape(cpu[0]),
-            (HSA_REGION_SEGMENT_GLOBAL, fine | HSA_REGION_GLOBAL_FLAG_KERNARG, 1)
+            (
+                HSA_REGION_SEGMENT_GLOBAL,
+                fine | HSA_REGION_GLOBAL_FLAG_KERNARG,
+                1
+            )
         );
         let coarse = HSA_REGION_GLOBAL_FLAG_COARSE_GRAINED;
         assert_eq!(shape(cpu[1]), (HSA_REGION_SEGMENT_GLOBAL, coarse, 1));
         assert_eq!(shape(gpu[0]), (HSA_REGION_SEGMENT_GLOBAL, coarse, 1));
         assert_eq!(shape(gpu[1]), (HSA_REGION_SEGMENT_GLOBAL, fine, 1));
         assert_eq!(shape(gpu[2]), (HSA_REGION_SEGMENT_GROUP, 0, 0));
-        assert_eq!(region_info(cpu[0], HSA_REGION_INFO_RUNTIME_ALLOC_GRANULE), PAGE);
-        assert_eq!(region_info(cpu[0], HSA_REGION_INFO_RUNTIME_ALLOC_ALIGNMENT), PAGE);
+        assert_eq!(
+            region_info(cpu[0], HSA_REGION_INFO_RUNTIME_ALLOC_GRANULE),
+            PAGE
+        );
+        assert_eq!(
+            region_info(cpu[0], HSA_REGION_INFO_RUNTIME_ALLOC_ALIGNMENT),
+            PAGE
+        );
         assert_eq!(
             region_info(gpu[0], HSA_REGION_INFO_SIZE),
             info::<u64>(gpu[0], HSA_AMD_MEMORY_POOL_INFO_SIZE)

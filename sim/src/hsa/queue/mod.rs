@@ -432,7 +432,10 @@ pub fn create_soft(
     {
         return Err(HSA_STATUS_ERROR_INVALID_ARGUMENT);
     }
-    let pool = rt.pools.pool(region).ok_or(HSA_STATUS_ERROR_INVALID_REGION)?;
+    let pool = rt
+        .pools
+        .pool(region)
+        .ok_or(HSA_STATUS_ERROR_INVALID_REGION)?;
     super::signal::check(rt, doorbell)?;
     if !pool.alloc_allowed {
         return Err(HSA_STATUS_ERROR_INVALID_ALLOCATION);

@@ -337,7 +337,10 @@ fn kernel_dispatch(
     let wg = [p.workgroup_size_x, p.workgroup_size_y, p.workgroup_size_z].map(u64::from);
     let items: u64 = wg.iter().product();
     let Some(gfx) = q.gfx() else {
-        return Err(error(HSA_STATUS_ERROR_INVALID_QUEUE, "a soft queue has no processor"));
+        return Err(error(
+            HSA_STATUS_ERROR_INVALID_QUEUE,
+            "a soft queue has no processor",
+        ));
     };
     let max_items = gfx.max_workgroup_size;
     if items == 0 || items > u64::from(max_items) {

@@ -372,23 +372,66 @@ fn a_soft_queue_is_a_ring_nobody_consumes_with_the_callers_doorbell() {
         QueueType::SINGLE.0,
         QueueFeatures::AGENT_DISPATCH.bits(),
     );
-    // ROCr's checks, in its order.
-    for (region, size, ty, features, doorbell, status) in [
-        (0, 16, multi, agent_dispatch, bell, HSA_STATUS_ERROR_INVALID_ARGUMENT),
-        (pools[0], 16, multi, agent_dispatch, SignalHandle::NULL, HSA_STATUS_ERROR_INVALID_ARGUMENT),
-        (pools[0], 0, multi, agent_dispatch, bell, HSA_STATUS_ERROR_INVALID_ARGUMENT),
-        (pools[0], 24, multi, agent_dispatch, bell, HSA_STATUS_ERROR_INVALID_ARGUMENT),
-        (pools[0], 16, QueueType::COOPERATIVE.0, agent_dispatch, bell, HSA_STATUS_ERROR_INVALID_ARGUMENT),
-        (pools[0], 16, multi, 0, bell, HSA_STATUS_ERROR_INVALID_ARGUMENT),
-        (7, 16, multi, agent_dispatch, bell, HSA_STATUS_ERROR_INVALID_REGION),
-        (pools[0], 16, multi, agent_dispatch, SignalHandle(0x1000), HSA_STATUS_ERROR_INVALID_SIGNAL),
-        (lds, 16, multi, agent_dispatch, bell, HSA_STATUS_ERROR_INVALID_ALLOCATION),
+    // ROCr's checks, in its order: one argument wrong at a time.
+    #[derive(Clone, Copy, Debug)]
+    struct Args {
+        region: u64,
+        size: u32,
+        ty: u32,
+        features: u32,
+        doorbell: SignalHandle,
+    }
+    let good = Args {
+        region: pools[0],
+        size: 16,
+        ty: multi,
+        features: agent_dispatch,
+        doorbell: bell,
+    };
+    let invalid = HSA_STATUS_ERROR_INVALID_ARGUMENT;
+    for (a, status) in [
+        (Args { region: 0, ..good }, invalid),
+        (
+            Args {
+                doorbell: SignalHandle::NULL,
+                ..good
+            },
+            invalid,
+        ),
+        (Args { size: 0, ..good }, invalid),
+        (Args { size: 24, ..good }, invalid),
+        (
+            Args {
+                ty: QueueType::COOPERATIVE.0,
+                ..good
+            },
+            invalid,
+        ),
+        (
+            Args {
+                features: 0,
+                ..good
+            },
+            invalid,
+        ),
+        (Args { region: 7, ..good }, HSA_STATUS_ERROR_INVALID_REGION),
+        (
+            Args {
+                doorbell: SignalHandle(0x1000),
+                ..good
+            },
+            HSA_STATUS_ERROR_INVALID_SIGNAL,
+        ),
+        (
+            Args {
+                region: lds,
+                ..good
+            },
+            HSA_STATUS_ERROR_INVALID_ALLOCATION,
+        ),
     ] {
-        assert_eq!(
-            create_soft(&rt, region, size, ty, features, doorbell),
-            Err(status),
-            "region {region:#x} size {size} type {ty} features {features} doorbell {doorbell:?}"
-        );
+        let made = create_soft(&rt, a.region, a.size, a.ty, a.features, a.doorbell);
+        assert_eq!(made, Err(status), "{a:?}");
     }
 
     let q = create_soft(&rt, pools[0], 16, single, agent_dispatch, bell).unwrap();
