@@ -529,7 +529,7 @@ mod tests {
         for (i, a) in SYMBOLS.iter().enumerate() {
             assert!(!SYMBOLS[i + 1..].contains(a), "{a} twice");
         }
-        assert_eq!(SYMBOLS.len(), 69);
+        assert_eq!(SYMBOLS.len(), 72);
     }
 
     #[test]
