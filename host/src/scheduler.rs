@@ -259,6 +259,9 @@ impl DeviceInner {
                 // reclaimed.
                 || unsafe { (*(execution as *const aqueduct_abi::command::Execution)).queue }
                     != old.address()
+                // SAFETY: as above. A retire that claimed it first (a
+                // wave of the faulted queue still ran its RETURN) ends it.
+                || !unsafe { shared_logic::claim_end(entry) }
             {
                 continue;
             }

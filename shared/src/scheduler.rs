@@ -39,6 +39,11 @@ open_enum! {
         RETIRED = 3,
         /// Failed; `status` says why. Its signal semaphores are failed too.
         FAILED = 4,
+        /// An issued entry whose end is being recorded, by its retire or by
+        /// the host's recovery from a queue fault, whichever claimed it
+        /// first (ISSUED → ENDING by compare-and-swap); RETIRED or FAILED
+        /// next. The other leaves the entry alone.
+        ENDING = 5,
     }
 }
 

@@ -539,7 +539,8 @@ fn a_traced_chain_records_its_ticks_and_entries_on_the_hosts_clock() {
         let gfx = gpu.info().name.clone();
         let created = std::time::Instant::now();
         const N: u64 = 10;
-        let (device, sem, ..) = traced_chain(&gpu, &host, 1024, N);
+        // The links stay alive (bound) until the chain is done.
+        let (device, sem, _links, _) = traced_chain(&gpu, &host, 1024, N);
         sem.wait(N, TIMEOUT).expect("chain");
         std::thread::sleep(Duration::from_millis(20));
         let trace = device.trace().expect("tracing is on");

@@ -585,6 +585,26 @@ unsafe fn set_state(entry: u64, state: QueueEntryState) {
     unsafe { atomic::<u32>(field!(entry, QueueEntry.state)) }.store(state.0, Release, System);
 }
 
+/// Claims the end of an issued entry for the caller (ISSUED → ENDING):
+/// its retire and a recovery that fails it may race (a faulted queue's
+/// other waves may still run its RETURN), and exactly one of them may
+/// signal or fail its semaphores, release it and count it out of
+/// `in_flight`. False: the other has it.
+///
+/// # Safety
+/// `entry` is live.
+pub unsafe fn claim_end(entry: u64) -> bool {
+    // SAFETY: the contract.
+    unsafe { atomic::<u32>(field!(entry, QueueEntry.state)) }
+        .compare_exchange(
+            QueueEntryState::ISSUED.0,
+            QueueEntryState::ENDING.0,
+            AcqRel,
+            System,
+        )
+        .is_ok()
+}
+
 /// Completes `entry`: signals its semaphores, then marks it RETIRED.
 ///
 /// # Safety
@@ -686,11 +706,17 @@ pub unsafe fn trace(
 /// ([`SchedulerActions::RETIRE`]). So entries that nobody waits for cost
 /// no tick when they finish.
 ///
+/// An entry the host's recovery failed first ([`claim_end`]) is left
+/// alone.
+///
 /// # Safety
 /// `entry` is a live, issued entry whose work is done.
 pub unsafe fn retire(entry: u64, r: &mut impl Requester) {
     // SAFETY: the contract.
     unsafe {
+        if !claim_end(entry) {
+            return;
+        }
         let sched = get::<u64>(field!(entry, QueueEntry.scheduler));
         // Recorded first: once its semaphores are signalled, the entries
         // waiting for it may issue (and record) before this kernel goes on.
@@ -1424,8 +1450,8 @@ mod tests {
         assert!(records[0].start_ts < records[1].end_ts);
         // After the host consumed the ring, a record fits again.
         ring.read_index = 8;
-        rig.retire(2, &mut m);
-        assert_eq!((records[0].kind, records[0].id), (K::RETIRE, 2));
+        rig.tick(&mut m);
+        assert_eq!((records[0].kind, records[0].id), (K::SCHEDULER_TICK, 4));
     }
 
     #[test]
@@ -1489,6 +1515,44 @@ mod tests {
         assert!(m.executed.is_empty());
         assert_eq!(rig.state.retire_index, 4);
         assert_eq!(rig.state.in_flight, 0);
+    }
+
+    #[test]
+    fn an_issued_entry_ends_once_by_its_retire_or_by_a_recovery() {
+        let mut rig = Rig::new(4, 2);
+        let mut m = Mock::default();
+        let a = rig.submit(QueueEntryKind::EXECUTE, &[], &[(0, 1)]);
+        let b = rig.submit(QueueEntryKind::EXECUTE, &[], &[(1, 1)]);
+        rig.request(&mut m);
+        assert_eq!(rig.tick(&mut m).issued, 2);
+        assert_eq!(rig.state.in_flight, 2);
+        // The host's recovery claims `a` first and fails it; a wave of the
+        // faulted queue then runs its RETURN: the retire leaves it alone.
+        // SAFETY: rig memory.
+        unsafe {
+            assert!(claim_end(rig.entry(a)));
+            fail_entry(
+                rig.entry(a),
+                STATUS_ERROR,
+                Origin::of_entry(rig.entry(a)),
+                &mut m,
+            );
+        }
+        rig.retire(a, &mut m);
+        assert_eq!(rig.state_of(a), QueueEntryState::FAILED);
+        // SAFETY: rig memory.
+        assert_eq!(unsafe { failure(rig.sem(0)) }, Some(STATUS_ERROR));
+        assert_eq!(rig.sems[0].payload, 0);
+        assert!(m.posted(HostRequest::RELEASE).is_empty());
+        assert_eq!(rig.state.in_flight, 2, "the recovery counts it out");
+        // `b` retires first: a recovery after that cannot claim it.
+        rig.retire(b, &mut m);
+        assert_eq!(rig.state_of(b), QueueEntryState::RETIRED);
+        // SAFETY: rig memory.
+        assert!(!unsafe { claim_end(rig.entry(b)) });
+        assert_eq!(rig.sems[1].payload, 1);
+        assert_eq!(m.posted(HostRequest::RELEASE), [b]);
+        assert_eq!(rig.state.in_flight, 1);
     }
 
     #[test]
