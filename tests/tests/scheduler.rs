@@ -213,30 +213,13 @@ fn a_failure_propagates_to_every_waiter_as_an_error() {
 /// a new execution queue.
 #[test]
 fn a_trapped_kernel_fails_its_entry_and_what_follows_and_the_scheduler_goes_on() {
-    use aqueduct::Workgroups;
     let system = announced_system();
     let host = host_pool(&system);
     for gpu in hsa_gpus(&system) {
         let gfx = gpu.info().name.clone();
         let (device, queue, buffer) = scheduler_on(&gpu);
         let (other, other_queue, _) = scheduler_on(&gpu);
-        let kernels = aqueduct_tests::load_device_crate(&gpu, "aqueduct-test-kernels");
-        let trap = kernels.kernel("trap_on_value").expect("trap_on_value");
-        let mut src = host.alloc_host::<u32>(64).expect("alloc");
-        let dst = host.alloc_host::<u32>(64).expect("alloc");
-        for (k, v) in src.iter_mut().enumerate() {
-            *v = k as u32;
-        }
-        let rq = gpu.create_queue(64).expect("queue");
-        let mut b = CommandBufferBuilder::new(&rq, 2).expect("builder");
-        let mut args = trap.kernargs().expect("args");
-        args.set(0, &src).expect("src");
-        args.set(1, &dst).expect("dst");
-        args.set(2, 64u64).expect("len");
-        args.set(3, 33u32).expect("trap_on");
-        b.dispatch(&trap, Workgroups::linear(1, 64), &args)
-            .expect("dispatch");
-        let trapping = b.finish().expect("finish");
+        let (trapping, _kept) = trapping_buffer(&gpu, &host);
 
         let (links, pattern) = chain_buffer(&host, 10);
         let s = device.semaphore(0).expect("semaphore");
@@ -305,6 +288,134 @@ fn a_trapped_kernel_fails_its_entry_and_what_follows_and_the_scheduler_goes_on()
         u.wait(1, TIMEOUT)
             .unwrap_or_else(|e| panic!("{gfx}: after the fault: {e}"));
         assert_eq!(&links[2 * LINK as usize..3 * LINK as usize], &pattern[..]);
+        device.check().expect("the control queue is fine");
+    }
+}
+
+/// A one-dispatch recording of `trap_on_value` that traps (its element 33
+/// is 33), with the buffers it uses (keep them until it has run).
+fn trapping_buffer(
+    gpu: &aqueduct::agent::Agent,
+    host: &aqueduct::MemoryPool,
+) -> (CommandBuffer, (HostBuffer<u32>, HostBuffer<u32>)) {
+    use aqueduct::Workgroups;
+    let kernels = aqueduct_tests::load_device_crate(gpu, "aqueduct-test-kernels");
+    let trap = kernels.kernel("trap_on_value").expect("trap_on_value");
+    let mut src = host.alloc_host::<u32>(64).expect("alloc");
+    let dst = host.alloc_host::<u32>(64).expect("alloc");
+    for (k, v) in src.iter_mut().enumerate() {
+        *v = k as u32;
+    }
+    let rq = gpu.create_queue(64).expect("queue");
+    let mut b = CommandBufferBuilder::new(&rq, 2).expect("builder");
+    let mut args = trap.kernargs().expect("args");
+    args.set(0, &src).expect("src");
+    args.set(1, &dst).expect("dst");
+    args.set(2, 64u64).expect("len");
+    args.set(3, 33u32).expect("trap_on");
+    b.dispatch(&trap, Workgroups::linear(1, 64), &args)
+        .expect("dispatch");
+    (b.finish().expect("finish"), (src, dst))
+}
+
+/// A kernel that faults while the tick waits for room in the full
+/// execution queue it runs on: the queue never frees a slot again, so the
+/// tick gives up that wait when the host replaces the queue and issues the
+/// rest on the new one. The kernel (`trap_when_set`) holds the queue until
+/// the trace shows the tick stuck, then traps. Every entry ends, completed
+/// or failed, none hangs, and the scheduler goes on.
+#[test]
+fn a_fault_while_the_tick_waits_for_room_in_the_full_queue_is_recovered() {
+    use aqueduct::Workgroups;
+    use aqueduct_abi::scheduler::TraceKind;
+    let system = announced_system();
+    let host = host_pool(&system);
+    for gpu in hsa_gpus(&system) {
+        let gfx = gpu.info().name.clone();
+        let lib = device_library(&gpu);
+        let options = DeviceOptions {
+            queue_size: gpu.info().queue_min_size,
+            trace_records: 1024,
+            ..DeviceOptions::default()
+        };
+        let device = Device::new(&gpu, &lib, options).expect("device");
+        let queue = device.queue();
+        let (_, _, buffer) = scheduler_on(&gpu);
+        let kernels = aqueduct_tests::load_device_crate(&gpu, "aqueduct-test-kernels");
+        let trap = kernels.kernel("trap_when_set").expect("trap_when_set");
+        let mut flag = host.alloc_host::<u32>(1).expect("alloc");
+        flag[0] = 0;
+        let mut b = device.command_buffer(2).expect("builder");
+        let mut args = trap.kernargs().expect("args");
+        args.set(0, &flag).expect("flag");
+        b.dispatch(&trap, Workgroups::linear(1, 64), &args)
+            .expect("dispatch");
+        let trapping = b.finish().expect("finish");
+        // Two packets or more each: more than the queue holds.
+        const N: u64 = 100;
+        let (links, _) = chain_buffer(&host, N);
+        let sems: Vec<Semaphore> = (0..=N)
+            .map(|_| device.semaphore(0).expect("semaphore"))
+            .collect();
+        let mut batch = queue.batch();
+        batch
+            .execute(&[], &trapping, &[], &[(&sems[0], 1)])
+            .expect("submit");
+        for k in 0..N {
+            let table = link(&links, k, k + 1);
+            batch
+                .execute(&[], &buffer, &table, &[(&sems[k as usize + 1], 1)])
+                .expect("submit");
+        }
+        batch.submit().expect("submit");
+        // The tick issues until the queue is full, then waits for room:
+        // the issues stop (for 200 ms) short of N + 1.
+        let issues = || {
+            let t = device.trace().expect("tracing is on");
+            t.events
+                .iter()
+                .filter(|e| e.kind == TraceKind::ISSUE)
+                .count() as u64
+        };
+        let (start, mut seen, mut since) =
+            (std::time::Instant::now(), 0, std::time::Instant::now());
+        while since.elapsed() < Duration::from_millis(200) {
+            assert!(start.elapsed() < TIMEOUT, "{gfx}: the issues never stopped");
+            let now = issues();
+            if now != seen || now == 0 {
+                (seen, since) = (now, std::time::Instant::now());
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(seen < N + 1, "{gfx}: all {seen} entries fit in the queue");
+        // SAFETY: a live u32 the kernel loads atomically.
+        unsafe { std::sync::atomic::AtomicU32::from_ptr(flag.as_mut_ptr()) }
+            .store(1, std::sync::atomic::Ordering::Release);
+        let (mut done, mut failed) = (0, 0);
+        for (k, s) in sems.iter().enumerate() {
+            match s.wait(1, TIMEOUT) {
+                Ok(()) => done += 1,
+                Err(Error::SemaphoreFailed { .. }) => failed += 1,
+                Err(e) => panic!("{gfx}: entry {k}: {e}"),
+            }
+        }
+        eprintln!(
+            "{gfx}: {seen} entries issued before the fault; {done} completed, {failed} failed \
+             with the queue"
+        );
+        assert!(
+            matches!(sems[0].query(), Err(Error::SemaphoreFailed { .. })),
+            "{gfx}: the trapping entry"
+        );
+        // The ones the tick could not put on the queue ran on the new one.
+        assert!(done >= N + 1 - seen, "{gfx}");
+        assert_eq!(done + failed, N + 1, "{gfx}");
+        let u = device.semaphore(0).expect("semaphore");
+        queue
+            .execute(&[], &buffer, &link(&links, 0, 1), &[(&u, 1)])
+            .expect("submit");
+        u.wait(1, TIMEOUT)
+            .unwrap_or_else(|e| panic!("{gfx}: after the fault: {e}"));
         device.check().expect("the control queue is fine");
     }
 }

@@ -882,23 +882,29 @@ pub unsafe fn branch_target(execution: &Execution, command: &Command) -> Result<
 pub unsafe fn issue_block(
     execution: &Execution,
     target: u32,
-    pause: impl FnMut(),
+    mut pause: impl FnMut(),
 ) -> Result<(), IssueError> {
     // SAFETY: the contract.
-    unsafe { issue_block_with::<true>(execution, target, pause) }
+    unsafe {
+        issue_block_with::<true>(execution, target, || {
+            pause();
+            true
+        })
+    }
 }
 
 /// [`issue_block`] without the serial issue: always the block-issue
 /// dispatch, whatever the block's size. For the scheduler's tick, which
 /// must stay a small kernel (the serial issue is the whole command
-/// translation).
+/// translation). `pause` returning false gives up the wait for room
+/// ([`crate::queue::QueueError::Abandoned`]).
 ///
 /// # Safety
 /// As for [`issue_block`].
 pub unsafe fn dispatch_block(
     execution: &Execution,
     target: u32,
-    pause: impl FnMut(),
+    pause: impl FnMut() -> bool,
 ) -> Result<(), IssueError> {
     // SAFETY: the contract.
     unsafe { issue_block_with::<false>(execution, target, pause) }
@@ -912,7 +918,7 @@ pub unsafe fn dispatch_block(
 unsafe fn issue_block_with<const SERIAL: bool>(
     execution: &Execution,
     target: u32,
-    pause: impl FnMut(),
+    pause: impl FnMut() -> bool,
 ) -> Result<(), IssueError> {
     // SAFETY: the contract (alignment checked).
     let header =
@@ -945,7 +951,9 @@ unsafe fn issue_block_with<const SERIAL: bool>(
             });
         }
         let count = u64::from(block.packet_count);
-        let first = queue.reserve(count, pause).map_err(IssueError::Queue)?;
+        let first = queue
+            .reserve_until(count, pause)
+            .map_err(IssueError::Queue)?;
         // SAFETY: the block's issue state is live and read by no one else
         // now (its previous issue completed before the branch that runs
         // this); BlockIssue::packet_base is at byte 16.
@@ -968,7 +976,7 @@ unsafe fn issue_block_with<const SERIAL: bool>(
     }
     .build_unchecked()?;
     let first = queue
-        .reserve(1 + u64::from(block.packet_count), pause)
+        .reserve_until(1 + u64::from(block.packet_count), pause)
         .map_err(IssueError::Queue)?;
     // SAFETY: the block's issue state is live and not read by anyone until
     // the packet below is published (its previous issue completed before

@@ -44,6 +44,10 @@ pub enum QueueError {
     TooManySlots { asked: u64, size: u64 },
     /// The ring's size is not a power of two (not a queue).
     BadSize(u32),
+    /// The wait for room was given up ([`Queue::reserve_until`]): the
+    /// slots stay reserved and unpublished, so the queue is one nobody
+    /// uses any more (a faulted one the host has replaced).
+    Abandoned,
 }
 
 /// A queue some other party created (the host, with `hsa_queue_create`),
@@ -130,6 +134,20 @@ impl Queue {
     /// slot waits for a slot another lane of the same wave has reserved but
     /// not yet written would wait forever.
     pub fn reserve(&self, n: u64, mut pause: impl FnMut()) -> Result<u64, QueueError> {
+        self.reserve_until(n, || {
+            pause();
+            true
+        })
+    }
+
+    /// [`Queue::reserve`], giving up ([`QueueError::Abandoned`]) when
+    /// `pause` returns false: for a producer that can tell the queue was
+    /// abandoned (a faulted queue's processor never frees a slot again).
+    pub fn reserve_until(
+        &self,
+        n: u64,
+        mut pause: impl FnMut() -> bool,
+    ) -> Result<u64, QueueError> {
         if n > self.size {
             return Err(QueueError::TooManySlots {
                 asked: n,
@@ -138,7 +156,9 @@ impl Queue {
         }
         let first = self.write_index().fetch_add(n, Relaxed, System);
         while !has_room(first, self.load_read_index(), n, self.size) {
-            pause();
+            if !pause() {
+                return Err(QueueError::Abandoned);
+            }
         }
         Ok(first)
     }
@@ -418,5 +438,21 @@ mod tests {
         );
         assert_eq!(q.reserve(4, || panic!("room")), Ok(0));
         assert_eq!(q.load_write_index(), 4);
+    }
+
+    #[test]
+    fn a_wait_for_room_given_up_is_an_error_and_keeps_its_slots() {
+        let mut host = HostQueue::new(4, 0);
+        let q = host.queue();
+        assert_eq!(q.reserve(4, || panic!("room")), Ok(0));
+        // Full, and nobody consumes: the third look gives up.
+        let mut looks = 0;
+        let r = q.reserve_until(2, || {
+            looks += 1;
+            looks < 3
+        });
+        assert_eq!((r, looks), (Err(QueueError::Abandoned), 3));
+        // The slots stay reserved (the queue is abandoned, not reused).
+        assert_eq!(q.load_write_index(), 6);
     }
 }

@@ -47,7 +47,7 @@ use aqueduct_abi::scheduler::{
 
 use crate::atomic::{AcqRel, Acquire, Atomic, Relaxed, Release, System};
 use crate::command::{IssueError, dispatch_block};
-use crate::queue::Queue;
+use crate::queue::{Queue, QueueError};
 use crate::signal::Signal;
 
 /// HSA_STATUS_ERROR: the status of an entry whose issue failed.
@@ -77,8 +77,12 @@ pub trait Requester {
 
 /// What a tick needs besides a [`Requester`].
 pub trait Issuer: Requester {
-    /// Issues the entry block of the submission at `execution`.
-    fn execute(&mut self, execution: u64) -> Result<(), IssueError>;
+    /// Issues the entry block of the submission at `execution` for the
+    /// scheduler at `scheduler`. Gives up waiting for room in the
+    /// submission's queue once the scheduler's execution queue is another
+    /// one ([`QueueError::Abandoned`]): the host replaced a faulted queue,
+    /// whose slots never free again.
+    fn execute(&mut self, scheduler: u64, execution: u64) -> Result<(), IssueError>;
 }
 
 /// The device's [`Requester`] and [`Issuer`]: ticks go on the control
@@ -163,9 +167,22 @@ impl<P: FnMut()> Requester for QueueRequester<P> {
 }
 
 impl<P: FnMut()> Issuer for QueueRequester<P> {
-    fn execute(&mut self, execution: u64) -> Result<(), IssueError> {
+    fn execute(&mut self, scheduler: u64, execution: u64) -> Result<(), IssueError> {
         // SAFETY: an EXECUTE entry's execution is live until it retires.
-        unsafe { dispatch_block(&*(execution as *const Execution), 0, &mut self.pause) }
+        let execution = unsafe { &*(execution as *const Execution) };
+        // SAFETY: a live scheduler; the host stores the field atomically
+        // (release) when it replaces the queue.
+        let current = unsafe {
+            atomic::<u64>(scheduler + offset_of!(SchedulerState, execution_queue) as u64)
+        };
+        let queue = execution.queue;
+        // SAFETY: as above.
+        unsafe {
+            dispatch_block(execution, 0, || {
+                (self.pause)();
+                current.load(Relaxed, System) == queue
+            })
+        }
     }
 }
 
@@ -957,12 +974,21 @@ unsafe fn issue<I: Issuer>(
             }
             QueueEntryKind::EXECUTE => {
                 let execution = get::<u64>(field!(entry, QueueEntry.execution));
-                retarget(sched, execution);
                 atomic::<u32>(field!(sched, SchedulerState.in_flight))
                     .fetch_add(1, Relaxed, System);
                 set_state(entry, QueueEntryState::ISSUED);
                 let (id, now) = (get(field!(entry, QueueEntry.id)), r.timestamp());
-                if r.inner.execute(execution).is_ok() {
+                // Onto the execution queue of now; again onto the next one
+                // if the host replaces it (a fault) while this waits for
+                // room in it.
+                let issued = loop {
+                    retarget(sched, execution);
+                    match r.inner.execute(sched, execution) {
+                        Err(IssueError::Queue(QueueError::Abandoned)) => continue,
+                        other => break other,
+                    }
+                };
+                if issued.is_ok() {
                     report.issued += 1;
                     trace(sched, (TraceKind::ISSUE, id), now, now, 0, r);
                 } else {
@@ -1090,6 +1116,11 @@ mod tests {
         clock: u64,
         /// Host requests posted: scheduler, request, argument.
         posts: Vec<(u64, HostRequest, u64)>,
+        /// Executions whose issue meets a full queue that the host replaces
+        /// (with the second queue) meanwhile.
+        stall: Vec<(u64, u64)>,
+        /// Issues given up.
+        abandoned: Vec<u64>,
     }
 
     impl Mock {
@@ -1123,9 +1154,18 @@ mod tests {
     }
 
     impl Issuer for Mock {
-        fn execute(&mut self, execution: u64) -> Result<(), IssueError> {
+        fn execute(&mut self, scheduler: u64, execution: u64) -> Result<(), IssueError> {
             if self.refuse.contains(&execution) {
                 return Err(IssueError::Opcode(0));
+            }
+            if let Some(k) = self.stall.iter().position(|s| s.0 == execution) {
+                // The queue is full and faults; the host replaces it while
+                // the issue waits for room, which gives up.
+                let (_, replacement) = self.stall.remove(k);
+                // SAFETY: the rig's scheduler, as the tick's is.
+                unsafe { (*(scheduler as *mut SchedulerState)).execution_queue = replacement };
+                self.abandoned.push(execution);
+                return Err(IssueError::Queue(QueueError::Abandoned));
             }
             self.executed.push(execution);
             Ok(())
@@ -1515,6 +1555,27 @@ mod tests {
         assert!(m.executed.is_empty());
         assert_eq!(rig.state.retire_index, 4);
         assert_eq!(rig.state.in_flight, 0);
+    }
+
+    #[test]
+    fn an_issue_waiting_on_a_replaced_queue_moves_to_the_new_one() {
+        let mut rig = Rig::new(4, 1);
+        let mut m = Mock::default();
+        let a = rig.submit(QueueEntryKind::EXECUTE, &[], &[(0, 1)]);
+        let b = rig.submit(QueueEntryKind::EXECUTE, &[], &[(0, 2)]);
+        m.stall.push((rig.exec_of(b), 0xA000));
+        rig.request(&mut m);
+        let r = rig.tick(&mut m);
+        // `a` went to the first queue; `b` gave up waiting on it and went
+        // to its replacement, in the same tick.
+        assert_eq!((r.issued, r.failed), (2, 0));
+        assert_eq!(m.abandoned, [rig.exec_of(b)]);
+        assert_eq!(m.executed, [rig.exec_of(a), rig.exec_of(b)]);
+        assert_eq!(rig.execs[a as usize].queue, 0x9000);
+        assert_eq!(rig.execs[b as usize].queue, 0xA000);
+        assert!(rig.issues[b as usize].iter().all(|i| i.queue == 0xA000));
+        assert_eq!(rig.state_of(b), QueueEntryState::ISSUED);
+        assert_eq!(rig.state.in_flight, 2);
     }
 
     #[test]

@@ -188,6 +188,23 @@ pub extern "gpu-kernel" fn trap_on_value(src: *const u32, dst: *mut u32, len: u6
     unsafe { dst.add(i as usize).write(v ^ 0x5A5A_5A5A) };
 }
 
+/// Work-item 0 waits (`s_sleep 1` between looks) until the host sets
+/// `*flag` to non-zero, then aborts (`s_trap 2`): a kernel that holds its
+/// queue until the host lets it fault.
+#[unsafe(no_mangle)]
+pub extern "gpu-kernel" fn trap_when_set(flag: *const u32) {
+    if work_item_x().global_id() != 0 {
+        return;
+    }
+    // SAFETY: the test gives a live, aligned u32 that the host stores to
+    // while this runs; both sides access it atomically.
+    let flag = unsafe { core::sync::atomic::AtomicU32::from_ptr(flag.cast_mut()) };
+    while flag.load(core::sync::atomic::Ordering::Acquire) == 0 {
+        s_sleep::<1>();
+    }
+    core::process::abort_immediate();
+}
+
 /// `dst[i] = i` for `i < len`, one element per work-item; workgroups
 /// numbered `halt_from` or above execute `s_sethalt 1` first.
 ///
