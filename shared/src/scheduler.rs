@@ -22,6 +22,13 @@ open_enum! {
         /// Nothing to run: complete once the waits are satisfied (pure
         /// semaphore signal/wait).
         BARRIER = 3,
+        /// Take a block of the scheduler's [`BlockPool`] for the
+        /// [`crate::command::AllocationHandle`] at `handle` (its `length`
+        /// picks the bucket) and commit its `address`.
+        ALLOCA = 4,
+        /// Give the block of the committed handle at `handle` back to the
+        /// pool; its `address` reads 0 again.
+        DEALLOCA = 5,
     }
 }
 
@@ -112,9 +119,13 @@ pub struct QueueEntry {
     pub wait_value: u64,
     /// Next entry on the scheduler's wake stack.
     pub wake_next: u64,
-    /// Next entry on the scheduler's ready list.
+    /// Next entry on the scheduler's ready list (or on a pool bucket's
+    /// list of allocations waiting for a block).
     pub ready_next: u64,
-    pub reserved3: [u64; 3],
+    /// Device address of the [`crate::command::AllocationHandle`] of an
+    /// ALLOCA or DEALLOCA entry.
+    pub handle: u64,
+    pub reserved3: [u64; 2],
     /// The operation for kind `COMMAND`.
     pub command: Command,
 }
@@ -145,7 +156,8 @@ assert_layout!(
     wait_value = 80,
     wake_next = 88,
     ready_next = 96,
-    reserved3 = 104,
+    handle = 104,
+    reserved3 = 112,
     command = 128,
 );
 
@@ -245,6 +257,9 @@ impl HostRequest {
     /// The trace ring filled another half: `arg[1]` is the write index
     /// reached. The host drains the ring before it overflows.
     pub const TRACE_FLUSH: Self = Self(2);
+    /// An allocation found bucket `arg[1]` of the block pool empty: the
+    /// host adds blocks (or marks it exhausted) and requests a tick.
+    pub const GROW: Self = Self(3);
 }
 
 /// One scheduler's state in device memory: its requests, its mailbox ring
@@ -272,7 +287,10 @@ pub struct SchedulerState {
     pub ready_head: u64,
     /// The last entry of that list.
     pub ready_tail: u64,
-    pub reserved0: [u64; 3],
+    /// Device address of the scheduler's [`BlockPool`] (0: none: ALLOCA
+    /// entries fail).
+    pub pool: u64,
+    pub reserved0: [u64; 2],
     /// Device address of `[QueueEntry; capacity]`.
     pub entries: u64,
     /// Slots of the mailbox ring, a power of two.
@@ -317,7 +335,8 @@ assert_layout!(
     ticks = 16,
     ready_head = 24,
     ready_tail = 32,
-    reserved0 = 40,
+    pool = 40,
+    reserved0 = 48,
     entries = 64,
     capacity = 72,
     write_index = 80,
@@ -331,6 +350,78 @@ assert_layout!(
     host_queue = 216,
     reserved2 = 224,
     kernarg = 256,
+);
+
+/// One size class of a [`BlockPool`]: blocks of `block_size` bytes, the
+/// free ones in an array stack the tick pops and pushes and the host fills
+/// (growing) and empties (trimming), each under the bucket's `lock`.
+/// Allocations that find no free block wait on the bucket's own list
+/// (linked by `QueueEntry::ready_next`, in id order) while the host
+/// service grows the bucket ([`HostRequest::GROW`]).
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct PoolBucket {
+    /// Bytes per block: a request of at most this many (and more than the
+    /// smaller bucket's) takes a block here.
+    pub block_size: u64,
+    /// Device address of `[u64; capacity]`: the free blocks' addresses,
+    /// `count` of them at the start.
+    pub free: u64,
+    pub count: u64,
+    /// Most blocks the bucket can hold free (the array's length).
+    pub capacity: u64,
+    /// Held by whoever touches `free`/`count` (0 free, 1 held;
+    /// system-scope acquire/release).
+    pub lock: u32,
+    /// [`PoolBucket::GROWING`] while a request to grow is out;
+    /// [`PoolBucket::EXHAUSTED`] when the host could not grow it (the
+    /// waiting allocations fail).
+    pub growth: u32,
+    /// The allocations waiting for a block: first and last entry (0:
+    /// none). The tick's own.
+    pub starved_head: u64,
+    pub starved_tail: u64,
+    pub reserved: u64,
+}
+
+assert_layout!(
+    PoolBucket,
+    size = 64,
+    align = 64,
+    why = "one line per bucket of the block pool the tick and the host's service update at            these offsets (aqueduct ABI: change it with ABI_VERSION)",
+    block_size = 0,
+    free = 8,
+    count = 16,
+    capacity = 24,
+    lock = 32,
+    growth = 36,
+    starved_head = 40,
+    starved_tail = 48,
+    reserved = 56,
+);
+
+impl PoolBucket {
+    /// `growth`: a request to grow is with the host.
+    pub const GROWING: u32 = 1;
+    /// `growth`: the host could not grow the bucket.
+    pub const EXHAUSTED: u32 = 2;
+}
+
+/// The device block pool queue-ordered allocations come from: a small and
+/// a large bucket of fixed-size blocks, device memory the host allocates
+/// as the device asks ([`HostRequest::GROW`]) and frees when trimmed.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+pub struct BlockPool {
+    pub buckets: [PoolBucket; 2],
+}
+
+assert_layout!(
+    BlockPool,
+    size = 128,
+    align = 64,
+    why = "the scheduler's block pool: two buckets (aqueduct ABI: change it with ABI_VERSION)",
+    buckets = 0,
 );
 
 /// The kernarg ring: byte-granular reservations for packets' kernel

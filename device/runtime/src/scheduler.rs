@@ -41,8 +41,9 @@ use aqueduct_abi::amd_queue::AmdQueue;
 use aqueduct_abi::command::{BlockIssue, CommandBufferHeader, Execution};
 use aqueduct_abi::hsa::SignalHandle;
 use aqueduct_abi::scheduler::{
-    HostRequest, KernargRing, QueueEntry, QueueEntryKind, QueueEntryState, SchedulerActions,
-    SchedulerState, Semaphore, SemaphoreFlags, SemaphoreRef, TraceKind, TraceRecord, TraceRing,
+    BlockPool, HostRequest, KernargRing, PoolBucket, QueueEntry, QueueEntryKind, QueueEntryState,
+    SchedulerActions, SchedulerState, Semaphore, SemaphoreFlags, SemaphoreRef, TraceKind,
+    TraceRecord, TraceRing,
 };
 
 use crate::atomic::{AcqRel, Acquire, Atomic, Relaxed, Release, System};
@@ -54,8 +55,16 @@ use crate::signal::Signal;
 pub const STATUS_ERROR: u32 = 0x1000;
 
 /// HSA_STATUS_ERROR_INVALID_ARGUMENT: an entry kind the scheduler does not
-/// run.
+/// run, a DEALLOCA of a handle that holds no block.
 pub const STATUS_INVALID_ARGUMENT: u32 = 0x1001;
+
+/// HSA_STATUS_ERROR_INVALID_ALLOCATION: an ALLOCA larger than the pool's
+/// large blocks (or with no pool).
+pub const STATUS_INVALID_ALLOCATION: u32 = 0x1003;
+
+/// HSA_STATUS_ERROR_OUT_OF_RESOURCES: an ALLOCA whose bucket the host
+/// could not grow.
+pub const STATUS_OUT_OF_RESOURCES: u32 = 0x1008;
 
 /// What the scheduler's shared functions need from where they run.
 pub trait Requester {
@@ -908,6 +917,22 @@ pub unsafe fn tick(sched: u64, issuer: &mut impl Issuer) -> TickReport {
                 id += 1;
             }
             set(accept_at, id);
+            // Allocations waiting for blocks the host has added since (or
+            // given up adding): ready again.
+            let pool = get::<u64>(field!(sched, SchedulerState.pool));
+            if pool != 0 {
+                for b in 0..2u64 {
+                    let bucket = pool
+                        + offset_of!(BlockPool, buckets) as u64
+                        + size_of::<PoolBucket>() as u64 * b;
+                    let growth = atomic::<u32>(field!(bucket, PoolBucket.growth));
+                    if get::<u64>(field!(bucket, PoolBucket.starved_head)) != 0
+                        && growth.load(Acquire, System) != PoolBucket::GROWING
+                    {
+                        unstarve(sched, bucket);
+                    }
+                }
+            }
             // Woken entries: their semaphore reached the value they waited
             // for (or failed); look at the rest of their waits.
             let mut woken =
@@ -965,13 +990,7 @@ unsafe fn issue<I: Issuer>(
     // SAFETY: the contract.
     unsafe {
         match get::<QueueEntryKind>(field!(entry, QueueEntry.kind)) {
-            QueueEntryKind::BARRIER => {
-                complete(entry, r);
-                report.issued += 1;
-                let (id, now) = (get(field!(entry, QueueEntry.id)), r.timestamp());
-                trace(sched, (TraceKind::ISSUE, id), now, now, 0, r);
-                trace(sched, (TraceKind::RETIRE, id), now, now, 0, r);
-            }
+            QueueEntryKind::BARRIER => complete_here(sched, entry, r, report),
             QueueEntryKind::EXECUTE => {
                 let execution = get::<u64>(field!(entry, QueueEntry.execution));
                 atomic::<u32>(field!(sched, SchedulerState.in_flight))
@@ -998,11 +1017,223 @@ unsafe fn issue<I: Issuer>(
                     report.failed += 1;
                 }
             }
+            QueueEntryKind::ALLOCA => alloca(sched, entry, r, report),
+            QueueEntryKind::DEALLOCA => dealloca(sched, entry, r, report),
             _ => {
                 fail_entry(entry, STATUS_INVALID_ARGUMENT, Origin::of_entry(entry), r);
                 report.failed += 1;
             }
         }
+    }
+}
+
+/// Completes an entry that needs no packet (BARRIER, ALLOCA, DEALLOCA) in
+/// the tick, with its issue and retire in the trace.
+///
+/// # Safety
+/// The tick's: `entry` is ready and done.
+unsafe fn complete_here<I: Issuer>(
+    sched: u64,
+    entry: u64,
+    r: &mut TickRequester<'_, I>,
+    report: &mut TickReport,
+) {
+    // SAFETY: the contract.
+    unsafe {
+        complete(entry, r);
+        report.issued += 1;
+        let (id, now) = (get(field!(entry, QueueEntry.id)), r.timestamp());
+        trace(sched, (TraceKind::ISSUE, id), now, now, 0, r);
+        trace(sched, (TraceKind::RETIRE, id), now, now, 0, r);
+    }
+}
+
+/// The bucket of the pool at `pool` that serves `length` bytes: the
+/// smallest whose blocks hold it; none for 0 bytes, more than the large
+/// blocks, or no pool.
+///
+/// # Safety
+/// `pool` is 0 or a live [`BlockPool`].
+pub unsafe fn bucket_for(pool: u64, length: u64) -> Option<u64> {
+    if pool == 0 || length == 0 {
+        return None;
+    }
+    (0..2u64)
+        .map(|b| pool + offset_of!(BlockPool, buckets) as u64 + size_of::<PoolBucket>() as u64 * b)
+        // SAFETY: the contract.
+        .find(|&bucket| length <= unsafe { get::<u64>(field!(bucket, PoolBucket.block_size)) })
+}
+
+/// Runs `f` on the free-block stack of `bucket` (its array and count)
+/// under the bucket's lock.
+///
+/// # Safety
+/// `bucket` is live.
+pub unsafe fn with_bucket<R>(
+    bucket: u64,
+    r: &mut impl Requester,
+    f: impl FnOnce(u64, &mut u64, u64) -> R,
+) -> R {
+    // SAFETY: the contract; the lock makes the plain accesses of `free`
+    // and `count` exclusive (acquire and release at system scope, the host
+    // takes it too).
+    unsafe {
+        let lock = atomic::<u32>(field!(bucket, PoolBucket.lock));
+        while lock.compare_exchange(0, 1, Acquire, System).is_err() {
+            r.pause();
+        }
+        let mut count = get::<u64>(field!(bucket, PoolBucket.count));
+        let out = f(
+            get(field!(bucket, PoolBucket.free)),
+            &mut count,
+            get(field!(bucket, PoolBucket.capacity)),
+        );
+        set(field!(bucket, PoolBucket.count), count);
+        lock.store(0, Release, System);
+        out
+    }
+}
+
+/// Pushes `block` on the free stack of `bucket`; false if it is full.
+///
+/// # Safety
+/// `bucket` is live.
+pub unsafe fn give_block(bucket: u64, block: u64, r: &mut impl Requester) -> bool {
+    // SAFETY: the contract; the array holds `capacity` addresses.
+    unsafe {
+        with_bucket(bucket, r, |free, count, capacity| {
+            if *count >= capacity {
+                return false;
+            }
+            set(free + 8 * *count, block);
+            *count += 1;
+            true
+        })
+    }
+}
+
+/// Pops a free block of `bucket`, if it has one.
+///
+/// # Safety
+/// `bucket` is live.
+pub unsafe fn take_block(bucket: u64, r: &mut impl Requester) -> Option<u64> {
+    // SAFETY: the contract; the array holds `count` addresses.
+    unsafe {
+        with_bucket(bucket, r, |free, count, _| {
+            if *count == 0 {
+                return None;
+            }
+            *count -= 1;
+            Some(get::<u64>(free + 8 * *count))
+        })
+    }
+}
+
+/// Moves the allocations waiting on `bucket` back to the ready list (a
+/// block came free, or the host grew the bucket or gave up on it).
+///
+/// # Safety
+/// The tick's.
+unsafe fn unstarve(sched: u64, bucket: u64) {
+    // SAFETY: the contract: the list is the tick's own.
+    unsafe {
+        let mut e = get::<u64>(field!(bucket, PoolBucket.starved_head));
+        set(field!(bucket, PoolBucket.starved_head), 0u64);
+        set(field!(bucket, PoolBucket.starved_tail), 0u64);
+        while e != 0 {
+            let next = get::<u64>(field!(e, QueueEntry.ready_next));
+            insert_ready(sched, e);
+            e = next;
+        }
+    }
+}
+
+/// An ALLOCA: takes a block of the bucket its length picks and commits the
+/// handle, or waits on the bucket for one (asking the host to grow it), or
+/// fails when nothing can serve it.
+///
+/// # Safety
+/// The tick's: `entry` is a ready ALLOCA whose handle is live.
+unsafe fn alloca<I: Issuer>(
+    sched: u64,
+    entry: u64,
+    r: &mut TickRequester<'_, I>,
+    report: &mut TickReport,
+) {
+    use aqueduct_abi::command::AllocationHandle;
+    // SAFETY: the contract.
+    unsafe {
+        let handle = get::<u64>(field!(entry, QueueEntry.handle));
+        let length = get::<u64>(field!(handle, AllocationHandle.length));
+        let pool = get::<u64>(field!(sched, SchedulerState.pool));
+        let Some(bucket) = bucket_for(pool, length) else {
+            fail_entry(entry, STATUS_INVALID_ALLOCATION, Origin::of_entry(entry), r);
+            report.failed += 1;
+            return;
+        };
+        if let Some(block) = take_block(bucket, r) {
+            set(field!(handle, AllocationHandle.address), block);
+            complete_here(sched, entry, r, report);
+            return;
+        }
+        let growth = atomic::<u32>(field!(bucket, PoolBucket.growth));
+        match growth.compare_exchange(0, PoolBucket::GROWING, AcqRel, System) {
+            Err(PoolBucket::EXHAUSTED) => {
+                fail_entry(entry, STATUS_OUT_OF_RESOURCES, Origin::of_entry(entry), r);
+                report.failed += 1;
+                return;
+            }
+            Ok(_) => {
+                let index = (bucket - pool - offset_of!(BlockPool, buckets) as u64)
+                    / size_of::<PoolBucket>() as u64;
+                r.post(sched, HostRequest::GROW, index);
+            }
+            Err(_) => {} // asked already
+        }
+        // Last on the bucket's list (ready entries arrive in id order).
+        set(field!(entry, QueueEntry.ready_next), 0u64);
+        let tail = get::<u64>(field!(bucket, PoolBucket.starved_tail));
+        if tail == 0 {
+            set(field!(bucket, PoolBucket.starved_head), entry);
+        } else {
+            set(field!(tail, QueueEntry.ready_next), entry);
+        }
+        set(field!(bucket, PoolBucket.starved_tail), entry);
+    }
+}
+
+/// A DEALLOCA: gives the handle's block back to its bucket, empties the
+/// handle, and lets the allocations waiting on the bucket try again.
+///
+/// # Safety
+/// The tick's: `entry` is a ready DEALLOCA whose handle is live.
+unsafe fn dealloca<I: Issuer>(
+    sched: u64,
+    entry: u64,
+    r: &mut TickRequester<'_, I>,
+    report: &mut TickReport,
+) {
+    use aqueduct_abi::command::AllocationHandle;
+    // SAFETY: the contract.
+    unsafe {
+        let handle = get::<u64>(field!(entry, QueueEntry.handle));
+        let length = get::<u64>(field!(handle, AllocationHandle.length));
+        let block = get::<u64>(field!(handle, AllocationHandle.address));
+        let pool = get::<u64>(field!(sched, SchedulerState.pool));
+        let bucket = bucket_for(pool, length);
+        let Some(bucket) = bucket.filter(|_| block != 0) else {
+            fail_entry(entry, STATUS_INVALID_ARGUMENT, Origin::of_entry(entry), r);
+            report.failed += 1;
+            return;
+        };
+        if !give_block(bucket, block, r) {
+            fail_entry(entry, STATUS_ERROR, Origin::of_entry(entry), r);
+            report.failed += 1;
+            return;
+        }
+        set(field!(handle, AllocationHandle.address), 0u64);
+        complete_here(sched, entry, r, report);
+        unstarve(sched, bucket);
     }
 }
 
@@ -1614,6 +1845,139 @@ mod tests {
         assert_eq!(rig.sems[1].payload, 1);
         assert_eq!(m.posted(HostRequest::RELEASE), [b]);
         assert_eq!(rig.state.in_flight, 1);
+    }
+
+    /// A block pool of two buckets (16 and 256 bytes) with free arrays of
+    /// 4 blocks, empty.
+    struct Pool {
+        pool: Box<BlockPool>,
+        free: Vec<[u64; 4]>,
+    }
+
+    impl Pool {
+        fn new(rig: &mut Rig) -> Self {
+            let mut p = Pool {
+                pool: Box::new(BlockPool::new_zeroed()),
+                free: vec![[0; 4]; 2],
+            };
+            for (b, size) in [16u64, 256].into_iter().enumerate() {
+                let bucket = &mut p.pool.buckets[b];
+                bucket.block_size = size;
+                bucket.free = p.free[b].as_ptr() as u64;
+                bucket.capacity = 4;
+            }
+            rig.state.pool = &raw const *p.pool as u64;
+            p
+        }
+        fn bucket(&self, b: usize) -> u64 {
+            &raw const self.pool.buckets[b] as u64
+        }
+        /// The host's growing: a block in, the request answered.
+        fn grow(&mut self, b: usize, block: u64, m: &mut Mock) {
+            // SAFETY: the pool's memory.
+            assert!(unsafe { give_block(self.bucket(b), block, m) });
+            self.pool.buckets[b].growth = 0;
+        }
+    }
+
+    fn handle(length: u64) -> Box<aqueduct_abi::command::AllocationHandle> {
+        Box::new(aqueduct_abi::command::AllocationHandle { address: 0, length })
+    }
+
+    impl Rig {
+        /// Submits an ALLOCA or DEALLOCA of `handle`.
+        fn submit_handle(
+            &mut self,
+            kind: QueueEntryKind,
+            handle: &aqueduct_abi::command::AllocationHandle,
+            signals: &[(usize, u64)],
+        ) -> u64 {
+            let id = self.submit(kind, &[], signals);
+            self.entries[(id % self.state.capacity) as usize].handle = handle as *const _ as u64;
+            id
+        }
+    }
+
+    #[test]
+    fn allocations_take_blocks_of_their_bucket_and_wait_while_the_host_grows_it() {
+        let mut rig = Rig::new(8, 2);
+        let mut pool = Pool::new(&mut rig);
+        let mut m = Mock::default();
+        let (small, large, huge) = (handle(16), handle(100), handle(257));
+        let a = rig.submit_handle(QueueEntryKind::ALLOCA, &small, &[(0, 1)]);
+        let b = rig.submit_handle(QueueEntryKind::ALLOCA, &large, &[(1, 1)]);
+        let c = rig.submit_handle(QueueEntryKind::ALLOCA, &huge, &[]);
+        rig.request(&mut m);
+        let r = rig.tick(&mut m);
+        // No blocks yet: one request to grow per bucket; the entry too
+        // large for any block fails.
+        assert_eq!((r.issued, r.failed), (0, 1));
+        assert_eq!(rig.entries[c as usize].status, STATUS_INVALID_ALLOCATION);
+        assert_eq!(m.posted(HostRequest::GROW), [0, 1]);
+        assert_eq!(pool.pool.buckets[0].growth, PoolBucket::GROWING);
+        // The host adds a block to the large bucket and asks for a tick:
+        // `b` commits it; `a` still waits, asking nothing more.
+        pool.grow(1, 0xB000, &mut m);
+        let r = rig.tick(&mut m);
+        assert_eq!(r.issued, 1);
+        assert_eq!((large.address, small.address), (0xB000, 0));
+        assert_eq!(rig.state_of(b), QueueEntryState::RETIRED);
+        assert_eq!(rig.sems[1].payload, 1);
+        assert_eq!(m.posted(HostRequest::GROW), [0, 1]);
+        // Deallocating gives the block back; the next allocation of the
+        // bucket takes the same block.
+        let d = rig.submit_handle(QueueEntryKind::DEALLOCA, &large, &[]);
+        let again = handle(200);
+        let e = rig.submit_handle(QueueEntryKind::ALLOCA, &again, &[]);
+        rig.request(&mut m);
+        let r = rig.tick(&mut m);
+        assert_eq!(r.issued, 2);
+        assert_eq!(rig.state_of(d), QueueEntryState::RETIRED);
+        assert_eq!((large.address, again.address), (0, 0xB000));
+        assert_eq!(rig.state_of(e), QueueEntryState::RETIRED);
+        // The host cannot grow the small bucket: `a` fails.
+        pool.pool.buckets[0].growth = PoolBucket::EXHAUSTED;
+        rig.request(&mut m);
+        let r = rig.tick(&mut m);
+        assert_eq!(r.failed, 1);
+        assert_eq!(rig.entries[a as usize].status, STATUS_OUT_OF_RESOURCES);
+        // SAFETY: rig memory.
+        assert_eq!(
+            unsafe { failure(rig.sem(0)) },
+            Some(STATUS_OUT_OF_RESOURCES)
+        );
+        // A deallocation of a handle that holds nothing fails.
+        let f = rig.submit_handle(QueueEntryKind::DEALLOCA, &small, &[]);
+        rig.request(&mut m);
+        assert_eq!(rig.tick(&mut m).failed, 1);
+        assert_eq!(
+            rig.entries[(f % 8) as usize].status,
+            STATUS_INVALID_ARGUMENT
+        );
+    }
+
+    #[test]
+    fn a_freed_block_serves_the_allocations_waiting_in_the_same_tick() {
+        let mut rig = Rig::new(8, 1);
+        let mut pool = Pool::new(&mut rig);
+        let mut m = Mock::default();
+        pool.grow(0, 0xA000, &mut m);
+        let (x, y) = (handle(8), handle(8));
+        rig.submit_handle(QueueEntryKind::ALLOCA, &x, &[]);
+        let wait_y = rig.submit_handle(QueueEntryKind::ALLOCA, &y, &[]);
+        rig.request(&mut m);
+        rig.tick(&mut m);
+        assert_eq!((x.address, y.address), (0xA000, 0));
+        assert_eq!(m.posted(HostRequest::GROW), [0]);
+        // The host is slow to grow; x is freed meanwhile and y takes its
+        // block at once.
+        rig.submit_handle(QueueEntryKind::DEALLOCA, &x, &[(0, 1)]);
+        rig.request(&mut m);
+        let r = rig.tick(&mut m);
+        assert_eq!(r.issued, 2);
+        assert_eq!((x.address, y.address), (0, 0xA000));
+        assert_eq!(rig.state_of(wait_y), QueueEntryState::RETIRED);
+        assert_eq!(pool.pool.buckets[0].count, 0);
     }
 
     #[test]
