@@ -1942,10 +1942,8 @@ mod tests {
         assert_eq!(r.failed, 1);
         assert_eq!(rig.entries[a as usize].status, STATUS_OUT_OF_RESOURCES);
         // SAFETY: rig memory.
-        assert_eq!(
-            unsafe { failure(rig.sem(0)) },
-            Some(STATUS_OUT_OF_RESOURCES)
-        );
+        let failed = unsafe { failure(rig.sem(0)) };
+        assert_eq!(failed, Some(STATUS_OUT_OF_RESOURCES));
         // A deallocation of a handle that holds nothing fails.
         let f = rig.submit_handle(QueueEntryKind::DEALLOCA, &small, &[]);
         rig.request(&mut m);
