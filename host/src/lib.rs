@@ -52,7 +52,9 @@ pub use gemm::{Gemm, GemmLibrary, GemmPlan};
 pub use hsa::{LoadOptions, Runtime, System};
 pub use memory::{DeviceBuffer, HostBuffer, MemoryPool, PoolKind};
 pub use queue::{Queue, Reservation};
-pub use scheduler::{Device, DeviceOptions, DeviceQueue, DeviceTrace, LogicalDevice, Semaphore};
+pub use scheduler::{
+    Allocation, Device, DeviceOptions, DeviceQueue, DeviceTrace, LogicalDevice, Semaphore,
+};
 pub use signal::{LoadOrder, RmwOrder, Signal, StoreOrder, WaitOrder};
 
 // The handles may cross threads: HSA's functions are thread-safe, queues are

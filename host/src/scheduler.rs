@@ -35,19 +35,25 @@
 //! fail (and with them their semaphores and everything waiting on those),
 //! and a new queue takes its place.
 //!
-//! Not yet: queue-ordered alloca/dealloca, several execution queues per
-//! device.
+//! Queue-ordered allocations ([`DeviceQueue::alloca`], `dealloca`) come
+//! from a device block pool of two buckets of fixed-size blocks that the
+//! tick serves (`aqueduct_device::scheduler`); an empty bucket asks the
+//! host service to grow it ([`HostRequest::GROW`]), and
+//! [`Device::trim`] gives the free blocks back.
+//!
+//! Not yet: several execution queues per device.
 
 use std::sync::atomic::{AtomicU64, Ordering as MemOrdering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use aqueduct_abi::command::{BindingTableEntry, BufferRef};
+use aqueduct_abi::command::{AllocationHandle, BindingTableEntry, BufferRef};
 use aqueduct_abi::hsa::{SignalCondition, SignalHandle};
 use aqueduct_abi::packet::{KernelDispatch, Ordering};
 use aqueduct_abi::scheduler::{
-    HostRequest, QueueEntry, QueueEntryKind, QueueEntryState, SchedulerActions, SchedulerState,
-    Semaphore as SemaphoreLayout, SemaphoreRef, TraceKind, TraceRecord, TraceRing,
+    BlockPool, HostRequest, PoolBucket, QueueEntry, QueueEntryKind, QueueEntryState,
+    SchedulerActions, SchedulerState, Semaphore as SemaphoreLayout, SemaphoreRef, TraceKind,
+    TraceRecord, TraceRing,
 };
 use aqueduct_device::scheduler as shared_logic;
 use zerocopy::{FromZeros, IntoBytes};
@@ -81,6 +87,14 @@ pub struct DeviceOptions {
     /// ticks, entries issued and retired, with device timestamps, drained
     /// by the service thread ([`Device::write_trace`]).
     pub trace_records: u32,
+    /// Block sizes of the device block pool's small and large buckets
+    /// (bytes, small < large): an [`DeviceQueue::alloca`] takes a block of
+    /// the smaller one that holds it; more than the large size is refused.
+    pub pool_block_sizes: [u64; 2],
+    /// Most blocks each bucket holds: the pool grows (the device asks the
+    /// host service) up to this, then allocations that find no free block
+    /// fail with `HSA_STATUS_ERROR_OUT_OF_RESOURCES`.
+    pub pool_blocks: u32,
 }
 
 impl Default for DeviceOptions {
@@ -91,6 +105,8 @@ impl Default for DeviceOptions {
             queue_size: 1024,
             issue_mode: IssueMode::Auto,
             trace_records: 0,
+            pool_block_sizes: [64 << 10, 16 << 20],
+            pool_blocks: 256,
         }
     }
 }
@@ -106,6 +122,46 @@ struct Producer {
 struct Held {
     buffer: Option<CommandBuffer>,
     _semaphores: Vec<Semaphore>,
+    _allocation: Option<Allocation>,
+}
+
+/// Blocks the pool's growth adds at a time, small and large bucket.
+const GROW_BLOCKS: [u32; 2] = [16, 1];
+
+/// The device block pool's memory on the host's side: the [`BlockPool`]
+/// and its buckets' free arrays, and every block the host allocated.
+struct PoolMemory {
+    /// The [`BlockPool`], then each bucket's `[u64; capacity]`.
+    layout: HostBuffer<u8>,
+    /// Where blocks come from: the GPU's coarse-grained memory.
+    source: crate::memory::MemoryPool,
+    /// Every block the host allocated, by address, with its bucket.
+    blocks: Mutex<std::collections::HashMap<u64, (usize, crate::memory::DeviceBuffer<u8>)>>,
+}
+
+impl PoolMemory {
+    /// The device address of bucket `b`.
+    fn bucket(&self, b: usize) -> u64 {
+        self.layout.address()
+            + std::mem::offset_of!(BlockPool, buckets) as u64
+            + (size_of::<PoolBucket>() * b) as u64
+    }
+
+    /// Bucket `b`'s u64 field at `offset`, as an atomic.
+    fn word(&self, b: usize, offset: usize) -> &AtomicU64 {
+        assert!(b < 2 && offset % 8 == 0 && offset + 8 <= size_of::<PoolBucket>());
+        // SAFETY: inside the pool layout (asserted), 8-aligned; the host
+        // reads only what the device writes under the lock or atomically.
+        unsafe { AtomicU64::from_ptr((self.bucket(b) + offset as u64) as *mut u64) }
+    }
+
+    /// Bucket `b`'s growth word, as an atomic.
+    fn growth(&self, b: usize) -> &std::sync::atomic::AtomicU32 {
+        let at = self.bucket(b) + std::mem::offset_of!(PoolBucket, growth) as u64;
+        // SAFETY: inside the pool layout, 4-aligned, accessed atomically by
+        // the tick and the host.
+        unsafe { std::sync::atomic::AtomicU32::from_ptr(at as *mut u32) }
+    }
 }
 
 struct DeviceInner {
@@ -128,11 +184,13 @@ struct DeviceInner {
     producer: Mutex<Producer>,
     /// By entry id: what the entries not yet released keep alive.
     held: Mutex<std::collections::BTreeMap<u64, Held>>,
+    /// The device block pool behind ALLOCA entries.
+    pool: PoolMemory,
     /// The host service's queue (its address is in the state).
     _service: Arc<HostQueue>,
-    /// Requests served: RELEASE, TRACE_FLUSH, and packets of no kind the
-    /// service knows.
-    served: [AtomicU64; 3],
+    /// Requests served: RELEASE, TRACE_FLUSH, packets of no kind the
+    /// service knows, GROW.
+    served: [AtomicU64; 4],
     capacity: u64,
     trace: Option<Trace>,
 }
@@ -504,9 +562,50 @@ impl DeviceInner {
                 }
                 1
             }
+            HostRequest::GROW if arg < 2 => {
+                self.grow(arg as usize);
+                3
+            }
             _ => 2,
         };
         self.served[kind].fetch_add(1, MemOrdering::Relaxed);
+    }
+
+    /// Grows bucket `b` of the block pool by [`GROW_BLOCKS`] (up to its
+    /// capacity), or marks it exhausted when it cannot, then requests the
+    /// tick that serves the allocations waiting on it.
+    fn grow(&self, b: usize) {
+        let pool = &self.pool;
+        let size = pool.word(b, std::mem::offset_of!(PoolBucket, block_size));
+        let size = size.load(MemOrdering::Relaxed);
+        let capacity = pool.word(b, std::mem::offset_of!(PoolBucket, capacity));
+        let capacity = capacity.load(MemOrdering::Relaxed);
+        let mut blocks = pool.blocks.lock().unwrap_or_else(|p| p.into_inner());
+        let owned = blocks.values().filter(|(bucket, _)| *bucket == b).count() as u64;
+        let mut r = HostRequester {
+            system: self.agent.system(),
+            device: Some(self),
+            error: None,
+        };
+        let mut added = 0;
+        for _ in 0..u64::from(GROW_BLOCKS[b]).min(capacity - owned) {
+            let Ok(block) = pool.source.alloc_device::<u8>(size as usize) else {
+                break;
+            };
+            // SAFETY: this device's pool; `owned + added` stays below the
+            // capacity, so the stack has room.
+            if !unsafe { shared_logic::give_block(pool.bucket(b), block.address(), &mut r) } {
+                break;
+            }
+            blocks.insert(block.address(), (b, block));
+            added += 1;
+        }
+        drop(blocks);
+        let growth = if added == 0 { PoolBucket::EXHAUSTED } else { 0 };
+        pool.growth(b).store(growth, MemOrdering::Release);
+        // The tick that serves the allocations waiting on the bucket (a
+        // failure to enqueue it is the control queue's: `check` says so).
+        let _ = self.request(SchedulerActions::WAKE);
     }
 
     /// Releases what the entries below the retire index kept alive: their
@@ -678,6 +777,40 @@ fn serve(device: &Weak<DeviceInner>, queue: &HostQueue) {
     }
 }
 
+/// The block pool of a new device: its layout in host-visible memory (the
+/// buckets' sizes and empty free arrays of `options.pool_blocks`) and no
+/// block yet; the device asks for blocks as allocations need them.
+fn pool_memory(agent: &Agent, execution: &Queue, options: &DeviceOptions) -> Result<PoolMemory> {
+    let [small, large] = options.pool_block_sizes;
+    if small == 0 || small >= large || options.pool_blocks == 0 {
+        return Err(Error::InvalidArgument {
+            what: "device options",
+            problem: format!(
+                "pool block sizes {small} and {large} bytes (0 < small < large), {} blocks \
+                 per bucket (at least 1)",
+                options.pool_blocks
+            ),
+        });
+    }
+    let capacity = u64::from(options.pool_blocks);
+    let arrays_at = size_of::<BlockPool>();
+    let bytes = arrays_at + 2 * 8 * capacity as usize;
+    let mut layout = execution.kernarg_pool().alloc_host::<u8>(bytes)?;
+    layout.fill(0);
+    let mut p = BlockPool::new_zeroed();
+    for (b, size) in [small, large].into_iter().enumerate() {
+        p.buckets[b].block_size = size;
+        p.buckets[b].capacity = capacity;
+        p.buckets[b].free = layout.address() + (arrays_at + 8 * capacity as usize * b) as u64;
+    }
+    layout[..size_of::<BlockPool>()].copy_from_slice(p.as_bytes());
+    Ok(PoolMemory {
+        layout,
+        source: agent.memory_pool(crate::memory::PoolKind::CoarseGrained)?,
+        blocks: Mutex::new(std::collections::HashMap::new()),
+    })
+}
+
 /// Packets of the host service's queue: device requests waiting to be
 /// served (a full queue makes the posting kernel wait).
 const SERVICE_QUEUE_SIZE: u32 = 256;
@@ -703,6 +836,17 @@ impl std::fmt::Debug for Device {
     }
 }
 
+/// One bucket of a device's block pool ([`Device::pool_stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    /// Bytes per block.
+    pub block_size: u64,
+    /// Blocks the host allocated for it (grown, not trimmed).
+    pub blocks: u64,
+    /// Of those, the ones free.
+    pub free: u64,
+}
+
 /// Counters of a scheduler.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SchedulerStats {
@@ -717,6 +861,8 @@ pub struct SchedulerStats {
     pub released: u64,
     /// Device → host requests served: trace drains asked for.
     pub trace_flushes: u64,
+    /// Device → host requests served: block pool buckets to grow.
+    pub pool_grows: u64,
     /// Entries whose command buffer and semaphores the host still keeps
     /// alive for the device.
     pub held: usize,
@@ -779,8 +925,10 @@ impl Device {
             }
         };
         let service = Arc::new(HostQueue::new(agent.system(), SERVICE_QUEUE_SIZE)?);
+        let pool = pool_memory(agent, &execution, &options)?;
         let mut s = SchedulerState::new_zeroed();
         s.host_queue = service.address();
+        s.pool = pool.layout.address();
         s.entries = base + entries_at as u64;
         s.capacity = capacity;
         let mut words = [0u8; 64];
@@ -814,6 +962,7 @@ impl Device {
                 },
             }),
             held: Mutex::new(std::collections::BTreeMap::new()),
+            pool,
             _service: Arc::clone(&service),
             served: Default::default(),
             capacity,
@@ -870,6 +1019,7 @@ impl Device {
             reclaimed: off(std::mem::offset_of!(SchedulerState, retire_index)),
             released: self.inner.served[0].load(MemOrdering::Relaxed),
             trace_flushes: self.inner.served[1].load(MemOrdering::Relaxed),
+            pool_grows: self.inner.served[3].load(MemOrdering::Relaxed),
             held: self
                 .inner
                 .held
@@ -930,6 +1080,57 @@ impl Device {
             source,
         })?;
         Ok(Some(trace.events.len()))
+    }
+
+    /// What the device block pool holds, small bucket then large.
+    pub fn pool_stats(&self) -> [PoolStats; 2] {
+        let pool = &self.inner.pool;
+        let blocks = pool.blocks.lock().unwrap_or_else(|p| p.into_inner());
+        [0, 1].map(|b| {
+            let field = |offset| pool.word(b, offset).load(MemOrdering::Acquire);
+            PoolStats {
+                block_size: field(std::mem::offset_of!(PoolBucket, block_size)),
+                blocks: blocks.values().filter(|(bucket, _)| *bucket == b).count() as u64,
+                // Read without the bucket's lock: a moment's count.
+                free: field(std::mem::offset_of!(PoolBucket, count)),
+            }
+        })
+    }
+
+    /// Gives the pool's free blocks back to the runtime and returns the
+    /// bytes freed; blocks in use stay. A bucket that could not grow
+    /// before may grow again.
+    pub fn trim(&self) -> u64 {
+        let d = &*self.inner;
+        let mut r = HostRequester {
+            system: d.agent.system(),
+            device: Some(d),
+            error: None,
+        };
+        let mut freed = Vec::new();
+        for b in 0..2 {
+            // SAFETY: this device's pool; under the bucket's lock, the
+            // array's first `count` words are the free blocks.
+            let taken: Vec<u64> = unsafe {
+                shared_logic::with_bucket(d.pool.bucket(b), &mut r, |free, count, _| {
+                    let all = (0..*count)
+                        .map(|k| *((free + 8 * k) as *const u64))
+                        .collect();
+                    *count = 0;
+                    all
+                })
+            };
+            let mut blocks = d.pool.blocks.lock().unwrap_or_else(|p| p.into_inner());
+            freed.extend(taken.iter().filter_map(|a| blocks.remove(a)));
+            drop(blocks);
+            let _ = d.pool.growth(b).compare_exchange(
+                PoolBucket::EXHAUSTED,
+                0,
+                MemOrdering::AcqRel,
+                MemOrdering::Relaxed,
+            );
+        }
+        freed.iter().map(|(_, block)| block.len() as u64).sum()
     }
 
     /// Why entry `id` failed, when a queue fault made it fail: the command
@@ -1013,7 +1214,7 @@ impl DeviceQueue {
         waits: &[SemaphoreValue<'_>],
         signals: &[SemaphoreValue<'_>],
     ) -> Result<u64> {
-        let id = self.add(waits, signals, None)?;
+        let id = self.add(waits, signals, None, None)?;
         self.device.inner.request(SchedulerActions::INCOMING)?;
         Ok(id)
     }
@@ -1056,6 +1257,67 @@ impl DeviceQueue {
         self.one_command(waits, signals, |b| b.update(target, data))
     }
 
+    /// A queue-ordered allocation of `length` bytes: once every wait is
+    /// reached, the device takes a block of its pool (the bucket of the
+    /// smallest block size that holds `length`; the pool grows through
+    /// the host service when the bucket is empty), commits it to the
+    /// returned [`Allocation`], then advances every signal. Commands
+    /// reference it with [`Allocation::buffer`] and run only after (their
+    /// entries wait for these signals). Refused here when `length` is 0 or
+    /// more than the large blocks; the entry fails (its signals with
+    /// `HSA_STATUS_ERROR_OUT_OF_RESOURCES`) when the pool cannot grow.
+    pub fn alloca(
+        &self,
+        waits: &[SemaphoreValue<'_>],
+        length: u64,
+        signals: &[SemaphoreValue<'_>],
+    ) -> Result<Allocation> {
+        let d = &*self.device.inner;
+        let large = d
+            .pool
+            .word(1, std::mem::offset_of!(PoolBucket, block_size))
+            .load(MemOrdering::Relaxed);
+        if length == 0 || length > large {
+            return Err(Error::InvalidArgument {
+                what: "alloca",
+                problem: format!(
+                    "{length} bytes: the device pool's blocks hold 1 to {large} bytes \
+                     (DeviceOptions::pool_block_sizes)"
+                ),
+            });
+        }
+        let allocation = Allocation::new(d.execution().kernarg_pool(), length)?;
+        self.add(
+            waits,
+            signals,
+            None,
+            Some((QueueEntryKind::ALLOCA, &allocation)),
+        )?;
+        d.request(SchedulerActions::INCOMING)?;
+        Ok(allocation)
+    }
+
+    /// Gives `allocation`'s block back to the device pool once every wait
+    /// is reached (commands using it must be among what the waits wait
+    /// for), then advances every signal. The entry fails with
+    /// `HSA_STATUS_ERROR_INVALID_ARGUMENT` if the allocation holds no block
+    /// by then (never committed, or deallocated already).
+    pub fn dealloca(
+        &self,
+        waits: &[SemaphoreValue<'_>],
+        allocation: &Allocation,
+        signals: &[SemaphoreValue<'_>],
+    ) -> Result<u64> {
+        let id = self.add(
+            waits,
+            signals,
+            None,
+            Some((QueueEntryKind::DEALLOCA, allocation)),
+        )?;
+        self.device.inner.request(SchedulerActions::INCOMING)?;
+        Ok(id)
+    }
+
     /// Records the one command `record` adds and executes it with `waits`
     /// and `signals` (the recording lives until the entry is reclaimed).
     fn one_command(
@@ -1088,15 +1350,18 @@ impl DeviceQueue {
         signals: &[SemaphoreValue<'_>],
     ) -> Result<u64> {
         check_submission(buffer, bindings, &self.device.inner.execution())?;
-        self.add(waits, signals, Some((buffer, bindings)))
+        self.add(waits, signals, Some((buffer, bindings)), None)
     }
 
-    /// Writes one entry into the mailbox; the caller requests the tick.
+    /// Writes one entry into the mailbox: an EXECUTE of `work`, an ALLOCA
+    /// or DEALLOCA of `allocation`, else a BARRIER. The caller requests the
+    /// tick.
     fn add(
         &self,
         waits: &[SemaphoreValue<'_>],
         signals: &[SemaphoreValue<'_>],
         work: Option<(&CommandBuffer, &[BindingTableEntry])>,
+        allocation: Option<(QueueEntryKind, &Allocation)>,
     ) -> Result<u64> {
         let d = &*self.device.inner;
         if waits.len() > usize::from(u16::MAX) || signals.len() > usize::from(u16::MAX) {
@@ -1199,6 +1464,10 @@ impl DeviceQueue {
                 },
             );
         }
+        if let Some((kind, a)) = allocation {
+            e.kind = kind;
+            e.handle = a.handle();
+        }
         e.wait_count = waits.len() as u16;
         e.signal_count = signals.len() as u16;
         e.state = QueueEntryState::SUBMITTED;
@@ -1229,11 +1498,74 @@ impl DeviceQueue {
             Held {
                 buffer: work.map(|(b, _)| b.clone()),
                 _semaphores: keep,
+                _allocation: allocation.map(|(_, a)| a.clone()),
             },
         );
         d.word(std::mem::offset_of!(SchedulerState, write_index))
             .store(id + 1, MemOrdering::Release);
         Ok(id)
+    }
+}
+
+/// A queue-ordered allocation ([`DeviceQueue::alloca`]): a handle in
+/// device memory whose address the device commits when the allocation
+/// runs and clears when it is deallocated. Cheap to clone.
+#[derive(Clone)]
+pub struct Allocation {
+    inner: Arc<AllocationInner>,
+}
+
+struct AllocationInner {
+    /// The [`aqueduct_abi::command::AllocationHandle`].
+    handle: HostBuffer<u8>,
+    length: u64,
+}
+
+impl std::fmt::Debug for Allocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Allocation")
+            .field("handle", &format_args!("{:#x}", self.handle()))
+            .field("length", &self.inner.length)
+            .field("address", &self.address())
+            .finish()
+    }
+}
+
+impl Allocation {
+    fn new(pool: &crate::memory::MemoryPool, length: u64) -> Result<Self> {
+        let mut handle = pool.alloc_host::<u8>(size_of::<AllocationHandle>())?;
+        handle.copy_from_slice(AllocationHandle { address: 0, length }.as_bytes());
+        Ok(Self {
+            inner: Arc::new(AllocationInner { handle, length }),
+        })
+    }
+
+    /// Bytes asked for.
+    pub fn length(&self) -> u64 {
+        self.inner.length
+    }
+
+    /// The device address of the handle (what
+    /// [`BufferRef::allocation`] takes).
+    pub fn handle(&self) -> u64 {
+        self.inner.handle.address()
+    }
+
+    /// The device address of the block, once the allocation has run and
+    /// until it is deallocated.
+    pub fn address(&self) -> Option<u64> {
+        // SAFETY: the handle's first word, 8-aligned in a live buffer; the
+        // device writes it before it signals the allocation's semaphores.
+        let word = unsafe { AtomicU64::from_ptr(self.handle() as *mut u64) };
+        Some(word.load(MemOrdering::Acquire)).filter(|&a| a != 0)
+    }
+
+    /// A reference to `length` bytes at `offset` of the allocation, for
+    /// commands of a recording (resolved when the command is issued: keep
+    /// the `Allocation` alive while entries that run such commands may
+    /// run, as their recordings name its handle).
+    pub fn buffer(&self, offset: u64, length: u64) -> BufferRef {
+        BufferRef::allocation(self.handle(), offset, length)
     }
 }
 
@@ -1265,7 +1597,7 @@ impl Batch<'_> {
         waits: &[SemaphoreValue<'_>],
         signals: &[SemaphoreValue<'_>],
     ) -> Result<u64> {
-        let id = self.queue.add(waits, signals, None)?;
+        let id = self.queue.add(waits, signals, None, None)?;
         self.added += 1;
         Ok(id)
     }

@@ -661,6 +661,137 @@ fn the_host_service_releases_retired_entries_and_drains_the_trace_on_request() {
     }
 }
 
+/// Queue-ordered allocations from the device block pool: an ALLOCA
+/// commits a block that a later command fills and copies out, a DEALLOCA
+/// gives it back and the next ALLOCA of the bucket takes the same block;
+/// the pool grows through the host service up to its capacity, past it an
+/// allocation fails with OUT_OF_RESOURCES (not a hang), and a trim gives
+/// the free blocks back after which the pool grows again.
+#[test]
+fn queue_ordered_allocations_come_from_a_device_pool_that_grows_and_trims() {
+    use aqueduct::scheduler::PoolStats;
+    let system = announced_system();
+    let host = host_pool(&system);
+    for gpu in hsa_gpus(&system) {
+        let gfx = gpu.info().name.clone();
+        let lib = device_library(&gpu);
+        let options = DeviceOptions {
+            pool_block_sizes: [4096, 1 << 20],
+            pool_blocks: 20,
+            ..DeviceOptions::default()
+        };
+        let device = Device::new(&gpu, &lib, options).expect("device");
+        let queue = device.queue();
+        let mut out = host.alloc_host::<u8>(256).expect("alloc");
+        out.fill(POISON);
+        let sem = device.semaphore(0).expect("semaphore");
+        let a = queue.alloca(&[], 256, &[(&sem, 1)]).expect("alloca");
+        sem.wait(1, TIMEOUT).expect("alloca");
+        let block = a.address().expect("committed");
+        let mut b = device.command_buffer(3).expect("builder");
+        let pattern = [0x5C, 0x11, 0x22, 0x33];
+        b.fill(a.buffer(0, 256), &pattern).expect("fill");
+        b.copy(a.buffer(0, 256), BufferRef::direct(out.address(), 256))
+            .expect("copy");
+        let use_a = b.finish().expect("finish");
+        queue
+            .execute(&[(&sem, 1)], &use_a, &[], &[(&sem, 2)])
+            .expect("execute");
+        queue
+            .dealloca(&[(&sem, 2)], &a, &[(&sem, 3)])
+            .expect("dealloca");
+        let again = queue
+            .alloca(&[(&sem, 3)], 100, &[(&sem, 4)])
+            .expect("alloca");
+        let large = queue
+            .alloca(&[(&sem, 4)], 5000, &[(&sem, 5)])
+            .expect("alloca");
+        sem.wait(5, TIMEOUT)
+            .unwrap_or_else(|e| panic!("{gfx}: {e}"));
+        assert_eq!(&out[..], &pattern.repeat(64)[..], "{gfx}");
+        assert_eq!(a.address(), None, "{gfx}: deallocated");
+        assert_eq!(again.address(), Some(block), "{gfx}: the block is reused");
+        let large_block = large.address().expect("committed");
+        let stats = device.pool_stats();
+        assert_eq!(
+            stats,
+            [
+                PoolStats {
+                    block_size: 4096,
+                    blocks: 16,
+                    free: 15
+                },
+                PoolStats {
+                    block_size: 1 << 20,
+                    blocks: 1,
+                    free: 0
+                },
+            ],
+            "{gfx}"
+        );
+        assert!(large_block != block);
+        // More than the bucket can hold: 19 more take the small bucket to
+        // its 20 blocks, the next fails.
+        // First come, first served: the last one fails.
+        let each: Vec<Semaphore> = (0..20)
+            .map(|_| device.semaphore(0).expect("semaphore"))
+            .collect();
+        let many: Vec<_> = each
+            .iter()
+            .map(|s| queue.alloca(&[], 64, &[(s, 1)]).expect("alloca"))
+            .collect();
+        for (k, s) in each.iter().enumerate() {
+            match (k, s.wait(1, TIMEOUT)) {
+                (0..19, Ok(())) => assert!(many[k].address().is_some()),
+                (19, Err(Error::SemaphoreFailed { status, .. })) => {
+                    assert_eq!(status, 0x1008, "{gfx}: OUT_OF_RESOURCES");
+                    assert_eq!(many[k].address(), None);
+                }
+                (k, other) => panic!("{gfx}: allocation {k} gave {other:?}"),
+            }
+        }
+        assert_eq!(device.pool_stats()[0].blocks, 20, "{gfx}");
+        assert!(
+            device.stats().pool_grows >= 3,
+            "{gfx}: {:?}",
+            device.stats()
+        );
+        // Too large for any block: refused before it reaches the device.
+        assert!(matches!(
+            queue.alloca(&[], 2 << 20, &[]),
+            Err(Error::InvalidArgument { .. })
+        ));
+        // Everything back, then trimmed: the blocks go back to the runtime
+        // and the bucket grows again.
+        let s3 = device.semaphore(0).expect("semaphore");
+        for m in many
+            .iter()
+            .filter(|m| m.address().is_some())
+            .chain([&again, &large])
+        {
+            queue.dealloca(&[], m, &[(&s3, 1)]).expect("dealloca");
+        }
+        queue.barrier(&[(&s3, 1)], &[(&s3, 2)]).expect("barrier");
+        s3.wait(2, TIMEOUT).expect("deallocas");
+        let deadline = std::time::Instant::now() + TIMEOUT;
+        while device.pool_stats()[0].free < 20 {
+            assert!(std::time::Instant::now() < deadline, "{gfx}: frees");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(device.trim(), 20 * 4096 + (1 << 20), "{gfx}");
+        assert_eq!(
+            device.pool_stats().map(|p| (p.blocks, p.free)),
+            [(0, 0), (0, 0)],
+            "{gfx}"
+        );
+        let s4 = device.semaphore(0).expect("semaphore");
+        let last = queue.alloca(&[], 64, &[(&s4, 1)]).expect("alloca");
+        s4.wait(1, TIMEOUT)
+            .unwrap_or_else(|e| panic!("{gfx}: after the trim: {e}"));
+        assert!(last.address().is_some());
+    }
+}
+
 /// Fill, copy and update entries (one-command recordings of the blit
 /// kernels) ordered by a semaphore: fill A, copy A to B, update the middle
 /// of B; B holds exactly that.

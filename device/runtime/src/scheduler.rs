@@ -1171,24 +1171,30 @@ unsafe fn alloca<I: Issuer>(
             report.failed += 1;
             return;
         };
-        if let Some(block) = take_block(bucket, r) {
-            set(field!(handle, AllocationHandle.address), block);
-            complete_here(sched, entry, r, report);
-            return;
-        }
-        let growth = atomic::<u32>(field!(bucket, PoolBucket.growth));
-        match growth.compare_exchange(0, PoolBucket::GROWING, AcqRel, System) {
-            Err(PoolBucket::EXHAUSTED) => {
-                fail_entry(entry, STATUS_OUT_OF_RESOURCES, Origin::of_entry(entry), r);
-                report.failed += 1;
+        // First come, first served: while allocations wait on the bucket,
+        // a later one waits behind them (the host's answer to their
+        // request brings the tick that serves them all, in id order).
+        let waiting = get::<u64>(field!(bucket, PoolBucket.starved_head)) != 0;
+        if !waiting {
+            if let Some(block) = take_block(bucket, r) {
+                set(field!(handle, AllocationHandle.address), block);
+                complete_here(sched, entry, r, report);
                 return;
             }
-            Ok(_) => {
-                let index = (bucket - pool - offset_of!(BlockPool, buckets) as u64)
-                    / size_of::<PoolBucket>() as u64;
-                r.post(sched, HostRequest::GROW, index);
+            let growth = atomic::<u32>(field!(bucket, PoolBucket.growth));
+            match growth.compare_exchange(0, PoolBucket::GROWING, AcqRel, System) {
+                Err(PoolBucket::EXHAUSTED) => {
+                    fail_entry(entry, STATUS_OUT_OF_RESOURCES, Origin::of_entry(entry), r);
+                    report.failed += 1;
+                    return;
+                }
+                Ok(_) => {
+                    let index = (bucket - pool - offset_of!(BlockPool, buckets) as u64)
+                        / size_of::<PoolBucket>() as u64;
+                    r.post(sched, HostRequest::GROW, index);
+                }
+                Err(_) => {} // asked already
             }
-            Err(_) => {} // asked already
         }
         // Last on the bucket's list (ready entries arrive in id order).
         set(field!(entry, QueueEntry.ready_next), 0u64);
