@@ -41,7 +41,12 @@
 //! host service to grow it ([`HostRequest::GROW`]), and
 //! [`Device::trim`] gives the free blocks back.
 //!
-//! Not yet: several execution queues per device.
+//! [`DeviceOptions::execution_queues`] gives a device up to four execution
+//! queues; the tick deals the entries out to them in turn, and a queue
+//! that faults is replaced alone.
+//!
+//! Not yet: a COMMAND entry kind (fill, copy and update record a
+//! one-command buffer per call).
 
 use std::sync::atomic::{AtomicU64, Ordering as MemOrdering};
 use std::sync::{Arc, Mutex, Weak};
@@ -79,8 +84,11 @@ pub struct DeviceOptions {
     /// Bytes of the kernarg ring: the entries' wait and signal lists and
     /// command-buffer issue state.
     pub kernarg_bytes: usize,
-    /// Packets of the execution queue (a power of two).
+    /// Packets of each execution queue (a power of two).
     pub queue_size: u32,
+    /// Execution queues (1 to 4): the tick deals the entries out to them
+    /// in turn, so independent entries run side by side.
+    pub execution_queues: u32,
     /// How command buffers' blocks are issued.
     pub issue_mode: IssueMode,
     /// Records of the device trace ring (a power of two; 0: no tracing):
@@ -103,6 +111,7 @@ impl Default for DeviceOptions {
             entries: 1024,
             kernarg_bytes: 1 << 20,
             queue_size: 1024,
+            execution_queues: 1,
             issue_mode: IssueMode::Auto,
             trace_records: 0,
             pool_block_sizes: [64 << 10, 16 << 20],
@@ -169,7 +178,7 @@ struct DeviceInner {
     control: Queue,
     /// The execution queue; replaced by the service thread when it faults
     /// (the old one stays in `faulted` until the device goes).
-    execution: Mutex<Queue>,
+    execution: Mutex<Vec<Queue>>,
     faulted: Mutex<Vec<Queue>>,
     /// What made entries fail, by entry id: the command and kernel a
     /// faulted queue stopped at.
@@ -262,8 +271,14 @@ impl DeviceInner {
         self.state.address()
     }
 
-    /// The execution queue of now.
+    /// The first execution queue of now (they share an agent, limits and
+    /// kernarg pool: what recordings and submissions ask of a queue).
     fn execution(&self) -> Queue {
+        self.executions()[0].clone()
+    }
+
+    /// The execution queues of now.
+    fn executions(&self) -> Vec<Queue> {
         self.execution
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -279,9 +294,15 @@ impl DeviceInner {
             _ => shared_logic::STATUS_ERROR,
         };
         let new = self.agent.create_queue(old.size())?;
-        self.word(std::mem::offset_of!(SchedulerState, execution_queue))
-            .store(new.address(), MemOrdering::Release);
-        *self.execution.lock().unwrap_or_else(|p| p.into_inner()) = new;
+        {
+            let mut queues = self.execution.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(k) = queues.iter().position(|q| q.address() == old.address()) else {
+                return Ok(()); // replaced already
+            };
+            self.word(std::mem::offset_of!(SchedulerState, execution_queues) + 8 * k)
+                .store(new.address(), MemOrdering::Release);
+            queues[k] = new;
+        }
         // Nothing issues to the old queue once the ticks enqueued before
         // have run.
         self.settle_ticks()?;
@@ -422,7 +443,7 @@ impl DeviceInner {
         let w = |f: usize| self.word(f).load(MemOrdering::Acquire);
         let first = w(0);
         format!(
-            "entries submitted {}, accepted {}, reclaimed {}; actions {:#x}, in flight {}, ticks {}; control queue read {} write {}; execution queue read {} write {}{}",
+            "entries submitted {}, accepted {}, reclaimed {}; actions {:#x}, in flight {}, ticks {}; control queue read {} write {}; execution queues{}",
             w(std::mem::offset_of!(SchedulerState, write_index)),
             w(std::mem::offset_of!(SchedulerState, accept_index)),
             w(std::mem::offset_of!(SchedulerState, retire_index)),
@@ -431,12 +452,16 @@ impl DeviceInner {
             w(std::mem::offset_of!(SchedulerState, ticks)),
             self.control.read_index(),
             self.control.write_index(),
-            self.execution().read_index(),
-            self.execution().write_index(),
-            match self.execution().fault() {
-                Some(e) => format!(" ({e})"),
-                None => String::new(),
-            }
+            self.executions()
+                .iter()
+                .map(|q| format!(
+                    " read {} write {}{}",
+                    q.read_index(),
+                    q.write_index(),
+                    q.fault().map_or(String::new(), |e| format!(" ({e})"))
+                ))
+                .collect::<Vec<_>>()
+                .join(";")
         )
     }
 
@@ -661,7 +686,8 @@ impl Drop for DeviceInner {
             self._service.serve(Duration::ZERO, |p| {
                 self.serve_request(HostRequest(p.function), p.arg[1])
             });
-            let faulted = self.control.fault().is_some() || self.execution().fault().is_some();
+            let faulted = self.control.fault().is_some()
+                || self.executions().iter().any(|q| q.fault().is_some());
             if in_flight.load(MemOrdering::Acquire) == 0
                 || faulted
                 || start.elapsed() > DEFAULT_SPACE_TIMEOUT
@@ -765,14 +791,15 @@ fn serve(device: &Weak<DeviceInner>, queue: &HostQueue) {
             }
         }
         d.release_reclaimed();
-        let queue = d.execution();
-        if let Some(fault) = queue.fault()
-            && let Err(e) = d.recover(&queue, fault)
-        {
-            // Nothing to return it to: the entries' waits report their
-            // timeouts.
-            eprintln!("aqueduct: cannot recover from a queue fault: {e}");
-            return;
+        for queue in d.executions() {
+            if let Some(fault) = queue.fault()
+                && let Err(e) = d.recover(&queue, fault)
+            {
+                // Nothing to return it to: the entries' waits report their
+                // timeouts.
+                eprintln!("aqueduct: cannot recover from a queue fault: {e}");
+                return;
+            }
         }
     }
 }
@@ -879,9 +906,22 @@ impl Device {
                 problem: format!("{} mailbox entries is not a power of two", options.entries),
             });
         }
+        let count = options.execution_queues as usize;
+        if !(1..=aqueduct_abi::scheduler::MAX_EXECUTION_QUEUES).contains(&count) {
+            return Err(Error::InvalidArgument {
+                what: "device options",
+                problem: format!(
+                    "{count} execution queues (1 to {})",
+                    aqueduct_abi::scheduler::MAX_EXECUTION_QUEUES
+                ),
+            });
+        }
         let control = agent.create_queue(64)?;
-        let execution = agent.create_queue(options.queue_size)?;
-        let kernels = IssueKernels::new(&execution, library)?;
+        let executions = (0..count)
+            .map(|_| agent.create_queue(options.queue_size))
+            .collect::<Result<Vec<_>>>()?;
+        let execution = &executions[0];
+        let kernels = IssueKernels::new(execution, library)?;
         let tick_kernel = library.kernel("sched_tick")?;
         let pool = execution.kernarg_pool().clone();
         let entries_at = size_of::<SchedulerState>();
@@ -925,7 +965,7 @@ impl Device {
             }
         };
         let service = Arc::new(HostQueue::new(agent.system(), SERVICE_QUEUE_SIZE)?);
-        let pool = pool_memory(agent, &execution, &options)?;
+        let pool = pool_memory(agent, execution, &options)?;
         let mut s = SchedulerState::new_zeroed();
         s.host_queue = service.address();
         s.pool = pool.layout.address();
@@ -938,7 +978,10 @@ impl Device {
             s.tick_packet[k] = u64::from_le_bytes(*w);
         }
         s.control_queue = control.address();
-        s.execution_queue = execution.address();
+        s.execution_count = count as u64;
+        for (slot, q) in s.execution_queues.iter_mut().zip(&executions) {
+            *slot = q.address();
+        }
         s.trace = trace.as_ref().map_or(0, |t| t.memory.address());
         s.kernarg.base = storage.address();
         s.kernarg.capacity = storage.len() as u64;
@@ -946,7 +989,7 @@ impl Device {
         let inner = Arc::new(DeviceInner {
             agent: agent.clone(),
             control,
-            execution: Mutex::new(execution),
+            execution: Mutex::new(executions),
             faulted: Mutex::new(Vec::new()),
             failures: Mutex::new(std::collections::HashMap::new()),
             kernels,

@@ -241,6 +241,9 @@ flags_type! {
     }
 }
 
+/// Most execution queues a scheduler deals its entries to.
+pub const MAX_EXECUTION_QUEUES: usize = 4;
+
 /// What device code asks of the host service: the `type` (function) of an
 /// AGENT_DISPATCH packet on [`SchedulerState::host_queue`]. Its `arg[0]` is
 /// always the scheduler's state address; the packets carry no completion
@@ -290,7 +293,11 @@ pub struct SchedulerState {
     /// Device address of the scheduler's [`BlockPool`] (0: none: ALLOCA
     /// entries fail).
     pub pool: u64,
-    pub reserved0: [u64; 2],
+    /// How many entries the tick has put on execution queues: the next
+    /// goes to `execution_queues[next_queue % execution_count]`. The
+    /// tick's own.
+    pub next_queue: u64,
+    pub reserved0: u64,
     /// Device address of `[QueueEntry; capacity]`.
     pub entries: u64,
     /// Slots of the mailbox ring, a power of two.
@@ -307,16 +314,20 @@ pub struct SchedulerState {
     pub tick_packet: [u64; 8],
     /// Device address of the control queue's `amd_queue_t` (ticks).
     pub control_queue: u64,
-    /// Device address of the execution queue's `amd_queue_t` (the
-    /// entries' packets).
-    pub execution_queue: u64,
+    /// How many of `execution_queues` there are (1 to
+    /// [`MAX_EXECUTION_QUEUES`]).
+    pub execution_count: u64,
     /// Device address of the [`TraceRing`] the scheduler records into (0:
     /// tracing off).
     pub trace: u64,
     /// The `hsa_queue_t*` of the host service's soft queue (0: none):
     /// device code posts [`HostRequest`]s to it as AGENT_DISPATCH packets.
     pub host_queue: u64,
-    pub reserved2: [u64; 4],
+    /// Device addresses of the execution queues' `amd_queue_t`s (the
+    /// entries' packets), `execution_count` of them: the tick deals the
+    /// entries out in turn; the host replaces one that faults (release
+    /// store).
+    pub execution_queues: [u64; MAX_EXECUTION_QUEUES],
     /// Kernel arguments and issue states of the entries: the submitter
     /// reserves, the tick releases as entries are reclaimed.
     pub kernarg: KernargRing,
@@ -336,7 +347,8 @@ assert_layout!(
     ready_head = 24,
     ready_tail = 32,
     pool = 40,
-    reserved0 = 48,
+    next_queue = 48,
+    reserved0 = 56,
     entries = 64,
     capacity = 72,
     write_index = 80,
@@ -345,10 +357,10 @@ assert_layout!(
     reserved1 = 104,
     tick_packet = 128,
     control_queue = 192,
-    execution_queue = 200,
+    execution_count = 200,
     trace = 208,
     host_queue = 216,
-    reserved2 = 224,
+    execution_queues = 224,
     kernarg = 256,
 );
 

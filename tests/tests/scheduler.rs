@@ -274,15 +274,117 @@ fn trapping_buffer(
     (b.finish().expect("finish"), (src, dst))
 }
 
+/// A one-dispatch recording on `device` of `wait_for_flag`, which holds its
+/// queue until the returned flag is set (then traps if `then_trap`), the
+/// flag (0), and the code object (keep it while the recording may run).
+fn flag_waiter(
+    gpu: &aqueduct::agent::Agent,
+    host: &aqueduct::MemoryPool,
+    device: &Device,
+    then_trap: bool,
+) -> (CommandBuffer, HostBuffer<u32>, aqueduct::Executable) {
+    use aqueduct::Workgroups;
+    let kernels = aqueduct_tests::load_device_crate(gpu, "aqueduct-test-kernels");
+    let wait = kernels.kernel("wait_for_flag").expect("wait_for_flag");
+    let mut flag = host.alloc_host::<u32>(1).expect("alloc");
+    flag[0] = 0;
+    let mut b = device.command_buffer(2).expect("builder");
+    let mut args = wait.kernargs().expect("args");
+    args.set(0, &flag).expect("flag");
+    args.set(1, u32::from(then_trap)).expect("then_trap");
+    b.dispatch(&wait, Workgroups::linear(1, 64), &args)
+        .expect("dispatch");
+    (b.finish().expect("finish"), flag, kernels)
+}
+
+/// Sets a flag a `wait_for_flag` kernel is waiting on.
+fn set_flag(flag: &mut HostBuffer<u32>) {
+    // SAFETY: a live u32 the kernel loads atomically.
+    unsafe { std::sync::atomic::AtomicU32::from_ptr(flag.as_mut_ptr()) }
+        .store(1, std::sync::atomic::Ordering::Release);
+}
+
+/// Two execution queues: the tick deals entries out in turn, so an entry
+/// runs while an independent one before it holds the other queue (with
+/// one queue it waits behind it); when the holding kernel then traps, the
+/// host replaces that queue alone and both queues take entries again.
+#[test]
+fn with_two_execution_queues_independent_entries_run_side_by_side() {
+    let system = announced_system();
+    let host = host_pool(&system);
+    for gpu in hsa_gpus(&system) {
+        let gfx = gpu.info().name.clone();
+        let lib = device_library(&gpu);
+        for queues in [2, 1] {
+            let options = DeviceOptions {
+                execution_queues: queues,
+                ..DeviceOptions::default()
+            };
+            let device = Device::new(&gpu, &lib, options).expect("device");
+            let queue = device.queue();
+            let (_, _, buffer) = scheduler_on(&gpu);
+            let trap = queues == 2;
+            let (holding, mut flag, _kernels) = flag_waiter(&gpu, &host, &device, trap);
+            let (links, pattern) = chain_buffer(&host, 1);
+            let (a, b) = (
+                device.semaphore(0).expect("sem"),
+                device.semaphore(0).expect("sem"),
+            );
+            queue
+                .execute(&[], &holding, &[], &[(&a, 1)])
+                .expect("submit");
+            queue
+                .execute(&[], &buffer, &link(&links, 0, 1), &[(&b, 1)])
+                .expect("submit");
+            let second = b.wait(
+                1,
+                Duration::from_millis(if queues == 2 { 60_000 } else { 300 }),
+            );
+            if queues == 2 {
+                second.unwrap_or_else(|e| panic!("{gfx}: the second entry: {e}"));
+                assert_eq!(&links[LINK as usize..], &pattern[..], "{gfx}");
+                assert_eq!(a.query().expect("query"), 0, "{gfx}: the first still holds");
+            } else {
+                assert!(
+                    matches!(second, Err(Error::Timeout { .. })),
+                    "{gfx}: one queue: the second entry ran beside the first ({second:?})"
+                );
+            }
+            set_flag(&mut flag);
+            b.wait(1, TIMEOUT).expect("the second entry");
+            if !trap {
+                a.wait(1, TIMEOUT).expect("the first entry");
+                continue;
+            }
+            assert!(
+                matches!(a.wait(1, TIMEOUT), Err(Error::SemaphoreFailed { .. })),
+                "{gfx}: the trapping entry"
+            );
+            // Four more, dealt to both queues (the new one and the other):
+            // every one runs.
+            let more: Vec<Semaphore> = (0..4).map(|_| device.semaphore(0).expect("sem")).collect();
+            for m in &more {
+                queue
+                    .execute(&[], &buffer, &link(&links, 0, 1), &[(m, 1)])
+                    .expect("submit");
+            }
+            for m in &more {
+                m.wait(1, TIMEOUT)
+                    .unwrap_or_else(|e| panic!("{gfx}: after the fault: {e}"));
+            }
+            device.check().expect("the control queue is fine");
+        }
+    }
+}
+
 /// A kernel that faults while the tick waits for room in the full
 /// execution queue it runs on: the queue never frees a slot again, so the
 /// tick gives up that wait when the host replaces the queue and issues the
-/// rest on the new one. The kernel (`trap_when_set`) holds the queue until
+/// rest on the new one. The kernel (`wait_for_flag`) holds the queue until
 /// the trace shows the tick stuck, then traps. Every entry ends, completed
 /// or failed, none hangs, and the scheduler goes on.
 #[test]
 fn a_fault_while_the_tick_waits_for_room_in_the_full_queue_is_recovered() {
-    use aqueduct::Workgroups;
     use aqueduct_abi::scheduler::TraceKind;
     let system = announced_system();
     let host = host_pool(&system);
@@ -297,16 +399,7 @@ fn a_fault_while_the_tick_waits_for_room_in_the_full_queue_is_recovered() {
         let device = Device::new(&gpu, &lib, options).expect("device");
         let queue = device.queue();
         let (_, _, buffer) = scheduler_on(&gpu);
-        let kernels = aqueduct_tests::load_device_crate(&gpu, "aqueduct-test-kernels");
-        let trap = kernels.kernel("trap_when_set").expect("trap_when_set");
-        let mut flag = host.alloc_host::<u32>(1).expect("alloc");
-        flag[0] = 0;
-        let mut b = device.command_buffer(2).expect("builder");
-        let mut args = trap.kernargs().expect("args");
-        args.set(0, &flag).expect("flag");
-        b.dispatch(&trap, Workgroups::linear(1, 64), &args)
-            .expect("dispatch");
-        let trapping = b.finish().expect("finish");
+        let (trapping, mut flag, _kernels) = flag_waiter(&gpu, &host, &device, true);
         // Two packets or more each: more than the queue holds.
         const N: u64 = 100;
         let (links, _) = chain_buffer(&host, N);
@@ -344,9 +437,7 @@ fn a_fault_while_the_tick_waits_for_room_in_the_full_queue_is_recovered() {
             std::thread::sleep(Duration::from_millis(5));
         }
         assert!(seen < N + 1, "{gfx}: all {seen} entries fit in the queue");
-        // SAFETY: a live u32 the kernel loads atomically.
-        unsafe { std::sync::atomic::AtomicU32::from_ptr(flag.as_mut_ptr()) }
-            .store(1, std::sync::atomic::Ordering::Release);
+        set_flag(&mut flag);
         let (mut done, mut failed) = (0, 0);
         for (k, s) in sems.iter().enumerate() {
             match s.wait(1, TIMEOUT) {

@@ -41,9 +41,9 @@ use aqueduct_abi::amd_queue::AmdQueue;
 use aqueduct_abi::command::{BlockIssue, CommandBufferHeader, Execution};
 use aqueduct_abi::hsa::SignalHandle;
 use aqueduct_abi::scheduler::{
-    BlockPool, HostRequest, KernargRing, PoolBucket, QueueEntry, QueueEntryKind, QueueEntryState,
-    SchedulerActions, SchedulerState, Semaphore, SemaphoreFlags, SemaphoreRef, TraceKind,
-    TraceRecord, TraceRing,
+    BlockPool, HostRequest, KernargRing, MAX_EXECUTION_QUEUES, PoolBucket, QueueEntry,
+    QueueEntryKind, QueueEntryState, SchedulerActions, SchedulerState, Semaphore, SemaphoreFlags,
+    SemaphoreRef, TraceKind, TraceRecord, TraceRing,
 };
 
 use crate::atomic::{AcqRel, Acquire, Atomic, Relaxed, Release, System};
@@ -179,17 +179,13 @@ impl<P: FnMut()> Issuer for QueueRequester<P> {
     fn execute(&mut self, scheduler: u64, execution: u64) -> Result<(), IssueError> {
         // SAFETY: an EXECUTE entry's execution is live until it retires.
         let execution = unsafe { &*(execution as *const Execution) };
-        // SAFETY: a live scheduler; the host stores the field atomically
-        // (release) when it replaces the queue.
-        let current = unsafe {
-            atomic::<u64>(scheduler + offset_of!(SchedulerState, execution_queue) as u64)
-        };
         let queue = execution.queue;
-        // SAFETY: as above.
+        // SAFETY: a live scheduler; the host stores a queue's slot
+        // atomically (release) when it replaces the queue.
         unsafe {
             dispatch_block(execution, 0, || {
                 (self.pause)();
-                current.load(Relaxed, System) == queue
+                is_execution_queue(scheduler, queue)
             })
         }
     }
@@ -1243,9 +1239,25 @@ unsafe fn dealloca<I: Issuer>(
     }
 }
 
-/// Points a submission at the scheduler's execution queue of now: its
-/// execution and every block's issue state. The host replaces a queue
-/// that faulted; entries submitted before still named the old one.
+/// Whether `queue` is one of the execution queues of the scheduler at
+/// `sched` now (the host replaces one that faulted).
+///
+/// # Safety
+/// `sched` is live.
+pub unsafe fn is_execution_queue(sched: u64, queue: u64) -> bool {
+    // SAFETY: the contract; the slots are stored atomically.
+    unsafe {
+        let count = get::<u64>(sched + offset_of!(SchedulerState, execution_count) as u64);
+        let slots = sched + offset_of!(SchedulerState, execution_queues) as u64;
+        (0..count.min(MAX_EXECUTION_QUEUES as u64))
+            .any(|k| atomic::<u64>(slots + 8 * k).load(Relaxed, System) == queue)
+    }
+}
+
+/// Points a submission at the next of the scheduler's execution queues,
+/// in turn: its execution and every block's issue state. (The host
+/// replaces a queue that faulted; entries submitted before named another
+/// queue.)
 ///
 /// # Safety
 /// The tick's: `execution` is a live [`Execution`] not issued yet, with
@@ -1253,8 +1265,13 @@ unsafe fn dealloca<I: Issuer>(
 unsafe fn retarget(sched: u64, execution: u64) {
     // SAFETY: the contract.
     unsafe {
-        let queue =
-            atomic::<u64>(field!(sched, SchedulerState.execution_queue)).load(Acquire, System);
+        let count = get::<u64>(field!(sched, SchedulerState.execution_count))
+            .clamp(1, MAX_EXECUTION_QUEUES as u64);
+        let next_at = field!(sched, SchedulerState.next_queue);
+        let next = get::<u64>(next_at);
+        set(next_at, next.wrapping_add(1));
+        let slot = field!(sched, SchedulerState.execution_queues) + 8 * (next % count);
+        let queue = atomic::<u64>(slot).load(Acquire, System);
         set(field!(execution, Execution.queue), queue);
         let header = get::<u64>(field!(execution, Execution.command_buffer));
         let blocks = get::<u32>(field!(header, CommandBufferHeader.block_count));
@@ -1400,7 +1417,7 @@ mod tests {
                 // the issue waits for room, which gives up.
                 let (_, replacement) = self.stall.remove(k);
                 // SAFETY: the rig's scheduler, as the tick's is.
-                unsafe { (*(scheduler as *mut SchedulerState)).execution_queue = replacement };
+                unsafe { (*(scheduler as *mut SchedulerState)).execution_queues[0] = replacement };
                 self.abandoned.push(execution);
                 return Err(IssueError::Queue(QueueError::Abandoned));
             }
@@ -1439,7 +1456,8 @@ mod tests {
                 e.issues = i.as_ptr() as u64;
                 e.queue = 0xDEAD;
             }
-            r.state.execution_queue = 0x9000;
+            r.state.execution_queues[0] = 0x9000;
+            r.state.execution_count = 1;
             r.state.entries = r.entries.as_ptr() as u64;
             r.state.capacity = capacity as u64;
             for (k, s) in r.sems.iter_mut().enumerate() {
@@ -1792,6 +1810,29 @@ mod tests {
         assert!(m.executed.is_empty());
         assert_eq!(rig.state.retire_index, 4);
         assert_eq!(rig.state.in_flight, 0);
+    }
+
+    #[test]
+    fn entries_are_dealt_to_the_execution_queues_in_turn() {
+        let mut rig = Rig::new(8, 1);
+        rig.state.execution_queues[1] = 0xA000;
+        rig.state.execution_count = 2;
+        let mut m = Mock::default();
+        let ids: Vec<u64> = (0..4)
+            .map(|_| rig.submit(QueueEntryKind::EXECUTE, &[], &[(0, 1)]))
+            .collect();
+        // A barrier takes no queue.
+        rig.submit(QueueEntryKind::BARRIER, &[], &[]);
+        rig.request(&mut m);
+        assert_eq!(rig.tick(&mut m).issued, 5);
+        let queues: Vec<u64> = ids.iter().map(|&id| rig.execs[id as usize].queue).collect();
+        assert_eq!(queues, [0x9000, 0xA000, 0x9000, 0xA000]);
+        assert_eq!(rig.state.next_queue, 4);
+        // SAFETY: rig memory.
+        unsafe {
+            assert!(is_execution_queue(rig.sched(), 0xA000));
+            assert!(!is_execution_queue(rig.sched(), 0xB000));
+        }
     }
 
     #[test]

@@ -189,10 +189,11 @@ pub extern "gpu-kernel" fn trap_on_value(src: *const u32, dst: *mut u32, len: u6
 }
 
 /// Work-item 0 waits (`s_sleep 1` between looks) until the host sets
-/// `*flag` to non-zero, then aborts (`s_trap 2`): a kernel that holds its
-/// queue until the host lets it fault.
+/// `*flag` to non-zero, then, if `then_trap` is not 0, aborts (`s_trap
+/// 2`): a kernel that holds its queue until the host lets it go, or lets
+/// it fault.
 #[unsafe(no_mangle)]
-pub extern "gpu-kernel" fn trap_when_set(flag: *const u32) {
+pub extern "gpu-kernel" fn wait_for_flag(flag: *const u32, then_trap: u32) {
     if work_item_x().global_id() != 0 {
         return;
     }
@@ -202,7 +203,9 @@ pub extern "gpu-kernel" fn trap_when_set(flag: *const u32) {
     while flag.load(core::sync::atomic::Ordering::Acquire) == 0 {
         s_sleep::<1>();
     }
-    core::process::abort_immediate();
+    if then_trap != 0 {
+        core::process::abort_immediate();
+    }
 }
 
 /// `dst[i] = i` for `i < len`, one element per work-item; workgroups
