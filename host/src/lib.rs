@@ -75,4 +75,5 @@ mod thread_safety {
     static_assertions::assert_impl_all!(crate::DeviceQueue: Send, Sync);
     static_assertions::assert_impl_all!(crate::Semaphore: Send, Sync);
     static_assertions::assert_impl_all!(crate::LogicalDevice: Send, Sync);
+    static_assertions::assert_impl_all!(crate::Allocation: Send, Sync);
 }

@@ -62,6 +62,29 @@ fn a_chain_of_dependent_entries_completes_with_one_host_wait() {
             assert!(ticks <= most, "{gfx}: {ticks} ticks for a chain of {n}");
             assert_eq!(after.submitted - before.submitted, n);
         }
+        // Across queues: with two execution queues the tick deals the
+        // links out in turn, so each waits for one on the other queue.
+        let options = DeviceOptions {
+            execution_queues: 2,
+            ..DeviceOptions::default()
+        };
+        let two = Device::new(&gpu, &device_library(&gpu), options).expect("device");
+        let (links, pattern) = chain_buffer(&host, 10);
+        let sem = two.semaphore(0).expect("semaphore");
+        let two_queue = two.queue();
+        let mut batch = two_queue.batch();
+        for k in 0..10 {
+            let (table, signal) = (link(&links, k, k + 1), [(&sem, k + 1)]);
+            batch
+                .execute(&[(&sem, k)], &buffer, &table, &signal)
+                .expect("submit");
+        }
+        batch.submit().expect("submit");
+        sem.wait(10, TIMEOUT)
+            .unwrap_or_else(|e| panic!("{gfx}: chain across two queues: {e}"));
+        for (k, l) in links.chunks(LINK as usize).enumerate() {
+            assert_eq!(l, &pattern[..], "{gfx}: two queues, link {k}");
+        }
     }
 }
 
