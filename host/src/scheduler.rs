@@ -1110,7 +1110,8 @@ impl Device {
 
     /// Writes the trace so far as a Chrome/Perfetto JSON trace (open it in
     /// `ui.perfetto.dev` or `chrome://tracing`): the ticks on one track,
-    /// each entry from its issue to its retire on another. Returns the
+    /// each entry from its issue to its retire on another, with an instant
+    /// where each of its blocks began. Returns the
     /// events written; `None` without tracing.
     pub fn write_trace(&self, path: &std::path::Path) -> Result<Option<usize>> {
         let Some(trace) = self.trace() else {
@@ -1931,6 +1932,13 @@ impl DeviceTrace {
                 (TraceKind::ISSUE, None) => write!(
                     s,
                     r#"{{"ph":"i","s":"t","name":"entry {} issued","cat":"entry","pid":1,"tid":2,"ts":{:.3}}}"#,
+                    e.id,
+                    us(e.start)
+                ),
+                (TraceKind::BLOCK, _) => write!(
+                    s,
+                    r#"{{"ph":"i","s":"t","name":"block {} of entry {}","cat":"block","pid":1,"tid":2,"ts":{:.3}}}"#,
+                    e.flags,
                     e.id,
                     us(e.start)
                 ),

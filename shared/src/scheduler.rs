@@ -518,6 +518,12 @@ open_enum! {
         ISSUE = 2,
         /// A queue entry retired (its work done): `id` is the entry id.
         RETIRE = 3,
+        /// A block of a queue entry's command buffer begins: the first
+        /// when its block-issue kernel runs on the execution queue (the
+        /// entry starts), a later one when the control kernel of the
+        /// branch before it issues it. `id` is the entry id, `flags` the
+        /// block's index.
+        BLOCK = 4,
     }
 }
 

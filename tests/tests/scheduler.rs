@@ -670,13 +670,18 @@ fn a_traced_chain_records_its_ticks_and_entries_on_the_hosts_clock() {
         }
         let issued = of(TraceKind::ISSUE);
         let retired = of(TraceKind::RETIRE);
+        let blocks = of(TraceKind::BLOCK);
         assert_eq!((issued.len() as u64, retired.len() as u64), (N, N), "{gfx}");
+        // One block each: it begins (the entry starts, on the execution
+        // queue) after the tick issued it and before it retires.
+        assert_eq!(blocks.len() as u64, N, "{gfx}");
         for k in 0..N {
             let i = issued.iter().find(|e| e.id == k).expect("issued");
             let r = retired.iter().find(|e| e.id == k).expect("retired");
+            let b = blocks.iter().find(|e| e.id == k).expect("started");
             assert!(
-                i.start <= r.start,
-                "{gfx}: entry {k} retired before its issue"
+                i.start <= b.start && b.start <= r.start && b.flags == 0,
+                "{gfx}: entry {k}: issue {i:?}, block {b:?}, retire {r:?}"
             );
             if k > 0 {
                 let before = retired.iter().find(|e| e.id == k - 1).expect("retired");
@@ -695,6 +700,7 @@ fn a_traced_chain_records_its_ticks_and_entries_on_the_hosts_clock() {
         assert_eq!(written, trace.events.len());
         assert!(json.starts_with(r#"{"traceEvents":["#), "{gfx}");
         assert_eq!(json.matches(r#""cat":"scheduler""#).count() as u64, N + 1);
+        assert_eq!(json.matches(r#""cat":"block""#).count() as u64, N);
         assert_eq!(
             json.matches(r#""name":"entry "#).count() as u64,
             N,
@@ -742,9 +748,9 @@ fn the_host_service_releases_retired_entries_and_drains_the_trace_on_request() {
         assert_eq!(stats.held, 0, "{gfx}: still held");
         // (No tick runs after the last retire: its slot is not reclaimed.)
         assert!(stats.reclaimed < N, "{gfx}: reclaimed {}", stats.reclaimed);
-        // The calibrating tick, the accepting one, one per wake; an issue
-        // and a retire per entry.
-        let records = (N + 1) + 2 * N;
+        // The calibrating tick, the accepting one, one per wake; an issue,
+        // a block and a retire per entry.
+        let records = (N + 1) + 3 * N;
         let trace = device.trace().expect("tracing is on");
         let stats = device.stats();
         assert!(stats.trace_flushes >= 1, "{gfx}: no drain was asked for");

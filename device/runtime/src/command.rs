@@ -1009,6 +1009,13 @@ pub mod kernels {
         let Ok(issuer) = (unsafe { BlockIssuer::new(issue) }) else {
             panic!("cmd_block_issue_serial: bad issue state");
         };
+        let mut r = crate::scheduler::QueueRequester {
+            pause: crate::arch::pause,
+        };
+        // The entry starts (a later block was recorded by the control
+        // kernel that issued it).
+        // SAFETY: as above.
+        unsafe { crate::scheduler::trace_block(issue as u64, true, &mut r) };
         if issuer.issue_serially().is_err() {
             panic!("cmd_block_issue_serial: a command failed its checks");
         }
@@ -1030,6 +1037,15 @@ pub mod kernels {
             panic!("cmd_block_issue: bad issue state");
         };
         let id = work_item_x().global_id();
+        if id == 0 {
+            let mut r = crate::scheduler::QueueRequester {
+                pause: crate::arch::pause,
+            };
+            // The entry starts (a later block was recorded by the control
+            // kernel that issued it).
+            // SAFETY: as above.
+            unsafe { crate::scheduler::trace_block(issue as u64, true, &mut r) };
+        }
         if id < u64::from(issuer.command_count())
             && issuer.issue(issuer.command_for(id as u32)).is_err()
         {
@@ -1103,6 +1119,17 @@ pub mod kernels {
         let Ok(target) = (unsafe { super::branch_target(execution, command) }) else {
             panic!("cmd_branch: bad branch");
         };
+        // SAFETY: as above.
+        let mut r = crate::scheduler::QueueRequester {
+            pause: crate::arch::pause,
+        };
+        let issue = execution.issues
+            + size_of::<aqueduct_abi::command::BlockIssue>() as u64 * u64::from(target);
+        // Recorded before the issue (after it, in the serial issue's path,
+        // the call made this kernel spill 220 SGPRs instead of 45 on
+        // gfx942); its issue kernel does not record it again.
+        // SAFETY: the block's live issue state (its execution's).
+        unsafe { crate::scheduler::trace_block(issue, false, &mut r) };
         // SAFETY: as above.
         if unsafe { super::issue_block(execution, target, crate::arch::pause) }.is_err() {
             panic!("cmd_branch: cannot issue the next block");

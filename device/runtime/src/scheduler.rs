@@ -721,6 +721,36 @@ pub unsafe fn trace(
     }
 }
 
+/// Records, under a tracing scheduler, that the block whose issue state
+/// is at `issue` begins ([`TraceKind::BLOCK`]); with `first_only`, only if
+/// it is the entry's first block. Nothing for a submission outside a
+/// scheduler.
+///
+/// # Safety
+/// `issue` is a live [`BlockIssue`] of a live [`Execution`].
+pub unsafe fn trace_block(issue: u64, first_only: bool, r: &mut impl Requester) {
+    // SAFETY: the contract; an execution's entry and scheduler are live
+    // while it runs.
+    unsafe {
+        let execution = get::<u64>(field!(issue, BlockIssue.execution));
+        let entry = get::<u64>(field!(execution, Execution.entry));
+        if entry == 0 {
+            return;
+        }
+        let sched = get::<u64>(field!(entry, QueueEntry.scheduler));
+        if get::<u64>(field!(sched, SchedulerState.trace)) == 0 {
+            return;
+        }
+        let first = get::<u64>(field!(execution, Execution.issues));
+        let block = (issue - first) / size_of::<BlockIssue>() as u64;
+        if first_only && block != 0 {
+            return;
+        }
+        let (id, now) = (get::<u64>(field!(entry, QueueEntry.id)), r.timestamp());
+        trace(sched, (TraceKind::BLOCK, id), now, now, block as u16, r);
+    }
+}
+
 /// Retires an issued entry whose work is done (the RETURN's control
 /// kernel): completes it, which wakes its semaphores' waiters. It requests
 /// no tick of its own: its slot is reclaimed by whatever tick runs next,
@@ -1747,6 +1777,43 @@ mod tests {
         ring.read_index = 8;
         rig.tick(&mut m);
         assert_eq!((records[0].kind, records[0].id), (K::SCHEDULER_TICK, 4));
+    }
+
+    #[test]
+    fn a_block_beginning_is_recorded_once_under_a_tracing_scheduler() {
+        use aqueduct_abi::scheduler::{TraceRecord, TraceRing};
+        let mut rig = Rig::new(4, 1);
+        let id = rig.submit(QueueEntryKind::EXECUTE, &[], &[]);
+        let mut m = Mock::default();
+        rig.issues[0][0].execution = rig.exec_of(id);
+        rig.issues[0][1].execution = rig.exec_of(id);
+        let issue = |b: usize| &raw const rig.issues[0][b] as u64;
+        let (first, second) = (issue(0), issue(1));
+        // Outside a scheduler, and with tracing off: nothing, no harm.
+        // SAFETY: rig memory.
+        unsafe { trace_block(first, true, &mut m) };
+        rig.execs[0].entry = rig.entry(id);
+        // SAFETY: rig memory.
+        unsafe { trace_block(first, true, &mut m) };
+        let mut records = vec![TraceRecord::new_zeroed(); 4];
+        let mut ring = Box::new(TraceRing::new_zeroed());
+        ring.base = records.as_mut_ptr() as u64;
+        ring.capacity = 4;
+        rig.state.trace = &raw const *ring as u64;
+        // SAFETY: rig memory.
+        unsafe {
+            trace_block(first, true, &mut m);
+            // A later block: recorded by the control kernel that issues it,
+            // not by its issue kernel.
+            trace_block(second, true, &mut m);
+            trace_block(second, false, &mut m);
+        }
+        assert_eq!(ring.write_index, 2);
+        let seen: Vec<(TraceKind, u64, u16)> = records[..2]
+            .iter()
+            .map(|r| (r.kind, r.id, r.flags))
+            .collect();
+        assert_eq!(seen, [(TraceKind::BLOCK, id, 0), (TraceKind::BLOCK, id, 1)]);
     }
 
     #[test]
