@@ -14,8 +14,14 @@
 //! - a wait against a signal: the waiter checks the payload and, under
 //!   the semaphore's lock, checks again and registers; the signaller
 //!   advances the payload and detaches the waiters under the lock. The
-//!   waiter is either told "reached" or woken, never neither.
+//!   waiter is either told "reached" or woken, never neither;
+//! - the kernarg ring: the submitter reserves (the host's
+//!   `KernargRing::reserve` arithmetic) after reading the read offset with
+//!   acquire, writes, publishes; the tick reads an entry's bytes, then
+//!   releases its range in order (`reclaim`: the read offset, release).
+//!   No byte is rewritten while it is being read (loom's cells check).
 
+use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicU32, AtomicU64, Ordering::*};
 use loom::thread;
@@ -191,5 +197,78 @@ fn a_wait_racing_a_signal_is_reached_or_woken() {
         let reached = s.add_waiter(1);
         let woke = signaller.join().unwrap();
         assert!(reached ^ woke, "reached {reached}, woken {woke}");
+    });
+}
+
+/// The kernarg ring of the scheduler, two 64-byte lines, three entries of
+/// a line each: the third reuses the first's line only after the tick
+/// released it.
+#[test]
+fn the_kernarg_ring_reuses_bytes_only_after_the_tick_released_them() {
+    const CAP: u64 = 128;
+    const ENTRIES: u64 = 3;
+    struct Ring {
+        /// One word per 64-byte line: the bytes an entry writes.
+        lines: [UnsafeCell<u64>; 2],
+        /// Each entry's `kernarg_end` (in its mailbox slot).
+        ends: [AtomicU64; ENTRIES as usize],
+        write_index: AtomicU64,
+        read_offset: AtomicU64,
+    }
+    // SAFETY: the model's threads share it as the device and the host
+    // share the ring; loom checks every access to the cells.
+    unsafe impl Sync for Ring {}
+    loom::model(|| {
+        let ring = Arc::new(Ring {
+            lines: [UnsafeCell::new(0), UnsafeCell::new(0)],
+            ends: [AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(0)],
+            write_index: AtomicU64::new(0),
+            read_offset: AtomicU64::new(0),
+        });
+        let submitter = {
+            let ring = ring.clone();
+            thread::spawn(move || {
+                let mut write = 0;
+                for k in 0..ENTRIES {
+                    // `KernargRing::reserve` of 64 bytes, waiting for room.
+                    let (start, end) = loop {
+                        let read = ring.read_offset.load(Acquire);
+                        let at = write % CAP;
+                        let start = if at + 64 > CAP {
+                            write + (CAP - at)
+                        } else {
+                            write
+                        };
+                        if start + 64 - read <= CAP {
+                            break (start, start + 64);
+                        }
+                        thread::yield_now();
+                    };
+                    let line = &ring.lines[(start % CAP / 64) as usize];
+                    // SAFETY: loom checks that nobody reads it meanwhile.
+                    line.with_mut(|p| unsafe { *p = 100 + k });
+                    ring.ends[k as usize].store(end, Relaxed);
+                    ring.write_index.store(k + 1, Release);
+                    write = end;
+                }
+            })
+        };
+        // The tick: entries in order as they are published; each one's
+        // bytes read, then its range released.
+        let mut taken = 0;
+        while taken < ENTRIES {
+            if ring.write_index.load(Acquire) == taken {
+                thread::yield_now();
+                continue;
+            }
+            let end = ring.ends[taken as usize].load(Relaxed);
+            let line = &ring.lines[((end - 64) % CAP / 64) as usize];
+            // SAFETY: loom checks that nobody writes it meanwhile.
+            let bytes = line.with(|p| unsafe { *p });
+            assert_eq!(bytes, 100 + taken);
+            ring.read_offset.store(end, Release);
+            taken += 1;
+        }
+        submitter.join().unwrap();
     });
 }
