@@ -92,8 +92,9 @@ pub struct DeviceOptions {
     /// How command buffers' blocks are issued.
     pub issue_mode: IssueMode,
     /// Records of the device trace ring (a power of two; 0: no tracing):
-    /// ticks, entries issued and retired, with device timestamps, drained
-    /// by the service thread ([`Device::write_trace`]).
+    /// ticks, entries issued, started and retired, blocks, with device
+    /// timestamps, drained by the service thread when the device asks and
+    /// every few milliseconds ([`Device::write_trace`]).
     pub trace_records: u32,
     /// Block sizes of the device block pool's small and large buckets
     /// (bytes, small < large): an [`DeviceQueue::alloca`] takes a block of
@@ -288,7 +289,10 @@ impl DeviceInner {
     /// Replaces a faulted execution queue: entries issued on it fail (with
     /// the queue's status; their signal semaphores fail, and so everything
     /// waiting on them), later ones go to a new queue.
-    fn recover(&self, old: &Queue, fault: Error) -> Result<()> {
+    /// `patient`: wait as long as the ticks take to settle (the service
+    /// thread), else at most [`DEFAULT_SPACE_TIMEOUT`] (a device going
+    /// away).
+    fn recover(&self, old: &Queue, fault: Error, patient: bool) -> Result<()> {
         let status = match &fault {
             Error::QueueFault { status, .. } => *status,
             _ => shared_logic::STATUS_ERROR,
@@ -304,8 +308,20 @@ impl DeviceInner {
             queues[k] = new;
         }
         // Nothing issues to the old queue once the ticks enqueued before
-        // have run.
-        self.settle_ticks()?;
+        // have run. A tick may wait for room in another full queue (a
+        // long kernel): wait for it as long as it takes, saying so once.
+        let mut said = false;
+        while let Err(e) = self.settle_ticks(DEFAULT_SPACE_TIMEOUT) {
+            if !patient || !matches!(e, Error::Timeout { .. }) {
+                return Err(e);
+            }
+            if !said {
+                eprintln!(
+                    "aqueduct: recovering from a queue fault waits for the scheduler's tick ({e})"
+                );
+                said = true;
+            }
+        }
         let at = old.read_index();
         // The fault again, for each entry that gets it (errors are not
         // Clone; the queue keeps reporting it).
@@ -476,7 +492,7 @@ impl DeviceInner {
             if self.control.fault().is_some() {
                 break;
             }
-            if self.settle_ticks().is_err() {
+            if self.settle_ticks(DEFAULT_SPACE_TIMEOUT).is_err() {
                 break;
             }
             let idle = self.control.read_index() == self.control.write_index();
@@ -517,7 +533,10 @@ impl DeviceInner {
 
     /// Waits until every tick enqueued so far has run: a barrier packet
     /// behind them on the control queue (ticks carry the barrier bit).
-    fn settle_ticks(&self) -> Result<()> {
+    ///
+    /// Serves the device's requests meanwhile: a tick may be posting one
+    /// to a full host queue, and this may run on the service thread.
+    fn settle_ticks(&self, timeout: Duration) -> Result<()> {
         let done = Signal::new(self.agent.system(), 1)?;
         let barrier = aqueduct_abi::packet::barrier(
             aqueduct_abi::packet::BarrierKind::And,
@@ -526,9 +545,23 @@ impl DeviceInner {
             Ordering::SYSTEM.with_barrier(),
         )?;
         self.control.submit_barrier(&barrier)?;
-        self.control
-            .wait(&done, SignalCondition::LT, 1, DEFAULT_SPACE_TIMEOUT)?;
-        Ok(())
+        let start = Instant::now();
+        loop {
+            self.serve_pending();
+            let slice = timeout.saturating_sub(start.elapsed()).min(SERVICE_PERIOD);
+            match self.control.wait(&done, SignalCondition::LT, 1, slice) {
+                Ok(_) => return Ok(()),
+                Err(Error::Timeout { .. }) if start.elapsed() < timeout => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Serves the requests in the host queue now, without waiting.
+    fn serve_pending(&self) {
+        self._service.serve(Duration::ZERO, |p| {
+            self.serve_request(HostRequest(p.function), p.arg[1])
+        });
     }
 
     /// The ids of the entries not reclaimed yet: from the retire index to
@@ -679,24 +712,38 @@ impl Drop for DeviceInner {
         // non-empty and enqueues nothing), then the entries in flight
         // finish, then the waiting entries come off their semaphores.
         self.close();
+        let waiting = Instant::now();
         loop {
             // A retire posts its RELEASE before it counts itself out, and
             // waits for room in the host queue: serve it here (the service
             // thread may be the one dropping the device).
-            self._service.serve(Duration::ZERO, |p| {
-                self.serve_request(HostRequest(p.function), p.arg[1])
-            });
-            let faulted = self.control.fault().is_some()
-                || self.executions().iter().any(|q| q.fault().is_some());
+            self.serve_pending();
+            // The entries of a queue that faulted never retire: fail them
+            // (the other queues' entries run on).
+            for queue in self.executions() {
+                if let Some(fault) = queue.fault()
+                    && self.recover(&queue, fault, false).is_err()
+                {
+                    break;
+                }
+            }
             if in_flight.load(MemOrdering::Acquire) == 0
-                || faulted
-                || start.elapsed() > DEFAULT_SPACE_TIMEOUT
+                || self.control.fault().is_some()
+                || waiting.elapsed() > DEFAULT_SPACE_TIMEOUT
             {
                 break;
             }
             std::thread::sleep(Duration::from_micros(200));
         }
         self.forget_waiters();
+        // A signaller that took entries of this scheduler off a waiter
+        // list before `forget_waiters` took that list's lock is still
+        // pushing them (its `waking` count says so): wait for it, as it
+        // writes into this memory.
+        let waking = self.word(std::mem::offset_of!(SchedulerState, waking));
+        while waking.load(MemOrdering::Acquire) != 0 && start.elapsed() < DEFAULT_SPACE_TIMEOUT {
+            std::thread::sleep(Duration::from_micros(50));
+        }
         let mut all = SCHEDULERS.lock().unwrap_or_else(|p| p.into_inner());
         all.retain(|(at, w)| *at != self.state.address() && w.strong_count() > 0);
     }
@@ -791,14 +838,19 @@ fn serve(device: &Weak<DeviceInner>, queue: &HostQueue) {
             }
         }
         d.release_reclaimed();
+        // Also drained here: a drain stops at a record reserved and not
+        // yet written, and the request for the next half may never come if
+        // that writer is slow.
+        if let Some(t) = &d.trace {
+            t.drain();
+        }
         for queue in d.executions() {
             if let Some(fault) = queue.fault()
-                && let Err(e) = d.recover(&queue, fault)
+                && let Err(e) = d.recover(&queue, fault, true)
             {
                 // Nothing to return it to: the entries' waits report their
-                // timeouts.
+                // timeouts. The service goes on (requests, other queues).
                 eprintln!("aqueduct: cannot recover from a queue fault: {e}");
-                return;
             }
         }
     }
@@ -1553,7 +1605,9 @@ impl DeviceQueue {
 
 /// A queue-ordered allocation ([`DeviceQueue::alloca`]): a handle in
 /// device memory whose address the device commits when the allocation
-/// runs and clears when it is deallocated. Cheap to clone.
+/// runs and clears when it is deallocated. Cheap to clone. Dropping it
+/// without a [`DeviceQueue::dealloca`] leaves its block taken until the
+/// device goes (nothing else knows the block is free).
 #[derive(Clone)]
 pub struct Allocation {
     inner: Arc<AllocationInner>,

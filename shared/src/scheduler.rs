@@ -308,7 +308,12 @@ pub struct SchedulerState {
     pub accept_index: u64,
     /// Entries ever reclaimed (advanced by the tick, release).
     pub retire_index: u64,
-    pub reserved1: [u64; 3],
+    /// Entries of this scheduler that a signaller has taken off a
+    /// semaphore's waiter list and not yet pushed on the wake stack (with
+    /// its tick requested): a scheduler going away waits for 0 before its
+    /// memory goes. Raised under the semaphore's lock.
+    pub waking: u64,
+    pub reserved1: [u64; 2],
     /// The tick's AQL packet as eight words, header first: a requester
     /// copies it into a control-queue slot and publishes it.
     pub tick_packet: [u64; 8],
@@ -354,7 +359,8 @@ assert_layout!(
     write_index = 80,
     accept_index = 88,
     retire_index = 96,
-    reserved1 = 104,
+    waking = 104,
+    reserved1 = 112,
     tick_packet = 128,
     control_queue = 192,
     execution_count = 200,
@@ -400,7 +406,8 @@ assert_layout!(
     PoolBucket,
     size = 64,
     align = 64,
-    why = "one line per bucket of the block pool the tick and the host's service update at            these offsets (aqueduct ABI: change it with ABI_VERSION)",
+    why = "one line per bucket of the block pool the tick and the host's service update \
+           at these offsets (aqueduct ABI: change it with ABI_VERSION)",
     block_size = 0,
     free = 8,
     count = 16,
@@ -522,7 +529,8 @@ open_enum! {
         /// when its block-issue kernel runs on the execution queue (the
         /// entry starts), a later one when the control kernel of the
         /// branch before it issues it. `id` is the entry id, `flags` the
-        /// block's index.
+        /// block's index. (A branch back to block 0 that goes through the
+        /// block-issue kernel records it twice.)
         BLOCK = 4,
     }
 }

@@ -415,6 +415,15 @@ unsafe fn detach_waiters(sem: u64, value: u64) -> u64 {
         if cur == 0 {
             set(field!(sem, Semaphore.waiters_tail), 0u64);
         }
+        // Each one's scheduler knows it is being woken before the lock goes
+        // (a scheduler going away takes its waiters off under this lock,
+        // then waits for these to be pushed).
+        let mut e = head;
+        while e != 0 {
+            let sched = get::<u64>(field!(e, QueueEntry.scheduler));
+            atomic::<u64>(field!(sched, SchedulerState.waking)).fetch_add(1, Relaxed, System);
+            e = get(field!(e, QueueEntry.wait_next));
+        }
         head
     }
 }
@@ -428,7 +437,9 @@ unsafe fn detach_waiters(sem: u64, value: u64) -> u64 {
 /// # Safety
 /// `list` is a detached list ([`detach_waiters`]) of live entries.
 unsafe fn wake_all(mut list: u64, r: &mut impl Requester) {
-    let mut pending = 0u64;
+    // The scheduler of the current run and how many of the run's entries
+    // were pushed.
+    let (mut pending, mut pushed) = (0u64, 0u64);
     while list != 0 {
         let entry = list;
         // SAFETY: the contract: the entry is ours until pushed.
@@ -436,15 +447,30 @@ unsafe fn wake_all(mut list: u64, r: &mut impl Requester) {
             list = get(field!(entry, QueueEntry.wait_next));
             let sched = get::<u64>(field!(entry, QueueEntry.scheduler));
             if pending != sched && pending != 0 {
-                request(pending, SchedulerActions::WAKE, r);
+                woken(pending, pushed, r);
+                pushed = 0;
             }
             pending = sched;
             push_wake(sched, entry);
+            pushed += 1;
         }
     }
     if pending != 0 {
-        // SAFETY: the scheduler of a live entry.
-        unsafe { request(pending, SchedulerActions::WAKE, r) };
+        // SAFETY: the scheduler of live entries.
+        unsafe { woken(pending, pushed, r) };
+    }
+}
+
+/// Ends a run of `pushed` entries woken on `sched`: requests its tick, then
+/// counts them out of its `waking`.
+///
+/// # Safety
+/// `sched` is live (its entries were).
+unsafe fn woken(sched: u64, pushed: u64, r: &mut impl Requester) {
+    // SAFETY: the contract.
+    unsafe {
+        request(sched, SchedulerActions::WAKE, r);
+        atomic::<u64>(field!(sched, SchedulerState.waking)).fetch_sub(pushed, Release, System);
     }
 }
 
@@ -789,7 +815,8 @@ pub struct TickReport {
     pub accepted: u32,
     /// Entries taken from the wake stack.
     pub woken: u32,
-    /// Entries issued (EXECUTE) or completed on the spot (BARRIER).
+    /// Entries issued (EXECUTE) or completed on the spot (BARRIER,
+    /// ALLOCA, DEALLOCA).
     pub issued: u32,
     /// Entries failed (a failed wait, an issue that failed).
     pub failed: u32,
@@ -1019,17 +1046,19 @@ unsafe fn issue<I: Issuer>(
             QueueEntryKind::BARRIER => complete_here(sched, entry, r, report),
             QueueEntryKind::EXECUTE => {
                 let execution = get::<u64>(field!(entry, QueueEntry.execution));
+                // Pointed at a queue before it reads ISSUED: the host's
+                // recovery fails the ISSUED entries of a faulted queue by
+                // the queue they name.
+                retarget(sched, execution);
                 atomic::<u32>(field!(sched, SchedulerState.in_flight))
                     .fetch_add(1, Relaxed, System);
                 set_state(entry, QueueEntryState::ISSUED);
                 let (id, now) = (get(field!(entry, QueueEntry.id)), r.timestamp());
-                // Onto the execution queue of now; again onto the next one
-                // if the host replaces it (a fault) while this waits for
-                // room in it.
+                // Again onto a current queue if the host replaces this one
+                // (a fault) while the issue waits for room in it.
                 let issued = loop {
-                    retarget(sched, execution);
                     match r.inner.execute(sched, execution) {
-                        Err(IssueError::Queue(QueueError::Abandoned)) => continue,
+                        Err(IssueError::Queue(QueueError::Abandoned)) => retarget(sched, execution),
                         other => break other,
                     }
                 };
@@ -1617,6 +1646,26 @@ mod tests {
         assert_eq!(rig.sems[0].waiters_head, 0);
         assert_eq!(rig.sems[0].waiters_tail, 0);
         assert_eq!(rig.sems[0].lock, 0);
+    }
+
+    #[test]
+    fn a_scheduler_counts_its_entries_taken_off_a_list_until_they_are_pushed() {
+        let mut rig = Rig::new(8, 1);
+        let mut m = Mock::default();
+        for v in [1, 2, 3] {
+            rig.submit(QueueEntryKind::BARRIER, &[(0, v)], &[]);
+        }
+        rig.request(&mut m);
+        rig.tick(&mut m);
+        // SAFETY: rig memory.
+        let list = unsafe { detach_waiters(rig.sem(0), 2) };
+        // Taken off (under the lock, in `signal`), not pushed yet: a
+        // scheduler going away must wait for these two.
+        assert_eq!(rig.state.waking, 2);
+        // SAFETY: rig memory; the list is detached.
+        unsafe { wake_all(list, &mut m) };
+        assert_eq!(rig.state.waking, 0);
+        assert_eq!(rig.tick(&mut m).woken, 2);
     }
 
     #[test]
