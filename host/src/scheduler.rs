@@ -29,11 +29,12 @@
 //! (`crate::service`). A retiring entry asks the host to release what it
 //! kept alive for the device (the command buffer, the semaphores), at
 //! once rather than at the next submit; a trace ring that filled another
-//! half asks to be drained ([`DeviceOptions::trace_records`],
-//! [`Device::trace`], [`Device::write_trace`]). The thread also watches
-//! the execution queue: when a kernel faults, the entries issued on it
-//! fail (and with them their semaphores and everything waiting on those),
-//! and a new queue takes its place.
+//! half asks to be drained, which the thread also does every few
+//! milliseconds ([`DeviceOptions::trace_records`], [`Device::trace`],
+//! [`Device::write_trace`]). The thread also watches the execution
+//! queues: when a kernel faults, the entries issued on its queue fail (and
+//! with them their semaphores and everything waiting on those), and a new
+//! queue takes its place.
 //!
 //! Queue-ordered allocations ([`DeviceQueue::alloca`], `dealloca`) come
 //! from a device block pool of two buckets of fixed-size blocks that the
