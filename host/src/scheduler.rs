@@ -153,9 +153,7 @@ struct PoolMemory {
 impl PoolMemory {
     /// The device address of bucket `b`.
     fn bucket(&self, b: usize) -> u64 {
-        self.layout.address()
-            + std::mem::offset_of!(BlockPool, buckets) as u64
-            + (size_of::<PoolBucket>() * b) as u64
+        shared_logic::bucket_at(self.layout.address(), b as u64)
     }
 
     /// Bucket `b`'s u64 field at `offset`, as an atomic.

@@ -68,7 +68,7 @@ fn a_chain_of_dependent_entries_completes_with_one_host_wait() {
             execution_queues: 2,
             ..DeviceOptions::default()
         };
-        let two = Device::new(&gpu, &device_library(&gpu), options).expect("device");
+        let two = device_with(&gpu, options);
         let (links, pattern) = chain_buffer(&host, 10);
         let sem = two.semaphore(0).expect("semaphore");
         let two_queue = two.queue();
@@ -297,6 +297,19 @@ fn trapping_buffer(
     (b.finish().expect("finish"), (src, dst))
 }
 
+/// The scheduler goes on after a fault: an entry copying link 0 to link
+/// 1 of `links` completes, and the control queue is fine.
+fn goes_on(device: &Device, buffer: &CommandBuffer, links: &HostBuffer<u8>, gfx: &str) {
+    let u = device.semaphore(0).expect("semaphore");
+    device
+        .queue()
+        .execute(&[], buffer, &link(links, 0, 1), &[(&u, 1)])
+        .expect("submit");
+    u.wait(1, TIMEOUT)
+        .unwrap_or_else(|e| panic!("{gfx}: after the fault: {e}"));
+    device.check().expect("the control queue is fine");
+}
+
 /// A one-dispatch recording on `device` of `wait_for_flag`, which holds its
 /// queue until the returned flag is set (then traps if `then_trap`), the
 /// flag (0), and the code object (keep it while the recording may run).
@@ -337,13 +350,12 @@ fn with_two_execution_queues_independent_entries_run_side_by_side() {
     let host = host_pool(&system);
     for gpu in hsa_gpus(&system) {
         let gfx = gpu.info().name.clone();
-        let lib = device_library(&gpu);
         for queues in [2, 1] {
             let options = DeviceOptions {
                 execution_queues: queues,
                 ..DeviceOptions::default()
             };
-            let device = Device::new(&gpu, &lib, options).expect("device");
+            let device = device_with(&gpu, options);
             let queue = device.queue();
             let (_, _, buffer) = scheduler_on(&gpu);
             let trap = queues == 2;
@@ -383,19 +395,11 @@ fn with_two_execution_queues_independent_entries_run_side_by_side() {
                 matches!(a.wait(1, TIMEOUT), Err(Error::SemaphoreFailed { .. })),
                 "{gfx}: the trapping entry"
             );
-            // Four more, dealt to both queues (the new one and the other):
-            // every one runs.
-            let more: Vec<Semaphore> = (0..4).map(|_| device.semaphore(0).expect("sem")).collect();
-            for m in &more {
-                queue
-                    .execute(&[], &buffer, &link(&links, 0, 1), &[(m, 1)])
-                    .expect("submit");
+            // Four more, dealt to both queues in turn (the new one and the
+            // other): every one runs.
+            for _ in 0..4 {
+                goes_on(&device, &buffer, &links, &gfx);
             }
-            for m in &more {
-                m.wait(1, TIMEOUT)
-                    .unwrap_or_else(|e| panic!("{gfx}: after the fault: {e}"));
-            }
-            device.check().expect("the control queue is fine");
         }
     }
 }
@@ -413,13 +417,12 @@ fn a_fault_while_the_tick_waits_for_room_in_the_full_queue_is_recovered() {
     let host = host_pool(&system);
     for gpu in hsa_gpus(&system) {
         let gfx = gpu.info().name.clone();
-        let lib = device_library(&gpu);
         let options = DeviceOptions {
             queue_size: gpu.info().queue_min_size,
             trace_records: 1024,
             ..DeviceOptions::default()
         };
-        let device = Device::new(&gpu, &lib, options).expect("device");
+        let device = device_with(&gpu, options);
         let queue = device.queue();
         let (_, _, buffer) = scheduler_on(&gpu);
         let (trapping, mut flag, _kernels) = flag_waiter(&gpu, &host, &device, true);
@@ -480,13 +483,7 @@ fn a_fault_while_the_tick_waits_for_room_in_the_full_queue_is_recovered() {
         // The ones the tick could not put on the queue ran on the new one.
         assert!(done >= N + 1 - seen, "{gfx}");
         assert_eq!(done + failed, N + 1, "{gfx}");
-        let u = device.semaphore(0).expect("semaphore");
-        queue
-            .execute(&[], &buffer, &link(&links, 0, 1), &[(&u, 1)])
-            .expect("submit");
-        u.wait(1, TIMEOUT)
-            .unwrap_or_else(|e| panic!("{gfx}: after the fault: {e}"));
-        device.check().expect("the control queue is fine");
+        goes_on(&device, &buffer, &links, &gfx);
     }
 }
 
@@ -499,14 +496,13 @@ fn back_pressure_waits_and_loses_nothing() {
     let host = host_pool(&system);
     for gpu in hsa_gpus(&system) {
         let gfx = gpu.info().name.clone();
-        let lib = device_library(&gpu);
         let options = DeviceOptions {
             entries: 8,
             kernarg_bytes: 4096,
             queue_size: 64,
             ..DeviceOptions::default()
         };
-        let device = Device::new(&gpu, &lib, options).expect("device");
+        let device = device_with(&gpu, options);
         let queue = device.queue();
         let (_, _, buffer) = scheduler_on(&gpu);
         const N: u64 = 200;
@@ -616,12 +612,11 @@ fn traced_chain(
     records: u32,
     n: u64,
 ) -> (Device, Semaphore, HostBuffer<u8>, Vec<u8>) {
-    let lib = device_library(gpu);
     let options = DeviceOptions {
         trace_records: records,
         ..DeviceOptions::default()
     };
-    let device = Device::new(gpu, &lib, options).expect("device");
+    let device = device_with(gpu, options);
     let (_, _, buffer) = scheduler_on(gpu);
     let queue = device.queue();
     let (links, pattern) = chain_buffer(host, n);
@@ -794,13 +789,12 @@ fn queue_ordered_allocations_come_from_a_device_pool_that_grows_and_trims() {
     let host = host_pool(&system);
     for gpu in hsa_gpus(&system) {
         let gfx = gpu.info().name.clone();
-        let lib = device_library(&gpu);
         let options = DeviceOptions {
             pool_block_sizes: [4096, 1 << 20],
             pool_blocks: 20,
             ..DeviceOptions::default()
         };
-        let device = Device::new(&gpu, &lib, options).expect("device");
+        let device = device_with(&gpu, options);
         let queue = device.queue();
         let mut out = host.alloc_host::<u8>(256).expect("alloc");
         out.fill(POISON);

@@ -38,7 +38,7 @@
 use core::mem::offset_of;
 
 use aqueduct_abi::amd_queue::AmdQueue;
-use aqueduct_abi::command::{BlockIssue, CommandBufferHeader, Execution};
+use aqueduct_abi::command::{AllocationHandle, BlockIssue, CommandBufferHeader, Execution};
 use aqueduct_abi::hsa::SignalHandle;
 use aqueduct_abi::scheduler::{
     BlockPool, HostRequest, KernargRing, MAX_EXECUTION_QUEUES, PoolBucket, QueueEntry,
@@ -975,9 +975,7 @@ pub unsafe fn tick(sched: u64, issuer: &mut impl Issuer) -> TickReport {
             let pool = get::<u64>(field!(sched, SchedulerState.pool));
             if pool != 0 {
                 for b in 0..2u64 {
-                    let bucket = pool
-                        + offset_of!(BlockPool, buckets) as u64
-                        + size_of::<PoolBucket>() as u64 * b;
+                    let bucket = bucket_at(pool, b);
                     let growth = atomic::<u32>(field!(bucket, PoolBucket.growth));
                     if get::<u64>(field!(bucket, PoolBucket.starved_head)) != 0
                         && growth.load(Acquire, System) != PoolBucket::GROWING
@@ -1068,18 +1066,27 @@ unsafe fn issue<I: Issuer>(
                 } else {
                     atomic::<u32>(field!(sched, SchedulerState.in_flight))
                         .fetch_sub(1, Relaxed, System);
-                    fail_entry(entry, STATUS_ERROR, Origin::of_entry(entry), r);
-                    report.failed += 1;
+                    fail_here(entry, STATUS_ERROR, r, report);
                 }
             }
             QueueEntryKind::ALLOCA => alloca(sched, entry, r, report),
             QueueEntryKind::DEALLOCA => dealloca(sched, entry, r, report),
             _ => {
-                fail_entry(entry, STATUS_INVALID_ARGUMENT, Origin::of_entry(entry), r);
-                report.failed += 1;
+                fail_here(entry, STATUS_INVALID_ARGUMENT, r, report);
             }
         }
     }
+}
+
+/// Fails a ready entry in the tick with `status` (it is where the failure
+/// began), counted in the report.
+///
+/// # Safety
+/// The tick's: `entry` is ready and on no list.
+unsafe fn fail_here(entry: u64, status: u32, r: &mut impl Requester, report: &mut TickReport) {
+    // SAFETY: the contract.
+    unsafe { fail_entry(entry, status, Origin::of_entry(entry), r) };
+    report.failed += 1;
 }
 
 /// Completes an entry that needs no packet (BARRIER, ALLOCA, DEALLOCA) in
@@ -1103,9 +1110,14 @@ unsafe fn complete_here<I: Issuer>(
     }
 }
 
-/// The bucket of the pool at `pool` that serves `length` bytes: the
-/// smallest whose blocks hold it; none for 0 bytes, more than the large
-/// blocks, or no pool.
+/// The device address of bucket `b` of the [`BlockPool`] at `pool`.
+pub const fn bucket_at(pool: u64, b: u64) -> u64 {
+    pool + offset_of!(BlockPool, buckets) as u64 + size_of::<PoolBucket>() as u64 * b
+}
+
+/// The index of the bucket of the pool at `pool` that serves `length`
+/// bytes: the smallest whose blocks hold it; none for 0 bytes, more than
+/// the large blocks, or no pool.
 ///
 /// # Safety
 /// `pool` is 0 or a live [`BlockPool`].
@@ -1113,10 +1125,11 @@ pub unsafe fn bucket_for(pool: u64, length: u64) -> Option<u64> {
     if pool == 0 || length == 0 {
         return None;
     }
-    (0..2u64)
-        .map(|b| pool + offset_of!(BlockPool, buckets) as u64 + size_of::<PoolBucket>() as u64 * b)
-        // SAFETY: the contract.
-        .find(|&bucket| length <= unsafe { get::<u64>(field!(bucket, PoolBucket.block_size)) })
+    (0..2u64).find(|&b| {
+        // SAFETY: the contract: a live pool's buckets.
+        let size = unsafe { get::<u64>(field!(bucket_at(pool, b), PoolBucket.block_size)) };
+        length <= size
+    })
 }
 
 /// Runs `f` on the free-block stack of `bucket` (its array and count)
@@ -1215,17 +1228,16 @@ unsafe fn alloca<I: Issuer>(
     r: &mut TickRequester<'_, I>,
     report: &mut TickReport,
 ) {
-    use aqueduct_abi::command::AllocationHandle;
     // SAFETY: the contract.
     unsafe {
         let handle = get::<u64>(field!(entry, QueueEntry.handle));
         let length = get::<u64>(field!(handle, AllocationHandle.length));
         let pool = get::<u64>(field!(sched, SchedulerState.pool));
-        let Some(bucket) = bucket_for(pool, length) else {
-            fail_entry(entry, STATUS_INVALID_ALLOCATION, Origin::of_entry(entry), r);
-            report.failed += 1;
+        let Some(index) = bucket_for(pool, length) else {
+            fail_here(entry, STATUS_INVALID_ALLOCATION, r, report);
             return;
         };
+        let bucket = bucket_at(pool, index);
         // First come, first served: while allocations wait on the bucket,
         // a later one waits behind them (the host's answer to their
         // request brings the tick that serves them all, in id order).
@@ -1239,15 +1251,10 @@ unsafe fn alloca<I: Issuer>(
             let growth = atomic::<u32>(field!(bucket, PoolBucket.growth));
             match growth.compare_exchange(0, PoolBucket::GROWING, AcqRel, System) {
                 Err(PoolBucket::EXHAUSTED) => {
-                    fail_entry(entry, STATUS_OUT_OF_RESOURCES, Origin::of_entry(entry), r);
-                    report.failed += 1;
+                    fail_here(entry, STATUS_OUT_OF_RESOURCES, r, report);
                     return;
                 }
-                Ok(_) => {
-                    let index = (bucket - pool - offset_of!(BlockPool, buckets) as u64)
-                        / size_of::<PoolBucket>() as u64;
-                    r.post(sched, HostRequest::GROW, index);
-                }
+                Ok(_) => r.post(sched, HostRequest::GROW, index),
                 Err(_) => {} // asked already
             }
         }
@@ -1274,22 +1281,19 @@ unsafe fn dealloca<I: Issuer>(
     r: &mut TickRequester<'_, I>,
     report: &mut TickReport,
 ) {
-    use aqueduct_abi::command::AllocationHandle;
     // SAFETY: the contract.
     unsafe {
         let handle = get::<u64>(field!(entry, QueueEntry.handle));
         let length = get::<u64>(field!(handle, AllocationHandle.length));
         let block = get::<u64>(field!(handle, AllocationHandle.address));
         let pool = get::<u64>(field!(sched, SchedulerState.pool));
-        let bucket = bucket_for(pool, length);
+        let bucket = bucket_for(pool, length).map(|b| bucket_at(pool, b));
         let Some(bucket) = bucket.filter(|_| block != 0) else {
-            fail_entry(entry, STATUS_INVALID_ARGUMENT, Origin::of_entry(entry), r);
-            report.failed += 1;
+            fail_here(entry, STATUS_INVALID_ARGUMENT, r, report);
             return;
         };
         if !give_block(bucket, block, r) {
-            fail_entry(entry, STATUS_ERROR, Origin::of_entry(entry), r);
-            report.failed += 1;
+            fail_here(entry, STATUS_ERROR, r, report);
             return;
         }
         set(field!(handle, AllocationHandle.address), 0u64);

@@ -438,11 +438,26 @@ pub unsafe extern "C" fn hsa_amd_agent_iterate_memory_pools(
     data: *mut c_void,
 ) -> Status {
     // SAFETY: forwarded caller contract.
+    unsafe { iterate_pools(agent, callback, data, MemoryPool) }
+}
+
+/// Iterates the pools of `agent` as handles `as_handle` makes (pools or
+/// regions: ROCr's are the same objects).
+///
+/// # Safety
+/// `callback`/`data` follow hsa.h's iteration contract.
+unsafe fn iterate_pools<H: Copy>(
+    agent: Agent,
+    callback: Option<unsafe extern "C" fn(H, *mut c_void) -> Status>,
+    data: *mut c_void,
+    as_handle: fn(u64) -> H,
+) -> Status {
+    // SAFETY: forwarded caller contract.
     unsafe {
         super::iterate_of_agent(agent, callback, data, |rt, a| {
             rt.pools
                 .pools_of(a.handle)
-                .map(|p| MemoryPool(p.handle))
+                .map(|p| as_handle(p.handle))
                 .collect()
         })
     }
@@ -483,14 +498,7 @@ pub unsafe extern "C" fn hsa_agent_iterate_regions(
     data: *mut c_void,
 ) -> Status {
     // SAFETY: forwarded caller contract.
-    unsafe {
-        super::iterate_of_agent(agent, callback, data, |rt, a| {
-            rt.pools
-                .pools_of(a.handle)
-                .map(|p| Region(p.handle))
-                .collect()
-        })
-    }
+    unsafe { iterate_pools(agent, callback, data, Region) }
 }
 
 /// A region's attributes, as ROCr's `MemoryRegion::GetInfo` reports them

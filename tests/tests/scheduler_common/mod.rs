@@ -15,11 +15,15 @@ pub const TIMEOUT: Duration = Duration::from_secs(300);
 pub const LINK: u64 = 16;
 pub const POISON: u8 = 0xA5;
 
+/// A `Device` on `gpu` with the device library and `options`.
+pub fn device_with(gpu: &aqueduct::agent::Agent, options: DeviceOptions) -> Device {
+    Device::new(gpu, &device_library(gpu), options).expect("device")
+}
+
 /// A scheduler on `gpu`, its queue, and a command buffer that copies
 /// binding slot 0 to slot 1 (16 bytes).
 pub fn scheduler_on(gpu: &aqueduct::agent::Agent) -> (Device, DeviceQueue, CommandBuffer) {
-    let lib = device_library(gpu);
-    let device = Device::new(gpu, &lib, DeviceOptions::default()).expect("device");
+    let device = device_with(gpu, DeviceOptions::default());
     let mut b = device.command_buffer(2).expect("builder");
     b.copy(
         BufferRef::binding(0, 0, LINK),

@@ -36,6 +36,24 @@ pub unsafe extern "C" fn hsa_queue_create(
     _group_segment_size: u32,
     queue: *mut *mut HsaQueue,
 ) -> Status {
+    // SAFETY: forwarded caller contract.
+    unsafe {
+        made(queue, |rt| {
+            create(rt, agent.0, size, queue_type, callback, data)
+        })
+    }
+}
+
+/// The shape both queue-creating exports share: NOT_INITIALIZED before
+/// `hsa_init`, a null `queue` INVALID_ARGUMENT, else the queue `make`
+/// makes written to `queue`, or its status.
+///
+/// # Safety
+/// `queue` is null or valid for a pointer write.
+unsafe fn made(
+    queue: *mut *mut HsaQueue,
+    make: impl FnOnce(&Arc<crate::hsa::Runtime>) -> Result<u64, Status>,
+) -> Status {
     let rt = match runtime() {
         Ok(rt) => rt,
         Err(s) => return s,
@@ -43,7 +61,7 @@ pub unsafe extern "C" fn hsa_queue_create(
     if queue.is_null() {
         return HSA_STATUS_ERROR_INVALID_ARGUMENT;
     }
-    match create(&rt, agent.0, size, queue_type, callback, data) {
+    match make(&rt) {
         // SAFETY: `queue` is non-null and valid for a write (caller).
         Ok(q) => unsafe { crate::hsa::put(queue, q as *mut HsaQueue) },
         Err(s) => s,
@@ -64,17 +82,11 @@ pub unsafe extern "C" fn hsa_soft_queue_create(
     doorbell_signal: SignalHandle,
     queue: *mut *mut HsaQueue,
 ) -> Status {
-    let rt = match runtime() {
-        Ok(rt) => rt,
-        Err(s) => return s,
-    };
-    if queue.is_null() {
-        return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-    }
-    match create_soft(&rt, region.0, size, queue_type, features, doorbell_signal) {
-        // SAFETY: `queue` is non-null and valid for a write (caller).
-        Ok(q) => unsafe { crate::hsa::put(queue, q as *mut HsaQueue) },
-        Err(s) => s,
+    // SAFETY: forwarded caller contract.
+    unsafe {
+        made(queue, |rt| {
+            create_soft(rt, region.0, size, queue_type, features, doorbell_signal)
+        })
     }
 }
 

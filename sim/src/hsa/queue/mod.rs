@@ -320,48 +320,17 @@ pub fn create(
         return Err(HSA_STATUS_ERROR_INVALID_ARGUMENT);
     }
 
-    let mem = &rt.memory;
-    let oom = |_| HSA_STATUS_ERROR_OUT_OF_RESOURCES;
-    let ring_bytes = u64::from(size) * PACKET_SIZE as u64;
-    // The ring is aligned to its size, as ROCr's is.
-    let ring = mem.alloc(ring_bytes, ring_bytes).map_err(oom)?;
-    let doorbell = match mem.alloc(size_of::<AmdSignal>() as u64, 64) {
-        Ok(d) => d,
-        Err(_) => {
-            let _ = mem.free(ring);
-            return Err(HSA_STATUS_ERROR_OUT_OF_RESOURCES);
-        }
-    };
-    let address = match mem.alloc(size_of::<AmdQueue>() as u64, 64) {
-        Ok(q) => q,
-        Err(_) => {
-            let _ = mem.free(ring);
-            let _ = mem.free(doorbell);
-            return Err(HSA_STATUS_ERROR_OUT_OF_RESOURCES);
-        }
-    };
-    let id = NEXT_QUEUE_ID.fetch_add(1, Ordering::Relaxed);
-    let entry = Arc::new(Entry {
-        owner: rt.queues.owner,
-        memory: Arc::clone(mem),
-        address,
-        ring,
+    let entry = new_entry(
+        rt,
         size,
-        doorbell,
-        id,
         agent,
-        consumer: Consumer::Gpu(profile.facts()),
+        Consumer::Gpu(profile.facts()),
+        None,
         callback,
-        data: data as usize,
-        stop: AtomicBool::new(false),
-        thread: Mutex::new(None),
-    });
-
-    // From here on dropping `entry` frees the three allocations.
-    let invalid = PacketHeader::INVALID.0.to_le_bytes();
-    for i in 0..u64::from(size) {
-        mem.write_bytes(entry.slot(i), &invalid).map_err(oom)?;
-    }
+        data as usize,
+    )?;
+    let (mem, oom) = (&rt.memory, |_| HSA_STATUS_ERROR_OUT_OF_RESOURCES);
+    let (address, ring, doorbell, id) = (entry.address, entry.ring, entry.doorbell, entry.id);
     // A USER signal, not DOORBELL: in ROCr a DOORBELL signal's word at
     // offset 8 is the address of a hardware register, and device code
     // (ockl's `__ockl_hsa_signal_store`) stores through it. Here the word
@@ -392,11 +361,75 @@ pub fn create(
         .spawn(move || processor::process(&rt2, &e2))
         .map_err(|_| HSA_STATUS_ERROR_OUT_OF_RESOURCES)?;
     *entry.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(thread);
+    Ok(register(entry))
+}
+
+/// A queue's memory and its [`Entry`], not registered yet: a ring of
+/// `size` packets aligned to its size (as ROCr's is) with every header
+/// INVALID, room for the `amd_queue_t` (the caller writes it), and the
+/// doorbell signal `doorbell`, or one of its own (freed with the queue)
+/// when that is `None`.
+fn new_entry(
+    rt: &Arc<Runtime>,
+    size: u32,
+    agent: u64,
+    consumer: Consumer,
+    doorbell: Option<SignalHandle>,
+    callback: Option<QueueErrorCallback>,
+    data: usize,
+) -> Result<Arc<Entry>, Status> {
+    let mem = &rt.memory;
+    let ring_bytes = u64::from(size) * PACKET_SIZE as u64;
+    let mut taken = Vec::new();
+    let mut alloc = |bytes: u64, align: u64| match mem.alloc(bytes, align) {
+        Ok(a) => {
+            taken.push(a);
+            Ok(a)
+        }
+        Err(_) => {
+            for &a in &taken {
+                let _ = mem.free(a);
+            }
+            Err(HSA_STATUS_ERROR_OUT_OF_RESOURCES)
+        }
+    };
+    let ring = alloc(ring_bytes, ring_bytes)?;
+    let doorbell = match doorbell {
+        Some(d) => d.address(),
+        None => alloc(size_of::<AmdSignal>() as u64, 64)?,
+    };
+    let address = alloc(size_of::<AmdQueue>() as u64, 64)?;
+    let entry = Arc::new(Entry {
+        owner: rt.queues.owner,
+        memory: Arc::clone(mem),
+        address,
+        ring,
+        size,
+        doorbell,
+        id: NEXT_QUEUE_ID.fetch_add(1, Ordering::Relaxed),
+        agent,
+        consumer,
+        callback,
+        data,
+        stop: AtomicBool::new(false),
+        thread: Mutex::new(None),
+    });
+    // From here on dropping `entry` frees what it allocated.
+    let invalid = PacketHeader::INVALID.0.to_le_bytes();
+    for i in 0..u64::from(size) {
+        mem.write_bytes(entry.slot(i), &invalid)
+            .map_err(|_| HSA_STATUS_ERROR_OUT_OF_RESOURCES)?;
+    }
+    Ok(entry)
+}
+
+/// Enters a made queue in [`LIVE`]; returns its `hsa_queue_t*`.
+fn register(entry: Arc<Entry>) -> u64 {
+    let address = entry.address;
     let mut all = live();
     all.insert(address, entry);
     live_changed();
-    drop(all);
-    Ok(address)
+    address
 }
 
 /// Creates a soft queue (`hsa_soft_queue_create`): a ring and an
@@ -440,53 +473,28 @@ pub fn create_soft(
     if !pool.alloc_allowed {
         return Err(HSA_STATUS_ERROR_INVALID_ALLOCATION);
     }
-    let mem = &rt.memory;
-    let oom = |_| HSA_STATUS_ERROR_OUT_OF_RESOURCES;
-    let ring_bytes = u64::from(size) * PACKET_SIZE as u64;
-    let ring = mem.alloc(ring_bytes, ring_bytes).map_err(oom)?;
-    let address = match mem.alloc(size_of::<AmdQueue>() as u64, 64) {
-        Ok(q) => q,
-        Err(_) => {
-            let _ = mem.free(ring);
-            return Err(HSA_STATUS_ERROR_OUT_OF_RESOURCES);
-        }
-    };
-    let id = NEXT_QUEUE_ID.fetch_add(1, Ordering::Relaxed);
-    let entry = Arc::new(Entry {
-        owner: rt.queues.owner,
-        memory: Arc::clone(mem),
-        address,
-        ring,
+    let entry = new_entry(
+        rt,
         size,
-        doorbell: doorbell.address(),
-        id,
-        agent: pool.owner,
-        consumer: Consumer::Application,
-        callback: None,
-        data: 0,
-        stop: AtomicBool::new(false),
-        thread: Mutex::new(None),
-    });
-    // From here on dropping `entry` frees the two allocations.
-    let invalid = PacketHeader::INVALID.0.to_le_bytes();
-    for i in 0..u64::from(size) {
-        mem.write_bytes(entry.slot(i), &invalid).map_err(oom)?;
-    }
+        pool.owner,
+        Consumer::Application,
+        Some(doorbell),
+        None,
+        0,
+    )?;
     let q = AmdQueue::new(HsaQueue {
         queue_type: QueueType(queue_type),
         features: QueueFeatures::from_bits_retain(features),
-        base_address: ring,
+        base_address: entry.ring,
         doorbell_signal: doorbell,
         size,
         reserved1: 0,
-        id,
+        id: entry.id,
     });
-    mem.write_bytes(address, q.as_bytes()).map_err(oom)?;
-    let mut all = live();
-    all.insert(address, entry);
-    live_changed();
-    drop(all);
-    Ok(address)
+    rt.memory
+        .write_bytes(entry.address, q.as_bytes())
+        .map_err(|_| HSA_STATUS_ERROR_OUT_OF_RESOURCES)?;
+    Ok(register(entry))
 }
 
 /// Stops and joins the processor of the queue at `queue` and frees the
