@@ -637,7 +637,9 @@ unsafe fn set_state(entry: u64, state: QueueEntryState) {
 /// its retire and a recovery that fails it may race (a faulted queue's
 /// other waves may still run its RETURN), and exactly one of them may
 /// signal or fail its semaphores, release it and count it out of
-/// `in_flight`. False: the other has it.
+/// `in_flight`. False: the other has it. The claim is by slot: a RETURN
+/// that runs only after its entry's slot was reclaimed and reused would
+/// claim the new entry (not handled yet).
 ///
 /// # Safety
 /// `entry` is live.
