@@ -9,18 +9,26 @@ use crate::hsa::ffi;
 /// `hsa_device_type_t`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AgentKind {
+    /// `HSA_DEVICE_TYPE_CPU` (0).
     Cpu,
+    /// `HSA_DEVICE_TYPE_GPU` (1).
     Gpu,
+    /// `HSA_DEVICE_TYPE_DSP` (2).
     Dsp,
+    /// A device type `hsa.h` does not define, as reported.
     Other(u32),
 }
 
 /// PCI location, from `HSA_AMD_AGENT_INFO_DOMAIN` and `_BDFID`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct PciAddress {
+    /// PCI segment (domain), `HSA_AMD_AGENT_INFO_DOMAIN`.
     pub domain: u32,
+    /// Bus number.
     pub bus: u8,
+    /// Device number, 0..32.
     pub device: u8,
+    /// Function number, 0..8.
     pub function: u8,
 }
 
@@ -51,39 +59,58 @@ impl std::fmt::Display for PciAddress {
 pub struct GpuInfo {
     /// ISA name, e.g. `amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-`.
     pub isa: String,
+    /// `HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT`: active compute units.
     pub compute_units: u32,
+    /// `HSA_AMD_AGENT_INFO_NUM_SIMDS_PER_CU` (4 on CDNA).
     pub simds_per_cu: u32,
+    /// `HSA_AMD_AGENT_INFO_MAX_WAVES_PER_CU`: resident waves a compute
+    /// unit can hold.
     pub max_waves_per_cu: u32,
     /// LDS bytes per workgroup (the agent's group-segment pool).
     pub lds_size: u64,
     /// PCI device id (`HSA_AMD_AGENT_INFO_CHIP_ID`), e.g. 0x74a1 for MI300X.
     pub chip_id: u32,
+    /// Where the GPU sits on the PCI bus (`HSA_AMD_AGENT_INFO_BDFID`).
     pub pci: PciAddress,
     /// `GPU-<16 hex digits>`, stable across reboots.
     pub uuid: String,
     /// Marketing name, e.g. `AMD Instinct MI300X`.
     pub product_name: String,
+    /// `HSA_AMD_AGENT_INFO_MAX_CLOCK_FREQUENCY`: peak engine clock, MHz.
     pub max_clock_mhz: u32,
+    /// `HSA_AMD_AGENT_INFO_CACHELINE_SIZE`: bytes.
     pub cacheline_size: u32,
 }
 
 /// Properties of one agent.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AgentInfo {
+    /// `HSA_AGENT_INFO_DEVICE`.
     pub kind: AgentKind,
     /// `HSA_AGENT_INFO_NAME`: the gfx name for GPUs (`gfx942`), the CPU's
     /// name otherwise.
     pub name: String,
+    /// `HSA_AGENT_INFO_VENDOR_NAME`, e.g. `AMD`.
     pub vendor: String,
     /// KFD node id.
     pub node: u32,
+    /// `HSA_AGENT_INFO_WAVEFRONT_SIZE`: 64 on CDNA, 32 on RDNA (0 for CPU
+    /// agents: the dispatch limits below are read for GPUs only).
     pub wavefront_size: u32,
+    /// `HSA_AGENT_INFO_WORKGROUP_MAX_DIM`: most work-items per workgroup
+    /// in x, y, z.
     pub workgroup_max_dim: [u16; 3],
+    /// `HSA_AGENT_INFO_WORKGROUP_MAX_SIZE`: most work-items per workgroup.
     pub workgroup_max_size: u32,
+    /// `HSA_AGENT_INFO_GRID_MAX_DIM`: most work-items of a grid in x, y, z.
     pub grid_max_dim: [u32; 3],
+    /// `HSA_AGENT_INFO_GRID_MAX_SIZE`: most work-items of a grid.
     pub grid_max_size: u32,
+    /// `HSA_AGENT_INFO_QUEUES_MAX`: queues the agent can have at once.
     pub queues_max: u32,
+    /// `HSA_AGENT_INFO_QUEUE_MIN_SIZE`: smallest queue, in packets.
     pub queue_min_size: u32,
+    /// `HSA_AGENT_INFO_QUEUE_MAX_SIZE`: largest queue, in packets.
     pub queue_max_size: u32,
     /// GPU-only properties (`None` for CPU agents).
     pub gpu: Option<GpuInfo>,
@@ -126,18 +153,22 @@ impl std::fmt::Debug for Agent {
 }
 
 impl Agent {
+    /// Its properties, as read at enumeration.
     pub fn info(&self) -> &AgentInfo {
         &self.info
     }
 
+    /// The raw `hsa_agent_t`, for calls through [`System`]'s runtime.
     pub fn handle(&self) -> ffi::Agent {
         self.handle
     }
 
+    /// The runtime the agent belongs to (the agent keeps it loaded).
     pub fn system(&self) -> &System {
         &self.system
     }
 
+    /// Whether it is a GPU (`HSA_DEVICE_TYPE_GPU`).
     pub fn is_gpu(&self) -> bool {
         self.info.kind == AgentKind::Gpu
     }

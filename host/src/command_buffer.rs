@@ -100,31 +100,47 @@ pub enum CommandError {
     #[error(
         "kernel {kernel} needs {argument}, which is not known when a command buffer is recorded"
     )]
-    Hidden { kernel: String, argument: String },
+    Hidden {
+        /// The kernel's name.
+        kernel: String,
+        /// The hidden argument's `.value_kind`.
+        argument: String,
+    },
     /// The arguments were built for another kernel.
     #[error("the arguments were built for another kernel than {0}")]
     OtherKernel(String),
     /// The kernel is loaded on another agent than the recording's.
     #[error("kernel {kernel} is loaded on {loaded}, the command buffer records for {recording}")]
     Agent {
+        /// The kernel's name.
         kernel: String,
+        /// The agent its executable is loaded on.
         loaded: String,
+        /// The agent the command buffer is recorded for.
         recording: String,
     },
     /// A buffer range whose end overflows, or a zero-length one where bytes
     /// are needed.
     #[error("buffer range at offset {offset} of {length} bytes {problem}")]
     Range {
+        /// Byte offset into the buffer.
         offset: u64,
+        /// Byte length of the range.
         length: u64,
+        /// What is wrong: "overflows", "wraps around the address space", ...
         problem: &'static str,
     },
     /// A reference not aligned as the command needs.
     #[error("{what} must be {align}-byte aligned (address {address:#x} + offset {offset})")]
     Alignment {
+        /// The reference's role, e.g. "a fill target", "an allocation
+        /// handle".
         what: &'static str,
+        /// The buffer's device address (0 for a binding slot).
         address: u64,
+        /// The offset into it.
         offset: u64,
+        /// The alignment required, bytes.
         align: u64,
     },
     /// A reference of an unknown kind.
@@ -134,14 +150,19 @@ pub enum CommandError {
     /// fill length not a whole number of patterns.
     #[error("fill pattern of {pattern} bytes over {length} bytes: {problem}")]
     Pattern {
+        /// The pattern's length, bytes.
         pattern: usize,
+        /// The fill's length, bytes.
         length: u64,
+        /// Which rule it breaks.
         problem: &'static str,
     },
     /// A copy's source and target lengths differ.
     #[error("copy of {source_length} bytes into {target_length}")]
     CopyLength {
+        /// Bytes of the source range.
         source_length: u64,
+        /// Bytes of the target range.
         target_length: u64,
     },
     /// An update with no data, or more than a command buffer carries.
@@ -155,16 +176,27 @@ pub enum CommandError {
     Condition(u32),
     /// A branch to a block the recording does not have.
     #[error("branch to block {target}, of {blocks}")]
-    Target { target: u32, blocks: u32 },
+    Target {
+        /// The block index branched to.
+        target: u32,
+        /// Blocks the recording has.
+        blocks: u32,
+    },
     /// The block has no room for another command (its last slot is kept
     /// for its branch or return), or has ended.
     #[error("the block holds {capacity} commands, the last one the return")]
-    BlockFull { capacity: u32 },
+    BlockFull {
+        /// Command slots per block, the control command's included.
+        capacity: u32,
+    },
     /// More packets or kernel-argument bytes than a block may have.
     #[error("the block would need {need} {what}, more than {max}")]
     BlockSize {
+        /// What would overflow: packets or kernel-argument bytes.
         what: &'static str,
+        /// How many the block would need.
         need: u64,
+        /// The most it may have.
         max: u64,
     },
 }
@@ -421,6 +453,7 @@ impl CommandBufferBuilder {
         self.cur().count
     }
 
+    /// Whether the current block has no command yet.
     pub fn is_empty(&self) -> bool {
         self.cur().count == 0
     }
@@ -1199,6 +1232,7 @@ impl CommandBuffer {
         self.inner.blocks.iter().map(|b| b.commands).sum()
     }
 
+    /// Whether no block holds a command.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

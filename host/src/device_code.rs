@@ -35,20 +35,34 @@ pub fn path(gfx: &str, crate_name: &str) -> PathBuf {
 #[derive(Debug)]
 pub enum DeviceCodeError {
     /// The file is not there: the device code was not built for that target.
-    NotBuilt { path: PathBuf, gfx: String },
-    Io {
+    NotBuilt {
+        /// Where it was looked for.
         path: PathBuf,
+        /// The processor it is wanted for (`cargo xtask build --gfx <gfx>`).
+        gfx: String,
+    },
+    /// The file exists but could not be read.
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's error.
         source: std::io::Error,
     },
+    /// The file is not a code object the shared reader accepts.
     Invalid {
+        /// The file.
         path: PathBuf,
+        /// Why the reader refused it.
         source: CodeObjectError,
     },
     /// The device library was built against other shared layouts than this
     /// host (`found` is `None` when it records no version at all).
     AbiMismatch {
+        /// The file.
         path: PathBuf,
+        /// The `aqueduct_abi_version` it records.
         found: Option<u32>,
+        /// This host's [`aqueduct_abi::ABI_VERSION`].
         expected: u32,
     },
 }

@@ -81,8 +81,11 @@ const GENERIC_MEMBERS: &[(&str, &[&str])] = &[
 /// xnack off).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AgentIsa {
+    /// The processor, e.g. `gfx942`.
     pub processor: String,
+    /// The sramecc setting: on or off when the name says, else any.
     pub sramecc: FeatureSetting,
+    /// The xnack setting: on or off when the name says, else any.
     pub xnack: FeatureSetting,
 }
 
@@ -249,6 +252,7 @@ impl std::fmt::Debug for Executable {
 }
 
 impl Executable {
+    /// The agent the code object is loaded on.
     pub fn agent(&self) -> &Agent {
         &self.inner.agent
     }
@@ -370,6 +374,7 @@ impl std::fmt::Debug for Kernel {
 }
 
 impl Kernel {
+    /// The kernel's source-level name (metadata `.name`).
     pub fn name(&self) -> &str {
         &self.metadata().name
     }
@@ -379,6 +384,8 @@ impl Kernel {
         &self.exec.code_object.kernels[self.index].metadata
     }
 
+    /// The agent its executable is loaded on: dispatch it on a queue of
+    /// this agent.
     pub fn agent(&self) -> &Agent {
         &self.exec.agent
     }

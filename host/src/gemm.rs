@@ -36,27 +36,43 @@ pub const GEMM_CRATE: &str = "aqueduct-gemm";
 /// A GEMM problem: shapes, types, layouts, scalars.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Gemm {
+    /// Rows of op(A), C and D.
     pub m: u32,
+    /// Columns of op(B), C and D.
     pub n: u32,
+    /// Columns of op(A) and rows of op(B): the summed size.
     pub k: u32,
+    /// Problems in the batch.
     pub batch: u32,
     /// A is stored transposed (K × M) / B is (N × K).
     pub trans_a: bool,
+    /// B is stored transposed (N × K).
     pub trans_b: bool,
     /// A and B's element type.
     pub input: DataType,
     /// C and D's element type.
     pub output: DataType,
+    /// Elements between A's stored columns (column-major): at least its
+    /// stored rows (M, or K when transposed).
     pub lda: u32,
+    /// Elements between B's stored columns: at least K (N when
+    /// transposed).
     pub ldb: u32,
+    /// Elements between C's columns: at least M.
     pub ldc: u32,
+    /// Elements between D's columns: at least M.
     pub ldd: u32,
     /// Elements from one batch's matrix to the next.
     pub stride_a: u64,
+    /// Elements from one batch's B to the next.
     pub stride_b: u64,
+    /// Elements from one batch's C to the next.
     pub stride_c: u64,
+    /// Elements from one batch's D to the next.
     pub stride_d: u64,
+    /// Scales op(A) · op(B).
     pub alpha: f32,
+    /// Scales C (0: C is not read).
     pub beta: f32,
     /// How f32 inputs are multiplied: `Float`, or `XFloat32` for gfx942's
     /// reduced-precision xf32 MFMAs where a catalog offers them (Tensile's
@@ -127,6 +143,7 @@ impl Gemm {
         self
     }
 
+    /// `D = alpha · op(A) · op(B) + beta · C`.
     pub fn scaled(mut self, alpha: f32, beta: f32) -> Self {
         (self.alpha, self.beta) = (alpha, beta);
         self
@@ -299,6 +316,7 @@ pub struct GemmPlan {
     pub macro_tile: [u32; 2],
     /// Work-items per workgroup.
     pub workgroup: u16,
+    /// The loaded kernel, on the library's agent.
     pub kernel: Kernel,
     /// The executable the kernel lives in (shared by every plan of its file).
     pub executable: Arc<Executable>,

@@ -21,11 +21,17 @@
 //! Errors are [`Error`] values: HSA failures carry the call, the status and
 //! `hsa_status_string`'s text.
 
+// f16 values of GEMM outputs (the main job's check).
+#![feature(f16)]
+#![deny(missing_docs)]
+
 pub mod agent;
 pub mod command_buffer;
 /// Solution catalogs: the `aqueduct-catalog` crate, with [`catalog::GpuDescription`]
 /// implemented for agents.
 pub use aqueduct_catalog as catalog;
+#[cfg(feature = "cli")]
+pub mod cli;
 pub mod device;
 pub mod device_code;
 mod dispatch;
@@ -33,6 +39,7 @@ mod error;
 mod executable;
 pub mod gemm;
 pub mod hsa;
+pub mod job;
 pub mod memory;
 pub mod queue;
 pub mod scheduler;

@@ -43,10 +43,15 @@ impl<T: FromBytes + IntoBytes + Immutable + Copy + Send + Sync + 'static> Pod fo
 /// `hsa_amd_segment_t` of a pool.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Segment {
+    /// `HSA_AMD_SEGMENT_GLOBAL` (0): memory all work-items see.
     Global,
+    /// `HSA_AMD_SEGMENT_READONLY` (1).
     ReadOnly,
+    /// `HSA_AMD_SEGMENT_PRIVATE` (2): per-work-item scratch.
     Private,
+    /// `HSA_AMD_SEGMENT_GROUP` (3): LDS, per workgroup.
     Group,
+    /// A segment value `hsa_ext_amd.h` does not define, as reported.
     Other(u32),
 }
 
@@ -78,6 +83,7 @@ impl fmt::Display for PoolKind {
 /// A pool's properties, read once.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PoolInfo {
+    /// `HSA_AMD_MEMORY_POOL_INFO_SEGMENT`.
     pub segment: Segment,
     /// `HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED`.
     pub fine_grained: bool,
@@ -245,14 +251,17 @@ fn describe_pools(pools: &[MemoryPool]) -> String {
 }
 
 impl MemoryPool {
+    /// Its properties, as read when the pool was listed.
     pub fn info(&self) -> &PoolInfo {
         &self.info
     }
 
+    /// The agent the pool belongs to (a CPU agent for system memory).
     pub fn owner(&self) -> &Agent {
         &self.owner
     }
 
+    /// The raw `hsa_amd_memory_pool_t`.
     pub fn handle(&self) -> ffi::MemoryPool {
         self.handle
     }
@@ -424,6 +433,7 @@ impl<T: Pod, L> Buffer<T, L> {
         self.len
     }
 
+    /// Whether it holds no element.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

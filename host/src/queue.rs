@@ -257,6 +257,7 @@ impl std::fmt::Debug for Queue {
 }
 
 impl Queue {
+    /// The agent whose packet processor serves the queue.
     pub fn agent(&self) -> &Agent {
         &self.inner.agent
     }

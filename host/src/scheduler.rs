@@ -1922,6 +1922,7 @@ pub struct DeviceTrace {
     pub error: Duration,
     /// Records the device could not write (ring full).
     pub dropped: u64,
+    /// The records, in the order the device wrote them.
     pub events: Vec<TraceEvent>,
 }
 
@@ -1929,12 +1930,15 @@ pub struct DeviceTrace {
 /// (negative before it).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TraceEvent {
+    /// What the record describes: a tick, an issue, a retire, a block.
     pub kind: TraceKind,
     /// The tick's number, or the entry's id.
     pub id: u64,
     /// Of a tick: the entries it accepted.
     pub flags: u16,
+    /// When it began, seconds from the epoch.
     pub start: f64,
+    /// When it ended, seconds from the epoch (`start` for a point event).
     pub end: f64,
 }
 

@@ -24,30 +24,43 @@ use crate::hsa::{System, ffi};
 /// Ordering of a signal load.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LoadOrder {
+    /// `hsa_signal_load_relaxed`.
     Relaxed,
+    /// `hsa_signal_load_scacquire`: later accesses see what the signaller
+    /// released.
     Acquire,
 }
 
 /// Ordering of a signal store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StoreOrder {
+    /// `hsa_signal_store_relaxed`.
     Relaxed,
+    /// `hsa_signal_store_screlease`: earlier accesses are visible to an
+    /// acquiring reader of the value.
     Release,
 }
 
 /// Ordering of a signal read-modify-write.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RmwOrder {
+    /// `hsa_signal_*_relaxed`.
     Relaxed,
+    /// `hsa_signal_*_scacquire`.
     Acquire,
+    /// `hsa_signal_*_screlease`.
     Release,
+    /// `hsa_signal_*_scacq_screl`.
     AcqRel,
 }
 
 /// Ordering of a signal wait.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WaitOrder {
+    /// `hsa_signal_wait_relaxed`.
     Relaxed,
+    /// `hsa_signal_wait_scacquire`: once the wait returns, accesses see
+    /// what the signaller released.
     Acquire,
 }
 

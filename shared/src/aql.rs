@@ -109,18 +109,25 @@ impl PacketHeader {
         )
     }
 
+    /// Bits 0..8: the packet's type.
     pub const fn packet_type(self) -> PacketType {
         PacketType((self.0 >> header_bits::TYPE_SHIFT) as u8)
     }
 
+    /// Bit 8: the packet starts only after every earlier packet of the
+    /// queue has completed.
     pub const fn barrier(self) -> bool {
         (self.0 >> header_bits::BARRIER_SHIFT) & 1 != 0
     }
 
+    /// Bits 9..11: the scope of the acquire fence applied before the packet
+    /// runs.
     pub const fn acquire_fence_scope(self) -> FenceScope {
         FenceScope(((self.0 >> header_bits::ACQUIRE_FENCE_SCOPE_SHIFT) & 0b11) as u8)
     }
 
+    /// Bits 11..13: the scope of the release fence applied when the packet
+    /// completes.
     pub const fn release_fence_scope(self) -> FenceScope {
         FenceScope(((self.0 >> header_bits::RELEASE_FENCE_SCOPE_SHIFT) & 0b11) as u8)
     }
@@ -146,6 +153,8 @@ impl core::fmt::Debug for PacketHeader {
 #[repr(C, align(64))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 pub struct AqlPacket {
+    /// The 16-bit header every packet starts with (`header` in C); its type
+    /// field says how to read the rest.
     pub header: PacketHeader,
     /// Bytes 2..64, whose meaning the header's type gives.
     pub body: [u8; 62],

@@ -99,6 +99,8 @@ assert_layout!(
 );
 
 impl BufferRef {
+    /// `length` bytes at the device address `address` (kind `DIRECT`,
+    /// offset 0).
     pub const fn direct(address: u64, length: u64) -> Self {
         Self {
             kind: BufferRefKind::DIRECT,
@@ -109,6 +111,8 @@ impl BufferRef {
         }
     }
 
+    /// `length` bytes at `offset` into whatever the submission binds to
+    /// binding table slot `slot` (kind `BINDING`).
     pub const fn binding(slot: u32, offset: u64, length: u64) -> Self {
         Self {
             kind: BufferRefKind::BINDING,
@@ -119,6 +123,9 @@ impl BufferRef {
         }
     }
 
+    /// `length` bytes at `offset` into a queue-ordered allocation, `handle`
+    /// being the device address of its [`AllocationHandle`] (kind
+    /// `ALLOCATION`).
     pub const fn allocation(handle: u64, offset: u64, length: u64) -> Self {
         Self {
             kind: BufferRefKind::ALLOCATION,
@@ -193,6 +200,7 @@ pub struct KernelInfo {
     pub wavefront_size: u16,
     /// Host-assigned id for tracing (index in the loaded kernel table).
     pub trace_id: u64,
+    /// Pads the record to one 64-byte line; written as zero.
     pub reserved: [u64; 3],
 }
 
@@ -233,9 +241,11 @@ pub struct CommandBufferHeader {
     pub max_block_packet_count: u32,
     /// Largest `kernarg_size` of any block.
     pub max_block_kernarg_size: u32,
+    /// Keeps `blocks` 8-byte aligned; written as zero.
     pub reserved0: u32,
     /// Device address of `[u64; block_count]`: each block's address.
     pub blocks: u64,
+    /// Pads the header to one 64-byte line; written as zero.
     pub reserved: [u64; 3],
 }
 
@@ -278,6 +288,8 @@ pub struct CommandBlockHeader {
     /// runs one kind's code without divergence. 0: work-item `g` issues
     /// command `g`.
     pub issue_order: u64,
+    /// Pads the header to one 64-byte line, so commands start at
+    /// `block + 64`; written as zero.
     pub reserved: [u64; 5],
 }
 
@@ -330,7 +342,10 @@ flags_type! {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 pub struct CommandHeader {
+    /// The command's kind, which says how the payload after this header is
+    /// laid out; zero (zeroed memory) is refused.
     pub opcode: CommandOpcode,
+    /// Options common to every kind (the AQL barrier bit).
     pub flags: CommandFlags,
     /// Acquire fence scope of the command's first packet.
     pub acquire_scope: FenceScope,
@@ -342,6 +357,7 @@ pub struct CommandHeader {
     /// Packets the command emits: 1 for most, 2 for an indirect-dynamic
     /// dispatch (the patch dispatch, then the dispatch).
     pub packet_count: u16,
+    /// Keeps `kernarg_offset` 4-byte aligned; written as zero.
     pub reserved: u16,
     /// Byte offset of the command's kernel arguments within the block's
     /// kernarg reservation; a multiple of [`KERNARG_ALIGN`].
@@ -368,6 +384,8 @@ assert_layout!(
 #[repr(C, align(64))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 pub struct Command {
+    /// The fields every command shares; `header.opcode` says which typed
+    /// command ([`Command::view`]) the slot holds.
     pub header: CommandHeader,
     /// Bytes 16..128, laid out by the opcode's command type.
     pub payload: [u8; COMMAND_SIZE - 16],
@@ -402,9 +420,13 @@ flags_type! {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 pub struct BindingPatch {
+    /// The range whose resolved start address is written (base plus
+    /// `offset`; for a binding or allocation, `offset + length` must lie
+    /// within it).
     pub buffer: BufferRef,
     /// Byte offset in the kernarg segment, 8-byte aligned.
     pub kernarg_offset: u32,
+    /// Pads the patch to a multiple of 8 bytes; written as zero.
     pub reserved: u32,
 }
 
@@ -440,9 +462,13 @@ macro_rules! assert_command_layout {
 #[repr(C, align(64))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 pub struct DispatchCommand {
+    /// Opcode `DISPATCH`, ordering, packet and kernarg placement.
     pub header: CommandHeader,
     /// Device address of the kernel's [`KernelInfo`].
     pub kernel: u64,
+    /// Where the workgroup count comes from: none set for a direct dispatch
+    /// (`workgroup_count`), `INDIRECT_STATIC` or `INDIRECT_DYNAMIC` to read
+    /// it through `workgroup_count_ref`.
     pub dispatch_flags: DispatchFlags,
     /// Workgroup size per dimension.
     pub workgroup_size: [u16; 3],
@@ -462,6 +488,7 @@ pub struct DispatchCommand {
     pub binding_count: u16,
     /// Grid dimensions, 1..=3 (the packet's setup).
     pub dimensions: u8,
+    /// Keeps `bindings` 8-byte aligned; written as zero.
     pub reserved0: u8,
     /// Device address of `[BindingPatch; binding_count]`.
     pub bindings: u64,
@@ -474,6 +501,7 @@ pub struct DispatchCommand {
     /// first word last; 0 to build the packet at issue (indirect
     /// dispatches, zero workgroups).
     pub packet: u64,
+    /// Pads the command to its 128-byte slot; written as zero.
     pub reserved: [u64; 2],
 }
 
@@ -571,6 +599,7 @@ pub enum DispatchPacketError {
 #[repr(C, align(64))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 pub struct FillCommand {
+    /// Opcode `FILL`, ordering, packet and kernarg placement.
     pub header: CommandHeader,
     /// The range filled (`length` bytes, a multiple of `pattern_length`).
     pub target: BufferRef,
@@ -578,7 +607,9 @@ pub struct FillCommand {
     pub pattern: [u8; 16],
     /// 1, 2, 4, 8 or 16.
     pub pattern_length: u8,
+    /// Keeps `reserved` 8-byte aligned; written as zero.
     pub reserved0: [u8; 7],
+    /// Pads the command to its 128-byte slot; written as zero.
     pub reserved: [u64; 7],
 }
 
@@ -597,9 +628,13 @@ assert_command_layout!(
 #[repr(C, align(64))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 pub struct CopyCommand {
+    /// Opcode `COPY`, ordering, packet and kernarg placement.
     pub header: CommandHeader,
+    /// The range read; must not overlap `target`.
     pub source: BufferRef,
+    /// The range written, of the same length as `source`.
     pub target: BufferRef,
+    /// Pads the command to its 128-byte slot; written as zero.
     pub reserved: [u64; 6],
 }
 
@@ -616,11 +651,14 @@ assert_command_layout!(
 #[repr(C, align(64))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 pub struct UpdateCommand {
+    /// Opcode `UPDATE`, ordering, packet and kernarg placement.
     pub header: CommandHeader,
     /// Device address of the data, in the command buffer's own storage
     /// (`target.length` bytes).
     pub source_data: u64,
+    /// The range written.
     pub target: BufferRef,
+    /// Pads the command to its 128-byte slot; written as zero.
     pub reserved: [u64; 9],
 }
 
@@ -637,7 +675,9 @@ assert_command_layout!(
 #[repr(C, align(64))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 pub struct BarrierCommand {
+    /// Opcode `BARRIER` and the barrier-AND's fence scopes.
     pub header: CommandHeader,
+    /// Pads the command to its 128-byte slot; written as zero.
     pub reserved: [u64; 14],
 }
 
@@ -650,9 +690,13 @@ assert_command_layout!(BarrierCommand, header = 0, reserved = 16,);
 #[repr(C, align(64))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 pub struct BranchCommand {
+    /// Opcode `BRANCH`, ordering, packet and kernarg placement.
     pub header: CommandHeader,
+    /// Index of the block to continue with (`< block_count`).
     pub target_block: u32,
+    /// Keeps `reserved` 8-byte aligned; written as zero.
     pub reserved0: u32,
+    /// Pads the command to its 128-byte slot; written as zero.
     pub reserved: [u64; 13],
 }
 
@@ -669,17 +713,25 @@ open_enum! {
     /// its `value`: equality, or an ordering as signed or unsigned
     /// integers.
     pub struct BranchCondition(u32) {
+        /// `memory == value`.
         EQ = 0,
+        /// `memory != value`.
         NE = 1,
-        /// Signed `<`, `<=`, `>`, `>=`.
+        /// `memory < value`, as signed integers.
         LT = 2,
+        /// `memory <= value`, as signed integers.
         LE = 3,
+        /// `memory > value`, as signed integers.
         GT = 4,
+        /// `memory >= value`, as signed integers.
         GE = 5,
-        /// Unsigned `<`, `<=`, `>`, `>=`.
+        /// `memory < value`, as unsigned integers.
         ULT = 6,
+        /// `memory <= value`, as unsigned integers.
         ULE = 7,
+        /// `memory > value`, as unsigned integers.
         UGT = 8,
+        /// `memory >= value`, as unsigned integers.
         UGE = 9,
     }
 }
@@ -710,14 +762,22 @@ impl BranchCondition {
 #[repr(C, align(64))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 pub struct CondBranchCommand {
+    /// Opcode `COND_BRANCH`, ordering, packet and kernarg placement.
     pub header: CommandHeader,
     /// An 8-byte range holding the value compared.
     pub condition: BufferRef,
+    /// The comparison; an unknown one fails the issue.
     pub cond: BranchCondition,
+    /// Keeps `value` 8-byte aligned; written as zero.
     pub reserved0: u32,
+    /// The right-hand side of the comparison (its bits are compared as
+    /// unsigned for the `U*` conditions).
     pub value: i64,
+    /// Index of the block to continue with when the condition holds.
     pub true_block: u32,
+    /// Index of the block to continue with when it does not.
     pub false_block: u32,
+    /// Pads the command to its 128-byte slot; written as zero.
     pub reserved: [u64; 7],
 }
 
@@ -740,7 +800,9 @@ assert_command_layout!(
 #[repr(C, align(64))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 pub struct ReturnCommand {
+    /// Opcode `RETURN` and the barrier-AND's fence scopes.
     pub header: CommandHeader,
+    /// Pads the command to its 128-byte slot; written as zero.
     pub reserved: [u64; 14],
 }
 
@@ -771,11 +833,13 @@ pub struct Execution {
     /// are issued serially by the branch's control kernel itself, saving
     /// the block-issue dispatch (0: never; `u32::MAX`: always).
     pub serial_threshold: u32,
+    /// Keeps `entry` 8-byte aligned; written as zero.
     pub reserved0: u32,
     /// Device address of the scheduler's [`crate::scheduler::QueueEntry`]
     /// this submission runs (0: submitted by the host, no scheduler). With
     /// one, RETURN dispatches the control kernel, which retires the entry.
     pub entry: u64,
+    /// Pads the record to one 64-byte line; written as zero.
     pub reserved: u64,
 }
 
@@ -821,6 +885,7 @@ pub struct PatchArgs {
     pub dimensions: u16,
     /// Workgroup size per dimension.
     pub workgroup_size: [u16; 3],
+    /// Pads the arguments to 32 bytes; written as zero.
     pub reserved: u16,
 }
 
@@ -881,6 +946,7 @@ pub struct BlockIssue {
     pub binding_table: u64,
     /// Slots at `binding_table`.
     pub binding_count: u32,
+    /// Keeps `completion_signal` 8-byte aligned; written as zero.
     pub reserved0: u32,
     /// The signal the block's RETURN packet decrements (null: none).
     pub completion_signal: crate::hsa::SignalHandle,
@@ -899,6 +965,7 @@ pub struct BlockIssue {
     /// INDIRECT_DYNAMIC dispatch emits before its dispatch, with
     /// [`PatchArgs`].
     pub patch_kernel: u64,
+    /// Pads the issue state to two 64-byte lines; written as zero.
     pub reserved: [u64; 4],
 }
 
@@ -930,11 +997,19 @@ assert_layout!(
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 pub struct FillArgs {
+    /// Device address of the first byte written.
     pub dst: u64,
+    /// Bytes written: `dst[k] = pattern[k % pattern_size]` for `k < len`.
     pub len: u64,
+    /// Pattern bytes 0..8, little-endian.
     pub pattern_lo: u64,
+    /// Pattern bytes 8..16, little-endian (read only for a 16-byte
+    /// pattern).
     pub pattern_hi: u64,
+    /// Pattern length in bytes: 1, 2, 4, 8 or 16 (any other traps, a queue
+    /// error, before a byte is written).
     pub pattern_size: u32,
+    /// Pads the arguments to 40 bytes; written as zero.
     pub reserved: u32,
 }
 
@@ -957,8 +1032,12 @@ assert_layout!(
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 pub struct CopyArgs {
+    /// Device address of the first byte written.
     pub dst: u64,
+    /// Device address of the first byte read; `[src, src + len)` must not
+    /// overlap `[dst, dst + len)`.
     pub src: u64,
+    /// Bytes copied; any alignment of either address.
     pub len: u64,
 }
 
@@ -976,13 +1055,21 @@ assert_layout!(
 /// A command viewed by its opcode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CommandView<'a> {
+    /// Opcode `DISPATCH`.
     Dispatch(&'a DispatchCommand),
+    /// Opcode `FILL`.
     Fill(&'a FillCommand),
+    /// Opcode `COPY`.
     Copy(&'a CopyCommand),
+    /// Opcode `UPDATE`.
     Update(&'a UpdateCommand),
+    /// Opcode `BARRIER`.
     Barrier(&'a BarrierCommand),
+    /// Opcode `BRANCH`.
     Branch(&'a BranchCommand),
+    /// Opcode `COND_BRANCH`.
     CondBranch(&'a CondBranchCommand),
+    /// Opcode `RETURN`.
     Return(&'a ReturnCommand),
 }
 

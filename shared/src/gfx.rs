@@ -38,6 +38,21 @@ pub enum MatrixCore {
     None,
 }
 
+/// The 8-bit float formats a processor's matrix instructions take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fp8Format {
+    /// No FP8/BF8 matrix instructions.
+    None,
+    /// E4M3 and E5M2 "FNUZ" (gfx940–gfx942: exponent biases 8 and 16, no
+    /// infinities, one NaN 0x80, no negative zero; LLVM's
+    /// `Float8E4M3FNUZ`/`Float8E5M2FNUZ`, the CDNA3 ISA's "FP8 and BF8
+    /// formats").
+    Fnuz,
+    /// The OCP formats E4M3FN and E5M2 (gfx950, gfx12: biases 7 and 15, as
+    /// the OCP 8-bit floating point specification defines them).
+    Ocp,
+}
+
 /// A target feature's setting on the products of a processor, as the
 /// runtime reports it in the ISA name (`gfx942:sramecc+:xnack-`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,6 +148,10 @@ pub struct Gfx {
     pub xnack: Feature,
     /// Bytes per cache line (`HSA_AMD_AGENT_INFO_CACHELINE_SIZE`).
     pub cacheline_bytes: u32,
+    /// FP8/BF8 encodings of the matrix instructions (`AMDGPU.td`
+    /// FeatureFP8Insts on gfx940–942, FeatureFP8ConversionInsts with OCP
+    /// encodings on gfx950 and gfx12).
+    pub fp8: Fp8Format,
 }
 
 impl Gfx {
@@ -173,6 +192,7 @@ const GFX90A: Gfx = Gfx {
     sramecc: Feature::On,
     xnack: Feature::Off,
     cacheline_bytes: 128,
+    fp8: Fp8Format::None,
 };
 
 /// RDNA3 (gfx1100): wave32, the 1.5x VGPR file, 128 KiB LDS per WGP of
@@ -199,6 +219,7 @@ const GFX1100: Gfx = Gfx {
     sramecc: Feature::Unsupported,
     xnack: Feature::Unsupported,
     cacheline_bytes: 128,
+    fp8: Fp8Format::None,
 };
 
 /// Every processor aqueduct builds for, in the order reports list them:
@@ -208,6 +229,7 @@ pub const TARGETS: &[Gfx] = &[
     // CDNA3: as CDNA2 for everything here.
     Gfx {
         name: "gfx942",
+        fp8: Fp8Format::Fnuz,
         ..GFX90A
     },
     // CDNA4: 160 KiB LDS per CU, all of it addressable by one workgroup,
@@ -217,12 +239,14 @@ pub const TARGETS: &[Gfx] = &[
         lds_per_cu: 160 * 1024,
         lds_per_workgroup: 160 * 1024,
         lds_granule: 1280,
+        fp8: Fp8Format::Ocp,
         ..GFX90A
     },
     GFX1100,
     // RDNA4: as RDNA3 for everything here.
     Gfx {
         name: "gfx1201",
+        fp8: Fp8Format::Ocp,
         ..GFX1100
     },
 ];

@@ -21,6 +21,7 @@ impl SignalHandle {
     /// The null handle: no signal.
     pub const NULL: Self = Self(0);
 
+    /// Whether this is [`SignalHandle::NULL`] (handle 0: no signal).
     pub const fn is_null(self) -> bool {
         self.0 == 0
     }

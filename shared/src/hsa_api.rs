@@ -116,7 +116,11 @@ pub fn status_name(status: Status) -> Option<&'static str> {
 /// header check.
 macro_rules! enumerators {
     ($($(#[$meta:meta])* $name:ident = $value:expr;)+) => {
-        $($(#[$meta])* pub const $name: u32 = $value;)+
+        // Each constant is the C enumerator of the same name and value
+        // (grouped below by the C enum type it belongs to, from `hsa.h` or
+        // `hsa_ext_amd.h`), checked against ROCr's headers; the headers are
+        // its documentation.
+        $($(#[$meta])* #[allow(missing_docs)] pub const $name: u32 = $value;)+
 
         /// Every enumerator above with its C name, for the header check.
         pub const ENUMERATORS: &[(&str, u32)] = &[$((stringify!($name), $name)),+];
@@ -474,7 +478,7 @@ with_hsa_functions!(declare_api);
 /// optionally. It writes up to `capacity` records of what the runtime's
 /// dispatches executed so far, one per kernel name, and returns how many
 /// kernels there are.
-pub const SIM_KERNEL_STATS_SYMBOL: &str = "aqueduct_sim_kernel_stats";
+pub const SIM_KERNEL_STATS_SYMBOL: &str = "aqueduct_sim_kernel_stats_v2";
 
 /// [`SIM_KERNEL_STATS_SYMBOL`]'s signature.
 pub type SimKernelStatsFn =
@@ -490,6 +494,7 @@ pub const SIM_KERNEL_NAME_BYTES: usize = 112;
 pub struct SimKernelStats {
     /// The kernel's name, NUL-terminated UTF-8.
     pub name: [u8; SIM_KERNEL_NAME_BYTES],
+    /// Dispatches of the kernel (AQL kernel dispatch packets processed).
     pub dispatches: u64,
     /// Waves run.
     pub waves: u64,
@@ -497,6 +502,9 @@ pub struct SimKernelStats {
     pub instructions: u64,
     /// Sum over executed instructions of active lanes.
     pub lane_ops: u64,
+    /// Wave-instructions executed that were matrix instructions (MFMA,
+    /// SMFMAC).
+    pub matrix_instructions: u64,
 }
 
 #[cfg(test)]

@@ -22,10 +22,12 @@ pub struct KernelDescriptor {
     pub private_segment_fixed_size: u32,
     /// KERNARG_SIZE: size of the kernarg segment in bytes.
     pub kernarg_size: u32,
+    /// Bytes 12..16, reserved (must be zero).
     pub reserved0: [u8; 4],
     /// KERNEL_CODE_ENTRY_BYTE_OFFSET: signed distance from the descriptor's
     /// own address to the kernel's first instruction (256-byte aligned).
     pub kernel_code_entry_byte_offset: i64,
+    /// Bytes 24..44, reserved (must be zero).
     pub reserved1: [u8; 20],
     /// COMPUTE_PGM_RSRC3 (GFX90A, GFX940 and GFX10+; zero elsewhere).
     pub compute_pgm_rsrc3: u32,
@@ -37,6 +39,7 @@ pub struct KernelDescriptor {
     pub kernel_code_properties: u16,
     /// KERNARG_PRELOAD: SPEC_LENGTH (bits 6:0), SPEC_OFFSET (bits 15:7).
     pub kernarg_preload: u16,
+    /// Bytes 60..64, reserved (must be zero).
     pub reserved2: [u8; 4],
 }
 
@@ -69,8 +72,14 @@ pub enum GfxFamily {
     /// (gfx908 has AGPRs but no COMPUTE_PGM_RSRC3 fields; the reader treats
     /// the shared fields alike.)
     Gfx9Mai,
+    /// GFX10 (RDNA1, RDNA2: gfx10xx); COMPUTE_PGM_RSRC3 holds
+    /// SHARED_VGPR_COUNT.
     Gfx10,
+    /// GFX11 (RDNA3: gfx11xx); INST_PREF_SIZE is bits 9:4 of
+    /// COMPUTE_PGM_RSRC3.
     Gfx11,
+    /// GFX12 (RDNA4: gfx12xx); INST_PREF_SIZE is bits 11:4 of
+    /// COMPUTE_PGM_RSRC3, and bit 21 of COMPUTE_PGM_RSRC1 is WG_RR_EN.
     Gfx12,
 }
 
@@ -93,21 +102,34 @@ impl PgmRsrc1 {
     pub const fn granulated_wavefront_sgpr_count(self) -> u32 {
         bits(self.0, 6, 9)
     }
+    /// PRIORITY (bits 11:10): must be 0; the command processor sets the
+    /// wave's priority.
     pub const fn priority(self) -> u32 {
         bits(self.0, 10, 11)
     }
+    /// FLOAT_ROUND_MODE_32 (bits 13:12): the initial rounding mode of f32
+    /// operations (0 nearest even, 1 toward +inf, 2 toward -inf, 3 toward
+    /// zero); MODE.FP_ROUND bits 1:0 at wave launch.
     pub const fn float_round_mode_32(self) -> u32 {
         bits(self.0, 12, 13)
     }
+    /// FLOAT_ROUND_MODE_16_64 (bits 15:14): the same for f16 and f64
+    /// operations; MODE.FP_ROUND bits 3:2.
     pub const fn float_round_mode_16_64(self) -> u32 {
         bits(self.0, 14, 15)
     }
+    /// FLOAT_DENORM_MODE_32 (bits 17:16): f32 denormal handling (0 flush
+    /// source and destination, 1 flush destination, 2 flush source, 3 keep
+    /// both); MODE.FP_DENORM bits 1:0.
     pub const fn float_denorm_mode_32(self) -> u32 {
         bits(self.0, 16, 17)
     }
+    /// FLOAT_DENORM_MODE_16_64 (bits 19:18): the same for f16 and f64;
+    /// MODE.FP_DENORM bits 3:2.
     pub const fn float_denorm_mode_16_64(self) -> u32 {
         bits(self.0, 18, 19)
     }
+    /// PRIV (bit 20): must be 0 (start in trap-handler privilege mode).
     pub const fn priv_(self) -> bool {
         bits(self.0, 20, 20) != 0
     }
@@ -115,6 +137,7 @@ impl PgmRsrc1 {
     pub const fn enable_dx10_clamp(self) -> bool {
         bits(self.0, 21, 21) != 0
     }
+    /// DEBUG_MODE (bit 22): must be 0 (start in single-step mode).
     pub const fn debug_mode(self) -> bool {
         bits(self.0, 22, 22) != 0
     }
@@ -122,9 +145,11 @@ impl PgmRsrc1 {
     pub const fn enable_ieee_mode(self) -> bool {
         bits(self.0, 23, 23) != 0
     }
+    /// BULKY (bit 24): must be 0 (only one workgroup per compute unit).
     pub const fn bulky(self) -> bool {
         bits(self.0, 24, 24) != 0
     }
+    /// CDBG_USER (bit 25): must be 0 (a flag for debugging code).
     pub const fn cdbg_user(self) -> bool {
         bits(self.0, 25, 25) != 0
     }
@@ -159,18 +184,27 @@ impl PgmRsrc2 {
     pub const fn user_sgpr_count(self) -> u32 {
         bits(self.0, 1, 5)
     }
+    /// ENABLE_TRAP_HANDLER (bit 6): must be 0 in the descriptor; the
+    /// command processor sets TRAP_PRESENT when the runtime installed a
+    /// trap handler.
     pub const fn enable_trap_handler(self) -> bool {
         bits(self.0, 6, 6) != 0
     }
+    /// ENABLE_SGPR_WORKGROUP_ID_X (bit 7): a system SGPR after the user
+    /// SGPRs holds the workgroup id in X.
     pub const fn enable_sgpr_workgroup_id_x(self) -> bool {
         bits(self.0, 7, 7) != 0
     }
+    /// ENABLE_SGPR_WORKGROUP_ID_Y (bit 8): likewise for Y, after X's.
     pub const fn enable_sgpr_workgroup_id_y(self) -> bool {
         bits(self.0, 8, 8) != 0
     }
+    /// ENABLE_SGPR_WORKGROUP_ID_Z (bit 9): likewise for Z, after Y's.
     pub const fn enable_sgpr_workgroup_id_z(self) -> bool {
         bits(self.0, 9, 9) != 0
     }
+    /// ENABLE_SGPR_WORKGROUP_INFO (bit 10): a system SGPR after the
+    /// workgroup ids holds workgroup information.
     pub const fn enable_sgpr_workgroup_info(self) -> bool {
         bits(self.0, 10, 10) != 0
     }
@@ -178,9 +212,13 @@ impl PgmRsrc2 {
     pub const fn enable_vgpr_workitem_id(self) -> u32 {
         bits(self.0, 11, 12)
     }
+    /// ENABLE_EXCEPTION_ADDRESS_WATCH (bit 13): must be 0; the command
+    /// processor fills it in from the runtime's debugger state.
     pub const fn enable_exception_address_watch(self) -> bool {
         bits(self.0, 13, 13) != 0
     }
+    /// ENABLE_EXCEPTION_MEMORY (bit 14): must be 0; the command processor
+    /// fills it in (memory violation exceptions).
     pub const fn enable_exception_memory(self) -> bool {
         bits(self.0, 14, 14) != 0
     }
@@ -239,24 +277,40 @@ impl KernelCodeProperties {
     const fn bit(self, n: u16) -> bool {
         self.0 & (1 << n) != 0
     }
+    /// ENABLE_SGPR_PRIVATE_SEGMENT_BUFFER (bit 0): 4 user SGPRs hold the
+    /// scratch buffer resource (V#); unused with architected flat scratch
+    /// (gfx940+).
     pub const fn enable_sgpr_private_segment_buffer(self) -> bool {
         self.bit(0)
     }
+    /// ENABLE_SGPR_DISPATCH_PTR (bit 1): 2 user SGPRs hold the address of
+    /// the AQL dispatch packet.
     pub const fn enable_sgpr_dispatch_ptr(self) -> bool {
         self.bit(1)
     }
+    /// ENABLE_SGPR_QUEUE_PTR (bit 2): 2 user SGPRs hold the address of the
+    /// queue's `amd_queue_t`.
     pub const fn enable_sgpr_queue_ptr(self) -> bool {
         self.bit(2)
     }
+    /// ENABLE_SGPR_KERNARG_SEGMENT_PTR (bit 3): 2 user SGPRs hold the
+    /// kernarg segment's address.
     pub const fn enable_sgpr_kernarg_segment_ptr(self) -> bool {
         self.bit(3)
     }
+    /// ENABLE_SGPR_DISPATCH_ID (bit 4): 2 user SGPRs hold the 64-bit
+    /// dispatch id (the packet's index in its queue).
     pub const fn enable_sgpr_dispatch_id(self) -> bool {
         self.bit(4)
     }
+    /// ENABLE_SGPR_FLAT_SCRATCH_INIT (bit 5): 2 user SGPRs hold the flat
+    /// scratch initialisation values; unused with architected flat scratch
+    /// (gfx940+).
     pub const fn enable_sgpr_flat_scratch_init(self) -> bool {
         self.bit(5)
     }
+    /// ENABLE_SGPR_PRIVATE_SEGMENT_SIZE (bit 6): 1 user SGPR holds the
+    /// scratch bytes per work-item.
     pub const fn enable_sgpr_private_segment_size(self) -> bool {
         self.bit(6)
     }
@@ -271,15 +325,19 @@ impl KernelCodeProperties {
 }
 
 impl KernelDescriptor {
+    /// COMPUTE_PGM_RSRC1 with its fields.
     pub const fn rsrc1(&self) -> PgmRsrc1 {
         PgmRsrc1(self.compute_pgm_rsrc1)
     }
+    /// COMPUTE_PGM_RSRC2 with its fields.
     pub const fn rsrc2(&self) -> PgmRsrc2 {
         PgmRsrc2(self.compute_pgm_rsrc2)
     }
+    /// COMPUTE_PGM_RSRC3 with its fields (read them by [`GfxFamily`]).
     pub const fn rsrc3(&self) -> PgmRsrc3 {
         PgmRsrc3(self.compute_pgm_rsrc3)
     }
+    /// `kernel_code_properties` with its bits.
     pub const fn properties(&self) -> KernelCodeProperties {
         KernelCodeProperties(self.kernel_code_properties)
     }

@@ -34,6 +34,7 @@
 //! With the `reader` feature (host side only, needs `alloc`) the crate also
 //! carries the one code-object reader that host, simulator and xtask share.
 #![no_std]
+#![deny(missing_docs)]
 
 #[cfg(feature = "reader")]
 extern crate alloc;
@@ -190,7 +191,9 @@ pub mod gfx;
 pub mod hsa;
 pub mod hsa_api;
 pub mod kernel_descriptor;
+pub mod occupancy;
 pub mod packet;
+pub mod pattern;
 pub mod scheduler;
 
 #[cfg(feature = "reader")]

@@ -20,7 +20,10 @@ use crate::hsa::SignalHandle;
 /// header to store last.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Prepared<P> {
+    /// The whole packet with header `INVALID`: copy it into the slot first.
     pub body: P,
+    /// The header that publishes the packet, stored last (as part of
+    /// [`Prepared::first_word`]).
     pub header: PacketHeader,
 }
 
@@ -49,19 +52,55 @@ pub enum PacketError {
     /// `dimensions` is not 1, 2 or 3.
     Dimensions(u8),
     /// A grid or workgroup size of zero in a used dimension.
-    ZeroSize { axis: usize },
+    ZeroSize {
+        /// The dimension: 0 x, 1 y, 2 z.
+        axis: usize,
+    },
     /// A dimension beyond `dimensions` whose grid or workgroup size is not 1.
-    UnusedDimension { axis: usize },
+    UnusedDimension {
+        /// The dimension: 0 x, 1 y, 2 z.
+        axis: usize,
+    },
     /// A workgroup dimension above the agent's limit.
-    WorkgroupDimTooLarge { axis: usize, size: u32, max: u32 },
+    WorkgroupDimTooLarge {
+        /// The dimension: 0 x, 1 y, 2 z.
+        axis: usize,
+        /// Work-items asked for in that dimension.
+        size: u32,
+        /// The agent's `max_workgroup_dim` for it.
+        max: u32,
+    },
     /// More work-items per workgroup than the agent allows.
-    WorkgroupTooLarge { size: u32, max: u32 },
+    WorkgroupTooLarge {
+        /// Work-items per workgroup asked for (the product of the
+        /// dimensions, saturated to `u32::MAX`).
+        size: u32,
+        /// The agent's `max_workgroup_size`.
+        max: u32,
+    },
     /// A grid dimension above the agent's limit.
-    GridDimTooLarge { axis: usize, size: u32, max: u32 },
+    GridDimTooLarge {
+        /// The dimension: 0 x, 1 y, 2 z.
+        axis: usize,
+        /// Work-items asked for in that dimension.
+        size: u32,
+        /// The agent's `max_grid_dim` for it.
+        max: u32,
+    },
     /// More work-items in the grid than the agent allows.
-    GridTooLarge { size: u64, max: u64 },
+    GridTooLarge {
+        /// Work-items in the grid (the product of the dimensions).
+        size: u64,
+        /// The agent's `max_grid_size`.
+        max: u64,
+    },
     /// More LDS than a workgroup can have.
-    GroupSegmentTooLarge { size: u32, max: u32 },
+    GroupSegmentTooLarge {
+        /// LDS bytes per workgroup asked for, static plus dynamic.
+        size: u32,
+        /// The agent's `max_group_segment_size`.
+        max: u32,
+    },
     /// `kernel_object` is null or not 64-byte aligned (kernel descriptors
     /// are).
     KernelObject(u64),
@@ -139,10 +178,18 @@ impl core::error::Error for PacketError {}
 /// size).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DispatchLimits {
+    /// Most work-items per workgroup in x, y, z
+    /// (`HSA_AGENT_INFO_WORKGROUP_MAX_DIM`).
     pub max_workgroup_dim: [u32; 3],
+    /// Most work-items per workgroup in all
+    /// (`HSA_AGENT_INFO_WORKGROUP_MAX_SIZE`).
     pub max_workgroup_size: u32,
+    /// Most work-items of a grid in x, y, z (`HSA_AGENT_INFO_GRID_MAX_DIM`).
     pub max_grid_dim: [u32; 3],
+    /// Most work-items of a grid in all (`HSA_AGENT_INFO_GRID_MAX_SIZE`).
     pub max_grid_size: u64,
+    /// LDS bytes a workgroup can have (the group segment, static plus
+    /// dynamic).
     pub max_group_segment_size: u32,
 }
 
@@ -165,7 +212,11 @@ impl DispatchLimits {
 pub struct Ordering {
     /// Wait for every earlier packet of the queue to complete first.
     pub barrier: bool,
+    /// Scope of the acquire fence before the packet runs: NONE, AGENT or
+    /// SYSTEM (others are refused).
     pub acquire: FenceScope,
+    /// Scope of the release fence when it completes: NONE, AGENT or SYSTEM
+    /// (others are refused).
     pub release: FenceScope,
 }
 
@@ -184,6 +235,7 @@ impl Ordering {
         release: FenceScope::AGENT,
     };
 
+    /// The same ordering with the barrier bit set.
     pub const fn with_barrier(mut self) -> Self {
         self.barrier = true;
         self
@@ -222,7 +274,10 @@ pub struct KernelDispatch {
     pub private_segment_size: u32,
     /// LDS bytes per workgroup, static plus dynamic.
     pub group_segment_size: u32,
+    /// Signal the packet processor decrements by one when the dispatch
+    /// completes ([`SignalHandle::NULL`]: none).
     pub completion_signal: SignalHandle,
+    /// Barrier bit and fence scopes of the packet's header.
     pub ordering: Ordering,
 }
 
@@ -359,7 +414,9 @@ pub enum BarrierKind {
 /// A barrier packet, AND or OR; both share one layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BarrierPacket {
+    /// A barrier-AND packet (`HSA_PACKET_TYPE_BARRIER_AND`).
     And(Prepared<BarrierAndPacket>),
+    /// A barrier-OR packet (`HSA_PACKET_TYPE_BARRIER_OR`).
     Or(Prepared<BarrierOrPacket>),
 }
 

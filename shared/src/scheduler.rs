@@ -61,6 +61,8 @@ open_enum! {
 pub struct SemaphoreRef {
     /// Device address of the [`Semaphore`].
     pub semaphore: u64,
+    /// The payload: waited for until the semaphore's payload is at least
+    /// this (wait list), or the one it is advanced to (signal list).
     pub value: u64,
 }
 
@@ -82,15 +84,20 @@ assert_layout!(
 #[repr(C, align(64))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 pub struct QueueEntry {
+    /// What the entry asks for; says which of `execution`, `command` and
+    /// `handle` is read.
     pub kind: QueueEntryKind,
+    /// Keeps `wait_count` 2-byte aligned; written as zero.
     pub reserved0: u8,
     /// Entries at `waits`.
     pub wait_count: u16,
     /// Entries at `signals`.
     pub signal_count: u16,
+    /// Keeps `state` 4-byte aligned; written as zero.
     pub reserved1: u16,
     /// [`QueueEntryState`], updated by the scheduler with release stores.
     pub state: QueueEntryState,
+    /// Keeps `id` 8-byte aligned; written as zero.
     pub reserved2: u32,
     /// Submission id: the entry's index in the ring's unbounded sequence.
     pub id: u64,
@@ -125,6 +132,8 @@ pub struct QueueEntry {
     /// Device address of the [`crate::command::AllocationHandle`] of an
     /// ALLOCA or DEALLOCA entry.
     pub handle: u64,
+    /// Pads the scheduler's line to 64 bytes, so `command` starts a line;
+    /// written as zero.
     pub reserved3: [u64; 2],
     /// The operation for kind `COMMAND`.
     pub command: Command,
@@ -185,11 +194,13 @@ pub struct Semaphore {
     /// An HSA signal whose value mirrors `payload` (`i64::MAX` once
     /// failed), so the host can block in `hsa_signal_wait_*`; null: none.
     pub signal: SignalHandle,
+    /// [`SemaphoreFlags::FAILED`] once the semaphore failed.
     pub flags: SemaphoreFlags,
     /// Spin lock: 0 free, 1 held.
     pub lock: u32,
     /// HSA-style status of a failed semaphore (0 while fine).
     pub status: u32,
+    /// Keeps `waiters_head` 8-byte aligned; written as zero.
     pub reserved0: u32,
     /// First waiting [`QueueEntry`] (device address, 0: none): the one
     /// needing the smallest payload.
@@ -201,6 +212,7 @@ pub struct Semaphore {
     pub failed_scheduler: u64,
     /// And that entry's id.
     pub failed_entry: u64,
+    /// Pads the semaphore to two 64-byte lines; written as zero.
     pub reserved: [u64; 8],
 }
 
@@ -297,6 +309,7 @@ pub struct SchedulerState {
     /// goes to `execution_queues[next_queue % execution_count]`. The
     /// tick's own.
     pub next_queue: u64,
+    /// Pads the request line to 64 bytes; written as zero.
     pub reserved0: u64,
     /// Device address of `[QueueEntry; capacity]`.
     pub entries: u64,
@@ -313,6 +326,7 @@ pub struct SchedulerState {
     /// its tick requested): a scheduler going away waits for 0 before its
     /// memory goes. Raised under the semaphore's lock.
     pub waking: u64,
+    /// Pads the mailbox line to 64 bytes; written as zero.
     pub reserved1: [u64; 2],
     /// The tick's AQL packet as eight words, header first: a requester
     /// copies it into a control-queue slot and publishes it.
@@ -385,6 +399,7 @@ pub struct PoolBucket {
     /// Device address of `[u64; capacity]`: the free blocks' addresses,
     /// `count` of them at the start.
     pub free: u64,
+    /// Free blocks at `free` now (at most `capacity`).
     pub count: u64,
     /// Most blocks the bucket can hold free (the array's length).
     pub capacity: u64,
@@ -398,7 +413,9 @@ pub struct PoolBucket {
     /// The allocations waiting for a block: first and last entry (0:
     /// none). The tick's own.
     pub starved_head: u64,
+    /// The last of those entries (0: none). The tick's own.
     pub starved_tail: u64,
+    /// Pads the bucket to one 64-byte line; written as zero.
     pub reserved: u64,
 }
 
@@ -432,6 +449,9 @@ impl PoolBucket {
 #[repr(C, align(64))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 pub struct BlockPool {
+    /// The small-block bucket, then the large-block one (a larger
+    /// `block_size`); a request takes the first whose `block_size` holds
+    /// it.
     pub buckets: [PoolBucket; 2],
 }
 
@@ -457,6 +477,7 @@ pub struct KernargRing {
     pub write_offset: u64,
     /// Bytes ever released (advanced by the scheduler as work retires).
     pub read_offset: u64,
+    /// Pads the ring's offsets to one 64-byte line; written as zero.
     pub reserved: [u64; 4],
 }
 
@@ -496,6 +517,7 @@ pub struct TraceRing {
     pub dropped: u64,
     /// Agent timestamp frequency in Hz, to convert record timestamps.
     pub timestamp_frequency: u64,
+    /// Pads the ring's indices to one 64-byte line; written as zero.
     pub reserved: [u64; 2],
 }
 
@@ -539,13 +561,21 @@ open_enum! {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 pub struct TraceRecord {
+    /// What the record describes, stored last (release); 0 marks a slot
+    /// not yet written (or already consumed).
     pub kind: TraceKind,
+    /// Kind-specific: entries accepted (`SCHEDULER_TICK`), block index
+    /// (`BLOCK`), else 0.
     pub flags: u16,
+    /// Keeps `id` 8-byte aligned; written as zero.
     pub reserved: u32,
+    /// The tick's number (`SCHEDULER_TICK`) or the queue entry's id (the
+    /// other kinds).
     pub id: u64,
     /// Agent timestamps (`s_memrealtime` domain); a point event has
     /// `end_ts == start_ts`.
     pub start_ts: u64,
+    /// Agent timestamp of the event's end (see `start_ts`).
     pub end_ts: u64,
 }
 

@@ -22,10 +22,14 @@ fn nanos() -> u64 {
     epoch().elapsed().as_nanos() as u64
 }
 
+/// What `s_memtime` reads: nanoseconds since the first clock read in this
+/// process, as cycles of a nominal 1 GHz shader clock.
 pub fn shader_cycles() -> u64 {
     nanos()
 }
 
+/// What `s_memrealtime` reads: ticks of the [`REALTIME_HZ`] reference
+/// clock since the first clock read in this process.
 pub fn realtime_ticks() -> u64 {
     nanos() / (1_000_000_000 / REALTIME_HZ)
 }

@@ -56,6 +56,7 @@ pub struct Launch {
     pub packet_address: u64,
     /// Address of the `amd_queue_t` (the queue ptr SGPRs).
     pub queue_address: u64,
+    /// The packet's index in its queue (the dispatch id SGPRs).
     pub dispatch_id: u64,
 }
 
@@ -78,12 +79,17 @@ impl Launch {
 /// What a dispatch did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
+    /// Workgroups run.
     pub workgroups: u64,
+    /// Waves run.
     pub waves: u64,
     /// Wave-instructions executed.
     pub instructions: u64,
     /// Sum over executed instructions of active lanes (EXEC bits).
     pub lane_ops: u64,
+    /// Wave-instructions executed that were matrix instructions (MFMA,
+    /// SMFMAC).
+    pub matrix_instructions: u64,
     /// Messages raised, in no particular order across workgroups.
     pub events: Vec<Event>,
 }
@@ -376,6 +382,7 @@ pub fn run_observed(
             t.waves += local.waves;
             t.instructions += local.instructions;
             t.lane_ops += local.lane_ops;
+            t.matrix_instructions += local.matrix_instructions;
             t.events.append(&mut local.events);
         }
     };
@@ -568,6 +575,7 @@ fn run_wave(
     };
     let mut n = 0u32;
     let mut lane_ops = 0u64;
+    let mut matrix = 0u32;
     let result = loop {
         if w.status != Status::Running || n == QUANTUM {
             break Ok(());
@@ -579,6 +587,7 @@ fn run_wave(
         w.pc = at + 1;
         ctx.pc = program.base + slot.offset;
         lane_ops += u64::from(w.exec().count_ones());
+        matrix += u32::from(slot.matrix);
         if let Err(f) = (slot.exec)(w, &slot.inst, &mut ctx) {
             break Err((f, at));
         }
@@ -587,6 +596,7 @@ fn run_wave(
     w.executed += u64::from(n);
     stats.instructions += u64::from(n);
     stats.lane_ops += lane_ops;
+    stats.matrix_instructions += u64::from(matrix);
     result.map_err(|(fault, at)| {
         let slot = slots.get(at);
         let fault = match slot.and_then(|s| s.invalid) {

@@ -10,8 +10,12 @@ use crate::decode::DecodeError;
 /// Which address space an out-of-range access was in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Space {
+    /// Device memory, through global, buffer or scalar memory
+    /// instructions.
     Global,
+    /// The workgroup's LDS allocation.
     Lds,
+    /// The lane's private (scratch) segment.
     Scratch,
     /// A flat address in no aperture and no valid range.
     Flat,
@@ -22,32 +26,61 @@ pub enum Space {
 pub enum Fault {
     /// An access outside the valid ranges of its space.
     Memory {
+        /// The address space accessed.
         space: Space,
+        /// The first byte's address (an offset within LDS or the lane's
+        /// scratch for those spaces).
         address: u64,
+        /// Bytes accessed.
         size: u64,
+        /// A store or atomic (true), or a load.
         write: bool,
     },
     /// An atomic at an address not naturally aligned.
-    Misaligned { address: u64, size: u64 },
+    Misaligned {
+        /// The address.
+        address: u64,
+        /// The atomic's width in bytes.
+        size: u64,
+    },
     /// Words that decode to no instruction of the target.
     Decode(DecodeError),
     /// An instruction the simulator does not implement.
-    Unimplemented { mnemonic: &'static str },
+    Unimplemented {
+        /// Its mnemonic.
+        mnemonic: &'static str,
+    },
     /// An implemented instruction asked for a case the simulator does not
     /// model (e.g. a buffer format whose conversion the ISA text leaves
     /// open); `case` names it.
     UnimplementedCase {
+        /// The instruction's mnemonic.
         mnemonic: &'static str,
+        /// The case not modelled.
         case: &'static str,
     },
     /// A VGPR or AGPR beyond the kernel's allocation.
-    Register { index: u16, acc: bool },
+    Register {
+        /// The register number.
+        index: u16,
+        /// An AGPR (true) or a VGPR.
+        acc: bool,
+    },
     /// An operand code the instruction cannot use.
-    Operand { code: u8 },
+    Operand {
+        /// The operand code (low 8 bits of a register number).
+        code: u8,
+    },
     /// A branch or `s_setpc` to an address that is not an instruction.
-    BranchTarget { address: u64 },
+    BranchTarget {
+        /// The target address.
+        address: u64,
+    },
     /// `s_trap` with its trap id.
-    Trap { id: u16 },
+    Trap {
+        /// The trap id (`s_trap 2` is the device library's abort).
+        id: u16,
+    },
     /// `s_sethalt` with a non-zero halt.
     Halt,
     /// The wave ran past the end of the code.
@@ -99,12 +132,15 @@ impl std::fmt::Display for Fault {
 /// A fault with its place: the dispatch stops and reports this.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FaultReport {
+    /// What went wrong.
     pub fault: Fault,
     /// Address of the faulting instruction.
     pub pc: u64,
     /// Its first word.
     pub word: u32,
+    /// The kernel's name.
     pub kernel: String,
+    /// The workgroup's id in x, y, z.
     pub workgroup: [u32; 3],
     /// Wave index within the workgroup.
     pub wave: u32,

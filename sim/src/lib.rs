@@ -30,6 +30,7 @@
 // Lane loops index several 64-entry arrays by lane number; that reads like
 // the ISA's pseudocode, so clippy's iterator suggestion is not taken.
 #![allow(clippy::needless_range_loop)]
+#![deny(missing_docs)]
 
 use std::sync::Arc;
 
@@ -56,6 +57,8 @@ pub use program::{LoadError, Program};
 
 /// One simulated GPU: a target and its memory.
 pub struct Device {
+    /// The processor simulated: which code objects load and how
+    /// instructions decode and execute.
     pub target: Target,
     memory: Arc<Memory>,
     threads: usize,
@@ -85,6 +88,8 @@ impl Device {
         self
     }
 
+    /// The device's memory: allocate buffers and kernel arguments here,
+    /// read results back.
     pub fn memory(&self) -> &Arc<Memory> {
         &self.memory
     }

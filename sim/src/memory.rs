@@ -70,15 +70,36 @@ impl Range {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MemoryError {
     /// Zero size, an alignment that is not a power of two, or too large.
-    BadRequest { size: u64, align: u64 },
+    BadRequest {
+        /// Bytes asked for.
+        size: u64,
+        /// Alignment asked for, bytes.
+        align: u64,
+    },
     /// The host allocator refused.
-    OutOfMemory { size: u64 },
+    OutOfMemory {
+        /// Bytes asked for (before rounding to [`PAGE`]).
+        size: u64,
+    },
     /// The range overlaps one already in the table.
-    Overlap { start: u64, end: u64 },
+    Overlap {
+        /// First byte of the range refused.
+        start: u64,
+        /// One past its last byte.
+        end: u64,
+    },
     /// No range starts at this address.
-    NotAllocated { address: u64 },
+    NotAllocated {
+        /// The address given.
+        address: u64,
+    },
     /// The access lies outside every valid range.
-    OutOfRange { address: u64, size: u64 },
+    OutOfRange {
+        /// First byte accessed.
+        address: u64,
+        /// Bytes accessed.
+        size: u64,
+    },
 }
 
 impl std::fmt::Display for MemoryError {
@@ -111,6 +132,7 @@ pub struct Memory {
 }
 
 impl Memory {
+    /// An empty table: nothing is valid until allocated or registered.
     pub fn new() -> Self {
         Self::default()
     }
@@ -338,6 +360,7 @@ impl Access<'_> {
         Ok(())
     }
 
+    /// The byte at a checked address.
     #[inline]
     pub fn load_u8(&self, address: u64) -> u8 {
         // SAFETY: callers checked the address against the table, whose
@@ -346,6 +369,7 @@ impl Access<'_> {
         unsafe { AtomicU8::from_ptr(address as *mut u8) }.load(Ordering::Relaxed)
     }
 
+    /// Stores a byte at a checked address.
     #[inline]
     pub fn store_u8(&mut self, address: u64, v: u8) {
         // SAFETY: as in `load_u8`.
@@ -363,6 +387,8 @@ impl Access<'_> {
         }
     }
 
+    /// Stores a little-endian dword at a checked address, any alignment
+    /// (bytewise when unaligned).
     #[inline]
     pub fn store_u32(&mut self, address: u64, v: u32) {
         if address % 4 == 0 {
@@ -385,6 +411,8 @@ impl Access<'_> {
         }
     }
 
+    /// Stores the low `size` (1, 2 or 4) bytes of `v`, little-endian, at
+    /// a checked address.
     #[inline]
     pub fn store_small(&mut self, address: u64, size: u32, v: u32) {
         match size {

@@ -22,17 +22,23 @@ use crate::memory::{Memory, MemoryError};
 /// Why a code object could not be loaded.
 #[derive(Debug)]
 pub enum LoadError {
+    /// The code-object reader refused the bytes.
     CodeObject(CodeObjectError),
     /// The code object is for a processor the simulator does not run.
     UnsupportedTarget {
+        /// The processor its `e_flags` name, e.g. `gfx1100`.
         processor: String,
     },
     /// Built for another processor than the device's.
     TargetMismatch {
+        /// The device's processor.
         device: Target,
+        /// The code object's processor.
         code_object: String,
     },
+    /// Its image could not be placed in device memory.
     Memory(MemoryError),
+    /// No `PT_LOAD` segment is executable: there is nothing to run.
     NoCode,
 }
 
@@ -67,11 +73,15 @@ pub(crate) struct Slot {
     pub word: u32,
     /// Why the words here are no instruction, if they are not.
     pub invalid: Option<DecodeError>,
+    /// A matrix instruction (MFMA, SMFMAC): counted apart in the stats.
+    pub matrix: bool,
 }
 
 /// A loaded, decoded code object.
 pub struct Program {
+    /// The processor it was loaded for.
     pub target: Target,
+    /// The parsed code object (metadata, kernels, segments).
     pub code_object: CodeObject,
     memory: Arc<Memory>,
     /// Device address of the image (vaddr 0 of the code object).
@@ -169,6 +179,7 @@ impl Program {
             };
             self.code.insert(self.base + offset, self.slots.len());
             self.slots.push(Slot {
+                matrix: invalid.is_none() && crate::decode::inst::is_mai(inst.mnemonic),
                 inst,
                 exec,
                 offset,
@@ -211,6 +222,7 @@ impl Program {
         })
     }
 
+    /// The memory the image was placed in.
     pub fn memory(&self) -> &Arc<Memory> {
         &self.memory
     }

@@ -16,6 +16,7 @@ use crate::decode::inst::code;
 use crate::decode::{Ext, Inst, Src};
 use crate::fault::Fault;
 
+/// Lanes of a wavefront: GFX9 runs wave64 only.
 pub const LANES: usize = 64;
 /// One 32-bit value per lane.
 pub type Lanes = [u32; LANES];
@@ -61,15 +62,21 @@ pub enum Ty {
 /// Flat-address apertures (high dword of the 64-bit address). Chosen as
 /// ROCr does on x86-64 hosts: above the 47-bit user address space, so no
 /// host pointer falls in them.
+/// The LDS (shared) aperture: flat addresses whose high dword is this
+/// address the workgroup's LDS (`src_shared_base`).
 pub const SHARED_APERTURE_HI: u32 = 0x1_0000;
+/// The scratch (private) aperture: flat addresses whose high dword is
+/// this address the lane's scratch (`src_private_base`).
 pub const PRIVATE_APERTURE_HI: u32 = 0x2_0000;
 
 /// Scheduling state of a wave.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Status {
+    /// Has instructions to run.
     Running,
     /// Waiting at `s_barrier` for the rest of the workgroup.
     Barrier,
+    /// Ran `s_endpgm`.
     Ended,
 }
 
@@ -79,6 +86,7 @@ pub enum Status {
 /// through a swizzled V# and flat/scratch accesses agree.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Scratch {
+    /// Device address of the wave's scratch block (lane 0's byte 0).
     pub base: u64,
     /// Bytes per lane.
     pub lane_bytes: u32,
@@ -103,22 +111,31 @@ pub struct Wave {
     pub pc: usize,
     /// Scalar operand space 0..=127 (see module doc).
     pub s: [u32; 128],
+    /// The scalar condition code.
     pub scc: bool,
+    /// Architectural VGPRs, as many as the kernel allocates.
     pub v: Vec<Lanes>,
+    /// Accumulation VGPRs (AGPRs), as many as the kernel allocates.
     pub a: Vec<Lanes>,
     /// MODE register (denormal and round modes, as set from the kernel
     /// descriptor and by `s_setreg`).
     pub mode: u32,
+    /// TRAPSTS register (exception status), as `s_getreg`/`s_setreg` see
+    /// it.
     pub trapsts: u32,
+    /// Running, at a barrier or ended.
     pub status: Status,
     /// Wave index within its workgroup.
     pub id: u32,
+    /// Where the lanes' private segments are.
     pub scratch: Scratch,
     /// Instructions executed.
     pub executed: u64,
 }
 
 impl Wave {
+    /// A wave at pc 0 with zeroed registers: `vgprs` VGPRs and `agprs`
+    /// AGPRs per lane.
     pub fn new(vgprs: usize, agprs: usize) -> Self {
         Self {
             pc: 0,
@@ -135,27 +152,34 @@ impl Wave {
         }
     }
 
+    /// The 64-bit EXEC mask.
     #[inline]
     pub fn exec(&self) -> u64 {
         u64::from(self.s[code::EXEC_LO as usize]) | u64::from(self.s[code::EXEC_HI as usize]) << 32
     }
 
+    /// Sets the EXEC mask.
     #[inline]
     pub fn set_exec(&mut self, v: u64) {
         self.set_s64(code::EXEC_LO, v);
     }
 
+    /// The 64-bit VCC mask.
     #[inline]
     pub fn vcc(&self) -> u64 {
         self.s64(code::VCC_LO)
     }
 
+    /// The 64-bit value of the scalar pair at operand code `r` (rounded
+    /// down to even).
     #[inline]
     pub fn s64(&self, r: u8) -> u64 {
         let r = usize::from(r & 0x7E);
         u64::from(self.s[r]) | u64::from(self.s[r + 1]) << 32
     }
 
+    /// Writes the scalar pair starting at operand code `r`; a pair starting
+    /// at 127 is ignored.
     #[inline]
     pub fn set_s64(&mut self, r: u8, v: u64) {
         let r = usize::from(r & 0x7F);
@@ -165,6 +189,7 @@ impl Wave {
         }
     }
 
+    /// Writes the scalar at operand code `r` (codes past 127 are ignored).
     #[inline]
     pub fn set_s32(&mut self, r: u8, v: u32) {
         if let Some(x) = self.s.get_mut(usize::from(r)) {
@@ -180,6 +205,8 @@ impl Wave {
             .ok_or(Fault::Register { index: r, acc })
     }
 
+    /// A VGPR (or AGPR with `acc`) to write, checked against the
+    /// allocation.
     #[inline]
     pub fn vreg_mut(&mut self, r: u16, acc: bool) -> Result<&mut Lanes, Fault> {
         let file = if acc { &mut self.a } else { &mut self.v };

@@ -517,16 +517,116 @@ pub fn simulator_library() -> Result<PathBuf, String> {
         std::env::consts::DLL_PREFIX,
         std::env::consts::DLL_SUFFIX
     );
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find the test binary: {e}"))?;
-    // The nearest directory holding any copy wins, and within it the
-    // newest copy: cargo may have left older ones (another profile, an
-    // earlier `cargo build -p aqueduct-sim`) beside the current one.
-    for dir in exe.ancestors().skip(1) {
+    nearest_built(|dir| {
         let mut candidates = vec![dir.join(&file), dir.join("deps").join(&file)];
         if let Ok(entries) = std::fs::read_dir(dir.join("build").join("aqueduct-sim")) {
             candidates.extend(entries.filter_map(|e| Some(e.ok()?.path().join("out").join(&file))));
         }
-        let newest = candidates
+        candidates
+    })
+    .map_err(|exe| format!("no {file} near {exe} (build aqueduct-sim, or set AQUEDUCT_HSA_LIB)"))
+}
+
+/// A binary of the host crate (`aqueduct`).
+#[derive(Clone, Copy, Debug)]
+pub enum HostBinary<'a> {
+    /// `host/examples/<name>.rs`: `<target>/<profile>/examples/<name>`.
+    Example(&'a str),
+    /// `[[bin]] <name>`: `<target>/<profile>/<name>`.
+    Bin(&'a str),
+}
+
+/// The host crate's binary `which` as cargo built it beside the test
+/// binary, built first if it is missing or older than a source its
+/// dep-info file lists. `cargo test --workspace` builds the examples and
+/// the `aqueduct` binary before it runs any test; `cargo test -p
+/// aqueduct-tests` does not (they belong to `aqueduct`), so then this runs
+/// `cargo build -p aqueduct --bins --examples` once per process: cargo
+/// lets go of the build directory before it runs tests, so the nested
+/// build does not wait for the outer one.
+pub fn host_binary(which: HostBinary<'_>) -> Result<PathBuf, String> {
+    if let Ok(binary) = fresh_host_binary(which) {
+        return Ok(binary);
+    }
+    static BUILD: OnceLock<Result<(), String>> = OnceLock::new();
+    BUILD.get_or_init(build_host_binaries).clone()?;
+    fresh_host_binary(which).map_err(|why| {
+        format!(
+            "{why}\nrun `cargo build -p aqueduct --bins --examples` \
+             (`cargo test --workspace` builds them itself)"
+        )
+    })
+}
+
+/// `which`'s binary unless it is missing or older than one of the sources
+/// cargo's dep-info file beside it lists.
+fn fresh_host_binary(which: HostBinary<'_>) -> Result<PathBuf, String> {
+    let (dir, name) = match which {
+        HostBinary::Example(name) => (Some("examples"), name),
+        HostBinary::Bin(name) => (None, name),
+    };
+    let file = format!("{name}{}", std::env::consts::EXE_SUFFIX);
+    // Files only: the build directory holds a directory per package too.
+    let binary = nearest_built(|d| {
+        let path = dir.map_or_else(|| d.join(&file), |sub| d.join(sub).join(&file));
+        Some(path).filter(|p| p.is_file()).into_iter().collect()
+    })
+    .map_err(|exe| format!("no binary {name} near {exe}"))?;
+    let modified = |path: &std::path::Path| path.metadata().and_then(|m| m.modified()).ok();
+    let built = modified(&binary);
+    let dep_info = std::fs::read_to_string(binary.with_extension("d"))
+        .map_err(|e| format!("{}.d: {e}", binary.display()))?;
+    // `<binary>: <source> <source> ...`, spaces in a path escaped.
+    let (_, sources) = dep_info.split_once(": ").unwrap_or_default();
+    let sources = sources.replace("\\ ", "\0");
+    match sources
+        .split_whitespace()
+        .map(|s| PathBuf::from(s.replace('\0', " ")))
+        .find(|source| modified(source) > built)
+    {
+        Some(source) => Err(format!(
+            "{} is older than {}",
+            binary.display(),
+            source.display()
+        )),
+        None => Ok(binary),
+    }
+}
+
+/// `cargo build -p aqueduct --bins --examples` with the cargo running this
+/// test, for this test's profile.
+fn build_host_binaries() -> Result<(), String> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = Command::new(cargo);
+    command
+        .args(["build", "-p", "aqueduct", "--bins", "--examples"])
+        .current_dir(xtask::workspace_root());
+    if !cfg!(debug_assertions) {
+        command.arg("--release");
+    }
+    eprintln!("building the host binaries: {command:?}");
+    let out = command
+        .output()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`cargo build -p aqueduct --bins --examples` failed ({}):\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+/// Of the files `candidates(dir)` names, the newest in the nearest
+/// directory `dir` up from the test binary that holds any: cargo may have
+/// left older copies (another profile, an earlier build of the one
+/// package) beside the current one. The error is the test binary's path.
+fn nearest_built(candidates: impl Fn(&std::path::Path) -> Vec<PathBuf>) -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("(cannot find the test binary: {e})"))?;
+    for dir in exe.ancestors().skip(1) {
+        let newest = candidates(dir)
             .into_iter()
             .filter_map(|path| Some((path.metadata().ok()?.modified().ok()?, path)))
             .max();
@@ -534,10 +634,7 @@ pub fn simulator_library() -> Result<PathBuf, String> {
             return Ok(path);
         }
     }
-    Err(format!(
-        "no {file} near {} (build aqueduct-sim, or set AQUEDUCT_HSA_LIB)",
-        exe.display()
-    ))
+    Err(exe.display().to_string())
 }
 
 /// A value a kernel argument can hold: written little-endian at its

@@ -276,8 +276,8 @@ fn metadata_agrees_with_llvm_readobj_notes() {
             kernels_seen += 1;
         }
     }
-    // The device library's eleven kernels (fill_u32, copy_bytes,
-    // saxpy_f32, blit_fill, blit_copy, enqueue_dispatch, the command
+    // The device library's twelve kernels (fill_u32, copy_bytes,
+    // saxpy_f32, fill_pattern, blit_fill, blit_copy, enqueue_dispatch, the command
     // buffers' cmd_block_issue, cmd_block_issue_serial, cmd_branch and
     // cmd_patch_dispatch, and the scheduler's sched_tick) on each of the
     // five targets, the simulator's test kernels on gfx90a and gfx942, the memory-model
@@ -303,7 +303,7 @@ fn metadata_agrees_with_llvm_readobj_notes() {
         .map(|t| xtask::device_build::gemm_launch_bounds(t.name).len())
         .sum();
     assert_eq!(gemm, listed, "the GEMM kernels");
-    assert_eq!(kernels_seen, 11 * 5 + test_kernels + probes + gemm);
+    assert_eq!(kernels_seen, 12 * 5 + test_kernels + probes + gemm);
 }
 
 #[test]

@@ -111,7 +111,7 @@ const EXPIRE: Duration = Duration::from_millis(60);
 const HSA_SYSTEM_INFO_TIMESTAMP: u32 = 2;
 
 /// The device library's kernels (`device/runtime/src/kernels.rs`).
-const LIBRARY_KERNELS: [&str; 11] = [
+const LIBRARY_KERNELS: [&str; 12] = [
     "blit_copy",
     "blit_fill",
     "cmd_block_issue",
@@ -120,6 +120,7 @@ const LIBRARY_KERNELS: [&str; 11] = [
     "cmd_patch_dispatch",
     "copy_bytes",
     "enqueue_dispatch",
+    "fill_pattern",
     "fill_u32",
     "saxpy_f32",
     "sched_tick",

@@ -3,9 +3,11 @@
 //! The test writes a C program that prints `sizeof`/`_Alignof` of every
 //! mirrored type, `offsetof`/`sizeof` of every mirrored field and the value
 //! of every mirrored enumerator, compiles it with the system C compiler
-//! against the installed headers (Debian's `libhsa-runtime-dev`, or the
-//! directory in `AQUEDUCT_ROCR_INCLUDE` that holds `hsa/hsa.h`, e.g.
-//! `/opt/rocm/include`), runs it and compares each line with the Rust value.
+//! against ROCr's headers (`xtask::rocr::headers`: the directory in
+//! `AQUEDUCT_ROCR_INCLUDE` that holds `hsa/hsa.h`, `/opt/rocm/include`,
+//! Debian's `libhsa-runtime-dev` if installed, else that package fetched
+//! from bookworm into the cache), runs it and compares each line with the
+//! Rust value.
 //! Only the C *names* come from the table below; every number on the C side
 //! comes from the compiler reading the headers.
 //!
@@ -508,12 +510,6 @@ impl MaxOf for Since {
     }
 }
 
-fn include_dir() -> Option<PathBuf> {
-    std::env::var_os("AQUEDUCT_ROCR_INCLUDE")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-}
-
 /// Compiles and runs the probe; returns its output lines.
 fn run_probe(program: &str) -> String {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("rocr_headers");
@@ -528,19 +524,10 @@ fn run_probe(program: &str) -> String {
         .arg("-o")
         .arg(&exe)
         .arg(&src);
-    let headers = match include_dir() {
-        Some(d) => {
-            cmd.arg("-I").arg(&d);
-            d.join("hsa/hsa.h")
-        }
-        None => PathBuf::from("/usr/include/hsa/hsa.h"),
-    };
-    assert!(
-        headers.exists(),
-        "{} not found: install Debian's libhsa-runtime-dev (apt-get install libhsa-runtime-dev), \
-         or point AQUEDUCT_ROCR_INCLUDE at a directory holding hsa/hsa.h",
-        headers.display()
-    );
+    let rocr = xtask::rocr::headers().unwrap_or_else(|e| panic!("ROCr's headers: {e}"));
+    eprintln!("ROCr headers: {} ({})", rocr.include.display(), rocr.origin);
+    cmd.arg("-I").arg(&rocr.include);
+    let headers = rocr.include.join("hsa/hsa.h");
     let out = cmd
         .output()
         .unwrap_or_else(|e| panic!("cannot run {cc}: {e}"));
@@ -557,7 +544,7 @@ fn run_probe(program: &str) -> String {
 }
 
 #[test]
-fn layouts_and_enumerators_match_the_installed_rocr_headers() {
+fn layouts_and_enumerators_match_rocrs_headers() {
     let types = types();
     let fields = fields();
     let consts = consts();

@@ -457,6 +457,16 @@ fn shim_files(workspace: &Path) -> Result<Vec<PathBuf>, String> {
 /// Builds every device crate for every requested target.
 pub fn build(
     opts: &BuildOptions,
+    progress: impl FnMut(Event<'_>),
+) -> Result<Vec<Artifact>, BuildError> {
+    build_packages(opts, &[], progress)
+}
+
+/// Builds the device crates named in `packages` (every one when empty)
+/// for every requested target.
+pub fn build_packages(
+    opts: &BuildOptions,
+    packages: &[&str],
     mut progress: impl FnMut(Event<'_>),
 ) -> Result<Vec<Artifact>, BuildError> {
     let fail = |gfx: &str, package: &str, message: String| BuildError {
@@ -468,7 +478,10 @@ pub fn build(
     let shims = shim_files(&opts.workspace).map_err(|m| fail("*", "*", m))?;
     let mut artifacts = Vec::new();
     for target in &opts.targets {
-        for krate in DEVICE_CRATES.iter().filter(|k| k.builds_for(target.name)) {
+        let wanted = DEVICE_CRATES.iter().filter(|k| {
+            k.builds_for(target.name) && (packages.is_empty() || packages.contains(&k.package))
+        });
+        for krate in wanted {
             progress(Event::Started {
                 gfx: target.name,
                 package: krate.package,

@@ -2,116 +2,231 @@
 
 mod cmdbuf_bench;
 mod hsa_bench;
+mod main_job;
 mod sched_bench;
 
+use std::fmt;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use aqueduct::cli::GemmArgs;
+use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use xtask::device_build::{self, BuildOptions, DEVICE_CRATES, Event, Profile};
 use xtask::targets::{self, DEFAULT_TARGETS, GfxTarget};
 use xtask::{report, sim_bench, sim_coverage, workspace_root};
 
-const USAGE: &str = "\
-usage: cargo xtask <command> [options]
+/// aqueduct's build and inspection commands.
+#[derive(Parser)]
+#[command(name = "cargo xtask", bin_name = "cargo xtask")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
 
-commands:
-  build     compile every device crate for each gfx target into
-            target/amdgpu/<gfx>/<crate>.hsaco
-  report    build, then print one row per kernel: registers, LDS, scratch,
-            spills, dynamic stack and occupancy
-  run       the main job: build all targets and print the report
-  test      the whole test suite: rustfmt check, clippy, cargo test
-  isa-tables  regenerate sim/src/decode/opcodes.rs from llvm-objdump
-  atomics-ir  regenerate device/runtime/llvm/atomics.ll (the device
-            library's scoped atomics as LLVM IR)
-  sim-coverage  build for gfx90a and gfx942 (profiles device-dev and device)
-            and list each code object's instructions and whether the
-            simulator implements them; fails naming any it does not
-  sim-bench   build (profile device) and time fill, copy and a 1 Mi-element
-            saxpy on the simulator on one thread, AMD's f16 GEMM kernel at
-            512³ on one and two, and ours on one, checked against the CPU;
-            runs itself as a release build (the numbers mean nothing in debug)
-  hsa-bench   issue 6's benchmarks through the host shim on the simulator's
-            HSA runtime (agents gfx942,gfx90a unless AQUEDUCT_SIM_AGENTS
-            says otherwise): round trip of an empty kernel, batch
-            throughput, host-side ns per packet (target ≤ 100) and body
-            build ns; runs itself and the simulator as release builds
-  cmdbuf-bench  issue 19's command-buffer benchmarks through the host shim
-            on the simulator's HSA runtime: host ns per recorded dispatch,
-            fill and copy (10k of each; goals ≤ 50 and ≤ 20 ns), the device
-            issue's wave-instructions per command for 1,000-command blocks
-            grouped by kind and in recording order (goal ≤ 2), host round
-            trips per block; runs itself and the simulator as release builds
-  sched-bench  issue 20's device-scheduler benchmarks through the host shim
-            on the simulator's HSA runtime: ticks for chains of 10, 100 and
-            1,000 dependent entries (goal ≤ N + 1) and for as many entries
-            released together (goal ≤ N/8 + 2), host calls, wave-instructions
-            per tick, host ns per submitted entry; runs itself and the
-            simulator as release builds
+#[derive(Subcommand)]
+enum Command {
+    /// Compile every device crate for each gfx target
+    ///
+    /// Writes target/amdgpu/<gfx>/<crate>.hsaco, and the GEMM kernels'
+    /// catalogs beside aqueduct-gemm's.
+    #[command(verbatim_doc_comment)]
+    Build(BuildArgs),
+    /// Build, then print one row per kernel: registers, LDS, scratch,
+    /// spills, dynamic stack and occupancy
+    Report(BuildArgs),
+    /// The main job: one GEMM on a GPU agent, checked against the CPU
+    ///
+    /// One GEMM through the device scheduler on one GPU agent, verified
+    /// against an f64 CPU reference, reported (xtask/src/main_job.rs).
+    #[command(verbatim_doc_comment)]
+    Run(RunArgs),
+    /// The whole test suite: rustfmt check, clippy, rustdoc, cargo test
+    ///
+    /// cargo fmt --all --check; cargo clippy --workspace --all-targets
+    /// -D warnings; cargo doc --no-deps --workspace with RUSTDOCFLAGS
+    /// "-D warnings" (a doc warning fails the suite); cargo test --workspace.
+    #[command(verbatim_doc_comment)]
+    Test,
+    /// Regenerate sim/src/decode/opcodes.rs from llvm-objdump
+    IsaTables,
+    /// Regenerate device/runtime/llvm/atomics.ll (the device library's
+    /// scoped atomics as LLVM IR)
+    AtomicsIr,
+    /// List each built instruction kind and whether the simulator runs it
+    ///
+    /// Builds for gfx90a and gfx942 (profiles device-dev and device) and
+    /// lists each code object's instructions and whether the simulator
+    /// implements them; fails naming any it does not.
+    #[command(verbatim_doc_comment)]
+    SimCoverage(SimCoverageArgs),
+    /// Time the device library's kernels and the GEMMs on the simulator
+    ///
+    /// Builds (profile device) and times fill, copy and a 1 Mi-element saxpy
+    /// on the simulator on one thread, AMD's f16 GEMM kernel at 512³ on one
+    /// and two, and ours on one, checked against the CPU; runs itself as a
+    /// release build (the numbers mean nothing in debug).
+    #[command(verbatim_doc_comment)]
+    SimBench,
+    /// Issue 6's benchmarks through the host shim on the simulator
+    ///
+    /// On the simulator's HSA runtime (agents gfx942,gfx90a unless
+    /// AQUEDUCT_SIM_AGENTS says otherwise): round trip of an empty kernel,
+    /// batch throughput, host-side ns per packet (target ≤ 100) and body
+    /// build ns; runs itself and the simulator as release builds.
+    #[command(verbatim_doc_comment)]
+    HsaBench(ShimBenchArgs),
+    /// Issue 19's command-buffer benchmarks through the host shim
+    ///
+    /// On the simulator's HSA runtime: host ns per recorded dispatch, fill
+    /// and copy (10k of each; goals ≤ 50 and ≤ 20 ns), the device issue's
+    /// wave-instructions per command for 1,000-command blocks grouped by
+    /// kind and in recording order (goal ≤ 2), host round trips per block;
+    /// runs itself and the simulator as release builds.
+    #[command(verbatim_doc_comment)]
+    CmdbufBench(ShimBenchArgs),
+    /// Issue 20's device-scheduler benchmarks through the host shim
+    ///
+    /// On the simulator's HSA runtime: ticks for chains of 10, 100 and 1,000
+    /// dependent entries (goal ≤ N + 1) and for as many entries released
+    /// together (goal ≤ N/8 + 2), host calls, wave-instructions per tick,
+    /// host ns per submitted entry; runs itself and the simulator as
+    /// release builds.
+    #[command(verbatim_doc_comment)]
+    SchedBench(ShimBenchArgs),
+    /// Compare our MFMA kernels' main loops with rocBLAS's
+    ///
+    /// Builds (profile device) for gfx90a and gfx942 and compares our MFMA
+    /// kernels' main loops with AMD's rocBLAS kernels of the same types and
+    /// macro-tiles (gfx90a; fetched from Debian and cached): instructions,
+    /// MFMA share, load and LDS widths, waits per iteration, registers, LDS,
+    /// occupancy, scratch.
+    #[command(verbatim_doc_comment)]
+    GemmReport,
+    /// Write Tensile-layout catalogs from a description file
+    ///
+    /// Lazy or eager, MessagePack or YAML, as the description says (its
+    /// format: xtask/src/catalog_write.rs); prints each file written.
+    #[command(verbatim_doc_comment)]
+    Catalog(CatalogArgs),
+    /// Issue 8's catalog benchmarks on rocBLAS's 117 MB catalog
+    ///
+    /// rocBLAS's catalog is fetched from Debian trixie and cached (see
+    /// xtask/src/rocblas_catalog.rs): eager load time and peak memory against
+    /// Python's msgpack, selection with and without the result cache, lazy
+    /// loading; runs itself as a release build.
+    #[command(verbatim_doc_comment)]
+    CatalogBench(CatalogBenchArgs),
+}
 
-  gemm-report  build (profile device) for gfx90a and gfx942 and compare our
-            MFMA kernels' main loops with AMD's rocBLAS kernels of the same
-            types and macro-tiles (gfx90a; fetched from Debian and cached):
-            instructions, MFMA share, load and LDS widths, waits per
-            iteration, registers, LDS, occupancy, scratch
+/// A list of gfx targets: `--gfx gfx90a,gfx942`.
+#[derive(Clone)]
+struct Targets(Vec<&'static GfxTarget>);
 
-  catalog <description.yaml> --out <dir>
-            write Tensile-layout catalogs (lazy or eager, MessagePack or
-            YAML) from a description file (format: xtask/src/catalog_write.rs)
-  catalog-bench [--catalog <path>] [--queries <n>]
-            issue 8's catalog benchmarks on rocBLAS's 117 MB catalog
-            (fetched from Debian trixie and cached; see
-            xtask/src/rocblas_catalog.rs): eager load time and peak memory
-            against Python's msgpack, selection with and without the result
-            cache, lazy loading; runs itself as a release build
+impl Default for Targets {
+    fn default() -> Self {
+        Targets(DEFAULT_TARGETS.iter().collect())
+    }
+}
 
-options (hsa-bench, cmdbuf-bench, sched-bench):
-  --lib <path>   the HSA runtime to load (default: a release build of
-                 libaqueduct_sim.so, built first)
+impl fmt::Display for Targets {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.0.iter().map(|t| t.name).collect();
+        f.write_str(&names.join(","))
+    }
+}
 
-options (sim-coverage):
-  --release      only the `device` profile (the one the tests run)
+fn parse_targets(list: &str) -> Result<Targets, String> {
+    targets::parse_list(list).map(Targets)
+}
 
-options (build, report, run):
-  --gfx <list>   comma-separated gfx targets (default: gfx90a,gfx942,gfx950,gfx1100,gfx1201)
-  --release      build device code without debug assertions (profile `device`);
-                 the default `device-dev` profile is optimised too, with
-                 debug assertions and overflow checks";
+#[derive(Args)]
+struct BuildArgs {
+    /// Comma-separated gfx targets
+    #[arg(long, value_name = "LIST", default_value_t, value_parser = parse_targets)]
+    gfx: Targets,
+    /// Build device code without debug assertions (profile `device`); the
+    /// default `device-dev` profile is optimised too, with debug assertions
+    /// and overflow checks
+    #[arg(long)]
+    release: bool,
+}
+
+impl BuildArgs {
+    fn options(&self) -> Options {
+        Options {
+            targets: self.gfx.0.clone(),
+            profile: if self.release {
+                Profile::Release
+            } else {
+                Profile::Dev
+            },
+        }
+    }
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// An explicit HSA runtime to load instead of looking for ROCr
+    #[arg(long, value_name = "PATH")]
+    lib: Option<PathBuf>,
+    #[command(flatten)]
+    gemm: GemmArgs,
+}
+
+#[derive(Args)]
+struct SimCoverageArgs {
+    /// Only the `device` profile (the one the tests run)
+    #[arg(long)]
+    release: bool,
+}
+
+#[derive(Args)]
+struct ShimBenchArgs {
+    /// The HSA runtime to load (default: a release build of
+    /// libaqueduct_sim.so, built first)
+    #[arg(long, value_name = "PATH")]
+    lib: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct CatalogArgs {
+    /// The description file
+    #[arg(value_name = "DESCRIPTION.yaml")]
+    description: PathBuf,
+    /// The directory to write the catalogs in
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+}
+
+#[derive(Args)]
+struct CatalogBenchArgs {
+    /// The catalog to measure (default: rocBLAS's, fetched and cached)
+    #[arg(long, value_name = "PATH")]
+    catalog: Option<PathBuf>,
+    /// Selection queries per pass
+    #[arg(long, value_name = "N", default_value_t = 2000)]
+    queries: usize,
+    /// Load the catalog once and print `seconds peak_kb base_kb solutions`:
+    /// the child process of the eager-load measurement
+    /// (xtask/src/catalog_bench.rs runs this binary so)
+    #[arg(long, value_name = "PATH", hide = true, conflicts_with_all = ["catalog", "queries"])]
+    load_only: Option<PathBuf>,
+}
 
 struct Options {
     targets: Vec<&'static GfxTarget>,
     profile: Profile,
 }
 
-fn parse_options(args: &[String]) -> Result<Options, String> {
-    let mut targets = None;
-    let mut profile = Profile::Dev;
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        match arg.as_str() {
-            "--release" => profile = Profile::Release,
-            "--gfx" => {
-                let list = it
-                    .next()
-                    .ok_or("--gfx needs a comma-separated list of targets")?;
-                targets = Some(targets::parse_list(list)?);
-            }
-            other => match other.strip_prefix("--gfx=") {
-                Some(list) => targets = Some(targets::parse_list(list)?),
-                None => return Err(format!("unknown option `{other}`\n\n{USAGE}")),
-            },
-        }
-    }
-    let targets = match targets {
-        Some(t) => t,
-        None => DEFAULT_TARGETS.iter().collect(),
-    };
-    Ok(Options { targets, profile })
+fn build(opts: &Options) -> Result<Vec<device_build::Artifact>, String> {
+    build_only(opts, &[])
 }
 
-fn build(opts: &Options) -> Result<Vec<device_build::Artifact>, String> {
+/// Builds the device crates named in `packages` (every one when empty),
+/// with a progress bar.
+fn build_only(opts: &Options, packages: &[&str]) -> Result<Vec<device_build::Artifact>, String> {
     let total = opts
         .targets
         .iter()
@@ -119,6 +234,7 @@ fn build(opts: &Options) -> Result<Vec<device_build::Artifact>, String> {
             DEVICE_CRATES
                 .iter()
                 .filter(|k| k.builds_for(t.name))
+                .filter(|k| packages.is_empty() || packages.contains(&k.package))
                 .count() as u64
         })
         .sum();
@@ -139,7 +255,7 @@ fn build(opts: &Options) -> Result<Vec<device_build::Artifact>, String> {
         targets: opts.targets.clone(),
         profile: opts.profile,
     };
-    let result = device_build::build(&options, |event| match event {
+    let result = device_build::build_packages(&options, packages, |event| match event {
         Event::Started { gfx, package } => {
             bar.set_message(format!("{gfx} × {package}"));
             if !interactive {
@@ -188,10 +304,17 @@ fn print_report(artifacts: &[device_build::Artifact]) -> Result<(), String> {
 }
 
 fn cargo(args: &[&str]) -> Result<(), String> {
+    cargo_with_env(&[], args)
+}
+
+/// `cargo <args>` with the variables `env` set for it alone.
+fn cargo_with_env(env: &[(&str, &str)], args: &[&str]) -> Result<(), String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    eprintln!("$ cargo {}", args.join(" "));
+    let shown: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v:?} ")).collect();
+    eprintln!("$ {}cargo {}", shown.concat(), args.join(" "));
     let status = std::process::Command::new(cargo)
         .current_dir(workspace_root())
+        .envs(env.iter().copied())
         .args(args)
         .status()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
@@ -212,6 +335,11 @@ fn test() -> Result<(), String> {
         "-D",
         "warnings",
     ])?;
+    // Broken intra-doc links and malformed doc comments fail the suite too.
+    cargo_with_env(
+        &[("RUSTDOCFLAGS", "-D warnings")],
+        &["doc", "--no-deps", "--workspace"],
+    )?;
     cargo(&["test", "--workspace"])
 }
 
@@ -277,11 +405,11 @@ fn simulated_targets() -> Result<Vec<&'static GfxTarget>, String> {
     targets::parse_list(&sim_coverage::SIMULATED_TARGETS.join(","))
 }
 
-fn sim_coverage_command(args: &[String]) -> Result<(), String> {
-    let profiles = match args {
-        [] => vec![Profile::Dev, Profile::Release],
-        [r] if r == "--release" => vec![Profile::Release],
-        _ => return Err(format!("sim-coverage takes only --release\n\n{USAGE}")),
+fn sim_coverage_command(args: &SimCoverageArgs) -> Result<(), String> {
+    let profiles = if args.release {
+        vec![Profile::Release]
+    } else {
+        vec![Profile::Dev, Profile::Release]
     };
     let mut all = Vec::new();
     let mut problems = Vec::new();
@@ -316,16 +444,13 @@ fn sim_coverage_command(args: &[String]) -> Result<(), String> {
     }
 }
 
-fn sim_bench_command(args: &[String]) -> Result<(), String> {
-    if !args.is_empty() {
-        return Err(format!("sim-bench takes no options\n\n{USAGE}"));
-    }
+fn sim_bench_command() -> Result<(), String> {
     if cfg!(debug_assertions) {
         // `cargo xtask` is a debug build, and so is the simulator in it:
         // an unoptimised interpreter is ~17× slower and its numbers say
         // nothing. A profile override for aqueduct-sim would change every
         // debug build of the workspace; running ourselves in release does not.
-        return rerun_in_release("sim-bench", &[]);
+        return rerun_in_release("sim-bench");
     }
     let artifacts = build(&Options {
         targets: simulated_targets()?,
@@ -351,13 +476,21 @@ fn sim_bench_command(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs `cargo xtask <command> <args>` again as a release build: the
+/// Runs this `cargo xtask` command line again as a release build: the
 /// benchmarks' numbers mean nothing for debug builds of the code they time.
-fn rerun_in_release(command: &str, args: &[String]) -> Result<(), String> {
+fn rerun_in_release(command: &str) -> Result<(), String> {
+    let args = std::env::args_os()
+        .skip(1)
+        .map(|a| {
+            a.into_string()
+                .map_err(|a| format!("{command}: argument {a:?} is not UTF-8"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     eprintln!(
-        "{command}: this xtask is a debug build; running `cargo run --release -p xtask -- {command}`"
+        "{command}: this xtask is a debug build; running `cargo run --release -p xtask -- {}`",
+        args.join(" ")
     );
-    let mut run = vec!["run", "--quiet", "--release", "-p", "xtask", "--", command];
+    let mut run = vec!["run", "--quiet", "--release", "-p", "xtask", "--"];
     run.extend(args.iter().map(String::as_str));
     cargo(&run)
 }
@@ -369,13 +502,8 @@ fn rerun_in_release(command: &str, args: &[String]) -> Result<(), String> {
 /// itself as a release build.
 fn shim_bench_setup(
     command: &str,
-    args: &[String],
+    args: &ShimBenchArgs,
 ) -> Result<Option<(PathBuf, Vec<xtask::device_build::Artifact>)>, String> {
-    let library = match args {
-        [] => None,
-        [flag, path] if flag == "--lib" => Some(PathBuf::from(path)),
-        _ => return Err(format!("{command} takes only --lib <path>\n\n{USAGE}")),
-    };
     const AGENTS: &str = aqueduct_sim::hsa::profile::AGENTS_ENV;
     if std::env::var_os(AGENTS).is_none_or(|v| v.is_empty()) {
         // SAFETY: the first thing the command does, on the main thread,
@@ -385,11 +513,11 @@ fn shim_bench_setup(
     }
     if cfg!(debug_assertions) {
         // As for sim-bench: a debug shim and simulator time themselves.
-        rerun_in_release(command, args)?;
+        rerun_in_release(command)?;
         return Ok(None);
     }
-    let library = match library {
-        Some(path) => path,
+    let library = match &args.lib {
+        Some(path) => path.clone(),
         None => {
             // `cargo build -p` puts the cdylib beside this release binary:
             // <target>/release/, whatever the target directory.
@@ -422,7 +550,7 @@ fn artifact_bytes(
     std::fs::read(&a.path).map_err(|e| format!("{}: {e}", a.path.display()))
 }
 
-fn hsa_bench_command(args: &[String]) -> Result<(), String> {
+fn hsa_bench_command(args: &ShimBenchArgs) -> Result<(), String> {
     let Some((library, artifacts)) = shim_bench_setup("hsa-bench", args)? else {
         return Ok(());
     };
@@ -433,7 +561,7 @@ fn hsa_bench_command(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-fn cmdbuf_bench_command(args: &[String]) -> Result<(), String> {
+fn cmdbuf_bench_command(args: &ShimBenchArgs) -> Result<(), String> {
     let Some((library, artifacts)) = shim_bench_setup("cmdbuf-bench", args)? else {
         return Ok(());
     };
@@ -444,7 +572,7 @@ fn cmdbuf_bench_command(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-fn sched_bench_command(args: &[String]) -> Result<(), String> {
+fn sched_bench_command(args: &ShimBenchArgs) -> Result<(), String> {
     let Some((library, artifacts)) = shim_bench_setup("sched-bench", args)? else {
         return Ok(());
     };
@@ -455,82 +583,50 @@ fn sched_bench_command(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-fn catalog_command(args: &[String]) -> Result<(), String> {
-    let (desc, out) = match args {
-        [desc, flag, out] if flag == "--out" => (PathBuf::from(desc), PathBuf::from(out)),
-        _ => {
-            return Err(format!(
-                "catalog takes <description.yaml> --out <dir>\n\n{USAGE}"
-            ));
-        }
-    };
-    for path in xtask::catalog_write::from_description(&desc, &out)? {
+fn catalog_command(args: &CatalogArgs) -> Result<(), String> {
+    for path in xtask::catalog_write::from_description(&args.description, &args.out)? {
         println!("{}", path.display());
     }
     Ok(())
 }
 
-fn catalog_bench_command(args: &[String]) -> Result<(), String> {
-    if let [flag, path] = args
-        && flag == "--load-only"
-    {
-        return xtask::catalog_bench::load_only(std::path::Path::new(path));
-    }
-    let mut catalog = None;
-    let mut queries = 2000;
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        match arg.as_str() {
-            "--catalog" => {
-                catalog = Some(PathBuf::from(it.next().ok_or("--catalog needs a path")?))
-            }
-            "--queries" => {
-                queries = it
-                    .next()
-                    .and_then(|n| n.parse().ok())
-                    .ok_or("--queries needs a number")?
-            }
-            other => return Err(format!("unknown option `{other}`\n\n{USAGE}")),
-        }
+fn catalog_bench_command(args: &CatalogBenchArgs) -> Result<(), String> {
+    if let Some(path) = &args.load_only {
+        return xtask::catalog_bench::load_only(path);
     }
     if cfg!(debug_assertions) {
-        return rerun_in_release("catalog-bench", args);
+        return rerun_in_release("catalog-bench");
     }
-    let path = match catalog {
-        Some(p) => p,
+    let path = match &args.catalog {
+        Some(p) => p.clone(),
         None => xtask::rocblas_catalog::fetch()?,
     };
-    xtask::catalog_bench::run(&path, queries)
+    xtask::catalog_bench::run(&path, args.queries)
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = match args.first().map(String::as_str) {
-        Some("build") => parse_options(&args[1..]).and_then(|o| build(&o).map(drop)),
-        Some("report" | "run") => parse_options(&args[1..])
-            .and_then(|o| build(&o))
-            .and_then(|a| print_report(&a)),
-        Some("test") if args.len() == 1 => test(),
-        Some("isa-tables") if args.len() == 1 => isa_tables(),
-        Some("atomics-ir") if args.len() == 1 => {
+    let result = match Cli::parse().command {
+        Command::Build(args) => build(&args.options()).map(drop),
+        Command::Report(args) => build(&args.options()).and_then(|a| print_report(&a)),
+        Command::Run(args) => main_job::run(&main_job::RunArgs {
+            job: args.gemm.job(),
+            lib: args.lib,
+        }),
+        Command::Test => test(),
+        Command::IsaTables => isa_tables(),
+        Command::AtomicsIr => {
             let path = workspace_root().join(xtask::atomics_ir::PATH);
             std::fs::write(&path, xtask::atomics_ir::generate())
                 .map_err(|e| format!("{}: {e}", path.display()))
         }
-        Some("sim-coverage") => sim_coverage_command(&args[1..]),
-        Some("sim-bench") => sim_bench_command(&args[1..]),
-        Some("hsa-bench") => hsa_bench_command(&args[1..]),
-        Some("cmdbuf-bench") => cmdbuf_bench_command(&args[1..]),
-        Some("sched-bench") => sched_bench_command(&args[1..]),
-        Some("catalog") => catalog_command(&args[1..]),
-        Some("gemm-report") if args.len() == 1 => gemm_report(),
-        Some("catalog-bench") => catalog_bench_command(&args[1..]),
-        Some("-h" | "--help" | "help") => {
-            println!("{USAGE}");
-            Ok(())
-        }
-        Some(other) => Err(format!("unknown command `{other}`\n\n{USAGE}")),
-        None => Err(USAGE.to_owned()),
+        Command::SimCoverage(args) => sim_coverage_command(&args),
+        Command::SimBench => sim_bench_command(),
+        Command::HsaBench(args) => hsa_bench_command(&args),
+        Command::CmdbufBench(args) => cmdbuf_bench_command(&args),
+        Command::SchedBench(args) => sched_bench_command(&args),
+        Command::GemmReport => gemm_report(),
+        Command::Catalog(args) => catalog_command(&args),
+        Command::CatalogBench(args) => catalog_bench_command(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

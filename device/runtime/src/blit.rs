@@ -46,8 +46,8 @@
 //! fewer and let the grid stride.
 //!
 //! The partition, the pattern and the funnel shift are plain Rust, tested on
-//! the host; only the two kernels, [`kernels::blit_fill`] and
-//! [`kernels::blit_copy`], are amdgpu-only.
+//! the host; only the two kernels, `kernels::blit_fill` and
+//! `kernels::blit_copy`, are amdgpu-only.
 
 /// Bytes per body chunk: one `global_store_dwordx4`, and the alignment of
 /// every chunk's destination.

@@ -31,7 +31,9 @@
 //! A dispatch with no work (a workgroup count of 0, a blit of 0 bytes) still
 //! publishes its slot, as a barrier-AND with the command's ordering: the
 //! packet processor never waits on a hole. Every packet takes the command's
-//! fence scopes and, with [`CommandFlags::BARRIER`], the barrier bit.
+//! fence scopes and, with
+//! [`CommandFlags::BARRIER`](aqueduct_abi::command::CommandFlags::BARRIER), the
+//! barrier bit.
 //!
 //! The command's fields are checked against the block (its packets and
 //! arguments inside the block's reservation) and its buffer references

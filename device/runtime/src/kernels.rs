@@ -1,4 +1,5 @@
-//! The first kernels: fill, copy and saxpy over one-dimensional buffers.
+//! The first kernels: fill, copy, saxpy and the test pattern over
+//! one-dimensional buffers.
 //!
 //! Each is grid-stride (see [`crate::grid`]), so any 1-D dispatch covers any
 //! length exactly once. Pointers are raw because kernel arguments are: the
@@ -31,6 +32,31 @@ pub extern "gpu-kernel" fn copy_bytes(dst: *mut u8, src: *const u8, len: u64) {
         // SAFETY: the dispatch contract gives `src` `len` readable and `dst`
         // `len` writable bytes, not overlapping, and `i < len`.
         unsafe { dst.add(i as usize).write(src.add(i as usize).read()) };
+    }
+}
+
+/// Element `i` of [`aqueduct_abi::pattern`]'s pattern `seed`, stored as the
+/// element kind `element` (its `repr(u32)` code), into `dst[i]` for
+/// `i < len`: operands with values the host's reference computes from the
+/// same definition. An unknown `element` writes nothing (the host checks it
+/// before recording).
+#[unsafe(no_mangle)]
+pub extern "gpu-kernel" fn fill_pattern(dst: *mut u8, len: u64, element: u32, seed: u32) {
+    use aqueduct_abi::pattern::{Element, bits};
+    let Some(kind) = Element::from_code(element) else {
+        return;
+    };
+    for i in work_item_x().stride(len) {
+        let v = bits(kind, seed, i);
+        // SAFETY: the dispatch contract gives `dst` `len` writable elements
+        // of `kind`'s size, aligned to it, and `i < len`.
+        unsafe {
+            match kind.bytes() {
+                4 => dst.cast::<u32>().add(i as usize).write(v),
+                2 => dst.cast::<u16>().add(i as usize).write(v as u16),
+                _ => dst.add(i as usize).write(v as u8),
+            }
+        }
     }
 }
 

@@ -33,6 +33,8 @@ pub struct Hardware {
     /// The full target name as the runtime reports it, for traces:
     /// `gfx950:sramecc+:xnack-`.
     pub arch_name: String,
+    /// Compute units, as the runtime reports them (matched by `CUCount`
+    /// predicates).
     pub cu_count: u32,
     /// The PCI device (chip) ID, when the runtime reports one.
     pub chip_id: Option<u32>,
@@ -155,7 +157,9 @@ pub fn rank(id: u32) -> u32 {
 pub struct RowKey {
     /// The row's processor, when it names one.
     pub processor: Option<String>,
+    /// The row's CU count, when it names one (a missing count sorts as 0).
     pub cu_count: Option<u32>,
+    /// The PCI chip IDs the row's predicate accepts (empty: it names none).
     pub chip_ids: BTreeSet<u32>,
     /// A `TruePred` row (the "fallback" architecture): always last.
     pub always: bool,

@@ -34,6 +34,8 @@
 //! The crate has no HSA dependency: the host shim re-exports it as
 //! `aqueduct::catalog` and describes its agents through [`GpuDescription`].
 
+#![deny(missing_docs)]
+
 mod box_tree;
 mod decode;
 mod error;
@@ -67,10 +69,14 @@ use msgpack::{Reader, Writer};
 /// One catalog file: its solutions and its library tree.
 #[derive(Debug)]
 pub struct File {
+    /// The file it was read from; `None` when read from memory.
     pub path: Option<PathBuf>,
+    /// The `solutions` list, in file order; library nodes refer to them by
+    /// position (a `SolutionId`), not by their `index`.
     pub solutions: Box<[Solution]>,
     /// The distinct leaves of the solutions' problem predicates.
     pub leaves: Box<[predicate::ProblemLeaf]>,
+    /// The `library` tree.
     pub root: Node,
     /// The placeholder name this file was reached through, if lazy.
     pub prefix: Option<Box<str>>,
@@ -325,6 +331,8 @@ impl File {
         walk(&self.root, out);
     }
 
+    /// Writes the file back as Tensile's MessagePack layout: a map of
+    /// `solutions` and `library`.
     pub fn encode(&self, w: &mut Writer) {
         w.map(2);
         w.str("solutions");
@@ -381,6 +389,7 @@ impl Placeholder {
 /// A solution chosen for a problem.
 #[derive(Debug, Clone, Copy)]
 pub struct Selected<'c> {
+    /// The chosen solution (kernel name, tile sizes, predicates).
     pub solution: &'c Solution,
     /// The file that holds it (a lazy child, or the catalog itself).
     pub file: &'c File,
@@ -570,6 +579,7 @@ impl Catalog {
 #[derive(Default)]
 pub struct FxHasher(u64);
 
+/// Builds [`FxHasher`]s: the hasher of the catalog's integer-keyed maps.
 pub type FxBuild = BuildHasherDefault<FxHasher>;
 
 impl Hasher for FxHasher {
@@ -634,6 +644,7 @@ pub struct Selector<'c> {
 }
 
 impl<'c> Selector<'c> {
+    /// The GPU this selector answers for.
     pub fn hardware(&self) -> &Hardware {
         &self.hardware
     }
@@ -717,6 +728,7 @@ impl<T> Default for CodeObjects<T> {
 }
 
 impl<T> CodeObjects<T> {
+    /// No code object loaded yet.
     pub fn new() -> Self {
         Self::default()
     }
@@ -759,6 +771,7 @@ impl<T> CodeObjects<T> {
         self.loaded.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 
+    /// Whether no code object has been asked for yet.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

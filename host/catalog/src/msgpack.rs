@@ -25,20 +25,27 @@ use std::io::{self, Read};
 pub struct MsgpackError {
     /// Byte offset of the value that could not be read.
     pub offset: u64,
+    /// What was wrong there.
     pub kind: MsgpackErrorKind,
 }
 
+/// The ways reading MessagePack fails ([`MsgpackError::kind`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MsgpackErrorKind {
     /// The input ended inside a value.
     Truncated,
     /// A value of another type stood where `expected` was needed.
     Unexpected {
+        /// What the decoder asked for, e.g. "a map".
         expected: &'static str,
+        /// What the input holds, e.g. "a string".
         found: &'static str,
     },
     /// An integer does not fit the type asked for.
-    OutOfRange { expected: &'static str },
+    OutOfRange {
+        /// The type asked for, e.g. "an unsigned 32-bit integer".
+        expected: &'static str,
+    },
     /// A string is not UTF-8.
     InvalidUtf8,
     /// The reserved marker byte 0xc1.
@@ -73,18 +80,28 @@ impl std::error::Error for MsgpackError {}
 /// The type of the next value, as far as a decoder needs to know it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// `nil` (0xc0).
     Nil,
+    /// `true` or `false`.
     Bool,
+    /// Any integer encoding (fixint, `uint 8..64`, `int 8..64`).
     Int,
+    /// `float 32` or `float 64`.
     Float,
+    /// A `str` family value.
     Str,
+    /// A `bin` family value.
     Bin,
+    /// An `array` family value.
     Array,
+    /// A `map` family value.
     Map,
+    /// An `ext` family value.
     Ext,
 }
 
 impl Kind {
+    /// The kind with an article, for error messages: "a map", "nil", ...
     pub fn name(self) -> &'static str {
         match self {
             Kind::Nil => "nil",
@@ -349,6 +366,7 @@ impl<'r> Reader<'r> {
         Ok(false)
     }
 
+    /// Reads a map header: the number of key-value pairs that follow.
     pub fn map_len(&mut self) -> Result<usize, MsgpackError> {
         let m = self.byte()?;
         match m {
@@ -359,6 +377,7 @@ impl<'r> Reader<'r> {
         }
     }
 
+    /// Reads an array header: the number of elements that follow.
     pub fn array_len(&mut self) -> Result<usize, MsgpackError> {
         let m = self.byte()?;
         match m {
@@ -403,6 +422,7 @@ impl<'r> Reader<'r> {
         })
     }
 
+    /// Reads a boolean.
     pub fn bool(&mut self) -> Result<bool, MsgpackError> {
         match self.byte()? {
             0xc2 => Ok(false),
@@ -438,18 +458,23 @@ impl<'r> Reader<'r> {
         })
     }
 
+    /// Reads an integer of any encoding that fits an `i64`
+    /// (`OutOfRange` otherwise).
     pub fn i64(&mut self) -> Result<i64, MsgpackError> {
         self.int_as("a 64-bit signed integer")
     }
 
+    /// Reads an integer of any encoding that fits a `u64`.
     pub fn u64(&mut self) -> Result<u64, MsgpackError> {
         self.int_as("an unsigned 64-bit integer")
     }
 
+    /// Reads an integer of any encoding that fits a `u32`.
     pub fn u32(&mut self) -> Result<u32, MsgpackError> {
         self.int_as("an unsigned 32-bit integer")
     }
 
+    /// Reads an integer of any encoding that fits an `i32`.
     pub fn i32(&mut self) -> Result<i32, MsgpackError> {
         self.int_as("a 32-bit signed integer")
     }
@@ -623,13 +648,22 @@ impl<'r> Reader<'r> {
 /// An owned MessagePack value: what YAML and small subtrees map onto.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
+    /// `nil`.
     Nil,
+    /// A boolean.
     Bool(bool),
+    /// A non-negative integer.
     UInt(u64),
+    /// A negative integer (read values); written with the smallest signed
+    /// encoding.
     Int(i64),
+    /// A float (`float 32` read values are widened); written as `float 64`.
     Float(f64),
+    /// A string.
     Str(String),
+    /// An array, elements in order.
     Array(Vec<Value>),
+    /// A map: key-value pairs in document order.
     Map(Vec<(Value, Value)>),
 }
 
@@ -664,22 +698,27 @@ impl Value {
 /// float64 for every float, as Python's `msgpack.packb` writes them.
 #[derive(Default)]
 pub struct Writer {
+    /// The encoded bytes so far.
     pub out: Vec<u8>,
 }
 
 impl Writer {
+    /// An empty output.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// Appends `nil`.
     pub fn nil(&mut self) {
         self.out.push(0xc0);
     }
 
+    /// Appends a boolean.
     pub fn bool(&mut self, b: bool) {
         self.out.push(if b { 0xc3 } else { 0xc2 });
     }
 
+    /// Appends `v` in its smallest encoding (positive fixint up to 127).
     pub fn u64(&mut self, v: u64) {
         match v {
             0..=0x7f => self.out.push(v as u8),
@@ -699,6 +738,8 @@ impl Writer {
         }
     }
 
+    /// Appends `v` in its smallest encoding (as unsigned when
+    /// non-negative, negative fixint down to -32).
     pub fn i64(&mut self, v: i64) {
         if v >= 0 {
             return self.u64(v as u64);
@@ -719,11 +760,13 @@ impl Writer {
         }
     }
 
+    /// Appends `v` as `float 64`.
     pub fn f64(&mut self, v: f64) {
         self.out.push(0xcb);
         self.out.extend_from_slice(&v.to_be_bytes());
     }
 
+    /// Appends a string in the smallest `str` encoding.
     pub fn str(&mut self, s: &str) {
         let n = s.len();
         if n < 32 {
@@ -740,10 +783,13 @@ impl Writer {
         self.out.extend_from_slice(s.as_bytes());
     }
 
+    /// Appends an array header; the `n` elements are written next.
     pub fn array(&mut self, n: usize) {
         self.container(n, 0x90, 0xdc, 0xdd);
     }
 
+    /// Appends a map header; the `n` key-value pairs are written next, key
+    /// first.
     pub fn map(&mut self, n: usize) {
         self.container(n, 0x80, 0xde, 0xdf);
     }

@@ -28,6 +28,9 @@ use super::problem::Problem;
 /// What fixes a problem's class.
 pub type ClassKey = [u64; 4];
 
+/// The problem's class: its four data types, transposes, flags (without
+/// C == D) and mode bits, packed. Problems with the same key follow the
+/// same plan.
 pub fn class_key(p: &Problem) -> ClassKey {
     let types = (p.a_type as u64)
         | (p.b_type as u64) << 8
@@ -42,16 +45,24 @@ pub fn class_key(p: &Problem) -> ClassKey {
 /// A library a query may end in, behind the size-dependent predicates of
 /// the rows that lead to it.
 pub struct Step<'c> {
+    /// The size-dependent row predicates on the path, outermost first: all
+    /// must hold for a query to reach `node`.
     pub guards: Vec<&'c ProblemPredicate>,
+    /// The library reached: a table, tree, single solution, nested
+    /// Hardware node or placeholder.
     pub node: &'c Node,
 }
 
 /// The steps under one matching hardware row.
 pub struct RowPlan<'c> {
+    /// The row matched the GPU only through a chip-ID fallback: its answer
+    /// counts only when no exact row answers.
     pub fallback: bool,
+    /// The row's libraries, in tree order.
     pub steps: Vec<Step<'c>>,
 }
 
+/// The tree pre-walked for one GPU and one problem class.
 pub enum Plan<'c> {
     /// The root is a Hardware node: its matching rows, in order.
     Rows(Vec<RowPlan<'c>>),
@@ -101,6 +112,8 @@ fn flatten<'c>(
 pub struct GpuRows<'c>(Option<Vec<(&'c Node, bool)>>);
 
 impl<'c> GpuRows<'c> {
+    /// Evaluates `root`'s hardware rows (if it is a Hardware node) for
+    /// `hw`.
     pub fn new(root: &'c Node, hw: &Hardware) -> GpuRows<'c> {
         GpuRows(match root {
             Node::Hardware(rows) => Some(
@@ -115,6 +128,9 @@ impl<'c> GpuRows<'c> {
 }
 
 impl<'c> Plan<'c> {
+    /// The plan of `problem`'s class under `root`, whose hardware rows
+    /// `gpu` evaluated; the class-only predicates are evaluated here, the
+    /// others kept as guards.
     pub fn build(root: &'c Node, gpu: &GpuRows<'c>, problem: &Problem) -> Plan<'c> {
         match &gpu.0 {
             Some(rows) => Plan::Rows(
@@ -145,6 +161,9 @@ impl<'c> Plan<'c> {
         Ok(None)
     }
 
+    /// Answers `q` (a problem of the plan's class, on its GPU) from the
+    /// catalog `file`: the tree walk's answer, exact rows before fallback
+    /// rows.
     pub fn run(&self, file: &'c File, q: &mut Query<'_>) -> Result<Option<Hit<'c>>> {
         match self {
             Plan::Steps(steps) => Self::run_steps(steps, file, q),

@@ -33,11 +33,17 @@ use super::problem::Problem;
 /// A predicate tree over leaves `L`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Predicate<L> {
+    /// `TruePred`: always holds.
     True,
+    /// `FalsePred`: never holds.
     False,
+    /// `And`: every item holds (true when empty).
     And(Box<[Predicate<L>]>),
+    /// `Or`: some item holds (false when empty).
     Or(Box<[Predicate<L>]>),
+    /// `Not`: the inner predicate does not hold.
     Not(Box<Predicate<L>>),
+    /// A leaf test of the GPU or the problem.
     Leaf(L),
 }
 
@@ -46,11 +52,14 @@ pub enum Predicate<L> {
 /// column 36, then the GPU's (or problem's) value and the solution's.
 #[derive(Debug, Default)]
 pub struct Trace {
+    /// The text so far, one line per evaluation, each ending in `\n`.
     pub out: String,
     indent: usize,
 }
 
 impl Trace {
+    /// Appends one evaluation: `[OK]` or `[!!]`, `name` indented by depth
+    /// and padded, then `details`.
     pub fn line(&mut self, pass: bool, name: &str, details: &str) {
         let tag = if pass { "[OK]" } else { "[!!]" };
         let pad = 30usize.saturating_sub(self.indent * 2);
@@ -62,6 +71,7 @@ impl Trace {
         );
     }
 
+    /// Appends `text` as a line of its own, unindented (banners, notes).
     pub fn raw(&mut self, text: &str) {
         self.out.push_str(text);
         self.out.push('\n');
@@ -81,12 +91,15 @@ impl Trace {
 
 /// A leaf predicate: what it tests, how it reads and writes itself.
 pub trait Leaf: Sized {
+    /// What the leaf tests: the [`Hardware`] or the [`Problem`].
     type Cx: ?Sized;
     /// The catalog's name for this leaf (`"CUCount"`).
     fn name(&self) -> &'static str;
+    /// Whether the leaf holds for `cx`.
     fn eval(&self, cx: &Self::Cx) -> bool;
     /// `gpu=... == sol=...` for a trace.
     fn details(&self, cx: &Self::Cx) -> String;
+    /// Evaluates the leaf and appends its trace line.
     fn trace(&self, cx: &Self::Cx, t: &mut Trace) -> bool {
         let pass = self.eval(cx);
         t.line(pass, self.name(), &self.details(cx));
@@ -100,6 +113,8 @@ pub trait Leaf: Sized {
 }
 
 impl<L: Leaf> Predicate<L> {
+    /// Whether the predicate holds for `cx` (`And` and `Or` stop at the
+    /// first item that decides).
     pub fn eval(&self, cx: &L::Cx) -> bool {
         match self {
             Predicate::True => true,
@@ -158,6 +173,8 @@ impl<L: Leaf> Predicate<L> {
         }
     }
 
+    /// Reads a predicate map (`{type, value}`); an unknown type is a
+    /// [`CatalogError::UnknownType`](crate::CatalogError::UnknownType).
     pub fn decode(d: &mut Decoder<'_>) -> Result<Self> {
         d.nested(|d| {
             let t = d.typed()?;
@@ -189,6 +206,8 @@ impl<L: Leaf> Predicate<L> {
         })
     }
 
+    /// Writes the predicate as Tensile's map (`{type}` or `{type,
+    /// value}`).
     pub fn encode(&self, w: &mut Writer) {
         match self {
             Predicate::True | Predicate::False => {
@@ -234,8 +253,12 @@ pub enum GpuLeaf {
     /// Tensile's `AMDGPU` wrapper: "the hardware is an AMD GPU and ...".
     /// It prints no trace line of its own.
     Amdgpu(Box<Predicate<GpuLeaf>>),
+    /// `Processor`: the GPU's gfx name (without target features) is this.
     Processor(Box<str>),
+    /// `CUCount`: the GPU has exactly this many compute units.
     CuCount(u32),
+    /// `PciChipId`: the GPU's chip ID is this one or falls back to it
+    /// (false when the runtime reports no chip ID).
     PciChipId(u32),
     /// A kernel built for this processor can run on the GPU (Tensile's
     /// `runsKernelTargeting`: the same processor, or a gfx900 kernel on a
@@ -243,6 +266,7 @@ pub enum GpuLeaf {
     TargetProcessor(Box<str>),
 }
 
+/// A predicate on the GPU: a hardware row's condition.
 pub type HardwarePredicate = Predicate<GpuLeaf>;
 
 /// Tensile's processor enum value: `gfx90a` → 910, `gfx1100` → 1100.
@@ -437,6 +461,7 @@ impl HardwarePredicate {
 
 pub use super::problem_leaf::{Kind as ProblemLeafKind, ProblemLeaf, ScalarValue, Value};
 
+/// A predicate on the GEMM: a problem row's or a solution's condition.
 pub type ProblemPredicate = Predicate<ProblemLeaf>;
 
 impl ProblemPredicate {

@@ -29,25 +29,43 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum DataType {
+    /// IEEE binary32 (`f32`).
     Float,
+    /// IEEE binary64 (`f64`).
     Double,
+    /// A pair of binary32: real, imaginary.
     ComplexFloat,
+    /// A pair of binary64: real, imaginary.
     ComplexDouble,
+    /// IEEE binary16 (`f16`).
     Half,
+    /// Four `i8` packed in 32 bits (one value, [`DataType::packing`] 4).
     Int8x4,
+    /// `i32`.
     Int32,
+    /// bfloat16: binary32's exponent with a 7-bit mantissa.
     BFloat16,
+    /// `i8`.
     Int8,
     // Newer Tensile / hipBLASLt names.
+    /// `i64`.
     Int64,
+    /// xf32: binary32 values multiplied at reduced precision by the
+    /// matrix cores of gfx94x.
     XFloat32,
+    /// 8-bit float, E4M3 (FP8).
     Float8,
+    /// 8-bit float, E5M2 (BF8).
     BFloat8,
+    /// Mixed 8-bit: A is Float8, B BFloat8.
     Float8BFloat8,
+    /// Mixed 8-bit: A is BFloat8, B Float8.
     BFloat8Float8,
 }
 
 impl DataType {
+    /// Every type, in declaration order (the order of [`DataType::from_name`]'s
+    /// search).
     pub const ALL: [DataType; 15] = [
         DataType::Float,
         DataType::Double,
@@ -66,6 +84,8 @@ impl DataType {
         DataType::BFloat8Float8,
     ];
 
+    /// Tensile's name for the type, as catalogs write it (`Float`,
+    /// `BFloat16`, ...).
     pub fn name(self) -> &'static str {
         match self {
             DataType::Float => "Float",
@@ -108,6 +128,7 @@ impl DataType {
         if self == DataType::Int8x4 { 4 } else { 1 }
     }
 
+    /// Whether the type is ComplexFloat or ComplexDouble.
     pub fn is_complex(self) -> bool {
         matches!(self, DataType::ComplexFloat | DataType::ComplexDouble)
     }
@@ -124,12 +145,16 @@ impl fmt::Display for DataType {
 /// index names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Transpose {
+    /// op(X) = X (BLAS `N`).
     None,
+    /// op(X) = Xᵀ (BLAS `T`).
     Transpose,
+    /// op(X) = Xᴴ (BLAS `C`).
     ConjugateTranspose,
 }
 
 impl Transpose {
+    /// Whether the operand is read transposed (conjugated or not).
     pub fn is_transposed(self) -> bool {
         self != Transpose::None
     }
@@ -138,25 +163,35 @@ impl Transpose {
 /// `KernelLanguage` (`Any` in a problem accepts every solution).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum KernelLanguage {
+    /// Accept kernels of either language.
     Any,
+    /// Only kernels written in AMDGPU assembly (`.co` code objects).
     Assembly,
+    /// Only kernels compiled from source (`.hsaco` code objects).
     Source,
 }
 
 /// `ArithmeticUnit` (`Any` in a problem accepts every solution).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ArithmeticUnit {
+    /// Accept kernels using either unit.
     Any,
+    /// Only kernels using the matrix cores (MFMA instructions).
     Mfma,
+    /// Only kernels using the vector ALUs.
     Valu,
 }
 
 /// `PerformanceMetric`: what "best" means to the caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PerformanceMetric {
+    /// Fastest on the whole device: `CUEfficiency` rows do not match.
     DeviceEfficiency,
+    /// Most efficient per compute unit: `CUEfficiency` rows match.
     CuEfficiency,
+    /// `CUEfficiency` rows match for problems below 2 * 1500³ flops.
     Auto,
+    /// Solutions marked `Experimental` may be chosen.
     Experimental,
 }
 
@@ -165,44 +200,73 @@ pub enum PerformanceMetric {
 /// `rocblas_sgemm` call (packed leading dimensions, one batch, C = D).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Problem {
+    /// How A is read: op(A) is M × K.
     pub trans_a: Transpose,
+    /// How B is read: op(B) is K × N.
     pub trans_b: Transpose,
+    /// Rows of op(A), C and D.
     pub m: u64,
+    /// Columns of op(B), C and D.
     pub n: u64,
+    /// Columns of op(A) and rows of op(B): the summed (bound) size.
     pub k: u64,
+    /// Number of GEMMs in the batch (1 for a single GEMM).
     pub batch: u64,
+    /// Element type of A.
     pub a_type: DataType,
+    /// Element type of B.
     pub b_type: DataType,
+    /// Element type of C.
     pub c_type: DataType,
+    /// Element type of D.
     pub d_type: DataType,
+    /// Leading dimension of A in elements: the stride between its stored
+    /// columns (column-major).
     pub lda: u64,
+    /// Leading dimension of B in elements.
     pub ldb: u64,
+    /// Leading dimension of C in elements.
     pub ldc: u64,
+    /// Leading dimension of D in elements.
     pub ldd: u64,
+    /// Elements between consecutive A matrices of a batch.
     pub stride_a: u64,
+    /// Elements between consecutive B matrices of a batch.
     pub stride_b: u64,
+    /// Elements between consecutive C matrices of a batch.
     pub stride_c: u64,
+    /// Elements between consecutive D matrices of a batch.
     pub stride_d: u64,
     /// Accumulate in a wider type than the inputs (rocBLAS: the compute
     /// type is wider than the input type, or the input is Int8x4).
     pub high_precision_accumulate: bool,
     /// A strided batch (true) rather than an array of pointers.
     pub strided_batched: bool,
+    /// The caller asks for run-to-run reproducible results (matched by
+    /// `DeterministicMode` leaves).
     pub deterministic_mode: bool,
+    /// rocBLAS's `fp16_alt_impl` flag: f16 GEMMs take the alternate
+    /// implementation (matched by `Fp16AltImpl` leaves).
     pub fp16_alt_impl: bool,
     /// Newer Tensile: round stochastically when converting the output.
     pub stochastic_rounding: bool,
     /// Newer Tensile: the math type of f32 MFMA (Float, or XFloat32).
     pub f32_xdl_math_op: DataType,
+    /// Which kernel languages the caller accepts.
     pub kernel_language: KernelLanguage,
+    /// Which arithmetic units the caller accepts.
     pub arithmetic_unit: ArithmeticUnit,
+    /// What "best" means for this query.
     pub performance_metric: PerformanceMetric,
     /// Bytes of workspace the caller can give the kernel.
     pub workspace_size: u64,
     /// The scalars, as rocBLAS categorises them: beta is 0, 1, -1 or 2
     /// ("anything else").
     pub alpha: f64,
+    /// The scalar multiplying C (see `alpha`).
     pub beta: f64,
+    /// D is written over C (the same buffer, `rocblas_*gemm`'s in-place
+    /// form).
     pub c_equals_d: bool,
 }
 
@@ -297,15 +361,20 @@ impl Problem {
         }
     }
 
+    /// A's strides in elements, Tensile's `a.strides`: `[1, lda,
+    /// stride_a]`.
     pub fn a_strides(&self) -> [u64; 3] {
         [1, self.lda, self.stride_a]
     }
+    /// B's strides in elements: `[1, ldb, stride_b]`.
     pub fn b_strides(&self) -> [u64; 3] {
         [1, self.ldb, self.stride_b]
     }
+    /// C's strides in elements: `[1, ldc, stride_c]`.
     pub fn c_strides(&self) -> [u64; 3] {
         [1, self.ldc, self.stride_c]
     }
+    /// D's strides in elements: `[1, ldd, stride_d]`.
     pub fn d_strides(&self) -> [u64; 3] {
         [1, self.ldd, self.stride_d]
     }

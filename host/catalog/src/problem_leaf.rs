@@ -19,8 +19,12 @@ use super::problem::{ArithmeticUnit, DataType, KernelLanguage, PerformanceMetric
 /// `ScalarValue`: a restriction on alpha or beta.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ScalarValue {
+    /// No restriction (`Any`); a problem's scalar that is neither 1 nor -1
+    /// is also categorised so.
     Any,
+    /// Exactly 1 (`1`).
     One,
+    /// Exactly -1 (`-1`).
     NegativeOne,
 }
 
@@ -56,18 +60,27 @@ impl ScalarValue {
 pub enum Value {
     /// The leaf has no value.
     None,
+    /// A number: a size, stride, multiple or limit, by the leaf's kind.
     U64(u64),
+    /// A required setting of a boolean switch of the problem.
     Bool(bool),
+    /// A restriction on alpha or beta.
     Scalar(ScalarValue),
+    /// The kernel's language (`KernelLanguageCompatible`).
     Language(KernelLanguage),
+    /// The kernel's arithmetic unit (`ArithmeticUnitCompatible`).
     Unit(ArithmeticUnit),
     /// A, B, C, D.
     Types([DataType; 4]),
+    /// One type (`F32XdlMathOp`).
     Type(DataType),
+    /// A string (`OperationIdentifierEqual`'s operation identifier).
     Text(Box<str>),
     /// `min <= x < max` (a missing `max` is `u64::MAX`).
     Range {
+        /// The smallest value in range.
         min: u64,
+        /// The first value past the range.
         max: u64,
     },
     /// `ShiftPtrElemA`, `ShiftPtrElemB`, `DUorMT0`, `DUorMT1` (boxed: the
@@ -125,7 +138,10 @@ macro_rules! leaves {
         /// Which leaf (a row of the table).
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum Kind {
-            $($kind,)+
+            $(
+                #[doc = concat!("Tensile's `", $name, "` predicate.")]
+                $kind,
+            )+
         }
 
         const ROWS: &[Row] = &[$(Row {
@@ -301,8 +317,13 @@ leaves! {
 /// rows without one) and its value. Index and value are Tensile's.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ProblemLeaf {
+    /// Which test.
     pub kind: Kind,
+    /// The tensor index the test reads (0 for kinds without one); for
+    /// `BoundSizeMultiple` a negative index counts from the last bound
+    /// index.
     pub index: i64,
+    /// What the problem is compared with, in the kind's shape.
     pub value: Value,
 }
 

@@ -17,6 +17,8 @@ use super::msgpack::Writer;
 use super::predicate::{HardwarePredicate, Predicate, ProblemLeaf, ProblemPredicate};
 use super::problem::DataType;
 
+/// One solution of a catalog's `solutions` list: a kernel and the
+/// conditions under which it may run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Solution {
     /// The key library nodes refer to the solution by.
@@ -25,12 +27,18 @@ pub struct Solution {
     pub name: Box<str>,
     /// Shared between solutions of the same type.
     pub problem_type: Arc<ProblemType>,
+    /// `hardwarePredicate`: on which GPUs the kernel may run.
     pub hardware_predicate: HardwarePredicate,
     /// Shared between solutions with the same conditions (rocBLAS's 56 980
     /// solutions have 6 587 distinct ones).
     pub problem_predicate: Arc<SolutionPredicate>,
+    /// `sizeMapping`: the kernel's launch shape and tiling.
     pub size_mapping: SizeMapping,
+    /// `debugKernel`: the kernel was built with Tensile's debug
+    /// instrumentation.
     pub debug_kernel: bool,
+    /// `libraryLogicIndex`: the solution's position in the logic file it
+    /// was generated from (-1 when absent).
     pub library_logic_index: i32,
     /// `ideals`: K → GFLOPS (unused by selection; kept for writing).
     pub ideals: Box<[(i64, f64)]>,
@@ -47,7 +55,11 @@ pub struct Solution {
 /// few lookups in a small, hot table instead of a walk over a cold tree.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SolutionPredicate {
+    /// The predicate as the catalog writes it.
     pub tree: ProblemPredicate,
+    /// When `tree` is an `And` of leaves: each leaf's id in the file's
+    /// leaf table ([`crate::File::leaves`]); `None` otherwise (evaluate the
+    /// tree).
     pub leaf_ids: Option<Box<[u16]>>,
 }
 
@@ -72,6 +84,8 @@ pub struct Interner {
     mappings: HashMap<Vec<u8>, SizeMapping, Fx>,
     predicates: HashMap<ProblemPredicate, Arc<SolutionPredicate>, Fx>,
     leaf_ids: HashMap<ProblemLeaf, u16, Fx>,
+    /// The distinct leaves of `And`-of-leaves predicates, by id (at most
+    /// 65 536: a predicate with a leaf beyond gets no ids).
     pub leaves: Vec<ProblemLeaf>,
     scratch: Vec<u8>,
 }
@@ -127,6 +141,8 @@ impl Interner {
         Ok(shared)
     }
 
+    /// The shared form of `tree`: the one made for an equal tree before,
+    /// or a new one with its leaves numbered.
     pub fn intern(&mut self, tree: ProblemPredicate) -> Arc<SolutionPredicate> {
         if let Some(shared) = self.predicates.get(&tree) {
             return shared.clone();
@@ -160,37 +176,78 @@ impl Interner {
     }
 }
 
+/// A solution's `problemType`: the kind of GEMM its kernel computes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProblemType {
+    /// `operationIdentifier`, e.g. `Contraction_l_Alik_Bljk_Cijk_Dijk`
+    /// (see [`Problem::operation_identifier`](crate::Problem::operation_identifier)).
     pub operation_identifier: Box<str>,
+    /// `aType`, `bType`, `cType`, `dType`.
     pub types: [DataType; 4],
+    /// `useBeta`: the kernel computes the `beta * C` term.
     pub use_beta: bool,
+    /// `highPrecisionAccumulate`: it accumulates in a wider type than the
+    /// inputs.
     pub high_precision_accumulate: bool,
+    /// `useInitialStridesAB`: A's and B's first strides may be other than
+    /// 1 (false when absent).
     pub use_initial_strides_ab: bool,
+    /// `useInitialStridesCD`: likewise for C and D.
     pub use_initial_strides_cd: bool,
+    /// `stridedBatched`: batches are strided, not pointer arrays (true when
+    /// absent).
     pub strided_batched: bool,
 }
 
+/// A solution's `sizeMapping`: how its kernel tiles the problem and how it
+/// is launched (Tensile's `SizeMapping`).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SizeMapping {
+    /// `workGroup`: work-items per workgroup in x, y, z (missing entries
+    /// 0).
     pub work_group: [i64; 3],
     /// Two or three entries in real catalogs; `thread_tile_len` says which.
     pub thread_tile: [i64; 3],
+    /// How many entries of `thread_tile` the catalog gave.
     pub thread_tile_len: u8,
+    /// `macroTile`: the tile of D one workgroup computes, MT0 (along M) and
+    /// MT1 (along N), then the batch depth.
     pub macro_tile: [i64; 3],
+    /// `depthU`: K elements consumed per iteration of the unrolled loop.
     pub depth_u: i64,
+    /// `staggerU`: how far workgroups stagger their K start to spread
+    /// memory-channel traffic (0: off).
     pub stagger_u: i64,
+    /// `globalSplitU`: workgroups K is split across (1: no split).
     pub global_split_u: i64,
+    /// `staggerStrideShift`: the stagger stride is `depth_u` shifted left
+    /// by this.
     pub stagger_stride_shift: i64,
+    /// `workGroupMapping`: workgroups grouped along dimension 1 for cache
+    /// locality (Tensile's WGM).
     pub work_group_mapping: i64,
+    /// `packBatchDims`: Tensile's packing of batch dimensions (0 when
+    /// absent).
     pub pack_batch_dims: i64,
+    /// `packSummationDims`: Tensile's packing of summation dimensions (0
+    /// when absent).
     pub pack_summation_dims: i64,
+    /// `magicDivAlg`: the magic-number division algorithm the kernel's
+    /// index arithmetic uses (1 when absent).
     pub magic_div_alg: i64,
+    /// `persistentKernel`: 0 for an ordinary launch, else the persistent
+    /// kernel's workgroups per compute unit.
     pub persistent_kernel: i64,
+    /// `persistentKernelAlongBatch`: a persistent kernel also walks the
+    /// batch dimension.
     pub persistent_kernel_along_batch: bool,
     /// A HIP-source kernel (`.hsaco`) rather than an assembly one (`.co`).
     pub source_kernel: bool,
+    /// `globalAccumulation`: how split-K partial sums are combined (0:
+    /// not through a workspace).
     pub global_accumulation: i64,
+    /// `workspaceSizePerElemC`: workspace bytes the kernel needs per
+    /// element of C.
     pub workspace_size_per_elem_c: i64,
 }
 
@@ -386,6 +443,10 @@ impl ProblemType {
 }
 
 impl Solution {
+    /// Reads one solution map; `index`, `name`, `problemType`, both
+    /// predicates, `sizeMapping` and `debugKernel` are required, other
+    /// unknown keys skipped. Predicates and types are shared through
+    /// `interner`.
     pub fn decode(d: &mut Decoder<'_>, interner: &mut Interner) -> Result<Self> {
         let len = d.map_len()?;
         let mut index = None;
@@ -474,6 +535,8 @@ impl Solution {
         })
     }
 
+    /// Writes the solution map back in Tensile's layout (with
+    /// `codeObject` when it has one).
     pub fn encode(&self, w: &mut Writer) {
         w.map(10 + usize::from(self.code_object.is_some()));
         w.str("name");

@@ -25,6 +25,7 @@ pub struct LoadOptions {
 }
 
 impl LoadOptions {
+    /// Load exactly the library at `path` (no fallback to the search).
     pub fn library(path: impl Into<PathBuf>) -> Self {
         Self {
             library: Some(path.into()),
@@ -67,7 +68,9 @@ impl LoadOptions {
 /// ([`Runtime::simulator_kernel_stats`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KernelStats {
+    /// The kernel's name.
     pub name: String,
+    /// Kernel dispatch packets of it processed.
     pub dispatches: u64,
     /// Waves run.
     pub waves: u64,
@@ -75,6 +78,8 @@ pub struct KernelStats {
     pub instructions: u64,
     /// Sum over executed instructions of active lanes.
     pub lane_ops: u64,
+    /// Wave-instructions executed that were matrix instructions (MFMA).
+    pub matrix_instructions: u64,
 }
 
 /// A loaded HSA runtime library with its resolved function table.
@@ -177,6 +182,7 @@ impl Runtime {
                         waves: r.waves,
                         instructions: r.instructions,
                         lane_ops: r.lane_ops,
+                        matrix_instructions: r.matrix_instructions,
                     }
                 })
                 .collect(),
@@ -277,6 +283,8 @@ impl System {
         })
     }
 
+    /// The loaded runtime library (ROCr or the simulator) this system holds
+    /// an `hsa_init` reference on.
     pub fn runtime(&self) -> &Runtime {
         &self.inner.runtime
     }

@@ -19,6 +19,7 @@ pub struct Metadata {
     /// `amdhsa.target`: the target ID, e.g.
     /// `amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-` (code object v4+).
     pub target: Option<String>,
+    /// `amdhsa.kernels`, in the note's order; empty when absent.
     pub kernels: Vec<KernelMetadata>,
 }
 
@@ -29,18 +30,32 @@ pub struct KernelMetadata {
     pub name: String,
     /// `.symbol`: the kernel descriptor's symbol, `<name>.kd`.
     pub symbol: String,
+    /// `.args`: the explicit and hidden kernel arguments in kernarg order;
+    /// empty when absent.
     pub args: Vec<KernelArg>,
+    /// `.kernarg_segment_size`: bytes of the kernarg segment, hidden
+    /// arguments included.
     pub kernarg_segment_size: u64,
+    /// `.kernarg_segment_align`: its alignment in bytes, a power of two.
     pub kernarg_segment_align: u64,
+    /// `.group_segment_fixed_size`: static LDS bytes per workgroup.
     pub group_segment_fixed_size: u64,
+    /// `.private_segment_fixed_size`: static scratch bytes per work-item.
     pub private_segment_fixed_size: u64,
+    /// `.wavefront_size`: 32 or 64.
     pub wavefront_size: u64,
+    /// `.sgpr_count`: SGPRs one wave uses, special ones (VCC, flat
+    /// scratch, XNACK mask) included.
     pub sgpr_count: u64,
+    /// `.vgpr_count`: architectural VGPRs one work-item uses.
     pub vgpr_count: u64,
     /// `.agpr_count` (gfx90a and later); 0 when absent.
     pub agpr_count: u64,
+    /// `.sgpr_spill_count`: SGPRs spilled; 0 when absent.
     pub sgpr_spill_count: u64,
+    /// `.vgpr_spill_count`: VGPRs spilled to scratch; 0 when absent.
     pub vgpr_spill_count: u64,
+    /// `.max_flat_workgroup_size`: most work-items a workgroup may have.
     pub max_flat_workgroup_size: u64,
     /// `.uses_dynamic_stack` (v5+); false when absent.
     pub uses_dynamic_stack: bool,
@@ -53,7 +68,9 @@ pub struct KernelMetadata {
 /// One entry of a kernel's `.args`.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct KernelArg {
+    /// `.name`: the source-level parameter name, when recorded.
     pub name: Option<String>,
+    /// `.type_name`: the source-level type, when recorded.
     pub type_name: Option<String>,
     /// `.offset` in the kernarg segment, bytes.
     pub offset: u64,
@@ -63,11 +80,19 @@ pub struct KernelArg {
     pub value_kind: String,
     /// `.address_space` of a pointer argument, e.g. `global`, `generic`.
     pub address_space: Option<String>,
+    /// `.access` of a pointer argument as declared: `read_only`,
+    /// `write_only` or `read_write`.
     pub access: Option<String>,
+    /// `.actual_access`: how the kernel really accesses the memory (same
+    /// values as `access`).
     pub actual_access: Option<String>,
+    /// `.pointee_align` of a dynamic LDS pointer argument, bytes.
     pub pointee_align: Option<u64>,
+    /// `.is_const`: the pointee is `const`; false when absent.
     pub is_const: bool,
+    /// `.is_restrict`: the pointer is `restrict`; false when absent.
     pub is_restrict: bool,
+    /// `.is_volatile`: the pointee is `volatile`; false when absent.
     pub is_volatile: bool,
 }
 

@@ -63,79 +63,115 @@ const KERNEL_DESCRIPTOR_SIZE: u64 = 64;
 pub enum CodeObjectError {
     /// The file ends before `what` (which needs bytes `offset..offset+size`).
     Truncated {
+        /// The structure being read (ELF header, a table, a note, ...).
         what: &'static str,
+        /// File offset it starts at.
         offset: u64,
+        /// Bytes it needs.
         size: u64,
+        /// Bytes the file has.
         file_len: u64,
     },
+    /// The file does not start with the ELF magic `\x7fELF`.
     NotElf,
     /// Not ELF64 little-endian (`class`, `data` from `e_ident`).
     UnsupportedElfClass {
+        /// `e_ident[EI_CLASS]` (2 is ELFCLASS64).
         class: u8,
+        /// `e_ident[EI_DATA]` (1 is ELFDATA2LSB).
         data: u8,
     },
+    /// `e_machine` is not [`EM_AMDGPU`].
     WrongMachine {
+        /// The `e_machine` found.
         machine: u16,
     },
+    /// `EI_OSABI` is not [`ELFOSABI_AMDGPU_HSA`] (a PAL or Mesa code
+    /// object, which HSA does not load).
     UnsupportedOsAbi {
+        /// The `e_ident[EI_OSABI]` found.
         os_abi: u8,
     },
     /// `EI_ABIVERSION` names no code-object version v3..v6 (0 is v2).
     UnsupportedAbiVersion {
+        /// The `e_ident[EI_ABIVERSION]` found.
         abi_version: u8,
     },
     /// `e_type` is not `ET_DYN` (a relocatable object must be linked first).
     NotSharedObject {
+        /// The `e_type` found.
         e_type: u16,
     },
+    /// `e_flags`' `EF_AMDGPU_MACH` field names no processor this reader
+    /// knows.
     UnknownMach {
+        /// The `EF_AMDGPU_MACH` bits of `e_flags`.
         mach: u32,
     },
     /// A table entry size that is not the ELF64 one.
     BadEntrySize {
+        /// The table: `"program header"` or `"section header"`.
         table: &'static str,
+        /// The entry size the file declares.
         size: u16,
     },
     /// A string-table reference outside its table, or not terminated.
     BadString {
+        /// The string table referred to.
         table: &'static str,
+        /// The offset into it.
         offset: u64,
     },
     /// A note whose sizes run past its segment or section.
     BadNote {
+        /// File offset of the note record.
         offset: u64,
     },
+    /// No `AMDGPU` note of type [`NT_AMDGPU_METADATA`].
     MissingMetadata,
+    /// The metadata note is not valid MessagePack.
     Msgpack(MsgpackError),
     /// The metadata lacks a required field or has one of the wrong kind.
     Metadata {
+        /// Where, e.g. `amdhsa.kernels[2].args[0].size`.
         path: String,
+        /// What is wrong, e.g. "required field missing".
         problem: &'static str,
     },
+    /// Neither `.symtab` nor `.dynsym`: kernel descriptors cannot be found.
     NoSymbolTable,
     /// Metadata names a `.kd` symbol the symbol table does not have.
     MissingKernelDescriptor {
+        /// The kernel's `.name`.
         kernel: String,
+        /// The `.symbol` looked up.
         symbol: String,
     },
     /// The `.kd` symbol's 64 bytes are not inside any loaded segment's file
     /// image.
     KernelDescriptorOutOfBounds {
+        /// The kernel's `.name`.
         kernel: String,
+        /// The symbol's value (virtual address).
         address: u64,
     },
     /// The descriptor's entry offset does not land in executable code.
     KernelEntryOutsideCode {
+        /// The kernel's `.name`.
         kernel: String,
+        /// The descriptor's address plus its entry offset (may be negative
+        /// or past `u64`).
         address: i128,
     },
     /// The [`ABI_VERSION_SYMBOL`]'s 4 bytes are not inside a loaded segment.
     AbiVersionOutOfBounds {
+        /// The symbol's value (virtual address).
         address: u64,
     },
     /// A `PT_LOAD` segment whose file image is larger than its memory image
     /// or whose memory image wraps the address space.
     BadSegment {
+        /// The segment's `p_vaddr`.
         vaddr: u64,
     },
 }
@@ -225,7 +261,10 @@ impl From<MsgpackError> for CodeObjectError {
 /// One kernel: its metadata and its descriptor.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Kernel {
+    /// Its entry of `amdhsa.kernels`.
     pub metadata: KernelMetadata,
+    /// Its 64-byte descriptor, read from the file image at
+    /// `descriptor_address`.
     pub descriptor: KernelDescriptor,
     /// Virtual address of the descriptor (`<name>.kd`'s value).
     pub descriptor_address: u64,
@@ -234,6 +273,7 @@ pub struct Kernel {
 }
 
 impl Kernel {
+    /// The kernel's source-level name (metadata `.name`).
     pub fn name(&self) -> &str {
         &self.metadata.name
     }
@@ -242,10 +282,14 @@ impl Kernel {
 /// A parsed code object.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CodeObject {
+    /// Code-object version, from `EI_ABIVERSION`.
     pub version: CodeObjectVersion,
+    /// Processor and xnack/sramecc settings, from `e_flags`.
     pub target: Target,
     /// `e_flags` as stored.
     pub e_flags: u32,
+    /// The metadata, merged over all of the file's metadata notes (one per
+    /// linked object: same version and target, kernels appended).
     pub metadata: Metadata,
     /// Kernels in metadata order.
     pub kernels: Vec<Kernel>,
@@ -260,10 +304,16 @@ pub struct CodeObject {
 /// `vaddr` (relative to the load base), zero-filled up to `memsz`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LoadSegment {
+    /// `p_vaddr`: where the segment goes, relative to the load base.
     pub vaddr: u64,
+    /// `p_memsz`: bytes of the memory image, at least `filesz`.
     pub memsz: u64,
+    /// `p_offset`: where the file image starts in the file.
     pub file_offset: u64,
+    /// `p_filesz`: bytes copied from the file; the rest of `memsz` is
+    /// zeros.
     pub filesz: u64,
+    /// `PF_X` is set: the segment holds code.
     pub executable: bool,
 }
 
@@ -388,6 +438,8 @@ impl CodeObject {
         })
     }
 
+    /// The first kernel whose source-level name (metadata `.name`) is
+    /// `name`.
     pub fn kernel(&self, name: &str) -> Option<&Kernel> {
         self.kernels.iter().find(|k| k.name() == name)
     }

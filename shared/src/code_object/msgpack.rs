@@ -18,23 +18,34 @@ pub const MAX_DEPTH: usize = 64;
 /// A decoded MessagePack value borrowing from the input.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value<'a> {
+    /// `nil` (0xc0).
     Nil,
+    /// `true` or `false` (0xc3, 0xc2).
     Bool(bool),
     /// Any non-negative integer (positive fixint, uint 8..64, or a signed
     /// encoding that holds a non-negative value).
     UInt(u64),
     /// A negative integer.
     Int(i64),
+    /// `float 32`.
     F32(f32),
+    /// `float 64`.
     F64(f64),
+    /// A `str` family value, checked to be UTF-8.
     Str(&'a str),
+    /// A `bin` family value.
     Bin(&'a [u8]),
+    /// An `array` family value, elements in order.
     Array(Vec<Value<'a>>),
+    /// A `map` family value: key-value pairs in document order, duplicate
+    /// keys kept.
     Map(Vec<(Value<'a>, Value<'a>)>),
+    /// An `ext` family value: its type and its data.
     Ext(i8, &'a [u8]),
 }
 
 impl<'a> Value<'a> {
+    /// The string, if the value is one.
     pub fn as_str(&self) -> Option<&'a str> {
         match *self {
             Value::Str(s) => Some(s),
@@ -42,6 +53,7 @@ impl<'a> Value<'a> {
         }
     }
 
+    /// The integer, if the value is a non-negative one.
     pub fn as_u64(&self) -> Option<u64> {
         match *self {
             Value::UInt(v) => Some(v),
@@ -49,6 +61,7 @@ impl<'a> Value<'a> {
         }
     }
 
+    /// The boolean, if the value is one.
     pub fn as_bool(&self) -> Option<bool> {
         match *self {
             Value::Bool(b) => Some(b),
@@ -56,6 +69,7 @@ impl<'a> Value<'a> {
         }
     }
 
+    /// The elements, if the value is an array.
     pub fn as_array(&self) -> Option<&[Value<'a>]> {
         match self {
             Value::Array(items) => Some(items),
@@ -63,6 +77,7 @@ impl<'a> Value<'a> {
         }
     }
 
+    /// The key-value pairs, if the value is a map.
     pub fn as_map(&self) -> Option<&[(Value<'a>, Value<'a>)]> {
         match self {
             Value::Map(entries) => Some(entries),
@@ -98,11 +113,31 @@ impl<'a> Value<'a> {
 /// the document where decoding stopped.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MsgpackError {
-    Truncated { offset: usize },
-    InvalidUtf8 { offset: usize },
-    ReservedByte { offset: usize },
-    TooDeep { offset: usize },
-    TrailingBytes { offset: usize },
+    /// The document ends inside a value.
+    Truncated {
+        /// Where the read that ran out of bytes started.
+        offset: usize,
+    },
+    /// A string is not valid UTF-8.
+    InvalidUtf8 {
+        /// Where the string's bytes start.
+        offset: usize,
+    },
+    /// The reserved byte 0xc1, which no value starts with.
+    ReservedByte {
+        /// Where it is.
+        offset: usize,
+    },
+    /// Containers nest deeper than [`MAX_DEPTH`].
+    TooDeep {
+        /// Where the value nested too deep starts.
+        offset: usize,
+    },
+    /// Bytes follow the document's one top-level value.
+    TrailingBytes {
+        /// Where the first of them is.
+        offset: usize,
+    },
 }
 
 impl fmt::Display for MsgpackError {

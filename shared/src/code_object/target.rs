@@ -11,11 +11,15 @@ use crate::kernel_descriptor::GfxFamily;
 
 /// `EF_AMDGPU_MACH`: the processor field of `e_flags`.
 pub const EF_AMDGPU_MACH: u32 = 0xff;
-/// Code object v3: xnack and sramecc are single on/off bits.
+/// Code object v3: xnack and sramecc are single on/off bits; this is
+/// xnack's (bit 8).
 pub const EF_AMDGPU_FEATURE_XNACK_V3: u32 = 0x100;
+/// Code object v3: sramecc's on/off bit (bit 9).
 pub const EF_AMDGPU_FEATURE_SRAMECC_V3: u32 = 0x200;
-/// Code object v4+: two-bit settings (unsupported, any, off, on).
+/// Code object v4+: two-bit settings (unsupported, any, off, on); this is
+/// xnack's (bits 9:8).
 pub const EF_AMDGPU_FEATURE_XNACK_V4: u32 = 0x300;
+/// Code object v4+: sramecc's two-bit setting (bits 11:10).
 pub const EF_AMDGPU_FEATURE_SRAMECC_V4: u32 = 0xc00;
 /// Code object v6: version of a generic processor's feature set.
 pub const EF_AMDGPU_GENERIC_VERSION_OFFSET: u32 = 24;
@@ -121,7 +125,9 @@ pub enum FeatureSetting {
     Unsupported,
     /// Code runs with the feature either on or off.
     Any,
+    /// Code needs the feature off (target-ID suffix `-`).
     Off,
+    /// Code needs the feature on (target-ID suffix `+`).
     On,
 }
 
@@ -140,9 +146,16 @@ impl FeatureSetting {
 /// `ELFOSABI_AMDGPU_HSA`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum CodeObjectVersion {
+    /// Code object v3 (`ELFABIVERSION_AMDGPU_HSA_V3`, 1).
     V3,
+    /// Code object v4 (`ELFABIVERSION_AMDGPU_HSA_V4`, 2): two-bit feature
+    /// settings, `amdhsa.target` in the metadata.
     V4,
+    /// Code object v5 (`ELFABIVERSION_AMDGPU_HSA_V5`, 3): the implicit
+    /// kernel arguments of the v5 layout.
     V5,
+    /// Code object v6 (`ELFABIVERSION_AMDGPU_HSA_V6`, 4): generic targets
+    /// with a version in `e_flags`.
     V6,
 }
 
@@ -158,6 +171,7 @@ impl CodeObjectVersion {
         })
     }
 
+    /// The version number: 3, 4, 5 or 6.
     pub fn number(self) -> u32 {
         match self {
             Self::V3 => 3,
@@ -175,7 +189,11 @@ pub struct Target {
     pub mach: u32,
     /// Processor name, e.g. `gfx942`.
     pub processor: &'static str,
+    /// The xnack (retry after a page fault) setting; v3 code objects say
+    /// only on or any.
     pub xnack: FeatureSetting,
+    /// The sramecc (ECC-protected SRAM) setting; v3 code objects say only
+    /// on or any.
     pub sramecc: FeatureSetting,
     /// Generic-target version (v6 generic processors), 0 when absent.
     pub generic_version: u8,
@@ -225,6 +243,8 @@ impl Target {
         })
     }
 
+    /// The processor's register-layout family ([`family`]); `None` before
+    /// GFX9.
     pub fn family(&self) -> Option<GfxFamily> {
         family(self.processor)
     }

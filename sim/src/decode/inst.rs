@@ -15,35 +15,66 @@ use super::{Classified, DecodeError, Format, Target, classify};
 pub mod code {
     /// The last SGPR, s101.
     pub const SGPR_LAST: u8 = 101;
+    /// FLAT_SCRATCH_LO: low dword of the flat scratch base.
     pub const FLAT_SCRATCH_LO: u8 = 102;
+    /// FLAT_SCRATCH_HI: its high dword.
     pub const FLAT_SCRATCH_HI: u8 = 103;
+    /// XNACK_MASK_LO: lanes whose memory access was not acknowledged (low
+    /// 32 lanes).
     pub const XNACK_MASK_LO: u8 = 104;
+    /// XNACK_MASK_HI: the high 32 lanes.
     pub const XNACK_MASK_HI: u8 = 105;
+    /// VCC_LO: vector condition code, lanes 0..32.
     pub const VCC_LO: u8 = 106;
+    /// VCC_HI: lanes 32..64.
     pub const VCC_HI: u8 = 107;
+    /// TTMP0: the first of the trap handler's 16 temporary SGPRs.
     pub const TTMP0: u8 = 108;
+    /// TTMP15: the last trap temporary.
     pub const TTMP_LAST: u8 = 123;
+    /// M0: the memory/misc register (LDS limits, `s_movrel` index, LDS-DMA
+    /// address).
     pub const M0: u8 = 124;
     /// Reads as zero (LLVM prints it `null`; FLAT's SADDR may name it).
     pub const NULL: u8 = 125;
+    /// EXEC_LO: the execute mask, lanes 0..32.
     pub const EXEC_LO: u8 = 126;
+    /// EXEC_HI: lanes 32..64.
     pub const EXEC_HI: u8 = 127;
+    /// Inline integer 0; codes 128..=192 are the integers 0..=64.
     pub const ZERO: u8 = 128;
+    /// Inline integer 64, the largest positive inline integer.
     pub const INT_MAX: u8 = 192;
+    /// Inline integer -16; codes 193..=208 are -1..=-16.
     pub const INT_NEG_MAX: u8 = 208;
+    /// SRC_SHARED_BASE: high dword of the LDS aperture's flat address.
     pub const SHARED_BASE: u8 = 235;
+    /// SRC_SHARED_LIMIT: high dword of the LDS aperture's end.
     pub const SHARED_LIMIT: u8 = 236;
+    /// SRC_PRIVATE_BASE: high dword of the scratch aperture's flat address.
     pub const PRIVATE_BASE: u8 = 237;
+    /// SRC_PRIVATE_LIMIT: high dword of the scratch aperture's end.
     pub const PRIVATE_LIMIT: u8 = 238;
+    /// SRC_POPS_EXITING_WAVE_ID (graphics only; reads 0 here).
     pub const POPS_EXITING_WAVE_ID: u8 = 239;
+    /// Inline float 0.5; codes 240..=247 are 0.5, -0.5, 1, -1, 2, -2, 4,
+    /// -4 in the operand's float type.
     pub const HALF: u8 = 240;
+    /// Inline float 1 / (2π).
     pub const INV_2PI: u8 = 248;
+    /// In a VOP1/VOP2/VOPC `src0`: an SDWA extension word follows.
     pub const SDWA: u8 = 249;
+    /// In a VOP1/VOP2/VOPC `src0`: a DPP extension word follows.
     pub const DPP: u8 = 250;
+    /// VCCZ: 1 when VCC is zero.
     pub const VCCZ: u8 = 251;
+    /// EXECZ: 1 when EXEC is zero.
     pub const EXECZ: u8 = 252;
+    /// SCC: the scalar condition code, as a 0/1 operand.
     pub const SCC: u8 = 253;
+    /// LDS_DIRECT: a value read from LDS at the address M0 gives.
     pub const LDS_DIRECT: u8 = 254;
+    /// A 32-bit literal constant follows the instruction.
     pub const LITERAL: u8 = 255;
 }
 
@@ -101,8 +132,9 @@ impl Src {
 /// folded in here when the extension word carries them).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Mods {
-    /// Per source, bit i = src i.
+    /// Per source, bit i = src i: take the absolute value (floats).
     pub abs: u8,
+    /// Per source, bit i = src i: negate (floats; VOP3P: the low half).
     pub neg: u8,
     /// VOP3P: negate the high half.
     pub neg_hi: u8,
@@ -110,6 +142,7 @@ pub struct Mods {
     pub op_sel: u8,
     /// VOP3P op_sel_hi; 0b111 when not encoded.
     pub op_sel_hi: u8,
+    /// Clamp the result: floats to [0, 1], integers saturate.
     pub clamp: bool,
     /// Output modifier: 0 none, 1 ×2, 2 ×4, 3 ÷2.
     pub omod: u8,
@@ -118,8 +151,11 @@ pub struct Mods {
 /// SDWA operand selection (`sel`): which part of a dword an operand uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Sel {
+    /// Byte 0..=3 of the dword (`BYTE_0`..`BYTE_3`).
     Byte(u8),
+    /// 16-bit half 0 or 1 (`WORD_0`, `WORD_1`).
     Word(u8),
+    /// The whole dword (`DWORD`).
     Dword,
 }
 
@@ -137,38 +173,57 @@ impl Sel {
 /// SDWA extension word (VOP1/VOP2/VOPC).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sdwa {
+    /// The part of the destination dword written.
     pub dst_sel: Sel,
     /// 0 pad with zeros, 1 sign-extend, 2 preserve the untouched bits.
     pub dst_unused: u8,
+    /// The part of src0 read.
     pub src0_sel: Sel,
+    /// Sign-extend the selected part of src0 (else zero-extend).
     pub src0_sext: bool,
+    /// The part of src1 read.
     pub src1_sel: Sel,
+    /// Sign-extend the selected part of src1 (else zero-extend).
     pub src1_sext: bool,
 }
 
 /// DPP extension word.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Dpp {
+    /// DPP_CTRL (9 bits): the lane movement (quad_perm, row shifts and
+    /// rotates, wave shifts, row mirror, broadcasts).
     pub ctrl: u16,
+    /// BOUND_CTRL: a lane whose source lane is out of range reads 0 and is
+    /// written, instead of keeping its old value.
     pub bound_ctrl: bool,
+    /// BANK_MASK: bit b enables lanes `4b..4b+4` of each row of 16.
     pub bank_mask: u8,
+    /// ROW_MASK: bit r enables lanes `16r..16r+16`.
     pub row_mask: u8,
 }
 
 /// Matrix-core (MAI) fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Mai {
+    /// CBSZ: blocks share A in groups of 2^CBSZ.
     pub cbsz: u8,
+    /// ABID: which block of its group each block reads A from.
     pub abid: u8,
+    /// BLGP: B's lane broadcast or rotation pattern (on gfx942's f64
+    /// shapes: negation of A, B and C).
     pub blgp: u8,
 }
 
 /// The extension of an instruction beyond its base fields.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ext {
+    /// No extension.
     None,
+    /// The SDWA word of a VOP1/VOP2/VOPC (sub-dword selection).
     Sdwa(Sdwa),
+    /// The DPP word of a VOP1/VOP2/VOPC (lane movement).
     Dpp(Dpp),
+    /// The matrix-core fields of a VOP3P MAI instruction.
     Mai(Mai),
 }
 
@@ -182,10 +237,14 @@ pub mod flag {
     /// NT (gfx942: FLAT and MUBUF bit 17, MTBUF word 1 bit 22 — where
     /// gfx90a has SLC).
     pub const NT: u16 = 1 << 2;
+    /// MUBUF/MTBUF: VADDR supplies a per-lane offset.
     pub const OFFEN: u16 = 1 << 3;
+    /// MUBUF/MTBUF: VADDR supplies a per-lane index (scaled by the V#'s
+    /// stride); with OFFEN, index then offset.
     pub const IDXEN: u16 = 1 << 4;
     /// MUBUF/FLAT: data goes to LDS (M0-addressed) instead of VGPRs.
     pub const LDS: u16 = 1 << 5;
+    /// DS: the access goes to the global data share, not LDS.
     pub const GDS: u16 = 1 << 6;
     /// The data/destination registers are AGPRs.
     pub const ACC: u16 = 1 << 7;
@@ -222,16 +281,29 @@ pub mod flag {
 ///   `src[2]` = SOFFSET, `imm` = OFFSET (MTBUF's format in `fmt`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Inst {
+    /// The microcode format it was encoded in.
     pub format: Format,
+    /// The opcode within the format.
     pub opcode: u16,
+    /// LLVM's mnemonic, e.g. `v_add_f32`; executors are keyed by it.
     pub mnemonic: &'static str,
+    /// Length in dwords: the base word(s), plus a literal or an SDWA/DPP
+    /// word.
     pub words: u8,
+    /// Destination register: a VGPR or AGPR number, or the SGPR of SMEM
+    /// loads (see the slot table above).
     pub vdst: u16,
+    /// Scalar destination operand code (SALU results, VOPC/VOP3b masks).
     pub sdst: u8,
+    /// Up to three sources; unused slots are [`Src::None`].
     pub src: [Src; 3],
+    /// Immediate: SIMM16, a memory offset, or DS's two offsets.
     pub imm: i32,
+    /// Source and output modifiers.
     pub mods: Mods,
+    /// [`flag`] bits.
     pub flags: u16,
+    /// The extension word's fields, if any.
     pub ext: Ext,
     /// MTBUF format: data format in bits 3:0, numeric format in 6:4.
     pub fmt: u8,

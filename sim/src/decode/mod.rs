@@ -26,12 +26,16 @@ pub use inst::{Ext, Inst, Mods, Src, decode};
 /// One opcode of one format: its mnemonic on each target (`""` if none).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct OpName {
+    /// The opcode field's value.
     pub opcode: u16,
+    /// LLVM's mnemonic on gfx90a, or `""`.
     pub gfx90a: &'static str,
+    /// LLVM's mnemonic on gfx942, or `""`.
     pub gfx942: &'static str,
 }
 
 impl OpName {
+    /// A table row (the generated tables are lists of these).
     pub const fn new(opcode: u16, gfx90a: &'static str, gfx942: &'static str) -> Self {
         Self {
             opcode,
@@ -44,7 +48,9 @@ impl OpName {
 /// The targets this decoder knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Target {
+    /// gfx90a (CDNA2: MI200 series).
     Gfx90a,
+    /// gfx942 (CDNA3: MI300 series), with architected flat scratch.
     Gfx942,
 }
 
@@ -82,22 +88,39 @@ impl Target {
 /// Microcode formats of the GFX9 family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
+    /// SOP2: scalar ALU, two sources.
     Sop2,
+    /// SOPK: scalar ALU with a 16-bit immediate.
     Sopk,
+    /// SOP1: scalar ALU, one source.
     Sop1,
+    /// SOPC: scalar compare, result in SCC.
     Sopc,
+    /// SOPP: scalar program control (branches, waits, `s_endpgm`).
     Sopp,
+    /// SMEM: scalar memory loads and stores.
     Smem,
+    /// VOP2: vector ALU, two sources (short encoding).
     Vop2,
+    /// VOP1: vector ALU, one source (short encoding).
     Vop1,
+    /// VOPC: vector compare into VCC (short encoding).
     Vopc,
+    /// VOP3: vector ALU, long encoding with modifiers (VOP3a/VOP3b).
     Vop3,
+    /// VOP3P: packed 16-bit math and the matrix-core (MAI) instructions.
     Vop3p,
+    /// DS: LDS and GDS accesses.
     Ds,
+    /// FLAT: accesses through the flat address space.
     Flat,
+    /// SCRATCH: FLAT-family accesses to the private segment.
     Scratch,
+    /// GLOBAL: FLAT-family accesses to global memory.
     Global,
+    /// MUBUF: untyped buffer accesses through a V# resource.
     Mubuf,
+    /// MTBUF: typed buffer accesses (format in the instruction).
     Mtbuf,
 }
 
@@ -201,9 +224,13 @@ const DPP: u32 = 250;
 /// An instruction classified: format, opcode, mnemonic, size in words.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Classified {
+    /// The microcode format of the first word.
     pub format: Format,
+    /// Its opcode field.
     pub opcode: u16,
+    /// LLVM's mnemonic on the target.
     pub mnemonic: &'static str,
+    /// Length in dwords, literal and SDWA/DPP word included.
     pub words: usize,
 }
 
@@ -211,15 +238,26 @@ pub struct Classified {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DecodeError {
     /// The first word matches no format.
-    UnknownFormat { word: u32 },
+    UnknownFormat {
+        /// The first word.
+        word: u32,
+    },
     /// The format has no such opcode on this target.
     UnknownOpcode {
+        /// The format the first word names.
         format: Format,
+        /// The opcode field.
         opcode: u16,
+        /// The first word.
         word: u32,
     },
     /// The instruction runs past the end of the code.
-    Truncated { needed: usize, available: usize },
+    Truncated {
+        /// Dwords the instruction needs.
+        needed: usize,
+        /// Dwords left in the code.
+        available: usize,
+    },
 }
 
 impl core::fmt::Display for DecodeError {

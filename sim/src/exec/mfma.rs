@@ -58,16 +58,21 @@ type R = Result<(), Fault>;
 /// Element type of an A or B operand.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum In {
+    /// f32.
     F32,
     /// gfx942's reduced-precision f32 shapes; read as f32 (module doc).
     Xf32,
+    /// f16.
     F16,
+    /// bfloat16.
     Bf16,
+    /// i8 (results accumulate in i32).
     I8,
     /// gfx942 FP8, E4M3 FNUZ.
     Fp8,
     /// gfx942 BF8, E5M2 FNUZ.
     Bf8,
+    /// f64.
     F64,
 }
 
@@ -101,10 +106,15 @@ impl In {
 /// Dimensions and types of one MFMA instruction (M = N for all of them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shape {
+    /// Rows of each block's A and D, and columns of its B and D (M = N).
     pub m: usize,
+    /// The summed dimension: columns of A, rows of B.
     pub k: usize,
+    /// Independent products computed at once (1, 2, 4 or 16).
     pub blocks: usize,
+    /// Element type of A.
     pub a: In,
+    /// Element type of B.
     pub b: In,
     /// gfx942 f64: BLGP is NEG for A, B, C (bits 0, 1, 2).
     pub blgp_is_neg: bool,
@@ -146,7 +156,7 @@ impl Shape {
         self.m * self.m * self.blocks / LANES * words
     }
 
-    /// Lane and element index within the lane of A[row][k] (or B[k][row])
+    /// Lane and element index within the lane of `A[row][k]` (or `B[k][row]`)
     /// of block `b`.
     pub const fn ab_slot(&self, row: usize, k: usize, b: usize) -> (usize, usize) {
         if matches!(self.a, In::F64) && self.blocks > 1 {
@@ -156,7 +166,7 @@ impl Shape {
         (row + self.m * (b * (self.k / e) + k / e), k % e)
     }
 
-    /// Register (first of the pair for f64) and lane of C/D[i][j] of
+    /// Register (first of the pair for f64) and lane of `C/D[i][j]` of
     /// block `b`.
     pub const fn cd_slot(&self, i: usize, j: usize, b: usize) -> (usize, usize) {
         if matches!(self.a, In::F64) {

@@ -40,13 +40,20 @@ pub type Exec = fn(&mut Wave, &Inst, &mut Ctx<'_>) -> Result<(), Fault>;
 pub enum Event {
     /// `s_sendmsg` with its message id and M0 at the time (an interrupt,
     /// `MSG_INTERRUPT` = 1, is how device code wakes host signal waiters).
-    Message { id: u16, m0: u32 },
+    Message {
+        /// SIMM16: the message id in bits 3:0, its operation above.
+        id: u16,
+        /// M0 when the message was sent.
+        m0: u32,
+    },
 }
 
 /// What an executor may touch beyond its wave.
 pub struct Ctx<'a> {
     /// Where the running program's instructions start (branch targets).
     pub code: &'a CodeIndex,
+    /// Device memory: every global, flat and scratch access goes through
+    /// it.
     pub mem: &'a Memory,
     /// The workgroup's LDS allocation.
     pub lds: &'a mut [u8],
@@ -54,6 +61,8 @@ pub struct Ctx<'a> {
     pub target: crate::decode::Target,
     /// Address of the executing instruction.
     pub pc: u64,
+    /// Where events raised go (collected into the dispatch's
+    /// [`Stats::events`](crate::Stats::events)).
     pub events: &'a mut Vec<Event>,
 }
 

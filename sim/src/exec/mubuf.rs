@@ -80,7 +80,7 @@
 //! dword as any buffer load does (range checking "follows the same rules
 //! as any other buffer fetch", so 0 out of range) and writes it to LDS at
 //! `M0[15:0] + OFFSET + 4 * lane` ("LDS_offset = 16-bit unsigned byte
-//! offset from M0[15:0]"; the lane term per LLVM's AMDGPUDMAOperations,
+//! offset from M0\[15:0\]"; the lane term per LLVM's AMDGPUDMAOperations,
 //! "implicitly offset by 4 * lane_id bytes"); no VGPR is written (LLVM's
 //! LDS forms have no VDATA operand). The §9.1.9 figure that gives the LDS
 //! address is not in the text we could read; OFFSET is added as in the
@@ -187,6 +187,7 @@ pub struct Rsrc {
 }
 
 impl Rsrc {
+    /// Decodes the four dwords of a V# (the SGPR quad SRSRC names).
     pub fn from_words(w: [u32; 4]) -> Self {
         let data_format = (w[3] >> 15 & 0xF) as u8;
         let add_tid = w[3] >> 23 & 1 != 0;

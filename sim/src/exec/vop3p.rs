@@ -3,8 +3,8 @@
 //! accumulation registers.
 //!
 //! CDNA3 ISA, "VOP3P Instructions" and "Packed Math": for the low result
-//! OP_SEL[n] chooses which half of source n is read, for the high result
-//! OP_SEL_HI[n]; NEG and NEG_HI negate (float operands only) the value read
+//! `OP_SEL[n]` chooses which half of source n is read, for the high result
+//! `OP_SEL_HI[n]`; NEG and NEG_HI negate (float operands only) the value read
 //! for the low and the high result. Integer packed ops with CLAMP saturate.
 //!
 //! Inline constants: a packed operand reads the constant's 32-bit form for
@@ -16,8 +16,8 @@
 //! same way over 64 bits: f32 bits in the low dword, zero (or the sign
 //! extension of an integer) in the high one.
 //!
-//! `v_fma_mix*` are not packed: OP_SEL_HI[n] says whether source n is an
-//! f16 (the half chosen by OP_SEL[n]) or an f32, and NEG_HI[n] is the ABS
+//! `v_fma_mix*` are not packed: `OP_SEL_HI[n]` says whether source n is an
+//! f16 (the half chosen by `OP_SEL[n]`) or an f32, and `NEG_HI[n]` is the ABS
 //! of source n (LLVM encodes mix `|x|` there). `v_dot2c_*`/`v_pk_fmac_f16`
 //! are VOP2 (and their VOP3 forms): the destination is the accumulator.
 

@@ -93,15 +93,24 @@ struct Loaded {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Symbol {
     executable: u64,
+    /// The GPU agent's handle (`HSA_EXECUTABLE_SYMBOL_INFO_AGENT`).
     pub agent: u64,
     /// `<kernel>.kd`, the name ROCr looks kernels up by.
     pub name: String,
     /// The descriptor's device address.
     pub kernel_object: u64,
+    /// Kernarg bytes (`..._KERNEL_KERNARG_SEGMENT_SIZE`, metadata
+    /// `.kernarg_segment_size`).
     pub kernarg_segment_size: u32,
+    /// Kernarg alignment in bytes (`..._KERNEL_KERNARG_SEGMENT_ALIGNMENT`).
     pub kernarg_segment_alignment: u32,
+    /// Static LDS bytes (`..._KERNEL_GROUP_SEGMENT_SIZE`).
     pub group_segment_size: u32,
+    /// Static scratch bytes per work-item
+    /// (`..._KERNEL_PRIVATE_SEGMENT_SIZE`).
     pub private_segment_size: u32,
+    /// The kernel uses a dynamic stack
+    /// (`..._KERNEL_DYNAMIC_CALLSTACK`, metadata `.uses_dynamic_stack`).
     pub dynamic_callstack: bool,
 }
 

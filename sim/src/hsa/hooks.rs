@@ -2,7 +2,7 @@
 //! than a fast, idle machine would be (feature `test-hooks`; the product
 //! never turns them).
 //!
-//! - [`set_async_copy_delay`]: every `hsa_amd_memory_async_copy` worker
+//! - `set_async_copy_delay`: every `hsa_amd_memory_async_copy` worker
 //!   sleeps this long after its dependencies are met and before it copies,
 //!   as a DMA engine busy with other work would. A caller that does not wait
 //!   for the completion signal then reads the old bytes instead of passing

@@ -70,13 +70,24 @@ pub struct Pool {
     pub handle: u64,
     /// The agent whose pool it is.
     pub owner: u64,
+    /// `HSA_AMD_MEMORY_POOL_INFO_SEGMENT`: an `HSA_AMD_SEGMENT_*` value.
     pub segment: u32,
+    /// `HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS`: `HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_*`
+    /// bits (kernarg, fine- or coarse-grained).
     pub global_flags: u32,
+    /// `HSA_AMD_MEMORY_POOL_INFO_SIZE`: bytes.
     pub size: u64,
+    /// `HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED`.
     pub alloc_allowed: bool,
+    /// `HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_GRANULE`: sizes are rounded
+    /// up to this many bytes.
     pub granule: u64,
+    /// `HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALIGNMENT`: bytes.
     pub alignment: u64,
+    /// `HSA_AMD_MEMORY_POOL_INFO_ACCESSIBLE_BY_ALL`.
     pub accessible_by_all: bool,
+    /// `HSA_AMD_MEMORY_POOL_INFO_ALLOC_MAX_SIZE`: the largest single
+    /// allocation, bytes.
     pub alloc_max: u64,
 }
 
@@ -198,6 +209,7 @@ impl State {
         }
     }
 
+    /// The pool with this handle, if there is one.
     pub fn pool(&self, handle: u64) -> Option<&Pool> {
         self.pools.iter().find(|p| p.handle == handle)
     }
@@ -530,7 +542,7 @@ fn region_info(rt: &Runtime, region: Region, attribute: u32) -> Result<Info, Sta
 }
 
 /// `hsa_region_get_info`: unknown region INVALID_REGION, unknown attribute
-/// INVALID_ARGUMENT; see [`region_info`].
+/// INVALID_ARGUMENT; see `region_info`.
 ///
 /// # Safety
 /// `value` is null or valid for the attribute's C type.

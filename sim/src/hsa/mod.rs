@@ -76,6 +76,7 @@ mod exported {
 /// What kind of agent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AgentKind {
+    /// The host CPU (`HSA_DEVICE_TYPE_CPU`): owns the system memory pools.
     Cpu,
     /// A simulated GPU of this profile (possibly with overrides).
     Gpu(Profile),
@@ -86,6 +87,7 @@ pub enum AgentKind {
 pub struct AgentInfo {
     /// `hsa_agent_t::handle`.
     pub handle: u64,
+    /// CPU, or a GPU and its profile.
     pub kind: AgentKind,
     /// KFD-style node id: 0 for the CPU, 1.. for GPUs.
     pub node: u32,
@@ -96,11 +98,18 @@ const AGENT_HANDLE_BASE: u64 = 0xA9E0_0000;
 
 /// The process's runtime between `hsa_init` and the last `hsa_shut_down`.
 pub struct Runtime {
+    /// The one simulated memory every agent shares (system and device
+    /// pools alike are host memory registered here).
     pub memory: Arc<Memory>,
+    /// The CPU agent first, then the GPUs in spec order.
     pub agents: Vec<AgentInfo>,
+    /// Memory pools and live allocations.
     pub pools: memory::State,
+    /// Live signals and the sleepers waiting on them.
     pub signals: signal::State,
+    /// Which queues are this runtime's, and its agent-dispatch handler.
     pub queues: queue::State,
+    /// Live executables, code-object readers and symbols.
     pub executables: executable::State,
 }
 
@@ -130,6 +139,7 @@ impl Runtime {
         }
     }
 
+    /// The agent with this handle, if there is one.
     pub fn agent(&self, handle: u64) -> Option<&AgentInfo> {
         self.agents.iter().find(|a| a.handle == handle)
     }

@@ -23,7 +23,9 @@ pub struct Profile {
     pub key: &'static str,
     /// `HSA_AMD_AGENT_INFO_PRODUCT_NAME`: the chip's name.
     pub product: &'static str,
+    /// The processor simulated.
     pub target: Target,
+    /// `HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT`.
     pub compute_units: u32,
     /// PCI device id (`HSA_AMD_AGENT_INFO_CHIP_ID`).
     pub chip_id: u32,
@@ -78,8 +80,11 @@ pub const DEFAULT_AGENTS: &str = "mi300x";
 /// One GPU to simulate: a profile and overrides.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AgentSpec {
+    /// The product simulated.
     pub base: Profile,
+    /// A CU count to report instead of the product's.
     pub compute_units: Option<u32>,
+    /// A PCI chip id to report instead of the product's.
     pub chip_id: Option<u32>,
 }
 

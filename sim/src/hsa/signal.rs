@@ -294,7 +294,8 @@ pub type FastStore = fn(handle: u64, value: i64, order: Ordering) -> bool;
 
 static FAST_STORE: OnceLock<FastStore> = OnceLock::new();
 
-/// Installs the fast path of [`store`] (the first call wins).
+/// Installs the fast path of the `hsa_signal_store_*` exports (the first
+/// call wins).
 pub fn set_fast_store(fast: FastStore) {
     let _ = FAST_STORE.set(fast);
 }
@@ -580,7 +581,13 @@ fn wait_export(
 /// The two waits, one line each: name and memory order.
 macro_rules! wait_exports {
     ($($name:ident: $order:ident;)+) => {$(
-        #[doc = concat!("`", stringify!($name), "`: see [`wait_export`].")]
+        #[doc = concat!(
+            "`", stringify!($name), "` (", stringify!($order), " order): the signal's value once \
+             `condition` holds against `compare_value`, or the value last read when \
+             `timeout_hint` ticks of the system timestamp have passed; 0 before `hsa_init`, \
+             for a handle that is not simulator memory and for an unknown condition. The \
+             wait-state hint is ignored: waiters always block."
+        )]
         ///
         /// # Safety
         /// None beyond the C ABI.

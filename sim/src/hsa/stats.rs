@@ -14,8 +14,9 @@ use aqueduct_abi::hsa_api::{SIM_KERNEL_NAME_BYTES, SimKernelStats};
 
 use crate::dispatch::Stats;
 
-/// Per kernel name: dispatches, waves, wave-instructions, lane-operations.
-static TOTALS: Mutex<BTreeMap<String, [u64; 4]>> = Mutex::new(BTreeMap::new());
+/// Per kernel name: dispatches, waves, wave-instructions, lane-operations,
+/// matrix instructions.
+static TOTALS: Mutex<BTreeMap<String, [u64; 5]>> = Mutex::new(BTreeMap::new());
 
 /// Adds one finished dispatch of `kernel`.
 pub(crate) fn record(kernel: &str, stats: &Stats) {
@@ -25,6 +26,7 @@ pub(crate) fn record(kernel: &str, stats: &Stats) {
     t[1] += stats.waves;
     t[2] += stats.instructions;
     t[3] += stats.lane_ops;
+    t[4] += stats.matrix_instructions;
 }
 
 /// The totals as records, in kernel-name order.
@@ -39,6 +41,7 @@ pub fn snapshot() -> Vec<SimKernelStats> {
                 waves: t[1],
                 instructions: t[2],
                 lane_ops: t[3],
+                matrix_instructions: t[4],
             };
             let n = name.len().min(SIM_KERNEL_NAME_BYTES - 1);
             record.name[..n].copy_from_slice(&name.as_bytes()[..n]);
@@ -53,7 +56,7 @@ pub fn snapshot() -> Vec<SimKernelStats> {
 /// # Safety
 /// `out` holds `capacity` writable records (or `capacity` is 0).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn aqueduct_sim_kernel_stats(
+pub unsafe extern "C" fn aqueduct_sim_kernel_stats_v2(
     out: *mut SimKernelStats,
     capacity: usize,
 ) -> usize {
@@ -77,6 +80,7 @@ mod tests {
             waves: 2,
             instructions: 30,
             lane_ops: 400,
+            matrix_instructions: 5,
             events: Vec::new(),
         };
         record("stats_test_kernel", &stats);
@@ -89,11 +93,12 @@ mod tests {
                 waves: 0,
                 instructions: 0,
                 lane_ops: 0,
+                matrix_instructions: 0,
             };
             64
         ];
         // SAFETY: 64 records of room.
-        let n = unsafe { aqueduct_sim_kernel_stats(out.as_mut_ptr(), out.len()) };
+        let n = unsafe { aqueduct_sim_kernel_stats_v2(out.as_mut_ptr(), out.len()) };
         let name = |r: &SimKernelStats| {
             let end = r.name.iter().position(|&b| b == 0).unwrap_or(r.name.len());
             String::from_utf8_lossy(&r.name[..end]).into_owned()
@@ -107,9 +112,10 @@ mod tests {
                 ours.dispatches,
                 ours.waves,
                 ours.instructions,
-                ours.lane_ops
+                ours.lane_ops,
+                ours.matrix_instructions
             ),
-            (2, 4, 60, 800)
+            (2, 4, 60, 800, 10)
         );
         let cut = out[..n.min(64)]
             .iter()
@@ -117,7 +123,7 @@ mod tests {
             .expect("recorded");
         assert_eq!(name(cut).len(), SIM_KERNEL_NAME_BYTES - 1);
         // SAFETY: capacity 0 writes nothing.
-        let total = unsafe { aqueduct_sim_kernel_stats(std::ptr::null_mut(), 0) };
+        let total = unsafe { aqueduct_sim_kernel_stats_v2(std::ptr::null_mut(), 0) };
         assert_eq!(total, n);
     }
 }

@@ -131,8 +131,10 @@ pub unsafe extern "C" fn hsa_iterate_agents(
     }
 }
 
-/// Queue sizes in packets: ROCr's limits for GPU agents.
+/// Queue sizes in packets: ROCr's limits for GPU agents. This is the
+/// smallest (`HSA_AGENT_INFO_QUEUE_MIN_SIZE`).
 pub const QUEUE_MIN_PACKETS: u32 = 64;
+/// The largest queue, in packets (`HSA_AGENT_INFO_QUEUE_MAX_SIZE`).
 pub const QUEUE_MAX_PACKETS: u32 = 1 << 17;
 
 /// The high bytes of a simulated GPU's unique id: "SIM" in ASCII.

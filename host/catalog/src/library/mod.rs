@@ -35,8 +35,8 @@
 //! - A DecisionTree returns the value of the first tree that predicts
 //!   true, even when that solution's predicates fail (then: no answer).
 //!
-//! Three rooms: this one is the node model; [`select`] answers queries on
-//! it (the rules above); [`codec`] reads and writes it as Tensile's
+//! Three rooms: this one is the node model; `select` answers queries on
+//! it (the rules above); `codec` reads and writes it as Tensile's
 //! MessagePack.
 
 mod codec;
@@ -59,27 +59,40 @@ pub use select::{Hit, Query};
 /// A solution's position in its file's solution list.
 pub type SolutionId = u32;
 
+/// A library node (`{type: ..., ...}` in the file), by Tensile's node type.
 #[derive(Debug)]
 pub enum Node {
+    /// `Hardware`: rows of GPU predicates, tried in file order.
     Hardware(Box<[HardwareRow]>),
+    /// `Problem`: rows of problem predicates, tried in file order.
     Problem(Box<[ProblemRow]>),
+    /// `ProblemMap`: one sub-library per operation identifier.
     ProblemMap(Box<ProblemMap>),
+    /// `Single`: one solution, if its own predicates hold.
     Single(SolutionId),
+    /// `Matching`: a table of tuned sizes, nearest one wins.
     Matching(Box<Matching>),
+    /// `DecisionTree`: the first tree that predicts true gives the answer.
     DecisionTree(Box<Forest>),
+    /// `Placeholder`: a child catalog file, read on first use.
     Placeholder(Box<Placeholder>),
 }
 
+/// One row of a `Hardware` node.
 #[derive(Debug)]
 pub struct HardwareRow {
+    /// Which GPUs the row is for (processor, CU count, chip IDs).
     pub predicate: HardwarePredicate,
     /// Every chip ID in the predicate: a match is a fallback match when
     /// the set is not empty and lacks the GPU's chip.
     pub chips: Box<[u32]>,
+    /// What the row selects with when it matches.
     pub library: Node,
 }
 
 impl HardwareRow {
+    /// Whether a match of this row on `hw` is only a chip-ID fallback: the
+    /// row names chip IDs and `hw`'s (known) chip is not among them.
     pub fn is_fallback_for(&self, hw: &Hardware) -> bool {
         match hw.chip_id {
             Some(id) => !self.chips.is_empty() && !self.chips.contains(&id),
@@ -88,33 +101,50 @@ impl HardwareRow {
     }
 }
 
+/// One row of a `Problem` node.
 #[derive(Debug)]
 pub struct ProblemRow {
+    /// Which problems the row is for (data types, transposes, ...).
     pub predicate: ProblemPredicate,
+    /// What the row selects with when it matches.
     pub library: Node,
     /// The predicate reads only what fixes a problem's class (worked out
     /// at load, for [`plan`](super::plan)s).
     pub class_only: bool,
 }
 
+/// A `ProblemMap` node keyed by the `OperationIdentifier` property, e.g.
+/// `Contraction_l_Alik_Bjlk_Cijk_Dijk`.
 #[derive(Debug)]
 pub struct ProblemMap {
     /// In file order, for writing.
     pub entries: Vec<(Box<str>, Node)>,
+    /// Operation identifier → position in `entries` (each key once).
     pub index: HashMap<Box<str>, usize, crate::FxBuild>,
 }
 
 /// A size property: the problem's value becomes one coordinate of a
 /// Matching key or a DecisionTree feature.
+///
+/// Each carries Tensile's `index`; a GEMM has only index 0 of the sizes
+/// (a larger one has no value).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Property {
+    /// `FreeSizeA`: index 0 is M.
     FreeSizeA(u64),
+    /// `FreeSizeB`: index 0 is N.
     FreeSizeB(u64),
+    /// `BatchSize`: index 0 is the batch count.
     BatchSize(u64),
+    /// `BoundSize`: index 0 is K.
     BoundSize(u64),
+    /// `AStride`: A's stride of that index (elements).
     AStride(u64),
+    /// `BStride`: B's stride of that index (elements).
     BStride(u64),
+    /// `CStride`: C's stride of that index (elements).
     CStride(u64),
+    /// `DStride`: D's stride of that index (elements).
     DStride(u64),
 }
 
@@ -179,10 +209,19 @@ impl Property {
 /// Distance functions of Matching tables (`Distance.hpp`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Distance {
+    /// `Euclidean`: the sum of squared coordinate differences (not its
+    /// square root).
     Euclidean,
+    /// `Manhattan`: the sum of absolute coordinate differences.
     Manhattan,
+    /// `Ratio`: 1 plus the sum of `|ln(q / k)|` (infinite when a
+    /// coordinate is 0).
     Ratio,
+    /// `JSD`: the Jensen-Shannon divergence of the first three coordinates,
+    /// each key normalised to sum 1.
     Jsd,
+    /// `Equality`: only an entry with exactly the query's key matches
+    /// (distance 0).
     Equality,
 }
 
@@ -278,21 +317,30 @@ const MAX_ARITY: usize = 10;
 /// What a Matching entry leads to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {
+    /// A solution, whose own predicates must still hold.
     Solution(SolutionId),
     /// Index into `Matching::values`.
     Node(u32),
 }
 
+/// A `Matching` node: a table of tuned problem sizes (keys), each leading
+/// to a solution or a sub-library, sorted as Tensile sorts it at load.
 #[derive(Debug)]
 pub struct Matching {
+    /// The key's coordinates, in order (1 to 10 of them).
     pub properties: Box<[Property]>,
+    /// How a query's key is compared with an entry's.
     pub distance: Distance,
     /// Keys of all entries, `properties.len()` each, in sorted order.
     pub keys: Box<[i64]>,
+    /// Each sorted entry's measured speed: among equal distances the
+    /// faster entry wins.
     pub speeds: Box<[f64]>,
+    /// Each sorted entry's target.
     pub targets: Box<[Target]>,
     /// Each sorted entry's position in the file, for writing it back.
     pub file_pos: Box<[u32]>,
+    /// The sub-libraries entries lead to ([`Target::Node`] indexes them).
     pub values: Vec<Node>,
     /// The table's solutions grouped by condition: solutions with the same
     /// (shared) problem predicate and a TruePred hardware predicate pass or
@@ -301,6 +349,7 @@ pub struct Matching {
     /// group, and each entry's group (0 for entries leading to a
     /// sub-library).
     pub solutions: Box<[SolutionId]>,
+    /// Each sorted entry's condition group, an index into `solutions`.
     pub local: Box<[u32]>,
     /// The tree that answers Euclidean and Manhattan tables (None for
     /// other distances, tables with sub-libraries, and tables outside the
@@ -311,20 +360,38 @@ pub struct Matching {
 }
 
 /// A feature of a decision tree (`MLFeatures.hpp`), computed in f32.
+///
+/// Granularity is `x / ceil(x)`: the filled fraction of the last tile or
+/// round. The tile parameters are the reciprocals Tensile stores (`mt0`
+/// is 1 / macro tile 0, `cus` 1 / CU count).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Feature {
+    /// A size property's value.
     Size(Property),
+    /// `Tile0Granularity`: granularity of M times the value (1 / MT0).
     Tile0Granularity(f32),
+    /// `Tile1Granularity`: granularity of N times the value (1 / MT1).
     Tile1Granularity(f32),
+    /// `CUGranularity`: granularity of the tiles per CU,
+    /// `ceil(M * mt0) * ceil(N * mt1) * cus`.
     CuGranularity {
+        /// 1 / macro tile 0.
         mt0: f32,
+        /// 1 / macro tile 1.
         mt1: f32,
+        /// 1 / CU count.
         cus: f32,
     },
+    /// `WavesPerSIMD`: `ceil(tiles per CU) * ws`.
     WavesPerSimd {
+        /// 1 / macro tile 0.
         mt0: f32,
+        /// 1 / macro tile 1.
         mt1: f32,
+        /// 1 / CU count.
         cus: f32,
+        /// The factor the rounded-up tiles per CU are multiplied by
+        /// (Tensile's `ws`).
         ws: f32,
     },
 }
@@ -348,17 +415,26 @@ impl Feature {
     }
 }
 
+/// One decision of a tree: compare a feature with a threshold, go on.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct TreeNode {
+    /// Index into the forest's `features` (checked at load).
     pub feature: u32,
+    /// Go to `next_lte` when the feature is `<=` this, else `next_gt`.
     pub threshold: f32,
+    /// Next node index when `<= threshold`; -1 predicts false, -2 true.
     pub next_lte: i32,
+    /// Next node index when `> threshold`; -1 predicts false, -2 true.
     pub next_gt: i32,
 }
 
+/// One tree of a `DecisionTree` node: nodes from index 0, and the library
+/// answering when it predicts true.
 #[derive(Debug)]
 pub struct Tree {
+    /// The decisions; the walk starts at 0 (an empty tree predicts false).
     pub nodes: Box<[TreeNode]>,
+    /// What the node selects with when this tree predicts true.
     pub value: Node,
 }
 
@@ -390,26 +466,36 @@ impl Tree {
     }
 }
 
+/// A `DecisionTree` node: features computed once per query, and trees
+/// tried in order.
 #[derive(Debug)]
 pub struct Forest {
+    /// The features the trees' nodes index.
     pub features: Box<[Feature]>,
+    /// The trees; the first to predict true answers.
     pub trees: Box<[Tree]>,
 }
 
 /// A lazily loaded child catalog (`{type: Placeholder, value: <prefix>}`).
 #[derive(Debug)]
 pub struct Placeholder {
+    /// The child's file name without extension: a plain name (no path
+    /// separators, not `..`).
     pub prefix: Box<str>,
     /// How to find and load the child: the parent file's directory and
     /// suffix, and the chain of files above it (for cycle detection).
     pub origin: Arc<Origin>,
+    /// The child file, or why it could not be read, once first asked for.
     pub child: OnceLock<std::result::Result<Box<crate::File>, CatalogError>>,
 }
 
 /// Where a file came from, shared by the placeholders in it.
 #[derive(Debug)]
 pub struct Origin {
+    /// The directory of the file: children are looked for here.
     pub dir: PathBuf,
+    /// The file's extension with its dot (e.g. `.dat`), appended to a
+    /// placeholder's prefix.
     pub suffix: String,
     /// Files from the root catalog down to this one.
     pub chain: Vec<PathBuf>,

@@ -202,15 +202,21 @@ impl Matching {
 
 /// One query: the problem, the GPU, and an optional trace.
 pub struct Query<'q> {
+    /// The GEMM to find a solution for.
     pub problem: &'q Problem,
+    /// The GPU it runs on.
     pub hardware: &'q Hardware,
+    /// Where every predicate evaluation is recorded (`TENSILE_DB` style),
+    /// if tracing.
     pub trace: Option<&'q mut Trace>,
 }
 
 /// A selected solution and the file that holds it.
 #[derive(Debug, Clone, Copy)]
 pub struct Hit<'c> {
+    /// The file holding the solution (a lazy child, or the root).
     pub file: &'c crate::File,
+    /// The solution's position in `file.solutions`.
     pub id: SolutionId,
     /// The matching distance that chose it (0 for non-matching paths).
     pub fitness: f64,
@@ -237,6 +243,10 @@ fn footer(t: &mut Trace, pass: bool) {
 }
 
 impl Node {
+    /// The solution this node selects for the query (under `file`, which
+    /// holds the node), following Tensile's rules (module docs); `None`
+    /// when nothing matches. Errors come from child catalogs that fail to
+    /// load.
     pub fn select<'c>(
         &'c self,
         file: &'c crate::File,

@@ -286,6 +286,8 @@ unsafe impl Sync for CallbackData {}
 /// library. `handler` null removes the service. NOT_INITIALIZED before
 /// `hsa_init`.
 ///
+/// [`State::set_agent_dispatch_handler`]: super::State::set_agent_dispatch_handler
+///
 /// # Safety
 /// `handler` must be safe to call from any thread with the packets the
 /// processors pass and with `data`, until it is replaced or the runtime is

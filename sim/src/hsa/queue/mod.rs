@@ -16,7 +16,7 @@
 //!                                        value at offset 8 is the doorbell
 //! ```
 //!
-//! Every live queue is in one process-wide table ([`LIVE`]) keyed by the
+//! Every live queue is in one process-wide table (`LIVE`) keyed by the
 //! address of its `amd_queue_t`, because the index functions get nothing
 //! but that pointer; each thread caches the queue it used last, so the
 //! per-packet calls of a producer take no lock. A queue's memory is freed
@@ -500,7 +500,7 @@ pub fn create_soft(
 /// Stops and joins the processor of the queue at `queue` and frees the
 /// queue; INVALID_QUEUE if it is not a live queue (ROCr `hsa.cpp`
 /// `hsa_queue_destroy`). The memory goes at once unless another thread
-/// has the queue cached ([`LAST_QUEUE`]); then at that thread's next
+/// has the queue cached (`LAST_QUEUE`); then at that thread's next
 /// index call or exit.
 pub fn destroy(queue: u64) -> Result<(), Status> {
     let entry = {
