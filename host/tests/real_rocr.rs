@@ -4,7 +4,7 @@
 //! must fail with a clear error, promptly; with one it must enumerate the
 //! GPU.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -101,19 +101,19 @@ fn aqueduct_info_fails_cleanly_without_a_gpu() {
 }
 
 /// The fetch itself, as on a machine without ROCr (whatever this one has):
-/// Debian's packages downloaded into an empty cache, unpacked, and the
-/// runtime loaded from there with the libraries fetched beside it.
+/// Debian's packages downloaded into the cache (on first use; then the
+/// cached entry), unpacked, and the runtime loaded from there with the
+/// libraries fetched beside it. (`AQUEDUCT_CACHE_DIR` pointed at an empty
+/// directory makes this a fresh download.)
 #[test]
-fn debians_rocr_fetched_into_an_empty_cache_loads() {
-    let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("rocr-fetch");
-    let _ = std::fs::remove_dir_all(&cache);
+fn debians_rocr_fetched_into_the_cache_loads() {
+    let cache = xtask::debian::cache_dir();
     let fetched = xtask::rocr::fetch(&cache).unwrap_or_else(|e| panic!("{e}"));
     let header = fetched.headers.include.join("hsa/hsa.h");
     assert!(header.is_file(), "{} is missing", header.display());
     assert!(fetched.runtime.library.starts_with(&cache));
     assert!(!fetched.runtime.preload.is_empty());
     aqueduct_info_fails_cleanly_on(&fetched.runtime);
-    let _ = std::fs::remove_dir_all(&cache);
 }
 
 /// `aqueduct info` on `rocr`, in a child process: on a machine without a
@@ -141,9 +141,14 @@ fn aqueduct_info_fails_cleanly_on(rocr: &xtask::rocr::Runtime) {
     let out = child.wait_with_output().expect("output");
     let stderr = String::from_utf8_lossy(&out.stderr);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    if have_gpu() {
+    if have_gpu() && !rocr.library.starts_with(xtask::debian::cache_dir()) {
         assert!(status.success(), "{stderr}");
         assert!(stdout.contains("Device Type:             GPU"), "{stdout}");
+    } else if have_gpu() {
+        // Debian bookworm's ROCr 5.2 may not know a newer GPU, or the user
+        // may lack access to it: it must end, either way, without a panic.
+        assert!(matches!(status.code(), Some(0 | 1)), "{stdout}{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
     } else {
         assert_eq!(status.code(), Some(1), "{stdout}{stderr}");
         assert!(stderr.contains("no AMD GPU is available"), "{stderr}");

@@ -6,11 +6,11 @@
 //! `0..11` taken from a 64-bit mix of `s` and `i`: one of the eleven values
 //! −1.25, −1, …, 1, 1.25. Each is exact in every element format here (f32,
 //! f16, bf16, and both 8-bit E4M3 encodings), so the device writes exactly
-//! the value the reference reads; products are multiples of 1/16 and at
-//! most 1.5625 in magnitude, so an f32 accumulation of fewer than 2^20
-//! of them is exact. Neighbouring elements are unrelated (no period a
-//! transposed or shifted read could hide behind), and a quarter of the
-//! values are negative or zero.
+//! the value the reference reads. Products are multiples of 1/16 of
+//! magnitude at most 1.5625, so every partial sum of up to 671,088 of them
+//! (magnitude ≤ 2^20) is exact in f32, in any order. Neighbouring elements
+//! are unrelated (no period a transposed or shifted read could hide
+//! behind), and 6 of the 11 values are negative or zero.
 
 /// How a pattern element is stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -34,7 +34,9 @@ fn the_job_runs_each_type_and_reports_what_the_catalog_chose() {
         let library = GemmLibrary::open(gpu).expect("catalog");
         let mut cases = vec![
             (DataType::Half, "NT", (200, 136, 72), 2),
-            (DataType::BFloat16, "TN", (65, 64, 33), 1),
+            // K large enough that sums pass 16, where bf16 stops holding
+            // sixteenths: the output rounding is exercised.
+            (DataType::BFloat16, "TN", (65, 64, 300), 1),
             (DataType::Float, "NN", (64, 97, 40), 1),
         ];
         if gfx == "gfx942" {
@@ -55,6 +57,12 @@ fn the_job_runs_each_type_and_reports_what_the_catalog_chose() {
                 u64::from(size.0 * size.1 * batch),
                 "{what}"
             );
+            if input == DataType::BFloat16 {
+                assert!(
+                    report.check.max_error > 0.0,
+                    "{what}: bf16 D rounded nowhere"
+                );
+            }
             assert_eq!(report.agent.gfx, gfx);
             assert_eq!(report.agent.simulated, hsa_backend().is_simulator());
             assert_eq!((report.scheduler.entries, report.scheduler.submits), (1, 1));

@@ -85,6 +85,38 @@ impl Drop for Unpacked {
     }
 }
 
+/// An exclusive lock on the cache entry `entry` (a file `<entry>.lock`
+/// beside it), held until dropped: fetches into one entry, from threads of
+/// one process or from several processes, run one at a time, so a later
+/// one finds the entry complete. Taking it also removes scratch
+/// directories an interrupted fetch left beside the entry (`<entry>.work-*`:
+/// with the lock held, no other fetch can be using one).
+pub fn lock_entry(entry: &Path) -> Result<std::fs::File, String> {
+    let mut name = entry.as_os_str().to_owned();
+    name.push(".lock");
+    let path = PathBuf::from(name);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    file.lock()
+        .map_err(|e| format!("lock {}: {e}", path.display()))?;
+    if let (Some(parent), Some(stem)) = (entry.parent(), entry.file_name()) {
+        let prefix = format!("{}.work-", stem.to_string_lossy());
+        for stale in std::fs::read_dir(parent).into_iter().flatten().flatten() {
+            if stale.file_name().to_string_lossy().starts_with(&prefix) {
+                let _ = std::fs::remove_dir_all(stale.path());
+            }
+        }
+    }
+    Ok(file)
+}
+
 impl Download<'_> {
     /// Downloads the packages and unpacks them all into one root,
     /// printing one line that says what is fetched and where it is cached.

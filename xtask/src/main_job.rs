@@ -29,9 +29,6 @@ pub struct RunArgs {
     pub lib: Option<PathBuf>,
 }
 
-/// The simulated GPU when the machine has none and the user named none.
-const DEFAULT_SIM_AGENTS: &str = "mi300x";
-
 /// Runs the main job.
 pub fn run(args: &RunArgs) -> Result<(), String> {
     let library = match &args.lib {
@@ -117,7 +114,13 @@ fn real_gpu() -> Result<PathBuf, String> {
         aqueduct::Error::NoGpu { path, kfd, .. } => {
             format!("{kfd} is missing; {path} has no GPU to offer")
         }
-        e => e.to_string().lines().next().unwrap_or_default().to_string(),
+        e => e
+            .to_string()
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join(" "),
     })?;
     let gpus = system.gpus().map_err(|e| e.to_string())?;
     if gpus.is_empty() {
@@ -134,13 +137,8 @@ fn real_gpu() -> Result<PathBuf, String> {
 /// about 17 times slower unoptimised), with one simulated MI300X unless
 /// `AQUEDUCT_SIM_AGENTS` names others.
 fn simulator() -> Result<PathBuf, String> {
-    const AGENTS: &str = aqueduct_sim::hsa::profile::AGENTS_ENV;
-    if std::env::var_os(AGENTS).is_none_or(|v| v.is_empty()) {
-        // SAFETY: on the main thread before any thread starts (progress
-        // bars, cargo) and before the runtime that reads it is loaded; the
-        // `aqueduct gemm` child inherits it.
-        unsafe { std::env::set_var(AGENTS, DEFAULT_SIM_AGENTS) };
-    }
+    // Without AQUEDUCT_SIM_AGENTS the simulator is one MI300X
+    // (aqueduct_sim::hsa::profile::DEFAULT_AGENTS).
     crate::cargo(&["build", "--quiet", "--release", "-p", "aqueduct-sim"])?;
     let path = xtask::workspace_root()
         .join("target")

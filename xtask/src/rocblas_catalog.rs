@@ -3,8 +3,9 @@
 //! Tensile 4.36; 117 MB of MessagePack, 56 980 solutions for gfx803 to
 //! gfx1102).
 //!
-//! These machines run bookworm, so the package is fetched from trixie
-//! with `crate::debian` (nothing installed) and unpacked into a scratch
+//! An installed `librocblas0` of exactly [`VERSION`] is read where it is.
+//! Otherwise — these machines run bookworm — the package is fetched from
+//! trixie with `crate::debian` (nothing installed) and unpacked into a scratch
 //! directory (2.3 GB, removed afterwards: only the catalog and small code
 //! objects of chosen gfx90a GEMM kernels, `crate::rocblas_kernels`, are
 //! kept in the cache, `crate::debian::cache_dir`), so a machine downloads
@@ -80,32 +81,44 @@ pub fn fetch_gemm_kernels() -> Result<PathBuf, String> {
 /// Downloads and unpacks the package once, keeping the catalog and the
 /// chosen kernels, unless both are cached.
 fn fetch_package() -> Result<(), String> {
-    // One fetch at a time in a process: tests that need the package run in
-    // parallel threads, and the first fetch on a fresh machine once ran in
-    // two of them at once (each then unpacks 2.3 GB). The later caller
-    // finds the cache filled.
-    static FETCH: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one = FETCH.lock().unwrap_or_else(|p| p.into_inner());
     let (catalog, kernels, report) = (path(), gemm_kernels_path(), report_kernels_path());
-    if catalog.is_file() && kernels.is_file() && report.is_file() {
-        return Ok(());
-    }
     let dir = catalog
         .parent()
         .ok_or("cache path has no parent")?
         .to_path_buf();
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let unpacked = Download {
-        suite: SUITE,
-        packages: &[Package {
-            name: PACKAGE,
-            version: Some(VERSION),
-        }],
-        cached_in: &dir,
+    // One fetch at a time, across threads and processes: tests that need
+    // the package run in parallel threads, and the first fetch on a fresh
+    // machine once ran in two of them at once and failed. The later caller
+    // finds the cache filled.
+    let _one = crate::debian::lock_entry(&dir)?;
+    if catalog.is_file() && kernels.is_file() && report.is_file() {
+        return Ok(());
     }
-    .unpack()?;
-    let work = unpacked.work();
-    let library = unpacked.root().join(LIBRARY);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    // The installed package if it is this version, else a download.
+    let unpacked;
+    let (library, work) = match installed_library() {
+        Some(library) => {
+            eprintln!(
+                "using the installed {PACKAGE} {VERSION} ({}), cached in {}",
+                library.display(),
+                dir.display()
+            );
+            (library, dir.clone())
+        }
+        None => {
+            unpacked = Download {
+                suite: SUITE,
+                packages: &[Package {
+                    name: PACKAGE,
+                    version: Some(VERSION),
+                }],
+                cached_in: &dir,
+            }
+            .unpack()?;
+            (unpacked.root().join(LIBRARY), unpacked.work().to_path_buf())
+        }
+    };
     // Written beside, then renamed within the cache directory, so a
     // reader never sees half a file.
     let co = std::fs::read(library.join("TensileLibrary_gfx90a.co"))
@@ -148,6 +161,25 @@ fn fetch_package() -> Result<(), String> {
     let part = work.join("gemm-report-kernels.part");
     std::fs::write(&part, small).map_err(|e| format!("{}: {e}", part.display()))?;
     std::fs::rename(&part, &report).map_err(|e| format!("{}: {e}", report.display()))?;
-    std::fs::rename(library.join("TensileLibrary.dat"), &catalog)
-        .map_err(|e| format!("{}: {e}", catalog.display()))
+    // Copied, not moved: an installed package's file stays where it is.
+    let part = work.join("TensileLibrary.dat.part");
+    std::fs::copy(library.join("TensileLibrary.dat"), &part)
+        .map_err(|e| format!("{}: {e}", part.display()))?;
+    std::fs::rename(&part, &catalog).map_err(|e| format!("{}: {e}", catalog.display()))
+}
+
+/// The library directory of an installed `librocblas0` of exactly
+/// [`VERSION`] (the tests' expectations are that version's), if the
+/// system has one.
+fn installed_library() -> Option<PathBuf> {
+    let out = std::process::Command::new("dpkg-query")
+        .args(["-W", "-f=${Version} ${db:Status-Abbrev}", PACKAGE])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut fields = text.split_whitespace();
+    let installed = fields.next() == Some(VERSION) && fields.next() == Some("ii");
+    let library = PathBuf::from("/").join(LIBRARY.trim_start_matches("./"));
+    (out.status.success() && installed && library.join("TensileLibrary.dat").is_file())
+        .then_some(library)
 }

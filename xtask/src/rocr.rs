@@ -142,11 +142,10 @@ pub struct Fetched {
 /// Debian bookworm's ROCr packages in `<cache>/rocr-bookworm`, downloaded
 /// and unpacked unless they are there already, whatever the system has.
 pub fn fetch(cache: &Path) -> Result<Fetched, String> {
-    // One fetch at a time in a process: a second thread must not take out
-    // an entry the first just published and is loading from.
-    static FETCH: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one = FETCH.lock().unwrap_or_else(|p| p.into_inner());
     let root = entry(cache);
+    // One fetch at a time, across threads and processes: another must not
+    // take out an entry one just published and is loading from.
+    let _one = crate::debian::lock_entry(&root)?;
     let fetched = fetch_layout(cache);
     let complete = || {
         fetched.headers.include.join(HEADER).is_file()
