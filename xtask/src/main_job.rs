@@ -103,7 +103,20 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
     if job.wrong_reference {
         gemm.push("--wrong-reference");
     }
-    crate::cargo(&gemm)
+    // The job's own exit status is the command's: 1 on a mismatch, whose
+    // message the job printed (not repeated as a failed cargo command).
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    eprintln!("$ cargo {}", gemm.join(" "));
+    let status = std::process::Command::new(cargo)
+        .current_dir(xtask::workspace_root())
+        .args(&gemm)
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    match status.code() {
+        Some(0) => Ok(()),
+        Some(code) => std::process::exit(code),
+        None => Err(format!("aqueduct gemm ended by a signal ({status})")),
+    }
 }
 
 /// ROCr's library when the host shim finds it and it reports a GPU agent;
