@@ -741,8 +741,13 @@ fn the_host_service_releases_retired_entries_and_drains_the_trace_on_request() {
         };
         assert_eq!(stats.released, N, "{gfx}: released");
         assert_eq!(stats.held, 0, "{gfx}: still held");
-        // (No tick runs after the last retire: its slot is not reclaimed.)
-        assert!(stats.reclaimed < N, "{gfx}: reclaimed {}", stats.reclaimed);
+        // `released` counts only the device's RELEASE requests the host
+        // served, so the releases above were not reclaims. Usually the last
+        // slot is not reclaimed either (no tick runs after the last
+        // retire), but on a loaded machine the tick that issued the last
+        // entry can still be running when that entry retires, and reclaim
+        // it: a timing, not a guarantee (a CI run under load saw 40).
+        assert!(stats.reclaimed <= N, "{gfx}: reclaimed {}", stats.reclaimed);
         // The calibrating tick, the accepting one, one per wake; an issue,
         // a block and a retire per entry.
         let records = (N + 1) + 3 * N;
