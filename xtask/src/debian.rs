@@ -117,6 +117,17 @@ pub fn lock_entry(entry: &Path) -> Result<std::fs::File, String> {
     Ok(file)
 }
 
+/// Downloads and unpacks the one package `package` of `suite` for the
+/// cache entry `cached_in` ([`Download::unpack`]).
+pub fn unpack_one(suite: &str, package: Package, cached_in: &Path) -> Result<Unpacked, String> {
+    Download {
+        suite,
+        packages: &[package],
+        cached_in,
+    }
+    .unpack()
+}
+
 impl Download<'_> {
     /// Downloads the packages and unpacks them all into one root,
     /// printing one line that says what is fetched and where it is cached.

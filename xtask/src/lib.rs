@@ -17,6 +17,7 @@ pub mod debian;
 pub mod device_build;
 pub mod gemm_catalog;
 pub mod gemm_report;
+pub mod hipblaslt_catalog;
 pub mod isa_tables;
 pub mod report;
 pub mod rng;

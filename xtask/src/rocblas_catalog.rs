@@ -13,7 +13,7 @@
 
 use std::path::PathBuf;
 
-use crate::debian::{Download, Package, cache_dir};
+use crate::debian::{Package, cache_dir, unpack_one};
 
 /// The package version the tests' expectations were taken from; if the
 /// mirror no longer has it, the current trixie version is used instead.
@@ -107,15 +107,14 @@ fn fetch_package() -> Result<(), String> {
             (library, dir.clone())
         }
         None => {
-            unpacked = Download {
-                suite: SUITE,
-                packages: &[Package {
+            unpacked = unpack_one(
+                SUITE,
+                Package {
                     name: PACKAGE,
                     version: Some(VERSION),
-                }],
-                cached_in: &dir,
-            }
-            .unpack()?;
+                },
+                &dir,
+            )?;
             (unpacked.root().join(LIBRARY), unpacked.work().to_path_buf())
         }
     };

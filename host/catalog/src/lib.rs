@@ -40,6 +40,7 @@ mod box_tree;
 mod decode;
 mod error;
 pub mod hardware;
+pub mod lazy_mapping;
 pub mod library;
 pub mod msgpack;
 pub mod plan;
@@ -57,6 +58,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 pub use error::{CatalogError, Location, Result};
 pub use hardware::{GpuDescription, Hardware};
+pub use lazy_mapping::LazyMapping;
 pub use library::Node;
 pub use predicate::Trace;
 pub use problem::{DataType, Problem, Transpose};

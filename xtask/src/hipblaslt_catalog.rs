@@ -1,0 +1,103 @@
+//! hipBLASLt's TensileLite catalogs (issue 22): the `.dat` files of Debian
+//! sid's `libhipblaslt1` (hipBLASLt 7.1.1: a lazy root per processor —
+//! gfx908, gfx90a, gfx1100–1103, gfx1150/1151, gfx1200/1201 — their 717
+//! child catalogs and the lazy mapping file; `host/catalog/TENSILELITE.md`
+//! surveys them), fetched with `crate::debian` (nothing installed) and
+//! kept in the cache as `<cache>/hipblaslt-sid/`, with the package
+//! version in `VERSION`. The package's code objects (`.co`, `.hsaco`) are
+//! not kept.
+
+use std::path::{Path, PathBuf};
+
+use crate::debian::{Package, cache_dir, lock_entry, unpack_one};
+
+/// The package version the tests' expectations were taken from; if sid no
+/// longer has it, its current version is taken (and recorded in
+/// `VERSION`, so tests can tell).
+pub const VERSION: &str = "7.1.1+dfsg-4";
+const PACKAGE: &str = "libhipblaslt1";
+const LIBRARY: &str = "usr/lib/x86_64-linux-gnu/hipblaslt/library";
+const SUITE: &str = "sid";
+/// The lazy mapping file's name.
+pub const MAPPING: &str = "TensileLiteLibrary_lazy_Mapping.dat";
+
+/// Where the catalogs land.
+pub fn dir() -> PathBuf {
+    cache_dir().join("hipblaslt-sid")
+}
+
+/// The directory of the catalogs, downloaded and unpacked first unless
+/// cached; and the package version they came from.
+pub fn fetch() -> Result<(PathBuf, String), String> {
+    let dir = dir();
+    let _one = lock_entry(&dir)?;
+    if let Some(version) = complete(&dir) {
+        return Ok((dir, version));
+    }
+    // An entry cut short (its VERSION is written last) goes.
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let unpacked = unpack_one(
+        SUITE,
+        Package {
+            name: PACKAGE,
+            version: Some(VERSION),
+        },
+        &dir,
+    )?;
+    let version = deb_version(unpacked.work())?;
+    let library = unpacked.root().join(LIBRARY);
+    let staged = unpacked.work().join("catalogs");
+    std::fs::create_dir_all(&staged).map_err(|e| format!("{}: {e}", staged.display()))?;
+    let mut kept = 0;
+    for entry in std::fs::read_dir(&library).map_err(|e| format!("{}: {e}", library.display()))? {
+        let path = entry
+            .map_err(|e| format!("{}: {e}", library.display()))?
+            .path();
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        if name.starts_with("Tensile") && name.ends_with(".dat") {
+            std::fs::rename(&path, staged.join(&*name))
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            kept += 1;
+        }
+    }
+    if !staged.join(MAPPING).is_file() {
+        return Err(format!(
+            "{PACKAGE} {version} has no {MAPPING} in {LIBRARY} ({kept} catalogs)"
+        ));
+    }
+    std::fs::write(staged.join("VERSION"), &version)
+        .map_err(|e| format!("{}: {e}", staged.display()))?;
+    std::fs::rename(&staged, &dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    Ok((dir, version))
+}
+
+/// The version of a complete cache entry.
+fn complete(dir: &Path) -> Option<String> {
+    let version = std::fs::read_to_string(dir.join("VERSION")).ok()?;
+    dir.join(MAPPING)
+        .is_file()
+        .then(|| version.trim().to_string())
+}
+
+/// The version in the name of the one `.deb` apt downloaded into `work`
+/// (`<package>_<version>_<arch>.deb`, the epoch's colon written `%3a`).
+fn deb_version(work: &Path) -> Result<String, String> {
+    let debs: Vec<String> = std::fs::read_dir(work)
+        .map_err(|e| format!("{}: {e}", work.display()))?
+        .filter_map(|e| Some(e.ok()?.file_name().to_string_lossy().into_owned()))
+        .filter(|n| n.starts_with(&format!("{PACKAGE}_")) && n.ends_with(".deb"))
+        .collect();
+    match debs.as_slice() {
+        [one] => Ok(one
+            .split('_')
+            .nth(1)
+            .unwrap_or_default()
+            .replace("%3a", ":")),
+        other => Err(format!(
+            "expected one {PACKAGE} .deb in {}, found {other:?}",
+            work.display()
+        )),
+    }
+}
