@@ -196,8 +196,18 @@ pub enum PerformanceMetric {
 }
 
 /// A GEMM as Tensile sees it. Build one with [`Problem::gemm`] and adjust
-/// the public fields; the defaults are the ones rocBLAS passes for a plain
-/// `rocblas_sgemm` call (packed leading dimensions, one batch, C = D).
+/// the public fields. The defaults: packed leading dimensions, one batch,
+/// packed batch strides, C = D, alpha 1, beta 0, no workspace, every flag
+/// off, any kernel language and arithmetic unit, device efficiency.
+///
+/// rocBLAS 5.5.1 (`tensile_host.cpp`, `ConstructTensileProblem`, at tag
+/// rocm-5.5.1) poses the same for a plain `rocblas_sgemm` except in two
+/// fields a catalog can test (`StrideAEqual`… and `WorkspaceCheck`
+/// predicates): its batch strides are 0 (`rocblas_gemm_ex` passes 1;
+/// Tensile packs a stride only when it is given as "use the default"),
+/// and its workspace is the handle's free device memory rounded down to
+/// 256 bytes (32 MiB on a new handle). Set those fields to pose exactly
+/// what rocBLAS poses.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Problem {
     /// How A is read: op(A) is M × K.
@@ -258,7 +268,8 @@ pub struct Problem {
     pub arithmetic_unit: ArithmeticUnit,
     /// What "best" means for this query.
     pub performance_metric: PerformanceMetric,
-    /// Bytes of workspace the caller can give the kernel.
+    /// Bytes of workspace the caller can give the kernel (0 by default;
+    /// rocBLAS gives its handle's free device memory).
     pub workspace_size: u64,
     /// The scalars, as rocBLAS categorises them: beta is 0, 1, -1 or 2
     /// ("anything else").
@@ -320,7 +331,8 @@ impl Problem {
     }
 
     /// Sets the batch count and packed batch strides (each matrix right
-    /// after the previous one), Tensile's default for missing strides.
+    /// after the previous one: what Tensile computes for a stride given as
+    /// "use the default", which rocBLAS does not pass; see [`Problem`]).
     pub fn with_batch(mut self, batch: u64) -> Self {
         self.batch = batch;
         self.pack_batch_strides();
