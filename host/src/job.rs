@@ -101,37 +101,53 @@ const TIMED_RUNS: u32 = 10;
 /// How long the host waits for the command buffer.
 const TIMEOUT: Duration = Duration::from_secs(3600);
 
+/// The input types the job runs, by their command-line names.
+const TYPES: [(&str, DataType); 4] = [
+    ("f16", DataType::Half),
+    ("bf16", DataType::BFloat16),
+    ("f32", DataType::Float),
+    ("fp8", DataType::Float8),
+];
+
 /// Parses `f16`, `bf16`, `f32` or `fp8` into the input type.
 pub fn parse_type(name: &str) -> Result<DataType, String> {
-    match name {
-        "f16" => Ok(DataType::Half),
-        "bf16" => Ok(DataType::BFloat16),
-        "f32" => Ok(DataType::Float),
-        "fp8" => Ok(DataType::Float8),
-        other => Err(format!("unknown type {other:?}: f16, bf16, f32 or fp8")),
-    }
+    TYPES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|&(_, t)| t)
+        .ok_or_else(|| format!("unknown type {name:?}: f16, bf16, f32 or fp8"))
 }
 
 /// The name [`parse_type`] reads for an input type (`"?"` for others).
 pub fn type_name(t: DataType) -> &'static str {
-    match t {
-        DataType::Half => "f16",
-        DataType::BFloat16 => "bf16",
-        DataType::Float => "f32",
-        DataType::Float8 => "fp8",
-        _ => "?",
-    }
+    TYPES
+        .iter()
+        .find(|&&(_, d)| d == t)
+        .map_or("?", |&(n, _)| n)
 }
 
 /// Parses `NN`, `NT`, `TN` or `TT` (A's letter first; `T`: stored
 /// transposed) into `(trans_a, trans_b)`.
 pub fn parse_trans(name: &str) -> Result<(bool, bool), String> {
-    match name {
-        "NN" => Ok((false, false)),
-        "NT" => Ok((false, true)),
-        "TN" => Ok((true, false)),
-        "TT" => Ok((true, true)),
-        other => Err(format!("unknown transpose {other:?}: NN, NT, TN or TT")),
+    let letter = |c: u8| match c {
+        b'N' => Some(false),
+        b'T' => Some(true),
+        _ => None,
+    };
+    match name.as_bytes() {
+        &[a, b] => letter(a).zip(letter(b)),
+        _ => None,
+    }
+    .ok_or_else(|| format!("unknown transpose {name:?}: NN, NT, TN or TT"))
+}
+
+/// The name [`parse_trans`] reads for `(trans_a, trans_b)`.
+pub fn trans_name(trans_a: bool, trans_b: bool) -> &'static str {
+    match (trans_a, trans_b) {
+        (false, false) => "NN",
+        (false, true) => "NT",
+        (true, false) => "TN",
+        (true, true) => "TT",
     }
 }
 
@@ -992,6 +1008,10 @@ mod tests {
         }
         assert!(parse_type("f64").is_err());
         assert_eq!(parse_trans("TN"), Ok((true, false)));
+        for name in ["NN", "NT", "TN", "TT"] {
+            assert_eq!(parse_trans(name).map(|(a, b)| trans_name(a, b)), Ok(name));
+        }
+        assert!(parse_trans("NTN").is_err());
         assert!(parse_trans("nt").is_err());
         let job = GemmJob {
             input: DataType::Float8,

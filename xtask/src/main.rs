@@ -521,13 +521,7 @@ fn shim_bench_setup(
         None => {
             // `cargo build -p` puts the cdylib beside this release binary:
             // <target>/release/, whatever the target directory.
-            cargo(&["build", "--quiet", "--release", "-p", "aqueduct-sim"])?;
-            let exe = std::env::current_exe().map_err(|e| format!("cannot find xtask: {e}"))?;
-            exe.with_file_name(format!(
-                "{}aqueduct_sim{}",
-                std::env::consts::DLL_PREFIX,
-                std::env::consts::DLL_SUFFIX
-            ))
+            release_simulator()?
         }
     };
     let artifacts = build(&Options {
@@ -535,6 +529,31 @@ fn shim_bench_setup(
         profile: Profile::Release,
     })?;
     Ok(Some((library, artifacts)))
+}
+
+/// Builds the simulator's HSA runtime in release and returns its path:
+/// `<target>/release/libaqueduct_sim.so`, in the target directory this
+/// xtask was built in (`<target>/<profile>/xtask`), whatever its profile.
+fn release_simulator() -> Result<PathBuf, String> {
+    cargo(&["build", "--quiet", "--release", "-p", "aqueduct-sim"])?;
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find xtask: {e}"))?;
+    let target = exe
+        .parent()
+        .and_then(std::path::Path::parent)
+        .ok_or_else(|| format!("{} is not in a target directory", exe.display()))?;
+    let path = target.join("release").join(format!(
+        "{}aqueduct_sim{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    ));
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "cargo built aqueduct-sim but {} is not there: pass --lib",
+            path.display()
+        ))
+    }
 }
 
 /// The bytes of `package`'s code object for `gfx` among `artifacts`.

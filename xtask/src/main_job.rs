@@ -16,7 +16,7 @@
 
 use std::path::PathBuf;
 
-use aqueduct::job::{GemmJob, type_name};
+use aqueduct::job::{GemmJob, trans_name, type_name};
 use aqueduct::{LoadOptions, System};
 use xtask::device_build::{GEMM_PACKAGE, Profile};
 use xtask::targets;
@@ -37,7 +37,9 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
             Ok(path) => path,
             Err(why) => {
                 eprintln!("no AMD GPU here ({why}): running on aqueduct's simulator instead");
-                simulator()?
+                // One simulated MI300X unless AQUEDUCT_SIM_AGENTS says
+                // otherwise (aqueduct_sim::hsa::profile::DEFAULT_AGENTS).
+                crate::release_simulator()?
             }
         },
     };
@@ -63,11 +65,6 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
         job.k.to_string(),
         job.batch.to_string(),
     );
-    let trans = format!(
-        "{}{}",
-        if job.trans_a { 'T' } else { 'N' },
-        if job.trans_b { 'T' } else { 'N' }
-    );
     let lib = library.display().to_string();
     let mut gemm = vec![
         "run",
@@ -92,7 +89,7 @@ pub fn run(args: &RunArgs) -> Result<(), String> {
         "--type",
         type_name(job.input),
         "--trans",
-        &trans,
+        trans_name(job.trans_a, job.trans_b),
         "--batch",
         &batch,
     ];
@@ -144,30 +141,6 @@ fn real_gpu() -> Result<PathBuf, String> {
         eprintln!("{} is aqueduct's simulator", system.runtime().path());
     }
     Ok(PathBuf::from(system.runtime().path()))
-}
-
-/// The simulator's runtime library, built in release (the interpreter is
-/// about 17 times slower unoptimised), with one simulated MI300X unless
-/// `AQUEDUCT_SIM_AGENTS` names others.
-fn simulator() -> Result<PathBuf, String> {
-    // Without AQUEDUCT_SIM_AGENTS the simulator is one MI300X
-    // (aqueduct_sim::hsa::profile::DEFAULT_AGENTS).
-    crate::cargo(&["build", "--quiet", "--release", "-p", "aqueduct-sim"])?;
-    let path = xtask::workspace_root()
-        .join("target")
-        .join("release")
-        .join(format!(
-            "{}aqueduct_sim{}",
-            std::env::consts::DLL_PREFIX,
-            std::env::consts::DLL_SUFFIX
-        ));
-    if !path.is_file() {
-        return Err(format!(
-            "cargo built aqueduct-sim but {} is not there (CARGO_TARGET_DIR elsewhere?): pass --lib",
-            path.display()
-        ));
-    }
-    Ok(path)
 }
 
 /// The gfx of the first GPU `device` names on the runtime at `library`.
