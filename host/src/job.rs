@@ -21,7 +21,8 @@
 //! 5. The report ([`JobReport`], `Display`): the agent (real or simulated),
 //!    the selected solution with the catalog's trace of why, the kernel's
 //!    registers, LDS and occupancy, the times — on a GPU the GEMM alone,
-//!    timed over several runs, in TFLOP/s; on the simulator the wall time,
+//!    timed over ten back-to-back runs, in TFLOP/s (never run yet: no
+//!    machine here has a GPU); on the simulator the wall time,
 //!    executed wave-instructions and MFMAs, labelled as simulated — the
 //!    scheduler's ticks and the host calls, and the trace file written.
 

@@ -3,7 +3,8 @@
 //! Tensile 4.36; 117 MB of MessagePack, 56 980 solutions for gfx803 to
 //! gfx1102).
 //!
-//! An installed `librocblas0` of exactly [`VERSION`] is read where it is.
+//! An installed `librocblas0` of exactly [`VERSION`] is read where it is
+//! (untested: bookworm machines cannot install trixie's package).
 //! Otherwise — these machines run bookworm — the package is fetched from
 //! trixie with `crate::debian` (nothing installed) and unpacked into a scratch
 //! directory (2.3 GB, removed afterwards: only the catalog and small code
