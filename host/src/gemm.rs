@@ -232,6 +232,54 @@ impl Gemm {
         Ok(())
     }
 
+    /// The catalog's choice for this GEMM, asked as hipBLASLt asks: an
+    /// xf32 request that no solution answers is asked again with f32 math
+    /// (hipBLASLt's `getBestSolutions`, TENSILELITE.md §5; in a TensileLite
+    /// catalog `F32XdlMathOp` must match exactly).
+    pub fn select_in<'c>(
+        &self,
+        catalog: &'c crate::catalog::Catalog,
+        hardware: &crate::catalog::Hardware,
+    ) -> crate::catalog::Result<Option<crate::catalog::Selected<'c>>> {
+        let problem = self.problem();
+        let found = catalog.select(&problem, hardware)?;
+        match (found, self.f32_math_fallback(&problem)) {
+            (None, Some(f32)) => catalog.select(&f32, hardware),
+            (found, _) => Ok(found),
+        }
+    }
+
+    /// [`Gemm::select_in`] with the catalog's trace of every problem asked.
+    pub fn select_traced<'c>(
+        &self,
+        catalog: &'c crate::catalog::Catalog,
+        hardware: &crate::catalog::Hardware,
+    ) -> (
+        crate::catalog::Result<Option<crate::catalog::Selected<'c>>>,
+        String,
+    ) {
+        let problem = self.problem();
+        let (found, mut trace) = catalog.select_traced(&problem, hardware);
+        match (found, self.f32_math_fallback(&problem)) {
+            (Ok(None), Some(f32)) => {
+                trace.push_str("no XFloat32 solution: asked again with F32XdlMathOp Float\n");
+                let (found, more) = catalog.select_traced(&f32, hardware);
+                trace.push_str(&more);
+                (found, trace)
+            }
+            (found, _) => (found, trace),
+        }
+    }
+
+    /// The problem asked again with f32 math, for an xf32 problem.
+    fn f32_math_fallback(&self, problem: &Problem) -> Option<Problem> {
+        (problem.f32_xdl_math_op == DataType::XFloat32).then(|| {
+            let mut f32 = problem.clone();
+            f32.f32_xdl_math_op = DataType::Float;
+            f32
+        })
+    }
+
     /// The problem as Tensile poses it (what the catalog selects on).
     pub fn problem(&self) -> Problem {
         let t = |yes: bool| {
@@ -262,6 +310,10 @@ impl Gemm {
         p.d_type = self.output;
         // Narrow types compute in f32 (Tensile's high-precision accumulate).
         p.high_precision_accumulate = self.input != DataType::Float;
+        // Every type here computes in f32 (TensileLite's compute type; its
+        // compute-input type stays the input type, as `Problem::gemm` set).
+        p.compute_type = DataType::Float;
+        p.activation_compute_type = DataType::Float;
         p.f32_xdl_math_op = self.f32_math;
         p.alpha = f64::from(self.alpha);
         p.beta = f64::from(self.beta);
@@ -379,9 +431,7 @@ impl GemmLibrary {
     /// `AQUEDUCT_CATALOG_DEBUG=1` prints): every predicate evaluated, the
     /// hardware row and the table entry that chose the kernel.
     pub fn explain(&self, gemm: &Gemm) -> String {
-        self.catalog
-            .select_traced(&gemm.problem(), &self.hardware)
-            .1
+        gemm.select_traced(&self.catalog, &self.hardware).1
     }
 
     /// The kernel the catalog chooses for `gemm` on this agent, loaded.
@@ -392,9 +442,8 @@ impl GemmLibrary {
             path: self.path.clone(),
             message,
         };
-        let selected = self
-            .catalog
-            .select(&gemm.problem(), &self.hardware)
+        let selected = gemm
+            .select_in(&self.catalog, &self.hardware)
             .map_err(|e| catalog_error(e.to_string()))?
             .ok_or_else(|| Error::NoGemmSolution {
                 problem: gemm.to_string(),
@@ -417,7 +466,7 @@ impl GemmLibrary {
                     .map_err(|e| e.to_string())
             })
             .map_err(|e| catalog_error(format!("{}: {e}", solution.name)))?;
-        let kernel = executable.kernel(&solution.name)?;
+        let kernel = executable.kernel(solution.kernel())?;
         let sm = &solution.size_mapping;
         let positive = |v: i64, what: &str| {
             u32::try_from(v)

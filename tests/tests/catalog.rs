@@ -465,6 +465,121 @@ fn check_lazy_layout(format: &str, ext: &str) {
     assert_eq!(pick(&c90, &nt(64, 64, 64, DataType::Float), &mi210()), None);
 }
 
+/// `layout: tensilelite`: hipBLASLt's form (TENSILELITE.md), read back
+/// and selected with TensileLite's rules: five-type `TypesEqual`, the
+/// feature leaves that keep epilogue problems away, task predicates,
+/// GridBased tables, the mapping file, chip-ID rows.
+#[test]
+fn a_tensilelite_description_writes_hipblaslts_layout() {
+    let dir = scratch("tensilelite");
+    let out = dir.join("out");
+    // (Continued lines would lose their indentation: the row is indented.)
+    let chip_row = "  - processor: gfx942
+    cu_count: 304
+    chip_ids: [0x74a1]
+    problems:
+      - operation: Contraction_l_Ailk_Bljk_Cijk_Dijk
+        types: [Float, Float, Float, Float]
+        solutions:
+          - name: sgemm_mi300x
+";
+    let description = format!("lazy: true\nlayout: tensilelite\n{GEMM_DESCRIPTION}{chip_row}");
+    let files = build(&dir, &description);
+    let names: BTreeSet<String> = files.iter().map(|p| file_name(p)).collect();
+    assert!(
+        names.contains("TensileLiteLibrary_lazy_Mapping.dat"),
+        "{names:?}"
+    );
+    let mapping =
+        aqueduct::catalog::LazyMapping::open(out.join("TensileLiteLibrary_lazy_Mapping.dat"))
+            .expect("the mapping reads");
+    assert_eq!(mapping.len(), 5, "one entry per child");
+    let c = open(&out.join("TensileLibrary_lazy_gfx942.dat"));
+    // Every gfx942 solution is found by its index in the child the mapping
+    // names; gfx90a's (5) is not this catalog's.
+    for index in [0, 1, 2, 3, 4, 6] {
+        let s = c
+            .solution_by_index(&mapping, index)
+            .expect("reads")
+            .unwrap_or_else(|| panic!("solution {index}"));
+        assert_eq!(s.solution.index, index);
+        assert_eq!(s.solution.kernel(), &*s.solution.name);
+        assert!(s.solution.task_predicate.is_some(), "{index}");
+    }
+    assert!(c.solution_by_index(&mapping, 5).expect("reads").is_none());
+
+    let f = DataType::Float;
+    let hw = mi300x();
+    let generic = Hardware::new("gfx942", 228, None);
+    // The chip's own row answers the MI300X; other gfx942 parts fall to
+    // the processor row.
+    assert_eq!(pick(&c, &nn(100, 100, 100, f), &hw), Some("sgemm_mi300x"));
+    // GridBased: the cell at or above (M, N), then the nearest K — not
+    // the nearest point overall (Tensile's Euclidean table above picks
+    // sgemm_medium for 2000³; the grid's next M above 2000 is 4096).
+    let small = select(&c, &nn(100, 100, 100, f), &generic).expect("100³");
+    assert_eq!(
+        (&*small.solution.name, small.fitness),
+        ("sgemm_small", 28.0)
+    );
+    assert_eq!(
+        pick(&c, &nn(900, 1100, 1000, f), &generic),
+        Some("sgemm_medium")
+    );
+    assert_eq!(
+        pick(&c, &nn(2000, 2000, 2000, f), &generic),
+        Some("sgemm_large")
+    );
+    assert_eq!(
+        pick(&c, &nn(9000, 9000, 1, f), &generic),
+        Some("sgemm_large")
+    );
+    assert_eq!(pick(&c, &nt(10, 20, 30, f), &generic), Some("sgemm_nt"));
+    assert_eq!(
+        pick(&c, &hpa(nn(512, 512, 512, DataType::Half)), &generic),
+        Some("hgemm_hpa")
+    );
+    // A problem asking for an epilogue the kernels do not have.
+    let mut bias = nn(128, 128, 128, f);
+    bias.use_bias = 1;
+    assert_eq!(pick(&c, &bias, &generic), None, "bias");
+    let mut gelu = nn(128, 128, 128, f);
+    (gelu.activation, gelu.activation_enum) = (
+        aqueduct::catalog::Activation::HipblasltAll,
+        aqueduct::catalog::Activation::Gelu,
+    );
+    assert_eq!(pick(&c, &gelu, &generic), None, "activation");
+    let mut other_compute_input = nn(128, 128, 128, f);
+    other_compute_input.compute_input_type = DataType::BFloat16;
+    assert_eq!(pick(&c, &other_compute_input, &generic), None, "fifth type");
+    // The trace names the TensileLite leaves, the chip row and the task
+    // predicate.
+    let (_, trace) = c.select_traced(&nn(100, 100, 100, f), &hw);
+    for name in [
+        "PciChipId",
+        "[Float, Float, Float, Float, Float]",
+        "UseBias",
+        "WorkspaceCheck",
+    ] {
+        assert!(trace.contains(name), "{name}:\n{trace}");
+    }
+    let (_, trace) = c.select_traced(&nn(100, 100, 100, f), &generic);
+    assert!(trace.contains("GridBased: query"), "{trace}");
+    // Wrong settings are refused with the reason.
+    let e = xtask::catalog_write::from_description_text(
+        "layout: tensilelite\nhardware:\n  - processor: gfx942\n    problems:\n      - operation: Contraction_l_Ailk_Bljk_Cijk_Dijk\n        types: [Float, Float, Float, Float]\n        distance: Euclidean\n        solutions:\n          - {name: a, sizes: [[1, 1, 1, 1.0]]}\n",
+        &dir.join("bad"),
+    )
+    .expect_err("Euclidean in TensileLite");
+    assert!(e.contains("GridBased or Equality"), "{e}");
+    let e = xtask::catalog_write::from_description_text(
+        "layout: rocblas\nhardware: []\n",
+        &dir.join("bad"),
+    )
+    .expect_err("an unknown layout");
+    assert!(e.contains("layout must be"), "{e}");
+}
+
 #[test]
 fn a_lazy_msgpack_description_writes_tensile_named_parents_and_children() {
     check_lazy_layout("msgpack", ".dat");

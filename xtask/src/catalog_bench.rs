@@ -14,6 +14,10 @@
 //! 4. Lazy loading: the catalog is split into Tensile's lazy layout (one
 //!    parent per processor, one child per problem type) and one GPU's
 //!    queries are run against it: the files read are counted.
+//! 5. hipBLASLt 7.1.1's TensileLite catalogs (issue 22, [`run_tensilelite`]):
+//!    opening the mapping and one processor's lazy root, the first query of
+//!    a problem type (which reads its child file), and selection without a
+//!    cache over the ten processors' catalogs.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -27,6 +31,9 @@ const PEAK_MB: f64 = 220.0;
 const MEDIAN_NS: f64 = 1000.0;
 const P99_NS: f64 = 5000.0;
 const CACHED_NS: f64 = 100.0;
+/// Targets from issue 22 (TensileLite).
+const LITE_OPEN_MS: f64 = 5.0;
+const LITE_FIRST_MS: f64 = 20.0;
 
 fn vm_hwm_kb() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -152,56 +159,8 @@ pub fn run(path: &Path, queries: usize) -> Result<(), String> {
         Hardware::new("gfx1100", 96, Some(0x744c)),
     ];
     let problems = crate::catalog_queries::problems(queries, 0x5e1e_c7ed);
-    // Three passes, each with fresh selectors (so each builds its plans
-    // again: the first query of each class pays for its plan), reported
-    // one by one.
-    let mut passes = Vec::new();
-    let mut answered = 0usize;
-    for _ in 0..3 {
-        let mut times = Vec::with_capacity(problems.len() * gpus.len());
-        answered = 0;
-        for hw in &gpus {
-            let selector = catalog.selector(hw.clone());
-            for p in &problems {
-                let t = Instant::now();
-                let r = selector.select_uncached(p);
-                times.push(t.elapsed().as_nanos() as f64);
-                if matches!(r, Ok(Some(_))) {
-                    answered += 1;
-                }
-            }
-        }
-        times.sort_by(f64::total_cmp);
-        passes.push(times);
-    }
-    println!(
-        "\nselection without cache: {} queries ({} problems × {} GPUs), {answered} answered; 3 passes, fresh selectors each",
-        problems.len() * gpus.len(),
-        problems.len(),
-        gpus.len()
-    );
-    for (i, t) in passes.iter().enumerate() {
-        println!(
-            "  pass {}: median {:>6.0} ns  p90 {:>6.0} ns  p99 {:>6.0} ns  max {:>7.0} ns",
-            i + 1,
-            percentile(t, 0.5),
-            percentile(t, 0.9),
-            percentile(t, 0.99),
-            t.last().copied().unwrap_or(0.0)
-        );
-    }
-    // The verdict is on the worst pass: the first is the coldest (nothing
-    // of the catalog has been read by a selection yet).
-    let worst = |q: f64| passes.iter().map(|t| percentile(t, q)).fold(0.0, f64::max);
-    let (median, p99) = (worst(0.5), worst(0.99));
-    println!(
-        "  median     {median:>8.0} ns    target ≤ {MEDIAN_NS} ns  {}   (worst pass)",
-        verdict(median <= MEDIAN_NS)
-    );
-    println!(
-        "  p99        {p99:>8.0} ns    target ≤ {P99_NS} ns  {}   (worst pass)",
-        verdict(p99 <= P99_NS)
-    );
+    let pairs: Vec<(&Catalog, Hardware)> = gpus.iter().map(|hw| (&catalog, hw.clone())).collect();
+    uncached_passes(&pairs, &problems, "GPUs", "");
 
     let mut cached = Vec::with_capacity(problems.len() * gpus.len());
     let mut batch_ns = 0.0;
@@ -278,6 +237,173 @@ pub fn run(path: &Path, queries: usize) -> Result<(), String> {
         after_all - 1
     );
     let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// Selection without the result cache: three passes over `problems` on
+/// each (catalog, GPU), each pass with fresh selectors (so each builds its
+/// plans again: the first query of each class pays for its plan), every
+/// query timed alone; each pass reported, the verdict on the worst (the
+/// first is the coldest). `indent` prefixes the lines.
+fn uncached_passes(
+    pairs: &[(&Catalog, Hardware)],
+    problems: &[aqueduct_catalog::Problem],
+    what: &str,
+    indent: &str,
+) {
+    let mut passes = Vec::new();
+    let mut answered = 0usize;
+    for _ in 0..3 {
+        let mut times = Vec::with_capacity(problems.len() * pairs.len());
+        answered = 0;
+        for (catalog, hw) in pairs {
+            let selector = catalog.selector(hw.clone());
+            for p in problems {
+                let t = Instant::now();
+                let r = selector.select_uncached(p);
+                times.push(t.elapsed().as_nanos() as f64);
+                answered += usize::from(matches!(r, Ok(Some(_))));
+            }
+        }
+        times.sort_by(f64::total_cmp);
+        passes.push(times);
+    }
+    println!(
+        "\n{indent}selection without cache: {} queries ({} problems × {} {what}), {answered} answered; 3 passes, fresh selectors each",
+        problems.len() * pairs.len(),
+        problems.len(),
+        pairs.len()
+    );
+    for (i, t) in passes.iter().enumerate() {
+        println!(
+            "{indent}  pass {}: median {:>6.0} ns  p90 {:>6.0} ns  p99 {:>6.0} ns  max {:>7.0} ns",
+            i + 1,
+            percentile(t, 0.5),
+            percentile(t, 0.9),
+            percentile(t, 0.99),
+            t.last().copied().unwrap_or(0.0)
+        );
+    }
+    let worst = |q: f64| passes.iter().map(|t| percentile(t, q)).fold(0.0, f64::max);
+    let (median, p99) = (worst(0.5), worst(0.99));
+    println!(
+        "{indent}median     {median:>8.0} ns    target ≤ {MEDIAN_NS} ns  {}   (worst pass)",
+        verdict(median <= MEDIAN_NS)
+    );
+    println!(
+        "{indent}p99        {p99:>8.0} ns    target ≤ {P99_NS} ns  {}   (worst pass)",
+        verdict(p99 <= P99_NS)
+    );
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    percentile(&v, 0.5)
+}
+
+/// Issue 22's TensileLite measurements on the catalogs in `dir` (Debian's
+/// hipBLASLt package, see `crate::hipblaslt_catalog`), `queries` problems
+/// per processor.
+pub fn run_tensilelite(dir: &Path, version: &str, queries: usize) -> Result<(), String> {
+    use crate::catalog_queries::{HIPBLASLT_CLASSES, hipblaslt_problems};
+    use aqueduct_catalog::{LazyMapping, Problem, Transpose};
+    const PROCESSORS: [&str; 10] = [
+        "gfx908", "gfx90a", "gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151",
+        "gfx1200", "gfx1201",
+    ];
+    let err = |e: aqueduct_catalog::CatalogError| e.to_string();
+    let root = |gfx: &str| dir.join(format!("TensileLibrary_lazy_{gfx}.dat"));
+    println!(
+        "
+hipBLASLt {version} TensileLite catalogs: {}",
+        dir.display()
+    );
+
+    // Open: the mapping and one processor's lazy root, 5 times each.
+    let mut opens = Vec::new();
+    for gfx in PROCESSORS {
+        let mut times = Vec::new();
+        for _ in 0..5 {
+            let t = Instant::now();
+            let mapping =
+                LazyMapping::open(dir.join(crate::hipblaslt_catalog::MAPPING)).map_err(err)?;
+            let catalog = Catalog::open(root(gfx)).map_err(err)?;
+            times.push(t.elapsed().as_secs_f64() * 1e3);
+            std::hint::black_box((mapping.len(), catalog.file().solutions.len()));
+        }
+        opens.push((gfx, median(times)));
+    }
+    let worst_open = opens.iter().map(|o| o.1).fold(0.0, f64::max);
+    println!("  open the mapping + one lazy root (median of 5 per processor)");
+    for (gfx, ms) in &opens {
+        println!("    {gfx:<8} {ms:>6.2} ms");
+    }
+    println!(
+        "  worst      {worst_open:>8.2} ms    target ≤ {LITE_OPEN_MS} ms   {}",
+        verdict(worst_open <= LITE_OPEN_MS)
+    );
+
+    // The first query of each problem type: a fresh catalog each time, the
+    // child file (or files, when a row falls through) read by the query.
+    let mut firsts = Vec::new();
+    let mut files_read = Vec::new();
+    for gfx in PROCESSORS {
+        let hw = Hardware::new(gfx, if gfx == "gfx90a" { 104 } else { 60 }, None);
+        for (input, output, compute) in HIPBLASLT_CLASSES {
+            let p = Problem::hipblaslt(
+                Transpose::None,
+                Transpose::Transpose,
+                1024,
+                1024,
+                1024,
+                input,
+                input,
+                output,
+                compute,
+            );
+            let catalog = Catalog::open(root(gfx)).map_err(err)?;
+            let t = Instant::now();
+            let found = catalog.select(&p, &hw).map_err(err)?;
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            let read = catalog.loaded_files().len() - 1;
+            if read > 0 {
+                firsts.push((ms, gfx, input, output, found.is_some()));
+                files_read.push(read);
+            }
+        }
+    }
+    firsts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let worst_first = firsts.last().copied();
+    println!(
+        "  first query of a problem type (NT 1024³, each class × processor that has one: {}; child files read: {}–{})",
+        firsts.len(),
+        files_read.iter().min().copied().unwrap_or(0),
+        files_read.iter().max().copied().unwrap_or(0)
+    );
+    println!(
+        "    median {:>6.2} ms  max {:>6.2} ms",
+        firsts.get(firsts.len() / 2).map_or(0.0, |f| f.0),
+        worst_first.map_or(0.0, |f| f.0)
+    );
+    if let Some((ms, gfx, input, output, _)) = worst_first {
+        println!(
+            "  worst      {ms:>8.2} ms    target ≤ {LITE_FIRST_MS} ms  {}   ({gfx}, {input} → {output})",
+            verdict(ms <= LITE_FIRST_MS)
+        );
+    }
+
+    // Selection without a cache, children loaded up front.
+    let problems = hipblaslt_problems(queries, 0x22_1173);
+    let catalogs: Vec<(Catalog, Hardware)> = PROCESSORS
+        .iter()
+        .map(|gfx| {
+            let hw = Hardware::new(gfx, if *gfx == "gfx90a" { 104 } else { 60 }, None);
+            Catalog::open_eager(root(gfx)).map(|c| (c, hw))
+        })
+        .collect::<Result<_, _>>()
+        .map_err(err)?;
+    let pairs: Vec<(&Catalog, Hardware)> = catalogs.iter().map(|(c, hw)| (c, hw.clone())).collect();
+    uncached_passes(&pairs, &problems, "processors", "  ");
     Ok(())
 }
 

@@ -61,3 +61,50 @@ pub fn problems(count: usize, seed: u64) -> Vec<Problem> {
         })
         .collect()
 }
+
+/// (inputs, output, compute): the plain GEMMs hipBLASLt's catalogs serve
+/// (f16 in and out, f16 in f32 out, bf16, f32, int8 into int32, OCP FP8
+/// E4M3 into f32), each posed as `hipblasLtMatmul` poses it.
+pub const HIPBLASLT_CLASSES: [(DataType, DataType, DataType); 6] = {
+    use DataType::*;
+    [
+        (Half, Half, Float),
+        (Half, Float, Float),
+        (BFloat16, BFloat16, Float),
+        (Float, Float, Float),
+        (Int8, Int32, Int32),
+        (Float8, Float, Float),
+    ]
+};
+
+/// `count` plain hipBLASLt GEMMs from `seed` ([`Problem::hipblaslt`]):
+/// every transpose pair, the classes above, sizes log-uniform over
+/// 1..=16384, one in four batched (2..=8).
+pub fn hipblaslt_problems(count: usize, seed: u64) -> Vec<Problem> {
+    let mut rng = Rng::new(seed);
+    (0..count)
+        .map(|_| {
+            let (input, output, compute) =
+                HIPBLASLT_CLASSES[rng.below(HIPBLASLT_CLASSES.len() as u64) as usize];
+            let mut t = || {
+                if rng.below(2) == 0 {
+                    Transpose::None
+                } else {
+                    Transpose::Transpose
+                }
+            };
+            let (ta, tb) = (t(), t());
+            let mut size = || {
+                let log = rng.below(15);
+                1 + rng.below(1 << log)
+            };
+            let (m, n, k) = (size(), size(), size());
+            let batch = if rng.below(4) == 0 {
+                2 + rng.below(7)
+            } else {
+                1
+            };
+            Problem::hipblaslt(ta, tb, m, n, k, input, input, output, compute).with_batch(batch)
+        })
+        .collect()
+}

@@ -7,6 +7,7 @@
 //! ```yaml
 //! lazy: true                     # write TensileLibrary_lazy_<gfx> + children
 //! format: msgpack                # or yaml
+//! layout: tensile                # or tensilelite (below)
 //! hardware:                      # one row per entry; rows are sorted with
 //!   - processor: gfx942          # the chip-ID-aware comparator
 //!     cu_count: 304              # optional
@@ -30,6 +31,18 @@
 //! types, accumulate) plus its own; a problem with `sizes` becomes a
 //! Matching table over (FreeSizeA, FreeSizeB, BoundSize), one without
 //! becomes a Single. Solution indices are assigned in description order.
+//!
+//! `layout: tensilelite` writes hipBLASLt's TensileLite form instead
+//! (`host/catalog/TENSILELITE.md`): `TypesEqual` with the compute-input
+//! type as a fifth entry; every problem row and solution carries
+//! TensileLite's feature leaves set for a kernel without epilogue
+//! features (no activation, bias, E output, scaling, grouping, sparsity
+//! or swizzle), so problems asking for those never select it; each
+//! solution has a `kernelName` and the `WorkspaceCheck` task predicate;
+//! sizes become a `GridBased` table over (M, N, batch 1, K) (no speeds);
+//! a lazy split also writes `TensileLiteLibrary_lazy_Mapping.dat` (least
+//! solution index of each child → its stem). Hardware rows keep their
+//! chip-ID predicates.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -70,6 +83,8 @@ struct Splitter<'a> {
     suffix: &'a str,
     written: Vec<PathBuf>,
     names: BTreeSet<String>,
+    /// Each child's solution indices: least, greatest, how many, its stem.
+    ranges: Vec<(i64, i64, usize, String)>,
 }
 
 impl Splitter<'_> {
@@ -88,6 +103,10 @@ impl Splitter<'_> {
         let mut ids = BTreeSet::new();
         solutions_in(node, &mut ids);
         let sols = &self.catalog.file().solutions;
+        let indices: Vec<i64> = ids.iter().map(|&id| sols[id as usize].index).collect();
+        if let (Some(lo), Some(hi)) = (indices.iter().min(), indices.iter().max()) {
+            self.ranges.push((*lo, *hi, indices.len(), name.clone()));
+        }
         let mut w = Writer::new();
         w.map(2);
         w.str("solutions");
@@ -148,7 +167,7 @@ fn type_code(pred: &aqueduct_catalog::predicate::ProblemPredicate) -> String {
     let mut code = String::new();
     let mut hpa = false;
     pred.leaves(&mut |l| match (l.kind, &l.value) {
-        (Kind::TypesEqual, Value::Types(t)) => {
+        (Kind::TypesEqual, Value::Types(t, _)) => {
             code = format!("{}{}", precision(t[0]), precision(t[2]))
         }
         (Kind::HighPrecisionAccumulate, Value::Bool(true)) => hpa = true,
@@ -184,6 +203,7 @@ pub fn split_lazy_as(catalog: &Catalog, dir: &Path, suffix: &str) -> Result<Vec<
         suffix,
         written: Vec::new(),
         names: BTreeSet::new(),
+        ranges: Vec::new(),
     };
     let keys: Vec<_> = rows.iter().map(|r| r.predicate.row_key()).collect();
     let processors: BTreeSet<String> = keys.iter().filter_map(|k| k.processor.clone()).collect();
@@ -264,7 +284,47 @@ pub fn split_lazy_as(catalog: &Catalog, dir: &Path, suffix: &str) -> Result<Vec<
         }
         s.write(&format!("TensileLibrary_lazy_{proc}{suffix}"), &w.out)?;
     }
+    if catalog
+        .file()
+        .solutions
+        .iter()
+        .any(|s| s.task_predicate.is_some())
+    {
+        let mapping = lazy_mapping(&mut s.ranges)?;
+        s.write(
+            &format!("TensileLiteLibrary_lazy_Mapping{suffix}"),
+            &mapping,
+        )?;
+    }
     Ok(s.written)
+}
+
+/// TensileLite's lazy mapping file (least solution index of each child →
+/// its stem, as `aqueduct_catalog::LazyMapping` reads it) for children
+/// whose indices are each one contiguous run, the runs not overlapping.
+fn lazy_mapping(ranges: &mut [(i64, i64, usize, String)]) -> Result<Vec<u8>, String> {
+    ranges.sort();
+    for (i, (lo, hi, n, name)) in ranges.iter().enumerate() {
+        if *lo < 0 || (hi - lo + 1) as usize != *n {
+            return Err(format!(
+                "child {name}: solution indices {lo}..={hi} are not one run of {n}: a TensileLite mapping cannot name it"
+            ));
+        }
+        if let Some((next, _, _, other)) = ranges.get(i + 1)
+            && next <= hi
+        {
+            return Err(format!(
+                "children {name} and {other} share solution indices"
+            ));
+        }
+    }
+    let mut w = Writer::new();
+    w.map(ranges.len());
+    for (lo, _, _, name) in ranges.iter() {
+        w.u64(*lo as u64);
+        w.str(name);
+    }
+    Ok(w.out)
 }
 
 // ---------------------------------------------------------------------------
@@ -272,13 +332,7 @@ pub fn split_lazy_as(catalog: &Catalog, dir: &Path, suffix: &str) -> Result<Vec<
 // ---------------------------------------------------------------------------
 
 fn get<'v>(map: &'v Value, key: &str) -> Option<&'v Value> {
-    match map {
-        Value::Map(entries) => entries
-            .iter()
-            .find(|(k, _)| matches!(k, Value::Str(s) if s == key))
-            .map(|(_, v)| v),
-        _ => None,
-    }
+    map.get(key)
 }
 
 fn list(v: Option<&Value>) -> &[Value] {
@@ -371,6 +425,16 @@ pub fn from_description_text(text_in: &str, out: &Path) -> Result<Vec<PathBuf>, 
         Some(Value::Str(f)) if f == "yaml" => ".yaml",
         Some(other) => return Err(format!("format must be msgpack or yaml, not {other:?}")),
     };
+    let lite = match get(&desc, "layout") {
+        None => false,
+        Some(Value::Str(l)) if l == "tensile" => false,
+        Some(Value::Str(l)) if l == "tensilelite" => true,
+        Some(other) => {
+            return Err(format!(
+                "layout must be tensile or tensilelite, not {other:?}"
+            ));
+        }
+    };
     let mut solutions = Vec::new();
     let mut rows = Vec::new();
     for (hi, hw) in list(get(&desc, "hardware")).iter().enumerate() {
@@ -420,16 +484,41 @@ pub fn from_description_text(text_in: &str, out: &Path) -> Result<Vec<PathBuf>, 
                 Some(Value::Bool(true))
             );
             let distance = match get(prob, "distance") {
+                None if lite => "GridBased",
                 None => "Euclidean",
+                Some(Value::Str(d)) if lite && d != "GridBased" && d != "Equality" => {
+                    return Err(format!(
+                        "{at}: a TensileLite table's distance is GridBased or Equality, not {d}"
+                    ));
+                }
                 Some(Value::Str(d)) => d,
                 Some(_) => return Err(format!("{at}: distance must be a name")),
             };
+            // TensileLite: the five types and the feature leaves of a
+            // kernel without epilogue features (TENSILELITE.md §6.2).
+            let class = lite
+                .then(|| lite_class_predicates(types, hpa))
+                .transpose()?
+                .unwrap_or_default();
             let mut table = Vec::new();
             let mut single = None;
             for (si, sol) in list(get(prob, "solutions")).iter().enumerate() {
                 let at = format!("{at}.solutions[{si}]");
                 let index = solutions.len() as u64;
-                let mut preds = type_predicates(op, types, hpa);
+                let mut preds = if lite {
+                    let mut p = vec![typed("OperationIdentifierEqual", Some(s(op)))];
+                    p.extend(class.iter().cloned());
+                    let own = list(get(sol, "predicates"));
+                    let has_math = own.iter().any(
+                        |l| matches!(get(l, "type"), Some(Value::Str(t)) if t == "F32XdlMathOp"),
+                    );
+                    if !has_math {
+                        p.push(typed("F32XdlMathOp", Some(s("Float"))));
+                    }
+                    p
+                } else {
+                    type_predicates(op, types, hpa)
+                };
                 preds.extend(list(get(sol, "predicates")).iter().cloned());
                 let mut fields = vec![
                     ("name", s(text(sol, "name", &at)?)),
@@ -505,6 +594,10 @@ pub fn from_description_text(text_in: &str, out: &Path) -> Result<Vec<PathBuf>, 
                     };
                     fields.push(("codeObject", s(co)));
                 }
+                if lite {
+                    fields.push(("kernelName", s(text(sol, "name", &at)?)));
+                    fields.push(("taskPredicate", typed("WorkspaceCheck", None)));
+                }
                 solutions.push(map(fields));
                 let sizes = list(get(sol, "sizes"));
                 if sizes.is_empty() {
@@ -525,14 +618,24 @@ pub fn from_description_text(text_in: &str, out: &Path) -> Result<Vec<PathBuf>, 
                     ) else {
                         return Err(format!("{at}: sizes are [M, N, K, speed] lists"));
                     };
-                    table.push(map(vec![
-                        (
-                            "key",
-                            Value::Array(vec![Value::UInt(m), Value::UInt(n), Value::UInt(k)]),
-                        ),
-                        ("index", Value::UInt(index)),
-                        ("speed", Value::Float(speed)),
-                    ]));
+                    table.push(if lite {
+                        // (M, N, batch, K); TensileLite's tables have no
+                        // speeds.
+                        let key = [m, n, 1, k].map(Value::UInt).to_vec();
+                        map(vec![
+                            ("key", Value::Array(key)),
+                            ("index", Value::UInt(index)),
+                        ])
+                    } else {
+                        map(vec![
+                            (
+                                "key",
+                                Value::Array(vec![Value::UInt(m), Value::UInt(n), Value::UInt(k)]),
+                            ),
+                            ("index", Value::UInt(index)),
+                            ("speed", Value::Float(speed)),
+                        ])
+                    });
                 }
             }
             let library = match (single, table.is_empty()) {
@@ -542,10 +645,14 @@ pub fn from_description_text(text_in: &str, out: &Path) -> Result<Vec<PathBuf>, 
                     (
                         "properties",
                         Value::Array(
-                            ["FreeSizeA", "FreeSizeB", "BoundSize"]
-                                .iter()
-                                .map(|p| map(vec![("type", s(p)), ("index", Value::UInt(0))]))
-                                .collect(),
+                            if lite {
+                                &["FreeSizeA", "FreeSizeB", "BatchSize", "BoundSize"][..]
+                            } else {
+                                &["FreeSizeA", "FreeSizeB", "BoundSize"][..]
+                            }
+                            .iter()
+                            .map(|p| map(vec![("type", s(p)), ("index", Value::UInt(0))]))
+                            .collect(),
                         ),
                     ),
                     ("table", Value::Array(table)),
@@ -553,17 +660,16 @@ pub fn from_description_text(text_in: &str, out: &Path) -> Result<Vec<PathBuf>, 
                 ]),
                 _ => return Err(format!("{at}: no solutions")),
             };
+            let row_leaves = if lite {
+                class.clone()
+            } else {
+                vec![
+                    typed("TypesEqual", Some(Value::Array(types.to_vec()))),
+                    typed("HighPrecisionAccumulate", Some(Value::Bool(hpa))),
+                ]
+            };
             let row = map(vec![
-                (
-                    "predicate",
-                    typed(
-                        "And",
-                        Some(Value::Array(vec![
-                            typed("TypesEqual", Some(Value::Array(types.to_vec()))),
-                            typed("HighPrecisionAccumulate", Some(Value::Bool(hpa))),
-                        ])),
-                    ),
-                ),
+                ("predicate", typed("And", Some(Value::Array(row_leaves)))),
                 ("library", library),
             ]);
             match ops.iter_mut().find(|(o, _)| o == op) {
@@ -618,6 +724,41 @@ pub fn from_description_text(text_in: &str, out: &Path) -> Result<Vec<PathBuf>, 
     };
     std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(vec![path])
+}
+
+/// TensileLite's class leaves of a row and its solutions for a kernel of
+/// `types` (A, B, C, D) without epilogue features: the 18 of hipBLASLt
+/// 7.1.1's lazy rows but `F32XdlMathOp` (which solutions carry, so one row
+/// holds f32 and xf32 kernels), in its order. The compute type is f32.
+fn lite_class_predicates(types: &[Value], hpa: bool) -> Result<Vec<Value>, String> {
+    let ty = |v: &Value| match v {
+        Value::Str(n) => DataType::from_name(n).ok_or(format!("{n:?} is not a type name")),
+        other => Err(format!("{other:?} is not a type name")),
+    };
+    let (a, b, d) = (ty(&types[0])?, ty(&types[1])?, ty(&types[3])?);
+    let mut five = types.to_vec();
+    five.push(s(DataType::compute_input_of(a, b).name()));
+    let flag = |name: &str, v: bool| typed(name, Some(Value::Bool(v)));
+    Ok(vec![
+        typed("TypesEqual", Some(Value::Array(five))),
+        flag("HighPrecisionAccumulate", hpa),
+        typed("Activation", Some(s("None"))),
+        typed("ActivationComputeType", Some(s("Float"))),
+        flag("ActivationNoGuard", false),
+        flag("UseGradient", false),
+        typed("UseBias", Some(Value::UInt(0))),
+        flag("UseE", false),
+        typed("DataTypeE", Some(s(d.name()))),
+        flag("StridedBatched", true),
+        flag("GroupedGemm", false),
+        typed("UseScaleAB", Some(s(""))),
+        flag("UseScaleCD", false),
+        typed("UseScaleAlphaVec", Some(Value::UInt(0))),
+        typed("Sparse", Some(Value::UInt(0))),
+        flag("SupportDeviceUserArguments", false),
+        flag("SwizzleTensorA", false),
+        flag("SwizzleTensorB", false),
+    ])
 }
 
 /// Orders the root's hardware rows with tensilelite's comparator (stable,

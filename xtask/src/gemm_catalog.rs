@@ -1,8 +1,9 @@
 //! The catalogs of aqueduct's own GEMM kernels: for each gfx target the
 //! device build writes, next to `aqueduct-gemm.hsaco`, a lazy catalog in
-//! Tensile's layout (`TensileLibrary_lazy_<gfx>.dat` and its children,
-//! through [`crate::catalog_write`]) that the host reads with the same code
-//! as rocBLAS's.
+//! hipBLASLt's TensileLite layout (`TensileLibrary_lazy_<gfx>.dat`, its
+//! children and `TensileLiteLibrary_lazy_Mapping.dat`, through
+//! [`crate::catalog_write`]) that the host reads with the same code as
+//! rocBLAS's and hipBLASLt's.
 //!
 //! What it says:
 //!
@@ -19,8 +20,8 @@
 //!   kernels take any M, N, K, batch and leading dimensions (transposes are
 //!   a flag, edges are loaded element by element), so no alignment or
 //!   K-multiple predicate applies.
-//! - **Sizes**: on CDNA a Matching table over (M, N, K) chooses among the
-//!   type's macro-tiles (64 × 64 up to 256 × 256: [`tile_for`]); on RDNA
+//! - **Sizes**: on CDNA a GridBased Matching table over (M, N, batch, K)
+//!   chooses among the type's macro-tiles (64 × 64 up to 256 × 256: [`tile_for`]); on RDNA
 //!   the FMA kernel is the only solution (a Single node).
 
 use std::fmt::Write as _;
@@ -165,7 +166,7 @@ fn size_points() -> Vec<(u64, u64, u64)> {
 pub fn description(target: &GfxTarget) -> String {
     let kernels = kernels_for(target);
     let (products, default_cus) = product_rows(target.name);
-    let mut out = String::from("lazy: true\nformat: msgpack\nhardware:\n");
+    let mut out = String::from("lazy: true\nformat: msgpack\nlayout: tensilelite\nhardware:\n");
     let mut row = |cu_count: Option<u32>, chips: &[u32], tuned_for: u32| {
         let _ = writeln!(out, "  - processor: {}", target.name);
         if let Some(cu) = cu_count {

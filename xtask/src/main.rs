@@ -620,7 +620,9 @@ fn catalog_bench_command(args: &CatalogBenchArgs) -> Result<(), String> {
         Some(p) => p.clone(),
         None => xtask::rocblas_catalog::fetch()?,
     };
-    xtask::catalog_bench::run(&path, args.queries)
+    xtask::catalog_bench::run(&path, args.queries)?;
+    let (dir, version) = xtask::hipblaslt_catalog::fetch()?;
+    xtask::catalog_bench::run_tensilelite(&dir, &version, args.queries)
 }
 
 fn main() -> ExitCode {

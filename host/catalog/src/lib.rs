@@ -61,7 +61,7 @@ pub use hardware::{GpuDescription, Hardware};
 pub use lazy_mapping::LazyMapping;
 pub use library::Node;
 pub use predicate::Trace;
-pub use problem::{DataType, Problem, Transpose};
+pub use problem::{Activation, DataType, Problem, ScaleMode, Transpose};
 pub use solution::Solution;
 
 use decode::{Decoder, fields};
@@ -93,7 +93,11 @@ fn is_yaml(path: &Path) -> bool {
 }
 
 /// Files at least this big are read with two threads.
-const PARALLEL_BYTES: u64 = 16 << 20;
+const PARALLEL_BYTES: u64 = 4 << 20;
+
+/// Files smaller than this are read into memory whole first (bigger ones
+/// are streamed, to keep the peak memory of rocBLAS's 117 MB catalog low).
+const WHOLE_BYTES: u64 = 16 << 20;
 
 /// A file's solutions, their index → position map, and the leaf table of
 /// their predicates.
@@ -186,15 +190,27 @@ impl File {
     /// the other passes over the solutions and reads the library, holding
     /// solution indices as they are written until [`Node::link`] resolves
     /// them. rocBLAS's catalog: 97 MB of solutions, 20 MB of library.
-    fn load_parallel(path: &Path, origin: &Arc<Origin>, prefix: Option<Box<str>>) -> Result<File> {
+    /// `bytes`: the whole file, if it was read into memory (each thread
+    /// then decodes from it; otherwise each streams the file through its
+    /// own handle).
+    fn load_parallel(
+        path: &Path,
+        origin: &Arc<Origin>,
+        prefix: Option<Box<str>>,
+        bytes: Option<&[u8]>,
+    ) -> Result<File> {
         let io = |e: std::io::Error| CatalogError::Io {
             file: path.to_path_buf(),
             message: e.to_string(),
         };
-        let open = || std::fs::File::open(path).map_err(io);
-        let (first, second) = (open()?, open()?);
-        let library_side = |file: std::fs::File| -> Result<(Node, Vec<i64>)> {
-            let mut d = Decoder::new(Reader::from_reader(file), Some(path.to_path_buf()));
+        let open = || -> Result<Reader<'_>> {
+            Ok(match bytes {
+                Some(b) => Reader::from_bytes(b),
+                None => Reader::from_reader(std::fs::File::open(path).map_err(io)?),
+            })
+        };
+        let library_side = || -> Result<(Node, Vec<i64>)> {
+            let mut d = Decoder::new(open()?, Some(path.to_path_buf()));
             let raw = std::cell::RefCell::new(Vec::new());
             let no_solutions = HashMap::default();
             let cx = Ctx {
@@ -205,34 +221,40 @@ impl File {
             };
             let len = d.map_len()?;
             let mut root = None;
-            fields(&mut d, len, |d, k| {
-                if k != "library" {
-                    return Ok(false);
+            // This side walks the whole map: it claims `solutions` too (and
+            // skips it), so a repeated key is found here.
+            fields(&mut d, len, |d, k| match k {
+                "library" => {
+                    d.push_key("library");
+                    root = Some(Node::decode(d, &cx)?);
+                    d.pop();
+                    Ok(true)
                 }
-                d.push_key("library");
-                root = Some(Node::decode(d, &cx)?);
-                d.pop();
-                Ok(true)
+                "solutions" => {
+                    d.skip()?;
+                    Ok(true)
+                }
+                _ => Ok(false),
             })?;
             d.r.finish().map_err(|e| d.msgpack(e))?;
             let root = root.ok_or_else(|| d.missing("library"))?;
             Ok((root, raw.into_inner()))
         };
         let (solutions_side, library) = std::thread::scope(|scope| {
-            let library = scope.spawn(move || library_side(second));
+            let library = scope.spawn(library_side);
             let solutions_side = (|| -> Result<Solutions> {
-                let mut d = Decoder::new(Reader::from_reader(first), Some(path.to_path_buf()));
+                // This side stops once it has the solutions: the other
+                // walks (and checks) the whole map.
+                let mut d = Decoder::new(open()?, Some(path.to_path_buf()));
                 let len = d.map_len()?;
-                let mut out = None;
-                fields(&mut d, len, |d, k| {
-                    if k != "solutions" {
-                        return Ok(false);
+                for _ in 0..len {
+                    let key = d.key()?;
+                    if key.text() == Some("solutions") {
+                        return Self::decode_solutions(&mut d);
                     }
-                    out = Some(Self::decode_solutions(d)?);
-                    Ok(true)
-                })?;
-                d.r.finish().map_err(|e| d.msgpack(e))?;
-                out.ok_or_else(|| d.missing("solutions"))
+                    d.skip()?;
+                }
+                Err(d.missing("solutions"))
             })();
             (solutions_side, library.join())
         });
@@ -303,10 +325,17 @@ impl File {
             return File::decode(&mut d, &origin, prefix);
         }
         let file = std::fs::File::open(path).map_err(io)?;
-        if file.metadata().is_ok_and(|m| m.len() >= PARALLEL_BYTES) {
-            return File::load_parallel(path, &origin, prefix);
+        let size = file.metadata().map_or(u64::MAX, |m| m.len());
+        if size >= WHOLE_BYTES {
+            return File::load_parallel(path, &origin, prefix, None);
         }
-        let mut d = Decoder::new(Reader::from_reader(file), Some(path.to_path_buf()));
+        // Decoding from memory needs no buffer refills.
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut &file, &mut bytes).map_err(io)?;
+        if size >= PARALLEL_BYTES {
+            return File::load_parallel(path, &origin, prefix, Some(&bytes));
+        }
+        let mut d = Decoder::new(Reader::from_bytes(&bytes), Some(path.to_path_buf()));
         File::decode(&mut d, &origin, prefix)
     }
 
@@ -315,22 +344,58 @@ impl File {
         if let Some(p) = &self.path {
             out.push(p.clone());
         }
-        fn walk(node: &Node, out: &mut Vec<PathBuf>) {
+        self.placeholders(&mut |p| {
+            if let Some(Ok(child)) = p.child.get() {
+                child.loaded(out);
+            }
+        });
+    }
+
+    /// Visits every placeholder of this file's tree, in tree order (not
+    /// those of its children).
+    pub fn placeholders<'a>(&'a self, f: &mut impl FnMut(&'a Placeholder)) {
+        fn walk<'a>(node: &'a Node, f: &mut impl FnMut(&'a Placeholder)) {
             match node {
-                Node::Hardware(rows) => rows.iter().for_each(|r| walk(&r.library, out)),
-                Node::Problem(rows) => rows.iter().for_each(|r| walk(&r.library, out)),
-                Node::ProblemMap(m) => m.entries.iter().for_each(|(_, n)| walk(n, out)),
-                Node::Matching(m) => m.values.iter().for_each(|n| walk(n, out)),
-                Node::DecisionTree(f) => f.trees.iter().for_each(|t| walk(&t.value, out)),
-                Node::Placeholder(p) => {
-                    if let Some(Ok(child)) = p.child.get() {
-                        child.loaded(out);
-                    }
-                }
+                Node::Hardware(rows) => rows.iter().for_each(|r| walk(&r.library, f)),
+                Node::Problem(rows) => rows.iter().for_each(|r| walk(&r.library, f)),
+                Node::ProblemMap(m) => m.entries.iter().for_each(|(_, n)| walk(n, f)),
+                Node::Matching(m) => m.values.iter().for_each(|n| walk(n, f)),
+                Node::DecisionTree(t) => t.trees.iter().for_each(|t| walk(&t.value, f)),
+                Node::Placeholder(p) => f(p),
                 Node::Single(_) => {}
             }
         }
-        walk(&self.root, out);
+        walk(&self.root, f);
+    }
+
+    /// Reads every child file below this one now (each once), on up to
+    /// `threads` threads; the first error found is returned.
+    fn load_children(&self, threads: usize) -> Result<()> {
+        let mut all = Vec::new();
+        self.placeholders(&mut |p| all.push(p));
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let first_error: Mutex<Option<CatalogError>> = Mutex::new(None);
+        std::thread::scope(|s| {
+            for _ in 0..threads.clamp(1, all.len().max(1)) {
+                s.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(p) = all.get(i) else { break };
+                        let loaded = p.child(None).and_then(|child| child.load_children(1));
+                        if let Err(e) = loaded {
+                            first_error
+                                .lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .get_or_insert(e);
+                        }
+                    }
+                });
+            }
+        });
+        match first_error.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
     }
 
     /// Writes the file back as Tensile's MessagePack layout: a map of
@@ -477,6 +542,53 @@ impl Catalog {
         &mut self.root
     }
 
+    /// Reads a catalog and every lazy child below it now: the eager form
+    /// of [`Catalog::open`] (which reads a child when a query first needs
+    /// it). Selection answers the same either way. Children are read on
+    /// the machine's threads.
+    pub fn open_eager(path: impl AsRef<Path>) -> Result<Catalog> {
+        let catalog = Catalog::open(path)?;
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        catalog.root.load_children(threads)?;
+        Ok(catalog)
+    }
+
+    /// The solution with global index `index`, found as hipBLASLt's
+    /// `getSolutionByIndex` finds it in a lazy TensileLite catalog: the
+    /// mapping names the child file holding it, which is read if it was
+    /// not yet (through the placeholder naming it). `Ok(None)` when the
+    /// mapping has no child for the index, this catalog has no
+    /// placeholder for that child (another processor's), or the child
+    /// holds no such solution.
+    pub fn solution_by_index(
+        &self,
+        mapping: &LazyMapping,
+        index: i64,
+    ) -> Result<Option<Selected<'_>>> {
+        let Some(stem) = u32::try_from(index).ok().and_then(|i| mapping.child_of(i)) else {
+            return Ok(None);
+        };
+        let mut found = None;
+        self.root.placeholders(&mut |p| {
+            if found.is_none() && *p.prefix == *stem {
+                found = Some(p);
+            }
+        });
+        let Some(placeholder) = found else {
+            return Ok(None);
+        };
+        let file = placeholder.child(None)?;
+        Ok(file
+            .solutions
+            .iter()
+            .find(|s| s.index == index)
+            .map(|solution| Selected {
+                solution,
+                file,
+                fitness: 0.0,
+            }))
+    }
+
     /// The files read so far: the catalog, then each child loaded.
     pub fn loaded_files(&self) -> Vec<PathBuf> {
         let mut out = Vec::new();
@@ -510,6 +622,26 @@ impl Catalog {
             problem,
             hardware,
             trace: None,
+            walk_cells: false,
+        };
+        self.finish(self.root.root.select(&self.root, &mut q))
+    }
+
+    /// Selects as [`Catalog::select`] does, but walks TensileLite's
+    /// GridBased tables cell by cell as hipBLASLt does (as a traced
+    /// selection does), where `select` answers the rest of a walk from the
+    /// solution groups that pass: the reference the fast path is tested
+    /// against. Much slower when many cells fail.
+    pub fn select_walking(
+        &self,
+        problem: &Problem,
+        hardware: &Hardware,
+    ) -> Result<Option<Selected<'_>>> {
+        let mut q = Query {
+            problem,
+            hardware,
+            trace: None,
+            walk_cells: true,
         };
         self.finish(self.root.root.select(&self.root, &mut q))
     }
@@ -542,6 +674,7 @@ impl Catalog {
             problem,
             hardware,
             trace: Some(&mut t),
+            walk_cells: true,
         };
         let result = self.finish(self.root.root.select(&self.root, &mut q));
         match &result {
@@ -603,7 +736,7 @@ impl Hasher for FxHasher {
     }
 }
 
-type CacheKey = [u64; 17];
+type CacheKey = [u64; 20];
 
 /// Every field of the problem, packed: the small ones share a word.
 fn cache_key(p: &Problem) -> CacheKey {
@@ -630,6 +763,9 @@ fn cache_key(p: &Problem) -> CacheKey {
         p.workspace_size,
         p.alpha.to_bits(),
         p.beta.to_bits(),
+        p.lite_bits()[0],
+        p.lite_bits()[1],
+        p.gsu as u64,
     ]
 }
 
@@ -697,6 +833,7 @@ impl<'c> Selector<'c> {
             problem,
             hardware: &self.hardware,
             trace: None,
+            walk_cells: false,
         };
         self.catalog.finish(plan.run(&self.catalog.root, &mut q))
     }

@@ -668,6 +668,18 @@ pub enum Value {
 }
 
 impl Value {
+    /// The value under string key `key` in a map (the first, if repeated);
+    /// `None` for a missing key or a value that is no map.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        match self {
+            Value::Map(entries) => entries
+                .iter()
+                .find(|(k, _)| matches!(k, Value::Str(s) if s == key))
+                .map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
     /// Encodes the value.
     pub fn write(&self, w: &mut Writer) {
         match self {

@@ -26,10 +26,10 @@ use super::predicate::ProblemPredicate;
 use super::problem::Problem;
 
 /// What fixes a problem's class.
-pub type ClassKey = [u64; 4];
+pub type ClassKey = [u64; 6];
 
 /// The problem's class: its four data types, transposes, flags (without
-/// C == D) and mode bits, packed. Problems with the same key follow the
+/// C == D), mode bits and TensileLite's class fields, packed. Problems with the same key follow the
 /// same plan.
 pub fn class_key(p: &Problem) -> ClassKey {
     let types = (p.a_type as u64)
@@ -39,7 +39,8 @@ pub fn class_key(p: &Problem) -> ClassKey {
     let trans = (p.trans_a as u64) | (p.trans_b as u64) << 4;
     // C == D is not part of a class: no class-only leaf reads it.
     let flags = p.flag_bits() & !(1 << 5);
-    [types, trans, flags, p.mode_bits()]
+    let [lite_types, lite_flags] = p.lite_bits();
+    [types, trans, flags, p.mode_bits(), lite_types, lite_flags]
 }
 
 /// A library a query may end in, behind the size-dependent predicates of

@@ -356,7 +356,7 @@ impl Leaf for GpuLeaf {
     fn decode(d: &mut Decoder<'_>, ty: &str, len: usize) -> Result<Option<Self>> {
         let known = matches!(
             ty,
-            "AMDGPU" | "Processor" | "CUCount" | "PciChipId" | "TargetProcessor"
+            "AMDGPU" | "Processor" | "CUCount" | "PciChipId" | "PciChipID" | "TargetProcessor"
         );
         if !known {
             return Ok(None);
@@ -366,7 +366,10 @@ impl Leaf for GpuLeaf {
             let leaf = match ty {
                 "AMDGPU" => GpuLeaf::Amdgpu(Box::new(Predicate::decode(d)?)),
                 "CUCount" => GpuLeaf::CuCount(d.u32()?),
-                "PciChipId" => GpuLeaf::PciChipId(d.u32()?),
+                // The seed's spelling; newer TensileLite writes `PciChipID`
+                // (TENSILELITE.md §3.1). Both read the same; the writer
+                // uses the seed's.
+                "PciChipId" | "PciChipID" => GpuLeaf::PciChipId(d.u32()?),
                 _ => {
                     let name = d.boxed_str()?;
                     if !hardware::is_processor_name(&name) {

@@ -128,6 +128,19 @@ impl DataType {
         if self == DataType::Int8x4 { 4 } else { 1 }
     }
 
+    /// TensileLite's compute-input type for inputs `a` and `b` (the fifth
+    /// entry of its `TypesEqual`, hipBLASLt's `roc2TensileComputeInputType`
+    /// without a fast-math mode): `Float8BFloat8` / `BFloat8Float8` for
+    /// mixed FP8 inputs, else the smaller of the two (A on a tie).
+    pub fn compute_input_of(a: DataType, b: DataType) -> DataType {
+        match (a, b) {
+            (DataType::Float8, DataType::BFloat8) => DataType::Float8BFloat8,
+            (DataType::BFloat8, DataType::Float8) => DataType::BFloat8Float8,
+            (a, b) if b.element_bytes() < a.element_bytes() => b,
+            (a, _) => a,
+        }
+    }
+
     /// Whether the type is ComplexFloat or ComplexDouble.
     pub fn is_complex(self) -> bool {
         matches!(self, DataType::ComplexFloat | DataType::ComplexDouble)
@@ -193,6 +206,95 @@ pub enum PerformanceMetric {
     Auto,
     /// Solutions marked `Experimental` may be chosen.
     Experimental,
+}
+
+/// TensileLite's `ActivationType`, under the names its catalogs write
+/// (hipBLASLt 7.1.1; `host/catalog/TENSILELITE.md` §6.4). A problem's
+/// [`Problem::activation`] is `None` for a plain GEMM and `HipblasltAll`
+/// whenever hipBLASLt's epilogue has an activation; the specific kind is
+/// [`Problem::activation_enum`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Activation {
+    /// No activation (`None`).
+    None,
+    /// Every kind (`All`): a kernel built with all of them.
+    All,
+    /// hipBLASLt's set (`Hipblaslt_all`): Gelu, DGelu, Relu, Silu, Clamp.
+    HipblasltAll,
+    /// `Gelu`.
+    Gelu,
+    /// The GELU gradient (`Dgelu` in catalogs).
+    DGelu,
+    /// `Relu`.
+    Relu,
+    /// `Silu`.
+    Silu,
+    /// `Clamp`.
+    Clamp,
+}
+
+impl Activation {
+    /// Every kind, in declaration order.
+    pub const ALL: [Activation; 8] = [
+        Activation::None,
+        Activation::All,
+        Activation::HipblasltAll,
+        Activation::Gelu,
+        Activation::DGelu,
+        Activation::Relu,
+        Activation::Silu,
+        Activation::Clamp,
+    ];
+
+    /// The name catalogs write.
+    pub fn name(self) -> &'static str {
+        match self {
+            Activation::None => "None",
+            Activation::All => "All",
+            Activation::HipblasltAll => "Hipblaslt_all",
+            Activation::Gelu => "Gelu",
+            Activation::DGelu => "Dgelu",
+            Activation::Relu => "Relu",
+            Activation::Silu => "Silu",
+            Activation::Clamp => "Clamp",
+        }
+    }
+
+    /// Parses a catalog's name (case-sensitive).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|a| a.name() == name)
+    }
+}
+
+/// TensileLite's `useScaleAB`: how A and B are scaled (FP8 GEMMs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum ScaleMode {
+    /// No scaling (`""`): what a problem without scale pointers poses.
+    None,
+    /// One scale per matrix (`Scalar`).
+    Scalar,
+    /// A scale per row or column (`Vector`).
+    Vector,
+}
+
+impl ScaleMode {
+    /// The name catalogs write.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScaleMode::None => "",
+            ScaleMode::Scalar => "Scalar",
+            ScaleMode::Vector => "Vector",
+        }
+    }
+
+    /// Parses a catalog's name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [ScaleMode::None, ScaleMode::Scalar, ScaleMode::Vector]
+            .into_iter()
+            .find(|m| m.name() == name)
+    }
 }
 
 /// A GEMM as Tensile sees it. Build one with [`Problem::gemm`] and adjust
@@ -279,6 +381,68 @@ pub struct Problem {
     /// D is written over C (the same buffer, `rocblas_*gemm`'s in-place
     /// form).
     pub c_equals_d: bool,
+    // TensileLite (hipBLASLt) fields: TENSILELITE.md §5 says what
+    // `hipblasLtMatmul` poses for each; [`Problem::gemm`] gives the same
+    // for a plain GEMM.
+    /// The compute type, also alpha's and beta's type (TensileLite's
+    /// `computeType`; read by `ActivationComputeType` through
+    /// `activation_compute_type`). `gemm`: the data type.
+    pub compute_type: DataType,
+    /// TensileLite's `computeInputType`, the fifth entry of its
+    /// `TypesEqual`: the type the inputs are converted to before the
+    /// multiply (`Float8BFloat8` for FP8 A with BF8 B). `gemm`: the data
+    /// type.
+    pub compute_input_type: DataType,
+    /// `activationType`: `None`, or `HipblasltAll` when the epilogue has an
+    /// activation.
+    pub activation: Activation,
+    /// The specific activation (hipBLASLt's `params.activationEnum`),
+    /// tested by `ActivationEnumWhiteList` when `activation` is `All` or
+    /// `HipblasltAll`.
+    pub activation_enum: Activation,
+    /// `activationComputeType` (hipBLASLt: the compute type).
+    pub activation_compute_type: DataType,
+    /// `activationNoGuard`.
+    pub activation_no_guard: bool,
+    /// `useGradient`: a backward (gradient) epilogue.
+    pub use_gradient: bool,
+    /// `useBias`: 0 no bias; 1 a bias vector; 2, 3 hipBLASLt's bias along
+    /// the other factor dimension.
+    pub use_bias: u8,
+    /// The bias's element type (read only when `use_bias` is not 0).
+    pub bias_type: DataType,
+    /// Which tensor the bias comes from, by TensileLite's tensor ids (A 0,
+    /// B 1, C 2, D 3); its length is taken to be what hipBLASLt gives it
+    /// (M for A or D, N for B).
+    pub bias_src: u8,
+    /// `useE`: the epilogue writes (or reads, for a gradient) an auxiliary
+    /// matrix E.
+    pub use_e: bool,
+    /// E's element type (read only when `use_e`).
+    pub e_type: DataType,
+    /// `groupedGemm`: one of a group of GEMMs launched together.
+    pub grouped_gemm: bool,
+    /// Grouped GEMM arguments live in device memory (hipBLASLt's
+    /// `useDeviceUserArguments`).
+    pub device_user_arguments: bool,
+    /// `useScaleAB`.
+    pub use_scale_ab: ScaleMode,
+    /// `useScaleCD`: C and D are scaled (FP8 outputs).
+    pub use_scale_cd: bool,
+    /// `useScaleAlphaVec`: 0, or a per-row alpha vector (1; 2, 3 along the
+    /// other dimension).
+    pub use_scale_alpha_vec: u8,
+    /// `sparse`: 0 dense; 1, 2 structured sparsity in A or B.
+    pub sparse: u8,
+    /// `outputAmaxD`: the kernel also writes the absolute maximum of D.
+    pub output_amax_d: bool,
+    /// `swizzleTensorA`: A is stored pre-swizzled.
+    pub swizzle_a: bool,
+    /// `swizzleTensorB`.
+    pub swizzle_b: bool,
+    /// hipBLASLt's `params.gsu`: a global split-U the caller forces (0:
+    /// each solution's own).
+    pub gsu: i64,
 }
 
 impl Problem {
@@ -325,9 +489,83 @@ impl Problem {
             alpha: 1.0,
             beta: 0.0,
             c_equals_d: true,
+            compute_type: ty,
+            compute_input_type: ty,
+            activation: Activation::None,
+            activation_enum: Activation::None,
+            activation_compute_type: ty,
+            activation_no_guard: false,
+            use_gradient: false,
+            use_bias: 0,
+            bias_type: ty,
+            bias_src: 3,
+            use_e: false,
+            e_type: ty,
+            grouped_gemm: false,
+            device_user_arguments: false,
+            use_scale_ab: ScaleMode::None,
+            use_scale_cd: false,
+            use_scale_alpha_vec: 0,
+            sparse: 0,
+            output_amax_d: false,
+            swizzle_a: false,
+            swizzle_b: false,
+            gsu: 0,
         };
         p.pack_batch_strides();
         p
+    }
+
+    /// A GEMM as hipBLASLt's `hipblasLtMatmul` poses it to TensileLite for
+    /// a plain call (default epilogue, no bias, no scale pointers, no aux
+    /// output, the heuristic's default preference): A, B and C = D types,
+    /// and the Tensile compute type (`Float` for every f32 compute mode,
+    /// f16's `compute_f16` included; `Double`; `Int32`).
+    ///
+    /// What it sets beyond [`Problem::gemm`] (RL `tensile_host.cpp`
+    /// `ConstructTensileProblem`, TENSILELITE.md §5): the compute-input
+    /// type is the smaller of A and B (A on a tie), or `Float8BFloat8` /
+    /// `BFloat8Float8` for mixed FP8 inputs; high-precision accumulation
+    /// when the compute type is wider than A; the activation compute type
+    /// is the compute type. Unchanged from `gemm` and equal to what
+    /// hipBLASLt passes: strided batched, workspace 0 (the heuristic
+    /// preference's `MAX_WORKSPACE_BYTES` default; pass the real size when
+    /// calling with a workspace), `F32XdlMathOp` `Float`, no activation,
+    /// bias, E, scaling, sparsity or swizzle, `gsu` 0. Batch strides are
+    /// packed; no TensileLite 7.1.1 predicate reads them.
+    #[allow(clippy::too_many_arguments)]
+    pub fn hipblaslt(
+        trans_a: Transpose,
+        trans_b: Transpose,
+        m: u64,
+        n: u64,
+        k: u64,
+        a_type: DataType,
+        b_type: DataType,
+        cd_type: DataType,
+        compute_type: DataType,
+    ) -> Self {
+        let mut p = Problem::gemm(trans_a, trans_b, m, n, k, a_type);
+        (p.b_type, p.c_type, p.d_type) = (b_type, cd_type, cd_type);
+        p.compute_type = compute_type;
+        p.activation_compute_type = compute_type;
+        p.bias_type = cd_type;
+        p.e_type = cd_type;
+        p.compute_input_type = DataType::compute_input_of(a_type, b_type);
+        p.high_precision_accumulate = compute_type.element_bytes() > a_type.element_bytes();
+        p.pack_batch_strides();
+        p
+    }
+
+    /// Sets alpha and beta as hipBLASLt does: with alpha 0 it also poses
+    /// K = 0 ("We set K=0 when alpha==0", `ConstructTensileProblem`), which
+    /// changes the matching key.
+    pub fn with_hipblaslt_scalars(mut self, alpha: f64, beta: f64) -> Self {
+        (self.alpha, self.beta) = (alpha, beta);
+        if alpha == 0.0 {
+            self.k = 0;
+        }
+        self
     }
 
     /// Sets the batch count and packed batch strides (each matrix right
@@ -449,6 +687,33 @@ impl Problem {
             PerformanceMetric::Experimental => 3,
         };
         language | unit << 2 | metric << 4 | (self.f32_xdl_math_op as u64) << 8
+    }
+
+    /// TensileLite's class fields packed in two words (for hash keys):
+    /// everything a class-only TensileLite leaf reads.
+    pub(crate) fn lite_bits(&self) -> [u64; 2] {
+        let types = (self.compute_type as u64)
+            | (self.compute_input_type as u64) << 8
+            | (self.activation_compute_type as u64) << 16
+            | (self.bias_type as u64) << 24
+            | (self.e_type as u64) << 32
+            | (self.activation as u64) << 40
+            | (self.activation_enum as u64) << 48
+            | (self.use_scale_ab as u64) << 56;
+        let small = (self.activation_no_guard as u64)
+            | (self.use_gradient as u64) << 1
+            | (self.use_e as u64) << 2
+            | (self.grouped_gemm as u64) << 3
+            | (self.device_user_arguments as u64) << 4
+            | (self.use_scale_cd as u64) << 5
+            | (self.output_amax_d as u64) << 6
+            | (self.swizzle_a as u64) << 7
+            | (self.swizzle_b as u64) << 8
+            | (self.use_bias as u64) << 16
+            | (self.bias_src as u64) << 24
+            | (self.use_scale_alpha_vec as u64) << 32
+            | (self.sparse as u64) << 40;
+        [types, small]
     }
 
     /// `flopCount` with size_t arithmetic (it wraps as Tensile's does).

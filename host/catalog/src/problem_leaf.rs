@@ -14,7 +14,9 @@
 use super::decode::{Decoder, fields};
 use super::error::Result;
 use super::msgpack::Writer;
-use super::problem::{ArithmeticUnit, DataType, KernelLanguage, PerformanceMetric, Problem};
+use super::problem::{
+    Activation, ArithmeticUnit, DataType, KernelLanguage, PerformanceMetric, Problem, ScaleMode,
+};
 
 /// `ScalarValue`: a restriction on alpha or beta.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -70,8 +72,9 @@ pub enum Value {
     Language(KernelLanguage),
     /// The kernel's arithmetic unit (`ArithmeticUnitCompatible`).
     Unit(ArithmeticUnit),
-    /// A, B, C, D.
-    Types([DataType; 4]),
+    /// A, B, C, D, and TensileLite's compute-input type when the catalog
+    /// gives a fifth entry.
+    Types([DataType; 4], Option<DataType>),
     /// One type (`F32XdlMathOp`).
     Type(DataType),
     /// A string (`OperationIdentifierEqual`'s operation identifier).
@@ -86,6 +89,17 @@ pub enum Value {
     /// `ShiftPtrElemA`, `ShiftPtrElemB`, `DUorMT0`, `DUorMT1` (boxed: the
     /// rare leaf that would double every leaf's size).
     BufferLoad(Box<[u64; 4]>),
+    /// An activation kind (`Activation`).
+    Activation(Activation),
+    /// A scaling mode (`UseScaleAB`).
+    Scale(ScaleMode),
+    /// Integers: a white list of tensor ids, or a kernel's parameters
+    /// (`WorkgroupNumberCheck`'s `[MT0, MT1, GSU]`, ...).
+    Ints(Box<[i64]>),
+    /// A white list of data types (`BiasDataTypeWhiteList`).
+    TypeList(Box<[DataType]>),
+    /// A white list of activation kinds (`ActivationEnumWhiteList`).
+    Activations(Box<[Activation]>),
 }
 
 /// The shape of a row's value, as decoding reads it.
@@ -102,6 +116,20 @@ enum Shape {
     Text,
     Range,
     BufferLoad,
+    Activation,
+    Scale,
+    /// Integers, any number of them.
+    IntList,
+    /// Exactly two integers.
+    Ints2,
+    /// Exactly three.
+    Ints3,
+    /// Exactly six.
+    Ints6,
+    TypeList,
+    Activations,
+    /// A number (Tensile 4.36) or integers (TensileLite).
+    NumberOrInts,
 }
 
 /// Whether a row carries an `index`.
@@ -254,9 +282,21 @@ leaves! {
     DeterministicMode, "DeterministicMode", None, Bool, true, PLAIN,
         |l, p| l.value == Value::Bool(p.deterministic_mode),
         |_, p| p.deterministic_mode.to_string();
+    // Tensile 4.36 lists A, B, C, D; TensileLite adds the compute-input
+    // type.
     TypesEqual, "TypesEqual", None, Types, true, PLAIN,
-        |l, p| l.value == Value::Types([p.a_type, p.b_type, p.c_type, p.d_type]),
-        |_, p| format!("[{}, {}, {}, {}]", p.a_type, p.b_type, p.c_type, p.d_type);
+        |l, p| match l.value {
+            Value::Types(t, fifth) => t == [p.a_type, p.b_type, p.c_type, p.d_type]
+                && fifth.is_none_or(|c| c == p.compute_input_type),
+            _ => false,
+        },
+        |l, p| match l.value {
+            Value::Types(_, Some(_)) => format!(
+                "[{}, {}, {}, {}, {}]",
+                p.a_type, p.b_type, p.c_type, p.d_type, p.compute_input_type
+            ),
+            _ => format!("[{}, {}, {}, {}]", p.a_type, p.b_type, p.c_type, p.d_type),
+        };
     OperationIdentifierEqual, "OperationIdentifierEqual", None, Text, true, PLAIN,
         |l, p| matches!(&l.value, Value::Text(s) if **s == *p.operation_identifier()),
         |_, p| p.operation_identifier().to_string();
@@ -283,9 +323,18 @@ leaves! {
     PersistentKernelCheck, "PersistentKernelCheck", None, None, true, PLAIN,
         |_, _| true,
         |_, _| "-".to_string();
-    GlobalSplitUCheckMinK, "GlobalSplitUCheckMinK", None, U64, false, AT_LEAST,
-        |l, p| p.k >= l.number(),
-        |_, p| p.k.to_string();
+    // Tensile 4.36: the least K. TensileLite: `[factor, GSU]`, K at least
+    // factor·GSU (hipBLASLt's `params.gsu` overrides GSU; GSU 1 or -1
+    // passes).
+    GlobalSplitUCheckMinK, "GlobalSplitUCheckMinK", None, NumberOrInts, false, AT_LEAST,
+        |l, p| match &l.value {
+            Value::Ints(v) => {
+                let gsu = gsu_of(p, v[1]);
+                gsu == 1 || gsu == -1 || p.k as i128 >= gsu as i128 * v[0] as i128
+            }
+            _ => p.k >= l.number(),
+        },
+        |_, p| format!("K={} gsu={}", p.k, p.gsu);
     StridedBatched, "StridedBatched", None, Bool, true, PLAIN,
         |l, p| l.value == Value::Bool(p.strided_batched),
         |_, p| p.strided_batched.to_string();
@@ -311,6 +360,142 @@ leaves! {
     F32XdlMathOp, "F32XdlMathOp", None, Type, true, PLAIN,
         |l, p| l.value == Value::Type(p.f32_xdl_math_op),
         |_, p| p.f32_xdl_math_op.to_string();
+    // TensileLite (hipBLASLt 7.1.1), RL `ContractionProblemPredicates.hpp`
+    // (TENSILELITE.md §6.2, §6.3). Most are "the problem does not ask, so
+    // any kernel will do" tests: a kernel built with a feature also runs
+    // problems without it.
+    Activation, "Activation", None, Activation, true, PLAIN,
+        |l, p| match l.value {
+            Value::Activation(v) => activation_ok(v, p.activation),
+            _ => false,
+        },
+        |_, p| p.activation.name().to_string();
+    ActivationComputeType, "ActivationComputeType", None, Type, true, PLAIN,
+        |l, p| p.activation == Activation::None || l.value == Value::Type(p.activation_compute_type),
+        |_, p| format!("{} ({})", p.activation_compute_type, p.activation.name());
+    ActivationNoGuard, "ActivationNoGuard", None, Bool, true, PLAIN,
+        |l, p| l.value == Value::Bool(p.activation_no_guard),
+        |_, p| p.activation_no_guard.to_string();
+    UseGradient, "UseGradient", None, Bool, true, PLAIN,
+        |l, p| l.value == Value::Bool(p.use_gradient),
+        |_, p| p.use_gradient.to_string();
+    UseBias, "UseBias", None, U64, true, PLAIN,
+        |l, p| p.use_bias == 0 || l.number() != 0,
+        |_, p| p.use_bias.to_string();
+    UseE, "UseE", None, Bool, true, PLAIN,
+        |l, p| l.value == Value::Bool(p.use_e),
+        |_, p| p.use_e.to_string();
+    DataTypeE, "DataTypeE", None, Type, true, PLAIN,
+        |l, p| !p.use_e || l.value == Value::Type(p.e_type),
+        |_, p| format!("{} (useE {})", p.e_type, p.use_e);
+    GroupedGemm, "GroupedGemm", None, Bool, true, PLAIN,
+        |l, p| l.value == Value::Bool(p.grouped_gemm),
+        |_, p| p.grouped_gemm.to_string();
+    UseScaleAB, "UseScaleAB", None, Scale, true, PLAIN,
+        |l, p| p.use_scale_ab == ScaleMode::None || l.value == Value::Scale(p.use_scale_ab),
+        |_, p| format!("{:?}", p.use_scale_ab.name());
+    UseScaleCD, "UseScaleCD", None, Bool, true, PLAIN,
+        |l, p| !p.use_scale_cd || l.value == Value::Bool(true),
+        |_, p| p.use_scale_cd.to_string();
+    UseScaleAlphaVec, "UseScaleAlphaVec", None, U64, true, PLAIN,
+        |l, p| p.use_scale_alpha_vec == 0 || u64::from(p.use_scale_alpha_vec) & l.number() != 0,
+        |_, p| p.use_scale_alpha_vec.to_string();
+    Sparse, "Sparse", None, U64, true, PLAIN,
+        |l, p| u64::from(p.sparse) == l.number(),
+        |_, p| p.sparse.to_string();
+    SupportDeviceUserArguments, "SupportDeviceUserArguments", None, Bool, true, PLAIN,
+        |l, p| !(p.device_user_arguments && p.grouped_gemm) || l.value == Value::Bool(true),
+        |_, p| format!("{} (grouped {})", p.device_user_arguments, p.grouped_gemm);
+    SwizzleTensorA, "SwizzleTensorA", None, Bool, true, PLAIN,
+        |l, p| l.value == Value::Bool(p.swizzle_a),
+        |_, p| p.swizzle_a.to_string();
+    SwizzleTensorB, "SwizzleTensorB", None, Bool, true, PLAIN,
+        |l, p| l.value == Value::Bool(p.swizzle_b),
+        |_, p| p.swizzle_b.to_string();
+    BiasDataTypeWhiteList, "BiasDataTypeWhiteList", None, TypeList, true, PLAIN,
+        |l, p| p.use_bias == 0 || matches!(&l.value, Value::TypeList(t) if t.contains(&p.bias_type)),
+        |_, p| format!("{} (useBias {})", p.bias_type, p.use_bias);
+    // The bias length test of the source always holds here: a problem's
+    // bias is as long as hipBLASLt makes it (see `Problem::bias_src`).
+    BiasSrcWhiteList, "BiasSrcWhiteList", None, IntList, true, PLAIN,
+        |l, p| {
+            if p.use_bias != 0 && p.use_scale_alpha_vec != 0 && p.use_bias != p.use_scale_alpha_vec {
+                return false;
+            }
+            p.use_bias == 0 || matches!(&l.value, Value::Ints(v) if v.contains(&i64::from(p.bias_src)))
+        },
+        |_, p| format!("{} (useBias {})", p.bias_src, p.use_bias);
+    AmaxDCheck, "AmaxDCheck", None, Bool, false, PLAIN,
+        |l, p| l.value == Value::Bool(p.output_amax_d) && (!p.output_amax_d || matches!(p.gsu, 0 | 1)),
+        |_, p| format!("{} (gsu {})", p.output_amax_d, p.gsu);
+    ActivationEnumWhiteList, "ActivationEnumWhiteList", None, Activations, true, PLAIN,
+        |l, p| !matches!(p.activation, Activation::All | Activation::HipblasltAll)
+            || matches!(&l.value, Value::Activations(a) if a.contains(&p.activation_enum)),
+        |_, p| format!("{} ({})", p.activation_enum.name(), p.activation.name());
+    // `[MT0, MT1, GSU]`: at most 2^24 workgroups (computed in floating
+    // point, as the source does).
+    WorkgroupNumberCheck, "WorkgroupNumberCheck", Unsigned, Ints3, false, PLAIN,
+        |l, p| match &l.value {
+            Value::Ints(v) => {
+                let gsu = gsu_of(p, v[2]);
+                gsu == -1 || {
+                    let tiles = |x: u64, t: i64| (x as f64 / t as f64).ceil();
+                    tiles(p.m, v[0]) * tiles(p.n, v[1]) * gsu.max(1) as f64 * p.batch as f64
+                        <= (1u64 << 24) as f64
+                }
+            }
+            _ => false,
+        },
+        |_, p| format!("M={} N={} batch={} gsu={}", p.m, p.n, p.batch, p.gsu);
+    BufferLoadOffsetLimitCheckBeta, "BufferLoadOffsetLimitCheck_Beta", None, U64, false, ("x", " < 2^32"),
+        |l, p| p.beta == 0.0
+            || p.m.wrapping_mul(p.n).wrapping_mul(p.batch) == 0
+            || p.ldc.wrapping_mul(p.c_type.element_bytes()).wrapping_mul(l.number()) < OFFSET_LIMIT,
+        |_, p| format!("ldc={} beta={}", p.ldc, p.beta);
+    // `[XCC, XCCG]`: XCC a power of two dividing XCCG. An XCCG of -1 (the
+    // CU count) is accepted at load only with XCC 1 or -1, where the CU
+    // count cannot matter (`decode`).
+    WorkgroupMappingXccCheck, "WorkgroupMappingXCCCheck", None, Ints2, true, PLAIN,
+        |l, p| match &l.value {
+            Value::Ints(v) => {
+                let _ = p;
+                let (xcc, group) = (v[0], v[1]);
+                xcc == -1 || (xcc > 0 && (xcc as u64).is_power_of_two() && (group == -1 || group % xcc == 0))
+            }
+            _ => false,
+        },
+        |_, _| "-".to_string();
+    // `[MT0, MT1, v2, v3, v4, GSU]` (7.1-era limit 409,600 synchronizer
+    // elements; UNCONFIRMED for 7.1.1, TENSILELITE.md §11).
+    SynchronizerSizeCheck, "SynchronizerSizeCheck", Unsigned, Ints6, false, PLAIN,
+        |l, p| match &l.value {
+            Value::Ints(v) => {
+                let gsu = gsu_of(p, v[5]);
+                gsu == 1 || gsu == -1 || {
+                    let tiles = |x: u64, t: i64| (x as f64 / t as f64).ceil();
+                    tiles(p.m, v[0]) * tiles(p.n, v[1]) * (v[2] * v[4] * v[3]) as f64 * p.batch as f64
+                        <= 409_600.0
+                }
+            }
+            _ => false,
+        },
+        |_, p| format!("M={} N={} batch={} gsu={}", p.m, p.n, p.batch, p.gsu);
+}
+
+/// TensileLite's `Activation` leaf: the kernel's activation `v` serves
+/// problem activation `p`.
+fn activation_ok(v: Activation, p: Activation) -> bool {
+    use Activation as A;
+    v == A::All
+        || p == v
+        || p == A::None
+        || (v == A::HipblasltAll && matches!(p, A::DGelu | A::Gelu | A::Relu | A::Silu | A::Clamp))
+}
+
+/// The split-U a TensileLite predicate tests: the caller's `gsu` if it
+/// forces one, else the solution's.
+fn gsu_of(p: &Problem, solution: i64) -> i64 {
+    if p.gsu != 0 { p.gsu } else { solution }
 }
 
 /// A leaf of a problem predicate: a row of the table, its index (0 for
@@ -411,7 +596,18 @@ impl ProblemLeaf {
             Value::Scalar(s) => s.name().to_string(),
             Value::Language(k) => format!("{k:?}"),
             Value::Unit(a) => format!("{a:?}"),
-            Value::Types(t) => format!("[{}, {}, {}, {}]", t[0], t[1], t[2], t[3]),
+            Value::Types(t, None) => format!("[{}, {}, {}, {}]", t[0], t[1], t[2], t[3]),
+            Value::Types(t, Some(c)) => {
+                format!("[{}, {}, {}, {}, {c}]", t[0], t[1], t[2], t[3])
+            }
+            Value::Activation(a) => a.name().to_string(),
+            Value::Scale(m) => format!("{:?}", m.name()),
+            Value::Ints(v) => format!("{v:?}"),
+            Value::TypeList(t) => format!("{t:?}"),
+            Value::Activations(a) => {
+                let names: Vec<&str> = a.iter().map(|a| a.name()).collect();
+                format!("{names:?}")
+            }
             Value::Type(t) => t.to_string(),
             Value::Text(s) => s.to_string(),
             Value::Range { min, max } => format!("in [{min}, {max})"),
@@ -459,6 +655,16 @@ impl ProblemLeaf {
             (_, Some(v)) => v,
             (_, None) => return Err(d.missing("value")),
         };
+        if let (Kind::WorkgroupMappingXccCheck, Value::Ints(v)) = (kind, &value)
+            && v[1] == -1
+            && v[0] != 1
+            && v[0] != -1
+        {
+            return Err(d.invalid(format!(
+                "WorkgroupMappingXCCCheck [{}, -1] needs the CU count, which a problem leaf cannot see",
+                v[0]
+            )));
+        }
         Ok(Some(ProblemLeaf {
             kind,
             index: index.unwrap_or(0),
@@ -490,9 +696,23 @@ impl ProblemLeaf {
             Value::Scalar(s) => w.str(s.name()),
             Value::Language(k) => w.str(language_name(*k)),
             Value::Unit(a) => w.str(unit_name(*a)),
-            Value::Types(t) => {
-                w.array(4);
+            Value::Types(t, fifth) => {
+                w.array(4 + usize::from(fifth.is_some()));
+                t.iter().chain(fifth).for_each(|t| w.str(t.name()));
+            }
+            Value::Activation(a) => w.str(a.name()),
+            Value::Scale(m) => w.str(m.name()),
+            Value::Ints(v) => {
+                w.array(v.len());
+                v.iter().for_each(|x| w.i64(*x));
+            }
+            Value::TypeList(t) => {
+                w.array(t.len());
                 t.iter().for_each(|t| w.str(t.name()));
+            }
+            Value::Activations(a) => {
+                w.array(a.len());
+                a.iter().for_each(|a| w.str(a.name()));
             }
             Value::Type(t) => w.str(t.name()),
             Value::Text(s) => w.str(s),
@@ -530,20 +750,57 @@ fn decode_value(d: &mut Decoder<'_>, shape: Shape) -> Result<Value> {
         Shape::None => Value::None,
         Shape::U64 => Value::U64(d.u64()?),
         Shape::Bool => Value::Bool(d.bool()?),
-        Shape::Scalar | Shape::Language | Shape::Unit | Shape::Type | Shape::Text => {
-            Value::Text(d.boxed_str()?)
-        }
+        Shape::Scalar
+        | Shape::Language
+        | Shape::Unit
+        | Shape::Type
+        | Shape::Text
+        | Shape::Activation
+        | Shape::Scale => Value::Text(d.boxed_str()?),
         Shape::Types => {
             let n = d.array_len()?;
-            if n != 4 {
-                return Err(d.invalid(format!("TypesEqual needs 4 types, found {n}")));
+            if n != 4 && n != 5 {
+                return Err(d.invalid(format!(
+                    "TypesEqual needs 4 types (Tensile) or 5 (TensileLite), found {n}"
+                )));
             }
-            let mut t = [DataType::Float; 4];
-            for slot in &mut t {
-                let name = d.string()?;
-                *slot = DataType::from_name(&name).ok_or_else(|| d.unknown("data", &name))?;
+            let mut t = [DataType::Float; 5];
+            for slot in t.iter_mut().take(n) {
+                *slot = data_type(d)?;
             }
-            Value::Types(t)
+            Value::Types([t[0], t[1], t[2], t[3]], (n == 5).then_some(t[4]))
+        }
+        Shape::IntList | Shape::Ints2 | Shape::Ints3 | Shape::Ints6 => {
+            let want = match shape {
+                Shape::Ints2 => 2,
+                Shape::Ints3 => 3,
+                Shape::Ints6 => 6,
+                _ => 0,
+            };
+            let n = d.array_len()?;
+            if want != 0 && n != want {
+                return Err(d.invalid(format!("expected {want} integers, found {n}")));
+            }
+            Value::Ints((0..n).map(|_| d.i64()).collect::<Result<_>>()?)
+        }
+        Shape::NumberOrInts => match d.peek()? {
+            crate::msgpack::Kind::Array => decode_value(d, Shape::Ints2)?,
+            _ => Value::U64(d.u64()?),
+        },
+        Shape::TypeList => {
+            let n = d.array_len()?;
+            Value::TypeList((0..n).map(|_| data_type(d)).collect::<Result<_>>()?)
+        }
+        Shape::Activations => {
+            let n = d.array_len()?;
+            Value::Activations(
+                (0..n)
+                    .map(|_| {
+                        let name = d.string()?;
+                        Activation::from_name(&name).ok_or_else(|| d.unknown("activation", &name))
+                    })
+                    .collect::<Result<_>>()?,
+            )
         }
         Shape::Range => {
             let n = d.map_len()?;
@@ -579,6 +836,12 @@ fn decode_value(d: &mut Decoder<'_>, shape: Shape) -> Result<Value> {
             Value::BufferLoad(Box::new(out))
         }
     })
+}
+
+/// A data type's name, read and resolved.
+fn data_type(d: &mut Decoder<'_>) -> Result<DataType> {
+    let name = d.string()?;
+    DataType::from_name(&name).ok_or_else(|| d.unknown("data", &name))
 }
 
 fn language_name(k: KernelLanguage) -> &'static str {
@@ -626,6 +889,12 @@ fn resolve(d: &Decoder<'_>, shape: Shape, text: Box<str>) -> Result<Value> {
             .ok_or_else(|| unknown("arithmetic unit"))?,
         ),
         Shape::Type => Value::Type(DataType::from_name(&text).ok_or_else(|| unknown("data"))?),
+        Shape::Activation => {
+            Value::Activation(Activation::from_name(&text).ok_or_else(|| unknown("activation"))?)
+        }
+        Shape::Scale => {
+            Value::Scale(ScaleMode::from_name(&text).ok_or_else(|| unknown("scale mode"))?)
+        }
         _ => Value::Text(text),
     })
 }
@@ -676,15 +945,153 @@ mod tests {
                 "EqualityMatching",
                 "StochasticRounding",
                 "F32XdlMathOp",
+                "Activation",
+                "ActivationComputeType",
+                "ActivationNoGuard",
+                "UseGradient",
+                "UseBias",
+                "UseE",
+                "DataTypeE",
+                "GroupedGemm",
+                "UseScaleAB",
+                "UseScaleCD",
+                "UseScaleAlphaVec",
+                "Sparse",
+                "SupportDeviceUserArguments",
+                "SwizzleTensorA",
+                "SwizzleTensorB",
+                "BiasDataTypeWhiteList",
+                "BiasSrcWhiteList",
+                "ActivationEnumWhiteList",
+                "WorkgroupMappingXCCCheck",
             ]
         );
-        // Every row that reads a size, a stride or a scalar is not.
-        for row in ROWS
-            .iter()
-            .filter(|r| r.index != Index::None || r.shape == Shape::U64)
-        {
+        // Every row that reads a size, a stride or a scalar is not (the
+        // numbers of TensileLite's feature rows are feature settings).
+        let settings = ["UseBias", "UseScaleAlphaVec", "Sparse"];
+        for row in ROWS.iter().filter(|r| {
+            (r.index != Index::None || r.shape == Shape::U64) && !settings.contains(&r.name)
+        }) {
             assert!(!row.class_only, "{}", row.name);
         }
+    }
+
+    /// TensileLite's "the problem does not ask" rules (TENSILELITE.md
+    /// §6.2, §6.3): a kernel with a feature serves a plain problem; a
+    /// problem asking for a feature needs a kernel with it.
+    #[test]
+    fn tensilelite_feature_leaves_serve_plain_problems() {
+        use crate::problem::Transpose;
+        let leaf = |kind, value| ProblemLeaf {
+            kind,
+            index: 0,
+            value,
+        };
+        let plain = Problem::hipblaslt(
+            Transpose::None,
+            Transpose::Transpose,
+            256,
+            256,
+            256,
+            DataType::Half,
+            DataType::Half,
+            DataType::Half,
+            DataType::Float,
+        );
+        let mut bias = plain.clone();
+        (bias.use_bias, bias.bias_type) = (1, DataType::BFloat16);
+        let mut gelu = plain.clone();
+        (gelu.activation, gelu.activation_enum) = (Activation::HipblasltAll, Activation::Gelu);
+        let mut scaled = plain.clone();
+        scaled.use_scale_ab = ScaleMode::Scalar;
+        let cases = [
+            (leaf(Kind::UseBias, Value::U64(1)), [true, true, true, true]),
+            (
+                leaf(Kind::UseBias, Value::U64(0)),
+                [true, false, true, true],
+            ),
+            (
+                leaf(
+                    Kind::BiasDataTypeWhiteList,
+                    Value::TypeList(Box::new([DataType::Half])),
+                ),
+                [true, false, true, true],
+            ),
+            (
+                leaf(Kind::Activation, Value::Activation(Activation::None)),
+                [true, true, false, true],
+            ),
+            (
+                leaf(
+                    Kind::Activation,
+                    Value::Activation(Activation::HipblasltAll),
+                ),
+                [true, true, true, true],
+            ),
+            (
+                leaf(
+                    Kind::ActivationEnumWhiteList,
+                    Value::Activations(Box::new([Activation::Relu])),
+                ),
+                [true, true, false, true],
+            ),
+            (
+                leaf(Kind::UseScaleAB, Value::Scale(ScaleMode::None)),
+                [true, true, true, false],
+            ),
+            (
+                leaf(Kind::UseScaleAB, Value::Scale(ScaleMode::Scalar)),
+                [true, true, true, true],
+            ),
+        ];
+        for (l, want) in cases {
+            let got = [&plain, &bias, &gelu, &scaled].map(|p| l.eval(p));
+            assert_eq!(got, want, "{} {}", l.name(), l.expected());
+        }
+        // The fifth type: f16 data computed from f16 inputs, not bf16.
+        let types = |fifth| {
+            leaf(
+                Kind::TypesEqual,
+                Value::Types([DataType::Half; 4], Some(fifth)),
+            )
+        };
+        assert!(types(DataType::Half).eval(&plain));
+        assert!(!types(DataType::BFloat16).eval(&plain));
+        // [factor, GSU]: K ≥ 32·4 for GSU 4; the caller's gsu overrides.
+        let min_k = leaf(Kind::GlobalSplitUCheckMinK, Value::Ints(Box::new([32, 4])));
+        let mut p = plain.clone();
+        p.k = 127;
+        assert!(!min_k.eval(&p));
+        p.k = 128;
+        assert!(min_k.eval(&p));
+        p.gsu = 1;
+        p.k = 1;
+        assert!(min_k.eval(&p));
+        // At most 2^24 workgroups.
+        let groups = leaf(
+            Kind::WorkgroupNumberCheck,
+            Value::Ints(Box::new([16, 16, 1])),
+        );
+        let mut p = plain.clone();
+        (p.m, p.n) = (1 << 16, 1 << 16);
+        assert!(groups.eval(&p));
+        p.batch = 2;
+        assert!(!groups.eval(&p));
+    }
+
+    #[test]
+    fn an_xcc_check_that_needs_the_cu_count_is_refused() {
+        let leaf = ProblemLeaf {
+            kind: Kind::WorkgroupMappingXccCheck,
+            index: 0,
+            value: Value::Ints(Box::new([2, -1])),
+        };
+        let mut w = Writer::new();
+        leaf.encode(&mut w);
+        let mut d = Decoder::new(Reader::from_bytes(&w.out), None);
+        let t = d.typed().unwrap();
+        let e = ProblemLeaf::decode(&mut d, &t.ty, t.len).unwrap_err();
+        assert!(e.to_string().contains("needs the CU count"), "{e}");
     }
 
     #[test]
@@ -715,12 +1122,62 @@ mod tests {
             (
                 Kind::TypesEqual,
                 0,
-                Value::Types([
-                    DataType::Half,
-                    DataType::Half,
-                    DataType::Float,
-                    DataType::Float,
-                ]),
+                Value::Types(
+                    [
+                        DataType::Half,
+                        DataType::Half,
+                        DataType::Float,
+                        DataType::Float,
+                    ],
+                    None,
+                ),
+            ),
+            (
+                Kind::TypesEqual,
+                0,
+                Value::Types(
+                    [
+                        DataType::Float8,
+                        DataType::BFloat8,
+                        DataType::Float,
+                        DataType::Float,
+                    ],
+                    Some(DataType::Float8BFloat8),
+                ),
+            ),
+            (
+                Kind::Activation,
+                0,
+                Value::Activation(Activation::HipblasltAll),
+            ),
+            (Kind::UseScaleAB, 0, Value::Scale(ScaleMode::None)),
+            (Kind::UseScaleAB, 0, Value::Scale(ScaleMode::Vector)),
+            (Kind::BiasSrcWhiteList, 0, Value::Ints(Box::new([0, 3]))),
+            (
+                Kind::WorkgroupNumberCheck,
+                0,
+                Value::Ints(Box::new([256, 128, 4])),
+            ),
+            (
+                Kind::GlobalSplitUCheckMinK,
+                0,
+                Value::Ints(Box::new([32, 4])),
+            ),
+            (Kind::GlobalSplitUCheckMinK, 0, Value::U64(96)),
+            (
+                Kind::WorkgroupMappingXccCheck,
+                0,
+                Value::Ints(Box::new([1, -1])),
+            ),
+            (
+                Kind::BiasDataTypeWhiteList,
+                0,
+                Value::TypeList(Box::new([DataType::Float, DataType::BFloat16])),
+            ),
+            (
+                Kind::ActivationEnumWhiteList,
+                0,
+                Value::Activations(Box::new([Activation::None, Activation::DGelu])),
             ),
             (Kind::F32XdlMathOp, 0, Value::Type(DataType::XFloat32)),
             (

@@ -13,9 +13,10 @@ use std::sync::Arc;
 
 use super::decode::{Decoder, fields};
 use super::error::Result;
+use super::hardware::Hardware;
 use super::msgpack::Writer;
-use super::predicate::{HardwarePredicate, Predicate, ProblemLeaf, ProblemPredicate};
-use super::problem::DataType;
+use super::predicate::{HardwarePredicate, Predicate, ProblemLeaf, ProblemPredicate, Trace};
+use super::problem::{DataType, Problem};
 
 /// One solution of a catalog's `solutions` list: a kernel and the
 /// conditions under which it may run.
@@ -46,6 +47,178 @@ pub struct Solution {
     pub linear_model: Option<[f64; 3]>,
     /// aqueduct's `codeObject`: the kernel's code-object file name.
     pub code_object: Option<Box<str>>,
+    /// TensileLite's `kernelName`: the symbol to launch when it differs
+    /// from `name` (solutions that differ only in run-time arguments such
+    /// as GSU share a kernel). `None` in Tensile 4.36 catalogs.
+    pub kernel_name: Option<Box<str>>,
+    /// TensileLite's `taskPredicate`: a test of the problem and this
+    /// solution together (workspace). `None` in Tensile 4.36 catalogs.
+    pub task_predicate: Option<TaskPredicate>,
+}
+
+/// A TensileLite solution's `taskPredicate` (RL
+/// `ContractionTaskPredicates.hpp`): conditions on the problem and the
+/// solution together. hipBLASLt 7.1.1's files hold only `WorkspaceCheck`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum TaskPredicate {
+    /// `TruePred`.
+    True,
+    /// `And`: every item holds.
+    And(Box<[TaskPredicate]>),
+    /// `WorkspaceCheck`: the workspace the solution needs for the problem
+    /// fits the problem's `workspace_size`.
+    WorkspaceCheck,
+}
+
+/// Most bytes a split-U kernel's partial sums may take (the source's
+/// `max gsu workspace size`, 128 MiB).
+const MAX_GSU_WORKSPACE: u128 = 128 << 20;
+
+impl TaskPredicate {
+    fn decode(d: &mut Decoder<'_>) -> Result<Self> {
+        d.nested(|d| {
+            let t = d.typed()?;
+            match t.ty.as_str() {
+                "TruePred" | "WorkspaceCheck" => {
+                    fields(d, t.len, |_, _| Ok(false))?;
+                    Ok(if t.ty == "TruePred" {
+                        TaskPredicate::True
+                    } else {
+                        TaskPredicate::WorkspaceCheck
+                    })
+                }
+                "And" => {
+                    let items = super::decode::field(d, t.len, "value", |d| {
+                        d.array("value", TaskPredicate::decode)
+                    })?;
+                    Ok(TaskPredicate::And(items.into_boxed_slice()))
+                }
+                other => Err(d.unknown("task predicate", other)),
+            }
+        })
+    }
+
+    fn encode(&self, w: &mut Writer) {
+        match self {
+            TaskPredicate::True | TaskPredicate::WorkspaceCheck => {
+                w.map(1);
+                w.str("type");
+                w.str(if *self == TaskPredicate::True {
+                    "TruePred"
+                } else {
+                    "WorkspaceCheck"
+                });
+            }
+            TaskPredicate::And(items) => {
+                w.map(2);
+                w.str("type");
+                w.str("And");
+                w.str("value");
+                w.array(items.len());
+                items.iter().for_each(|i| i.encode(w));
+            }
+        }
+    }
+
+    /// Whether the predicate holds for `p` run by the solution of `sm`.
+    pub fn eval(&self, p: &Problem, sm: &SizeMapping) -> bool {
+        match self {
+            TaskPredicate::True => true,
+            TaskPredicate::And(items) => items.iter().all(|i| i.eval(p, sm)),
+            TaskPredicate::WorkspaceCheck => {
+                required_workspace(p, sm).is_some_and(|need| need <= u128::from(p.workspace_size))
+            }
+        }
+    }
+
+    /// Evaluates every node and appends trace lines.
+    pub fn trace(&self, p: &Problem, sm: &SizeMapping, t: &mut Trace) -> bool {
+        match self {
+            TaskPredicate::True => {
+                t.line(true, "TruePred", "always true");
+                true
+            }
+            TaskPredicate::And(items) => {
+                let results: Vec<bool> = items.iter().map(|i| i.trace(p, sm, t)).collect();
+                results.iter().all(|&r| r)
+            }
+            TaskPredicate::WorkspaceCheck => {
+                let pass = self.eval(p, sm);
+                let need = required_workspace(p, sm)
+                    .map_or("more than 128 MiB of partial sums".to_string(), |n| {
+                        format!("needs {n}")
+                    });
+                t.line(
+                    pass,
+                    "WorkspaceCheck",
+                    &format!("workspace={} {need}", p.workspace_size),
+                );
+                pass
+            }
+        }
+    }
+}
+
+/// The workspace in bytes a TensileLite solution needs for `p`
+/// (`WorkspaceCheck`, RL `ContractionTaskPredicates.hpp` and
+/// `ContractionSolution::requiredWorkspaceSize`): none without a split
+/// (GSU 1); with GSU g > 1 a partial tile per split, `ceil(M/MT0) ·
+/// ceil(N/MT1) · g · batch · MT0 · MT1 · workspaceSizePerElemC` bytes;
+/// `None` (the check fails) when the partial sums would pass 128 MiB or
+/// the GSU is automatic (-1, not in hipBLASLt 7.1.1's files). The terms
+/// for gradient bias reduction and amax outputs are left out: no problem
+/// this crate poses asks for them (a plain GEMM never matches those
+/// solutions' `UseGradient`/`AmaxDCheck` leaves).
+pub fn required_workspace(p: &Problem, sm: &SizeMapping) -> Option<u128> {
+    let gsu = if p.gsu != 0 { p.gsu } else { sm.global_split_u };
+    if gsu < 0 {
+        return None;
+    }
+    if gsu <= 1 {
+        return Some(0);
+    }
+    let (gsu, per_elem) = (gsu as u128, sm.workspace_size_per_elem_c.max(0) as u128);
+    let elements = u128::from(p.m) * u128::from(p.n) * u128::from(p.batch);
+    if elements * per_elem * gsu > MAX_GSU_WORKSPACE {
+        return None;
+    }
+    let (mt0, mt1) = (
+        sm.macro_tile[0].max(1) as u128,
+        sm.macro_tile[1].max(1) as u128,
+    );
+    let tiles = u128::from(p.m).div_ceil(mt0) * u128::from(p.n).div_ceil(mt1) * gsu;
+    Some(tiles * u128::from(p.batch) * mt0 * mt1 * per_elem)
+}
+
+impl Solution {
+    /// The kernel symbol to launch: `kernelName` in TensileLite catalogs,
+    /// else the solution's name.
+    pub fn kernel(&self) -> &str {
+        self.kernel_name.as_deref().unwrap_or(&self.name)
+    }
+
+    /// Whether the solution may run `p` on `hw`: its hardware, problem and
+    /// (TensileLite) task predicates, in that order.
+    pub fn holds(&self, hw: &Hardware, p: &Problem) -> bool {
+        self.hardware_predicate.eval(hw) && self.problem_predicate.eval(p) && self.task_holds(p)
+    }
+
+    /// The task predicate alone (true without one).
+    pub fn task_holds(&self, p: &Problem) -> bool {
+        self.task_predicate
+            .as_ref()
+            .is_none_or(|t| t.eval(p, &self.size_mapping))
+    }
+
+    /// [`Solution::holds`] with a trace of every evaluation.
+    pub fn trace_holds(&self, hw: &Hardware, p: &Problem, t: &mut Trace) -> bool {
+        self.hardware_predicate.trace(hw, t)
+            && self.problem_predicate.trace(p, t)
+            && self
+                .task_predicate
+                .as_ref()
+                .is_none_or(|task| task.trace(p, &self.size_mapping, t))
+    }
 }
 
 /// A solution's problem predicate, with a compiled form for fast
@@ -81,7 +254,7 @@ type Fx = std::hash::BuildHasherDefault<super::FxHasher>;
 pub struct Interner {
     by_bytes: HashMap<Vec<u8>, Arc<SolutionPredicate>, Fx>,
     types: HashMap<Vec<u8>, Arc<ProblemType>, Fx>,
-    mappings: HashMap<Vec<u8>, SizeMapping, Fx>,
+    mappings: HashMap<Vec<u8>, (SizeMapping, u32), Fx>,
     predicates: HashMap<ProblemPredicate, Arc<SolutionPredicate>, Fx>,
     leaf_ids: HashMap<ProblemLeaf, u16, Fx>,
     /// The distinct leaves of `And`-of-leaves predicates, by id (at most
@@ -113,8 +286,9 @@ impl Interner {
         Ok(t)
     }
 
-    /// Reads a size mapping, decoding each distinct one once.
-    pub fn size_mapping(&mut self, d: &mut Decoder<'_>) -> Result<SizeMapping> {
+    /// Reads a size mapping, decoding each distinct one once, with the
+    /// bit set of the required keys it has.
+    pub fn size_mapping(&mut self, d: &mut Decoder<'_>) -> Result<(SizeMapping, u32)> {
         self.capture(d)?;
         if let Some(known) = self.mappings.get(&self.scratch) {
             return Ok(known.clone());
@@ -282,7 +456,9 @@ pub(crate) const SIZE_MAPPING_KEYS: [&str; 13] = [
 ];
 
 impl SizeMapping {
-    fn decode(d: &mut Decoder<'_>) -> Result<Self> {
+    /// Reads a size mapping and the bit set (by [`SIZE_MAPPING_KEYS`]) of
+    /// the required keys it has; the caller decides which it needs.
+    fn decode(d: &mut Decoder<'_>) -> Result<(Self, u32)> {
         let len = d.map_len()?;
         let mut s = SizeMapping {
             magic_div_alg: 1,
@@ -315,10 +491,7 @@ impl SizeMapping {
             }
             Ok(true)
         })?;
-        if let Some(bit) = (0..REQUIRED.len()).find(|b| seen & (1 << b) == 0) {
-            return Err(d.missing(REQUIRED[bit]));
-        }
-        Ok(s)
+        Ok((s, seen))
     }
 
     fn encode(&self, w: &mut Writer) {
@@ -460,6 +633,8 @@ impl Solution {
         let mut ideals = Vec::new();
         let mut linear_model = None;
         let mut code_object = None;
+        let mut kernel_name = None;
+        let mut task_predicate = None;
         fields(d, len, |d, k| {
             match k {
                 "index" => index = Some(d.i64()?),
@@ -516,31 +691,66 @@ impl Solution {
                     linear_model = any.then_some(m);
                 }
                 "codeObject" => code_object = Some(d.boxed_str()?),
+                "kernelName" => kernel_name = Some(d.boxed_str()?),
+                "taskPredicate" => {
+                    d.push_key("taskPredicate");
+                    task_predicate = Some(TaskPredicate::decode(d)?);
+                    d.pop();
+                }
                 _ => return Ok(false),
             }
             Ok(true)
         })?;
+        let (size_mapping, seen) = size_mapping.ok_or_else(|| d.missing("sizeMapping"))?;
+        // TensileLite dropped the persistent-kernel keys (a solution with a
+        // task predicate is TensileLite's).
+        let optional = if task_predicate.is_some() {
+            (1 << 8) | (1 << 9)
+        } else {
+            0
+        };
+        if let Some(bit) = (0..SIZE_MAPPING_KEYS.len()).find(|b| (seen | optional) & (1 << b) == 0)
+        {
+            d.push_key("sizeMapping");
+            let e = d.missing(SIZE_MAPPING_KEYS[bit]);
+            d.pop();
+            return Err(e);
+        }
         Ok(Solution {
             index: index.ok_or_else(|| d.missing("index"))?,
             name: name.ok_or_else(|| d.missing("name"))?,
             problem_type: problem_type.ok_or_else(|| d.missing("problemType"))?,
             hardware_predicate: hardware_predicate.ok_or_else(|| d.missing("hardwarePredicate"))?,
             problem_predicate: problem_predicate.ok_or_else(|| d.missing("problemPredicate"))?,
-            size_mapping: size_mapping.ok_or_else(|| d.missing("sizeMapping"))?,
+            size_mapping,
             debug_kernel: debug_kernel.ok_or_else(|| d.missing("debugKernel"))?,
             library_logic_index,
             ideals: ideals.into_boxed_slice(),
             linear_model,
             code_object,
+            kernel_name,
+            task_predicate,
         })
     }
 
     /// Writes the solution map back in Tensile's layout (with
     /// `codeObject` when it has one).
     pub fn encode(&self, w: &mut Writer) {
-        w.map(10 + usize::from(self.code_object.is_some()));
+        w.map(
+            10 + usize::from(self.code_object.is_some())
+                + usize::from(self.kernel_name.is_some())
+                + usize::from(self.task_predicate.is_some()),
+        );
         w.str("name");
         w.str(&self.name);
+        if let Some(k) = &self.kernel_name {
+            w.str("kernelName");
+            w.str(k);
+        }
+        if let Some(t) = &self.task_predicate {
+            w.str("taskPredicate");
+            t.encode(w);
+        }
         w.str("problemType");
         self.problem_type.encode(w);
         w.str("hardwarePredicate");
@@ -576,5 +786,55 @@ impl Solution {
             w.str("codeObject");
             w.str(co);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::problem::Transpose;
+
+    /// `WorkspaceCheck` (TENSILELITE.md §6.3): GSU 1 needs nothing; GSU g
+    /// needs a partial tile per split; over 128 MiB of partial sums fails.
+    #[test]
+    fn the_workspace_check_follows_the_split() {
+        let mut p = Problem::hipblaslt(
+            Transpose::None,
+            Transpose::None,
+            1000,
+            500,
+            4096,
+            DataType::Half,
+            DataType::Half,
+            DataType::Half,
+            DataType::Float,
+        );
+        let sm = |gsu| SizeMapping {
+            macro_tile: [256, 128, 1],
+            global_split_u: gsu,
+            workspace_size_per_elem_c: 4,
+            ..SizeMapping::default()
+        };
+        assert_eq!(required_workspace(&p, &sm(1)), Some(0));
+        // ceil(1000/256)=4 · ceil(500/128)=4 · 3 splits · 256·128 · 4 B.
+        assert_eq!(
+            required_workspace(&p, &sm(3)),
+            Some(4 * 4 * 3 * 256 * 128 * 4)
+        );
+        assert!(TaskPredicate::WorkspaceCheck.eval(&p, &sm(1)));
+        assert!(!TaskPredicate::WorkspaceCheck.eval(&p, &sm(3)));
+        p.workspace_size = 4 * 4 * 3 * 256 * 128 * 4;
+        assert!(TaskPredicate::WorkspaceCheck.eval(&p, &sm(3)));
+        // The caller's gsu overrides the solution's.
+        p.gsu = 1;
+        assert_eq!(required_workspace(&p, &sm(3)), Some(0));
+        p.gsu = 0;
+        (p.m, p.n) = (1 << 14, 1 << 14);
+        assert_eq!(
+            required_workspace(&p, &sm(2)),
+            None,
+            "2 GiB of partial sums"
+        );
+        assert_eq!(required_workspace(&p, &sm(-1)), None, "automatic GSU");
     }
 }

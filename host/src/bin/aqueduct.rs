@@ -172,7 +172,7 @@ fn select(args: &SelectArgs) -> Result<(), String> {
     if let Some(output) = args.out {
         gemm.output = output;
     }
-    let (selected, trace) = catalog.select_traced(&gemm.problem(), &hardware);
+    let (selected, trace) = gemm.select_traced(&catalog, &hardware);
     let selected = selected.map_err(|e| e.to_string())?;
     let Some(s) = selected else {
         print!("{trace}");
@@ -191,6 +191,9 @@ fn select(args: &SelectArgs) -> Result<(), String> {
     };
     let sm = &s.solution.size_mapping;
     println!("solution: {}", s.solution.name);
+    if s.solution.kernel() != &*s.solution.name {
+        println!("  kernel:       {}", s.solution.kernel());
+    }
     println!("  index:        {}", s.solution.index);
     println!(
         "  macro tile:   {} × {}",

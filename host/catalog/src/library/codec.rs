@@ -350,10 +350,11 @@ impl Node {
                     "Ratio" => Distance::Ratio,
                     "JSD" => Distance::Jsd,
                     "Equality" => Distance::Equality,
-                    "Random" | "GridBased" => {
-                        return Err(d.invalid(format!(
-                            "distance {name} is not supported (Random draws rand(); GridBased is not implemented)"
-                        )));
+                    "GridBased" => Distance::GridBased,
+                    "Random" => {
+                        return Err(d.invalid(
+                            "distance Random is not supported (it draws rand(): no answer is reproducible)",
+                        ));
                     }
                     other => return Err(d.unknown("distance", other)),
                 });
@@ -375,10 +376,11 @@ impl Node {
                     let mut speed = 0.0;
                     let mut index = -1i64;
                     let mut value = None;
-                    // Tensile writes every entry as {key, index, speed}: read
+                    // Tensile writes every entry as {key, index, speed},
+                    // TensileLite's GridBased ones as {key, index}: read
                     // those bytes directly, and anything else the long way.
                     let mut rest = m;
-                    if m == 3 && d.r.literal(b"\xa3key") {
+                    if (m == 3 || m == 2) && d.r.literal(b"\xa3key") {
                         let a = d.array_len()?;
                         if a == 0 || a > MAX_ARITY {
                             return Err(d.invalid(format!("a key of {a} values (1 to 10 allowed)")));
@@ -387,11 +389,11 @@ impl Node {
                             keys.push(d.i64()?);
                         }
                         arity = Some(a as u8);
-                        rest = 2;
+                        rest = m - 1;
                         if d.r.literal(b"\xa5index") {
                             index = d.i64()?;
-                            rest = 1;
-                            if d.r.literal(b"\xa5speed") {
+                            rest = m - 2;
+                            if rest == 1 && d.r.literal(b"\xa5speed") {
                                 speed = d.f64()?;
                                 rest = 0;
                             }
@@ -450,6 +452,11 @@ impl Node {
         if arity == 0 {
             return Err(d.invalid("a matching table needs at least one property"));
         }
+        if distance == Distance::GridBased && arity != 4 {
+            return Err(d.invalid(format!(
+                "a GridBased table needs 4 properties (M, N, batch, K), found {arity}"
+            )));
+        }
         if let Some(i) = arities.iter().position(|&a| a as usize != arity) {
             return Err(d.invalid(format!(
                 "table entry {i} has a key of {} values for {arity} properties",
@@ -461,10 +468,16 @@ impl Node {
         let n = speeds.len();
         let mut order: Vec<u32> = (0..n as u32).collect();
         let key_of = |i: u32| &keys[i as usize * arity..(i as usize + 1) * arity];
-        std_sort_by(&mut order, |&a, &b| {
-            let (ka, kb) = (key_of(a), key_of(b));
-            ka < kb || (ka == kb && speeds[a as usize] > speeds[b as usize])
-        });
+        // A table already in strictly ascending key order (TensileLite
+        // writes its tables sorted) is what any sort leaves it as: no two
+        // entries compare equal, so there are no ties to place.
+        let strictly_sorted = (1..n as u32).all(|i| key_of(i - 1) < key_of(i));
+        if !strictly_sorted {
+            std_sort_by(&mut order, |&a, &b| {
+                let (ka, kb) = (key_of(a), key_of(b));
+                ka < kb || (ka == kb && speeds[a as usize] > speeds[b as usize])
+            });
+        }
         let mut sorted_keys = Vec::with_capacity(keys.len());
         for &i in &order {
             sorted_keys.extend_from_slice(key_of(i));
@@ -488,6 +501,8 @@ impl Node {
             values,
             solutions: Box::new([]),
             local: Box::new([]),
+            group_starts: Box::new([]),
+            group_positions: Box::new([]),
         };
         if cx.raw.is_none() {
             m.group(cx.list);

@@ -223,6 +223,10 @@ pub enum Distance {
     /// `Equality`: only an entry with exactly the query's key matches
     /// (distance 0).
     Equality,
+    /// TensileLite's `GridBased` (keys M, N, batch, K): `|ΔK|` within the
+    /// grid cell a walk over M, then N, then batch finds (`select.rs`,
+    /// `grid_search`; TENSILELITE.md §8.4).
+    GridBased,
 }
 
 impl Distance {
@@ -233,6 +237,7 @@ impl Distance {
             Distance::Ratio => "Ratio",
             Distance::Jsd => "JSD",
             Distance::Equality => "Equality",
+            Distance::GridBased => "GridBased",
         }
     }
 
@@ -273,6 +278,7 @@ impl Distance {
                     .sum()
             }
             Distance::Equality => 0.0,
+            Distance::GridBased => (q[3].wrapping_sub(k[3]) as f64).abs(),
         }
     }
 
@@ -290,7 +296,7 @@ impl Distance {
                 let (np, nq, m) = jsd_parts(q, k);
                 0.5 * np[0] * (np[0] / m[0]).ln() + 0.5 * nq[0] * (nq[0] / m[0]).ln() < best
             }
-            Distance::Ratio | Distance::Equality => true,
+            Distance::Ratio | Distance::Equality | Distance::GridBased => true,
         };
         first || q == k
     }
@@ -351,6 +357,12 @@ pub struct Matching {
     pub solutions: Box<[SolutionId]>,
     /// Each sorted entry's condition group, an index into `solutions`.
     pub local: Box<[u32]>,
+    /// GridBased tables: where each group's entries start in
+    /// `group_positions` (one more than there are groups); empty for other
+    /// tables.
+    pub group_starts: Box<[u32]>,
+    /// GridBased tables: each group's entry positions, ascending.
+    pub group_positions: Box<[u32]>,
     /// The tree that answers Euclidean and Manhattan tables (None for
     /// other distances, tables with sub-libraries, and tables outside the
     /// tree's exact limits: those are walked as Tensile walks them).

@@ -11,9 +11,22 @@ use crate::error::Result;
 use crate::hardware::Hardware;
 use crate::predicate::{Predicate, Trace};
 
-/// Most words a group's mask may take (512 distinct leaves per table;
-/// rocBLAS's tables use at most 114).
-const MASK_WORDS: usize = 8;
+/// Most words a group's mask may take (1,024 distinct leaves per table;
+/// rocBLAS's tables use at most 114, hipBLASLt 7.1.1's up to 736).
+const MASK_WORDS: usize = 16;
+
+/// Most distinct hardware predicates a table's compiled groups may have
+/// (TensileLite's tables: one; rocBLAS's: TruePred only).
+const HW_PREDICATES: usize = 8;
+
+/// A group's hardware predicate: none to test (TruePred).
+const NO_HW: u8 = u8::MAX;
+
+/// A GridBased key's coordinates: M, N, batch, K.
+const GM: usize = 0;
+const GN: usize = 1;
+const GB: usize = 2;
+const GK: usize = 3;
 
 /// A table's solution groups in the form a search judges fastest. Most
 /// groups' conditions compile to a conjunction of predicate leaves (the
@@ -29,21 +42,46 @@ pub(super) struct Conditions {
     leaves: Box<[u16]>,
     words: usize,
     masks: Box<[u64]>,
-    /// Per group: whether its mask is its whole condition.
+    /// Per group: whether its mask (with `hw` and its representative's task
+    /// predicate) is its whole condition.
     compiled: Box<[bool]>,
+    /// Per group: its hardware predicate, an index into `hw_predicates`
+    /// ([`NO_HW`] for TruePred).
+    hw: Box<[u8]>,
+    /// The distinct hardware predicates of the compiled groups.
+    hw_predicates: Box<[crate::predicate::HardwarePredicate]>,
 }
 
 impl Conditions {
     fn build(list: &[crate::Solution], groups: &[SolutionId]) -> Conditions {
-        let conjunction = |id: SolutionId| {
-            list.get(id as usize)
-                .filter(|s| matches!(s.hardware_predicate, Predicate::True))
+        // Hardware predicates, each tested once per query.
+        let mut hw_predicates: Vec<crate::predicate::HardwarePredicate> = Vec::new();
+        let hw: Box<[u8]> = groups
+            .iter()
+            .map(
+                |&id| match list.get(id as usize).map(|s| &s.hardware_predicate) {
+                    Some(Predicate::True) | None => NO_HW,
+                    Some(p) => match hw_predicates.iter().position(|q| q == p) {
+                        Some(i) => i as u8,
+                        None if hw_predicates.len() < HW_PREDICATES => {
+                            hw_predicates.push(p.clone());
+                            (hw_predicates.len() - 1) as u8
+                        }
+                        None => NO_HW - 1,
+                    },
+                },
+            )
+            .collect();
+        let hw_ok = |g: usize| hw[g] == NO_HW || (hw[g] as usize) < hw_predicates.len();
+        let conjunction = |g: usize| {
+            list.get(groups[g] as usize)
+                .filter(|_| hw_ok(g))
                 .and_then(|s| s.problem_predicate.leaf_ids.as_deref())
         };
         // File leaf id → table leaf + 1.
         let mut table_leaf: Vec<u32> = Vec::new();
         let mut leaves = Vec::new();
-        for ids in groups.iter().filter_map(|&id| conjunction(id)) {
+        for ids in (0..groups.len()).filter_map(conjunction) {
             for &leaf in ids {
                 let leaf = leaf as usize;
                 if table_leaf.len() <= leaf {
@@ -59,15 +97,14 @@ impl Conditions {
         if words > MASK_WORDS {
             return Conditions {
                 compiled: vec![false; groups.len()].into_boxed_slice(),
+                hw,
                 ..Conditions::default()
             };
         }
         let mut masks = vec![0u64; groups.len() * words];
-        let compiled = groups
-            .iter()
-            .enumerate()
-            .map(|(g, &id)| {
-                let ids = conjunction(id);
+        let compiled = (0..groups.len())
+            .map(|g| {
+                let ids = conjunction(g);
                 for &leaf in ids.unwrap_or_default() {
                     let bit = table_leaf[leaf as usize] as usize - 1;
                     masks[g * words + bit / 64] |= 1 << (bit % 64);
@@ -80,6 +117,8 @@ impl Conditions {
             words,
             masks: masks.into_boxed_slice(),
             compiled,
+            hw,
+            hw_predicates: hw_predicates.into_boxed_slice(),
         }
     }
 }
@@ -93,9 +132,28 @@ struct Judge<'a, 'q> {
     leaf_state: &'a mut [u8],
     pass: [u64; MASK_WORDS],
     fail: [u64; MASK_WORDS],
+    /// What each of the table's hardware predicates gave for this query.
+    hw_state: [u8; HW_PREDICATES],
 }
 
-impl Judge<'_, '_> {
+impl<'a, 'q> Judge<'a, 'q> {
+    fn new(
+        table: &'a Matching,
+        file: &'a crate::File,
+        q: &'a Query<'q>,
+        leaf_state: &'a mut [u8],
+    ) -> Self {
+        Judge {
+            table,
+            file,
+            q,
+            leaf_state,
+            pass: [0; MASK_WORDS],
+            fail: [0; MASK_WORDS],
+            hw_state: [UNKNOWN; HW_PREDICATES],
+        }
+    }
+
     /// Whether group `l` passes its predicates for this query.
     fn judge(&mut self, l: usize) -> bool {
         let c = &self.table.conditions;
@@ -128,7 +186,17 @@ impl Judge<'_, '_> {
                 self.pass[w] |= 1 << b;
             }
         }
-        true
+        let hw = c.hw[l] as usize;
+        if hw != NO_HW as usize {
+            if self.hw_state[hw] == UNKNOWN {
+                let pass = c.hw_predicates[hw].eval(self.q.hardware);
+                self.hw_state[hw] = if pass { PASSES } else { FAILS };
+            }
+            if self.hw_state[hw] == FAILS {
+                return false;
+            }
+        }
+        self.file.solutions[self.table.solutions[l] as usize].task_holds(self.q.problem)
     }
 }
 
@@ -137,22 +205,60 @@ impl Matching {
     /// read about them (needs the solutions themselves).
     pub(super) fn group(&mut self, list: &[crate::Solution]) {
         let mut solutions = Vec::new();
-        let mut seen: HashMap<(usize, SolutionId), u32, crate::FxBuild> = HashMap::default();
+        // Solutions pass or fail together when they share the problem
+        // predicate (an Arc), the hardware predicate and what the task
+        // predicate reads (the predicate, GSU, macro tile, workspace per
+        // element).
+        type Task = (Option<crate::solution::TaskPredicate>, [i64; 4]);
+        let mut hardware: Vec<&crate::predicate::HardwarePredicate> = Vec::new();
+        let mut tasks: HashMap<Task, u32, crate::FxBuild> = HashMap::default();
+        // Each solution's group, once it has one (by position in `list`).
+        let mut group_of: Vec<u32> = vec![u32::MAX; list.len()];
+        let mut seen: HashMap<(usize, u32, u32), u32, crate::FxBuild> = HashMap::default();
         let local: Box<[u32]> = self
             .targets
             .iter()
             .map(|t| match t {
                 Target::Solution(id) => {
+                    if let Some(&g) = group_of.get(*id as usize)
+                        && g != u32::MAX
+                    {
+                        return g;
+                    }
                     let group = match list.get(*id as usize) {
-                        Some(s) if matches!(s.hardware_predicate, Predicate::True) => {
-                            (Arc::as_ptr(&s.problem_predicate) as usize, 0)
+                        Some(s) => {
+                            let hw = match hardware.iter().position(|h| **h == s.hardware_predicate)
+                            {
+                                Some(i) => i,
+                                None => {
+                                    hardware.push(&s.hardware_predicate);
+                                    hardware.len() - 1
+                                }
+                            } as u32;
+                            let sm = &s.size_mapping;
+                            let sig = (
+                                s.task_predicate.clone(),
+                                [
+                                    sm.global_split_u,
+                                    sm.macro_tile[0],
+                                    sm.macro_tile[1],
+                                    sm.workspace_size_per_elem_c,
+                                ],
+                            );
+                            let n = tasks.len() as u32;
+                            let task = *tasks.entry(sig).or_insert(n);
+                            (Arc::as_ptr(&s.problem_predicate) as usize, hw, task)
                         }
-                        _ => (0, *id),
+                        None => (0, u32::MAX, *id),
                     };
-                    *seen.entry(group).or_insert_with(|| {
+                    let g = *seen.entry(group).or_insert_with(|| {
                         solutions.push(*id);
                         solutions.len() as u32 - 1
-                    })
+                    });
+                    if let Some(slot) = group_of.get_mut(*id as usize) {
+                        *slot = g;
+                    }
+                    g
                 }
                 Target::Node(_) => 0,
             })
@@ -162,6 +268,24 @@ impl Matching {
             && !boxes.set_groups(&local, solutions.len())
         {
             self.boxes = None;
+        }
+        // GridBased tables: each group's entries, in table order.
+        if self.distance == Distance::GridBased && self.values.is_empty() {
+            let mut starts = vec![0u32; solutions.len() + 1];
+            for &g in local.iter() {
+                starts[g as usize + 1] += 1;
+            }
+            for g in 0..solutions.len() {
+                starts[g + 1] += starts[g];
+            }
+            let mut fill = starts.clone();
+            let mut positions = vec![0u32; local.len()];
+            for (i, &g) in local.iter().enumerate() {
+                positions[fill[g as usize] as usize] = i as u32;
+                fill[g as usize] += 1;
+            }
+            self.group_starts = starts.into_boxed_slice();
+            self.group_positions = positions.into_boxed_slice();
         }
         self.solutions = solutions.into_boxed_slice();
         self.local = local;
@@ -209,6 +333,9 @@ pub struct Query<'q> {
     /// Where every predicate evaluation is recorded (`TENSILE_DB` style),
     /// if tracing.
     pub trace: Option<&'q mut Trace>,
+    /// Walk GridBased tables cell by cell, as hipBLASLt does (a trace
+    /// always does), not from the passing solution groups.
+    pub walk_cells: bool,
 }
 
 /// A selected solution and the file that holds it.
@@ -347,7 +474,7 @@ fn single_fast(file: &crate::File, id: SolutionId, q: &Query<'_>, leaf_state: &m
     if !s.hardware_predicate.eval(q.hardware) {
         return false;
     }
-    match &s.problem_predicate.leaf_ids {
+    let problem = match &s.problem_predicate.leaf_ids {
         Some(ids) => ids.iter().all(|&l| {
             let l = l as usize;
             match leaf_state[l] {
@@ -361,7 +488,8 @@ fn single_fast(file: &crate::File, id: SolutionId, q: &Query<'_>, leaf_state: &m
             }
         }),
         None => s.problem_predicate.eval(q.problem),
-    }
+    };
+    problem && s.task_holds(q.problem)
 }
 
 /// A solution's own predicates: hardware first, then problem.
@@ -370,12 +498,11 @@ fn single(file: &crate::File, id: SolutionId, q: &mut Query<'_>) -> bool {
     match q.trace.as_deref_mut() {
         Some(t) => {
             header(t, &format!("Solution {} ({})", s.index, s.name));
-            let pass = s.hardware_predicate.trace(q.hardware, t)
-                && s.problem_predicate.trace(q.problem, t);
+            let pass = s.trace_holds(q.hardware, q.problem, t);
             footer(t, pass);
             pass
         }
-        None => s.hardware_predicate.eval(q.hardware) && s.problem_predicate.eval(q.problem),
+        None => s.holds(q.hardware, q.problem),
     }
 }
 
@@ -466,6 +593,9 @@ impl Matching {
         key: &[i64],
         state: &mut [u8],
     ) -> Result<Option<Hit<'c>>> {
+        if self.distance == Distance::GridBased {
+            return self.grid_search(file, q, key, state);
+        }
         if self.distance == Distance::Equality {
             let start = self.lower_bound(key);
             if start < self.len() && self.key(start) == key {
@@ -479,14 +609,7 @@ impl Matching {
             && let Some(boxes) = self.boxes.as_ref().filter(|boxes| boxes.accepts(key))
         {
             let (groups, leaf_state) = state.split_at_mut(self.solutions.len());
-            let mut j = Judge {
-                table: self,
-                file,
-                q: &*q,
-                leaf_state,
-                pass: [0; MASK_WORDS],
-                fail: [0; MASK_WORDS],
-            };
+            let mut j = Judge::new(self, file, &*q, leaf_state);
             let mut judge = |l: usize| j.judge(l);
             return Ok(AT.with(|at| {
                 let at = &mut at.borrow_mut();
@@ -515,6 +638,343 @@ impl Matching {
             fitness: best.distance,
             ..h
         }))
+    }
+
+    /// First position in `from..to` whose key coordinate `c` is at least
+    /// `v` (the table is sorted, so within a run of equal earlier
+    /// coordinates coordinate `c` ascends).
+    fn first_at_least(&self, from: usize, to: usize, c: usize, v: i64) -> usize {
+        let (mut lo, mut hi) = (from, to);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.key(mid)[c] < v {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// End of the run of entries from `at` (before `to`) whose coordinate
+    /// `c` equals `at`'s.
+    fn run_end(&self, at: usize, to: usize, c: usize) -> usize {
+        let v = self.key(at)[c];
+        self.first_at_least(at, to, c, v.saturating_add(1))
+    }
+
+    /// The cell TensileLite's GridBased walk examines next, from entry
+    /// `from` for the (folded) query `want`: the first M at least the
+    /// query's (or the largest), in it the first N at least the query's
+    /// (or its largest), in that cell the first batch run likewise.
+    /// Returns (cell end, batch run start, batch run end), `None` past the
+    /// table.
+    fn grid_cell(&self, from: usize, want: &[i64; 4]) -> Option<(usize, usize, usize)> {
+        let len = self.len();
+        if from >= len {
+            return None;
+        }
+        let m_lo = self.first_at_least(from, len, GM, want[GM].min(self.key(len - 1)[GM]));
+        if m_lo >= len {
+            return None;
+        }
+        let m_end = self.run_end(m_lo, len, GM);
+        let n_lo = self.first_at_least(m_lo, m_end, GN, want[GN].min(self.key(m_end - 1)[GN]));
+        let cell_end = self.run_end(n_lo, m_end, GN);
+        let b_lo =
+            self.first_at_least(n_lo, cell_end, GB, want[GB].min(self.key(cell_end - 1)[GB]));
+        Some((cell_end, b_lo, self.run_end(b_lo, cell_end, GB)))
+    }
+
+    /// The batch fold of the walk's first pass: a batch other than 1 goes
+    /// into the larger of M and N (N on a tie). Whether it changed `want`.
+    fn grid_fold(want: &mut [i64; 4]) -> bool {
+        if want[GB] == 1 {
+            return false;
+        }
+        if want[GM] > want[GN] {
+            want[GM] = want[GM].wrapping_mul(want[GB]);
+        } else {
+            want[GN] = want[GN].wrapping_mul(want[GB]);
+        }
+        want[GB] = 1;
+        true
+    }
+
+    /// The passing entry of `lo..hi` nearest in K to `want`, ties to the
+    /// later entry.
+    fn grid_nearest(
+        &self,
+        lo: usize,
+        hi: usize,
+        want: &[i64; 4],
+        mut ok: impl FnMut(usize) -> bool,
+    ) -> Option<usize> {
+        let mut best = None;
+        let mut best_distance = f64::INFINITY;
+        for i in lo..hi {
+            let distance = (want[GK].wrapping_sub(self.key(i)[GK]) as f64).abs();
+            if distance <= best_distance && ok(i) {
+                (best, best_distance) = (Some(i), distance);
+            }
+        }
+        best
+    }
+
+    /// TensileLite's GridBased search for the best solution (hipBLASLt's
+    /// `findTopSolutions(…, 1)`, the default non-k-d-tree path; RL
+    /// `PropertyMatching.hpp` `findBestKeyMatch_GridBased`, TENSILELITE.md
+    /// §8.4). Keys are (M, N, batch, K), sorted. The walk examines cells
+    /// ([`Matching::grid_cell`]); in a cell it takes the passing entry
+    /// nearest in K, ties to the later entry. A cell with no passing entry
+    /// moves the walk to the next cell in table order (within a later M,
+    /// again from the first N at least the query's). On the first pass a
+    /// batch other than 1 is folded into the larger of M and N (N on a
+    /// tie) and, when the table's entry there has batch 1, the walk starts
+    /// again with the folded key. When the walk runs off the table, the
+    /// passing entry latest in table order before the last cell examined
+    /// answers, whatever its distance.
+    ///
+    /// A traced search, or one asked to walk cells
+    /// ([`Catalog::select_walking`](crate::Catalog::select_walking)), walks
+    /// cell by cell as the source does. Otherwise [`Matching::grid_fast`]
+    /// answers: after the first cell, from the solution groups that pass —
+    /// the same entry, found without visiting the cells in between.
+    fn grid_search<'c>(
+        &'c self,
+        file: &'c crate::File,
+        q: &mut Query<'_>,
+        key: &[i64],
+        state: &mut [u8],
+    ) -> Result<Option<Hit<'c>>> {
+        let mut want = [key[GM], key[GN], key[GB], key[GK]];
+        if !q.walk_cells && q.trace.is_none() && !self.group_positions.is_empty() {
+            return Ok(self.grid_fast(file, q, want, state));
+        }
+        let (mut from, mut b_lo, mut b_hi) = (0usize, 0usize, 0usize);
+        let mut first_pass = true;
+        while b_hi != self.len() {
+            let Some(cell) = self.grid_cell(from, &want) else {
+                break;
+            };
+            (from, b_lo, b_hi) = cell;
+            if let Some(t) = q.trace.as_deref_mut() {
+                let c = self.key(b_lo);
+                t.raw(&format!(
+                    "GridBased: query {want:?}, cell (M {}, N {}, batch {}), entries {b_lo}..{b_hi}",
+                    c[GM], c[GN], c[GB]
+                ));
+            }
+            let mut best: Option<(usize, Hit<'c>)> = None;
+            let mut best_distance = f64::INFINITY;
+            for i in b_lo..b_hi {
+                let distance = (want[GK].wrapping_sub(self.key(i)[GK]) as f64).abs();
+                if distance <= best_distance
+                    && let Some(hit) = self.transform(file, i, q, state)?
+                {
+                    best = Some((
+                        i,
+                        Hit {
+                            fitness: distance,
+                            ..hit
+                        },
+                    ));
+                    best_distance = distance;
+                }
+            }
+            if first_pass {
+                first_pass = false;
+                let at = best.as_ref().map_or(0, |(i, _)| *i);
+                if Self::grid_fold(&mut want) && self.key(at)[GB] == 1 {
+                    if let Some(t) = q.trace.as_deref_mut() {
+                        t.raw("GridBased: batch folded into M or N; the walk starts again");
+                    }
+                    (from, b_lo, b_hi) = (0, 0, 0);
+                    continue;
+                }
+            }
+            if let Some((_, hit)) = best {
+                return Ok(Some(hit));
+            }
+        }
+        if let Some(t) = q.trace.as_deref_mut() {
+            t.raw(&format!(
+                "GridBased: no cell answered; backward from entry {b_lo}"
+            ));
+        }
+        for i in (0..b_lo).rev() {
+            if let Some(hit) = self.transform(file, i, q, state)? {
+                let distance = (want[GK].wrapping_sub(self.key(i)[GK]) as f64).abs();
+                return Ok(Some(Hit {
+                    fitness: distance,
+                    ..hit
+                }));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The untraced GridBased search ([`Matching::grid_search`]'s
+    /// answer): groups judged through the leaf masks, once each. Its first
+    /// cell is examined as the walk examines it; when no entry there
+    /// passes, every group is judged, and the walk's answer is the first
+    /// entry of a passing group that lies in a cell the walk examines or,
+    /// if there is none, the last entry of a passing group before the
+    /// table's last examined cell.
+    fn grid_fast<'c>(
+        &'c self,
+        file: &'c crate::File,
+        q: &Query<'_>,
+        mut want: [i64; 4],
+        state: &mut [u8],
+    ) -> Option<Hit<'c>> {
+        let len = self.len();
+        let (groups, leaf_state) = state.split_at_mut(self.solutions.len());
+        let mut j = Judge::new(self, file, q, leaf_state);
+        let mut judged = |g: usize, groups: &mut [u8]| {
+            if groups[g] == UNKNOWN {
+                groups[g] = if j.judge(g) { PASSES } else { FAILS };
+            }
+            groups[g] == PASSES
+        };
+        let hit = |i: usize, want: &[i64; 4]| match self.targets[i] {
+            Target::Solution(id) => Some(Hit {
+                file,
+                id,
+                fitness: (want[GK].wrapping_sub(self.key(i)[GK]) as f64).abs(),
+            }),
+            Target::Node(_) => None,
+        };
+        // The first cell, and again after a fold that restarts the walk.
+        let (mut from, mut b_lo, mut b_hi) = self.grid_cell(0, &want)?;
+        let mut best = self.grid_nearest(b_lo, b_hi, &want, |i| {
+            judged(self.local[i] as usize, groups)
+        });
+        if Self::grid_fold(&mut want) && self.key(best.unwrap_or(0))[GB] == 1 {
+            (from, b_lo, b_hi) = self.grid_cell(0, &want)?;
+            best = self.grid_nearest(b_lo, b_hi, &want, |i| {
+                judged(self.local[i] as usize, groups)
+            });
+        }
+        if let Some(i) = best {
+            return hit(i, &want);
+        }
+        let want = &want;
+        let mut passing = Vec::new();
+        for g in 0..groups.len() {
+            if judged(g, groups) {
+                passing.push(g);
+            }
+        }
+        let positions = |g: usize| {
+            let (lo, hi) = (
+                self.group_starts[g] as usize,
+                self.group_starts[g + 1] as usize,
+            );
+            &self.group_positions[lo..hi]
+        };
+        if b_hi != len {
+            // The first examined entry of a passing group: groups in order
+            // of their first entry from `from`, until none can come first.
+            let mut order: Vec<(u32, usize)> = passing
+                .iter()
+                .filter_map(|&g| {
+                    let pos = positions(g);
+                    let i = pos.partition_point(|&p| (p as usize) < from);
+                    pos.get(i).map(|&p| (p, g))
+                })
+                .collect();
+            order.sort_unstable();
+            let mut first: Option<usize> = None;
+            for (start, g) in order {
+                let limit = first.unwrap_or(len);
+                if start as usize >= limit {
+                    break;
+                }
+                if let Some(p) = self.grid_first_examined(positions(g), from, limit, want) {
+                    first = Some(p);
+                }
+            }
+            if let Some(p) = first {
+                // Its cell answers: the passing entry nearest in K.
+                let (_, lo, hi) = self.grid_examined_cell(p, want)?;
+                let best =
+                    self.grid_nearest(lo, hi, want, |i| groups[self.local[i] as usize] == PASSES);
+                return best.and_then(|i| hit(i, want));
+            }
+            // The walk runs to the table's last cell; the backward scan
+            // starts at its batch run.
+            let last_n = self.key(len - 1)[GN];
+            let m_lo = self.first_at_least(0, len, GM, self.key(len - 1)[GM]);
+            let cell_lo = self.first_at_least(m_lo, len, GN, last_n);
+            b_lo = self.first_at_least(cell_lo, len, GB, want[GB].min(self.key(len - 1)[GB]));
+        }
+        passing
+            .iter()
+            .filter_map(|&g| {
+                let pos = positions(g);
+                let i = pos.partition_point(|&p| (p as usize) < b_lo);
+                i.checked_sub(1).map(|i| pos[i] as usize)
+            })
+            .max()
+            .and_then(|i| hit(i, want))
+    }
+
+    /// The cell entry `p` is in, if the walk examines it for `want` after
+    /// leaving the M run it starts in (every M run after the first is
+    /// entered at its first N at least the query's, or its largest): the
+    /// cell's end and its examined batch run.
+    fn grid_examined_cell(&self, p: usize, want: &[i64; 4]) -> Option<(usize, usize, usize)> {
+        let len = self.len();
+        let k = self.key(p);
+        let run_lo = self.first_at_least(0, p + 1, GM, k[GM]);
+        let run_hi = self.run_end(p, len, GM);
+        if k[GN] < want[GN].min(self.key(run_hi - 1)[GN]) {
+            return None;
+        }
+        let cell_lo = self.first_at_least(run_lo, run_hi, GN, k[GN]);
+        let cell_hi = self.run_end(cell_lo, run_hi, GN);
+        let b_lo = self.first_at_least(
+            cell_lo,
+            cell_hi,
+            GB,
+            want[GB].min(self.key(cell_hi - 1)[GB]),
+        );
+        let b_hi = self.run_end(b_lo, cell_hi, GB);
+        (b_lo <= p && p < b_hi).then_some((cell_hi, b_lo, b_hi))
+    }
+
+    /// The first of `positions` (sorted) in `from..limit` that the walk
+    /// examines.
+    fn grid_first_examined(
+        &self,
+        positions: &[u32],
+        from: usize,
+        limit: usize,
+        want: &[i64; 4],
+    ) -> Option<usize> {
+        let mut i = positions.partition_point(|&p| (p as usize) < from);
+        while let Some(&p) = positions.get(i) {
+            let p = p as usize;
+            if p >= limit {
+                return None;
+            }
+            if self.grid_examined_cell(p, want).is_some() {
+                return Some(p);
+            }
+            // Skip to where the walk could next examine: the run's first
+            // examined N, or the next cell.
+            let k = self.key(p);
+            let run_hi = self.run_end(p, self.len(), GM);
+            let threshold = want[GN].min(self.key(run_hi - 1)[GN]);
+            let next = if k[GN] < threshold {
+                self.first_at_least(p, run_hi, GN, threshold)
+            } else {
+                self.run_end(p, run_hi, GN)
+            };
+            i = positions.partition_point(|&x| (x as usize) < next.max(p + 1));
+        }
+        None
     }
 
     /// What Tensile's walk returns, given the least distance D* among
@@ -739,6 +1199,100 @@ mod tests {
         Catalog::from_msgpack(&w.out).unwrap()
     }
 
+    /// TensileLite's GridBased walk (TENSILELITE.md §8.4) on a small grid,
+    /// each answer worked out by hand from that description. Entries
+    /// (M, N, batch, K) → solution: (128,128,1,64) → 0, (128,128,1,256) →
+    /// 1, (128,256,1,128) → 2, (256,128,1,128) → 3, (256,256,1,512) → 4,
+    /// (512,512,1,1024) → 5. Solutions 0 and 1 need M % 3 == 0, 4 an even
+    /// M, 5 M % 1000 == 0; 2 and 3 always pass.
+    #[test]
+    fn grid_based_walks_cells_then_k_then_backward() {
+        let sols = vec![
+            solution(0, 3, 0),
+            solution(1, 3, 0),
+            solution(2, 1, 0),
+            solution(3, 1, 0),
+            solution(4, 2, 0),
+            solution(5, 1000, 0),
+        ];
+        let entries: [([u64; 4], u64); 6] = [
+            ([512, 512, 1, 1024], 5),
+            ([128, 128, 1, 256], 1),
+            ([256, 256, 1, 512], 4),
+            ([128, 128, 1, 64], 0),
+            ([256, 128, 1, 128], 3),
+            ([128, 256, 1, 128], 2),
+        ];
+        let table = entries
+            .iter()
+            .map(|(k, i)| {
+                map(vec![
+                    (
+                        "key",
+                        Value::Array(k.iter().map(|&x| Value::UInt(x)).collect()),
+                    ),
+                    ("index", Value::UInt(*i)),
+                ])
+            })
+            .collect();
+        let prop = |t: &str| map(vec![("type", s(t)), ("index", Value::UInt(0))]);
+        let tree = map(vec![
+            ("solutions", Value::Array(sols)),
+            (
+                "library",
+                map(vec![
+                    ("type", s("Matching")),
+                    (
+                        "properties",
+                        Value::Array(vec![
+                            prop("FreeSizeA"),
+                            prop("FreeSizeB"),
+                            prop("BatchSize"),
+                            prop("BoundSize"),
+                        ]),
+                    ),
+                    ("table", Value::Array(table)),
+                    ("distance", s("GridBased")),
+                ]),
+            ),
+        ]);
+        let mut w = crate::msgpack::Writer::new();
+        tree.write(&mut w);
+        let catalog = Catalog::from_msgpack(&w.out).unwrap();
+        let hw = Hardware::new("gfx90a", 104, None);
+        let pick = |m, n, batch, k| {
+            let p = Problem::gemm(Transpose::None, Transpose::None, m, n, k, DataType::Float)
+                .with_batch(batch);
+            let tree = catalog
+                .select(&p, &hw)
+                .unwrap()
+                .map(|s| (s.solution.index, s.fitness));
+            let (traced, _) = catalog.select_traced(&p, &hw);
+            let traced = traced.unwrap().map(|s| (s.solution.index, s.fitness));
+            assert_eq!(tree, traced, "{m}x{n}x{k} batch {batch}");
+            tree
+        };
+        // Cell (128, 128): the nearer K.
+        assert_eq!(pick(99, 100, 1, 200), Some((1, 56.0)));
+        // Equal distances (96): the later entry, the larger K.
+        assert_eq!(pick(99, 100, 1, 160), Some((1, 96.0)));
+        // N above the cell's: the next N of the same M.
+        assert_eq!(pick(99, 200, 1, 10), Some((2, 118.0)));
+        // M % 3 fails both entries of (128, 128): the next cell in table
+        // order, (128, 256), answers whatever its K.
+        assert_eq!(pick(100, 100, 1, 200), Some((2, 72.0)));
+        // Past the largest M and N: clamped to the last cell.
+        assert_eq!(pick(5000, 5000, 1, 1), Some((5, 1023.0)));
+        // The last cell fails and no cell follows: backward from it, the
+        // first passing entry (4 needs an even M, 3 always passes).
+        assert_eq!(pick(300, 300, 1, 10), Some((4, 502.0)));
+        assert_eq!(pick(301, 300, 1, 10), Some((3, 118.0)));
+        // Batch 4: the first pass finds (128, 128) → 1, then the batch is
+        // folded into N (M 63 ≤ N 100): N 400 → the (128, 256) cell.
+        assert_eq!(pick(63, 100, 4, 200), Some((2, 72.0)));
+        assert_eq!(pick(63, 100, 1, 200), Some((1, 56.0)));
+    }
+
     /// Tensile's search as its host library writes it: no tree, no memo,
     /// each candidate's predicates evaluated when it could win.
     fn reference(
@@ -764,7 +1318,7 @@ mod tests {
                 && let Target::Solution(id) = m.targets[i]
             {
                 let sol = &file.solutions[id as usize];
-                if sol.hardware_predicate.eval(hw) && sol.problem_predicate.eval(q) {
+                if sol.holds(hw, q) {
                     (*best, *best_d, best_speed) = (Some(id), d, m.speeds[i]);
                 }
             }
