@@ -656,7 +656,15 @@ impl Solution {
                 }
                 "sizeMapping" => {
                     d.push_key("sizeMapping");
-                    size_mapping = Some(interner.size_mapping(d)?);
+                    // TensileLite's size mappings carry per-kernel tuning
+                    // values and are nearly all distinct: caching them by
+                    // their bytes costs more than it saves (its files put
+                    // `taskPredicate` first). rocBLAS's repeat.
+                    size_mapping = Some(if task_predicate.is_some() {
+                        SizeMapping::decode(d)?
+                    } else {
+                        interner.size_mapping(d)?
+                    });
                     d.pop();
                 }
                 "debugKernel" => debug_kernel = Some(d.bool()?),

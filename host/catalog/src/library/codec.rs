@@ -366,6 +366,9 @@ impl Node {
                 let n = d.array_len()?;
                 let cap = d.r.reservation(n);
                 speeds.reserve(cap);
+                if let Some(raw) = cx.raw {
+                    raw.borrow_mut().reserve(cap);
+                }
                 keys.reserve(cap * 4);
                 targets.reserve(cap);
                 arities.reserve(cap);
@@ -478,11 +481,21 @@ impl Node {
                 ka < kb || (ka == kb && speeds[a as usize] > speeds[b as usize])
             });
         }
-        let mut sorted_keys = Vec::with_capacity(keys.len());
-        for &i in &order {
-            sorted_keys.extend_from_slice(key_of(i));
-        }
-        let targets: Box<[Target]> = order.iter().map(|&i| targets[i as usize]).collect();
+        // Already in order: the vectors are the sorted table as they are.
+        let (sorted_keys, targets, speeds): (Vec<i64>, Box<[Target]>, Box<[f64]>) =
+            if strictly_sorted {
+                (keys, targets.into_boxed_slice(), speeds.into_boxed_slice())
+            } else {
+                let mut sorted_keys = Vec::with_capacity(keys.len());
+                for &i in &order {
+                    sorted_keys.extend_from_slice(key_of(i));
+                }
+                (
+                    sorted_keys,
+                    order.iter().map(|&i| targets[i as usize]).collect(),
+                    order.iter().map(|&i| speeds[i as usize]).collect(),
+                )
+            };
         let boxes = match distance {
             Distance::Euclidean | Distance::Manhattan if values.is_empty() => {
                 BoxTree::build(&sorted_keys, arity)
@@ -495,7 +508,7 @@ impl Node {
             properties: properties.into_boxed_slice(),
             distance,
             keys: sorted_keys.into_boxed_slice(),
-            speeds: order.iter().map(|&i| speeds[i as usize]).collect(),
+            speeds,
             targets,
             file_pos: order.into_boxed_slice(),
             values,
