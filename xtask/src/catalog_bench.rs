@@ -287,11 +287,11 @@ fn uncached_passes(
     let worst = |q: f64| passes.iter().map(|t| percentile(t, q)).fold(0.0, f64::max);
     let (median, p99) = (worst(0.5), worst(0.99));
     println!(
-        "{indent}median     {median:>8.0} ns    target ≤ {MEDIAN_NS} ns  {}   (worst pass)",
+        "{indent}  median     {median:>8.0} ns    target ≤ {MEDIAN_NS} ns  {}   (worst pass)",
         verdict(median <= MEDIAN_NS)
     );
     println!(
-        "{indent}p99        {p99:>8.0} ns    target ≤ {P99_NS} ns  {}   (worst pass)",
+        "{indent}  p99        {p99:>8.0} ns    target ≤ {P99_NS} ns  {}   (worst pass)",
         verdict(p99 <= P99_NS)
     );
 }

@@ -729,13 +729,20 @@ pub fn from_description_text(text_in: &str, out: &Path) -> Result<Vec<PathBuf>, 
 /// TensileLite's class leaves of a row and its solutions for a kernel of
 /// `types` (A, B, C, D) without epilogue features: the 18 of hipBLASLt
 /// 7.1.1's lazy rows but `F32XdlMathOp` (which solutions carry, so one row
-/// holds f32 and xf32 kernels), in its order. The compute type is f32.
+/// holds f32 and xf32 kernels), in its order. The compute type is
+/// hipBLASLt's for the output type: `Double` for f64, `Int32` for integers,
+/// `Float` otherwise.
 fn lite_class_predicates(types: &[Value], hpa: bool) -> Result<Vec<Value>, String> {
     let ty = |v: &Value| match v {
         Value::Str(n) => DataType::from_name(n).ok_or(format!("{n:?} is not a type name")),
         other => Err(format!("{other:?} is not a type name")),
     };
     let (a, b, d) = (ty(&types[0])?, ty(&types[1])?, ty(&types[3])?);
+    let compute = match d {
+        DataType::Double => DataType::Double,
+        DataType::Int8 | DataType::Int32 | DataType::Int8x4 | DataType::Int64 => DataType::Int32,
+        _ => DataType::Float,
+    };
     let mut five = types.to_vec();
     five.push(s(DataType::compute_input_of(a, b).name()));
     let flag = |name: &str, v: bool| typed(name, Some(Value::Bool(v)));
@@ -743,7 +750,7 @@ fn lite_class_predicates(types: &[Value], hpa: bool) -> Result<Vec<Value>, Strin
         typed("TypesEqual", Some(Value::Array(five))),
         flag("HighPrecisionAccumulate", hpa),
         typed("Activation", Some(s("None"))),
-        typed("ActivationComputeType", Some(s("Float"))),
+        typed("ActivationComputeType", Some(s(compute.name()))),
         flag("ActivationNoGuard", false),
         flag("UseGradient", false),
         typed("UseBias", Some(Value::UInt(0))),

@@ -13,18 +13,23 @@
 //! ```
 //!
 //! Catalogs are read from Tensile's MessagePack (`.dat`) or YAML files and
-//! written back in the same layout (real rocBLAS and hipBLASLt catalogs load
-//! and select). With lazy loading, a parent `TensileLibrary_lazy_<gfx>.dat`
-//! holds `Placeholder` nodes naming child files, read the first time a query
-//! reaches them and kept; the code object behind a selected solution is
-//! loaded on first use, once ([`CodeObjects`]).
+//! written back in the same layout. Both formats in use load and select:
+//! Tensile 4.x (rocBLAS 5.5's catalogs) and TensileLite (hipBLASLt 7.x:
+//! five-type `TypesEqual`, feature predicates, task predicates, `GridBased`
+//! tables, the lazy mapping file; `host/catalog/TENSILELITE.md`). With lazy
+//! loading, a parent `TensileLibrary_lazy_<gfx>.dat` holds `Placeholder`
+//! nodes naming child files, read the first time a query reaches them and
+//! kept ([`Catalog::open_eager`] reads them all up front); a TensileLite
+//! [`LazyMapping`] finds a solution's child by its index
+//! ([`Catalog::solution_by_index`]); the code object behind a selected
+//! solution is loaded on first use, once ([`CodeObjects`]).
 //!
-//! Selection reproduces Tensile's semantics (see [`library`]); with
-//! `AQUEDUCT_CATALOG_DEBUG=1` every selection prints a trace in the manner
-//! of `TENSILE_DB` to standard error.
+//! Selection reproduces Tensile's and TensileLite's semantics (see
+//! [`library`]); with `AQUEDUCT_CATALOG_DEBUG=1` every selection prints a
+//! trace in the manner of `TENSILE_DB` to standard error.
 //!
 //! Module map: [`msgpack`] (streaming reader, writer), [`yaml`], [`problem`]
-//! (the GEMM as Tensile poses it), [`hardware`] (the GPU, chip-ID fallback
+//! (the GEMM as Tensile and hipBLASLt pose it), [`lazy_mapping`], [`hardware`] (the GPU, chip-ID fallback
 //! edges, hardware-row order), [`predicate`], [`solution`], [`library`]
 //! (the node model, with its selection and its MessagePack codec in rooms of
 //! their own), `box_tree` (the exact nearest-entry search of large Matching

@@ -21,7 +21,9 @@
 //! Sources: Tensile 4.36 (rocm-5.5.1) `ContractionProblem.cpp` (`GEMM_Strides`,
 //! `normalize`, `getOperationIdentifier`) and rocBLAS 5.5.1
 //! `tensile_host.cpp` (`ConstructTensileProblem`), which is how the rocBLAS
-//! catalog expects problems to be posed.
+//! catalog expects problems to be posed; for TensileLite's fields, hipBLASLt's
+//! `tensile_host.cpp` and TensileLite's `ContractionProblem.hpp`
+//! (`host/catalog/TENSILELITE.md` §5), which [`Problem::hipblaslt`] follows.
 
 use std::fmt;
 
@@ -297,10 +299,13 @@ impl ScaleMode {
     }
 }
 
-/// A GEMM as Tensile sees it. Build one with [`Problem::gemm`] and adjust
-/// the public fields. The defaults: packed leading dimensions, one batch,
-/// packed batch strides, C = D, alpha 1, beta 0, no workspace, every flag
-/// off, any kernel language and arithmetic unit, device efficiency.
+/// A GEMM as Tensile sees it. Build one with [`Problem::gemm`] (or
+/// [`Problem::hipblaslt`] for a hipBLASLt catalog) and adjust the public
+/// fields. The defaults: packed leading dimensions, one batch, packed batch
+/// strides, C = D, alpha 1, beta 0, no workspace, every flag off, any
+/// kernel language and arithmetic unit, device efficiency; TensileLite's
+/// compute and compute-input types equal to the data type, no activation,
+/// bias, E output, grouping, scaling, sparsity, amax or swizzle, `gsu` 0.
 ///
 /// rocBLAS 5.5.1 (`tensile_host.cpp`, `ConstructTensileProblem`, at tag
 /// rocm-5.5.1) poses the same for a plain `rocblas_sgemm` except in two

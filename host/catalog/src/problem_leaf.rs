@@ -228,8 +228,9 @@ leaves! {
     LeadingFree0SizesGreaterOrEqual, "LeadingFree0SizesGreaterOrEqual", None, U64, false, AT_LEAST,
         |l, p| p.m >= l.number(),
         |_, p| p.m.to_string();
+    // TensileLite also lets a grouped GEMM's empty member (N = 0) pass.
     LeadingFree1SizesGreaterOrEqual, "LeadingFree1SizesGreaterOrEqual", None, U64, false, AT_LEAST,
-        |l, p| p.n >= l.number(),
+        |l, p| p.n >= l.number() || (p.grouped_gemm && p.n == 0),
         |_, p| p.n.to_string();
     SizeEqual, "SizeEqual", Unsigned, U64, false, EQUAL,
         |l, p| size(p, l.index) == Some(l.number()),

@@ -1,8 +1,10 @@
 //! Solutions: one kernel each, with the conditions under which it may run.
 //!
-//! Only `index`, the two predicates and `sizeMapping.sourceKernel` matter to
-//! selection; the rest is kept so that a catalog can be written back and so
-//! that callers can launch the kernel (work-group and tile sizes). Keys a
+//! Only `index`, the predicates (hardware, problem and, in TensileLite,
+//! task: the latter reads `sizeMapping`'s split, macro tile and workspace
+//! per element) and `sizeMapping.sourceKernel` matter to selection; the
+//! rest is kept so that a catalog can be written back and so that callers
+//! can launch the kernel (work-group and tile sizes, `kernelName`). Keys a
 //! solution map may carry beyond these are skipped, as Tensile skips them.
 //! `codeObject` is aqueduct's own optional key: the file, next to the
 //! catalog, that holds the kernel (Tensile derives it from the lazy child's

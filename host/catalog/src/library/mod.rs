@@ -34,6 +34,18 @@
 //!   why it is the same answer.)
 //! - A DecisionTree returns the value of the first tree that predicts
 //!   true, even when that solution's predicates fail (then: no answer).
+//! - TensileLite (hipBLASLt 7.x, `host/catalog/TENSILELITE.md`): a solution
+//!   also needs its task predicate (`WorkspaceCheck`). A `GridBased` table
+//!   (keys M, N, batch, K) is walked cell by cell: the cell at the least
+//!   grid M not below the query's (or the largest), in it the least N not
+//!   below (or the largest), its first batch run not below; there the
+//!   passing entry nearest in K, ties to the later entry; no passing entry
+//!   moves the walk to the next cell in table order (a later M again from
+//!   its first N not below the query's); on the first pass a batch other
+//!   than 1 is folded into the larger of M and N and the walk restarts;
+//!   off the table's end, the latest passing entry before the last cell
+//!   examined answers. Untraced, the same answer is found from the passing
+//!   solution groups without visiting the cells in between.
 //!
 //! Three rooms: this one is the node model; `select` answers queries on
 //! it (the rules above); `codec` reads and writes it as Tensile's

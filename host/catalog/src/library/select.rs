@@ -873,7 +873,15 @@ impl Matching {
             );
             &self.group_positions[lo..hi]
         };
-        if b_hi != len {
+        // Where the walk looks next: the first entry from `from` whose M is
+        // at least the (possibly folded) query's, or the largest M. Past
+        // the table, the walk ends with the first cell's batch run.
+        let from = if b_hi != len {
+            self.first_at_least(from, len, GM, want[GM].min(self.key(len - 1)[GM]))
+        } else {
+            len
+        };
+        if from < len {
             // The first examined entry of a passing group: groups in order
             // of their first entry from `from`, until none can come first.
             let mut order: Vec<(u32, usize)> = passing
@@ -898,6 +906,7 @@ impl Matching {
             if let Some(p) = first {
                 // Its cell answers: the passing entry nearest in K.
                 let (_, lo, hi) = self.grid_examined_cell(p, want)?;
+                debug_assert!(lo <= p && p < hi);
                 let best =
                     self.grid_nearest(lo, hi, want, |i| groups[self.local[i] as usize] == PASSES);
                 return best.and_then(|i| hit(i, want));
@@ -920,10 +929,11 @@ impl Matching {
             .and_then(|i| hit(i, want))
     }
 
-    /// The cell entry `p` is in, if the walk examines it for `want` after
-    /// leaving the M run it starts in (every M run after the first is
-    /// entered at its first N at least the query's, or its largest): the
-    /// cell's end and its examined batch run.
+    /// The cell entry `p` is in, when the walk (past its first cell, in
+    /// an M run it enters at its first N at least the query's, or its
+    /// largest) examines that cell for `want`: the cell's end and its
+    /// examined batch run (which `p` may lie outside of). `None` when the
+    /// walk passes over the cell.
     fn grid_examined_cell(&self, p: usize, want: &[i64; 4]) -> Option<(usize, usize, usize)> {
         let len = self.len();
         let k = self.key(p);
@@ -940,12 +950,11 @@ impl Matching {
             GB,
             want[GB].min(self.key(cell_hi - 1)[GB]),
         );
-        let b_hi = self.run_end(b_lo, cell_hi, GB);
-        (b_lo <= p && p < b_hi).then_some((cell_hi, b_lo, b_hi))
+        Some((cell_hi, b_lo, self.run_end(b_lo, cell_hi, GB)))
     }
 
     /// The first of `positions` (sorted) in `from..limit` that the walk
-    /// examines.
+    /// examines (`from` at or past the walk's M threshold).
     fn grid_first_examined(
         &self,
         positions: &[u32],
@@ -959,18 +968,17 @@ impl Matching {
             if p >= limit {
                 return None;
             }
-            if self.grid_examined_cell(p, want).is_some() {
-                return Some(p);
-            }
             // Skip to where the walk could next examine: the run's first
-            // examined N, or the next cell.
-            let k = self.key(p);
-            let run_hi = self.run_end(p, self.len(), GM);
-            let threshold = want[GN].min(self.key(run_hi - 1)[GN]);
-            let next = if k[GN] < threshold {
-                self.first_at_least(p, run_hi, GN, threshold)
-            } else {
-                self.run_end(p, run_hi, GN)
+            // examined N, the cell's examined batch run, or the next cell.
+            let next = match self.grid_examined_cell(p, want) {
+                Some((_, lo, hi)) if lo <= p && p < hi => return Some(p),
+                Some((_, lo, _)) if p < lo => lo,
+                Some((cell_hi, _, _)) => cell_hi,
+                None => {
+                    let run_hi = self.run_end(p, self.len(), GM);
+                    let threshold = want[GN].min(self.key(run_hi - 1)[GN]);
+                    self.first_at_least(p, run_hi, GN, threshold)
+                }
             };
             i = positions.partition_point(|&x| (x as usize) < next.max(p + 1));
         }
@@ -1199,6 +1207,92 @@ mod tests {
         Catalog::from_msgpack(&w.out).unwrap()
     }
 
+    /// A catalog whose root is one GridBased table over (M, N, batch, K):
+    /// `entries` are (key, solution index).
+    fn grid_catalog(sols: Vec<Value>, entries: &[([u64; 4], u64)]) -> Catalog {
+        let table = entries
+            .iter()
+            .map(|(k, i)| {
+                map(vec![
+                    (
+                        "key",
+                        Value::Array(k.iter().map(|&x| Value::UInt(x)).collect()),
+                    ),
+                    ("index", Value::UInt(*i)),
+                ])
+            })
+            .collect();
+        let prop = |t: &str| map(vec![("type", s(t)), ("index", Value::UInt(0))]);
+        let properties = ["FreeSizeA", "FreeSizeB", "BatchSize", "BoundSize"].map(prop);
+        let tree = map(vec![
+            ("solutions", Value::Array(sols)),
+            (
+                "library",
+                map(vec![
+                    ("type", s("Matching")),
+                    ("properties", Value::Array(properties.to_vec())),
+                    ("table", Value::Array(table)),
+                    ("distance", s("GridBased")),
+                ]),
+            ),
+        ]);
+        let mut w = crate::msgpack::Writer::new();
+        tree.write(&mut w);
+        Catalog::from_msgpack(&w.out).unwrap()
+    }
+
+    /// The untraced GridBased search (answered from the passing groups
+    /// after the first cell) against the cell-by-cell walk, on random small
+    /// tables with several batch values per cell (folds that restart and
+    /// folds that do not), duplicate keys and solutions that fail.
+    #[test]
+    fn grid_based_fast_answers_as_the_walk_on_random_tables() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let hw = Hardware::new("gfx90a", 104, None);
+        let pick = |rng: &mut Rng, from: &[u64]| from[rng.below(from.len() as u64) as usize];
+        let mut disagreements = Vec::new();
+        for trial in 0..4000 {
+            // Six solutions: M a multiple of 1, 2 or 3; K at least 0 or 4.
+            let sols = (0..6)
+                .map(|i| solution(i, pick(&mut rng, &[1, 1, 2, 3]), pick(&mut rng, &[0, 0, 4])))
+                .collect();
+            let entries: Vec<([u64; 4], u64)> = (0..1 + rng.below(14))
+                .map(|_| {
+                    let key = [
+                        pick(&mut rng, &[1, 2, 4, 8]),
+                        pick(&mut rng, &[1, 2, 4]),
+                        pick(&mut rng, &[1, 1, 2, 4]),
+                        pick(&mut rng, &[1, 2, 4, 8]),
+                    ];
+                    (key, rng.below(6))
+                })
+                .collect();
+            let catalog = grid_catalog(sols, &entries);
+            for _ in 0..8 {
+                let (m, n) = (1 + rng.below(12), 1 + rng.below(6));
+                let (k, batch) = (1 + rng.below(10), pick(&mut rng, &[1, 1, 2, 3, 4]));
+                let p = Problem::gemm(Transpose::None, Transpose::None, m, n, k, DataType::Float)
+                    .with_batch(batch);
+                let answer =
+                    |s: Option<crate::Selected<'_>>| s.map(|s| (s.solution.index, s.fitness));
+                let fast = answer(catalog.select(&p, &hw).unwrap());
+                let walked = answer(catalog.select_walking(&p, &hw).unwrap());
+                if fast != walked {
+                    disagreements.push(format!(
+                        "trial {trial}: {m}x{n}x{k} batch {batch} on {entries:?}: fast {fast:?}, walk {walked:?}"
+                    ));
+                }
+            }
+        }
+        let shown = &disagreements[..disagreements.len().min(5)];
+        assert!(
+            disagreements.is_empty(),
+            "{} disagreements:\n{}",
+            disagreements.len(),
+            shown.join("\n")
+        );
+    }
+
     /// TensileLite's GridBased walk (TENSILELITE.md §8.4) on a small grid,
     /// each answer worked out by hand from that description. Entries
     /// (M, N, batch, K) → solution: (128,128,1,64) → 0, (128,128,1,256) →
@@ -1223,42 +1317,7 @@ mod tests {
             ([256, 128, 1, 128], 3),
             ([128, 256, 1, 128], 2),
         ];
-        let table = entries
-            .iter()
-            .map(|(k, i)| {
-                map(vec![
-                    (
-                        "key",
-                        Value::Array(k.iter().map(|&x| Value::UInt(x)).collect()),
-                    ),
-                    ("index", Value::UInt(*i)),
-                ])
-            })
-            .collect();
-        let prop = |t: &str| map(vec![("type", s(t)), ("index", Value::UInt(0))]);
-        let tree = map(vec![
-            ("solutions", Value::Array(sols)),
-            (
-                "library",
-                map(vec![
-                    ("type", s("Matching")),
-                    (
-                        "properties",
-                        Value::Array(vec![
-                            prop("FreeSizeA"),
-                            prop("FreeSizeB"),
-                            prop("BatchSize"),
-                            prop("BoundSize"),
-                        ]),
-                    ),
-                    ("table", Value::Array(table)),
-                    ("distance", s("GridBased")),
-                ]),
-            ),
-        ]);
-        let mut w = crate::msgpack::Writer::new();
-        tree.write(&mut w);
-        let catalog = Catalog::from_msgpack(&w.out).unwrap();
+        let catalog = grid_catalog(sols, &entries);
         let hw = Hardware::new("gfx90a", 104, None);
         let pick = |m, n, batch, k| {
             let p = Problem::gemm(Transpose::None, Transpose::None, m, n, k, DataType::Float)
