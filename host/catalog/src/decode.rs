@@ -113,8 +113,60 @@ impl SeenKey {
 
 /// A tagged map whose `type` has been read; `len` entries remain.
 pub struct Typed {
-    pub ty: String,
+    pub ty: TypeName,
     pub len: usize,
+}
+
+/// A `type` value, held inline when short (every node and predicate type
+/// name is): catalogs name a type per predicate leaf, tens of thousands
+/// of times per file.
+pub struct TypeName {
+    inline: [u8; 40],
+    len: u8,
+    heap: Option<Box<str>>,
+}
+
+impl TypeName {
+    fn read(d: &mut Decoder<'_>) -> Result<Self> {
+        let mut name = TypeName {
+            inline: [0; 40],
+            len: 0,
+            heap: None,
+        };
+        let s = match d.r.str() {
+            Ok(s) => s,
+            Err(e) => return Err(d.msgpack(e)),
+        };
+        match u8::try_from(s.len()) {
+            Ok(n) if s.len() <= name.inline.len() => {
+                name.inline[..s.len()].copy_from_slice(s.as_bytes());
+                name.len = n;
+            }
+            _ => name.heap = Some(s.into()),
+        }
+        Ok(name)
+    }
+
+    /// The name (read as UTF-8 text).
+    pub fn as_str(&self) -> &str {
+        match &self.heap {
+            Some(s) => s,
+            None => std::str::from_utf8(&self.inline[..self.len as usize]).unwrap_or_default(),
+        }
+    }
+}
+
+impl std::ops::Deref for TypeName {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl PartialEq<&str> for TypeName {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
 }
 
 impl<'r> Decoder<'r> {
@@ -322,14 +374,14 @@ impl<'r> Decoder<'r> {
         self.r.mark();
         if self.key_is("type")? {
             self.r.unmark();
-            let ty = self.string()?;
+            let ty = TypeName::read(self)?;
             return Ok(Typed { ty, len: len - 1 });
         }
         let found = (|| {
             self.skip()?;
             for _ in 1..len {
                 if self.key_is("type")? {
-                    return self.string().map(Some);
+                    return TypeName::read(self).map(Some);
                 }
                 self.skip()?;
             }

@@ -84,7 +84,7 @@ fn property(d: &mut Decoder<'_>) -> Result<Property> {
         index = Some(d.u64()?);
         Ok(true)
     })?;
-    let name = t.ty.clone();
+    let name = t.ty.to_string();
     if Property::from_name(&name, 0).is_none() {
         return Err(d.unknown("property", &name));
     }
@@ -94,7 +94,7 @@ fn property(d: &mut Decoder<'_>) -> Result<Property> {
 
 fn feature(d: &mut Decoder<'_>) -> Result<Feature> {
     let t = d.typed()?;
-    let ty = t.ty.clone();
+    let ty = t.ty.to_string();
     let mut index = None;
     let mut scalar = None;
     let mut parts: [Option<f32>; 4] = [None; 4];

@@ -22,6 +22,11 @@ const HW_PREDICATES: usize = 8;
 /// A group's hardware predicate: none to test (TruePred).
 const NO_HW: u8 = u8::MAX;
 
+/// Entries an untraced GridBased search walks, after its first cell,
+/// before it judges every solution group instead (none in this crate's unit
+/// tests, whose small tables then exercise the group search).
+const GRID_WALK_ENTRIES: usize = if cfg!(test) { 0 } else { 128 };
+
 /// A GridBased key's coordinates: M, N, batch, K.
 const GM: usize = 0;
 const GN: usize = 1;
@@ -816,11 +821,12 @@ impl Matching {
 
     /// The untraced GridBased search ([`Matching::grid_search`]'s
     /// answer): groups judged through the leaf masks, once each. Its first
-    /// cell is examined as the walk examines it; when no entry there
-    /// passes, every group is judged, and the walk's answer is the first
-    /// entry of a passing group that lies in a cell the walk examines or,
-    /// if there is none, the last entry of a passing group before the
-    /// table's last examined cell.
+    /// cells are examined as the walk examines them (up to
+    /// [`GRID_WALK_ENTRIES`] entries after the first cell); when no entry
+    /// there passes, every group is judged, and the walk's answer is the
+    /// first entry of a passing group that lies in a cell the walk
+    /// examines or, if there is none, the last entry of a passing group
+    /// before the last cell the walk examines.
     fn grid_fast<'c>(
         &'c self,
         file: &'c crate::File,
@@ -858,6 +864,23 @@ impl Matching {
         }
         if let Some(i) = best {
             return hit(i, &want);
+        }
+        // A few more cells as the walk takes them, their groups judged as
+        // met (an answer is often near); past that many entries, the
+        // passing groups answer for the rest of the walk.
+        let mut budget = GRID_WALK_ENTRIES;
+        while b_hi != len && budget > 0 {
+            let Some(cell) = self.grid_cell(from, &want) else {
+                break;
+            };
+            (from, b_lo, b_hi) = cell;
+            budget = budget.saturating_sub(b_hi - b_lo + 1);
+            let best = self.grid_nearest(b_lo, b_hi, &want, |i| {
+                judged(self.local[i] as usize, groups)
+            });
+            if let Some(i) = best {
+                return hit(i, &want);
+            }
         }
         let want = &want;
         let mut passing = Vec::new();
