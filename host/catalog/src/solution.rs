@@ -257,7 +257,6 @@ pub struct Interner {
     by_bytes: HashMap<Vec<u8>, Arc<SolutionPredicate>, Fx>,
     types: HashMap<Vec<u8>, Arc<ProblemType>, Fx>,
     mappings: HashMap<Vec<u8>, (SizeMapping, u32), Fx>,
-    predicates: HashMap<ProblemPredicate, Arc<SolutionPredicate>, Fx>,
     leaf_ids: HashMap<ProblemLeaf, u16, Fx>,
     /// The distinct leaves of `And`-of-leaves predicates, by id (at most
     /// 65 536: a predicate with a leaf beyond gets no ids).
@@ -317,12 +316,11 @@ impl Interner {
         Ok(shared)
     }
 
-    /// The shared form of `tree`: the one made for an equal tree before,
-    /// or a new one with its leaves numbered.
+    /// The shared form of a newly read `tree`, its leaves numbered.
+    /// Predicates are shared when their bytes are equal ([`Interner::read`]);
+    /// an equal tree written differently gets its own (it then only forms
+    /// its own group in a table walk).
     pub fn intern(&mut self, tree: ProblemPredicate) -> Arc<SolutionPredicate> {
-        if let Some(shared) = self.predicates.get(&tree) {
-            return shared.clone();
-        }
         let leaf_ids = match &tree {
             Predicate::And(items) => items
                 .iter()
@@ -333,12 +331,7 @@ impl Interner {
                 .collect::<Option<Box<[u16]>>>(),
             _ => None,
         };
-        let shared = Arc::new(SolutionPredicate {
-            tree: tree.clone(),
-            leaf_ids,
-        });
-        self.predicates.insert(tree, shared.clone());
-        shared
+        Arc::new(SolutionPredicate { tree, leaf_ids })
     }
 
     fn leaf_id(&mut self, leaf: &ProblemLeaf) -> Option<u16> {
