@@ -55,6 +55,9 @@ pub(super) struct Conditions {
     hw: Box<[u8]>,
     /// The distinct hardware predicates of the compiled groups.
     hw_predicates: Box<[crate::predicate::HardwarePredicate]>,
+    /// Per group: its representative has a task predicate (TensileLite),
+    /// so the judge reads the solution; rocBLAS's never do.
+    task: Box<[bool]>,
 }
 
 impl Conditions {
@@ -76,6 +79,13 @@ impl Conditions {
                     },
                 },
             )
+            .collect();
+        let task: Box<[bool]> = groups
+            .iter()
+            .map(|&id| {
+                list.get(id as usize)
+                    .is_some_and(|s| s.task_predicate.is_some())
+            })
             .collect();
         let hw_ok = |g: usize| hw[g] == NO_HW || (hw[g] as usize) < hw_predicates.len();
         let conjunction = |g: usize| {
@@ -103,6 +113,7 @@ impl Conditions {
             return Conditions {
                 compiled: vec![false; groups.len()].into_boxed_slice(),
                 hw,
+                task,
                 ..Conditions::default()
             };
         }
@@ -124,6 +135,7 @@ impl Conditions {
             compiled,
             hw,
             hw_predicates: hw_predicates.into_boxed_slice(),
+            task,
         }
     }
 }
@@ -201,7 +213,8 @@ impl<'a, 'q> Judge<'a, 'q> {
                 return false;
             }
         }
-        self.file.solutions[self.table.solutions[l] as usize].task_holds(self.q.problem)
+        !c.task[l]
+            || self.file.solutions[self.table.solutions[l] as usize].task_holds(self.q.problem)
     }
 }
 
