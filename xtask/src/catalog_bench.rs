@@ -1,5 +1,5 @@
 //! `cargo xtask catalog-bench`: issue 8's catalog benchmarks on rocBLAS's
-//! real 117 MB catalog.
+//! real 117 MB catalog, and issue 22's on hipBLASLt's TensileLite catalogs.
 //!
 //! 1. Eager load: each load runs in a fresh child process (this binary with
 //!    `--load-only`), which reports its wall time and its peak resident set
@@ -17,7 +17,7 @@
 //! 5. hipBLASLt 7.1.1's TensileLite catalogs (issue 22, [`run_tensilelite`]):
 //!    opening the mapping and one processor's lazy root, the first query of
 //!    a problem type (which reads its child file), and selection without a
-//!    cache over the ten processors' catalogs.
+//!    cache on each of the ten processors' catalogs in turn.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -110,12 +110,16 @@ enum Command {
     /// format: xtask/src/catalog_write.rs); prints each file written.
     #[command(verbatim_doc_comment)]
     Catalog(CatalogArgs),
-    /// Issue 8's catalog benchmarks on rocBLAS's 117 MB catalog
+    /// Catalog benchmarks: rocBLAS's 117 MB catalog and hipBLASLt's TensileLite catalogs
     ///
     /// rocBLAS's catalog is fetched from Debian trixie and cached (see
     /// xtask/src/rocblas_catalog.rs): eager load time and peak memory against
     /// Python's msgpack, selection with and without the result cache, lazy
-    /// loading; runs itself as a release build.
+    /// loading (issue 8). hipBLASLt 7.1.1's catalogs come from Debian sid
+    /// (xtask/src/hipblaslt_catalog.rs): opening the mapping and a lazy root,
+    /// the first query of each problem type, selection without the result
+    /// cache on each processor's catalog (issue 22). Runs itself as a
+    /// release build.
     #[command(verbatim_doc_comment)]
     CatalogBench(CatalogBenchArgs),
 }
