@@ -516,6 +516,7 @@ impl Node {
             local: Box::new([]),
             group_starts: Box::new([]),
             group_positions: Box::new([]),
+            grid: Default::default(),
         };
         if cx.raw.is_none() {
             m.group(cx.list);

@@ -375,6 +375,8 @@ pub struct Matching {
     pub group_starts: Box<[u32]>,
     /// GridBased tables: each group's entry positions, ascending.
     pub group_positions: Box<[u32]>,
+    /// GridBased tables: the runs and cells the fast walk searches.
+    grid: select::GridIndex,
     /// The tree that answers Euclidean and Manhattan tables (None for
     /// other distances, tables with sub-libraries, and tables outside the
     /// tree's exact limits: those are walked as Tensile walks them).

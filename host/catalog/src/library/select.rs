@@ -218,6 +218,75 @@ impl<'a, 'q> Judge<'a, 'q> {
     }
 }
 
+/// A GridBased table's runs of equal M and, within them, its cells (runs
+/// of equal N), each with where it starts, and a closing sentinel each:
+/// the fast walk searches these few kilobytes instead of the table's keys.
+#[derive(Debug, Default)]
+pub(super) struct GridIndex {
+    /// (M, first entry, first cell), then (i64::MAX, table length, cell count).
+    runs: Box<[(i64, u32, u32)]>,
+    /// (N, first entry), then (i64::MAX, table length).
+    cells: Box<[(i64, u32)]>,
+}
+
+impl GridIndex {
+    fn build(m: &Matching) -> GridIndex {
+        let (mut runs, mut cells) = (Vec::new(), Vec::new());
+        for i in 0..m.len() {
+            let k = m.key(i);
+            let new_run = i == 0 || m.key(i - 1)[GM] != k[GM];
+            if new_run {
+                runs.push((k[GM], i as u32, cells.len() as u32));
+            }
+            if new_run || m.key(i - 1)[GN] != k[GN] {
+                cells.push((k[GN], i as u32));
+            }
+        }
+        runs.push((i64::MAX, m.len() as u32, cells.len() as u32));
+        cells.push((i64::MAX, m.len() as u32));
+        GridIndex {
+            runs: runs.into_boxed_slice(),
+            cells: cells.into_boxed_slice(),
+        }
+    }
+
+    /// The run holding entry `p`.
+    fn run_of(&self, p: usize) -> usize {
+        self.runs.partition_point(|r| r.1 as usize <= p) - 1
+    }
+
+    /// The cell holding entry `p` of run `r`.
+    fn cell_of(&self, r: usize, p: usize) -> usize {
+        let (lo, hi) = (self.runs[r].2 as usize, self.runs[r + 1].2 as usize);
+        lo + self.cells[lo..hi].partition_point(|c| c.1 as usize <= p) - 1
+    }
+
+    /// The first cell of run `r` from cell `c` on whose N is at least the
+    /// walk's threshold for `want_n` (the least of it and the run's
+    /// largest N, so there is one).
+    fn examined_from(&self, r: usize, c: usize, want_n: i64) -> usize {
+        let end = self.runs[r + 1].2 as usize;
+        let threshold = want_n.min(self.cells[end - 1].0);
+        c + self.cells[c..end].partition_point(|x| x.0 < threshold)
+    }
+
+    /// The first entry from `from` whose M is at least `m` (or the
+    /// table's length).
+    fn m_from(&self, from: usize, m: i64) -> usize {
+        let len = self.runs[self.runs.len() - 1].1 as usize;
+        if from >= len {
+            return len;
+        }
+        let r = self.run_of(from);
+        if self.runs[r].0 >= m {
+            return from;
+        }
+        let runs = &self.runs[..self.runs.len() - 1];
+        let next = runs.partition_point(|x| x.0 < m);
+        runs.get(next).map_or(len, |x| x.1 as usize)
+    }
+}
+
 impl Matching {
     /// Groups the table's solutions by condition and builds what walks
     /// read about them (needs the solutions themselves).
@@ -304,6 +373,7 @@ impl Matching {
             }
             self.group_starts = starts.into_boxed_slice();
             self.group_positions = positions.into_boxed_slice();
+            self.grid = GridIndex::build(self);
         }
         self.solutions = solutions.into_boxed_slice();
         self.local = local;
@@ -704,6 +774,25 @@ impl Matching {
         Some((cell_end, b_lo, self.run_end(b_lo, cell_end, GB)))
     }
 
+    /// [`Matching::grid_cell`] through the table's [`GridIndex`] (the fast
+    /// path; the literal walk keeps the plain search as its reference).
+    fn grid_cell_fast(&self, from: usize, want: &[i64; 4]) -> Option<(usize, usize, usize)> {
+        let g = &self.grid;
+        let len = self.len();
+        let last_m = g.runs[g.runs.len() - 2].0;
+        let m_lo = g.m_from(from, want[GM].min(last_m));
+        if m_lo >= len {
+            return None;
+        }
+        let r = g.run_of(m_lo);
+        let c = g.examined_from(r, g.cell_of(r, m_lo), want[GN]);
+        let n_lo = (g.cells[c].1 as usize).max(m_lo);
+        let cell_end = g.cells[c + 1].1 as usize;
+        let b_lo =
+            self.first_at_least(n_lo, cell_end, GB, want[GB].min(self.key(cell_end - 1)[GB]));
+        Some((cell_end, b_lo, self.run_end(b_lo, cell_end, GB)))
+    }
+
     /// The batch fold of the walk's first pass: a batch other than 1 goes
     /// into the larger of M and N (N on a tie). Whether it changed `want`.
     fn grid_fold(want: &mut [i64; 4]) -> bool {
@@ -865,12 +954,12 @@ impl Matching {
             Target::Node(_) => None,
         };
         // The first cell, and again after a fold that restarts the walk.
-        let (mut from, mut b_lo, mut b_hi) = self.grid_cell(0, &want)?;
+        let (mut from, mut b_lo, mut b_hi) = self.grid_cell_fast(0, &want)?;
         let mut best = self.grid_nearest(b_lo, b_hi, &want, |i| {
             judged(self.local[i] as usize, groups)
         });
         if Self::grid_fold(&mut want) && self.key(best.unwrap_or(0))[GB] == 1 {
-            (from, b_lo, b_hi) = self.grid_cell(0, &want)?;
+            (from, b_lo, b_hi) = self.grid_cell_fast(0, &want)?;
             best = self.grid_nearest(b_lo, b_hi, &want, |i| {
                 judged(self.local[i] as usize, groups)
             });
@@ -883,7 +972,7 @@ impl Matching {
         // passing groups answer for the rest of the walk.
         let mut budget = GRID_WALK_ENTRIES;
         while b_hi != len && budget > 0 {
-            let Some(cell) = self.grid_cell(from, &want) else {
+            let Some(cell) = self.grid_cell_fast(from, &want) else {
                 break;
             };
             (from, b_lo, b_hi) = cell;
@@ -913,7 +1002,7 @@ impl Matching {
         // at least the (possibly folded) query's, or the largest M. Past
         // the table, the walk ends with the first cell's batch run.
         let from = if b_hi != len {
-            self.first_at_least(from, len, GM, want[GM].min(self.key(len - 1)[GM]))
+            self.grid.m_from(from, want[GM].min(self.key(len - 1)[GM]))
         } else {
             len
         };
@@ -949,9 +1038,7 @@ impl Matching {
             }
             // The walk runs to the table's last cell; the backward scan
             // starts at its batch run.
-            let last_n = self.key(len - 1)[GN];
-            let m_lo = self.first_at_least(0, len, GM, self.key(len - 1)[GM]);
-            let cell_lo = self.first_at_least(m_lo, len, GN, last_n);
+            let cell_lo = self.grid.cells[self.grid.cells.len() - 2].1 as usize;
             b_lo = self.first_at_least(cell_lo, len, GB, want[GB].min(self.key(len - 1)[GB]));
         }
         passing
@@ -971,15 +1058,14 @@ impl Matching {
     /// examined batch run (which `p` may lie outside of). `None` when the
     /// walk passes over the cell.
     fn grid_examined_cell(&self, p: usize, want: &[i64; 4]) -> Option<(usize, usize, usize)> {
-        let len = self.len();
-        let k = self.key(p);
-        let run_lo = self.first_at_least(0, p + 1, GM, k[GM]);
-        let run_hi = self.run_end(p, len, GM);
-        if k[GN] < want[GN].min(self.key(run_hi - 1)[GN]) {
+        let g = &self.grid;
+        let r = g.run_of(p);
+        let c = g.cell_of(r, p);
+        let last = g.runs[r + 1].2 as usize - 1;
+        if g.cells[c].0 < want[GN].min(g.cells[last].0) {
             return None;
         }
-        let cell_lo = self.first_at_least(run_lo, run_hi, GN, k[GN]);
-        let cell_hi = self.run_end(cell_lo, run_hi, GN);
+        let (cell_lo, cell_hi) = (g.cells[c].1 as usize, g.cells[c + 1].1 as usize);
         let b_lo = self.first_at_least(
             cell_lo,
             cell_hi,
@@ -1011,9 +1097,9 @@ impl Matching {
                 Some((_, lo, _)) if p < lo => lo,
                 Some((cell_hi, _, _)) => cell_hi,
                 None => {
-                    let run_hi = self.run_end(p, self.len(), GM);
-                    let threshold = want[GN].min(self.key(run_hi - 1)[GN]);
-                    self.first_at_least(p, run_hi, GN, threshold)
+                    let g = &self.grid;
+                    let r = g.run_of(p);
+                    g.cells[g.examined_from(r, g.cell_of(r, p), want[GN])].1 as usize
                 }
             };
             i = positions.partition_point(|&x| (x as usize) < next.max(p + 1));
