@@ -10,21 +10,12 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use aqueduct::catalog::msgpack::{Reader, Value};
-use aqueduct::catalog::{Catalog, DataType, Hardware, LazyMapping, Problem, Transpose};
+use aqueduct::catalog::{Catalog, DataType, LazyMapping, Problem, Transpose};
 use xtask::catalog_queries::hipblaslt_problems;
-use xtask::hipblaslt_catalog::{MAPPING, VERSION, fetch};
-
-const PROCESSORS: [&str; 10] = [
-    "gfx908", "gfx90a", "gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151",
-    "gfx1200", "gfx1201",
-];
+use xtask::hipblaslt_catalog::{MAPPING, PROCESSORS, VERSION, fetch, hardware, root};
 
 fn catalogs() -> (PathBuf, String) {
     fetch().unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn root(dir: &Path, gfx: &str) -> PathBuf {
-    dir.join(format!("TensileLibrary_lazy_{gfx}.dat"))
 }
 
 #[test]
@@ -154,10 +145,6 @@ fn every_file_opens_and_every_solution_is_found_by_its_index() {
 // An independent judge: a solution's predicates from the raw file
 // ---------------------------------------------------------------------------
 
-fn get<'v>(map: &'v Value, key: &str) -> Option<&'v Value> {
-    map.get(key)
-}
-
 fn int(v: &Value) -> i64 {
     match v {
         Value::UInt(u) => *u as i64,
@@ -203,8 +190,8 @@ fn type_name(t: DataType) -> String {
 /// `params.gsu` 0).
 fn holds(pred: &Value, q: &Posed<'_>, size_mapping: &Value) -> bool {
     let p = q.p;
-    let ty = text(get(pred, "type").expect("type"));
-    let value = get(pred, "value");
+    let ty = text(pred.get("type").expect("type"));
+    let value = pred.get("value");
     let v = || value.expect("value");
     let ceil = |a: u64, b: i64| (a as f64 / b as f64).ceil();
     match ty {
@@ -216,7 +203,7 @@ fn holds(pred: &Value, q: &Posed<'_>, size_mapping: &Value) -> bool {
         "WorkspaceCheck" => {
             // No workspace is posed: only a solution without a split runs.
             assert_eq!(p.workspace_size, 0);
-            int(get(size_mapping, "globalSplitU").expect("GSU")) <= 1
+            int(size_mapping.get("globalSplitU").expect("GSU")) <= 1
         }
         "OperationIdentifierEqual" => text(v()) == p.operation_identifier(),
         "TypesEqual" => {
@@ -274,7 +261,7 @@ fn holds(pred: &Value, q: &Posed<'_>, size_mapping: &Value) -> bool {
                     <= 409_600.0
         }
         "BufferLoadOffsetLimitCheck" => {
-            let field = |k: &str| int(get(v(), k).expect(k)) as u128;
+            let field = |k: &str| int((v()).get(k).expect(k)) as u128;
             let (sa, sb) = (
                 p.a_type.element_bytes() as u128,
                 p.b_type.element_bytes() as u128,
@@ -308,15 +295,15 @@ impl RawSolutions {
             let bytes = std::fs::read(file).expect("the child file");
             let mut r = Reader::from_bytes(&bytes);
             let whole = r.value(64).expect("MessagePack");
-            let Some(Value::Array(list)) = get(&whole, "solutions").cloned() else {
+            let Some(Value::Array(list)) = whole.get("solutions").cloned() else {
                 panic!("{}: no solutions", file.display());
             };
             RawFile {
                 solutions: list
                     .into_iter()
-                    .map(|s| (int(get(&s, "index").expect("index")), s))
+                    .map(|s| (int(s.get("index").expect("index")), s))
                     .collect(),
-                library: get(&whole, "library").expect("library").clone(),
+                library: whole.get("library").expect("library").clone(),
             }
         })
     }
@@ -329,10 +316,10 @@ impl RawSolutions {
 /// Whether raw solution `sol` may run the posed problem: its hardware,
 /// problem and task predicates, by [`holds`].
 fn runs(sol: &Value, q: &Posed<'_>) -> bool {
-    let sm = get(sol, "sizeMapping").expect("sizeMapping");
+    let sm = sol.get("sizeMapping").expect("sizeMapping");
     ["hardwarePredicate", "problemPredicate", "taskPredicate"]
         .iter()
-        .all(|key| holds(get(sol, key).expect(key), q, sm))
+        .all(|key| holds(sol.get(key).expect(key), q, sm))
 }
 
 /// A child file's answer, worked out from its raw MessagePack with
@@ -345,28 +332,28 @@ fn runs(sol: &Value, q: &Posed<'_>) -> bool {
 fn raw_answer(file: &RawFile, q: &Posed<'_>) -> Option<Option<([i64; 4], i64)>> {
     let p = q.p;
     let query = [p.m as i64, p.n as i64, p.batch as i64, p.k as i64];
-    for row in list(get(&file.library, "rows").expect("rows")) {
-        let pred = get(row, "predicate").expect("predicate");
-        let accepted = match text(get(pred, "type").expect("type")) {
+    for row in list(file.library.get("rows").expect("rows")) {
+        let pred = row.get("predicate").expect("predicate");
+        let accepted = match text(pred.get("type").expect("type")) {
             "TruePred" | "EqualityMatching" => true,
             _ => holds(pred, q, &Value::Nil),
         };
         if !accepted {
             continue;
         }
-        let table = get(row, "library").expect("library");
-        let entries: Vec<([i64; 4], i64)> = list(get(table, "table").expect("table"))
+        let table = row.get("library").expect("library");
+        let entries: Vec<([i64; 4], i64)> = list(table.get("table").expect("table"))
             .iter()
             .map(|e| {
-                let k: Vec<i64> = list(get(e, "key").expect("key")).iter().map(int).collect();
+                let k: Vec<i64> = list(e.get("key").expect("key")).iter().map(int).collect();
                 (
                     [k[0], k[1], k[2], k[3]],
-                    int(get(e, "index").expect("index")),
+                    int(e.get("index").expect("index")),
                 )
             })
             .collect();
         let ok = |i: usize| runs(&file.solutions[&entries[i].1], q);
-        let found = match text(get(table, "distance").expect("distance")) {
+        let found = match text(table.get("distance").expect("distance")) {
             "Equality" => {
                 let same: Vec<usize> = (0..entries.len())
                     .filter(|&i| entries[i].0 == query)
@@ -434,11 +421,12 @@ fn grid_walk(t: &[([i64; 4], i64)], mut q: [i64; 4], ok: impl Fn(usize) -> bool)
     (0..b_lo).rev().find(|&i| ok(i))
 }
 
-/// A few hundred plain GEMMs per processor: what the lazy catalog selects,
-/// an eagerly loaded one selects, a selector's plans select and a walk of
-/// GridBased tables cell by cell selects are the same solution, and its
-/// own predicates hold for the problem (judged from the raw file). The CU count is the one gfx90a's CU104 row names, so
-/// those rows are tried too.
+/// A few hundred plain GEMMs per processor, on [`hardware`] (gfx90a's
+/// CU104 rows are tried too): what the lazy catalog selects, an eagerly
+/// loaded one selects, a selector's plans select and a walk of GridBased
+/// tables cell by cell selects are the same solution; it is the entry the
+/// test works out itself from the child's raw file ([`raw_answer`]); and
+/// its own predicates hold for the problem (judged from the raw file).
 #[test]
 fn selections_agree_and_their_predicates_hold() {
     let (dir, _) = catalogs();
@@ -446,8 +434,8 @@ fn selections_agree_and_their_predicates_hold() {
     let problems = hipblaslt_problems(300 * PROCESSORS.len(), 22);
     let (mut asked, mut answered, mut independent) = (0usize, 0usize, 0usize);
     for (gfx, problems) in PROCESSORS.iter().copied().zip(problems.chunks(300)) {
-        let cus = if gfx == "gfx90a" { 104 } else { 60 };
-        let hw = Hardware::new(gfx, cus, None);
+        let hw = hardware(gfx);
+        let cus = hw.cu_count;
         let lazy = Catalog::open(root(&dir, gfx)).unwrap_or_else(|e| panic!("{e}"));
         let eager = Catalog::open_eager(root(&dir, gfx)).unwrap_or_else(|e| panic!("{e}"));
         let selector = eager.selector(hw.clone());
@@ -480,13 +468,13 @@ fn selections_agree_and_their_predicates_hold() {
                 });
                 let raw_file = raw.file(&file);
                 let same_key = |i: i64| {
-                    list(get(&raw_file.library, "rows").expect("rows"))
+                    list(raw_file.library.get("rows").expect("rows"))
                         .iter()
                         .any(|row| {
-                            let table = get(row, "library").expect("library");
-                            list(get(table, "table").expect("table")).iter().any(|e| {
-                                int(get(e, "index").expect("index")) == i
-                                    && list(get(e, "key").expect("key")).iter().map(int).eq(key)
+                            let table = row.get("library").expect("library");
+                            list(table.get("table").expect("table")).iter().any(|e| {
+                                int(e.get("index").expect("index")) == i
+                                    && list(e.get("key").expect("key")).iter().map(int).eq(key)
                             })
                         })
                 };
@@ -499,9 +487,9 @@ fn selections_agree_and_their_predicates_hold() {
                 independent += 1;
             }
             let sol = raw.get(&file, s.solution.index);
-            let sm = get(sol, "sizeMapping").expect("sizeMapping");
+            let sm = sol.get("sizeMapping").expect("sizeMapping");
             for key in ["hardwarePredicate", "problemPredicate", "taskPredicate"] {
-                let pred = get(sol, key).expect(key);
+                let pred = sol.get(key).expect(key);
                 assert!(
                     holds(pred, &q, sm),
                     "{gfx} {p:?}: solution {} fails its {key}",
@@ -541,7 +529,7 @@ fn a_traced_selection_names_the_tensilelite_predicates() {
         DataType::Half,
         DataType::Float,
     );
-    let (selected, trace) = catalog.select_traced(&p, &Hardware::new("gfx90a", 104, None));
+    let (selected, trace) = catalog.select_traced(&p, &hardware("gfx90a"));
     let selected = selected.expect("reads").expect("a solution");
     for name in [
         "CUCount",

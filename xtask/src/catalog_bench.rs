@@ -308,13 +308,10 @@ fn median(mut v: Vec<f64>) -> f64 {
 /// per processor.
 pub fn run_tensilelite(dir: &Path, version: &str, queries: usize) -> Result<(), String> {
     use crate::catalog_queries::{HIPBLASLT_CLASSES, hipblaslt_problems};
+    use crate::hipblaslt_catalog::{PROCESSORS, hardware};
     use aqueduct_catalog::{LazyMapping, Problem, Transpose};
-    const PROCESSORS: [&str; 10] = [
-        "gfx908", "gfx90a", "gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151",
-        "gfx1200", "gfx1201",
-    ];
     let err = |e: aqueduct_catalog::CatalogError| e.to_string();
-    let root = |gfx: &str| dir.join(format!("TensileLibrary_lazy_{gfx}.dat"));
+    let root = |gfx: &str| crate::hipblaslt_catalog::root(dir, gfx);
     println!(
         "
 hipBLASLt {version} TensileLite catalogs: {}",
@@ -350,7 +347,7 @@ hipBLASLt {version} TensileLite catalogs: {}",
     let mut firsts = Vec::new();
     let mut files_read = Vec::new();
     for gfx in PROCESSORS {
-        let hw = Hardware::new(gfx, if gfx == "gfx90a" { 104 } else { 60 }, None);
+        let hw = hardware(gfx);
         for (input, output, compute) in HIPBLASLT_CLASSES {
             let p = Problem::hipblaslt(
                 Transpose::None,
@@ -398,8 +395,9 @@ hipBLASLt {version} TensileLite catalogs: {}",
     // children loaded up front, one processor at a time.
     let problems = hipblaslt_problems(queries, 0x22_1173);
     let targets = PROCESSORS.iter().map(|gfx| {
-        let hw = Hardware::new(gfx, if *gfx == "gfx90a" { 104 } else { 60 }, None);
-        Catalog::open_eager(root(gfx)).map(|c| (c, hw)).map_err(err)
+        Catalog::open_eager(root(gfx))
+            .map(|c| (c, hardware(gfx)))
+            .map_err(err)
     });
     uncached_passes(
         targets,

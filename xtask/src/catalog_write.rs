@@ -331,10 +331,6 @@ fn lazy_mapping(ranges: &mut [(i64, i64, usize, String)]) -> Result<Vec<u8>, Str
 // Catalogs from a description
 // ---------------------------------------------------------------------------
 
-fn get<'v>(map: &'v Value, key: &str) -> Option<&'v Value> {
-    map.get(key)
-}
-
 fn list(v: Option<&Value>) -> &[Value] {
     match v {
         Some(Value::Array(items)) => items,
@@ -343,7 +339,7 @@ fn list(v: Option<&Value>) -> &[Value] {
 }
 
 fn text<'v>(v: &'v Value, key: &str, at: &str) -> Result<&'v str, String> {
-    match get(v, key) {
+    match v.get(key) {
         Some(Value::Str(s)) => Ok(s),
         _ => Err(format!("{at}: `{key}` must be a string")),
     }
@@ -418,14 +414,14 @@ pub fn from_description_text(text_in: &str, out: &Path) -> Result<Vec<PathBuf>, 
     let desc = Reader::from_bytes(&bytes)
         .value(64)
         .map_err(|e| e.to_string())?;
-    let lazy = matches!(get(&desc, "lazy"), Some(Value::Bool(true)));
-    let suffix = match get(&desc, "format") {
+    let lazy = matches!(desc.get("lazy"), Some(Value::Bool(true)));
+    let suffix = match desc.get("format") {
         None => ".dat",
         Some(Value::Str(f)) if f == "msgpack" => ".dat",
         Some(Value::Str(f)) if f == "yaml" => ".yaml",
         Some(other) => return Err(format!("format must be msgpack or yaml, not {other:?}")),
     };
-    let lite = match get(&desc, "layout") {
+    let lite = match desc.get("layout") {
         None => false,
         Some(Value::Str(l)) if l == "tensile" => false,
         Some(Value::Str(l)) if l == "tensilelite" => true,
@@ -437,18 +433,18 @@ pub fn from_description_text(text_in: &str, out: &Path) -> Result<Vec<PathBuf>, 
     };
     let mut solutions = Vec::new();
     let mut rows = Vec::new();
-    for (hi, hw) in list(get(&desc, "hardware")).iter().enumerate() {
+    for (hi, hw) in list(desc.get("hardware")).iter().enumerate() {
         let at = format!("hardware[{hi}]");
         let processor = text(hw, "processor", &at)?;
         if !aqueduct_catalog::hardware::is_processor_name(processor) {
             return Err(format!("{at}: {processor:?} is not a gfx processor name"));
         }
         let mut parts = vec![typed("Processor", Some(s(processor)))];
-        if let Some(cu) = get(hw, "cu_count") {
+        if let Some(cu) = hw.get("cu_count") {
             let cu = uint(cu).ok_or_else(|| format!("{at}: cu_count must be an integer"))?;
             parts.push(typed("CUCount", Some(Value::UInt(cu))));
         }
-        let chips: Vec<Value> = list(get(hw, "chip_ids"))
+        let chips: Vec<Value> = list(hw.get("chip_ids"))
             .iter()
             .map(|c| {
                 uint(c)
@@ -468,10 +464,10 @@ pub fn from_description_text(text_in: &str, out: &Path) -> Result<Vec<PathBuf>, 
         };
         let hw_pred = typed("AMDGPU", Some(gpu));
         let mut ops: Vec<(String, Vec<Value>)> = Vec::new();
-        for (pi, prob) in list(get(hw, "problems")).iter().enumerate() {
+        for (pi, prob) in list(hw.get("problems")).iter().enumerate() {
             let at = format!("{at}.problems[{pi}]");
             let op = text(prob, "operation", &at)?;
-            let types = list(get(prob, "types"));
+            let types = list(prob.get("types"));
             if types.len() != 4
                 || types
                     .iter()
@@ -480,10 +476,10 @@ pub fn from_description_text(text_in: &str, out: &Path) -> Result<Vec<PathBuf>, 
                 return Err(format!("{at}: types must be 4 Tensile type names"));
             }
             let hpa = matches!(
-                get(prob, "high_precision_accumulate"),
+                prob.get("high_precision_accumulate"),
                 Some(Value::Bool(true))
             );
-            let distance = match get(prob, "distance") {
+            let distance = match prob.get("distance") {
                 None if lite => "GridBased",
                 None => "Euclidean",
                 Some(Value::Str(d)) if lite && d != "GridBased" && d != "Equality" => {
@@ -502,15 +498,15 @@ pub fn from_description_text(text_in: &str, out: &Path) -> Result<Vec<PathBuf>, 
                 .unwrap_or_default();
             let mut table = Vec::new();
             let mut single = None;
-            for (si, sol) in list(get(prob, "solutions")).iter().enumerate() {
+            for (si, sol) in list(prob.get("solutions")).iter().enumerate() {
                 let at = format!("{at}.solutions[{si}]");
                 let index = solutions.len() as u64;
                 let mut preds = if lite {
                     let mut p = vec![typed("OperationIdentifierEqual", Some(s(op)))];
                     p.extend(class.iter().cloned());
-                    let own = list(get(sol, "predicates"));
+                    let own = list(sol.get("predicates"));
                     let has_math = own.iter().any(
-                        |l| matches!(get(l, "type"), Some(Value::Str(t)) if t == "F32XdlMathOp"),
+                        |l| matches!(l.get("type"), Some(Value::Str(t)) if t == "F32XdlMathOp"),
                     );
                     if !has_math {
                         p.push(typed("F32XdlMathOp", Some(s("Float"))));
@@ -519,7 +515,7 @@ pub fn from_description_text(text_in: &str, out: &Path) -> Result<Vec<PathBuf>, 
                 } else {
                     type_predicates(op, types, hpa)
                 };
-                preds.extend(list(get(sol, "predicates")).iter().cloned());
+                preds.extend(list(sol.get("predicates")).iter().cloned());
                 let mut fields = vec![
                     ("name", s(text(sol, "name", &at)?)),
                     (
@@ -545,7 +541,7 @@ pub fn from_description_text(text_in: &str, out: &Path) -> Result<Vec<PathBuf>, 
                             (
                                 "workGroup",
                                 Value::Array(
-                                    ints3(get(sol, "work_group"), [256, 1, 1], &at)?
+                                    ints3(sol.get("work_group"), [256, 1, 1], &at)?
                                         .into_iter()
                                         .map(|x| Value::UInt(x as u64))
                                         .collect(),
@@ -558,7 +554,7 @@ pub fn from_description_text(text_in: &str, out: &Path) -> Result<Vec<PathBuf>, 
                             (
                                 "macroTile",
                                 Value::Array(
-                                    ints3(get(sol, "macro_tile"), [1, 1, 1], &at)?
+                                    ints3(sol.get("macro_tile"), [1, 1, 1], &at)?
                                         .into_iter()
                                         .map(|x| Value::UInt(x as u64))
                                         .collect(),
@@ -574,7 +570,7 @@ pub fn from_description_text(text_in: &str, out: &Path) -> Result<Vec<PathBuf>, 
                             (
                                 "sourceKernel",
                                 Value::Bool(matches!(
-                                    get(sol, "source_kernel"),
+                                    sol.get("source_kernel"),
                                     Some(Value::Bool(true))
                                 )),
                             ),
@@ -588,7 +584,7 @@ pub fn from_description_text(text_in: &str, out: &Path) -> Result<Vec<PathBuf>, 
                     ("ideals", Value::Map(vec![])),
                     ("linearModel", Value::Map(vec![])),
                 ];
-                if let Some(co) = get(sol, "code_object") {
+                if let Some(co) = sol.get("code_object") {
                     let Value::Str(co) = co else {
                         return Err(format!("{at}: code_object must be a file name"));
                     };
@@ -599,7 +595,7 @@ pub fn from_description_text(text_in: &str, out: &Path) -> Result<Vec<PathBuf>, 
                     fields.push(("taskPredicate", typed("WorkspaceCheck", None)));
                 }
                 solutions.push(map(fields));
-                let sizes = list(get(sol, "sizes"));
+                let sizes = list(sol.get("sizes"));
                 if sizes.is_empty() {
                     if single.is_some() || !table.is_empty() {
                         return Err(format!("{at}: with several solutions, each needs `sizes`"));

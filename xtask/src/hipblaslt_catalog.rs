@@ -21,6 +21,24 @@ const SUITE: &str = "sid";
 /// The lazy mapping file's name.
 pub const MAPPING: &str = "TensileLiteLibrary_lazy_Mapping.dat";
 
+/// The processors the package has a lazy root for.
+pub const PROCESSORS: [&str; 10] = [
+    "gfx908", "gfx90a", "gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151",
+    "gfx1200", "gfx1201",
+];
+
+/// `gfx`'s lazy root in `dir`.
+pub fn root(dir: &Path, gfx: &str) -> PathBuf {
+    dir.join(format!("TensileLibrary_lazy_{gfx}.dat"))
+}
+
+/// The GPU the tests and the benchmark pose for `gfx`: an MI210's 104 CUs
+/// on gfx90a, so its `_CU104_` rows are tried too; 60 elsewhere (no row of
+/// the package names another count).
+pub fn hardware(gfx: &str) -> aqueduct_catalog::Hardware {
+    aqueduct_catalog::Hardware::new(gfx, if gfx == "gfx90a" { 104 } else { 60 }, None)
+}
+
 /// Where the catalogs land.
 pub fn dir() -> PathBuf {
     cache_dir().join("hipblaslt-sid")

@@ -515,6 +515,20 @@ mod tests {
         decode(&crate::yaml::to_msgpack(text).unwrap())
     }
 
+    /// Newer TensileLite's spelling `PciChipID` reads as the seed's
+    /// `PciChipId`, which the writer keeps.
+    #[test]
+    fn both_spellings_of_the_chip_id_predicate_read_alike() {
+        let seed: HardwarePredicate = yaml("{type: PciChipId, value: 30032}").unwrap();
+        let lite: HardwarePredicate = yaml("{type: PciChipID, value: 30032}").unwrap();
+        assert_eq!(seed, lite);
+        assert_eq!(lite, Predicate::Leaf(GpuLeaf::PciChipId(30032)));
+        let mut w = Writer::new();
+        lite.encode(&mut w);
+        assert_eq!(decode::<GpuLeaf>(&w.out).unwrap(), seed);
+        assert!(w.out.windows(9).any(|b| b == b"PciChipId"));
+    }
+
     fn mi355x_256() -> Hardware {
         Hardware {
             processor: "gfx950".into(),

@@ -735,6 +735,42 @@ impl Problem {
 mod tests {
     use super::*;
 
+    /// `Problem::hipblaslt` poses what TENSILELITE.md §5 says hipBLASLt
+    /// poses; alpha 0 poses K = 0.
+    #[test]
+    fn hipblaslt_poses_its_plain_gemm() {
+        let p = Problem::hipblaslt(
+            Transpose::None,
+            Transpose::Transpose,
+            64,
+            32,
+            16,
+            DataType::Float8,
+            DataType::BFloat8,
+            DataType::Float,
+            DataType::Float,
+        );
+        assert_eq!(p.compute_input_type, DataType::Float8BFloat8);
+        assert!(p.high_precision_accumulate);
+        assert_eq!((p.workspace_size, p.f32_xdl_math_op), (0, DataType::Float));
+        assert!(p.strided_batched && p.use_bias == 0 && p.activation == Activation::None);
+        let f32 = Problem::hipblaslt(
+            Transpose::None,
+            Transpose::None,
+            8,
+            8,
+            8,
+            DataType::Float,
+            DataType::Half,
+            DataType::Float,
+            DataType::Float,
+        );
+        assert_eq!(f32.compute_input_type, DataType::Half, "the smaller input");
+        assert!(!f32.high_precision_accumulate);
+        assert_eq!(f32.clone().with_hipblaslt_scalars(0.0, 1.0).k, 0);
+        assert_eq!(f32.with_hipblaslt_scalars(2.0, 1.0).k, 8);
+    }
+
     #[test]
     fn operation_identifiers_follow_tensiles_index_names() {
         let p = |a, b| Problem::gemm(a, b, 8, 8, 8, DataType::Float).operation_identifier();

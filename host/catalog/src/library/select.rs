@@ -769,9 +769,17 @@ impl Matching {
         let m_end = self.run_end(m_lo, len, GM);
         let n_lo = self.first_at_least(m_lo, m_end, GN, want[GN].min(self.key(m_end - 1)[GN]));
         let cell_end = self.run_end(n_lo, m_end, GN);
+        let (b_lo, b_hi) = self.grid_batch_run(n_lo, cell_end, want);
+        Some((cell_end, b_lo, b_hi))
+    }
+
+    /// The batch run the walk examines in the cell ending at `cell_end`,
+    /// looking from `from`: the first batch at least the query's (or the
+    /// cell's largest) and the end of its run.
+    fn grid_batch_run(&self, from: usize, cell_end: usize, want: &[i64; 4]) -> (usize, usize) {
         let b_lo =
-            self.first_at_least(n_lo, cell_end, GB, want[GB].min(self.key(cell_end - 1)[GB]));
-        Some((cell_end, b_lo, self.run_end(b_lo, cell_end, GB)))
+            self.first_at_least(from, cell_end, GB, want[GB].min(self.key(cell_end - 1)[GB]));
+        (b_lo, self.run_end(b_lo, cell_end, GB))
     }
 
     /// [`Matching::grid_cell`] through the table's [`GridIndex`] (the fast
@@ -788,9 +796,8 @@ impl Matching {
         let c = g.examined_from(r, g.cell_of(r, m_lo), want[GN]);
         let n_lo = (g.cells[c].1 as usize).max(m_lo);
         let cell_end = g.cells[c + 1].1 as usize;
-        let b_lo =
-            self.first_at_least(n_lo, cell_end, GB, want[GB].min(self.key(cell_end - 1)[GB]));
-        Some((cell_end, b_lo, self.run_end(b_lo, cell_end, GB)))
+        let (b_lo, b_hi) = self.grid_batch_run(n_lo, cell_end, want);
+        Some((cell_end, b_lo, b_hi))
     }
 
     /// The batch fold of the walk's first pass: a batch other than 1 goes
@@ -845,8 +852,9 @@ impl Matching {
     /// A traced search, or one asked to walk cells
     /// ([`Catalog::select_walking`](crate::Catalog::select_walking)), walks
     /// cell by cell as the source does. Otherwise [`Matching::grid_fast`]
-    /// answers: after the first cell, from the solution groups that pass —
-    /// the same entry, found without visiting the cells in between.
+    /// answers: the first cells as the walk takes them, then from the
+    /// solution groups that pass — the same entry, found without visiting
+    /// the cells in between.
     fn grid_search<'c>(
         &'c self,
         file: &'c crate::File,
@@ -1039,7 +1047,7 @@ impl Matching {
             // The walk runs to the table's last cell; the backward scan
             // starts at its batch run.
             let cell_lo = self.grid.cells[self.grid.cells.len() - 2].1 as usize;
-            b_lo = self.first_at_least(cell_lo, len, GB, want[GB].min(self.key(len - 1)[GB]));
+            b_lo = self.grid_batch_run(cell_lo, len, want).0;
         }
         passing
             .iter()
@@ -1066,13 +1074,8 @@ impl Matching {
             return None;
         }
         let (cell_lo, cell_hi) = (g.cells[c].1 as usize, g.cells[c + 1].1 as usize);
-        let b_lo = self.first_at_least(
-            cell_lo,
-            cell_hi,
-            GB,
-            want[GB].min(self.key(cell_hi - 1)[GB]),
-        );
-        Some((cell_hi, b_lo, self.run_end(b_lo, cell_hi, GB)))
+        let (b_lo, b_hi) = self.grid_batch_run(cell_lo, cell_hi, want);
+        Some((cell_hi, b_lo, b_hi))
     }
 
     /// The first of `positions` (sorted) in `from..limit` that the walk
