@@ -423,8 +423,9 @@ fn grid_walk(t: &[([i64; 4], i64)], mut q: [i64; 4], ok: impl Fn(usize) -> bool)
 
 /// A few hundred plain GEMMs per processor, on [`hardware`] (gfx90a's
 /// CU104 rows are tried too): what the lazy catalog selects, an eagerly
-/// loaded one selects, a selector's plans select and a walk of GridBased
-/// tables cell by cell selects are the same solution; it is the entry the
+/// loaded one selects, a selector's plans select (on an eager catalog, and
+/// on a lazy one whose plans are built again as children are read) and a
+/// walk of GridBased tables cell by cell selects are the same solution; it is the entry the
 /// test works out itself from the child's raw file ([`raw_answer`]); and
 /// its own predicates hold for the problem (judged from the raw file).
 #[test]
@@ -439,6 +440,8 @@ fn selections_agree_and_their_predicates_hold() {
         let lazy = Catalog::open(root(&dir, gfx)).unwrap_or_else(|e| panic!("{e}"));
         let eager = Catalog::open_eager(root(&dir, gfx)).unwrap_or_else(|e| panic!("{e}"));
         let selector = eager.selector(hw.clone());
+        let lazy_plans = Catalog::open(root(&dir, gfx)).unwrap_or_else(|e| panic!("{e}"));
+        let lazy_selector = lazy_plans.selector(hw.clone());
         let mut found_here = 0;
         for p in problems {
             let a = lazy.select(p, &hw).unwrap_or_else(|e| panic!("{e}"));
@@ -449,12 +452,16 @@ fn selections_agree_and_their_predicates_hold() {
             let d = eager
                 .select_walking(p, &hw)
                 .unwrap_or_else(|e| panic!("{e}"));
+            let e = lazy_selector
+                .select_uncached(p)
+                .unwrap_or_else(|e| panic!("{e}"));
             let index = |s: &Option<aqueduct::catalog::Selected<'_>>| {
                 s.map(|s| (s.solution.index, s.fitness))
             };
             assert_eq!(index(&a), index(&b), "{gfx} {p:?}: lazy vs eager");
             assert_eq!(index(&b), index(&c), "{gfx} {p:?}: tree vs plan");
             assert_eq!(index(&b), index(&d), "{gfx} {p:?}: fast vs cell by cell");
+            assert_eq!(index(&b), index(&e), "{gfx} {p:?}: tree vs lazy plan");
             asked += 1;
             let Some(s) = a else { continue };
             found_here += 1;

@@ -169,7 +169,7 @@ fn the_tree_search_equals_tensiles_walk_on_the_real_tables() {
     assert!(answered > 1000, "{answered} of 1500 answered");
 }
 
-/// The two-thread reader (files of 16 MB and more) builds the same catalog
+/// The two-thread reader (files of 4 MB and more) builds the same catalog
 /// as the one-pass reader: the same bytes when written back.
 #[test]
 fn the_parallel_and_sequential_readers_agree() {

@@ -46,7 +46,8 @@ enum Seg {
 
 pub struct Decoder<'r> {
     pub r: Reader<'r>,
-    file: Option<PathBuf>,
+    /// Shared with every [`Decoder::sub`]: only errors copy it out.
+    file: Option<std::sync::Arc<std::path::Path>>,
     path: Vec<Seg>,
     depth: usize,
     /// The keys claimed in the maps [`fields`] is inside, innermost last.
@@ -173,7 +174,7 @@ impl<'r> Decoder<'r> {
     pub fn new(r: Reader<'r>, file: Option<PathBuf>) -> Self {
         Decoder {
             r,
-            file,
+            file: file.map(std::sync::Arc::from),
             path: Vec::new(),
             depth: 0,
             keys: Vec::new(),
@@ -194,8 +195,8 @@ impl<'r> Decoder<'r> {
         }
     }
 
-    pub fn file(&self) -> Option<&PathBuf> {
-        self.file.as_ref()
+    pub fn file(&self) -> Option<&std::path::Path> {
+        self.file.as_deref()
     }
 
     /// Where the decoder is, for an error.
@@ -214,7 +215,7 @@ impl<'r> Decoder<'r> {
             }
         }
         Location {
-            file: self.file.clone(),
+            file: self.file().map(std::path::Path::to_path_buf),
             path,
         }
     }

@@ -97,12 +97,12 @@ fn is_yaml(path: &Path) -> bool {
     )
 }
 
-/// Files at least this big are read with two threads.
+/// Files at least this big are read with two threads, each streaming
+/// the file; smaller ones are read into memory whole first. Streaming
+/// keeps the peak memory of rocBLAS's 117 MB catalog low, and it is
+/// faster than reading hipBLASLt's 4-9 MB children whole: a fresh buffer
+/// of that size is paged in at every load.
 const PARALLEL_BYTES: u64 = 4 << 20;
-
-/// Files smaller than this are read into memory whole first (bigger ones
-/// are streamed, to keep the peak memory of rocBLAS's 117 MB catalog low).
-const WHOLE_BYTES: u64 = 16 << 20;
 
 /// A file's solutions, their index → position map, and the leaf table of
 /// their predicates.
@@ -168,7 +168,8 @@ impl File {
         let root = match (root, deferred) {
             (Some(root), _) => root,
             (None, Some(bytes)) => {
-                let mut inner = Decoder::new(Reader::from_bytes(&bytes), d.file().cloned());
+                let mut inner =
+                    Decoder::new(Reader::from_bytes(&bytes), d.file().map(Path::to_path_buf));
                 inner.push_key("library");
                 let cx = Ctx {
                     solutions: &index,
@@ -182,7 +183,7 @@ impl File {
         };
         d.r.finish().map_err(|e| d.msgpack(e))?;
         Ok(File {
-            path: d.file().cloned(),
+            path: d.file().map(Path::to_path_buf),
             solutions: solutions.into_boxed_slice(),
             leaves,
             root,
@@ -195,24 +196,13 @@ impl File {
     /// the other passes over the solutions and reads the library, holding
     /// solution indices as they are written until [`Node::link`] resolves
     /// them. rocBLAS's catalog: 97 MB of solutions, 20 MB of library.
-    /// `bytes`: the whole file, if it was read into memory (each thread
-    /// then decodes from it; otherwise each streams the file through its
-    /// own handle).
-    fn load_parallel(
-        path: &Path,
-        origin: &Arc<Origin>,
-        prefix: Option<Box<str>>,
-        bytes: Option<&[u8]>,
-    ) -> Result<File> {
+    fn load_parallel(path: &Path, origin: &Arc<Origin>, prefix: Option<Box<str>>) -> Result<File> {
         let io = |e: std::io::Error| CatalogError::Io {
             file: path.to_path_buf(),
             message: e.to_string(),
         };
         let open = || -> Result<Reader<'_>> {
-            Ok(match bytes {
-                Some(b) => Reader::from_bytes(b),
-                None => Reader::from_reader(std::fs::File::open(path).map_err(io)?),
-            })
+            Ok(Reader::from_reader(std::fs::File::open(path).map_err(io)?))
         };
         let library_side = || -> Result<(Node, Vec<i64>)> {
             let mut d = Decoder::new(open()?, Some(path.to_path_buf()));
@@ -331,15 +321,12 @@ impl File {
         }
         let file = std::fs::File::open(path).map_err(io)?;
         let size = file.metadata().map_or(u64::MAX, |m| m.len());
-        if size >= WHOLE_BYTES {
-            return File::load_parallel(path, &origin, prefix, None);
+        if size >= PARALLEL_BYTES {
+            return File::load_parallel(path, &origin, prefix);
         }
         // Decoding from memory needs no buffer refills.
         let mut bytes = Vec::new();
         std::io::Read::read_to_end(&mut &file, &mut bytes).map_err(io)?;
-        if size >= PARALLEL_BYTES {
-            return File::load_parallel(path, &origin, prefix, Some(&bytes));
-        }
         let mut d = Decoder::new(Reader::from_bytes(&bytes), Some(path.to_path_buf()));
         File::decode(&mut d, &origin, prefix)
     }
@@ -818,21 +805,22 @@ impl<'c> Selector<'c> {
             .unwrap_or_else(|e| e.into_inner())
             .get(&class)
             .cloned();
+        let build = || {
+            Arc::new(plan::Plan::build(
+                &self.catalog.root,
+                &self.gpu_rows,
+                problem,
+            ))
+        };
         let plan = match found {
             Some(plan) => plan,
-            None => {
-                let built = Arc::new(plan::Plan::build(
-                    &self.catalog.root.root,
-                    &self.gpu_rows,
-                    problem,
-                ));
-                self.plans
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .entry(class)
-                    .or_insert(built)
-                    .clone()
-            }
+            None => self
+                .plans
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry(class)
+                .or_insert_with(build)
+                .clone(),
         };
         let mut q = Query {
             problem,
@@ -840,7 +828,14 @@ impl<'c> Selector<'c> {
             trace: None,
             walk_cells: false,
         };
-        self.catalog.finish(plan.run(&self.catalog.root, &mut q))
+        let result = plan.run(&mut q);
+        if plan.stale() {
+            self.plans
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(class, build());
+        }
+        self.catalog.finish(result)
     }
 
     fn lock(

@@ -12,6 +12,11 @@
 //! libraries a query of that class could end in, each with the
 //! size-dependent row predicates on its path as guards.
 //!
+//! A plan goes on into the lazy children already read (TensileLite's
+//! roots end in placeholders, and their children's rows test the types
+//! and features again): a placeholder whose child is not read yet stays a
+//! step, and the plan is built again once a query has read it.
+//!
 //! Running a plan visits the same libraries in the same order as walking
 //! the tree (a row whose library answers nothing falls through to the
 //! next; hardware rows matched only through a chip-ID fallback are kept
@@ -50,8 +55,11 @@ pub struct Step<'c> {
     /// must hold for a query to reach `node`.
     pub guards: Vec<&'c ProblemPredicate>,
     /// The library reached: a table, tree, single solution, nested
-    /// Hardware node or placeholder.
+    /// Hardware node or placeholder (whose child is not read yet, or
+    /// could not be).
     pub node: &'c Node,
+    /// The file holding `node`: the root or a lazy child.
+    pub file: &'c File,
 }
 
 /// The steps under one matching hardware row.
@@ -64,45 +72,68 @@ pub struct RowPlan<'c> {
 }
 
 /// The tree pre-walked for one GPU and one problem class.
-pub enum Plan<'c> {
+pub struct Plan<'c> {
+    /// The steps, under the GPU's hardware rows if the root has them.
+    pub kind: PlanKind<'c>,
+    /// A step is a placeholder whose child is not read yet: once a query
+    /// has read it, a plan built again goes on into it.
+    pub pending: bool,
+}
+
+/// How a plan's steps hang together.
+pub enum PlanKind<'c> {
     /// The root is a Hardware node: its matching rows, in order.
     Rows(Vec<RowPlan<'c>>),
     /// Any other root: its steps.
     Steps(Vec<Step<'c>>),
 }
 
-fn flatten<'c>(
-    node: &'c Node,
-    problem: &Problem,
-    guards: &mut Vec<&'c ProblemPredicate>,
-    out: &mut Vec<Step<'c>>,
-) {
+/// Where [`flatten`] puts what it finds.
+struct Flat<'c, 'p> {
+    problem: &'p Problem,
+    guards: Vec<&'c ProblemPredicate>,
+    out: Vec<Step<'c>>,
+    pending: bool,
+}
+
+fn flatten<'c>(node: &'c Node, file: &'c File, f: &mut Flat<'c, '_>) {
     match node {
         Node::ProblemMap(map) => {
-            if let Some(&i) = map.index.get(problem.operation_identifier()) {
-                flatten(&map.entries[i].1, problem, guards, out);
+            if let Some(&i) = map.index.get(f.problem.operation_identifier()) {
+                flatten(&map.entries[i].1, file, f);
             }
         }
         Node::Problem(rows) => {
             for row in rows.iter() {
                 if row.class_only {
-                    if row.predicate.eval(problem) {
-                        flatten(&row.library, problem, guards, out);
+                    if row.predicate.eval(f.problem) {
+                        flatten(&row.library, file, f);
                     }
                 } else {
-                    guards.push(&row.predicate);
-                    flatten(&row.library, problem, guards, out);
-                    guards.pop();
+                    f.guards.push(&row.predicate);
+                    flatten(&row.library, file, f);
+                    f.guards.pop();
                 }
+            }
+        }
+        // A child already read: its tree, as if it were in this one (a
+        // placeholder's select is its child root's select).
+        Node::Placeholder(p) if matches!(p.child.get(), Some(Ok(_))) => {
+            if let Some(Ok(child)) = p.child.get() {
+                flatten(&child.root, child, f);
             }
         }
         // Leaves of the plan: tables, trees, single solutions, nested
         // hardware rows and placeholders (whose child is read only when a
         // query reaches it).
-        other => out.push(Step {
-            guards: guards.clone(),
-            node: other,
-        }),
+        other => {
+            f.pending |= matches!(other, Node::Placeholder(p) if p.child.get().is_none());
+            f.out.push(Step {
+                guards: f.guards.clone(),
+                node: other,
+                file,
+            });
+        }
     }
 }
 
@@ -129,32 +160,56 @@ impl<'c> GpuRows<'c> {
 }
 
 impl<'c> Plan<'c> {
-    /// The plan of `problem`'s class under `root`, whose hardware rows
-    /// `gpu` evaluated; the class-only predicates are evaluated here, the
-    /// others kept as guards.
-    pub fn build(root: &'c Node, gpu: &GpuRows<'c>, problem: &Problem) -> Plan<'c> {
-        match &gpu.0 {
-            Some(rows) => Plan::Rows(
+    /// The plan of `problem`'s class in catalog `file`, whose root's
+    /// hardware rows `gpu` evaluated; the class-only predicates are
+    /// evaluated here, the others kept as guards.
+    pub fn build(file: &'c File, gpu: &GpuRows<'c>, problem: &Problem) -> Plan<'c> {
+        let mut f = Flat {
+            problem,
+            guards: Vec::new(),
+            out: Vec::new(),
+            pending: false,
+        };
+        let steps = |node: &'c Node, f: &mut Flat<'c, '_>| {
+            flatten(node, file, f);
+            std::mem::take(&mut f.out)
+        };
+        let kind = match &gpu.0 {
+            Some(rows) => PlanKind::Rows(
                 rows.iter()
-                    .map(|&(library, fallback)| {
-                        let mut steps = Vec::new();
-                        flatten(library, problem, &mut Vec::new(), &mut steps);
-                        RowPlan { fallback, steps }
+                    .map(|&(library, fallback)| RowPlan {
+                        fallback,
+                        steps: steps(library, &mut f),
                     })
                     .collect(),
             ),
-            None => {
-                let mut steps = Vec::new();
-                flatten(root, problem, &mut Vec::new(), &mut steps);
-                Plan::Steps(steps)
-            }
+            None => PlanKind::Steps(steps(&file.root, &mut f)),
+        };
+        Plan {
+            kind,
+            pending: f.pending,
         }
     }
 
-    fn run_steps(steps: &[Step<'c>], file: &'c File, q: &mut Query<'_>) -> Result<Option<Hit<'c>>> {
+    /// A placeholder step's child has been read since the plan was built:
+    /// built again, the plan goes on into it.
+    pub fn stale(&self) -> bool {
+        let read = |steps: &[Step<'c>]| {
+            steps
+                .iter()
+                .any(|s| matches!(s.node, Node::Placeholder(p) if p.child.get().is_some()))
+        };
+        self.pending
+            && match &self.kind {
+                PlanKind::Steps(steps) => read(steps),
+                PlanKind::Rows(rows) => rows.iter().any(|r| read(&r.steps)),
+            }
+    }
+
+    fn run_steps(steps: &[Step<'c>], q: &mut Query<'_>) -> Result<Option<Hit<'c>>> {
         for step in steps {
             if step.guards.iter().all(|g| g.eval(q.problem))
-                && let Some(hit) = step.node.select(file, q)?
+                && let Some(hit) = step.node.select(step.file, q)?
             {
                 return Ok(Some(hit));
             }
@@ -162,21 +217,20 @@ impl<'c> Plan<'c> {
         Ok(None)
     }
 
-    /// Answers `q` (a problem of the plan's class, on its GPU) from the
-    /// catalog `file`: the tree walk's answer, exact rows before fallback
-    /// rows.
-    pub fn run(&self, file: &'c File, q: &mut Query<'_>) -> Result<Option<Hit<'c>>> {
-        match self {
-            Plan::Steps(steps) => Self::run_steps(steps, file, q),
-            Plan::Rows(rows) => {
+    /// Answers `q` (a problem of the plan's class, on its GPU): the tree
+    /// walk's answer, exact rows before fallback rows.
+    pub fn run(&self, q: &mut Query<'_>) -> Result<Option<Hit<'c>>> {
+        match &self.kind {
+            PlanKind::Steps(steps) => Self::run_steps(steps, q),
+            PlanKind::Rows(rows) => {
                 let mut fallback = None;
                 for row in rows {
                     if !row.fallback {
-                        if let Some(hit) = Self::run_steps(&row.steps, file, q)? {
+                        if let Some(hit) = Self::run_steps(&row.steps, q)? {
                             return Ok(Some(hit));
                         }
                     } else if fallback.is_none() {
-                        fallback = Self::run_steps(&row.steps, file, q)?;
+                        fallback = Self::run_steps(&row.steps, q)?;
                     }
                 }
                 Ok(fallback)

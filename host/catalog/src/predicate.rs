@@ -176,6 +176,16 @@ impl<L: Leaf> Predicate<L> {
     /// Reads a predicate map (`{type, value}`); an unknown type is a
     /// [`CatalogError::UnknownType`](crate::CatalogError::UnknownType).
     pub fn decode(d: &mut Decoder<'_>) -> Result<Self> {
+        Self::decode_with(d, &mut Predicate::decode)
+    }
+
+    /// [`Predicate::decode`], reading the items of an `And`, `Or` or `Not`
+    /// with `item` (which may share equal items, see
+    /// [`Interner::read`](crate::solution::Interner::read)).
+    pub fn decode_with(
+        d: &mut Decoder<'_>,
+        item: &mut impl FnMut(&mut Decoder<'_>) -> Result<Self>,
+    ) -> Result<Self> {
         d.nested(|d| {
             let t = d.typed()?;
             let p = match t.ty.as_str() {
@@ -188,7 +198,7 @@ impl<L: Leaf> Predicate<L> {
                     }
                 }
                 "And" | "Or" => {
-                    let items = field(d, t.len, "value", |d| d.array("value", Predicate::decode))?
+                    let items = field(d, t.len, "value", |d| d.array("value", &mut *item))?
                         .into_boxed_slice();
                     if t.ty == "And" {
                         Predicate::And(items)
@@ -196,7 +206,7 @@ impl<L: Leaf> Predicate<L> {
                         Predicate::Or(items)
                     }
                 }
-                "Not" => Predicate::Not(Box::new(field(d, t.len, "value", Predicate::decode)?)),
+                "Not" => Predicate::Not(Box::new(field(d, t.len, "value", &mut *item)?)),
                 other => match L::decode(d, other, t.len)? {
                     Some(leaf) => Predicate::Leaf(leaf),
                     None => return Err(d.unknown("predicate", other)),

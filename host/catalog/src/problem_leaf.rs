@@ -446,17 +446,10 @@ leaves! {
             || matches!(&l.value, Value::Activations(a) if a.contains(&p.activation_enum)),
         |_, p| format!("{} ({})", p.activation_enum.name(), p.activation.name());
     // `[MT0, MT1, GSU]`: at most 2^24 workgroups (computed in floating
-    // point, as the source does).
+    // point, as the source does: `workgroups_fit`).
     WorkgroupNumberCheck, "WorkgroupNumberCheck", Unsigned, Ints3, false, PLAIN,
         |l, p| match &l.value {
-            Value::Ints(v) => {
-                let gsu = gsu_of(p, v[2]);
-                gsu == -1 || {
-                    let tiles = |x: u64, t: i64| (x as f64 / t as f64).ceil();
-                    tiles(p.m, v[0]) * tiles(p.n, v[1]) * gsu.max(1) as f64 * p.batch as f64
-                        <= (1u64 << 24) as f64
-                }
-            }
+            Value::Ints(v) => workgroups_fit(p, v[0], v[1], gsu_of(p, v[2])),
             _ => false,
         },
         |_, p| format!("M={} N={} batch={} gsu={}", p.m, p.n, p.batch, p.gsu);
@@ -507,6 +500,30 @@ fn activation_ok(v: Activation, p: Activation) -> bool {
 
 /// The split-U a TensileLite predicate tests: the caller's `gsu` if it
 /// forces one, else the solution's.
+/// `WorkgroupNumberCheck` for macro tile `mt0` × `mt1` and split `gsu`:
+/// `ceil(M/MT0)·ceil(N/MT1)·max(gsu,1)·batch ≤ 2^24` in `f64`, as
+/// TensileLite computes it (`gsu` -1 always passes). Most problems are
+/// answered without dividing: with tiles of at least 1 and sizes whose
+/// exact product `M·N·max(gsu,1)·batch` is at most 2^24, every factor is
+/// an integer exact in `f64` that its rounded, ceiled quotient cannot
+/// exceed, so the floating-point product is at most 2^24 too.
+fn workgroups_fit(p: &Problem, mt0: i64, mt1: i64, gsu: i64) -> bool {
+    const LIMIT: u64 = 1 << 24;
+    if gsu == -1 {
+        return true;
+    }
+    let g = gsu.max(1) as u64;
+    let small = [p.n, g, p.batch]
+        .iter()
+        .try_fold(p.m, |acc, &x| acc.checked_mul(x).filter(|&v| v <= LIMIT))
+        .is_some();
+    if small && mt0 >= 1 && mt1 >= 1 {
+        return true;
+    }
+    let tiles = |x: u64, t: i64| (x as f64 / t as f64).ceil();
+    tiles(p.m, mt0) * tiles(p.n, mt1) * g as f64 * p.batch as f64 <= LIMIT as f64
+}
+
 fn gsu_of(p: &Problem, solution: i64) -> i64 {
     if p.gsu != 0 { p.gsu } else { solution }
 }
@@ -916,6 +933,56 @@ mod tests {
     fn a_leaf_is_as_small_as_the_enum_it_replaced() {
         // Catalogs hold a leaf per predicate node: 40 bytes, as before.
         assert_eq!(size_of::<ProblemLeaf>(), 40);
+    }
+
+    #[test]
+    fn workgroup_numbers_answer_as_the_floating_point_formula() {
+        // The source's formula alone, against the shortcut, on sizes
+        // around the 2^24 limit, zero sizes and tiles, and every GSU form.
+        let float = |p: &Problem, mt0: i64, mt1: i64, gsu: i64| {
+            let tiles = |x: u64, t: i64| (x as f64 / t as f64).ceil();
+            gsu == -1
+                || tiles(p.m, mt0) * tiles(p.n, mt1) * gsu.max(1) as f64 * p.batch as f64
+                    <= (1u64 << 24) as f64
+        };
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        use crate::problem::Transpose;
+        let mut p = Problem::gemm(Transpose::None, Transpose::None, 1, 1, 1, DataType::Float);
+        let (mut shortcut, mut divided) = (0, 0);
+        for _ in 0..200_000 {
+            let size = |r: u64| match r % 4 {
+                0 => r % 5,
+                1 => (1 << 12) + r % 9 - 4,
+                2 => (1 << 24) + r % 9 - 4,
+                _ => 1 + r % 100_000,
+            };
+            (p.m, p.n, p.batch) = (
+                size(next(1 << 40)),
+                size(next(1 << 40)),
+                size(next(1 << 40)),
+            );
+            let mt0 = [0, 1, 16, 64, 256][next(5) as usize];
+            let mt1 = [0, 1, 32, 128, 256][next(5) as usize];
+            let gsu = [-2, -1, 0, 1, 2, 4, 16][next(7) as usize];
+            let want = float(&p, mt0, mt1, gsu);
+            assert_eq!(
+                workgroups_fit(&p, mt0, mt1, gsu),
+                want,
+                "{p:?} {mt0} {mt1} {gsu}"
+            );
+            if p.m.saturating_mul(p.n).saturating_mul(p.batch) <= 1 << 24 {
+                shortcut += 1;
+            } else {
+                divided += usize::from(want);
+            }
+        }
+        assert!(shortcut > 10_000 && divided > 1_000, "{shortcut} {divided}");
     }
 
     #[test]

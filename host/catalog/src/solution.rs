@@ -122,14 +122,23 @@ impl TaskPredicate {
         }
     }
 
+    /// Whether the predicate checks the workspace: with its `And`s
+    /// flattened, every task predicate is either `WorkspaceCheck` or
+    /// always true.
+    pub fn checks_workspace(&self) -> bool {
+        match self {
+            TaskPredicate::True => false,
+            TaskPredicate::And(items) => items.iter().any(TaskPredicate::checks_workspace),
+            TaskPredicate::WorkspaceCheck => true,
+        }
+    }
+
     /// Whether the predicate holds for `p` run by the solution of `sm`.
     pub fn eval(&self, p: &Problem, sm: &SizeMapping) -> bool {
         match self {
             TaskPredicate::True => true,
             TaskPredicate::And(items) => items.iter().all(|i| i.eval(p, sm)),
-            TaskPredicate::WorkspaceCheck => {
-                required_workspace(p, sm).is_some_and(|need| need <= u128::from(p.workspace_size))
-            }
+            TaskPredicate::WorkspaceCheck => TaskSizes::of(sm).workspace_fits(p),
         }
     }
 
@@ -172,24 +181,63 @@ impl TaskPredicate {
 /// this crate poses asks for them (a plain GEMM never matches those
 /// solutions' `UseGradient`/`AmaxDCheck` leaves).
 pub fn required_workspace(p: &Problem, sm: &SizeMapping) -> Option<u128> {
-    let gsu = if p.gsu != 0 { p.gsu } else { sm.global_split_u };
-    if gsu < 0 {
-        return None;
+    TaskSizes::of(sm).required_workspace(p)
+}
+
+/// What a task predicate reads of its solution's size mapping: the GSU,
+/// the macro tile's M and N, and the workspace per element of C.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct TaskSizes {
+    /// `globalSplitU`.
+    pub global_split_u: i64,
+    /// `macroTile`'s first two.
+    pub macro_tile: [i64; 2],
+    /// `workspaceSizePerElemC`.
+    pub workspace_size_per_elem_c: i64,
+}
+
+impl TaskSizes {
+    /// The task sizes of `sm`.
+    pub fn of(sm: &SizeMapping) -> TaskSizes {
+        TaskSizes {
+            global_split_u: sm.global_split_u,
+            macro_tile: [sm.macro_tile[0], sm.macro_tile[1]],
+            workspace_size_per_elem_c: sm.workspace_size_per_elem_c,
+        }
     }
-    if gsu <= 1 {
-        return Some(0);
+
+    /// [`required_workspace`] for a solution of these sizes.
+    pub fn required_workspace(&self, p: &Problem) -> Option<u128> {
+        let gsu = if p.gsu != 0 {
+            p.gsu
+        } else {
+            self.global_split_u
+        };
+        if gsu < 0 {
+            return None;
+        }
+        if gsu <= 1 {
+            return Some(0);
+        }
+        let (gsu, per_elem) = (gsu as u128, self.workspace_size_per_elem_c.max(0) as u128);
+        let elements = u128::from(p.m) * u128::from(p.n) * u128::from(p.batch);
+        if elements * per_elem * gsu > MAX_GSU_WORKSPACE {
+            return None;
+        }
+        let (mt0, mt1) = (
+            self.macro_tile[0].max(1) as u128,
+            self.macro_tile[1].max(1) as u128,
+        );
+        let tiles = u128::from(p.m).div_ceil(mt0) * u128::from(p.n).div_ceil(mt1) * gsu;
+        Some(tiles * u128::from(p.batch) * mt0 * mt1 * per_elem)
     }
-    let (gsu, per_elem) = (gsu as u128, sm.workspace_size_per_elem_c.max(0) as u128);
-    let elements = u128::from(p.m) * u128::from(p.n) * u128::from(p.batch);
-    if elements * per_elem * gsu > MAX_GSU_WORKSPACE {
-        return None;
+
+    /// Whether `p`'s workspace holds what a solution of these sizes needs
+    /// (`WorkspaceCheck`).
+    pub fn workspace_fits(&self, p: &Problem) -> bool {
+        self.required_workspace(p)
+            .is_some_and(|need| need <= u128::from(p.workspace_size))
     }
-    let (mt0, mt1) = (
-        sm.macro_tile[0].max(1) as u128,
-        sm.macro_tile[1].max(1) as u128,
-    );
-    let tiles = u128::from(p.m).div_ceil(mt0) * u128::from(p.n).div_ceil(mt1) * gsu;
-    Some(tiles * u128::from(p.batch) * mt0 * mt1 * per_elem)
 }
 
 impl Solution {
@@ -258,6 +306,13 @@ pub struct Interner {
     types: HashMap<Vec<u8>, Arc<ProblemType>, Fx>,
     mappings: HashMap<Vec<u8>, (SizeMapping, u32), Fx>,
     leaf_ids: HashMap<ProblemLeaf, u16, Fx>,
+    /// Items of predicate lists by their bytes, with their leaf ids.
+    items: HashMap<Vec<u8>, (ProblemPredicate, Option<u16>), Fx>,
+    /// The items of the last predicate read, by position, as `items`
+    /// holds them.
+    recent: Vec<(Vec<u8>, ProblemPredicate, Option<u16>)>,
+    item_at: usize,
+    item_scratch: Vec<u8>,
     /// The distinct leaves of `And`-of-leaves predicates, by id (at most
     /// 65 536: a predicate with a leaf beyond gets no ids).
     pub leaves: Vec<ProblemLeaf>,
@@ -302,18 +357,82 @@ impl Interner {
     }
 
     /// Reads a problem predicate at `d`'s position, shared with every
-    /// solution that has the same one.
+    /// solution that has the same one. An `And`'s items are shared by
+    /// their bytes too: TensileLite's predicates are nearly all distinct
+    /// but are made of a few hundred distinct leaves (hipBLASLt 7.1.1's
+    /// largest file: 691 predicates of 33 leaves, 618 distinct), so a leaf
+    /// seen before is looked up, not decoded and numbered again.
     pub fn read(&mut self, d: &mut Decoder<'_>) -> Result<Arc<SolutionPredicate>> {
         self.capture(d)?;
         if let Some(shared) = self.by_bytes.get(&self.scratch) {
             return Ok(shared.clone());
         }
-        let mut sub = d.sub(&self.scratch);
-        let tree = Predicate::decode(&mut sub)?;
-        sub.r.finish().map_err(|e| sub.msgpack(e))?;
-        let shared = self.intern(tree);
+        let bytes = std::mem::take(&mut self.scratch);
+        let mut sub = d.sub(&bytes);
+        let mut ids = Some(Vec::new());
+        self.item_at = 0;
+        let tree = Predicate::decode_with(&mut sub, &mut |d| {
+            let (item, id) = self.item(d)?;
+            match (&mut ids, id) {
+                (Some(ids), Some(id)) => ids.push(id),
+                _ => ids = None,
+            }
+            Ok(item)
+        });
+        let finished = tree.and_then(|tree| {
+            sub.r.finish().map_err(|e| sub.msgpack(e))?;
+            Ok(tree)
+        });
+        self.scratch = bytes;
+        let tree = finished?;
+        let leaf_ids = match &tree {
+            Predicate::And(_) => ids.map(Vec::into_boxed_slice),
+            _ => None,
+        };
+        let shared = Arc::new(SolutionPredicate { tree, leaf_ids });
         self.by_bytes.insert(self.scratch.clone(), shared.clone());
         Ok(shared)
+    }
+
+    /// An item of a predicate's list, by its bytes: the predicate and,
+    /// for a leaf, its id. Item `n` is compared first with item `n` of the
+    /// predicate read before (consecutive predicates mostly differ in a
+    /// few leaves), then looked up by hash.
+    fn item(&mut self, d: &mut Decoder<'_>) -> Result<(ProblemPredicate, Option<u16>)> {
+        let n = self.item_at;
+        self.item_at += 1;
+        let mut buf = std::mem::take(&mut self.item_scratch);
+        buf.clear();
+        let captured = d.r.capture_into(&mut buf).map_err(|e| d.msgpack(e));
+        let found = captured.and_then(|()| {
+            if let Some((bytes, item, id)) = self.recent.get(n)
+                && *bytes == buf
+            {
+                return Ok((item.clone(), *id));
+            }
+            let (item, id) = match self.items.get(&buf) {
+                Some(known) => known.clone(),
+                None => {
+                    let mut sub = d.sub(&buf);
+                    let item = Predicate::decode(&mut sub)?;
+                    sub.r.finish().map_err(|e| sub.msgpack(e))?;
+                    let id = match &item {
+                        Predicate::Leaf(l) => self.leaf_id(l),
+                        _ => None,
+                    };
+                    self.items.insert(buf.clone(), (item.clone(), id));
+                    (item, id)
+                }
+            };
+            let entry = (buf.clone(), item.clone(), id);
+            match self.recent.get_mut(n) {
+                Some(slot) => *slot = entry,
+                None => self.recent.push(entry),
+            }
+            Ok((item, id))
+        });
+        self.item_scratch = buf;
+        found
     }
 
     /// The shared form of a newly read `tree`, its leaves numbered.
@@ -460,30 +579,77 @@ impl SizeMapping {
             ..SizeMapping::default()
         };
         let mut seen = 0u32;
-        const REQUIRED: [&str; 13] = SIZE_MAPPING_KEYS;
         fields(d, len, |d, k| {
-            if let Some(bit) = REQUIRED.iter().position(|r| *r == k) {
-                seen |= 1 << bit;
-            }
-            match k {
-                "workGroup" => s.work_group = int_array(d, 1)?.0,
-                "threadTile" => (s.thread_tile, s.thread_tile_len) = int_array(d, 1)?,
-                "macroTile" => s.macro_tile = int_array(d, 1)?.0,
-                "staggerU" => s.stagger_u = d.i64()?,
-                "depthU" => s.depth_u = d.i64()?,
-                "globalSplitU" => s.global_split_u = d.i64()?,
-                "staggerStrideShift" => s.stagger_stride_shift = d.i64()?,
-                "workGroupMapping" => s.work_group_mapping = d.i64()?,
-                "persistentKernel" => s.persistent_kernel = d.i64()?,
-                "persistentKernelAlongBatch" => s.persistent_kernel_along_batch = d.bool()?,
-                "sourceKernel" => s.source_kernel = d.bool()?,
-                "globalAccumulation" => s.global_accumulation = d.i64()?,
-                "workspaceSizePerElemC" => s.workspace_size_per_elem_c = d.i64()?,
-                "packBatchDims" => s.pack_batch_dims = d.i64()?,
-                "packSummationDims" => s.pack_summation_dims = d.i64()?,
-                "magicDivAlg" => s.magic_div_alg = d.i64()?,
+            // The bit of a required key, by its place in SIZE_MAPPING_KEYS.
+            let bit = match k {
+                "workGroup" => {
+                    s.work_group = int_array(d, 1)?.0;
+                    0
+                }
+                "threadTile" => {
+                    (s.thread_tile, s.thread_tile_len) = int_array(d, 1)?;
+                    1
+                }
+                "macroTile" => {
+                    s.macro_tile = int_array(d, 1)?.0;
+                    2
+                }
+                "staggerU" => {
+                    s.stagger_u = d.i64()?;
+                    3
+                }
+                "depthU" => {
+                    s.depth_u = d.i64()?;
+                    4
+                }
+                "globalSplitU" => {
+                    s.global_split_u = d.i64()?;
+                    5
+                }
+                "staggerStrideShift" => {
+                    s.stagger_stride_shift = d.i64()?;
+                    6
+                }
+                "workGroupMapping" => {
+                    s.work_group_mapping = d.i64()?;
+                    7
+                }
+                "persistentKernel" => {
+                    s.persistent_kernel = d.i64()?;
+                    8
+                }
+                "persistentKernelAlongBatch" => {
+                    s.persistent_kernel_along_batch = d.bool()?;
+                    9
+                }
+                "sourceKernel" => {
+                    s.source_kernel = d.bool()?;
+                    10
+                }
+                "globalAccumulation" => {
+                    s.global_accumulation = d.i64()?;
+                    11
+                }
+                "workspaceSizePerElemC" => {
+                    s.workspace_size_per_elem_c = d.i64()?;
+                    12
+                }
+                "packBatchDims" => {
+                    s.pack_batch_dims = d.i64()?;
+                    return Ok(true);
+                }
+                "packSummationDims" => {
+                    s.pack_summation_dims = d.i64()?;
+                    return Ok(true);
+                }
+                "magicDivAlg" => {
+                    s.magic_div_alg = d.i64()?;
+                    return Ok(true);
+                }
                 _ => return Ok(false),
-            }
+            };
+            debug_assert_eq!(SIZE_MAPPING_KEYS[bit], k);
+            seen |= 1 << bit;
             Ok(true)
         })?;
         Ok((s, seen))

@@ -10,6 +10,7 @@ use crate::box_tree::{FAILS, PASSES, UNKNOWN};
 use crate::error::Result;
 use crate::hardware::Hardware;
 use crate::predicate::{Predicate, Trace};
+use crate::solution::TaskSizes;
 
 /// Most words a group's mask may take (1,024 distinct leaves per table;
 /// rocBLAS's tables use at most 114, hipBLASLt 7.1.1's up to 736).
@@ -18,6 +19,18 @@ const MASK_WORDS: usize = 16;
 /// Most distinct hardware predicates a table's compiled groups may have
 /// (TensileLite's tables: one; rocBLAS's: TruePred only).
 const HW_PREDICATES: usize = 8;
+
+/// Most groups a table's common leaves keep a bit set of users for
+/// (64 per word); larger tables judge every group one by one.
+const PRUNE_WORDS: usize = 32;
+
+/// Most common leaves a table keeps user sets for.
+const COMMON_LEAVES: usize = 64;
+
+/// A search that finds no answer in its first cell walks on only when more
+/// solution groups than this survive the common leaves: fewer are judged
+/// outright faster than a walk over cells.
+const FEW_GROUPS: usize = 64;
 
 /// A group's hardware predicate: none to test (TruePred).
 const NO_HW: u8 = u8::MAX;
@@ -55,9 +68,17 @@ pub(super) struct Conditions {
     hw: Box<[u8]>,
     /// The distinct hardware predicates of the compiled groups.
     hw_predicates: Box<[crate::predicate::HardwarePredicate]>,
-    /// Per group: its representative has a task predicate (TensileLite),
-    /// so the judge reads the solution; rocBLAS's never do.
-    task: Box<[bool]>,
+    /// Per group: what its task predicate (TensileLite's; rocBLAS's
+    /// solutions have none) reads, when it checks the workspace.
+    task: Box<[Option<TaskSizes>]>,
+    /// The table leaves (bits) that many compiled groups need, most used
+    /// first: one failing rejects all its users at once
+    /// ([`Judge::prune`]).
+    common: Box<[u16]>,
+    /// Per common leaf, the groups that need it: `group_words` words each.
+    users: Box<[u64]>,
+    /// Words of a set of groups.
+    group_words: usize,
 }
 
 impl Conditions {
@@ -80,11 +101,16 @@ impl Conditions {
                 },
             )
             .collect();
-        let task: Box<[bool]> = groups
+        let task: Box<[Option<TaskSizes>]> = groups
             .iter()
             .map(|&id| {
                 list.get(id as usize)
-                    .is_some_and(|s| s.task_predicate.is_some())
+                    .filter(|s| {
+                        s.task_predicate
+                            .as_ref()
+                            .is_some_and(|t| t.checks_workspace())
+                    })
+                    .map(|s| TaskSizes::of(&s.size_mapping))
             })
             .collect();
         let hw_ok = |g: usize| hw[g] == NO_HW || (hw[g] as usize) < hw_predicates.len();
@@ -118,16 +144,37 @@ impl Conditions {
             };
         }
         let mut masks = vec![0u64; groups.len() * words];
-        let compiled = (0..groups.len())
+        let mut uses = vec![0usize; leaves.len()];
+        let compiled: Box<[bool]> = (0..groups.len())
             .map(|g| {
                 let ids = conjunction(g);
                 for &leaf in ids.unwrap_or_default() {
                     let bit = table_leaf[leaf as usize] as usize - 1;
                     masks[g * words + bit / 64] |= 1 << (bit % 64);
+                    uses[bit] += 1;
                 }
                 ids.is_some()
             })
             .collect();
+        // Common leaves: needed by at least an eighth of the groups (and
+        // two), most used first.
+        let group_words = groups.len().div_ceil(64);
+        let mut common: Vec<u16> = Vec::new();
+        if group_words <= PRUNE_WORDS {
+            common = (0..leaves.len())
+                .filter(|&b| uses[b] >= 2 && uses[b] * 8 >= groups.len())
+                .map(|b| b as u16)
+                .collect();
+            common.sort_by_key(|&b| (std::cmp::Reverse(uses[b as usize]), b));
+            common.truncate(COMMON_LEAVES);
+        }
+        let mut users = vec![0u64; common.len() * group_words];
+        for (k, &b) in common.iter().enumerate() {
+            let (w, bit) = (b as usize / 64, 1u64 << (b % 64));
+            for g in (0..groups.len()).filter(|&g| masks[g * words + w] & bit != 0) {
+                users[k * group_words + g / 64] |= 1 << (g % 64);
+            }
+        }
         Conditions {
             leaves: leaves.into_boxed_slice(),
             words,
@@ -136,6 +183,9 @@ impl Conditions {
             hw,
             hw_predicates: hw_predicates.into_boxed_slice(),
             task,
+            common: common.into_boxed_slice(),
+            users: users.into_boxed_slice(),
+            group_words,
         }
     }
 }
@@ -151,6 +201,8 @@ struct Judge<'a, 'q> {
     fail: [u64; MASK_WORDS],
     /// What each of the table's hardware predicates gave for this query.
     hw_state: [u8; HW_PREDICATES],
+    /// Groups known to fail (by [`Judge::prune`]).
+    dead: [u64; PRUNE_WORDS],
 }
 
 impl<'a, 'q> Judge<'a, 'q> {
@@ -168,11 +220,85 @@ impl<'a, 'q> Judge<'a, 'q> {
             pass: [0; MASK_WORDS],
             fail: [0; MASK_WORDS],
             hw_state: [UNKNOWN; HW_PREDICATES],
+            dead: [0; PRUNE_WORDS],
         }
+    }
+
+    /// Whether table leaf `bit` (not yet known to pass) holds for this
+    /// query: evaluated once per query and file, and noted in the table's
+    /// pass and fail bits.
+    fn leaf(&mut self, bit: usize) -> bool {
+        let (w, b) = (bit / 64, bit % 64);
+        if self.fail[w] & (1 << b) != 0 {
+            return false;
+        }
+        let leaf = self.table.conditions.leaves[bit] as usize;
+        let pass = match self.leaf_state[leaf] {
+            PASSES => true,
+            FAILS => false,
+            _ => {
+                let pass = self.file.leaves[leaf].eval(self.q.problem);
+                self.leaf_state[leaf] = if pass { PASSES } else { FAILS };
+                pass
+            }
+        };
+        if pass {
+            self.pass[w] |= 1 << b;
+        } else {
+            self.fail[w] |= 1 << b;
+        }
+        pass
+    }
+
+    /// Rejects, without judging them one by one, the groups that need a
+    /// common leaf that fails for this query (a leaf is evaluated only
+    /// while a group not yet rejected needs it). Returns how many groups
+    /// are left.
+    fn prune(&mut self) -> usize {
+        let c = &self.table.conditions;
+        let gw = c.group_words;
+        for (k, &b) in c.common.iter().enumerate() {
+            let users = &c.users[k * gw..(k + 1) * gw];
+            let (w, bit) = (b as usize / 64, 1u64 << (b % 64));
+            if self.pass[w] & bit != 0
+                || users.iter().zip(&self.dead).all(|(u, d)| u & !d == 0)
+                || self.leaf(b as usize)
+            {
+                continue;
+            }
+            self.dead.iter_mut().zip(users).for_each(|(d, u)| *d |= u);
+        }
+        let dead: u32 = self.dead.iter().map(|d| d.count_ones()).sum();
+        self.table.solutions.len() - dead as usize
+    }
+
+    /// The groups [`Judge::prune`] left, in order.
+    fn left(&self) -> impl Iterator<Item = usize> + use<> {
+        let (groups, dead) = (self.table.solutions.len(), self.dead);
+        (0..groups.div_ceil(64)).flat_map(move |w| {
+            let mut live = !dead.get(w).copied().unwrap_or(0);
+            if (w + 1) * 64 > groups {
+                live &= (1u64 << (groups % 64)) - 1;
+            }
+            std::iter::from_fn(move || {
+                (live != 0).then(|| {
+                    let b = live.trailing_zeros() as usize;
+                    live &= live - 1;
+                    w * 64 + b
+                })
+            })
+        })
     }
 
     /// Whether group `l` passes its predicates for this query.
     fn judge(&mut self, l: usize) -> bool {
+        if self
+            .dead
+            .get(l / 64)
+            .is_some_and(|d| d & (1 << (l % 64)) != 0)
+        {
+            return false;
+        }
         let c = &self.table.conditions;
         if !c.compiled[l] {
             return single_fast(self.file, self.table.solutions[l], self.q, self.leaf_state);
@@ -186,21 +312,9 @@ impl<'a, 'q> Judge<'a, 'q> {
             while todo != 0 {
                 let b = todo.trailing_zeros() as usize;
                 todo &= todo - 1;
-                let leaf = c.leaves[w * 64 + b] as usize;
-                let pass = match self.leaf_state[leaf] {
-                    PASSES => true,
-                    FAILS => false,
-                    _ => {
-                        let pass = self.file.leaves[leaf].eval(self.q.problem);
-                        self.leaf_state[leaf] = if pass { PASSES } else { FAILS };
-                        pass
-                    }
-                };
-                if !pass {
-                    self.fail[w] |= 1 << b;
+                if !self.leaf(w * 64 + b) {
                     return false;
                 }
-                self.pass[w] |= 1 << b;
             }
         }
         let hw = c.hw[l] as usize;
@@ -213,8 +327,7 @@ impl<'a, 'q> Judge<'a, 'q> {
                 return false;
             }
         }
-        !c.task[l]
-            || self.file.solutions[self.table.solutions[l] as usize].task_holds(self.q.problem)
+        c.task[l].is_none_or(|t| t.workspace_fits(self.q.problem))
     }
 }
 
@@ -296,7 +409,7 @@ impl Matching {
         // predicate (an Arc), the hardware predicate and what the task
         // predicate reads (the predicate, GSU, macro tile, workspace per
         // element).
-        type Task = (Option<crate::solution::TaskPredicate>, [i64; 4]);
+        type Task = (Option<crate::solution::TaskPredicate>, TaskSizes);
         let mut hardware: Vec<&crate::predicate::HardwarePredicate> = Vec::new();
         let mut tasks: HashMap<Task, u32, crate::FxBuild> = HashMap::default();
         // Each solution's group, once it has one (by position in `list`).
@@ -322,16 +435,7 @@ impl Matching {
                                     hardware.len() - 1
                                 }
                             } as u32;
-                            let sm = &s.size_mapping;
-                            let sig = (
-                                s.task_predicate.clone(),
-                                [
-                                    sm.global_split_u,
-                                    sm.macro_tile[0],
-                                    sm.macro_tile[1],
-                                    sm.workspace_size_per_elem_c,
-                                ],
-                            );
+                            let sig = (s.task_predicate.clone(), TaskSizes::of(&s.size_mapping));
                             let n = tasks.len() as u32;
                             let task = *tasks.entry(sig).or_insert(n);
                             (Arc::as_ptr(&s.problem_predicate) as usize, hw, task)
@@ -947,7 +1051,7 @@ impl Matching {
         let len = self.len();
         let (groups, leaf_state) = state.split_at_mut(self.solutions.len());
         let mut j = Judge::new(self, file, q, leaf_state);
-        let mut judged = |g: usize, groups: &mut [u8]| {
+        let judged = |j: &mut Judge<'_, '_>, g: usize, groups: &mut [u8]| {
             if groups[g] == UNKNOWN {
                 groups[g] = if j.judge(g) { PASSES } else { FAILS };
             }
@@ -964,21 +1068,30 @@ impl Matching {
         // The first cell, and again after a fold that restarts the walk.
         let (mut from, mut b_lo, mut b_hi) = self.grid_cell_fast(0, &want)?;
         let mut best = self.grid_nearest(b_lo, b_hi, &want, |i| {
-            judged(self.local[i] as usize, groups)
+            judged(&mut j, self.local[i] as usize, groups)
         });
         if Self::grid_fold(&mut want) && self.key(best.unwrap_or(0))[GB] == 1 {
             (from, b_lo, b_hi) = self.grid_cell_fast(0, &want)?;
             best = self.grid_nearest(b_lo, b_hi, &want, |i| {
-                judged(self.local[i] as usize, groups)
+                judged(&mut j, self.local[i] as usize, groups)
             });
         }
         if let Some(i) = best {
             return hit(i, &want);
         }
         // A few more cells as the walk takes them, their groups judged as
-        // met (an answer is often near); past that many entries, the
-        // passing groups answer for the rest of the walk.
-        let mut budget = GRID_WALK_ENTRIES;
+        // met (an answer is often near), unless few groups survive the
+        // common leaves; past that many entries, the passing groups answer
+        // for the rest of the walk.
+        let alive = j.prune();
+        if alive == 0 {
+            return None;
+        }
+        let mut budget = if alive <= FEW_GROUPS {
+            0
+        } else {
+            GRID_WALK_ENTRIES
+        };
         while b_hi != len && budget > 0 {
             let Some(cell) = self.grid_cell_fast(from, &want) else {
                 break;
@@ -986,7 +1099,7 @@ impl Matching {
             (from, b_lo, b_hi) = cell;
             budget = budget.saturating_sub(b_hi - b_lo + 1);
             let best = self.grid_nearest(b_lo, b_hi, &want, |i| {
-                judged(self.local[i] as usize, groups)
+                judged(&mut j, self.local[i] as usize, groups)
             });
             if let Some(i) = best {
                 return hit(i, &want);
@@ -994,8 +1107,8 @@ impl Matching {
         }
         let want = &want;
         let mut passing = Vec::new();
-        for g in 0..groups.len() {
-            if judged(g, groups) {
+        for g in j.left() {
+            if judged(&mut j, g, groups) {
                 passing.push(g);
             }
         }
