@@ -297,6 +297,24 @@ impl<'r> Reader<'r> {
         Ok(out)
     }
 
+    /// The bytes ahead, `want` of them when the input has that many (all
+    /// that is left otherwise): for a caller that parses a run of small
+    /// values itself and [`Reader::consume`]s what it used.
+    #[inline]
+    pub fn ahead(&mut self, want: usize) -> &[u8] {
+        // Short only at the input's end (or on a read error, which the
+        // next ordinary read reports).
+        let _ = self.ensure(want);
+        &self.buf[self.pos..self.end]
+    }
+
+    /// Consumes `n` bytes of what [`Reader::ahead`] returned.
+    #[inline]
+    pub fn consume(&mut self, n: usize) {
+        assert!(n <= self.end - self.pos, "consumed past the bytes ahead");
+        self.pos += n;
+    }
+
     /// Consumes `literal` if the input continues with exactly those bytes
     /// (a fast path for keys the writer always puts in the same order).
     #[inline]

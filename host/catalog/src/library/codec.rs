@@ -29,6 +29,109 @@ pub(crate) struct Ctx<'a> {
     pub raw: Option<&'a std::cell::RefCell<Vec<i64>>>,
 }
 
+/// Most bytes a table entry [`plain_entry`] reads may take: a map
+/// header, `key` with ten 9-byte integers, `index` and `speed`.
+const ENTRY_BYTES: usize = 1 + 4 + 1 + 10 * 9 + 6 + 9 + 6 + 9;
+
+/// A key of a table entry, as [`plain_entry`] reads it.
+struct EntryKey {
+    values: [i64; MAX_ARITY],
+    len: usize,
+}
+
+impl EntryKey {
+    fn as_slice(&self) -> &[i64] {
+        &self.values[..self.len]
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+/// A table entry as Tensile and TensileLite write it, read straight from
+/// its bytes: `{key: [1 to 10 integers], index: integer}` and, in a map of
+/// three, `speed: float` last (speed 0 when absent). Returns the bytes
+/// used, the key, the index and the speed; `None` when the entry has any
+/// other form (other keys or order, another encoding, an index that is
+/// not a solution's), which the caller then reads the long way, with its
+/// checks and errors.
+#[inline]
+fn plain_entry(b: &[u8]) -> Option<(usize, EntryKey, i64, f64)> {
+    let mut at = 0;
+    let mut byte = || -> Option<u8> {
+        let v = *b.get(at)?;
+        at += 1;
+        Some(v)
+    };
+    let fields = match byte()? {
+        0x82 => 2,
+        0x83 => 3,
+        _ => return None,
+    };
+    let expect = |b: &[u8], at: &mut usize, lit: &[u8]| -> Option<()> {
+        (b.get(*at..*at + lit.len())? == lit).then(|| *at += lit.len())
+    };
+    let int = |b: &[u8], at: &mut usize| -> Option<i64> {
+        let m = *b.get(*at)?;
+        let wide = |n: usize, at: &mut usize| -> Option<[u8; 8]> {
+            let bytes = b.get(*at + 1..*at + 1 + n)?;
+            *at += 1 + n;
+            let mut out = [0; 8];
+            out[8 - n..].copy_from_slice(bytes);
+            Some(out)
+        };
+        let v = match m {
+            0x00..=0x7f => {
+                *at += 1;
+                m as i64
+            }
+            0xe0..=0xff => {
+                *at += 1;
+                (m as i8) as i64
+            }
+            0xcc => u8::from_be_bytes([wide(1, at)?[7]]) as i64,
+            0xcd => u64::from_be_bytes(wide(2, at)?) as i64,
+            0xce => u64::from_be_bytes(wide(4, at)?) as i64,
+            0xcf => i64::try_from(u64::from_be_bytes(wide(8, at)?)).ok()?,
+            0xd0 => (u64::from_be_bytes(wide(1, at)?) as u8 as i8) as i64,
+            0xd1 => (u64::from_be_bytes(wide(2, at)?) as u16 as i16) as i64,
+            0xd2 => (u64::from_be_bytes(wide(4, at)?) as u32 as i32) as i64,
+            0xd3 => i64::from_be_bytes(wide(8, at)?),
+            _ => return None,
+        };
+        Some(v)
+    };
+    expect(b, &mut at, b"\xa3key")?;
+    let arity = match *b.get(at)? {
+        m @ 0x91..=0x9a => (m & 0x0f) as usize,
+        _ => return None,
+    };
+    at += 1;
+    let mut key = EntryKey {
+        values: [0; MAX_ARITY],
+        len: arity,
+    };
+    for v in &mut key.values[..arity] {
+        *v = int(b, &mut at)?;
+    }
+    expect(b, &mut at, b"\xa5index")?;
+    let index = int(b, &mut at)?;
+    if index == -1 {
+        return None;
+    }
+    let mut speed = 0.0;
+    if fields == 3 {
+        expect(b, &mut at, b"\xa5speed")?;
+        speed = match *b.get(at)? {
+            0xcb => f64::from_be_bytes(b.get(at + 1..at + 9)?.try_into().ok()?),
+            0xca => f32::from_be_bytes(b.get(at + 1..at + 5)?.try_into().ok()?) as f64,
+            _ => return None,
+        };
+        at += if b[at] == 0xcb { 9 } else { 5 };
+    }
+    Some((at, key, index, speed))
+}
+
 fn solution_ref(d: &Decoder<'_>, cx: &Ctx<'_>, index: i64) -> Result<SolutionId> {
     if let Some(raw) = cx.raw {
         let mut raw = raw.borrow_mut();
@@ -373,6 +476,14 @@ impl Node {
                 targets.reserve(cap);
                 arities.reserve(cap);
                 for i in 0..n {
+                    if let Some((used, key, index, speed)) = plain_entry(d.r.ahead(ENTRY_BYTES)) {
+                        d.r.consume(used);
+                        keys.extend_from_slice(key.as_slice());
+                        arities.push(key.len() as u8);
+                        speeds.push(speed);
+                        targets.push(Target::Solution(solution_ref(d, cx, index)?));
+                        continue;
+                    }
                     d.push_index(i);
                     let m = d.map_len()?;
                     let mut arity = None;
@@ -771,6 +882,90 @@ impl Node {
                 w.str("value");
                 w.str(&p.prefix);
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `{key: [..], index: i[, speed: s]}` with each integer in the given
+    /// MessagePack encoding.
+    fn entry(key: &[&[u8]], index: &[u8], speed: Option<&[u8]>) -> Vec<u8> {
+        let mut b = vec![if speed.is_some() { 0x83 } else { 0x82 }];
+        b.extend_from_slice(b"\xa3key");
+        b.push(0x90 | key.len() as u8);
+        key.iter().for_each(|k| b.extend_from_slice(k));
+        b.extend_from_slice(b"\xa5index");
+        b.extend_from_slice(index);
+        if let Some(s) = speed {
+            b.extend_from_slice(b"\xa5speed");
+            b.extend_from_slice(s);
+        }
+        b
+    }
+
+    #[test]
+    fn plain_entries_are_read_in_every_integer_encoding() {
+        let key: [&[u8]; 10] = [
+            &[0x05],
+            &[0xff],
+            &[0xcc, 0xc8],
+            &[0xcd, 0x01, 0x00],
+            &[0xce, 0x00, 0x01, 0x00, 0x00],
+            &[0xcf, 0, 0, 0, 1, 0, 0, 0, 0],
+            &[0xd0, 0x80],
+            &[0xd1, 0xff, 0x00],
+            &[0xd2, 0xff, 0xff, 0xff, 0x00],
+            &[0xd3, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe],
+        ];
+        let want = [5, -1, 200, 256, 65_536, 1 << 32, -128, -256, -256, -2];
+        let speed = 2.5f64.to_be_bytes();
+        let mut speed_bytes = vec![0xcb];
+        speed_bytes.extend_from_slice(&speed);
+        let mut bytes = entry(&key, &[0xcd, 0x30, 0x39], Some(&speed_bytes));
+        let len = bytes.len();
+        bytes.extend_from_slice(b"trailing");
+        let (used, k, index, s) = plain_entry(&bytes).expect("plain");
+        assert_eq!(
+            (used, k.as_slice(), index, s),
+            (len, &want[..], 12_345, 2.5)
+        );
+        // No speed: 0. A float32 speed.
+        let (_, _, _, s) = plain_entry(&entry(&[&[1]], &[2], None)).expect("plain");
+        assert_eq!(s, 0.0);
+        let (_, _, _, s) =
+            plain_entry(&entry(&[&[1]], &[2], Some(&[0xca, 0x40, 0x20, 0, 0]))).expect("plain");
+        assert_eq!(s, 2.5);
+    }
+
+    #[test]
+    fn other_entries_are_left_to_the_long_way() {
+        let cases: [Vec<u8>; 8] = [
+            // A solution index of -1 (the entry holds a `value` instead).
+            entry(&[&[1]], &[0xff], None),
+            // An integer speed (accepted, but the long way).
+            entry(&[&[1]], &[2], Some(&[0x03])),
+            // A float key value.
+            entry(&[&[0xca, 0x3f, 0x80, 0, 0]], &[2], None),
+            // An empty key and an eleven-value key.
+            entry(&[], &[2], None),
+            entry(&[&[1u8][..]; 11], &[2], None),
+            // A u64 past i64.
+            entry(&[&[0xcf, 0x80, 0, 0, 0, 0, 0, 0, 0]], &[2], None),
+            // Truncated.
+            entry(&[&[1], &[2]], &[0xcd, 0x30], None),
+            // Another third key.
+            {
+                let mut b = entry(&[&[1]], &[2], None);
+                b[0] = 0x83;
+                b.extend_from_slice(b"\xa5value\xc0");
+                b
+            },
+        ];
+        for (i, c) in cases.iter().enumerate() {
+            assert!(plain_entry(c).is_none(), "case {i}");
         }
     }
 }
