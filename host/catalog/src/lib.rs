@@ -615,6 +615,7 @@ impl Catalog {
             hardware,
             trace: None,
             walk_cells: false,
+            leaves: None,
         };
         self.finish(self.root.root.select(&self.root, &mut q))
     }
@@ -634,6 +635,7 @@ impl Catalog {
             hardware,
             trace: None,
             walk_cells: true,
+            leaves: None,
         };
         self.finish(self.root.root.select(&self.root, &mut q))
     }
@@ -667,6 +669,7 @@ impl Catalog {
             hardware,
             trace: Some(&mut t),
             walk_cells: true,
+            leaves: None,
         };
         let result = self.finish(self.root.root.select(&self.root, &mut q));
         match &result {
@@ -827,6 +830,7 @@ impl<'c> Selector<'c> {
             hardware: &self.hardware,
             trace: None,
             walk_cells: false,
+            leaves: None,
         };
         let result = plan.run(&mut q);
         if plan.stale() {

@@ -60,6 +60,12 @@ pub struct Step<'c> {
     pub node: &'c Node,
     /// The file holding `node`: the root or a lazy child.
     pub file: &'c File,
+    /// The file's leaves the class decides, judged once here: for each
+    /// leaf of `file.leaves`, passes or fails if it is class-only
+    /// ([`ProblemLeaf::class_only`](super::predicate::ProblemLeaf::class_only)),
+    /// else not known. A table search starts its leaf memo from it, so a
+    /// query evaluates only the leaves its sizes decide.
+    pub leaves: std::sync::Arc<[u8]>,
 }
 
 /// The steps under one matching hardware row.
@@ -94,6 +100,30 @@ struct Flat<'c, 'p> {
     guards: Vec<&'c ProblemPredicate>,
     out: Vec<Step<'c>>,
     pending: bool,
+    /// Each file's leaf template, made once.
+    leaves: Vec<(&'c File, std::sync::Arc<[u8]>)>,
+}
+
+impl<'c> Flat<'c, '_> {
+    fn leaves(&mut self, file: &'c File) -> std::sync::Arc<[u8]> {
+        use crate::box_tree::{FAILS, PASSES, UNKNOWN};
+        if let Some((_, t)) = self.leaves.iter().find(|(f, _)| std::ptr::eq(*f, file)) {
+            return t.clone();
+        }
+        let t: std::sync::Arc<[u8]> = file
+            .leaves
+            .iter()
+            .map(
+                |l| match (l.class_only(), l.class_only() && l.eval(self.problem)) {
+                    (false, _) => UNKNOWN,
+                    (true, true) => PASSES,
+                    (true, false) => FAILS,
+                },
+            )
+            .collect();
+        self.leaves.push((file, t.clone()));
+        t
+    }
 }
 
 fn flatten<'c>(node: &'c Node, file: &'c File, f: &mut Flat<'c, '_>) {
@@ -128,10 +158,12 @@ fn flatten<'c>(node: &'c Node, file: &'c File, f: &mut Flat<'c, '_>) {
         // query reaches it).
         other => {
             f.pending |= matches!(other, Node::Placeholder(p) if p.child.get().is_none());
+            let leaves = f.leaves(file);
             f.out.push(Step {
                 guards: f.guards.clone(),
                 node: other,
                 file,
+                leaves,
             });
         }
     }
@@ -169,6 +201,7 @@ impl<'c> Plan<'c> {
             guards: Vec::new(),
             out: Vec::new(),
             pending: false,
+            leaves: Vec::new(),
         };
         let steps = |node: &'c Node, f: &mut Flat<'c, '_>| {
             flatten(node, file, f);
@@ -206,12 +239,16 @@ impl<'c> Plan<'c> {
             }
     }
 
-    fn run_steps(steps: &[Step<'c>], q: &mut Query<'_>) -> Result<Option<Hit<'c>>> {
+    fn run_steps<'q>(steps: &'q [Step<'c>], q: &mut Query<'q>) -> Result<Option<Hit<'c>>>
+    where
+        'c: 'q,
+    {
         for step in steps {
-            if step.guards.iter().all(|g| g.eval(q.problem))
-                && let Some(hit) = step.node.select(step.file, q)?
-            {
-                return Ok(Some(hit));
+            if step.guards.iter().all(|g| g.eval(q.problem)) {
+                q.leaves = Some((step.file, &step.leaves));
+                if let Some(hit) = step.node.select(step.file, q)? {
+                    return Ok(Some(hit));
+                }
             }
         }
         Ok(None)
@@ -219,7 +256,10 @@ impl<'c> Plan<'c> {
 
     /// Answers `q` (a problem of the plan's class, on its GPU): the tree
     /// walk's answer, exact rows before fallback rows.
-    pub fn run(&self, q: &mut Query<'_>) -> Result<Option<Hit<'c>>> {
+    pub fn run<'q>(&'q self, q: &mut Query<'q>) -> Result<Option<Hit<'c>>>
+    where
+        'c: 'q,
+    {
         match &self.kind {
             PlanKind::Steps(steps) => Self::run_steps(steps, q),
             PlanKind::Rows(rows) => {

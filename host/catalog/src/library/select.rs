@@ -528,6 +528,10 @@ pub struct Query<'q> {
     /// Walk GridBased tables cell by cell, as hipBLASLt does (a trace
     /// always does), not from the passing solution groups.
     pub walk_cells: bool,
+    /// What a plan knows of a file's leaves for the query's class (see
+    /// [`crate::plan::Step::leaves`]): tables of that file start their
+    /// leaf memo from it.
+    pub leaves: Option<(&'q crate::File, &'q [u8])>,
 }
 
 /// A selected solution and the file that holds it.
@@ -773,6 +777,11 @@ impl Matching {
             return Ok(None);
         }
         let mut state = take_state(self.solutions.len() + file.leaves.len());
+        if let Some((known, leaves)) = q.leaves
+            && std::ptr::eq(known, file)
+        {
+            state[self.solutions.len()..].copy_from_slice(leaves);
+        }
         let result = self.search(file, q, key, &mut state);
         give_state(state);
         result
