@@ -1870,3 +1870,151 @@ fn deeply_nested_nodes_with_type_last_reach_the_nesting_limit() {
     let e = Catalog::from_msgpack(&w.out).expect_err("too deep");
     assert!(matches!(e, CatalogError::TooDeep { .. }), "{e}");
 }
+
+/// A class plan stops at a placeholder whose child failed to load (its
+/// error is the answer of a query that reaches it, as in the tree walk)
+/// and is not built again for it: 100 later queries of the class that do
+/// not reach it build no plan, though another placeholder of the plan is
+/// never read. (From the review of 56622cb..dca8b53: a failed child made
+/// every query rebuild the plan.)
+#[test]
+fn a_failed_child_does_not_rebuild_the_plan_at_every_query() {
+    let dir = scratch("failed_child_plan");
+    let parent = dir.join(format!("{LAZY_PARENT}.dat"));
+    let problem_node = "{type: Problem, rows: [\
+        {predicate: {type: SizeGreaterThan, index: 0, value: 1000}, library: {type: Placeholder, value: not_there}}, \
+        {predicate: {type: TruePred}, library: {type: Single, index: 0}}, \
+        {predicate: {type: TruePred}, library: {type: Placeholder, value: never_read}}]}";
+    write_dat(
+        &parent,
+        &catalog_yaml(
+            &[solution(0, "k0")],
+            &hardware_node(&[("{type: TruePred}".into(), problem_node.into())]),
+        ),
+    );
+    let c = open(&parent);
+    let sel = c.selector(mi300x());
+    let big = nn(2000, 64, 64, DataType::Float);
+    assert!(sel.select_uncached(&big).is_err(), "the missing child");
+    assert!(c.select(&big, &mi300x()).is_err(), "the tree walk agrees");
+    assert_eq!(sel.plan_builds(), 1);
+    for m in 1..=100 {
+        let s = sel
+            .select_uncached(&nn(m, 64, 64, DataType::Float))
+            .expect("answers");
+        assert_eq!(s.map(|s| &*s.solution.name), Some("k0"));
+    }
+    assert_eq!(
+        sel.plan_builds(),
+        1,
+        "plans built for 101 queries of one class"
+    );
+}
+
+/// A lazy child read by a query is planned into once: the class's plan is
+/// built again after the query that read it, not after later ones.
+#[test]
+fn a_plan_is_built_again_once_after_a_child_is_read() {
+    let dir = scratch("child_read_plan");
+    let parent = dir.join(format!("{LAZY_PARENT}.dat"));
+    write_dat(
+        &dir.join("child_a.dat"),
+        &catalog_yaml(&[solution(0, "ka")], &single(0)),
+    );
+    let problem_node = "{type: Problem, rows: [\
+        {predicate: {type: TruePred}, library: {type: Placeholder, value: child_a}}]}";
+    write_dat(
+        &parent,
+        &catalog_yaml(
+            &[],
+            &hardware_node(&[("{type: TruePred}".into(), problem_node.into())]),
+        ),
+    );
+    let c = open(&parent);
+    let sel = c.selector(mi300x());
+    for m in 1..=20 {
+        let s = sel
+            .select_uncached(&nn(m, 64, 64, DataType::Float))
+            .expect("answers");
+        assert_eq!(s.map(|s| &*s.solution.name), Some("ka"));
+    }
+    assert_eq!(
+        sel.plan_builds(),
+        2,
+        "the first plan, and one into the child"
+    );
+}
+
+/// A table entry naming a solution that is not there: the error names the
+/// entry, on the fast path for plain entries as on the long one. (From
+/// the review of 56622cb..dca8b53.)
+#[test]
+fn a_missing_solution_names_its_table_entry() {
+    for entry in [
+        "{key: [128], index: 9, speed: 1.0}",
+        "{speed: 1.0, key: [128], index: 9}",
+    ] {
+        let text = catalog_yaml(
+            &[solution(0, "k")],
+            &format!(
+                "{{type: Matching, properties: [{{type: FreeSizeA, index: 0}}], table: [{{key: [64], index: 0, speed: 1.0}}, {entry}], distance: Euclidean}}"
+            ),
+        );
+        let e = Catalog::from_yaml(&text).expect_err("index 9 is not in the list");
+        let CatalogError::MissingSolution { at, index } = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!((at.path.as_str(), *index), ("library.table[1]", 9), "{e}");
+    }
+}
+
+/// Only the leaves of `And` predicates are numbered for the table walk's
+/// leaf memo, up to the first item that is not a leaf: `Or` and `Not`
+/// predicates, and an `And` that starts with an `Or`, number none; an
+/// `And` of leaves numbers its own. (From the review of 56622cb..dca8b53.)
+#[test]
+fn only_and_of_leaves_predicates_number_their_leaves() {
+    let sol = |i: i64, pred: &str| {
+        solution(i, &format!("k{i}")).replace(
+            "problemPredicate: {type: TruePred}",
+            &format!("problemPredicate: {pred}"),
+        )
+    };
+    let text = catalog_yaml(
+        &[
+            sol(
+                0,
+                "{type: Or, value: [{type: SizeMultiple, index: 0, value: 2}, {type: SizeMultiple, index: 0, value: 3}]}",
+            ),
+            sol(
+                1,
+                "{type: Not, value: {type: SizeMultiple, index: 1, value: 5}}",
+            ),
+            sol(
+                2,
+                "{type: And, value: [{type: Or, value: [{type: SizeMultiple, index: 0, value: 7}]}, {type: SizeMultiple, index: 0, value: 11}]}",
+            ),
+        ],
+        &single(0),
+    );
+    let c = Catalog::from_yaml(&text).unwrap();
+    assert_eq!(c.file().leaves.len(), 0);
+    let text = catalog_yaml(
+        &[
+            sol(
+                0,
+                "{type: And, value: [{type: SizeMultiple, index: 0, value: 2}, {type: SizeMultiple, index: 1, value: 3}]}",
+            ),
+            sol(
+                1,
+                "{type: And, value: [{type: SizeMultiple, index: 1, value: 3}, {type: Or, value: [{type: SizeMultiple, index: 0, value: 13}]}, {type: SizeMultiple, index: 0, value: 17}]}",
+            ),
+        ],
+        &single(0),
+    );
+    let c = Catalog::from_yaml(&text).unwrap();
+    assert_eq!(c.file().leaves.len(), 2, "{:?}", c.file().leaves);
+    let ids = |i: usize| c.file().solutions[i].problem_predicate.leaf_ids.clone();
+    assert_eq!(ids(0).as_deref(), Some(&[0u16, 1][..]));
+    assert_eq!(ids(1), None);
+}

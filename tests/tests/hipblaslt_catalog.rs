@@ -553,3 +553,42 @@ fn a_traced_selection_names_the_tensilelite_predicates() {
     }
     assert!(trace.contains(&format!("RESULT: solution {}", selected.solution.index)));
 }
+
+/// The two-thread streaming reader (children of 4 MB and more: the ten
+/// largest here) builds the same catalog as the one-pass reader over the
+/// same bytes in memory, written back byte for byte; and the same leaf
+/// table and leaf ids.
+#[test]
+fn the_parallel_and_sequential_readers_agree_on_the_largest_children() {
+    let (dir, _) = catalogs();
+    let mut children: Vec<(u64, PathBuf)> = std::fs::read_dir(&dir)
+        .expect("the cached catalogs")
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let name = e.file_name().into_string().ok()?;
+            (name.ends_with(".dat") && name != MAPPING && !name.starts_with("TensileLibrary_lazy_"))
+                .then(|| Some((e.metadata().ok()?.len(), e.path())))?
+        })
+        .collect();
+    children.sort();
+    let largest = &children[children.len().saturating_sub(10)..];
+    assert!(
+        largest.iter().all(|(size, _)| *size >= 4 << 20),
+        "{largest:?}"
+    );
+    for (_, path) in largest {
+        let bytes = std::fs::read(path).expect("readable");
+        let sequential = Catalog::from_msgpack(&bytes).unwrap_or_else(|e| panic!("{e}"));
+        let parallel = Catalog::open(path).unwrap_or_else(|e| panic!("{e}"));
+        let (s, p) = (sequential.file(), parallel.file());
+        assert_eq!(s.leaves, p.leaves, "{}", path.display());
+        for (a, b) in s.solutions.iter().zip(p.solutions.iter()) {
+            assert_eq!(a.problem_predicate.leaf_ids, b.problem_predicate.leaf_ids);
+        }
+        assert!(
+            sequential.to_msgpack() == parallel.to_msgpack(),
+            "{}",
+            path.display()
+        );
+    }
+}

@@ -8,7 +8,9 @@
 //!    same way (its `ru_maxrss`), for the ratio.
 //! 2. Selection without a cache: a few thousand varied problems on three
 //!    GPUs, each timed alone, in three passes with fresh selectors; median
-//!    and p99 of each pass, and the verdict on the worst.
+//!    and p99 of each pass, and the verdict on the worst. The first query of
+//!    each problem class in a selector builds the class's plan: those are
+//!    reported apart, and the passes' figures are the other queries'.
 //! 3. Selection with the result cache: the same queries again through a
 //!    `Selector` that has seen them.
 //! 4. Lazy loading: the catalog is split into Tensile's lazy layout (one
@@ -16,8 +18,9 @@
 //!    queries are run against it: the files read are counted.
 //! 5. hipBLASLt 7.1.1's TensileLite catalogs (issue 22, [`run_tensilelite`]):
 //!    opening the mapping and one processor's lazy root, the first query of
-//!    a problem type (which reads its child file), and selection without a
-//!    cache on each of the ten processors' catalogs in turn.
+//!    a problem type (which reads its child file; the median of three fresh
+//!    catalogs per pair), and selection without a cache on each of the ten
+//!    processors' catalogs in turn.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -97,6 +97,24 @@ fn is_yaml(path: &Path) -> bool {
     )
 }
 
+/// A reader of an open file from its own offset (positioned reads), so
+/// that threads can share the file.
+struct At<'f> {
+    file: &'f std::fs::File,
+    offset: u64,
+}
+
+impl std::io::Read for At<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        #[cfg(unix)]
+        let read = std::os::unix::fs::FileExt::read_at(self.file, buf, self.offset)?;
+        #[cfg(windows)]
+        let read = std::os::windows::fs::FileExt::seek_read(self.file, buf, self.offset)?;
+        self.offset += read as u64;
+        Ok(read)
+    }
+}
+
 /// Files at least this big are read with two threads, each streaming
 /// the file; smaller ones are read into memory whole first. Streaming
 /// keeps the peak memory of rocBLAS's 117 MB catalog low, and it is
@@ -191,19 +209,21 @@ impl File {
         })
     }
 
-    /// Reads a big MessagePack file with two threads, each through its own
-    /// handle: this one reads the solutions and passes over the library,
-    /// the other passes over the solutions and reads the library, holding
-    /// solution indices as they are written until [`Node::link`] resolves
-    /// them. rocBLAS's catalog: 97 MB of solutions, 20 MB of library.
-    fn load_parallel(path: &Path, origin: &Arc<Origin>, prefix: Option<Box<str>>) -> Result<File> {
-        let io = |e: std::io::Error| CatalogError::Io {
-            file: path.to_path_buf(),
-            message: e.to_string(),
-        };
-        let open = || -> Result<Reader<'_>> {
-            Ok(Reader::from_reader(std::fs::File::open(path).map_err(io)?))
-        };
+    /// Reads a big MessagePack file `file` (opened from `path`) with two
+    /// threads, each streaming it with reads at its own offset of the one
+    /// open file (so both read the same file even if `path` is replaced
+    /// meanwhile): this one reads the solutions and passes over the
+    /// library, the other passes over the solutions and reads the library,
+    /// holding solution indices as they are written until [`Node::link`]
+    /// resolves them. rocBLAS's catalog: 97 MB of solutions, 20 MB of
+    /// library.
+    fn load_parallel(
+        path: &Path,
+        file: &std::fs::File,
+        origin: &Arc<Origin>,
+        prefix: Option<Box<str>>,
+    ) -> Result<File> {
+        let open = || -> Result<Reader<'_>> { Ok(Reader::from_reader(At { file, offset: 0 })) };
         let library_side = || -> Result<(Node, Vec<i64>)> {
             let mut d = Decoder::new(open()?, Some(path.to_path_buf()));
             let raw = std::cell::RefCell::new(Vec::new());
@@ -322,7 +342,7 @@ impl File {
         let file = std::fs::File::open(path).map_err(io)?;
         let size = file.metadata().map_or(u64::MAX, |m| m.len());
         if size >= PARALLEL_BYTES {
-            return File::load_parallel(path, &origin, prefix);
+            return File::load_parallel(path, &file, &origin, prefix);
         }
         // Decoding from memory needs no buffer refills.
         let mut bytes = Vec::new();
@@ -700,6 +720,7 @@ impl Catalog {
             hardware,
             cache: Mutex::new(HashMap::default()),
             plans: Mutex::new(HashMap::default()),
+            plan_builds: Default::default(),
         }
     }
 }
@@ -774,12 +795,20 @@ pub struct Selector<'c> {
     gpu_rows: plan::GpuRows<'c>,
     cache: Mutex<HashMap<CacheKey, Option<Selected<'c>>, BuildHasherDefault<FxHasher>>>,
     plans: Mutex<HashMap<plan::ClassKey, Arc<plan::Plan<'c>>, BuildHasherDefault<FxHasher>>>,
+    plan_builds: std::sync::atomic::AtomicUsize,
 }
 
 impl<'c> Selector<'c> {
     /// The GPU this selector answers for.
     pub fn hardware(&self) -> &Hardware {
         &self.hardware
+    }
+
+    /// Class plans this selector has built: one at each problem class's
+    /// first query, and again once a query of the class reads a lazy
+    /// child file its plan stops at.
+    pub fn plan_builds(&self) -> usize {
+        self.plan_builds.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Like [`Catalog::select`], answering repeated problems from memory.
@@ -808,7 +837,10 @@ impl<'c> Selector<'c> {
             .unwrap_or_else(|e| e.into_inner())
             .get(&class)
             .cloned();
+        // Plans are built outside the lock: other threads' queries go on.
         let build = || {
+            self.plan_builds
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             Arc::new(plan::Plan::build(
                 &self.catalog.root,
                 &self.gpu_rows,
@@ -817,13 +849,15 @@ impl<'c> Selector<'c> {
         };
         let plan = match found {
             Some(plan) => plan,
-            None => self
-                .plans
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .entry(class)
-                .or_insert_with(build)
-                .clone(),
+            None => {
+                let built = build();
+                self.plans
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .entry(class)
+                    .or_insert(built)
+                    .clone()
+            }
         };
         let mut q = Query {
             problem,
@@ -834,10 +868,11 @@ impl<'c> Selector<'c> {
         };
         let result = plan.run(&mut q);
         if plan.stale() {
+            let built = build();
             self.plans
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .insert(class, build());
+                .insert(class, built);
         }
         self.catalog.finish(result)
     }

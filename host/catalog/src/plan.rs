@@ -227,10 +227,13 @@ impl<'c> Plan<'c> {
     /// A placeholder step's child has been read since the plan was built:
     /// built again, the plan goes on into it.
     pub fn stale(&self) -> bool {
+        // A child that failed to load stays a step (its error is the
+        // query's answer, as in the tree walk): only a child read since
+        // counts.
         let read = |steps: &[Step<'c>]| {
-            steps
-                .iter()
-                .any(|s| matches!(s.node, Node::Placeholder(p) if p.child.get().is_some()))
+            steps.iter().any(
+                |s| matches!(s.node, Node::Placeholder(p) if matches!(p.child.get(), Some(Ok(_)))),
+            )
         };
         self.pending
             && match &self.kind {

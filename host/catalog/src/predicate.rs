@@ -176,15 +176,15 @@ impl<L: Leaf> Predicate<L> {
     /// Reads a predicate map (`{type, value}`); an unknown type is a
     /// [`CatalogError::UnknownType`](crate::CatalogError::UnknownType).
     pub fn decode(d: &mut Decoder<'_>) -> Result<Self> {
-        Self::decode_with(d, &mut Predicate::decode)
+        Self::decode_with(d, &mut |d, _| Predicate::decode(d))
     }
 
     /// [`Predicate::decode`], reading the items of an `And`, `Or` or `Not`
-    /// with `item` (which may share equal items, see
-    /// [`Interner::read`](crate::solution::Interner::read)).
+    /// with `item`, which is told the combinator's type (and may share
+    /// equal items, see [`Interner::read`](crate::solution::Interner::read)).
     pub fn decode_with(
         d: &mut Decoder<'_>,
-        item: &mut impl FnMut(&mut Decoder<'_>) -> Result<Self>,
+        item: &mut impl FnMut(&mut Decoder<'_>, &str) -> Result<Self>,
     ) -> Result<Self> {
         d.nested(|d| {
             let t = d.typed()?;
@@ -198,7 +198,7 @@ impl<L: Leaf> Predicate<L> {
                     }
                 }
                 "And" | "Or" => {
-                    let items = field(d, t.len, "value", |d| d.array("value", &mut *item))?
+                    let items = field(d, t.len, "value", |d| d.array("value", |d| item(d, &t.ty)))?
                         .into_boxed_slice();
                     if t.ty == "And" {
                         Predicate::And(items)
@@ -206,7 +206,7 @@ impl<L: Leaf> Predicate<L> {
                         Predicate::Or(items)
                     }
                 }
-                "Not" => Predicate::Not(Box::new(field(d, t.len, "value", &mut *item)?)),
+                "Not" => Predicate::Not(Box::new(field(d, t.len, "value", |d| item(d, "Not"))?)),
                 other => match L::decode(d, other, t.len)? {
                     Some(leaf) => Predicate::Leaf(leaf),
                     None => return Err(d.unknown("predicate", other)),

@@ -504,9 +504,11 @@ fn activation_ok(v: Activation, p: Activation) -> bool {
 /// `ceil(M/MT0)·ceil(N/MT1)·max(gsu,1)·batch ≤ 2^24` in `f64`, as
 /// TensileLite computes it (`gsu` -1 always passes). Most problems are
 /// answered without dividing: with tiles of at least 1 and sizes whose
-/// exact product `M·N·max(gsu,1)·batch` is at most 2^24, every factor is
-/// an integer exact in `f64` that its rounded, ceiled quotient cannot
-/// exceed, so the floating-point product is at most 2^24 too.
+/// exact product `M·N·max(gsu,1)·batch` is at most 2^24, either a factor
+/// is 0 (and the floating-point product, of finite factors, is 0 too) or
+/// every factor is at most 2^24, an integer exact in `f64` that its
+/// rounded, ceiled quotient cannot exceed, so the floating-point product
+/// is at most 2^24 too.
 fn workgroups_fit(p: &Problem, mt0: i64, mt1: i64, gsu: i64) -> bool {
     const LIMIT: u64 = 1 << 24;
     if gsu == -1 {

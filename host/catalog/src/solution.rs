@@ -306,14 +306,15 @@ pub struct Interner {
     types: HashMap<Vec<u8>, Arc<ProblemType>, Fx>,
     mappings: HashMap<Vec<u8>, (SizeMapping, u32), Fx>,
     leaf_ids: HashMap<ProblemLeaf, u16, Fx>,
-    /// Items of predicate lists by their bytes, with their leaf ids.
+    /// Items of predicate lists by their bytes, with their leaf ids once
+    /// numbered.
     items: HashMap<Vec<u8>, (ProblemPredicate, Option<u16>), Fx>,
     /// The items of the last predicate read, by position, as `items`
     /// holds them.
     recent: Vec<(Vec<u8>, ProblemPredicate, Option<u16>)>,
     item_at: usize,
     item_scratch: Vec<u8>,
-    /// The distinct leaves of `And`-of-leaves predicates, by id (at most
+    /// The distinct leaves numbered by [`Interner::read`], by id (at most
     /// 65 536: a predicate with a leaf beyond gets no ids).
     pub leaves: Vec<ProblemLeaf>,
     scratch: Vec<u8>,
@@ -357,11 +358,14 @@ impl Interner {
     }
 
     /// Reads a problem predicate at `d`'s position, shared with every
-    /// solution that has the same one. An `And`'s items are shared by
-    /// their bytes too: TensileLite's predicates are nearly all distinct
-    /// but are made of a few hundred distinct leaves (hipBLASLt 7.1.1's
-    /// largest file: 691 predicates of 33 leaves, 618 distinct), so a leaf
-    /// seen before is looked up, not decoded and numbered again.
+    /// solution that has the same one. When it is an `And` of leaves, the
+    /// leaves are numbered (the leaf ids of [`SolutionPredicate`]); an
+    /// `And`'s leaves up to its first item that is not one are numbered
+    /// either way, no other leaf is. A predicate's items are shared by their
+    /// bytes too: TensileLite's predicates are nearly all distinct but are
+    /// made of a few hundred distinct leaves (hipBLASLt 7.1.1's largest
+    /// file: 691 predicates of 33 leaves, 618 distinct), so a leaf seen
+    /// before is looked up, not decoded and numbered again.
     pub fn read(&mut self, d: &mut Decoder<'_>) -> Result<Arc<SolutionPredicate>> {
         self.capture(d)?;
         if let Some(shared) = self.by_bytes.get(&self.scratch) {
@@ -371,10 +375,11 @@ impl Interner {
         let mut sub = d.sub(&bytes);
         let mut ids = Some(Vec::new());
         self.item_at = 0;
-        let tree = Predicate::decode_with(&mut sub, &mut |d| {
-            let (item, id) = self.item(d)?;
+        let tree = Predicate::decode_with(&mut sub, &mut |d, within| {
+            let number = within == "And" && ids.is_some();
+            let (item, id) = self.item(d, number)?;
             match (&mut ids, id) {
-                (Some(ids), Some(id)) => ids.push(id),
+                (Some(ids), Some(id)) if number => ids.push(id),
                 _ => ids = None,
             }
             Ok(item)
@@ -394,11 +399,16 @@ impl Interner {
         Ok(shared)
     }
 
-    /// An item of a predicate's list, by its bytes: the predicate and,
-    /// for a leaf, its id. Item `n` is compared first with item `n` of the
+    /// An item of a predicate's list, by its bytes, and its leaf id when
+    /// `number` asks for one (a leaf of an `And`; numbered the first time
+    /// it is asked for). Item `n` is compared first with item `n` of the
     /// predicate read before (consecutive predicates mostly differ in a
     /// few leaves), then looked up by hash.
-    fn item(&mut self, d: &mut Decoder<'_>) -> Result<(ProblemPredicate, Option<u16>)> {
+    fn item(
+        &mut self,
+        d: &mut Decoder<'_>,
+        number: bool,
+    ) -> Result<(ProblemPredicate, Option<u16>)> {
         let n = self.item_at;
         self.item_at += 1;
         let mut buf = std::mem::take(&mut self.item_scratch);
@@ -407,23 +417,29 @@ impl Interner {
         let found = captured.and_then(|()| {
             if let Some((bytes, item, id)) = self.recent.get(n)
                 && *bytes == buf
+                && (id.is_some() || !number)
             {
                 return Ok((item.clone(), *id));
             }
-            let (item, id) = match self.items.get(&buf) {
-                Some(known) => known.clone(),
+            let (item, mut id, mut fresh) = match self.items.get(&buf) {
+                Some((item, id)) => (item.clone(), *id, false),
                 None => {
                     let mut sub = d.sub(&buf);
                     let item = Predicate::decode(&mut sub)?;
                     sub.r.finish().map_err(|e| sub.msgpack(e))?;
-                    let id = match &item {
-                        Predicate::Leaf(l) => self.leaf_id(l),
-                        _ => None,
-                    };
-                    self.items.insert(buf.clone(), (item.clone(), id));
-                    (item, id)
+                    (item, None, true)
                 }
             };
+            if number
+                && id.is_none()
+                && let Predicate::Leaf(l) = &item
+            {
+                id = self.leaf_id(l);
+                fresh = true;
+            }
+            if fresh {
+                self.items.insert(buf.clone(), (item.clone(), id));
+            }
             let entry = (buf.clone(), item.clone(), id);
             match self.recent.get_mut(n) {
                 Some(slot) => *slot = entry,
@@ -433,24 +449,6 @@ impl Interner {
         });
         self.item_scratch = buf;
         found
-    }
-
-    /// The shared form of a newly read `tree`, its leaves numbered.
-    /// Predicates are shared when their bytes are equal ([`Interner::read`]);
-    /// an equal tree written differently gets its own (it then only forms
-    /// its own group in a table walk).
-    pub fn intern(&mut self, tree: ProblemPredicate) -> Arc<SolutionPredicate> {
-        let leaf_ids = match &tree {
-            Predicate::And(items) => items
-                .iter()
-                .map(|item| match item {
-                    Predicate::Leaf(l) => self.leaf_id(l),
-                    _ => None,
-                })
-                .collect::<Option<Box<[u16]>>>(),
-            _ => None,
-        };
-        Arc::new(SolutionPredicate { tree, leaf_ids })
     }
 
     fn leaf_id(&mut self, leaf: &ProblemLeaf) -> Option<u16> {

@@ -481,7 +481,14 @@ impl Node {
                         keys.extend_from_slice(key.as_slice());
                         arities.push(key.len() as u8);
                         speeds.push(speed);
-                        targets.push(Target::Solution(solution_ref(d, cx, index)?));
+                        // The entry's place is named only in an error.
+                        let id = solution_ref(d, cx, index).or_else(|_| {
+                            d.push_index(i);
+                            let found = solution_ref(d, cx, index);
+                            d.pop();
+                            found
+                        })?;
+                        targets.push(Target::Solution(id));
                         continue;
                     }
                     d.push_index(i);

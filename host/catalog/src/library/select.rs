@@ -36,9 +36,9 @@ const FEW_GROUPS: usize = 64;
 const NO_HW: u8 = u8::MAX;
 
 /// Entries an untraced GridBased search walks, after its first cell,
-/// before it judges every solution group instead (none in this crate's unit
-/// tests, whose small tables then exercise the group search).
-const GRID_WALK_ENTRIES: usize = if cfg!(test) { 0 } else { 128 };
+/// before it judges every solution group instead (12 in this crate's unit
+/// tests, whose tables are small).
+const GRID_WALK_ENTRIES: usize = if cfg!(test) { 12 } else { 128 };
 
 /// A GridBased key's coordinates: M, N, batch, K.
 const GM: usize = 0;
@@ -1410,22 +1410,24 @@ mod tests {
                     )],
                 ),
             ),
-            (
-                "problemType",
-                map(vec![
-                    (
-                        "operationIdentifier",
-                        s("Contraction_l_Ailk_Bljk_Cijk_Dijk"),
-                    ),
-                    ("aType", s("Float")),
-                    ("bType", s("Float")),
-                    ("cType", s("Float")),
-                    ("dType", s("Float")),
-                    ("useBeta", Value::Bool(true)),
-                    ("highPrecisionAccumulate", Value::Bool(false)),
-                ]),
-            ),
+            ("problemType", float_nn_type()),
             ("sizeMapping", map(sm)),
+        ])
+    }
+
+    /// The problem type of an NN single-precision GEMM.
+    fn float_nn_type() -> Value {
+        map(vec![
+            (
+                "operationIdentifier",
+                s("Contraction_l_Ailk_Bljk_Cijk_Dijk"),
+            ),
+            ("aType", s("Float")),
+            ("bType", s("Float")),
+            ("cType", s("Float")),
+            ("dType", s("Float")),
+            ("useBeta", Value::Bool(true)),
+            ("highPrecisionAccumulate", Value::Bool(false)),
         ])
     }
 
@@ -1520,24 +1522,209 @@ mod tests {
                 let (k, batch) = (1 + rng.below(10), pick(&mut rng, &[1, 1, 2, 3, 4]));
                 let p = Problem::gemm(Transpose::None, Transpose::None, m, n, k, DataType::Float)
                     .with_batch(batch);
-                let answer =
-                    |s: Option<crate::Selected<'_>>| s.map(|s| (s.solution.index, s.fitness));
-                let fast = answer(catalog.select(&p, &hw).unwrap());
-                let walked = answer(catalog.select_walking(&p, &hw).unwrap());
-                if fast != walked {
+                if let Some(d) = disagreement(&catalog, &p, &hw) {
                     disagreements.push(format!(
-                        "trial {trial}: {m}x{n}x{k} batch {batch} on {entries:?}: fast {fast:?}, walk {walked:?}"
+                        "trial {trial}: {m}x{n}x{k} batch {batch} on {entries:?}: {d}"
                     ));
                 }
             }
         }
+        assert_agreed(&disagreements, 4000);
+    }
+
+    /// The fast path's and the walk's answers to `p`, when they differ.
+    fn disagreement(catalog: &Catalog, p: &Problem, hw: &Hardware) -> Option<String> {
+        let answer = |s: Option<crate::Selected<'_>>| s.map(|s| (s.solution.index, s.fitness));
+        let fast = answer(catalog.select(p, hw).unwrap());
+        let walked = answer(catalog.select_walking(p, hw).unwrap());
+        (fast != walked).then(|| format!("fast {fast:?}, walk {walked:?}"))
+    }
+
+    fn assert_agreed(disagreements: &[String], tables: usize) {
         let shown = &disagreements[..disagreements.len().min(5)];
         assert!(
             disagreements.is_empty(),
-            "{} disagreements:\n{}",
+            "{} disagreements in {tables} tables:\n{}",
             disagreements.len(),
             shown.join("\n")
         );
+    }
+
+    /// The fast GridBased path against the walk on tables of up to 2,100
+    /// solution groups (group sets of several words, and more than
+    /// `PRUNE_WORDS` words, where nothing is pruned), with groups that do
+    /// not compile (Or and Not predicates), hardware predicates, task
+    /// predicates, random workspaces and GSU overrides: the pruning by
+    /// common leaves, the walk after it and the group search. (Written by
+    /// the review of 56622cb..dca8b53.)
+    #[test]
+    fn grid_based_fast_answers_as_the_walk_with_many_groups() {
+        let mut rng = Rng(0x1234_5678_9abc_def1);
+        let hw = Hardware::new("gfx90a", 104, None);
+        let pick = |rng: &mut Rng, from: &[u64]| from[rng.below(from.len() as u64) as usize];
+        let leaf = |ty: &str, extra: Vec<(&str, Value)>| {
+            let mut e = vec![("type", s(ty))];
+            e.extend(extra);
+            map(e)
+        };
+        let mut disagreements = Vec::new();
+        let mut trials = 0;
+        for &ngroups in &[3usize, 40, 70, 130, 200, 700, 2100] {
+            let rounds = if ngroups > 1000 { 3 } else { 60 };
+            for _ in 0..rounds {
+                trials += 1;
+                let mut sols = Vec::new();
+                for i in 0..ngroups as u64 {
+                    // Common leaves, drawn from a small pool.
+                    let mut items = Vec::new();
+                    let mult = if ngroups > 500 {
+                        pick(&mut rng, &[2, 3, 5, 7, 11])
+                    } else {
+                        pick(&mut rng, &[1, 1, 2, 3])
+                    };
+                    items.push(leaf(
+                        "SizeMultiple",
+                        vec![("index", Value::UInt(0)), ("value", Value::UInt(mult))],
+                    ));
+                    if rng.below(2) == 0 {
+                        items.push(leaf(
+                            "SizeMultiple",
+                            vec![
+                                ("index", Value::UInt(1)),
+                                ("value", Value::UInt(pick(&mut rng, &[1, 2]))),
+                            ],
+                        ));
+                    }
+                    if rng.below(2) == 0 {
+                        items.push(leaf(
+                            "GlobalSplitUCheckMinK",
+                            vec![("value", Value::UInt(pick(&mut rng, &[0, 4])))],
+                        ));
+                    }
+                    if rng.below(3) == 0 {
+                        items.push(leaf(
+                            "SizeGreaterThan",
+                            vec![
+                                ("index", Value::UInt(3)),
+                                ("value", Value::UInt(pick(&mut rng, &[0, 3, 6]))),
+                            ],
+                        ));
+                    }
+                    // A unique leaf (always true) so that the group is its own.
+                    items.push(leaf(
+                        "SizeLessThan",
+                        vec![
+                            ("index", Value::UInt(2)),
+                            ("value", Value::UInt(1000 + i % 300)),
+                        ],
+                    ));
+                    let pred = match rng.below(10) {
+                        0 => leaf("Or", vec![("value", Value::Array(items))]),
+                        1 => leaf(
+                            "Not",
+                            vec![("value", leaf("And", vec![("value", Value::Array(items))]))],
+                        ),
+                        _ => leaf("And", vec![("value", Value::Array(items))]),
+                    };
+                    let hwp = match rng.below(8) {
+                        0 => leaf("Processor", vec![("value", s("gfx942"))]),
+                        1 => leaf("Processor", vec![("value", s("gfx90a"))]),
+                        2 => leaf(
+                            "CUCount",
+                            vec![("value", Value::UInt(pick(&mut rng, &[104, 110])))],
+                        ),
+                        _ => leaf("TruePred", vec![]),
+                    };
+                    let task = match rng.below(5) {
+                        0 => None,
+                        1 => Some(leaf("TruePred", vec![])),
+                        2 => Some(leaf(
+                            "And",
+                            vec![(
+                                "value",
+                                Value::Array(vec![
+                                    leaf("TruePred", vec![]),
+                                    leaf("WorkspaceCheck", vec![]),
+                                ]),
+                            )],
+                        )),
+                        _ => Some(leaf("WorkspaceCheck", vec![])),
+                    };
+                    let gsu = pick(&mut rng, &[1, 2, 4]);
+                    let ws = pick(&mut rng, &[0, 4]);
+                    let mt = 1 + rng.below(40);
+                    let sm: Vec<(&str, Value)> = crate::solution::SIZE_MAPPING_KEYS
+                        .into_iter()
+                        .map(|k| {
+                            let v = match k {
+                                "workGroup" | "threadTile" => Value::Array(vec![Value::UInt(1); 3]),
+                                "macroTile" => Value::Array(vec![
+                                    Value::UInt(mt),
+                                    Value::UInt(mt),
+                                    Value::UInt(1),
+                                ]),
+                                "persistentKernelAlongBatch" | "sourceKernel" => Value::Bool(false),
+                                "globalSplitU" => Value::UInt(gsu),
+                                "workspaceSizePerElemC" => Value::UInt(ws),
+                                _ => Value::UInt(1),
+                            };
+                            (k, v)
+                        })
+                        .collect();
+                    let mut fields = vec![
+                        ("name", s(&format!("k{i}"))),
+                        ("index", Value::UInt(i)),
+                        ("debugKernel", Value::Bool(false)),
+                        ("hardwarePredicate", hwp),
+                        ("problemPredicate", pred),
+                        ("problemType", float_nn_type()),
+                        ("sizeMapping", map(sm)),
+                    ];
+                    if let Some(t) = task {
+                        fields.push(("taskPredicate", t));
+                    }
+                    sols.push(map(fields));
+                }
+                let nentries = ngroups + rng.below(ngroups as u64 + 20) as usize;
+                let entries: Vec<([u64; 4], u64)> = (0..nentries)
+                    .map(|e| {
+                        let key = [
+                            1 + rng.below(if ngroups > 500 { 64 } else { 16 }),
+                            1 + rng.below(if ngroups > 500 { 32 } else { 8 }),
+                            pick(&mut rng, &[1, 1, 2, 4]),
+                            pick(&mut rng, &[1, 2, 4, 8]),
+                        ];
+                        (
+                            key,
+                            if e < ngroups {
+                                e as u64
+                            } else {
+                                rng.below(ngroups as u64)
+                            },
+                        )
+                    })
+                    .collect();
+                let catalog = grid_catalog(sols, &entries);
+                for _ in 0..12 {
+                    let (m, n) = if ngroups > 500 {
+                        (1 + rng.below(70), 1 + rng.below(36))
+                    } else {
+                        (1 + rng.below(20), 1 + rng.below(10))
+                    };
+                    let (k, batch) = (1 + rng.below(10), pick(&mut rng, &[1, 1, 2, 3, 4]));
+                    let mut p =
+                        Problem::gemm(Transpose::None, Transpose::None, m, n, k, DataType::Float)
+                            .with_batch(batch);
+                    p.workspace_size = pick(&mut rng, &[0, 64, 1 << 10, 1 << 20]);
+                    p.gsu = [0i64, 0, 0, 1, 2, -1][rng.below(6) as usize];
+                    if let Some(d) = disagreement(&catalog, &p, &hw) {
+                        disagreements
+                            .push(format!("groups {ngroups}: {m}x{n}x{k} batch {batch}: {d}"));
+                    }
+                }
+            }
+        }
+        assert_agreed(&disagreements, trials);
     }
 
     /// TensileLite's GridBased walk (TENSILELITE.md §8.4) on a small grid,
