@@ -719,10 +719,18 @@ thread_local! {
     static STATES: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-fn take_state(len: usize) -> Vec<u8> {
+/// A state buffer: `groups` unknown groups, then the file's `leaves`
+/// leaves, unknown or as `known` (a plan's template) says.
+fn take_state(groups: usize, leaves: usize, known: Option<&[u8]>) -> Vec<u8> {
     let mut v = STATES.with(|s| s.borrow_mut().pop()).unwrap_or_default();
     v.clear();
-    v.resize(len, UNKNOWN);
+    match known {
+        Some(known) => {
+            v.resize(groups, UNKNOWN);
+            v.extend_from_slice(known);
+        }
+        None => v.resize(groups + leaves, UNKNOWN),
+    }
     v
 }
 
@@ -776,12 +784,13 @@ impl Matching {
         if self.len() == 0 {
             return Ok(None);
         }
-        let mut state = take_state(self.solutions.len() + file.leaves.len());
-        if let Some((known, leaves)) = q.leaves
-            && std::ptr::eq(known, file)
-        {
-            state[self.solutions.len()..].copy_from_slice(leaves);
-        }
+        let known = q
+            .leaves
+            .filter(|(known, leaves)| {
+                std::ptr::eq(*known, file) && leaves.len() == file.leaves.len()
+            })
+            .map(|(_, leaves)| leaves);
+        let mut state = take_state(self.solutions.len(), file.leaves.len(), known);
         let result = self.search(file, q, key, &mut state);
         give_state(state);
         result
