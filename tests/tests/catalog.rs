@@ -1468,15 +1468,18 @@ const LAZY_PARENT: &str = "TensileLibrary_lazy_gfx942";
 
 /// A lazy parent whose one TruePred row leads to placeholder `child`.
 fn lazy_parent(dir: &Path, child: &str) -> PathBuf {
+    lazy_parent_over(dir, &[], &format!("{{type: Placeholder, value: {child}}}"))
+}
+
+/// A lazy parent with `solutions` whose one TruePred row leads to
+/// `library`.
+fn lazy_parent_over(dir: &Path, solutions: &[String], library: &str) -> PathBuf {
     let path = dir.join(format!("{LAZY_PARENT}.dat"));
     write_dat(
         &path,
         &catalog_yaml(
-            &[],
-            &hardware_node(&[(
-                "{type: TruePred}".into(),
-                format!("{{type: Placeholder, value: {child}}}"),
-            )]),
+            solutions,
+            &hardware_node(&[("{type: TruePred}".into(), library.into())]),
         ),
     );
     path
@@ -1879,20 +1882,12 @@ fn deeply_nested_nodes_with_type_last_reach_the_nesting_limit() {
 /// every query rebuild the plan.)
 #[test]
 fn a_failed_child_does_not_rebuild_the_plan_at_every_query() {
-    let dir = scratch("failed_child_plan");
-    let parent = dir.join(format!("{LAZY_PARENT}.dat"));
     let problem_node = "{type: Problem, rows: [\
         {predicate: {type: SizeGreaterThan, index: 0, value: 1000}, library: {type: Placeholder, value: not_there}}, \
         {predicate: {type: TruePred}, library: {type: Single, index: 0}}, \
         {predicate: {type: TruePred}, library: {type: Placeholder, value: never_read}}]}";
-    write_dat(
-        &parent,
-        &catalog_yaml(
-            &[solution(0, "k0")],
-            &hardware_node(&[("{type: TruePred}".into(), problem_node.into())]),
-        ),
-    );
-    let c = open(&parent);
+    let dir = scratch("failed_child_plan");
+    let c = open(&lazy_parent_over(&dir, &[solution(0, "k0")], problem_node));
     let sel = c.selector(mi300x());
     let big = nn(2000, 64, 64, DataType::Float);
     assert!(sel.select_uncached(&big).is_err(), "the missing child");
@@ -1916,21 +1911,11 @@ fn a_failed_child_does_not_rebuild_the_plan_at_every_query() {
 #[test]
 fn a_plan_is_built_again_once_after_a_child_is_read() {
     let dir = scratch("child_read_plan");
-    let parent = dir.join(format!("{LAZY_PARENT}.dat"));
     write_dat(
         &dir.join("child_a.dat"),
         &catalog_yaml(&[solution(0, "ka")], &single(0)),
     );
-    let problem_node = "{type: Problem, rows: [\
-        {predicate: {type: TruePred}, library: {type: Placeholder, value: child_a}}]}";
-    write_dat(
-        &parent,
-        &catalog_yaml(
-            &[],
-            &hardware_node(&[("{type: TruePred}".into(), problem_node.into())]),
-        ),
-    );
-    let c = open(&parent);
+    let c = open(&lazy_parent(&dir, "child_a"));
     let sel = c.selector(mi300x());
     for m in 1..=20 {
         let s = sel

@@ -195,6 +195,19 @@ impl<'r> Decoder<'r> {
         }
     }
 
+    /// `read` over `bytes` captured at this decoder's position (through
+    /// [`Decoder::sub`]), which must take them whole.
+    pub fn decode_captured<T>(
+        &self,
+        bytes: &[u8],
+        read: impl FnOnce(&mut Decoder<'_>) -> Result<T>,
+    ) -> Result<T> {
+        let mut sub = self.sub(bytes);
+        let value = read(&mut sub)?;
+        sub.r.finish().map_err(|e| sub.msgpack(e))?;
+        Ok(value)
+    }
+
     pub fn file(&self) -> Option<&std::path::Path> {
         self.file.as_deref()
     }

@@ -837,9 +837,100 @@ impl Writer {
     }
 }
 
+/// An integer at the start of `b`, read as [`Reader::i64`] reads one (any
+/// encoding whose value fits an `i64`): its value and the bytes it takes.
+/// `None` for any other value, or when `b` ends first. For callers that
+/// parse a run of small values from [`Reader::ahead`].
+#[inline]
+pub fn i64_prefix(b: &[u8]) -> Option<(i64, usize)> {
+    let (&m, rest) = b.split_first()?;
+    fn be<const N: usize>(rest: &[u8]) -> Option<[u8; N]> {
+        rest.get(..N)?.try_into().ok()
+    }
+    Some(match m {
+        0x00..=0x7f => (i64::from(m), 1),
+        0xe0..=0xff => (i64::from(m as i8), 1),
+        0xcc => (i64::from(*rest.first()?), 2),
+        0xcd => (i64::from(u16::from_be_bytes(be(rest)?)), 3),
+        0xce => (i64::from(u32::from_be_bytes(be(rest)?)), 5),
+        0xcf => (i64::try_from(u64::from_be_bytes(be(rest)?)).ok()?, 9),
+        0xd0 => (i64::from(*rest.first()? as i8), 2),
+        0xd1 => (i64::from(i16::from_be_bytes(be(rest)?)), 3),
+        0xd2 => (i64::from(i32::from_be_bytes(be(rest)?)), 5),
+        0xd3 => (i64::from_be_bytes(be(rest)?), 9),
+        _ => return None,
+    })
+}
+
+/// A float32 or float64 at the start of `b` (as an `f64`) and the bytes it
+/// takes; `None` for anything else (where [`Reader::f64`] would also
+/// take an integer) or when `b` ends first.
+#[inline]
+pub fn float_prefix(b: &[u8]) -> Option<(f64, usize)> {
+    match *b.first()? {
+        0xcb => Some((f64::from_be_bytes(b.get(1..9)?.try_into().ok()?), 9)),
+        0xca => Some((f32::from_be_bytes(b.get(1..5)?.try_into().ok()?) as f64, 5)),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prefixes_read_what_the_reader_reads() {
+        // The writer's encodings of integers across every width and sign,
+        // a u64 past i64, floats of both widths, the encodings the writer
+        // does not use for these values (unsigned 8-bit for 5, signed for
+        // 256), other values, and each of them cut short.
+        let mut cases: Vec<Vec<u8>> = Vec::new();
+        for v in [
+            i64::MIN,
+            -(1 << 31) - 1,
+            -129,
+            -33,
+            -32,
+            -1,
+            0,
+            127,
+            128,
+            256,
+            65_536,
+            1 << 32,
+            i64::MAX,
+        ] {
+            let mut w = Writer::new();
+            w.i64(v);
+            cases.push(w.out);
+        }
+        let mut w = Writer::new();
+        w.u64(u64::MAX);
+        cases.push(w.out);
+        let mut w = Writer::new();
+        w.f64(2.5);
+        cases.push(w.out);
+        cases.extend([
+            vec![0xca, 0x40, 0x20, 0, 0],
+            vec![0xcc, 0x05],
+            vec![0xd1, 0x01, 0x00],
+            vec![0xc0],
+            vec![0xa1, b'x'],
+        ]);
+        for case in &cases {
+            for cut in 1..=case.len() {
+                let b = &case[..cut];
+                let mut r = Reader::from_bytes(b);
+                let want = r.i64().ok().map(|v| (v, r.offset() as usize));
+                assert_eq!(i64_prefix(b), want, "{b:x?}");
+                let mut r = Reader::from_bytes(b);
+                let want = matches!(b[0], 0xca | 0xcb)
+                    .then(|| r.f64().ok().map(|v| (v, r.offset() as usize)))
+                    .flatten();
+                assert_eq!(float_prefix(b), want, "{b:x?}");
+            }
+        }
+    }
 
     /// A reader that hands out at most 3 bytes per call, to push every
     /// value across window refills.

@@ -105,6 +105,17 @@ struct Flat<'c, 'p> {
 }
 
 impl<'c> Flat<'c, '_> {
+    /// `node` of `file` as a step behind the current guards.
+    fn step(&mut self, node: &'c Node, file: &'c File) {
+        let leaves = self.leaves(file);
+        self.out.push(Step {
+            guards: self.guards.clone(),
+            node,
+            file,
+            leaves,
+        });
+    }
+
     fn leaves(&mut self, file: &'c File) -> std::sync::Arc<[u8]> {
         use crate::box_tree::{FAILS, PASSES, UNKNOWN};
         if let Some((_, t)) = self.leaves.iter().find(|(f, _)| std::ptr::eq(*f, file)) {
@@ -113,13 +124,11 @@ impl<'c> Flat<'c, '_> {
         let t: std::sync::Arc<[u8]> = file
             .leaves
             .iter()
-            .map(
-                |l| match (l.class_only(), l.class_only() && l.eval(self.problem)) {
-                    (false, _) => UNKNOWN,
-                    (true, true) => PASSES,
-                    (true, false) => FAILS,
-                },
-            )
+            .map(|l| match l.class_only() {
+                false => UNKNOWN,
+                true if l.eval(self.problem) => PASSES,
+                true => FAILS,
+            })
             .collect();
         self.leaves.push((file, t.clone()));
         t
@@ -146,26 +155,20 @@ fn flatten<'c>(node: &'c Node, file: &'c File, f: &mut Flat<'c, '_>) {
                 }
             }
         }
-        // A child already read: its tree, as if it were in this one (a
-        // placeholder's select is its child root's select).
-        Node::Placeholder(p) if matches!(p.child.get(), Some(Ok(_))) => {
-            if let Some(Ok(child)) = p.child.get() {
-                flatten(&child.root, child, f);
+        Node::Placeholder(p) => match p.child.get() {
+            // A child already read: its tree, as if it were in this one
+            // (a placeholder's select is its child root's select).
+            Some(Ok(child)) => flatten(&child.root, child, f),
+            // Not read yet (the plan is built again once it is), or failed
+            // (its error answers a query that reaches it).
+            loaded => {
+                f.pending |= loaded.is_none();
+                f.step(node, file);
             }
-        }
-        // Leaves of the plan: tables, trees, single solutions, nested
-        // hardware rows and placeholders (whose child is read only when a
-        // query reaches it).
-        other => {
-            f.pending |= matches!(other, Node::Placeholder(p) if p.child.get().is_none());
-            let leaves = f.leaves(file);
-            f.out.push(Step {
-                guards: f.guards.clone(),
-                node: other,
-                file,
-                leaves,
-            });
-        }
+        },
+        // The other leaves of the plan: tables, trees, single solutions
+        // and nested hardware rows.
+        other => f.step(other, file),
     }
 }
 

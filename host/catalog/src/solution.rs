@@ -336,9 +336,7 @@ impl Interner {
         if let Some(shared) = self.types.get(&self.scratch) {
             return Ok(shared.clone());
         }
-        let mut sub = d.sub(&self.scratch);
-        let t = Arc::new(ProblemType::decode(&mut sub)?);
-        sub.r.finish().map_err(|e| sub.msgpack(e))?;
+        let t = Arc::new(d.decode_captured(&self.scratch, ProblemType::decode)?);
         self.types.insert(self.scratch.clone(), t.clone());
         Ok(t)
     }
@@ -350,9 +348,7 @@ impl Interner {
         if let Some(known) = self.mappings.get(&self.scratch) {
             return Ok(known.clone());
         }
-        let mut sub = d.sub(&self.scratch);
-        let m = SizeMapping::decode(&mut sub)?;
-        sub.r.finish().map_err(|e| sub.msgpack(e))?;
+        let m = d.decode_captured(&self.scratch, SizeMapping::decode)?;
         self.mappings.insert(self.scratch.clone(), m.clone());
         Ok(m)
     }
@@ -372,24 +368,21 @@ impl Interner {
             return Ok(shared.clone());
         }
         let bytes = std::mem::take(&mut self.scratch);
-        let mut sub = d.sub(&bytes);
         let mut ids = Some(Vec::new());
         self.item_at = 0;
-        let tree = Predicate::decode_with(&mut sub, &mut |d, within| {
-            let number = within == "And" && ids.is_some();
-            let (item, id) = self.item(d, number)?;
-            match (&mut ids, id) {
-                (Some(ids), Some(id)) if number => ids.push(id),
-                _ => ids = None,
-            }
-            Ok(item)
-        });
-        let finished = tree.and_then(|tree| {
-            sub.r.finish().map_err(|e| sub.msgpack(e))?;
-            Ok(tree)
+        let tree = d.decode_captured(&bytes, |sub| {
+            Predicate::decode_with(sub, &mut |d, within| {
+                let number = within == "And" && ids.is_some();
+                let (item, id) = self.item(d, number)?;
+                match (&mut ids, id) {
+                    (Some(ids), Some(id)) if number => ids.push(id),
+                    _ => ids = None,
+                }
+                Ok(item)
+            })
         });
         self.scratch = bytes;
-        let tree = finished?;
+        let tree = tree?;
         let leaf_ids = match &tree {
             Predicate::And(_) => ids.map(Vec::into_boxed_slice),
             _ => None,
@@ -423,12 +416,7 @@ impl Interner {
             }
             let (item, mut id, mut fresh) = match self.items.get(&buf) {
                 Some((item, id)) => (item.clone(), *id, false),
-                None => {
-                    let mut sub = d.sub(&buf);
-                    let item = Predicate::decode(&mut sub)?;
-                    sub.r.finish().map_err(|e| sub.msgpack(e))?;
-                    (item, None, true)
-                }
+                None => (d.decode_captured(&buf, Predicate::decode)?, None, true),
             };
             if number
                 && id.is_none()
@@ -567,6 +555,29 @@ pub(crate) const SIZE_MAPPING_KEYS: [&str; 13] = [
     "workspaceSizePerElemC",
 ];
 
+/// The bit of `key` in the required-key set of [`SIZE_MAPPING_KEYS`] (0
+/// for the others): one string match, not a scan of the list.
+fn required_bit(key: &str) -> u32 {
+    let place = match key {
+        "workGroup" => 0,
+        "threadTile" => 1,
+        "macroTile" => 2,
+        "staggerU" => 3,
+        "depthU" => 4,
+        "globalSplitU" => 5,
+        "staggerStrideShift" => 6,
+        "workGroupMapping" => 7,
+        "persistentKernel" => 8,
+        "persistentKernelAlongBatch" => 9,
+        "sourceKernel" => 10,
+        "globalAccumulation" => 11,
+        "workspaceSizePerElemC" => 12,
+        _ => return 0,
+    };
+    debug_assert_eq!(SIZE_MAPPING_KEYS[place], key);
+    1 << place
+}
+
 impl SizeMapping {
     /// Reads a size mapping and the bit set (by [`SIZE_MAPPING_KEYS`]) of
     /// the required keys it has; the caller decides which it needs.
@@ -578,76 +589,26 @@ impl SizeMapping {
         };
         let mut seen = 0u32;
         fields(d, len, |d, k| {
-            // The bit of a required key, by its place in SIZE_MAPPING_KEYS.
-            let bit = match k {
-                "workGroup" => {
-                    s.work_group = int_array(d, 1)?.0;
-                    0
-                }
-                "threadTile" => {
-                    (s.thread_tile, s.thread_tile_len) = int_array(d, 1)?;
-                    1
-                }
-                "macroTile" => {
-                    s.macro_tile = int_array(d, 1)?.0;
-                    2
-                }
-                "staggerU" => {
-                    s.stagger_u = d.i64()?;
-                    3
-                }
-                "depthU" => {
-                    s.depth_u = d.i64()?;
-                    4
-                }
-                "globalSplitU" => {
-                    s.global_split_u = d.i64()?;
-                    5
-                }
-                "staggerStrideShift" => {
-                    s.stagger_stride_shift = d.i64()?;
-                    6
-                }
-                "workGroupMapping" => {
-                    s.work_group_mapping = d.i64()?;
-                    7
-                }
-                "persistentKernel" => {
-                    s.persistent_kernel = d.i64()?;
-                    8
-                }
-                "persistentKernelAlongBatch" => {
-                    s.persistent_kernel_along_batch = d.bool()?;
-                    9
-                }
-                "sourceKernel" => {
-                    s.source_kernel = d.bool()?;
-                    10
-                }
-                "globalAccumulation" => {
-                    s.global_accumulation = d.i64()?;
-                    11
-                }
-                "workspaceSizePerElemC" => {
-                    s.workspace_size_per_elem_c = d.i64()?;
-                    12
-                }
-                "packBatchDims" => {
-                    s.pack_batch_dims = d.i64()?;
-                    return Ok(true);
-                }
-                "packSummationDims" => {
-                    s.pack_summation_dims = d.i64()?;
-                    return Ok(true);
-                }
-                "magicDivAlg" => {
-                    s.magic_div_alg = d.i64()?;
-                    return Ok(true);
-                }
+            match k {
+                "workGroup" => s.work_group = int_array(d, 1)?.0,
+                "threadTile" => (s.thread_tile, s.thread_tile_len) = int_array(d, 1)?,
+                "macroTile" => s.macro_tile = int_array(d, 1)?.0,
+                "staggerU" => s.stagger_u = d.i64()?,
+                "depthU" => s.depth_u = d.i64()?,
+                "globalSplitU" => s.global_split_u = d.i64()?,
+                "staggerStrideShift" => s.stagger_stride_shift = d.i64()?,
+                "workGroupMapping" => s.work_group_mapping = d.i64()?,
+                "persistentKernel" => s.persistent_kernel = d.i64()?,
+                "persistentKernelAlongBatch" => s.persistent_kernel_along_batch = d.bool()?,
+                "sourceKernel" => s.source_kernel = d.bool()?,
+                "globalAccumulation" => s.global_accumulation = d.i64()?,
+                "workspaceSizePerElemC" => s.workspace_size_per_elem_c = d.i64()?,
+                "packBatchDims" => s.pack_batch_dims = d.i64()?,
+                "packSummationDims" => s.pack_summation_dims = d.i64()?,
+                "magicDivAlg" => s.magic_div_alg = d.i64()?,
                 _ => return Ok(false),
-            };
-            debug_assert_eq!(SIZE_MAPPING_KEYS[bit], k);
-            seen |= 1 << bit;
+            }
+            seen |= required_bit(k);
             Ok(true)
         })?;
         Ok((s, seen))
@@ -959,6 +920,15 @@ impl Solution {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_required_size_mapping_key_has_its_own_bit() {
+        for (i, key) in SIZE_MAPPING_KEYS.iter().enumerate() {
+            assert_eq!(required_bit(key), 1 << i, "{key}");
+        }
+        assert_eq!(required_bit("packBatchDims"), 0);
+        assert_eq!(required_bit("waveNum"), 0);
+    }
     use crate::problem::Transpose;
 
     /// `WorkspaceCheck` (TENSILELITE.md §6.3): GSU 1 needs nothing; GSU g

@@ -57,51 +57,23 @@ impl EntryKey {
 /// checks and errors.
 #[inline]
 fn plain_entry(b: &[u8]) -> Option<(usize, EntryKey, i64, f64)> {
-    let mut at = 0;
-    let mut byte = || -> Option<u8> {
-        let v = *b.get(at)?;
-        at += 1;
+    use crate::msgpack::{float_prefix, i64_prefix};
+    // Each step reads from `b[*at..]` and moves `at` past what it read.
+    let literal = |at: &mut usize, lit: &[u8]| {
+        (b.get(*at..*at + lit.len())? == lit).then(|| *at += lit.len())
+    };
+    let int = |at: &mut usize| {
+        let (v, used) = i64_prefix(b.get(*at..)?)?;
+        *at += used;
         Some(v)
     };
-    let fields = match byte()? {
+    let fields = match *b.first()? {
         0x82 => 2,
         0x83 => 3,
         _ => return None,
     };
-    let expect = |b: &[u8], at: &mut usize, lit: &[u8]| -> Option<()> {
-        (b.get(*at..*at + lit.len())? == lit).then(|| *at += lit.len())
-    };
-    let int = |b: &[u8], at: &mut usize| -> Option<i64> {
-        let m = *b.get(*at)?;
-        let wide = |n: usize, at: &mut usize| -> Option<[u8; 8]> {
-            let bytes = b.get(*at + 1..*at + 1 + n)?;
-            *at += 1 + n;
-            let mut out = [0; 8];
-            out[8 - n..].copy_from_slice(bytes);
-            Some(out)
-        };
-        let v = match m {
-            0x00..=0x7f => {
-                *at += 1;
-                m as i64
-            }
-            0xe0..=0xff => {
-                *at += 1;
-                (m as i8) as i64
-            }
-            0xcc => u8::from_be_bytes([wide(1, at)?[7]]) as i64,
-            0xcd => u64::from_be_bytes(wide(2, at)?) as i64,
-            0xce => u64::from_be_bytes(wide(4, at)?) as i64,
-            0xcf => i64::try_from(u64::from_be_bytes(wide(8, at)?)).ok()?,
-            0xd0 => (u64::from_be_bytes(wide(1, at)?) as u8 as i8) as i64,
-            0xd1 => (u64::from_be_bytes(wide(2, at)?) as u16 as i16) as i64,
-            0xd2 => (u64::from_be_bytes(wide(4, at)?) as u32 as i32) as i64,
-            0xd3 => i64::from_be_bytes(wide(8, at)?),
-            _ => return None,
-        };
-        Some(v)
-    };
-    expect(b, &mut at, b"\xa3key")?;
+    let mut at = 1;
+    literal(&mut at, b"\xa3key")?;
     let arity = match *b.get(at)? {
         m @ 0x91..=0x9a => (m & 0x0f) as usize,
         _ => return None,
@@ -112,22 +84,18 @@ fn plain_entry(b: &[u8]) -> Option<(usize, EntryKey, i64, f64)> {
         len: arity,
     };
     for v in &mut key.values[..arity] {
-        *v = int(b, &mut at)?;
+        *v = int(&mut at)?;
     }
-    expect(b, &mut at, b"\xa5index")?;
-    let index = int(b, &mut at)?;
+    literal(&mut at, b"\xa5index")?;
+    let index = int(&mut at)?;
     if index == -1 {
         return None;
     }
     let mut speed = 0.0;
     if fields == 3 {
-        expect(b, &mut at, b"\xa5speed")?;
-        speed = match *b.get(at)? {
-            0xcb => f64::from_be_bytes(b.get(at + 1..at + 9)?.try_into().ok()?),
-            0xca => f32::from_be_bytes(b.get(at + 1..at + 5)?.try_into().ok()?) as f64,
-            _ => return None,
-        };
-        at += if b[at] == 0xcb { 9 } else { 5 };
+        literal(&mut at, b"\xa5speed")?;
+        let (value, used) = float_prefix(b.get(at..)?)?;
+        (speed, at) = (value, at + used);
     }
     Some((at, key, index, speed))
 }

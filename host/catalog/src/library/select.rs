@@ -1375,53 +1375,83 @@ mod tests {
         Value::Map(entries.into_iter().map(|(k, v)| (s(k), v)).collect())
     }
 
-    /// A solution whose predicate passes when M is a multiple of `m` and
-    /// K is at least `min_k`: enough variety for walks to skip, fall back
-    /// and tie.
-    fn solution(index: u64, m: u64, min_k: u64) -> Value {
-        let leaf = |ty: &str, extra: Vec<(&str, Value)>| {
-            let mut e = vec![("type", s(ty))];
-            e.extend(extra);
-            map(e)
-        };
-        // Every key a size mapping needs: arrays, flags, else 1.
-        let sm: Vec<(&str, Value)> = crate::solution::SIZE_MAPPING_KEYS
+    /// A predicate node: `{type, ...extra}`.
+    fn typed(ty: &str, extra: Vec<(&str, Value)>) -> Value {
+        let mut e = vec![("type", s(ty))];
+        e.extend(extra);
+        map(e)
+    }
+
+    /// A size mapping with every key one needs: macro tile `mt` × `mt`,
+    /// `globalSplitU` `gsu`, `workspaceSizePerElemC` `ws`; arrays of ones,
+    /// flags false, else 1.
+    fn size_mapping(mt: u64, gsu: u64, ws: u64) -> Value {
+        map(crate::solution::SIZE_MAPPING_KEYS
             .into_iter()
             .map(|k| {
                 let v = match k {
-                    "workGroup" | "threadTile" | "macroTile" => {
-                        Value::Array(vec![Value::UInt(1); 3])
+                    "workGroup" | "threadTile" => Value::Array(vec![Value::UInt(1); 3]),
+                    "macroTile" => {
+                        Value::Array(vec![Value::UInt(mt), Value::UInt(mt), Value::UInt(1)])
                     }
                     "persistentKernelAlongBatch" | "sourceKernel" => Value::Bool(false),
+                    "globalSplitU" => Value::UInt(gsu),
+                    "workspaceSizePerElemC" => Value::UInt(ws),
                     _ => Value::UInt(1),
                 };
                 (k, v)
             })
-            .collect();
-        map(vec![
+            .collect())
+    }
+
+    /// An NN single-precision solution `index` with these predicates and
+    /// size mapping.
+    fn solution_with(
+        index: u64,
+        hardware: Value,
+        problem: Value,
+        task: Option<Value>,
+        size_mapping: Value,
+    ) -> Value {
+        let mut fields = vec![
             ("name", s(&format!("k{index}"))),
             ("index", Value::UInt(index)),
             ("debugKernel", Value::Bool(false)),
-            ("hardwarePredicate", leaf("TruePred", vec![])),
-            (
-                "problemPredicate",
-                leaf(
-                    "And",
-                    vec![(
-                        "value",
-                        Value::Array(vec![
-                            leaf(
-                                "SizeMultiple",
-                                vec![("index", Value::UInt(0)), ("value", Value::UInt(m))],
-                            ),
-                            leaf("GlobalSplitUCheckMinK", vec![("value", Value::UInt(min_k))]),
-                        ]),
-                    )],
-                ),
-            ),
+            ("hardwarePredicate", hardware),
+            ("problemPredicate", problem),
             ("problemType", float_nn_type()),
-            ("sizeMapping", map(sm)),
-        ])
+            ("sizeMapping", size_mapping),
+        ];
+        if let Some(t) = task {
+            fields.push(("taskPredicate", t));
+        }
+        map(fields)
+    }
+
+    /// A solution whose predicate passes when M is a multiple of `m` and
+    /// K is at least `min_k`: enough variety for walks to skip, fall back
+    /// and tie.
+    fn solution(index: u64, m: u64, min_k: u64) -> Value {
+        let problem = typed(
+            "And",
+            vec![(
+                "value",
+                Value::Array(vec![
+                    typed(
+                        "SizeMultiple",
+                        vec![("index", Value::UInt(0)), ("value", Value::UInt(m))],
+                    ),
+                    typed("GlobalSplitUCheckMinK", vec![("value", Value::UInt(min_k))]),
+                ]),
+            )],
+        );
+        solution_with(
+            index,
+            typed("TruePred", vec![]),
+            problem,
+            None,
+            size_mapping(1, 1, 1),
+        )
     }
 
     /// The problem type of an NN single-precision GEMM.
@@ -1571,11 +1601,6 @@ mod tests {
         let mut rng = Rng(0x1234_5678_9abc_def1);
         let hw = Hardware::new("gfx90a", 104, None);
         let pick = |rng: &mut Rng, from: &[u64]| from[rng.below(from.len() as u64) as usize];
-        let leaf = |ty: &str, extra: Vec<(&str, Value)>| {
-            let mut e = vec![("type", s(ty))];
-            e.extend(extra);
-            map(e)
-        };
         let mut disagreements = Vec::new();
         let mut trials = 0;
         for &ngroups in &[3usize, 40, 70, 130, 200, 700, 2100] {
@@ -1591,12 +1616,12 @@ mod tests {
                     } else {
                         pick(&mut rng, &[1, 1, 2, 3])
                     };
-                    items.push(leaf(
+                    items.push(typed(
                         "SizeMultiple",
                         vec![("index", Value::UInt(0)), ("value", Value::UInt(mult))],
                     ));
                     if rng.below(2) == 0 {
-                        items.push(leaf(
+                        items.push(typed(
                             "SizeMultiple",
                             vec![
                                 ("index", Value::UInt(1)),
@@ -1605,13 +1630,13 @@ mod tests {
                         ));
                     }
                     if rng.below(2) == 0 {
-                        items.push(leaf(
+                        items.push(typed(
                             "GlobalSplitUCheckMinK",
                             vec![("value", Value::UInt(pick(&mut rng, &[0, 4])))],
                         ));
                     }
                     if rng.below(3) == 0 {
-                        items.push(leaf(
+                        items.push(typed(
                             "SizeGreaterThan",
                             vec![
                                 ("index", Value::UInt(3)),
@@ -1620,7 +1645,7 @@ mod tests {
                         ));
                     }
                     // A unique leaf (always true) so that the group is its own.
-                    items.push(leaf(
+                    items.push(typed(
                         "SizeLessThan",
                         vec![
                             ("index", Value::UInt(2)),
@@ -1628,71 +1653,41 @@ mod tests {
                         ],
                     ));
                     let pred = match rng.below(10) {
-                        0 => leaf("Or", vec![("value", Value::Array(items))]),
-                        1 => leaf(
+                        0 => typed("Or", vec![("value", Value::Array(items))]),
+                        1 => typed(
                             "Not",
-                            vec![("value", leaf("And", vec![("value", Value::Array(items))]))],
+                            vec![("value", typed("And", vec![("value", Value::Array(items))]))],
                         ),
-                        _ => leaf("And", vec![("value", Value::Array(items))]),
+                        _ => typed("And", vec![("value", Value::Array(items))]),
                     };
                     let hwp = match rng.below(8) {
-                        0 => leaf("Processor", vec![("value", s("gfx942"))]),
-                        1 => leaf("Processor", vec![("value", s("gfx90a"))]),
-                        2 => leaf(
+                        0 => typed("Processor", vec![("value", s("gfx942"))]),
+                        1 => typed("Processor", vec![("value", s("gfx90a"))]),
+                        2 => typed(
                             "CUCount",
                             vec![("value", Value::UInt(pick(&mut rng, &[104, 110])))],
                         ),
-                        _ => leaf("TruePred", vec![]),
+                        _ => typed("TruePred", vec![]),
                     };
                     let task = match rng.below(5) {
                         0 => None,
-                        1 => Some(leaf("TruePred", vec![])),
-                        2 => Some(leaf(
+                        1 => Some(typed("TruePred", vec![])),
+                        2 => Some(typed(
                             "And",
                             vec![(
                                 "value",
                                 Value::Array(vec![
-                                    leaf("TruePred", vec![]),
-                                    leaf("WorkspaceCheck", vec![]),
+                                    typed("TruePred", vec![]),
+                                    typed("WorkspaceCheck", vec![]),
                                 ]),
                             )],
                         )),
-                        _ => Some(leaf("WorkspaceCheck", vec![])),
+                        _ => Some(typed("WorkspaceCheck", vec![])),
                     };
                     let gsu = pick(&mut rng, &[1, 2, 4]);
                     let ws = pick(&mut rng, &[0, 4]);
                     let mt = 1 + rng.below(40);
-                    let sm: Vec<(&str, Value)> = crate::solution::SIZE_MAPPING_KEYS
-                        .into_iter()
-                        .map(|k| {
-                            let v = match k {
-                                "workGroup" | "threadTile" => Value::Array(vec![Value::UInt(1); 3]),
-                                "macroTile" => Value::Array(vec![
-                                    Value::UInt(mt),
-                                    Value::UInt(mt),
-                                    Value::UInt(1),
-                                ]),
-                                "persistentKernelAlongBatch" | "sourceKernel" => Value::Bool(false),
-                                "globalSplitU" => Value::UInt(gsu),
-                                "workspaceSizePerElemC" => Value::UInt(ws),
-                                _ => Value::UInt(1),
-                            };
-                            (k, v)
-                        })
-                        .collect();
-                    let mut fields = vec![
-                        ("name", s(&format!("k{i}"))),
-                        ("index", Value::UInt(i)),
-                        ("debugKernel", Value::Bool(false)),
-                        ("hardwarePredicate", hwp),
-                        ("problemPredicate", pred),
-                        ("problemType", float_nn_type()),
-                        ("sizeMapping", map(sm)),
-                    ];
-                    if let Some(t) = task {
-                        fields.push(("taskPredicate", t));
-                    }
-                    sols.push(map(fields));
+                    sols.push(solution_with(i, hwp, pred, task, size_mapping(mt, gsu, ws)));
                 }
                 let nentries = ngroups + rng.below(ngroups as u64 + 20) as usize;
                 let entries: Vec<([u64; 4], u64)> = (0..nentries)
