@@ -538,6 +538,38 @@ impl CommandBufferBuilder {
         Ok(())
     }
 
+    /// The patch a bound argument at kernarg byte `offset` becomes, its
+    /// reference checked (and, for a binding slot, its need recorded: the
+    /// submission checks the table against it); an allocation's reference
+    /// goes into the arena, where the issue reads it.
+    fn binding_patch(
+        &mut self,
+        kind: &'static str,
+        offset: u32,
+        r: &BufferRef,
+    ) -> Result<BindingPatch> {
+        self.check_ref(r, 1, "a bound argument")
+            .map_err(|e| self.refuse(kind, e))?;
+        let kernarg_offset = u16::try_from(offset).map_err(|_| {
+            self.refuse(
+                kind,
+                CommandError::Arguments(format!(
+                    "a bound argument at kernel-argument byte {offset}: the issue patches the first 64 KiB"
+                )),
+            )
+        })?;
+        match r.kind {
+            BufferRefKind::BINDING => Ok(BindingPatch::binding(r.slot, r.offset, kernarg_offset)),
+            BufferRefKind::ALLOCATION => Ok(BindingPatch::allocation(
+                self.arena.put(r.as_bytes(), 8)?,
+                kernarg_offset,
+            )),
+            // Kernargs::bind writes a direct reference's address into the
+            // template; check_ref refused unknown kinds.
+            other => Err(self.refuse(kind, CommandError::RefKind(other.0))),
+        }
+    }
+
     /// Claims the next slot for a command emitting one packet and
     /// `kernarg_bytes` of arguments; returns its header.
     fn claim(
@@ -851,15 +883,13 @@ impl CommandBufferBuilder {
         let mut patches = std::mem::take(&mut self.patches);
         patches.clear();
         for &(offset, buffer) in args.patches() {
-            if let Err(e) = self.check_ref(&buffer, 1, "a bound argument") {
-                self.patches = patches;
-                return Err(self.refuse(KIND, e));
+            match self.binding_patch(KIND, offset, &buffer) {
+                Ok(patch) => patches.push(patch),
+                Err(e) => {
+                    self.patches = patches;
+                    return Err(e);
+                }
             }
-            patches.push(BindingPatch {
-                buffer,
-                kernarg_offset: offset,
-                reserved: 0,
-            });
         }
         let recorded = self.record_dispatch_with(kernel, workgroups, indirect, &segment, &patches);
         self.patches = patches;

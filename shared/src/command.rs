@@ -88,9 +88,9 @@ assert_layout!(
     BufferRef,
     size = 32,
     align = 8,
-    why = "embedded in fill, copy, update, conditional-branch and dispatch commands and in \
-           BindingPatch, which the issue kernel reads at fixed offsets (aqueduct ABI: change it \
-           with ABI_VERSION)",
+    why = "embedded in fill, copy, update, conditional-branch and dispatch commands, and pointed \
+           at by an ALLOCATION BindingPatch, which the issue kernel reads at fixed offsets \
+           (aqueduct ABI: change it with ABI_VERSION)",
     kind = 0,
     slot = 4,
     address = 8,
@@ -416,30 +416,64 @@ flags_type! {
 }
 
 /// A binding the issue kernel resolves and writes into the kernel
-/// arguments: the device address of `buffer` (8 bytes) at `kernarg_offset`.
+/// arguments: a buffer's device address (8 bytes) at `kernarg_offset`.
+/// A reference of kind `DIRECT` never becomes a patch: the recorder writes
+/// its address into the template. One 16-byte load per binding, the
+/// common kind's fields first.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
 pub struct BindingPatch {
-    /// The range whose resolved start address is written (base plus
-    /// `offset`; for a binding or allocation, `offset + length` must lie
-    /// within it).
-    pub buffer: BufferRef,
+    /// Binding table slot (kind `BINDING`); zero otherwise.
+    pub slot: u32,
+    /// The reference's [`BufferRefKind`]: `BINDING` or `ALLOCATION`.
+    pub kind: u16,
     /// Byte offset in the kernarg segment, 8-byte aligned.
-    pub kernarg_offset: u32,
-    /// Pads the patch to a multiple of 8 bytes; written as zero.
-    pub reserved: u32,
+    pub kernarg_offset: u16,
+    /// `BINDING`: the byte offset into the bound buffer; the range it
+    /// starts was checked against the binding table when the submission
+    /// bound it (the recording knows each slot's need), so the issue only
+    /// adds. `ALLOCATION`: the device address of the whole [`BufferRef`]
+    /// (kind `ALLOCATION`, 8-byte aligned), which the issue resolves and
+    /// checks against the handle.
+    pub value: u64,
 }
 
 assert_layout!(
     BindingPatch,
-    size = 40,
+    size = 16,
     align = 8,
     why = "DispatchCommand::bindings points at an array of these, which the issue kernel reads \
-           (aqueduct ABI: change it with ABI_VERSION)",
-    buffer = 0,
-    kernarg_offset = 32,
-    reserved = 36,
+           one 16-byte load each (aqueduct ABI: change it with ABI_VERSION)",
+    slot = 0,
+    kind = 4,
+    kernarg_offset = 6,
+    value = 8,
 );
+
+impl BindingPatch {
+    /// The buffer bound to binding-table slot `slot`, from byte `offset`,
+    /// written at kernel-argument byte `kernarg_offset`.
+    pub const fn binding(slot: u32, offset: u64, kernarg_offset: u16) -> Self {
+        Self {
+            slot,
+            kind: BufferRefKind::BINDING.0 as u16,
+            kernarg_offset,
+            value: offset,
+        }
+    }
+
+    /// The allocation reference ([`BufferRef`] of kind `ALLOCATION`) at
+    /// device address `reference`, resolved when the command issues and
+    /// written at kernel-argument byte `kernarg_offset`.
+    pub const fn allocation(reference: u64, kernarg_offset: u16) -> Self {
+        Self {
+            slot: 0,
+            kind: BufferRefKind::ALLOCATION.0 as u16,
+            kernarg_offset,
+            value: reference,
+        }
+    }
+}
 
 /// Asserts a typed command's layout: [`Command::view`] transmutes a command
 /// slot into it, so it has a slot's size and alignment, and the issue kernel

@@ -19,11 +19,11 @@
 //!               costing less, the threshold of `IssueMode::Auto`
 //! ```
 //!
-//! The dispatches are the device library's `saxpy_f32` with its two
-//! pointers (x and y) bound through the binding table, so each dispatch's
-//! issue resolves and patches two bindings (the goal's block has four per
-//! dispatch; the device library has no kernel with four pointers). The mixed
-//! block adds `fill_u32` dispatches (one binding) and blit fills.
+//! The goal's block is 1,000 dispatches of the test kernels' `sum3_f32`,
+//! whose four pointers are bound through the binding table, so each
+//! dispatch's issue resolves and patches four bindings. A block of the
+//! device library's `saxpy_f32` (two bindings) is counted too, and the
+//! mixed block adds `fill_u32` dispatches (one binding) and blit fills.
 //!
 //! Every block also runs and its output is checked, so a broken issue
 //! cannot pass for a cheap one.
@@ -72,20 +72,25 @@ pub const CHAIN: u32 = 8;
 const ISSUE_KERNELS: [&str; 3] = ["cmd_block_issue", "cmd_block_issue_serial", "cmd_branch"];
 
 /// Runs the benchmarks on every GPU agent of the runtime at `library`;
-/// `device_library` gives each agent's device library code object.
+/// `code_object(gfx, package)` gives an agent's code object of a device
+/// package (the device library, the test kernels).
 pub fn run(
     library: &Path,
-    mut device_library: impl FnMut(&str) -> Result<Vec<u8>, String>,
+    mut code_object: impl FnMut(&str, &str) -> Result<Vec<u8>, String>,
 ) -> Result<Vec<AgentResult>, String> {
     let err = |e: aqueduct::Error| e.to_string();
     let (system, host) = open_simulator(library, "the issue cost")?;
     let mut out = Vec::new();
     for gpu in system.gpus().map_err(err)? {
         let gfx = gpu.info().name.clone();
-        let bytes = device_library(&gfx)?;
+        let bytes = code_object(&gfx, "aqueduct-device")?;
         let lib = gpu.load_code_object(&bytes).map_err(err)?;
         let fill_u32 = lib.kernel("fill_u32").map_err(err)?;
         let saxpy = lib.kernel("saxpy_f32").map_err(err)?;
+        let test_kernels = gpu
+            .load_code_object(&code_object(&gfx, "aqueduct-test-kernels")?)
+            .map_err(err)?;
+        let sum3 = test_kernels.kernel("sum3_f32").map_err(err)?;
         let queue = gpu.create_queue(4096).map_err(err)?;
         let mut cq = CommandQueue::new(&queue, &lib, 1 << 22).map_err(err)?;
         // saxpy over 16 floats at byte `at` of x (binding 1) and y
@@ -135,15 +140,30 @@ pub fn run(
         let n = 64usize * 16;
         let mut x = host.alloc_host::<f32>(n).map_err(err)?;
         let mut y = host.alloc_host::<f32>(n).map_err(err)?;
-        for (block, sorted) in [("dispatches", true), ("mixed", true), ("mixed", false)] {
+        let mut b2 = host.alloc_host::<f32>(n).map_err(err)?;
+        let mut b3 = host.alloc_host::<f32>(n).map_err(err)?;
+        b2.fill(2.0);
+        b3.fill(4.0);
+        for (block, sorted) in [
+            ("sum3", true),
+            ("saxpy", true),
+            ("mixed", true),
+            ("mixed", false),
+        ] {
             x.fill(1.0);
-            y.fill(0.0);
+            // The sum3 block overwrites what it touches: poisoned first.
+            let start = if block == "sum3" { -1.0 } else { 0.0 };
+            y.fill(start);
             let mut b = CommandBufferBuilder::new(&queue, ISSUED).map_err(err)?;
             b.set_sort_by_kind(sorted);
-            let mut want = vec![0.0f32; n];
+            let mut want = vec![start; n];
             for k in 0..u64::from(ISSUED - 1) {
                 let at = 64 * (k % 16);
-                let kind = if block == "dispatches" { 0 } else { k % 3 };
+                let kind = match block {
+                    "sum3" => 3,
+                    "saxpy" => 0,
+                    _ => k % 3,
+                };
                 match kind {
                     0 => {
                         let args = saxpy_args(1.0, at)?;
@@ -162,26 +182,39 @@ pub fn run(
                         b.dispatch(&fill_u32, Workgroups::linear(1, 64), &args)
                             .map_err(err)?;
                     }
-                    _ => {
+                    2 => {
                         b.fill(BufferRef::binding(2, 64, 64), &[9]).map_err(err)?;
+                    }
+                    _ => {
+                        // out (y) = x + b2 + b3 over 16 floats at `at`.
+                        let mut args = sum3.kernargs().map_err(err)?;
+                        args.set(0, 16u64).map_err(err)?;
+                        args.bind(1, BufferRef::binding(1, at, 64)).map_err(err)?;
+                        args.bind(2, BufferRef::binding(3, at, 64)).map_err(err)?;
+                        args.bind(3, BufferRef::binding(4, at, 64)).map_err(err)?;
+                        args.bind(4, BufferRef::binding(0, at, 64)).map_err(err)?;
+                        b.set_ordering(aqueduct::command_buffer::Ordering::AGENT.with_barrier());
+                        b.dispatch(&sum3, Workgroups::linear(1, 64), &args)
+                            .map_err(err)?;
+                        want[at as usize / 4..at as usize / 4 + 16].fill(1.0 + 2.0 + 4.0);
                     }
                 }
             }
             let buffer = b.finish().map_err(err)?;
             let scratch = host.alloc_host::<u8>(256).map_err(err)?;
+            let whole = |a: u64| BindingTableEntry {
+                address: a,
+                length: (4 * n) as u64,
+            };
             let table = [
-                BindingTableEntry {
-                    address: y.address(),
-                    length: (4 * n) as u64,
-                },
-                BindingTableEntry {
-                    address: x.address(),
-                    length: (4 * n) as u64,
-                },
+                whole(y.address()),
+                whole(x.address()),
                 BindingTableEntry {
                     address: scratch.address(),
                     length: 256,
                 },
+                whole(b2.address()),
+                whole(b3.address()),
             ];
             let before = kernel_counts(&system, &["cmd_block_issue"]);
             cq.submit(&buffer, &table)
@@ -193,7 +226,8 @@ pub fn run(
                 return Err(format!("{gfx}: {block} block: wrong results"));
             }
             let label: &'static str = match (block, sorted) {
-                ("dispatches", _) => "dispatches (saxpy_f32, 2 bindings each)",
+                ("sum3", _) => "dispatches (sum3_f32, 4 bindings each): the goal",
+                ("saxpy", _) => "dispatches (saxpy_f32, 2 bindings each)",
                 (_, true) => "mixed (saxpy, fill_u32, fill), grouped by kind",
                 _ => "mixed (saxpy, fill_u32, fill), in recording order",
             };

@@ -588,8 +588,8 @@ fn cmdbuf_bench_command(args: &ShimBenchArgs) -> Result<(), String> {
     let Some((library, artifacts)) = shim_bench_setup("cmdbuf-bench", args)? else {
         return Ok(());
     };
-    let results = cmdbuf_bench::run(&library, |gfx| {
-        artifact_bytes(&artifacts, gfx, "aqueduct-device")
+    let results = cmdbuf_bench::run(&library, |gfx, package| {
+        artifact_bytes(&artifacts, gfx, package)
     })?;
     print!("{}", cmdbuf_bench::format_report(&library, &results));
     Ok(())

@@ -44,6 +44,17 @@
 //! dispatch gives (grid, workgroup, LDS) are not checked against an agent's
 //! limits again: the host did, and the packet processor checks what
 //! reaches it; each check here is a divergent branch of the issue kernel.
+//! A binding-table reference of a dispatch's arguments is not checked
+//! against the slot's length here either: the submission checked the table
+//! against every slot's need when it bound it (its `BindingPatch` carries
+//! no length), and the issue only adds the offset.
+//!
+//! The common command, a dispatch whose packet the host prepared, takes a
+//! fast path first ([`BlockIssuer::issue_fast`]), written for a wave of
+//! such dispatches: one scalar branch leaves it for any other wave, its
+//! checks fold into one flag, and its loops run to the wave's counts. It
+//! declines, publishing nothing, whatever it does not handle or finds
+//! wrong, and the checked path then issues the command or names the error.
 //!
 //! This is plain Rust over device addresses: the host tests run it on host
 //! memory, the kernel on the GPU's.
@@ -63,15 +74,10 @@ use aqueduct_abi::packet::{
 
 use crate::blit::{CopyPlan, FillPattern, Partition};
 use crate::queue::{Queue, QueueError};
+use crate::wave::{self, uniform_u32, uniform_u64};
 
 /// Bytes of a [`BindingPatch`].
 const PATCH_SIZE: u64 = size_of::<BindingPatch>() as u64;
-
-/// The entry a slot past an empty binding table reads (and fails on).
-const NO_BINDING: BindingTableEntry = BindingTableEntry {
-    address: 0,
-    length: 0,
-};
 
 /// Work-items per workgroup of a blit dispatch.
 pub const BLIT_WORKGROUP: u16 = 256;
@@ -297,17 +303,24 @@ pub enum Packet {
 }
 
 /// One block's issue, as each work-item of the block-issue kernel sees it.
-/// It keeps pointers to the issue state and the block header and reads
-/// their fields where they are used: copies of both would hold 48 SGPRs
-/// across the whole kernel.
+/// It keeps a pointer to the issue state and reads its fields where they
+/// are used (a copy would hold 32 SGPRs across the whole kernel), and the
+/// block header's totals, as the wave's values ([`crate::wave`]).
 pub struct BlockIssuer {
     state: *const BlockIssue,
     block: *const CommandBlockHeader,
+    /// The block header's `command_count`, `packet_count`, `kernarg_size`
+    /// and `issue_order`.
+    commands: u32,
+    packets: u32,
+    kernarg_size: u32,
+    order: u64,
     queue: Queue,
 }
 
 impl BlockIssuer {
-    /// The issue described at `state`.
+    /// The issue described at `state`, which every active work-item of the
+    /// wave passes.
     ///
     /// # Safety
     /// `state` points at a [`BlockIssue`] whose addresses are live while the
@@ -318,20 +331,30 @@ impl BlockIssuer {
     pub unsafe fn new(state: *const BlockIssue) -> Result<Self, IssueError> {
         // SAFETY: the caller's contract.
         let s = unsafe { &*state };
-        check_aligned(s.block, 64)?;
-        check_aligned(s.kernarg_base, 64)?;
-        check_aligned(s.binding_table, 8)?;
-        check_aligned(s.fill_kernel, 64)?;
-        check_aligned(s.copy_kernel, 64)?;
+        // One branch for the five alignments; the first that fails names
+        // the error.
+        let bad = ((s.block | s.kernarg_base | s.fill_kernel | s.copy_kernel) & 63)
+            | (s.binding_table & 7);
+        if bad != 0 {
+            check_aligned(s.block, 64)?;
+            check_aligned(s.kernarg_base, 64)?;
+            check_aligned(s.binding_table, 8)?;
+            check_aligned(s.fill_kernel, 64)?;
+            check_aligned(s.copy_kernel, 64)?;
+        }
         // SAFETY: the block header is live and aligned (just checked).
-        let order = unsafe { (*(s.block as *const CommandBlockHeader)).issue_order };
-        check_aligned(order, 4)?;
-        // SAFETY: as above: a live queue.
+        let block = unsafe { load::<CommandBlockHeader>(s.block) };
+        let order = check_aligned(uniform_u64(block.issue_order), 4)?;
+        // SAFETY: as above: a live queue, the same for the whole wave.
         let queue =
-            unsafe { Queue::from_ptr(s.queue as *mut AmdQueue) }.map_err(IssueError::Queue)?;
+            unsafe { Queue::from_wave_ptr(s.queue as *mut AmdQueue) }.map_err(IssueError::Queue)?;
         Ok(Self {
             state,
             block: s.block as *const CommandBlockHeader,
+            commands: uniform_u32(block.command_count),
+            packets: uniform_u32(block.packet_count),
+            kernarg_size: uniform_u32(block.kernarg_size),
+            order,
             queue,
         })
     }
@@ -341,26 +364,20 @@ impl BlockIssuer {
         unsafe { &*self.state }
     }
 
-    fn block(&self) -> &CommandBlockHeader {
-        // SAFETY: `new`'s contract, and aligned as `new` checked.
-        unsafe { &*self.block }
-    }
-
     /// Commands in the block.
     pub fn command_count(&self) -> u32 {
-        self.block().command_count
+        self.commands
     }
 
     /// The command work-item `g` (below [`BlockIssuer::command_count`])
     /// issues: `g`, or the block's issue order's entry `g`.
     pub fn command_for(&self, g: u32) -> u32 {
-        let order = self.block().issue_order;
-        if order == 0 {
+        if self.order == 0 {
             return g;
         }
         // SAFETY: `new`'s contract: the block's order holds `command_count`
         // u32s (alignment checked in `new`).
-        unsafe { load::<u32>(order + 4 * u64::from(g)) }
+        unsafe { load::<u32>(self.order + 4 * u64::from(g)) }
     }
 
     /// The binding table.
@@ -419,7 +436,7 @@ impl BlockIssuer {
     /// Nothing is published when it fails (a dispatch's own arguments may
     /// be half written: no packet points at them).
     pub fn issue(&self, index: u32) -> Result<(), IssueError> {
-        let count = self.block().command_count;
+        let count = self.commands;
         if index >= count {
             return Err(IssueError::NoCommand { index, count });
         }
@@ -428,6 +445,9 @@ impl BlockIssuer {
         // (64-byte aligned: the block is, and commands are 128 bytes).
         let d = unsafe { &*(at as *const DispatchCommand) };
         if d.header.opcode == CommandOpcode::DISPATCH && d.packet != 0 {
+            if self.issue_fast(index) {
+                return Ok(());
+            }
             return self.prepared_dispatch(d);
         }
         // SAFETY: as above.
@@ -436,24 +456,23 @@ impl BlockIssuer {
         let packets = packets_of(&command)?;
         // Both range checks as flags, one branch each at the end.
         let packet_end = u64::from(h.packet_offset) + u64::from(h.packet_count);
-        let bad_packets =
-            (h.packet_count != packets) | (packet_end > u64::from(self.block().packet_count));
+        let bad_packets = (h.packet_count != packets) | (packet_end > u64::from(self.packets));
         let args = command.kernarg_bytes();
         let args_end = u64::from(h.kernarg_offset) + u64::from(args);
-        let bad_args = (h.kernarg_offset % KERNARG_ALIGN != 0)
-            | (args_end > u64::from(self.block().kernarg_size));
+        let bad_args =
+            (h.kernarg_offset % KERNARG_ALIGN != 0) | (args_end > u64::from(self.kernarg_size));
         if bad_packets {
             return Err(IssueError::Packets {
                 offset: h.packet_offset,
                 count: h.packet_count,
-                block: self.block().packet_count,
+                block: self.packets,
             });
         }
         if bad_args {
             return Err(IssueError::Kernargs {
                 offset: h.kernarg_offset,
                 size: args,
-                block: self.block().kernarg_size,
+                block: self.kernarg_size,
             });
         }
         let kernargs = self.state().kernarg_base + u64::from(h.kernarg_offset);
@@ -623,19 +642,134 @@ impl BlockIssuer {
         Ok(packet)
     }
 
+    /// The fast path of the common command, a dispatch whose packet the
+    /// host prepared ([`DispatchCommand::packet`]): whether it issued
+    /// command `index`. It declines, publishing nothing, whatever it does
+    /// not handle or finds wrong (another kind of command, a binding of
+    /// another kind than `BINDING`, a check that fails, a wave whose
+    /// dispatches differ in shape); [`BlockIssuer::issue`] then issues the
+    /// command or names what is wrong.
+    ///
+    /// Written for a wave of such dispatches (the host groups a block's
+    /// commands by kind): every check folds into one flag, with no branch
+    /// per check or per binding, and the two loops run to counts the whole
+    /// wave shares (argument units and bindings, [`crate::wave`]), so they
+    /// are scalar loops with no per-lane exit; a wave whose lanes' counts
+    /// differ declines as a whole. The argument copy moves whole 16-byte
+    /// units: the template is padded to 16 bytes, and so is each command's
+    /// share of the block's reservation (checked).
+    #[inline(always)]
+    pub fn issue_fast(&self, index: u32) -> bool {
+        let state = self.state();
+        let (kernarg_base, table, table_len, packet_base) = (
+            state.kernarg_base,
+            state.binding_table,
+            state.binding_count,
+            state.packet_base,
+        );
+        // An index past the block reads its last command, and declines.
+        let at = self.block as u64
+            + 64
+            + COMMAND_SIZE as u64 * u64::from(index.min(self.commands.saturating_sub(1)));
+        // SAFETY: `new`'s contract: the block's commands follow its header
+        // (64-byte aligned: the block is, and commands are 128 bytes); a
+        // block has at least its control command.
+        let d = unsafe { load::<DispatchCommand>(at) };
+        let h = d.header;
+        // The wave goes on only if every lane holds a prepared dispatch of
+        // the same argument size and binding count (one scalar branch: a
+        // wave of other commands, or of mixed ones, leaves here): the
+        // loops' counts are then the wave's.
+        let shape = u64::from(d.kernarg_size) | u64::from(d.binding_count) << 32;
+        let wave_shape = uniform_u64(shape);
+        let prepared = (h.opcode == CommandOpcode::DISPATCH) & (d.packet != 0);
+        if !wave::all(prepared & (shape == wave_shape)) {
+            return false;
+        }
+        let (wave_size, wave_bindings) = (wave_shape as u32, (wave_shape >> 32) as u32);
+        let wave_units = wave_size.div_ceil(KERNARG_ALIGN);
+        // Where the command's padded share may start (none fits: None).
+        let room = self.kernarg_size.checked_sub(KERNARG_ALIGN * wave_units);
+        // Checks that compare with zero, folded into one word.
+        let odd = u32::from(h.packet_count ^ 1)
+            | u32::from(d.dispatch_flags.bits())
+            | (h.kernarg_offset % KERNARG_ALIGN)
+            | ((d.packet | d.kernarg_template) as u32 % 16)
+            | ((d.bindings | table) as u32 % 8);
+        let fits = (odd == 0)
+            // With bindings: a table to read, and a word of arguments to
+            // write each in (both the wave's).
+            & ((wave_bindings == 0) | ((table_len > 0) & (wave_size >= 8)))
+            & (index < self.commands)
+            & (h.packet_offset < self.packets)
+            & room.is_some_and(|room| h.kernarg_offset <= room);
+        if !fits {
+            return false;
+        }
+        let kernargs = kernarg_base + u64::from(h.kernarg_offset);
+        for u in 0..wave_units {
+            let u = 16 * u64::from(u);
+            // SAFETY: inside the padded template and the command's padded
+            // share of the reservation (checked above), both 16-aligned.
+            unsafe { store(kernargs + u, load::<[u64; 2]>(d.kernarg_template + u)) };
+        }
+        // The bindings. Each write lands inside the command's padded share
+        // whatever its patch says (its place is clamped to the last word);
+        // what the patches say is checked once, after the loop, from what
+        // the loop gathered: kinds and alignments in one word, the largest
+        // slot and place.
+        let last = (16 * wave_units).wrapping_sub(8);
+        let (mut patch_odd, mut top_slot, mut top_place) = (0u32, 0u32, 0u32);
+        for b in 0..wave_bindings {
+            // SAFETY: `new`'s contract: the command's patch list is live
+            // (alignment checked above).
+            let patch = unsafe { load::<BindingPatch>(d.bindings + PATCH_SIZE * u64::from(b)) };
+            let place = u32::from(patch.kernarg_offset);
+            patch_odd |= u32::from(patch.kind ^ BufferRefKind::BINDING.0 as u16) | (place % 8);
+            top_slot = top_slot.max(patch.slot);
+            top_place = top_place.max(place);
+            // SAFETY: `new`'s contract: the table holds `table_len` (> 0:
+            // checked above) entries, aligned (checked above); a slot past
+            // it reads the last, and fails below.
+            let entry =
+                unsafe { load::<u64>(table + 16 * u64::from(patch.slot.min(table_len - 1))) };
+            // SAFETY: 8 bytes inside the command's padded share (`last`
+            // and the place are multiples of 8; at least one unit: checked
+            // above).
+            unsafe {
+                store(
+                    kernargs + u64::from((place & !7).min(last)),
+                    entry.wrapping_add(patch.value),
+                )
+            };
+        }
+        let bad_bindings =
+            (patch_odd != 0) | (top_slot >= table_len) | (top_place + 8 > d.kernarg_size);
+        if (wave_bindings > 0) & bad_bindings {
+            return false;
+        }
+        // SAFETY: `new`'s contract: the prepared packet is live; 16-byte
+        // aligned (checked above).
+        let mut words = unsafe { load::<[u64; 8]>(d.packet) };
+        words[core::mem::offset_of!(KernelDispatchPacket, kernarg_address) / 8] = kernargs;
+        self.queue
+            .write_words(packet_base.wrapping_add(u64::from(h.packet_offset)), &words);
+        true
+    }
+
     /// A dispatch whose packet the host prepared ([`DispatchCommand::packet`]:
-    /// direct, at least one workgroup): the common case, kept short. Checks
+    /// direct, at least one workgroup), when [`BlockIssuer::issue_fast`]
+    /// declined it: the same work, with every check's own error. Checks
     /// its place in the block, writes its arguments, copies the packet with
     /// the kernarg address filled in, publishes it.
     fn prepared_dispatch(&self, d: &DispatchCommand) -> Result<(), IssueError> {
         let h = &d.header;
-        let block = self.block();
         let bad = (h.packet_count != 1)
             | !d.dispatch_flags.is_empty()
-            | (u64::from(h.packet_offset) + 1 > u64::from(block.packet_count))
+            | (u64::from(h.packet_offset) + 1 > u64::from(self.packets))
             | !h.kernarg_offset.is_multiple_of(KERNARG_ALIGN)
             | (u64::from(h.kernarg_offset) + u64::from(d.kernarg_size)
-                > u64::from(block.kernarg_size))
+                > u64::from(self.kernarg_size))
             | !aligned(d.packet, 16);
         if bad {
             return Err(IssueError::Prepared {
@@ -684,41 +818,17 @@ impl BlockIssuer {
         // is looked at again, on the slow path, for its error. A failure
         // leaves the command's own arguments half written, which no packet
         // points at (nothing is published).
-        let table = self.table();
-        let entries: &[BindingTableEntry] = if table.is_empty() {
-            &[NO_BINDING]
-        } else {
-            table
-        };
         let mut failed = u64::MAX;
         for b in 0..u64::from(d.binding_count) {
             // SAFETY: `new`'s contract: the command's patch list is live
             // (alignment checked above).
-            let patch = unsafe { &*((d.bindings + b * PATCH_SIZE) as *const BindingPatch) };
-            let r = &patch.buffer;
-            let (address, ok) = if r.kind == BufferRefKind::BINDING {
-                // A slot past the table reads a valid entry and fails.
-                let slot = r.slot as usize;
-                let e = &entries[slot.min(entries.len() - 1)];
-                let fits = r
-                    .offset
-                    .checked_add(r.length)
-                    .is_some_and(|end| end <= e.length);
-                (
-                    e.address.wrapping_add(r.offset),
-                    (slot < table.len()) & fits,
-                )
-            } else {
-                match self.resolve(r) {
-                    Ok(address) => (address, true),
-                    Err(_) => (0, false),
-                }
+            let patch = unsafe { load::<BindingPatch>(d.bindings + b * PATCH_SIZE) };
+            let (address, ok) = match self.patch_address(&patch) {
+                Ok(address) => (address, true),
+                Err(_) => (0, false),
             };
-            let offset = patch.kernarg_offset;
-            let inside = offset.is_multiple_of(8)
-                & offset
-                    .checked_add(8)
-                    .is_some_and(|end| end <= d.kernarg_size);
+            let offset = u32::from(patch.kernarg_offset);
+            let inside = offset.is_multiple_of(8) & (offset + 8 <= d.kernarg_size);
             if !(ok & inside) & (failed == u64::MAX) {
                 failed = b;
             }
@@ -734,15 +844,41 @@ impl BlockIssuer {
         }
         if failed != u64::MAX {
             // SAFETY: as above.
-            let patch = unsafe { &*((d.bindings + failed * PATCH_SIZE) as *const BindingPatch) };
-            self.resolve(&patch.buffer)?;
+            let patch = unsafe { load::<BindingPatch>(d.bindings + failed * PATCH_SIZE) };
+            self.patch_address(&patch)?;
             return Err(IssueError::Kernargs {
-                offset: patch.kernarg_offset,
+                offset: u32::from(patch.kernarg_offset),
                 size: 8,
                 block: d.kernarg_size,
             });
         }
         Ok(())
+    }
+
+    /// The address a binding patch writes: a binding-table slot's plus the
+    /// offset (the range was checked when the table was bound), or an
+    /// allocation reference resolved against its handle.
+    fn patch_address(&self, patch: &BindingPatch) -> Result<u64, IssueError> {
+        match BufferRefKind(u32::from(patch.kind)) {
+            BufferRefKind::BINDING => {
+                let table = self.table();
+                let entry = table.get(patch.slot as usize).ok_or(IssueError::Binding {
+                    slot: patch.slot,
+                    count: table.len() as u32,
+                })?;
+                Ok(entry.address.wrapping_add(patch.value))
+            }
+            BufferRefKind::ALLOCATION => {
+                // SAFETY: `new`'s contract: the reference the patch names is
+                // live (alignment checked).
+                let r = unsafe { load::<BufferRef>(check_aligned(patch.value, 8)?) };
+                if r.kind != BufferRefKind::ALLOCATION {
+                    return Err(IssueError::RefKind(r.kind.0));
+                }
+                self.resolve(&r)
+            }
+            other => Err(IssueError::RefKind(other.0)),
+        }
     }
 
     /// A copy's arguments and packet (COPY and UPDATE).
@@ -1048,10 +1184,13 @@ pub mod kernels {
             // SAFETY: as above.
             unsafe { crate::scheduler::trace_block(issue as u64, true, &mut r) };
         }
-        if id < u64::from(issuer.command_count())
-            && issuer.issue(issuer.command_for(id as u32)).is_err()
-        {
-            panic!("cmd_block_issue: a command failed its checks");
+        if id < u64::from(issuer.command_count()) {
+            let index = issuer.command_for(id as u32);
+            // The fast path first, with nothing before it; `issue` tries
+            // it again (a command it declines is rare) before the checks.
+            if !issuer.issue_fast(index) && issuer.issue(index).is_err() {
+                panic!("cmd_block_issue: a command failed its checks");
+            }
         }
     }
 
@@ -1361,17 +1500,10 @@ mod tests {
             length: 256,
         });
         let template = Template([0xAB; 32]);
+        let reference = Box::new(BufferRef::allocation(&raw const *committed as u64, 8, 8));
         let bindings = [
-            BindingPatch {
-                buffer: BufferRef::binding(1, 16, 32),
-                kernarg_offset: 0,
-                reserved: 0,
-            },
-            BindingPatch {
-                buffer: BufferRef::allocation(&raw const *committed as u64, 8, 8),
-                kernarg_offset: 8,
-                reserved: 0,
-            },
+            BindingPatch::binding(1, 16, 0),
+            BindingPatch::allocation(&raw const *reference as u64, 8),
         ];
         let mut d = dispatch(&rig, &template, &bindings, [4, 2, 1]);
         d.header.flags = CommandFlags::BARRIER;
@@ -1505,11 +1637,7 @@ mod tests {
             length: 256,
         });
         let template = Template([0x5A; 32]);
-        let bindings = [BindingPatch {
-            buffer: BufferRef::binding(0, 32, 64),
-            kernarg_offset: 8,
-            reserved: 0,
-        }];
+        let bindings = [BindingPatch::binding(0, 32, 8)];
         let mut built = dispatch(&rig, &template, &bindings, [4, 3, 1]);
         built.header.flags = CommandFlags::BARRIER;
         let mut prepared = built;
@@ -1571,6 +1699,174 @@ mod tests {
                 .unwrap(),
         );
         assert_eq!(patched, a.as_ptr() as u64 + 32);
+    }
+
+    /// The fast path issues a prepared dispatch exactly as the checked path
+    /// does, and declines, publishing nothing, whatever it does not handle
+    /// or finds wrong; `issue` then goes on to the checked path, which
+    /// issues the command or names what is wrong.
+    #[test]
+    fn the_fast_path_issues_as_the_checked_path_or_declines() {
+        let mut a = std::vec![0u8; 256];
+        let mut b = std::vec![0u8; 256];
+        let committed = Box::new(AllocationHandle {
+            address: b.as_mut_ptr() as u64,
+            length: 64,
+        });
+        let reference = Box::new(BufferRef::allocation(&raw const *committed as u64, 8, 8));
+        let template = Box::new(Template([0x5A; 32]));
+        let buffers = [a.as_mut_ptr() as u64, b.as_mut_ptr() as u64];
+        let bind = BindingPatch::binding;
+        type Edit = fn(&mut DispatchCommand);
+        let keep: Edit = |_| {};
+        // (patches, an edit of the command, whether the fast path issues
+        // it, what the checked path says)
+        type Case = (
+            std::vec::Vec<BindingPatch>,
+            Edit,
+            bool,
+            Result<(), IssueError>,
+        );
+        let cases: std::vec::Vec<Case> = std::vec![
+            (
+                std::vec![bind(0, 32, 8), bind(1, 16, 0)],
+                keep,
+                true,
+                Ok(())
+            ),
+            (std::vec![], keep, true, Ok(())),
+            (
+                std::vec![BindingPatch::allocation(&raw const *reference as u64, 8)],
+                keep,
+                false,
+                Ok(()),
+            ),
+            (
+                std::vec![bind(0, 0, 8), bind(5, 0, 0)],
+                keep,
+                false,
+                Err(IssueError::Binding { slot: 5, count: 2 }),
+            ),
+            (
+                std::vec![bind(0, 0, 4)],
+                keep,
+                false,
+                Err(IssueError::Kernargs {
+                    offset: 4,
+                    size: 8,
+                    block: 24
+                }),
+            ),
+            (
+                std::vec![bind(0, 0, 24)],
+                keep,
+                false,
+                Err(IssueError::Kernargs {
+                    offset: 24,
+                    size: 8,
+                    block: 24
+                }),
+            ),
+            (
+                std::vec![bind(0, 0, 8)],
+                |d| d.dispatch_flags = DispatchFlags::INDIRECT_STATIC,
+                false,
+                Err(IssueError::Prepared {
+                    packet_offset: 0,
+                    kernarg_offset: 0
+                }),
+            ),
+            (
+                std::vec![bind(0, 0, 8)],
+                |d| d.kernarg_template += 8,
+                false,
+                Err(IssueError::Misaligned {
+                    address: 0,
+                    align: 16
+                }),
+            ),
+        ];
+        for (k, (patches, edit, fast, checked)) in cases.into_iter().enumerate() {
+            // Two rigs alike: the fast path on one, the checked path on
+            // the other.
+            let rig_with = || {
+                let mut rig = Rig::new();
+                for address in buffers {
+                    rig.table.push(BindingTableEntry {
+                        address,
+                        length: 256,
+                    });
+                }
+                let mut d = dispatch(&rig, &template, &patches, [4, 3, 1]);
+                let packet = d
+                    .build_packet(&rig.infos[0], 0, d.workgroup_count)
+                    .unwrap()
+                    .unwrap();
+                let words = Box::new(Line(
+                    zerocopy::IntoBytes::as_bytes(&packet.published())
+                        .try_into()
+                        .unwrap(),
+                ));
+                d.packet = words.0.as_ptr() as u64;
+                edit(&mut d);
+                rig.push(d);
+                let state = rig.issue_state();
+                (rig, state, words)
+            };
+            let (fast_rig, fast_state, _words) = rig_with();
+            // SAFETY: everything the state names lives in the rig and above.
+            let issuer = unsafe { BlockIssuer::new(&raw const *fast_state) }.unwrap();
+            assert!(!issuer.issue_fast(1), "case {k}: no command 1");
+            assert_eq!(issuer.issue_fast(0), fast, "case {k}");
+            if fast {
+                let (checked_rig, checked_state, _words) = rig_with();
+                // SAFETY: as above.
+                let checker = unsafe { BlockIssuer::new(&raw const *checked_state) }.unwrap();
+                // SAFETY: the command the rig holds.
+                let d = unsafe { load::<DispatchCommand>(checked_state.block + 64) };
+                checker.prepared_dispatch(&d).unwrap();
+                assert_eq!(fast_rig.dispatch_at(0), {
+                    let p = checked_rig.dispatch_at(0);
+                    KernelDispatchPacket {
+                        kernarg_address: fast_state.kernarg_base,
+                        ..p
+                    }
+                });
+                // The kernel's 24 bytes (the fast path copies the
+                // template's padding too, in whole 16-byte units).
+                assert_eq!(fast_rig.kernargs_at(0, 24), checked_rig.kernargs_at(0, 24));
+            } else {
+                assert_eq!(
+                    fast_rig.packet_header(0).packet_type(),
+                    PacketType::INVALID,
+                    "case {k}: declined, nothing published"
+                );
+                let got = issuer.issue(0);
+                match (got, checked) {
+                    (
+                        Err(IssueError::Misaligned { align: g, .. }),
+                        Err(IssueError::Misaligned { align: w, .. }),
+                    ) => {
+                        assert_eq!(g, w, "case {k}");
+                    }
+                    (got, want) => assert_eq!(got, want, "case {k}"),
+                }
+            }
+        }
+        // Bindings and no table: declined; the checked path names the slot.
+        let mut rig = Rig::new();
+        let mut d = dispatch(&rig, &template, &[bind(0, 0, 8)], [1, 1, 1]);
+        let words = Box::new(Line([0; 64]));
+        d.packet = words.0.as_ptr() as u64;
+        rig.push(d);
+        let state = rig.issue_state();
+        // SAFETY: as above.
+        let issuer = unsafe { BlockIssuer::new(&raw const *state) }.unwrap();
+        assert!(!issuer.issue_fast(0));
+        assert_eq!(
+            issuer.issue(0),
+            Err(IssueError::Binding { slot: 0, count: 0 })
+        );
     }
 
     #[test]
@@ -1816,13 +2112,26 @@ mod tests {
             address: 0,
             length: 64,
         });
-        let cases: [(BufferRef, IssueError); 4] = [
+        let committed = Box::new(AllocationHandle {
+            address: 0x9000,
+            length: 64,
+        });
+        // The references allocation patches point at.
+        let refs = Box::new([
+            BufferRef::allocation(&raw const *committed as u64, 60, 8),
+            BufferRef::allocation(&raw const *unc as u64, 0, 8),
+            BufferRef::binding(0, 0, 8),
+        ]);
+        let at = |k: usize| &raw const refs[k] as u64;
+        // A binding's range is checked when the submission binds the
+        // table (the host's `check_submission`), not here.
+        let cases: [(BindingPatch, IssueError); 5] = [
             (
-                BufferRef::binding(2, 0, 8),
+                BindingPatch::binding(2, 0, 8),
                 IssueError::Binding { slot: 2, count: 1 },
             ),
             (
-                BufferRef::binding(0, 60, 8),
+                BindingPatch::allocation(at(0), 8),
                 IssueError::Range {
                     offset: 60,
                     length: 8,
@@ -1830,30 +2139,30 @@ mod tests {
                 },
             ),
             (
-                BufferRef::allocation(&raw const *unc as u64, 0, 8),
+                BindingPatch::allocation(at(1), 8),
                 IssueError::NotCommitted {
                     handle: &raw const *unc as u64,
                 },
             ),
             (
-                BufferRef {
-                    kind: BufferRefKind(9),
-                    ..BufferRef::direct(0, 0)
+                BindingPatch::allocation(at(2), 8),
+                IssueError::RefKind(BufferRefKind::BINDING.0),
+            ),
+            (
+                BindingPatch {
+                    kind: 9,
+                    ..BindingPatch::binding(0, 0, 8)
                 },
                 IssueError::RefKind(9),
             ),
         ];
-        for (buffer, want) in cases {
+        for (patch, want) in cases {
             let mut rig = Rig::new();
             rig.table.push(BindingTableEntry {
                 address: 0x7000,
                 length: 64,
             });
-            let patch = [BindingPatch {
-                buffer,
-                kernarg_offset: 8,
-                reserved: 0,
-            }];
+            let patch = [patch];
             rig.push(dispatch(&rig, &template, &patch, [1, 1, 1]));
             let state = rig.issue_state();
             // SAFETY: as in the test above.
@@ -1875,11 +2184,7 @@ mod tests {
                 address: 0x7000,
                 length: 64,
             });
-            let patch = [BindingPatch {
-                buffer: BufferRef::binding(0, 0, 8),
-                kernarg_offset: 0,
-                reserved: 0,
-            }];
+            let patch = [BindingPatch::binding(0, 0, 0)];
             let marked = Template([0xAB; 32]);
             let mut d = dispatch(&rig, &marked, &patch, [1, 1, 1]);
             d.kernarg_size = 4;

@@ -26,6 +26,7 @@ pub mod grid;
 pub mod queue;
 pub mod scheduler;
 pub mod signal;
+pub mod wave;
 
 #[cfg(target_arch = "amdgpu")]
 mod arch;

@@ -35,6 +35,7 @@ use aqueduct_abi::packet::{BarrierPacket, Prepared};
 
 use crate::atomic::{Acquire, Atomic, Relaxed, Release, System};
 use crate::signal::Signal;
+use crate::wave::{uniform_u32, uniform_u64};
 
 /// Why an enqueue gave up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,6 +76,39 @@ impl Queue {
     /// `queue` points to a live, initialised `amd_queue_t` whose ring and
     /// doorbell signal stay valid while the returned value is used.
     pub unsafe fn from_ptr(queue: *mut AmdQueue) -> Result<Self, QueueError> {
+        // SAFETY: the caller's contract.
+        unsafe { Self::read(queue, |size, base, doorbell| (size, base, doorbell)) }
+    }
+
+    /// [`Queue::from_ptr`] for a queue every active work-item of the wave
+    /// names: its fields are the wave's ([`crate::wave`]), so branches on
+    /// them are scalar.
+    ///
+    /// # Safety
+    /// As for [`Queue::from_ptr`].
+    pub unsafe fn from_wave_ptr(queue: *mut AmdQueue) -> Result<Self, QueueError> {
+        // SAFETY: the caller's contract.
+        unsafe {
+            Self::read(queue, |size, base, doorbell| {
+                (
+                    uniform_u32(size),
+                    uniform_u64(base),
+                    SignalHandle(uniform_u64(doorbell.0)),
+                )
+            })
+        }
+    }
+
+    /// Reads the queue's size, ring and doorbell, passes them through
+    /// `take`, and checks the size.
+    ///
+    /// # Safety
+    /// As for [`Queue::from_ptr`].
+    #[inline(always)]
+    unsafe fn read(
+        queue: *mut AmdQueue,
+        take: impl FnOnce(u32, u64, SignalHandle) -> (u32, u64, SignalHandle),
+    ) -> Result<Self, QueueError> {
         // SAFETY: the caller guarantees a live amd_queue_t; these fields
         // are written once, at queue creation.
         let (size, base, doorbell) = unsafe {
@@ -85,6 +119,7 @@ impl Queue {
                 (&raw const (*hsa).doorbell_signal).read(),
             )
         };
+        let (size, base, doorbell) = take(size, base, doorbell);
         if !is_ring_size(size) {
             return Err(QueueError::BadSize(size));
         }
