@@ -53,14 +53,14 @@ use std::time::Duration;
 
 use aqueduct_abi::aql::FenceScope;
 pub use aqueduct_abi::command::{
-    AllocationHandle, BindingTableEntry, BranchCondition, BufferRef, BufferRefKind,
+    AllocationHandle, BindingPatch, BindingTableEntry, BranchCondition, BufferRef, BufferRefKind,
+    Command, CommandView, DispatchCommand,
 };
 use aqueduct_abi::command::{
-    BarrierCommand, BindingPatch, BlockIssue, BranchArgs, BranchCommand, COMMAND_BUFFER_MAGIC,
-    COMMAND_SIZE, Command, CommandBlockHeader, CommandBufferHeader, CommandFlags, CommandHeader,
-    CommandOpcode, CommandView, CondBranchCommand, CopyArgs, CopyCommand, DispatchCommand,
-    DispatchFlags, Execution, FillArgs, FillCommand, KERNARG_ALIGN, KernelInfo, PatchArgs,
-    ReturnCommand, UpdateCommand,
+    BarrierCommand, BlockIssue, BranchArgs, BranchCommand, COMMAND_BUFFER_MAGIC, COMMAND_SIZE,
+    CommandBlockHeader, CommandBufferHeader, CommandFlags, CommandHeader, CommandOpcode,
+    CondBranchCommand, CopyArgs, CopyCommand, DispatchFlags, Execution, FillArgs, FillCommand,
+    KERNARG_ALIGN, KernelInfo, PatchArgs, ReturnCommand, UpdateCommand,
 };
 use aqueduct_abi::hsa::{SignalCondition, SignalHandle};
 use aqueduct_abi::packet::KernelDispatch;
@@ -318,6 +318,26 @@ struct Block {
 /// launch, the header's flags and fence scopes.
 type PacketKey = (u64, Workgroups, [u8; 3]);
 
+/// The last direct dispatch recorded: a dispatch of the same kernel and
+/// launch under the same ordering differs from it only in its place, its
+/// arguments and its bindings, so it is recorded from a copy of it
+/// ([`CommandBufferBuilder::dispatch_again`]).
+#[derive(Clone, Copy)]
+struct Repeat {
+    object: u64,
+    workgroups: Workgroups,
+    ordering: Ordering,
+    command: DispatchCommand,
+}
+
+/// What [`CommandBufferBuilder::dispatch_again`] did: small, so that the
+/// common answer returns in registers.
+enum Again {
+    Recorded(u32),
+    Refused(Box<Error>),
+    Not,
+}
+
 /// Records blocks of commands into device memory.
 pub struct CommandBufferBuilder {
     agent_name: String,
@@ -346,6 +366,8 @@ pub struct CommandBufferBuilder {
     /// object, launch, header ordering): the next identical dispatch
     /// shares it (the issue fills in each one's kernarg address).
     last_packet: Option<(PacketKey, u64)>,
+    /// The last direct dispatch, for [`CommandBufferBuilder::dispatch_again`].
+    repeat: Option<Repeat>,
     /// Reused for each dispatch's binding patches.
     patches: Vec<BindingPatch>,
 }
@@ -381,6 +403,7 @@ impl CommandBufferBuilder {
             sort_by_kind: true,
             last_launch: None,
             last_packet: None,
+            repeat: None,
             patches: Vec::new(),
         };
         builder.add_block()?;
@@ -622,12 +645,22 @@ impl CommandBufferBuilder {
 
     /// Writes `command` into the next slot (whose header `claim` gave).
     fn append(&mut self, command: Command) -> u32 {
-        let h = command.header;
+        self.append_bytes(
+            command.as_bytes(),
+            command.header.packet_count,
+            command.kernarg_bytes(),
+        )
+    }
+
+    /// Writes a command's bytes into the next slot (whose header `claim`
+    /// gave); it emits `packets` packets and takes `kernarg_bytes` of
+    /// arguments.
+    fn append_bytes(&mut self, command: &[u8], packets: u16, kernarg_bytes: u32) -> u32 {
         let b = &mut self.blocks[self.current];
         let at = 64 + COMMAND_SIZE * b.count as usize;
-        b.storage[at..at + COMMAND_SIZE].copy_from_slice(command.as_bytes());
-        b.packets += u32::from(h.packet_count);
-        b.kernarg_size += command.kernarg_bytes().next_multiple_of(KERNARG_ALIGN);
+        b.storage[at..at + COMMAND_SIZE].copy_from_slice(command);
+        b.packets += u32::from(packets);
+        b.kernarg_size += kernarg_bytes.next_multiple_of(KERNARG_ALIGN);
         b.count += 1;
         b.count - 1
     }
@@ -743,7 +776,84 @@ impl CommandBufferBuilder {
         workgroups: Workgroups,
         args: &Kernargs,
     ) -> Result<u32> {
-        self.record_dispatch(kernel, workgroups, args, None)
+        match self.dispatch_again(kernel, &workgroups, args) {
+            Again::Recorded(index) => Ok(index),
+            Again::Refused(e) => Err(*e),
+            Again::Not => self.record_dispatch(kernel, workgroups, args, None),
+        }
+    }
+
+    /// A dispatch of the same kernel and launch as the last direct one,
+    /// under the same ordering, with arguments that need nothing from the
+    /// launch: recorded from a copy of the last, which
+    /// [`CommandBufferBuilder::record_dispatch`] checked, with only what
+    /// differs checked and filled in (its place, arguments and bindings).
+    /// [`Again::Not`] for anything else, and for anything this would
+    /// refuse, which the full path then records or refuses with its error.
+    fn dispatch_again(
+        &mut self,
+        kernel: &Kernel,
+        workgroups: &Workgroups,
+        args: &Kernargs,
+    ) -> Again {
+        const KIND: &str = "dispatch";
+        let Some(r) = self.repeat.as_ref() else {
+            return Again::Not;
+        };
+        let b = &self.blocks[self.current];
+        let size = r.command.kernarg_size;
+        let same = r.object == kernel.object()
+            && args.kernel_object() == r.object
+            && r.workgroups == *workgroups
+            && r.ordering == self.ordering
+            && !b.ended
+            && b.count + 1 < self.capacity
+            && u64::from(b.kernarg_size) + u64::from(size.next_multiple_of(KERNARG_ALIGN))
+                <= u64::from(u32::MAX);
+        let Some(segment) = args.complete().filter(|_| same) else {
+            return Again::Not;
+        };
+        let mut d = r.command;
+        d.header.packet_offset = b.packets;
+        d.header.kernarg_offset = b.kernarg_size;
+        let mut patches = std::mem::take(&mut self.patches);
+        patches.clear();
+        let placed = self.place_arguments(KIND, args, segment, &mut patches);
+        d.binding_count = patches.len() as u16;
+        self.patches = patches;
+        match placed {
+            Ok((template, bindings)) => {
+                d.kernarg_template = template;
+                d.bindings = bindings;
+                Again::Recorded(self.append_bytes(d.as_bytes(), d.header.packet_count, size))
+            }
+            Err(e) => Again::Refused(Box::new(e)),
+        }
+    }
+
+    /// A dispatch's binding patches (into `patches`), then its template
+    /// and patches in the arena: their device addresses (0 for none).
+    fn place_arguments(
+        &mut self,
+        kind: &'static str,
+        args: &Kernargs,
+        segment: &[u8],
+        patches: &mut Vec<BindingPatch>,
+    ) -> Result<(u64, u64)> {
+        for &(offset, buffer) in args.patches() {
+            patches.push(self.binding_patch(kind, offset, &buffer)?);
+        }
+        let template = if segment.is_empty() {
+            0
+        } else {
+            self.arena.put(segment, 16)?
+        };
+        let bindings = if patches.is_empty() {
+            0
+        } else {
+            self.arena.put(patches.as_bytes(), 16)?
+        };
+        Ok((template, bindings))
     }
 
     /// Records a dispatch whose workgroup count, three u32s, is read from
@@ -882,17 +992,16 @@ impl CommandBufferBuilder {
         }
         let mut patches = std::mem::take(&mut self.patches);
         patches.clear();
-        for &(offset, buffer) in args.patches() {
-            match self.binding_patch(KIND, offset, &buffer) {
-                Ok(patch) => patches.push(patch),
-                Err(e) => {
-                    self.patches = patches;
-                    return Err(e);
-                }
-            }
-        }
-        let recorded = self.record_dispatch_with(kernel, workgroups, indirect, &segment, &patches);
+        let placed = self.place_arguments(KIND, args, &segment, &mut patches);
+        let binding_count = patches.len() as u16;
         self.patches = patches;
+        let (template, bindings) = placed?;
+        let recorded = self.record_dispatch_with(
+            kernel,
+            workgroups,
+            indirect,
+            (template, bindings, binding_count),
+        );
         if recorded.is_ok() {
             self.last_launch = Some(this);
         }
@@ -900,16 +1009,17 @@ impl CommandBufferBuilder {
     }
 
     /// [`CommandBufferBuilder::record_dispatch`] once everything is
-    /// checked: the slot, the kernel's info, the template and patches in
-    /// the arena, the command.
+    /// checked and the arguments are placed (`arguments`: the template's
+    /// and the patches' addresses, the number of patches): the slot, the
+    /// kernel's info, the command.
     fn record_dispatch_with(
         &mut self,
         kernel: &Kernel,
         workgroups: Workgroups,
         indirect: Option<(BufferRef, DispatchFlags)>,
-        segment: &[u8],
-        patches: &[BindingPatch],
+        arguments: (u64, u64, u16),
     ) -> Result<u32> {
+        let (template, bindings, binding_count) = arguments;
         const KIND: &str = "dispatch";
         let size = kernel.kernarg_segment_size();
         let dynamic = matches!(indirect, Some((_, DispatchFlags::INDIRECT_DYNAMIC)));
@@ -923,16 +1033,6 @@ impl CommandBufferBuilder {
             header.packet_count = 2;
         }
         let (info_at, info) = self.info_of(kernel)?;
-        let template = if segment.is_empty() {
-            0
-        } else {
-            self.arena.put(segment, 16)?
-        };
-        let bindings = if patches.is_empty() {
-            0
-        } else {
-            self.arena.put(patches.as_bytes(), 16)?
-        };
         let mut d = DispatchCommand::new_zeroed();
         d.header = header;
         d.kernel = info_at;
@@ -942,7 +1042,7 @@ impl CommandBufferBuilder {
         d.dynamic_group_segment_size = workgroups.dynamic_lds;
         d.kernarg_template = template;
         d.kernarg_size = size;
-        d.binding_count = patches.len() as u16;
+        d.binding_count = binding_count;
         d.dimensions = workgroups.dimensions;
         d.bindings = bindings;
         if let Some((r, _)) = indirect {
@@ -969,7 +1069,15 @@ impl CommandBufferBuilder {
                 }
             }
         }
-        Ok(self.append(d.into()))
+        if indirect.is_none() {
+            self.repeat = Some(Repeat {
+                object: kernel.object(),
+                workgroups,
+                ordering: self.ordering,
+                command: d,
+            });
+        }
+        Ok(self.append_bytes(d.as_bytes(), d.header.packet_count, claimed))
     }
 
     /// Records a fill of `target` with `pattern` (1, 2, 4, 8 or 16 bytes;
@@ -1001,7 +1109,7 @@ impl CommandBufferBuilder {
         f.target = target;
         f.pattern[..pattern.len()].copy_from_slice(pattern);
         f.pattern_length = pattern.len() as u8;
-        Ok(self.append(f.into()))
+        Ok(self.append_bytes(f.as_bytes(), 1, size_of::<FillArgs>() as u32))
     }
 
     /// Records a copy of `source` to `target` (equal lengths, any
@@ -1026,7 +1134,7 @@ impl CommandBufferBuilder {
         c.header = header;
         c.source = source;
         c.target = target;
-        Ok(self.append(c.into()))
+        Ok(self.append_bytes(c.as_bytes(), 1, size_of::<CopyArgs>() as u32))
     }
 
     /// Records a write of `data`, kept with the recording, to `target`
@@ -1165,7 +1273,7 @@ impl CommandBufferBuilder {
             inner: std::sync::Arc::new(Recorded {
                 header: at,
                 blocks: recorded,
-                _arena: self.arena,
+                arena: self.arena,
                 kernels: self
                     .infos
                     .iter()
@@ -1189,7 +1297,7 @@ pub struct CommandBuffer {
 struct Recorded {
     header: u64,
     blocks: Vec<RecordedBlock>,
-    _arena: Arena,
+    arena: Arena,
     /// The dispatched kernels, with their info's device address.
     kernels: Vec<(u64, Kernel)>,
     slot_sizes: Vec<u64>,
@@ -1291,6 +1399,28 @@ impl CommandBuffer {
     /// Device address of the [`CommandBufferHeader`].
     pub fn address(&self) -> u64 {
         self.inner.header
+    }
+
+    /// Command `index` of block `block` as the device reads it (`None`
+    /// past the recording).
+    pub fn command(&self, block: u32, index: u32) -> Option<Command> {
+        let b = self.inner.blocks.get(block as usize)?;
+        if index >= b.commands {
+            return None;
+        }
+        let at = 64 + COMMAND_SIZE * index as usize;
+        Command::read_from_bytes(&b.storage[at..at + COMMAND_SIZE]).ok()
+    }
+
+    /// The `len` bytes of the recording's own data (kernel-argument
+    /// templates, binding patches, kernel infos, prepared packets, update
+    /// data) at `address`, a device address a command names (`None` if they
+    /// are not all in one piece of it).
+    pub fn data(&self, address: u64, len: usize) -> Option<&[u8]> {
+        self.inner.arena.chunks.iter().find_map(|c| {
+            let at = usize::try_from(address.checked_sub(c.address())?).ok()?;
+            c.get(at..at.checked_add(len)?)
+        })
     }
 }
 

@@ -340,11 +340,18 @@ impl Kernargs {
         launch: &Launch,
         queue_address: u64,
     ) -> Result<std::borrow::Cow<'_, [u8]>> {
-        if self.hidden.is_empty() && self.set.iter().all(|&s| s) {
-            return Ok(std::borrow::Cow::Borrowed(&self.bytes));
+        if let Some(bytes) = self.complete() {
+            return Ok(std::borrow::Cow::Borrowed(bytes));
         }
         self.segment(launch, queue_address)
             .map(std::borrow::Cow::Owned)
+    }
+
+    /// The segment as it is, when a launch adds nothing to it: no hidden
+    /// arguments and every explicit one set ([`Kernargs::bind`]'s
+    /// references left as zeros).
+    pub(crate) fn complete(&self) -> Option<&[u8]> {
+        (self.hidden.is_empty() && self.set.iter().all(|&s| s)).then_some(&self.bytes[..])
     }
 
     /// The segment for `launch` with the hidden arguments filled, or which

@@ -207,6 +207,122 @@ fn blocks_of_mixed_commands_match_a_cpu_model() {
     }
 }
 
+/// A dispatch repeating the last one's kernel, launch and ordering is
+/// recorded from a copy of it (the builder's quick path): it records
+/// exactly what the full path records for the same dispatch, which the
+/// same dispatch after another kernel's takes.
+#[test]
+fn a_repeated_dispatch_records_what_the_full_path_records() {
+    use aqueduct::command_buffer::{BindingPatch, CommandBuffer, CommandView, DispatchCommand};
+    let system = announced_system();
+    for gpu in hsa_gpus(&system) {
+        let lib = device_library(&gpu);
+        let fill_u32 = lib.kernel("fill_u32").expect("fill_u32");
+        let saxpy = lib.kernel("saxpy_f32").expect("saxpy_f32");
+        let queue = gpu.create_queue(256).expect("queue");
+        let saxpy_args = |a: f32, x: u64, y: u64| {
+            let mut args = saxpy.kernargs().expect("args");
+            args.set(0, 16u64).expect("n");
+            args.set(1, a).expect("a");
+            args.bind(2, BufferRef::binding(1, x, 64)).expect("x");
+            args.bind(3, BufferRef::binding(0, y, 64)).expect("y");
+            args
+        };
+        let fill_args = {
+            let mut args = fill_u32.kernargs().expect("args");
+            args.bind(0, BufferRef::binding(2, 0, 64)).expect("dst");
+            args.set(1, 16u64).expect("len");
+            args.set(2, 7u32).expect("value");
+            args
+        };
+        let wg = Workgroups::linear(1, 64);
+        let mut b = CommandBufferBuilder::new(&queue, 16).expect("builder");
+        // 0: full path; 1, 2: repeats; 3: another kernel; 4: full path
+        // again (the same dispatch as 2); 5: a repeat under another
+        // ordering takes the full path, 6 repeats it.
+        b.dispatch(&saxpy, wg, &saxpy_args(1.0, 0, 64)).expect("0");
+        b.dispatch(&saxpy, wg, &saxpy_args(2.0, 64, 128))
+            .expect("1");
+        b.dispatch(&saxpy, wg, &saxpy_args(3.0, 128, 192))
+            .expect("2");
+        b.dispatch(&fill_u32, wg, &fill_args).expect("3");
+        b.dispatch(&saxpy, wg, &saxpy_args(3.0, 128, 192))
+            .expect("4");
+        b.set_ordering(Ordering::AGENT.with_barrier());
+        b.dispatch(&saxpy, wg, &saxpy_args(3.0, 128, 192))
+            .expect("5");
+        b.dispatch(&saxpy, wg, &saxpy_args(3.0, 128, 192))
+            .expect("6");
+        b.ret().expect("return");
+        let buffer = b.finish().expect("finish");
+        let dispatch = |index: u32| -> DispatchCommand {
+            let c = buffer.command(0, index).expect("recorded");
+            match c.view() {
+                Ok(CommandView::Dispatch(d)) => *d,
+                other => panic!("command {index}: {other:?}"),
+            }
+        };
+        // What a dispatch records, its place in the block aside, with its
+        // template, patches and prepared packet read back.
+        let recorded = |buffer: &CommandBuffer, d: &DispatchCommand| {
+            let packet = buffer.data(d.packet, 64).expect("packet").to_vec();
+            let template = buffer
+                .data(d.kernarg_template, d.kernarg_size as usize)
+                .expect("template")
+                .to_vec();
+            let patches = buffer
+                .data(
+                    d.bindings,
+                    d.binding_count as usize * size_of::<BindingPatch>(),
+                )
+                .expect("patches")
+                .to_vec();
+            let mut d = *d;
+            d.header.packet_offset = 0;
+            d.header.kernarg_offset = 0;
+            d.kernarg_template = 0;
+            d.bindings = 0;
+            d.packet = 0;
+            (d, template, patches, packet)
+        };
+        let (two, four) = (dispatch(2), dispatch(4));
+        assert_eq!(
+            recorded(&buffer, &two),
+            recorded(&buffer, &four),
+            "{}",
+            gpu.info().name
+        );
+        assert_eq!(
+            recorded(&buffer, &dispatch(5)),
+            recorded(&buffer, &dispatch(6))
+        );
+        assert_ne!(dispatch(4).header.flags, dispatch(5).header.flags);
+        // The places follow one another, and the repeats' arguments are
+        // their own: x and y of 1 differ from 0's.
+        for k in 1..7u32 {
+            let (p, d) = (buffer.command(0, k - 1).unwrap(), dispatch(k));
+            assert_eq!(d.header.packet_offset, p.header.packet_offset + 1);
+            assert_eq!(
+                d.header.kernarg_offset,
+                p.header.kernarg_offset + p.kernarg_bytes().next_multiple_of(16)
+            );
+        }
+        assert_ne!(
+            recorded(&buffer, &dispatch(0)),
+            recorded(&buffer, &dispatch(1))
+        );
+        let patch = |index: u32, k: usize| {
+            let d = dispatch(index);
+            let bytes = buffer.data(d.bindings + 16 * k as u64, 16).expect("patch");
+            (
+                u32::from_le_bytes(bytes[0..4].try_into().unwrap()),
+                u64::from_le_bytes(bytes[8..16].try_into().unwrap()),
+            )
+        };
+        assert_eq!([patch(1, 0), patch(1, 1)], [(1, 64), (0, 128)]);
+    }
+}
+
 #[test]
 fn one_recording_replays_with_two_binding_tables() {
     let system = announced_system();
