@@ -368,6 +368,8 @@ pub struct CommandBufferBuilder {
     last_packet: Option<(PacketKey, u64)>,
     /// The last direct dispatch, for [`CommandBufferBuilder::dispatch_again`].
     repeat: Option<Repeat>,
+    /// Dispatches recorded from a copy of the last.
+    repeated: u32,
     /// Reused for each dispatch's binding patches.
     patches: Vec<BindingPatch>,
 }
@@ -404,6 +406,7 @@ impl CommandBufferBuilder {
             last_launch: None,
             last_packet: None,
             repeat: None,
+            repeated: 0,
             patches: Vec::new(),
         };
         builder.add_block()?;
@@ -571,8 +574,6 @@ impl CommandBufferBuilder {
         offset: u32,
         r: &BufferRef,
     ) -> Result<BindingPatch> {
-        self.check_ref(r, 1, "a bound argument")
-            .map_err(|e| self.refuse(kind, e))?;
         let kernarg_offset = u16::try_from(offset).map_err(|_| {
             self.refuse(
                 kind,
@@ -581,6 +582,8 @@ impl CommandBufferBuilder {
                 )),
             )
         })?;
+        self.check_ref(r, 1, "a bound argument")
+            .map_err(|e| self.refuse(kind, e))?;
         match r.kind {
             BufferRefKind::BINDING => Ok(BindingPatch::binding(r.slot, r.offset, kernarg_offset)),
             BufferRefKind::ALLOCATION => Ok(BindingPatch::allocation(
@@ -767,6 +770,15 @@ impl CommandBufferBuilder {
         Ok((at, info))
     }
 
+    /// How many dispatches were recorded from a copy of the one before:
+    /// a dispatch of the same kernel and launch as the last direct one,
+    /// under the same ordering, with arguments that need nothing from the
+    /// launch, is checked and written only where it differs. For tests and
+    /// benchmarks; what is recorded is the same either way.
+    pub fn repeated_dispatches(&self) -> u32 {
+        self.repeated
+    }
+
     /// Records a dispatch of `kernel` over `workgroups` with `args`
     /// (pointer arguments may be [`Kernargs::bind`] references). Returns
     /// the command's index.
@@ -804,6 +816,7 @@ impl CommandBufferBuilder {
         let size = r.command.kernarg_size;
         let same = r.object == kernel.object()
             && args.kernel_object() == r.object
+            && kernel.agent().handle() == self.agent.handle()
             && r.workgroups == *workgroups
             && r.ordering == self.ordering
             && !b.ended
@@ -825,6 +838,7 @@ impl CommandBufferBuilder {
             Ok((template, bindings)) => {
                 d.kernarg_template = template;
                 d.bindings = bindings;
+                self.repeated += 1;
                 Again::Recorded(self.append_bytes(d.as_bytes(), d.header.packet_count, size))
             }
             Err(e) => Again::Refused(Box::new(e)),
@@ -1413,9 +1427,10 @@ impl CommandBuffer {
     }
 
     /// The `len` bytes of the recording's own data (kernel-argument
-    /// templates, binding patches, kernel infos, prepared packets, update
-    /// data) at `address`, a device address a command names (`None` if they
-    /// are not all in one piece of it).
+    /// templates, binding patches and the allocation references they name,
+    /// kernel infos, prepared packets, update data) at `address`, a device
+    /// address a command names (`None` if they are not all in one of its
+    /// chunks; bytes of a chunk past what was recorded read as zeros).
     pub fn data(&self, address: u64, len: usize) -> Option<&[u8]> {
         self.inner.arena.chunks.iter().find_map(|c| {
             let at = usize::try_from(address.checked_sub(c.address())?).ok()?;

@@ -253,8 +253,22 @@ fn a_repeated_dispatch_records_what_the_full_path_records() {
             .expect("5");
         b.dispatch(&saxpy, wg, &saxpy_args(3.0, 128, 192))
             .expect("6");
+        assert_eq!(b.repeated_dispatches(), 3, "1, 2 and 6 repeat");
+        // A repeat into another block: its place is that block's.
+        let other = b.add_block().expect("block");
+        b.select_block(0).expect("select");
+        b.ret().expect("return");
+        b.select_block(other).expect("select");
+        b.dispatch(&saxpy, wg, &saxpy_args(3.0, 128, 192))
+            .expect("7");
+        assert_eq!(b.repeated_dispatches(), 4);
         b.ret().expect("return");
         let buffer = b.finish().expect("finish");
+        let moved = buffer.command(other, 0).expect("recorded");
+        assert_eq!(
+            (moved.header.packet_offset, moved.header.kernarg_offset),
+            (0, 0)
+        );
         let dispatch = |index: u32| -> DispatchCommand {
             let c = buffer.command(0, index).expect("recorded");
             match c.view() {
@@ -320,6 +334,48 @@ fn a_repeated_dispatch_records_what_the_full_path_records() {
             )
         };
         assert_eq!([patch(1, 0), patch(1, 1)], [(1, 64), (0, 128)]);
+
+        // What the quick path would refuse, the full path refuses with its
+        // error, as after another kernel.
+        let refused = |after_fill: bool, args: &aqueduct::Kernargs| {
+            let mut b = CommandBufferBuilder::new(&queue, 3).expect("builder");
+            if after_fill {
+                b.dispatch(&fill_u32, wg, &fill_args).expect("fill");
+            } else {
+                b.dispatch(&saxpy, wg, &saxpy_args(1.0, 0, 64))
+                    .expect("first");
+            }
+            let e = b.dispatch(&saxpy, wg, args).expect_err("refused");
+            (e.to_string(), b.repeated_dispatches())
+        };
+        let mut wrapping = saxpy.kernargs().expect("args");
+        wrapping
+            .set(0, 16u64)
+            .expect("n")
+            .set(1, 1.0f32)
+            .expect("a");
+        wrapping
+            .bind(2, BufferRef::binding(1, u64::MAX, 2))
+            .expect("x");
+        wrapping.bind(3, BufferRef::binding(0, 0, 64)).expect("y");
+        let (quick, full) = (refused(false, &wrapping), refused(true, &wrapping));
+        assert!(quick.0.contains("overflows"), "{}", quick.0);
+        assert_eq!(quick, full);
+        let (quick, full) = (refused(false, &fill_args), refused(true, &fill_args));
+        assert_eq!(quick, full, "another kernel's arguments");
+        // A full block: the repeat leaves it to the full path.
+        let mut b = CommandBufferBuilder::new(&queue, 3).expect("builder");
+        b.dispatch(&saxpy, wg, &saxpy_args(1.0, 0, 64)).expect("0");
+        b.dispatch(&saxpy, wg, &saxpy_args(1.0, 0, 64)).expect("1");
+        match b.dispatch(&saxpy, wg, &saxpy_args(1.0, 0, 64)) {
+            Err(Error::Command {
+                index: 2,
+                problem: CommandError::BlockFull { capacity: 3 },
+                ..
+            }) => {}
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(b.repeated_dispatches(), 1);
     }
 }
 

@@ -319,11 +319,12 @@ pub struct BlockIssuer {
 }
 
 impl BlockIssuer {
-    /// The issue described at `state`, which every active work-item of the
-    /// wave passes.
+    /// The issue described at `state`.
     ///
     /// # Safety
-    /// `state` points at a [`BlockIssue`] whose addresses are live while the
+    /// Every active work-item of the wave passes the same `state` (its
+    /// block header and queue are read as the wave's, [`crate::wave`]),
+    /// which points at a [`BlockIssue`] whose addresses are live while the
     /// issuer is used: the block and its commands, the execution queue, the
     /// kernarg reservation, the binding table and everything the commands
     /// reference (kernel infos, templates, binding patches, allocation
@@ -651,13 +652,14 @@ impl BlockIssuer {
     /// command or names what is wrong.
     ///
     /// Written for a wave of such dispatches (the host groups a block's
-    /// commands by kind): every check folds into one flag, with no branch
-    /// per check or per binding, and the two loops run to counts the whole
-    /// wave shares (argument units and bindings, [`crate::wave`]), so they
-    /// are scalar loops with no per-lane exit; a wave whose lanes' counts
-    /// differ declines as a whole. The argument copy moves whole 16-byte
-    /// units: the template is padded to 16 bytes, and so is each command's
-    /// share of the block's reservation (checked).
+    /// commands by kind): the checks fold into flags, with no branch per
+    /// check or per binding (three in all: the wave's kinds and shapes,
+    /// the command's fields, its patches), and the two loops run to counts
+    /// the whole wave shares (argument units and bindings,
+    /// [`crate::wave`]), so they are scalar loops with no per-lane exit; a
+    /// wave whose lanes' counts differ declines as a whole. The argument
+    /// copy moves whole 16-byte units: the template is padded to 16 bytes,
+    /// and so is each command's share of the block's reservation (checked).
     #[inline(always)]
     pub fn issue_fast(&self, index: u32) -> bool {
         let state = self.state();
@@ -667,13 +669,15 @@ impl BlockIssuer {
             state.binding_count,
             state.packet_base,
         );
+        if self.commands == 0 {
+            return false;
+        }
         // An index past the block reads its last command, and declines.
-        let at = self.block as u64
-            + 64
-            + COMMAND_SIZE as u64 * u64::from(index.min(self.commands.saturating_sub(1)));
+        let at =
+            self.block as u64 + 64 + COMMAND_SIZE as u64 * u64::from(index.min(self.commands - 1));
         // SAFETY: `new`'s contract: the block's commands follow its header
-        // (64-byte aligned: the block is, and commands are 128 bytes); a
-        // block has at least its control command.
+        // (64-byte aligned: the block is, and commands are 128 bytes); it
+        // has at least one (checked above).
         let d = unsafe { load::<DispatchCommand>(at) };
         let h = d.header;
         // The wave goes on only if every lane holds a prepared dispatch of
@@ -688,8 +692,10 @@ impl BlockIssuer {
         }
         let (wave_size, wave_bindings) = (wave_shape as u32, (wave_shape >> 32) as u32);
         let wave_units = wave_size.div_ceil(KERNARG_ALIGN);
-        // Where the command's padded share may start (none fits: None).
-        let room = self.kernarg_size.checked_sub(KERNARG_ALIGN * wave_units);
+        // The command's padded share, and where it may start (none fits:
+        // None); in u64, which a u32 size rounded up cannot overflow.
+        let padded = u64::from(KERNARG_ALIGN) * u64::from(wave_units);
+        let room = u64::from(self.kernarg_size).checked_sub(padded);
         // Checks that compare with zero, folded into one word.
         let odd = u32::from(h.packet_count ^ 1)
             | u32::from(d.dispatch_flags.bits())
@@ -702,7 +708,7 @@ impl BlockIssuer {
             & ((wave_bindings == 0) | ((table_len > 0) & (wave_size >= 8)))
             & (index < self.commands)
             & (h.packet_offset < self.packets)
-            & room.is_some_and(|room| h.kernarg_offset <= room);
+            & room.is_some_and(|room| u64::from(h.kernarg_offset) <= room);
         if !fits {
             return false;
         }
@@ -718,7 +724,7 @@ impl BlockIssuer {
         // what the patches say is checked once, after the loop, from what
         // the loop gathered: kinds and alignments in one word, the largest
         // slot and place.
-        let last = (16 * wave_units).wrapping_sub(8);
+        let last = padded.wrapping_sub(8);
         let (mut patch_odd, mut top_slot, mut top_place) = (0u32, 0u32, 0u32);
         for b in 0..wave_bindings {
             // SAFETY: `new`'s contract: the command's patch list is live
@@ -738,7 +744,7 @@ impl BlockIssuer {
             // above).
             unsafe {
                 store(
-                    kernargs + u64::from((place & !7).min(last)),
+                    kernargs + u64::from(place & !7).min(last),
                     entry.wrapping_add(patch.value),
                 )
             };
@@ -1719,8 +1725,8 @@ mod tests {
         let bind = BindingPatch::binding;
         type Edit = fn(&mut DispatchCommand);
         let keep: Edit = |_| {};
-        // (patches, an edit of the command, whether the fast path issues
-        // it, what the checked path says)
+        // (patches, an edit of the recorded command, whether the fast path
+        // issues it, what the checked path says)
         type Case = (
             std::vec::Vec<BindingPatch>,
             Edit,
@@ -1785,6 +1791,61 @@ mod tests {
                     align: 16
                 }),
             ),
+            (
+                std::vec![bind(0, 0, 8)],
+                |d| d.bindings += 4,
+                false,
+                Err(IssueError::Misaligned {
+                    address: 0,
+                    align: 8
+                }),
+            ),
+            (
+                std::vec![bind(0, 0, 8)],
+                |d| d.packet += 8,
+                false,
+                Err(IssueError::Prepared {
+                    packet_offset: 0,
+                    kernarg_offset: 0
+                }),
+            ),
+            (
+                std::vec![bind(0, 0, 8)],
+                |d| d.header.packet_offset = 2,
+                false,
+                Err(IssueError::Prepared {
+                    packet_offset: 2,
+                    kernarg_offset: 0
+                }),
+            ),
+            (
+                std::vec![bind(0, 0, 8)],
+                |d| d.header.packet_count = 2,
+                false,
+                Err(IssueError::Prepared {
+                    packet_offset: 0,
+                    kernarg_offset: 0
+                }),
+            ),
+            (
+                std::vec![bind(0, 0, 8)],
+                |d| d.header.kernarg_offset = 8,
+                false,
+                Err(IssueError::Prepared {
+                    packet_offset: 0,
+                    kernarg_offset: 8
+                }),
+            ),
+            // A size whose 16-byte rounding overflows a u32.
+            (
+                std::vec![bind(0, 0, 8)],
+                |d| d.kernarg_size = 0xFFFF_FFF8,
+                false,
+                Err(IssueError::Prepared {
+                    packet_offset: 0,
+                    kernarg_offset: 0
+                }),
+            ),
         ];
         for (k, (patches, edit, fast, checked)) in cases.into_iter().enumerate() {
             // Two rigs alike: the fast path on one, the checked path on
@@ -1808,15 +1869,24 @@ mod tests {
                         .unwrap(),
                 ));
                 d.packet = words.0.as_ptr() as u64;
-                edit(&mut d);
                 rig.push(d);
+                let c = &mut rig.commands[0];
+                let mut d = <DispatchCommand as zerocopy::FromBytes>::read_from_bytes(
+                    zerocopy::IntoBytes::as_bytes(c),
+                )
+                .unwrap();
+                edit(&mut d);
+                *c = d.into();
+                // A second command, so that a share or a slot past the
+                // first's is still inside the block.
+                rig.push(dispatch(&rig, &template, &[], [1, 1, 1]));
                 let state = rig.issue_state();
                 (rig, state, words)
             };
             let (fast_rig, fast_state, _words) = rig_with();
             // SAFETY: everything the state names lives in the rig and above.
             let issuer = unsafe { BlockIssuer::new(&raw const *fast_state) }.unwrap();
-            assert!(!issuer.issue_fast(1), "case {k}: no command 1");
+            assert!(!issuer.issue_fast(2), "case {k}: no command 2");
             assert_eq!(issuer.issue_fast(0), fast, "case {k}");
             if fast {
                 let (checked_rig, checked_state, _words) = rig_with();
@@ -1853,6 +1923,12 @@ mod tests {
                 }
             }
         }
+        // A block of no commands: declined, nothing read.
+        let mut empty = Rig::new();
+        let state = empty.issue_state();
+        // SAFETY: as above.
+        let issuer = unsafe { BlockIssuer::new(&raw const *state) }.unwrap();
+        assert!(!issuer.issue_fast(0));
         // Bindings and no table: declined; the checked path names the slot.
         let mut rig = Rig::new();
         let mut d = dispatch(&rig, &template, &[bind(0, 0, 8)], [1, 1, 1]);
