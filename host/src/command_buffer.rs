@@ -222,14 +222,15 @@ impl Arena {
         }
     }
 
-    /// Copies `bytes` into the arena at an `align`-byte boundary (16 or
-    /// more, a power of two), zero-padded to a multiple of 16 bytes;
+    /// Copies `bytes` into the arena at an `align`-byte boundary (a power
+    /// of two), zero-padded to a multiple of 16 bytes;
     /// returns the device address.
     fn put(&mut self, bytes: &[u8], align: usize) -> Result<u64> {
+        debug_assert!(align.is_power_of_two());
         let size = bytes.len().next_multiple_of(16).max(16);
         // Chunks start page-aligned, so an offset's alignment is the
-        // address's.
-        let at = self.used.next_multiple_of(align);
+        // address's. A mask, not a division: this runs for every command.
+        let at = (self.used + align - 1) & !(align - 1);
         let fits = self.chunks.last().is_some_and(|c| at + size <= c.len());
         let at = if fits {
             at
@@ -501,6 +502,9 @@ impl CommandBufferBuilder {
         align: u64,
         what: &'static str,
     ) -> Result<(), CommandError> {
+        // `align` is a power of two: masks, not divisions (this runs for
+        // every buffer of every command).
+        debug_assert!(align.is_power_of_two());
         let end = r.offset.checked_add(r.length).ok_or(CommandError::Range {
             offset: r.offset,
             length: r.length,
@@ -515,7 +519,7 @@ impl CommandBufferBuilder {
                         problem: "wraps around the address space",
                     });
                 }
-                if !r.address.wrapping_add(r.offset).is_multiple_of(align) {
+                if r.address.wrapping_add(r.offset) & (align - 1) != 0 {
                     return Err(CommandError::Alignment {
                         what,
                         address: r.address,
@@ -527,7 +531,7 @@ impl CommandBufferBuilder {
             BufferRefKind::BINDING => {
                 // Binding-table entries are bound 16-byte aligned (checked at
                 // submit), so the offset decides.
-                if !r.offset.is_multiple_of(align) {
+                if r.offset & (align - 1) != 0 {
                     return Err(CommandError::Alignment {
                         what,
                         address: 0,
@@ -550,7 +554,7 @@ impl CommandBufferBuilder {
                         align: 8,
                     });
                 }
-                if !r.offset.is_multiple_of(align) {
+                if r.offset & (align - 1) != 0 {
                     return Err(CommandError::Alignment {
                         what,
                         address: r.address,

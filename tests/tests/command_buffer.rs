@@ -7,7 +7,9 @@
 
 use std::time::Duration;
 
-use aqueduct::command_buffer::{BindingTableEntry, BufferRef, CommandError, Ordering};
+use aqueduct::command_buffer::{
+    BindingTableEntry, BranchCondition, BufferRef, CommandError, Ordering,
+};
 use aqueduct::{CommandBufferBuilder, CommandQueue, DevicePtr, Error, IssueMode, Workgroups};
 use aqueduct_tests::{Rng, announced_system, device_library, host_pool, hsa_gpus};
 
@@ -508,6 +510,24 @@ fn bad_commands_are_refused_at_record_time_naming_the_command() {
             matches!(problem, CommandError::Alignment { align: 4, .. }),
             "{problem}"
         );
+        // A branch condition 4 bytes off its 8-byte alignment, through a
+        // binding and at an address; an aligned one at an address passes
+        // the check (and ends the block, so it goes last in a builder of
+        // its own).
+        for condition in [BufferRef::binding(0, 4, 8), BufferRef::direct(0x1004, 8)] {
+            let (_, problem) = command(
+                b.cond_branch(condition, BranchCondition::EQ, 0, 0, 0)
+                    .unwrap_err(),
+            );
+            assert!(
+                matches!(problem, CommandError::Alignment { align: 8, .. }),
+                "{problem}"
+            );
+        }
+        CommandBufferBuilder::new(&queue, 3)
+            .expect("builder")
+            .cond_branch(BufferRef::direct(0x1008, 8), BranchCondition::EQ, 0, 0, 0)
+            .expect("an aligned condition");
         // Capacity: 3 slots, the last the RETURN's.
         b.barrier().expect("second command");
         let (index, problem) = command(b.barrier().unwrap_err());

@@ -724,7 +724,8 @@ impl BlockIssuer {
         // what the patches say is checked once, after the loop, from what
         // the loop gathered: kinds and alignments in one word, the largest
         // slot and place.
-        let last = padded.wrapping_sub(8);
+        // (The share fits the block, so `padded` fits a u32.)
+        let last = (padded as u32).wrapping_sub(8);
         let (mut patch_odd, mut top_slot, mut top_place) = (0u32, 0u32, 0u32);
         for b in 0..wave_bindings {
             // SAFETY: `new`'s contract: the command's patch list is live
@@ -744,7 +745,7 @@ impl BlockIssuer {
             // above).
             unsafe {
                 store(
-                    kernargs + u64::from(place & !7).min(last),
+                    kernargs + u64::from((place & !7).min(last)),
                     entry.wrapping_add(patch.value),
                 )
             };
