@@ -435,8 +435,18 @@ impl BlockIssuer {
     /// Issues command `index`: checks it against the block, writes its
     /// kernel arguments and packet bodies, then publishes its packets.
     /// Nothing is published when it fails (a dispatch's own arguments may
-    /// be half written: no packet points at them).
+    /// be half written: no packet points at them). The fast path
+    /// ([`BlockIssuer::issue_fast`]) first, then the checked one.
     pub fn issue(&self, index: u32) -> Result<(), IssueError> {
+        if self.issue_fast(index) {
+            return Ok(());
+        }
+        self.issue_checked(index)
+    }
+
+    /// [`BlockIssuer::issue`] without the fast path: every command, with
+    /// every check's own error.
+    fn issue_checked(&self, index: u32) -> Result<(), IssueError> {
         let count = self.commands;
         if index >= count {
             return Err(IssueError::NoCommand { index, count });
@@ -446,9 +456,6 @@ impl BlockIssuer {
         // (64-byte aligned: the block is, and commands are 128 bytes).
         let d = unsafe { &*(at as *const DispatchCommand) };
         if d.header.opcode == CommandOpcode::DISPATCH && d.packet != 0 {
-            if self.issue_fast(index) {
-                return Ok(());
-            }
             return self.prepared_dispatch(d);
         }
         // SAFETY: as above.
@@ -1191,13 +1198,10 @@ pub mod kernels {
             // SAFETY: as above.
             unsafe { crate::scheduler::trace_block(issue as u64, true, &mut r) };
         }
-        if id < u64::from(issuer.command_count()) {
-            let index = issuer.command_for(id as u32);
-            // The fast path first, with nothing before it; `issue` tries
-            // it again (a command it declines is rare) before the checks.
-            if !issuer.issue_fast(index) && issuer.issue(index).is_err() {
-                panic!("cmd_block_issue: a command failed its checks");
-            }
+        if id < u64::from(issuer.command_count())
+            && issuer.issue(issuer.command_for(id as u32)).is_err()
+        {
+            panic!("cmd_block_issue: a command failed its checks");
         }
     }
 
