@@ -50,17 +50,22 @@
 //! no length), and the issue only adds the offset.
 //!
 //! The common command, a dispatch whose packet the host prepared, takes a
-//! fast path first ([`BlockIssuer::issue_fast`]), written for a wave of
-//! such dispatches: one scalar branch leaves it for any other wave, its
-//! checks fold into one flag, and its loops run to the wave's counts. It
-//! declines, publishing nothing, whatever it does not handle or finds
-//! wrong, and the checked path then issues the command or names the error.
+//! fast path first ([`BlockIssuer::issue_lane`]), written for a wave of
+//! such dispatches: the wave's shape (argument units and bindings, its
+//! first prepared dispatch's) picks the code, unrolled for the common
+//! shapes, scalar branches leave it for a wave of other commands, the
+//! checks fold into one flag, and uniform values are read with scalar
+//! loads and per-lane ones with 32-bit offsets from them
+//! ([`crate::memory`]). It declines, publishing nothing, whatever it does
+//! not handle or finds wrong, and the checked path then issues the command
+//! or names the error.
 //!
 //! This is plain Rust over device addresses: the host tests run it on host
 //! memory, the kernel on the GPU's.
 
 use aqueduct_abi::amd_queue::AmdQueue;
 use aqueduct_abi::aql::KernelDispatchPacket;
+use aqueduct_abi::aql_ring::is_ring_size;
 use aqueduct_abi::command::{
     AllocationHandle, BindingPatch, BindingTableEntry, BlockIssue, BranchArgs, BufferRef,
     BufferRefKind, COMMAND_SIZE, Command, CommandBlockHeader, CommandBufferHeader, CommandHeader,
@@ -73,11 +78,132 @@ use aqueduct_abi::packet::{
 };
 
 use crate::blit::{CopyPlan, FillPattern, Partition};
+use crate::memory::{load_invariant_u64, load_u64, store_u64};
 use crate::queue::{Queue, QueueError};
-use crate::wave::{self, uniform_u32, uniform_u64};
+use crate::wave;
 
 /// Bytes of a [`BindingPatch`].
 const PATCH_SIZE: u64 = size_of::<BindingPatch>() as u64;
+
+/// Most commands a block may hold for the issue's fast path
+/// ([`BlockIssuer::issue_lane`]), whose command offsets are 32-bit.
+const MAX_FAST_COMMANDS: u32 = (u32::MAX - 64) / COMMAND_SIZE as u32;
+
+/// Most binding-table slots for the fast path, whose table offsets (16
+/// bytes a slot) are 32-bit.
+const MAX_FAST_SLOTS: u32 = 1 << 28;
+
+/// The 8-byte word of a [`DispatchCommand`] that starts with its
+/// `dispatch_flags`.
+const DISPATCH_FLAGS_WORD: usize = core::mem::offset_of!(DispatchCommand, dispatch_flags);
+
+/// The 8-byte word of a [`DispatchCommand`] that holds its `kernarg_size`
+/// (low half) and `binding_count` (the next 16 bits): its shape, with
+/// [`SHAPE_MASK`].
+const SHAPE_WORD: usize = core::mem::offset_of!(DispatchCommand, kernarg_size);
+const SHAPE_MASK: u64 = 0xffff_ffff_ffff;
+const _: () = {
+    assert!(DISPATCH_FLAGS_WORD % 8 == 0);
+    assert!(SHAPE_WORD % 8 == 0);
+    assert!(core::mem::offset_of!(DispatchCommand, binding_count) == SHAPE_WORD + 4);
+    assert!(core::mem::offset_of!(BindingPatch, slot) == 0);
+    assert!(core::mem::offset_of!(BindingPatch, kind) == 4);
+    assert!(core::mem::offset_of!(BindingPatch, kernarg_offset) == 6);
+    assert!(core::mem::offset_of!(BindingPatch, value) == 8);
+};
+
+/// The 8-byte word of a kernel dispatch packet that holds its
+/// `kernarg_address`.
+const KERNARG_ADDRESS_WORD: usize =
+    core::mem::offset_of!(KernelDispatchPacket, kernarg_address) / 8;
+
+/// Most bindings the issue's fast path unrolls.
+const FAST_BINDINGS: usize = 4;
+
+/// What the issue's fast path checks of a dispatch's binding patches,
+/// gathered one patch at a time: every kind is BINDING and every place a
+/// multiple of 8 iff the OR of (kind | the place's low bits) is BINDING
+/// and the AND of the kinds holds BINDING; the largest slot is inside the
+/// table, and the largest place leaves a word inside the arguments.
+struct PatchCheck {
+    any: u32,
+    all: u32,
+    top_slot: u32,
+    top_place: u32,
+}
+
+impl PatchCheck {
+    const KIND: u32 = BufferRefKind::BINDING.0 & 0xffff;
+
+    /// The check before any patch is added.
+    #[inline(always)]
+    fn new() -> Self {
+        Self {
+            any: 0,
+            all: u32::MAX,
+            top_slot: 0,
+            top_place: 0,
+        }
+    }
+
+    /// Adds a patch, given by its first word: the slot, then the kind and
+    /// the place in the high half.
+    #[inline(always)]
+    fn add(&mut self, head: u64) {
+        let high = (head >> 32) as u32;
+        self.any |= high & 0x0007_ffff;
+        self.all &= high;
+        self.top_slot = self.top_slot.max(head as u32);
+        self.top_place = self.top_place.max(high >> 16);
+    }
+
+    /// Whether the patches added (at least one) hold, for a table of
+    /// `table_len` slots and `size` bytes of arguments.
+    #[inline(always)]
+    fn holds(&self, table_len: u32, size: u32) -> bool {
+        (self.any == Self::KIND)
+            & (self.all & Self::KIND == Self::KIND)
+            & (self.top_slot < table_len)
+            & (self.top_place + 8 <= size)
+    }
+}
+
+/// What the issue's fast path reads of a command
+/// ([`BlockIssuer::fast_lane`]), whatever its kind: the words a prepared
+/// dispatch's checks and work use.
+#[derive(Clone, Copy)]
+pub struct FastLane {
+    /// The command's address.
+    at: u64,
+    /// Whether the index was inside the block (else this is its last
+    /// command).
+    in_block: bool,
+    /// The header's two words.
+    w0: u64,
+    w1: u64,
+    flags: u16,
+    template: u64,
+    /// `kernarg_size`, then `binding_count` in the next 16 bits.
+    shape: u64,
+    bindings: u64,
+    packet: u64,
+    /// A dispatch whose packet the host prepared.
+    prepared: bool,
+}
+
+/// What [`BlockIssuer::issue_lane`] read of a prepared dispatch and
+/// checked, for the rest of its work.
+struct FastDispatch {
+    /// Whether the command's own checks hold (its patches' are left).
+    fits: bool,
+    kernarg_offset: u32,
+    template: u64,
+    bindings: u64,
+    packet: u64,
+    packet_offset: u32,
+    /// The wave's argument size.
+    size: u32,
+}
 
 /// Work-items per workgroup of a blit dispatch.
 pub const BLIT_WORKGROUP: u16 = 256;
@@ -137,6 +263,19 @@ fn check_aligned(address: u64, align: u32) -> Result<u64, IssueError> {
     } else {
         Err(IssueError::Misaligned { address, align })
     }
+}
+
+/// The first of these checks that fails (addresses and their alignments,
+/// then a queue's size), for an issue state known to fail one: the common
+/// path computes one flag and branches once.
+#[cold]
+fn first_error(aligned: &[(u64, u32)], size: u32) -> IssueError {
+    for &(address, align) in aligned {
+        if let Err(e) = check_aligned(address, align) {
+            return e;
+        }
+    }
+    IssueError::Queue(QueueError::BadSize(size))
 }
 
 impl From<PacketError> for IssueError {
@@ -303,18 +442,25 @@ pub enum Packet {
 }
 
 /// One block's issue, as each work-item of the block-issue kernel sees it.
-/// It keeps a pointer to the issue state and reads its fields where they
-/// are used (a copy would hold 32 SGPRs across the whole kernel), and the
-/// block header's totals, as the wave's values ([`crate::wave`]).
+/// It keeps a pointer to the issue state, whose fields the rarer commands
+/// read where they use them, and the fields every command uses, read once
+/// as the wave's values with scalar loads ([`crate::memory`]): the block
+/// header's totals, the issue state's bases and the queue.
 pub struct BlockIssuer {
     state: *const BlockIssue,
-    block: *const CommandBlockHeader,
+    block: u64,
     /// The block header's `command_count`, `packet_count`, `kernarg_size`
     /// and `issue_order`.
     commands: u32,
     packets: u32,
     kernarg_size: u32,
     order: u64,
+    /// The issue state's `kernarg_base`, `binding_table`, `binding_count`
+    /// and `packet_base`.
+    kernarg_base: u64,
+    table: u64,
+    table_len: u32,
+    packet_base: u64,
     queue: Queue,
 }
 
@@ -323,39 +469,117 @@ impl BlockIssuer {
     ///
     /// # Safety
     /// Every active work-item of the wave passes the same `state` (its
-    /// block header and queue are read as the wave's, [`crate::wave`]),
-    /// which points at a [`BlockIssue`] whose addresses are live while the
-    /// issuer is used: the block and its commands, the execution queue, the
-    /// kernarg reservation, the binding table and everything the commands
-    /// reference (kernel infos, templates, binding patches, allocation
-    /// handles, indirect counts, update data).
+    /// fields, block header and queue are read as the wave's,
+    /// [`crate::memory::load_invariant_u64`]), which points at a
+    /// [`BlockIssue`] in global memory, unchanged while the kernel runs and
+    /// written before it started (by the host or an earlier dispatch; the
+    /// kernel's packet has an acquire fence of agent scope or wider, so the
+    /// scalar cache holds nothing older), whose addresses are live while
+    /// the issuer is used: the block and its
+    /// commands (the header unchanged too), the execution queue, the kernarg
+    /// reservation, the binding table and everything the commands reference
+    /// (kernel infos, templates, binding patches, allocation handles,
+    /// indirect counts, update data).
     pub unsafe fn new(state: *const BlockIssue) -> Result<Self, IssueError> {
         // SAFETY: the caller's contract.
-        let s = unsafe { &*state };
-        // One branch for the five alignments; the first that fails names
-        // the error.
-        let bad = ((s.block | s.kernarg_base | s.fill_kernel | s.copy_kernel) & 63)
-            | (s.binding_table & 7);
-        if bad != 0 {
-            check_aligned(s.block, 64)?;
-            check_aligned(s.kernarg_base, 64)?;
-            check_aligned(s.binding_table, 8)?;
-            check_aligned(s.fill_kernel, 64)?;
-            check_aligned(s.copy_kernel, 64)?;
+        unsafe { Self::read::<true>(state) }
+    }
+
+    /// [`BlockIssuer::new`] for an issue state this kernel has just written
+    /// (the control kernel issuing a small block itself): read with plain
+    /// loads, which the compiler keeps after the stores.
+    ///
+    /// # Safety
+    /// As for [`BlockIssuer::new`], the issue state live but not unchanged.
+    pub unsafe fn new_written(state: *const BlockIssue) -> Result<Self, IssueError> {
+        // SAFETY: the caller's contract.
+        unsafe { Self::read::<false>(state) }
+    }
+
+    /// [`BlockIssuer::new`], the issue state's fields read with scalar
+    /// loads if `INVARIANT`.
+    ///
+    /// # Safety
+    /// As for [`BlockIssuer::new`] (the issue state unchanged only if
+    /// `INVARIANT`).
+    #[inline(always)]
+    unsafe fn read<const INVARIANT: bool>(state: *const BlockIssue) -> Result<Self, IssueError> {
+        let at = state as u64;
+        let field = |offset: usize| {
+            let address = at + offset as u64;
+            // SAFETY: the caller's contract: a live issue state (unchanged
+            // while the kernel runs if `INVARIANT`); every field is
+            // naturally aligned.
+            unsafe {
+                if INVARIANT {
+                    load_invariant_u64(address)
+                } else {
+                    load::<u64>(address)
+                }
+            }
+        };
+        let block = field(core::mem::offset_of!(BlockIssue, block));
+        let kernarg_base = field(core::mem::offset_of!(BlockIssue, kernarg_base));
+        let table = field(core::mem::offset_of!(BlockIssue, binding_table));
+        let queue = field(core::mem::offset_of!(BlockIssue, queue)) as *mut AmdQueue;
+        // SAFETY: the caller's contract: the block header is live and
+        // unchanged, its fields naturally aligned (the block's alignment
+        // is checked below, before any use of what this reads).
+        let header = |offset: usize| unsafe {
+            let address = (block & !63) + offset as u64;
+            if INVARIANT {
+                load_invariant_u64(address)
+            } else {
+                load::<u64>(address)
+            }
+        };
+        let order = header(core::mem::offset_of!(CommandBlockHeader, issue_order));
+        // The header's first two words: block index and command count,
+        // packet count and kernarg size.
+        const _: () = assert!(
+            core::mem::offset_of!(CommandBlockHeader, command_count) == 4
+                && core::mem::offset_of!(CommandBlockHeader, packet_count) == 8
+                && core::mem::offset_of!(CommandBlockHeader, kernarg_size) == 12
+        );
+        let (first, second) = (header(0), header(8));
+        // SAFETY: the caller's contract: a live queue, the same for the
+        // whole wave.
+        let (size, ring, doorbell) = unsafe {
+            if INVARIANT {
+                Queue::wave_fields(queue)
+            } else {
+                let hsa = &raw const (*queue).hsa_queue;
+                (
+                    (&raw const (*hsa).size).read(),
+                    (&raw const (*hsa).base_address).read(),
+                    (&raw const (*hsa).doorbell_signal).read(),
+                )
+            }
+        };
+        // One branch for every check (a kernel that cannot issue the
+        // block traps there); the first that fails names the error.
+        let bad = ((block | kernarg_base) & 63) | (table & 7) | (order & 3);
+        if (bad != 0) | !is_ring_size(size) {
+            return Err(first_error(
+                &[(block, 64), (kernarg_base, 64), (table, 8), (order, 4)],
+                size,
+            ));
         }
-        // SAFETY: the block header is live and aligned (just checked).
-        let block = unsafe { load::<CommandBlockHeader>(s.block) };
-        let order = check_aligned(uniform_u64(block.issue_order), 4)?;
-        // SAFETY: as above: a live queue, the same for the whole wave.
-        let queue =
-            unsafe { Queue::from_wave_ptr(s.queue as *mut AmdQueue) }.map_err(IssueError::Queue)?;
+        // SAFETY: the caller's contract; the queue's own fields (its size
+        // checked above).
+        let queue = unsafe { Queue::from_fields(queue, size, ring, doorbell) }
+            .map_err(IssueError::Queue)?;
         Ok(Self {
             state,
-            block: s.block as *const CommandBlockHeader,
-            commands: uniform_u32(block.command_count),
-            packets: uniform_u32(block.packet_count),
-            kernarg_size: uniform_u32(block.kernarg_size),
+            block,
+            commands: (first >> 32) as u32,
+            packets: second as u32,
+            kernarg_size: (second >> 32) as u32,
             order,
+            kernarg_base,
+            table,
+            table_len: field(core::mem::offset_of!(BlockIssue, binding_count)) as u32,
+            packet_base: field(core::mem::offset_of!(BlockIssue, packet_base)),
             queue,
         })
     }
@@ -383,7 +607,7 @@ impl BlockIssuer {
 
     /// The binding table.
     fn table(&self) -> &[BindingTableEntry] {
-        if self.state().binding_count == 0 {
+        if self.table_len == 0 {
             return &[];
         }
         // SAFETY: `new`'s contract: the table holds `binding_count` entries,
@@ -391,8 +615,8 @@ impl BlockIssuer {
         // the block issues.
         unsafe {
             core::slice::from_raw_parts(
-                self.state().binding_table as *const BindingTableEntry,
-                self.state().binding_count as usize,
+                self.table as *const BindingTableEntry,
+                self.table_len as usize,
             )
         }
     }
@@ -436,9 +660,9 @@ impl BlockIssuer {
     /// kernel arguments and packet bodies, then publishes its packets.
     /// Nothing is published when it fails (a dispatch's own arguments may
     /// be half written: no packet points at them). The fast path
-    /// ([`BlockIssuer::issue_fast`]) first, then the checked one.
+    /// ([`BlockIssuer::issue_lane`]) first, then the checked one.
     pub fn issue(&self, index: u32) -> Result<(), IssueError> {
-        if self.issue_fast(index) {
+        if self.issue_lane(index, true) {
             return Ok(());
         }
         self.issue_checked(index)
@@ -446,12 +670,12 @@ impl BlockIssuer {
 
     /// [`BlockIssuer::issue`] without the fast path: every command, with
     /// every check's own error.
-    fn issue_checked(&self, index: u32) -> Result<(), IssueError> {
+    pub fn issue_checked(&self, index: u32) -> Result<(), IssueError> {
         let count = self.commands;
         if index >= count {
             return Err(IssueError::NoCommand { index, count });
         }
-        let at = self.block as u64 + 64 + COMMAND_SIZE as u64 * u64::from(index);
+        let at = self.block + 64 + COMMAND_SIZE as u64 * u64::from(index);
         // SAFETY: `new`'s contract: the block's commands follow its header
         // (64-byte aligned: the block is, and commands are 128 bytes).
         let d = unsafe { &*(at as *const DispatchCommand) };
@@ -483,11 +707,8 @@ impl BlockIssuer {
                 block: self.kernarg_size,
             });
         }
-        let kernargs = self.state().kernarg_base + u64::from(h.kernarg_offset);
-        let id = self
-            .state()
-            .packet_base
-            .wrapping_add(u64::from(h.packet_offset));
+        let kernargs = self.kernarg_base + u64::from(h.kernarg_offset);
+        let id = self.packet_base.wrapping_add(u64::from(h.packet_offset));
         let packet = match command.view() {
             Ok(CommandView::Dispatch(d)) => self.dispatch(d, kernargs, id)?,
             Ok(CommandView::Fill(f)) => {
@@ -511,7 +732,8 @@ impl BlockIssuer {
                     reserved: 0,
                 };
                 // SAFETY: `new`'s contract: the fill kernel's info is live.
-                let kernel = unsafe { load::<KernelInfo>(self.state().fill_kernel) };
+                let kernel =
+                    unsafe { load::<KernelInfo>(check_aligned(self.state().fill_kernel, 64)?) };
                 let units = Partition::fill(dst, len).units();
                 let packet = blit_packet(&kernel, kernargs, units, h.ordering(false))?;
                 // SAFETY: checked above: the arguments lie inside the
@@ -650,129 +872,335 @@ impl BlockIssuer {
         Ok(packet)
     }
 
-    /// The fast path of the common command, a dispatch whose packet the
-    /// host prepared ([`DispatchCommand::packet`]): whether it issued
-    /// command `index`. It declines, publishing nothing, whatever it does
-    /// not handle or finds wrong (another kind of command, a binding of
-    /// another kind than `BINDING`, a check that fails, a wave whose
-    /// dispatches differ in shape); [`BlockIssuer::issue`] then issues the
-    /// command or names what is wrong.
+    /// Whether the fast path ([`BlockIssuer::issue_lane`]) issues command
+    /// `index` (else it declines, publishing nothing).
+    pub fn issue_fast(&self, index: u32) -> bool {
+        self.issue_lane(index, true)
+    }
+
+    /// Whether it issued command `index`, if `live` (a work-item of the
+    /// block-issue kernel past the block's commands passes false, and any
+    /// index below the count; it issues nothing): the fast path of the
+    /// common command, a dispatch whose packet the host prepared
+    /// ([`DispatchCommand::packet`]). It declines, publishing nothing,
+    /// whatever it does not handle or finds wrong (another kind of
+    /// command, a binding of another kind than `BINDING`, a check that
+    /// fails, a dispatch of another shape than the wave's first);
+    /// [`BlockIssuer::issue_checked`] then issues the command or names
+    /// what is wrong.
     ///
     /// Written for a wave of such dispatches (the host groups a block's
-    /// commands by kind): the checks fold into flags, with no branch per
-    /// check or per binding (three in all: the wave's kinds and shapes,
-    /// the command's fields, its patches), and the two loops run to counts
-    /// the whole wave shares (argument units and bindings,
-    /// [`crate::wave`]), so they are scalar loops with no per-lane exit; a
-    /// wave whose lanes' counts differ declines as a whole. The argument
+    /// commands by kind), so that one wave-uniform code path serves the
+    /// whole wave: the shape (argument units, bindings) is the wave's, its
+    /// common values run unrolled, with every load before the first store;
+    /// the checks fold into one flag, and each shape has one branch on it.
+    /// The argument
     /// copy moves whole 16-byte units: the template is padded to 16 bytes,
     /// and so is each command's share of the block's reservation (checked).
     #[inline(always)]
-    pub fn issue_fast(&self, index: u32) -> bool {
-        let state = self.state();
-        let (kernarg_base, table, table_len, packet_base) = (
-            state.kernarg_base,
-            state.binding_table,
-            state.binding_count,
-            state.packet_base,
+    pub fn issue_lane(&self, index: u32, live: bool) -> bool {
+        let Some(lane) = self.fast_lane(index) else {
+            return false;
+        };
+        // The wave's shape is its first prepared dispatch's (a wave of one
+        // kernel's dispatches, the common case, has one); a wave of none
+        // leaves here.
+        let Some(wave_shape) = wave::first_where(lane.prepared & live, lane.shape) else {
+            return false;
+        };
+        // A wave whose prepared dispatches differ in shape declines as a
+        // whole: the checked path would run its prepared-dispatch code for
+        // the others anyway, so the fast one would only add to it.
+        if !wave::all(!(lane.prepared & live) | (lane.shape == wave_shape)) {
+            return false;
+        }
+        self.issue_shaped(&lane, live, wave_shape)
+    }
+
+    /// What [`BlockIssuer::issue_lane`] reads of command `index` (for an
+    /// index past the block, of its last command); `None` for a block of
+    /// no commands (scalar).
+    #[inline(always)]
+    pub fn fast_lane(&self, index: u32) -> Option<FastLane> {
+        // Offsets into the block and the binding table are 32-bit, so the
+        // accesses below take a wave-uniform base plus a 32-bit offset
+        // ([`crate::memory`]): a command or slot past what they reach
+        // declines.
+        let commands = self.commands.min(MAX_FAST_COMMANDS);
+        if commands == 0 {
+            return None;
+        }
+        let at = self.block + u64::from(64 + COMMAND_SIZE as u32 * index.min(commands - 1));
+        // SAFETY: `new`'s contract: the block's commands follow its header;
+        // the words read are inside the command (128 bytes, 64-byte
+        // aligned: the block is) and 8-byte aligned (asserted with the
+        // word constants).
+        let word = |offset: usize| unsafe { load_u64(at + offset as u64) };
+        let (w0, packet) = (
+            word(0),
+            word(core::mem::offset_of!(DispatchCommand, packet)),
         );
-        if self.commands == 0 {
-            return false;
-        }
-        // An index past the block reads its last command, and declines.
-        let at =
-            self.block as u64 + 64 + COMMAND_SIZE as u64 * u64::from(index.min(self.commands - 1));
-        // SAFETY: `new`'s contract: the block's commands follow its header
-        // (64-byte aligned: the block is, and commands are 128 bytes); it
-        // has at least one (checked above).
-        let d = unsafe { load::<DispatchCommand>(at) };
-        let h = d.header;
-        // The wave goes on only if every lane holds a prepared dispatch of
-        // the same argument size and binding count (one scalar branch: a
-        // wave of other commands, or of mixed ones, leaves here): the
-        // loops' counts are then the wave's.
-        let shape = u64::from(d.kernarg_size) | u64::from(d.binding_count) << 32;
-        let wave_shape = uniform_u64(shape);
-        let prepared = (h.opcode == CommandOpcode::DISPATCH) & (d.packet != 0);
-        if !wave::all(prepared & (shape == wave_shape)) {
-            return false;
-        }
-        let (wave_size, wave_bindings) = (wave_shape as u32, (wave_shape >> 32) as u32);
-        let wave_units = wave_size.div_ceil(KERNARG_ALIGN);
+        Some(FastLane {
+            at,
+            in_block: index < commands,
+            w0,
+            w1: word(8),
+            flags: word(DISPATCH_FLAGS_WORD) as u16,
+            template: word(core::mem::offset_of!(DispatchCommand, kernarg_template)),
+            shape: word(SHAPE_WORD) & SHAPE_MASK,
+            bindings: word(core::mem::offset_of!(DispatchCommand, bindings)),
+            packet,
+            prepared: (w0 as u8 == CommandOpcode::DISPATCH.0) & (packet != 0),
+        })
+    }
+
+    /// The rest of [`BlockIssuer::issue_lane`], for a lane of a wave whose
+    /// prepared dispatches have the shape `wave_shape` (its `kernarg_size`,
+    /// then its `binding_count` in the next 16 bits). Whether it issued
+    /// the command; a lane that is not `live`, not a prepared dispatch or
+    /// not of this shape declines.
+    #[inline(always)]
+    pub fn issue_shaped(&self, lane: &FastLane, live: bool, wave_shape: u64) -> bool {
+        let FastLane {
+            at,
+            in_block,
+            w0,
+            w1,
+            flags,
+            template,
+            shape,
+            bindings,
+            packet,
+            prepared,
+        } = *lane;
+        let (size, binding_count) = (wave_shape as u32, (wave_shape >> 32) as u32);
+        let units = size.div_ceil(KERNARG_ALIGN);
         // The command's padded share, and where it may start (none fits:
         // None); in u64, which a u32 size rounded up cannot overflow.
-        let padded = u64::from(KERNARG_ALIGN) * u64::from(wave_units);
+        let padded = u64::from(KERNARG_ALIGN) * u64::from(units);
         let room = u64::from(self.kernarg_size).checked_sub(padded);
+        let (packet_offset, packet_count, kernarg_offset) =
+            ((w0 >> 32) as u32, w1 as u16, (w1 >> 32) as u32);
         // Checks that compare with zero, folded into one word.
-        let odd = u32::from(h.packet_count ^ 1)
-            | u32::from(d.dispatch_flags.bits())
-            | (h.kernarg_offset % KERNARG_ALIGN)
-            | ((d.packet | d.kernarg_template) as u32 % 16)
-            | ((d.bindings | table) as u32 % 8);
-        let fits = (odd == 0)
+        let odd = u32::from(packet_count ^ 1)
+            | u32::from(flags)
+            | (kernarg_offset % KERNARG_ALIGN)
+            | ((packet | template) as u32 % 16)
+            | (bindings as u32 % 8);
+        let fits = live
+            & prepared
+            & (shape == wave_shape)
+            & (odd == 0)
             // With bindings: a table to read, and a word of arguments to
             // write each in (both the wave's).
-            & ((wave_bindings == 0) | ((table_len > 0) & (wave_size >= 8)))
-            & (index < self.commands)
-            & (h.packet_offset < self.packets)
-            & room.is_some_and(|room| u64::from(h.kernarg_offset) <= room);
-        if !fits {
-            return false;
+            & ((binding_count == 0) | ((self.table_len > 0) & (size >= 8)))
+            & in_block
+            & (packet_offset < self.packets)
+            & room.is_some_and(|room| u64::from(kernarg_offset) <= room);
+        let c = FastDispatch {
+            fits,
+            kernarg_offset,
+            template,
+            // A command that does not fit reads its own first bytes as
+            // patches (readable; what they say is not used).
+            bindings: if fits { bindings } else { at },
+            packet,
+            packet_offset,
+            size,
+        };
+        // The wave's shape picks the code (scalar branches).
+        match (units, binding_count) {
+            (0, 0) => self.finish::<0, 0>(&c),
+            (1, 0) => self.finish::<1, 0>(&c),
+            (1, 1) => self.finish::<1, 1>(&c),
+            (1, 2) => self.finish::<1, 2>(&c),
+            (2, 0) => self.finish::<2, 0>(&c),
+            (2, 1) => self.finish::<2, 1>(&c),
+            (2, 2) => self.finish::<2, 2>(&c),
+            (2, 3) => self.finish::<2, 3>(&c),
+            (2, 4) => self.finish::<2, 4>(&c),
+            (3, 0) => self.finish::<3, 0>(&c),
+            (3, 1) => self.finish::<3, 1>(&c),
+            (3, 2) => self.finish::<3, 2>(&c),
+            (3, 3) => self.finish::<3, 3>(&c),
+            (3, 4) => self.finish::<3, 4>(&c),
+            (4, 0) => self.finish::<4, 0>(&c),
+            (4, 1) => self.finish::<4, 1>(&c),
+            (4, 2) => self.finish::<4, 2>(&c),
+            (4, 3) => self.finish::<4, 3>(&c),
+            (4, 4) => self.finish::<4, 4>(&c),
+            _ => {
+                let ok = self.check_any(&c, binding_count);
+                if ok {
+                    self.write_any(&c, units, binding_count);
+                }
+                ok
+            }
         }
-        let kernargs = kernarg_base + u64::from(h.kernarg_offset);
-        for u in 0..wave_units {
-            let u = 16 * u64::from(u);
-            // SAFETY: inside the padded template and the command's padded
-            // share of the reservation (checked above), both 16-aligned.
-            unsafe { store(kernargs + u, load::<[u64; 2]>(d.kernarg_template + u)) };
+    }
+
+    /// The rest of [`BlockIssuer::issue_lane`] for `U` argument units and
+    /// `B` bindings: the patches' checks, then one branch, which writes the
+    /// dispatch.
+    #[inline(always)]
+    fn finish<const U: usize, const B: usize>(&self, c: &FastDispatch) -> bool {
+        let (ok, patches) = if B == 0 {
+            (c.fits, [[0; 2]; FAST_BINDINGS])
+        } else {
+            self.check::<B>(c)
+        };
+        if ok {
+            self.write::<U, B>(c, &patches);
         }
-        // The bindings. Each write lands inside the command's padded share
-        // whatever its patch says (its place is clamped to the last word);
-        // what the patches say is checked once, after the loop, from what
-        // the loop gathered: kinds and alignments in one word, the largest
-        // slot and place.
-        // (The share fits the block, so `padded` fits a u32.)
-        let last = (padded as u32).wrapping_sub(8);
-        let (mut patch_odd, mut top_slot, mut top_place) = (0u32, 0u32, 0u32);
-        for b in 0..wave_bindings {
+        ok
+    }
+
+    /// The patches of [`BlockIssuer::issue_lane`]'s dispatch, `B` of them
+    /// (1 to [`FAST_BINDINGS`]): reads and checks them with the command's own checks (kinds and alignments in
+    /// two words, the largest slot and place).
+    #[inline(always)]
+    #[allow(clippy::needless_range_loop)]
+    fn check<const B: usize>(&self, c: &FastDispatch) -> (bool, [[u64; 2]; FAST_BINDINGS]) {
+        let mut patches = [[0u64; 2]; FAST_BINDINGS];
+        let mut patch_check = PatchCheck::new();
+        for b in 0..B {
+            let at = c.bindings + PATCH_SIZE * b as u64;
             // SAFETY: `new`'s contract: the command's patch list is live
-            // (alignment checked above).
-            let patch = unsafe { load::<BindingPatch>(d.bindings + PATCH_SIZE * u64::from(b)) };
-            let place = u32::from(patch.kernarg_offset);
-            patch_odd |= u32::from(patch.kind ^ BufferRefKind::BINDING.0 as u16) | (place % 8);
-            top_slot = top_slot.max(patch.slot);
-            top_place = top_place.max(place);
-            // SAFETY: `new`'s contract: the table holds `table_len` (> 0:
-            // checked above) entries, aligned (checked above); a slot past
-            // it reads the last, and fails below.
-            let entry =
-                unsafe { load::<u64>(table + 16 * u64::from(patch.slot.min(table_len - 1))) };
-            // SAFETY: 8 bytes inside the command's padded share (`last`
-            // and the place are multiples of 8; at least one unit: checked
-            // above).
-            unsafe {
-                store(
-                    kernargs + u64::from((place & !7).min(last)),
-                    entry.wrapping_add(patch.value),
-                )
-            };
+            // (8-byte aligned: checked by the caller), or for a command
+            // that does not fit, its own first 64 bytes.
+            patches[b] = unsafe { [load_u64(at), load_u64(at + 8)] };
+            patch_check.add(patches[b][0]);
         }
-        let bad_bindings =
-            (patch_odd != 0) | (top_slot >= table_len) | (top_place + 8 > d.kernarg_size);
-        if (wave_bindings > 0) & bad_bindings {
-            return false;
+        (
+            c.fits & patch_check.holds(self.fast_slots(), c.size),
+            patches,
+        )
+    }
+
+    /// [`BlockIssuer::check`] for any number of bindings, in a loop.
+    fn check_any(&self, c: &FastDispatch, binding_count: u32) -> bool {
+        if !c.fits | (binding_count == 0) {
+            return c.fits;
+        }
+        let mut patch_check = PatchCheck::new();
+        for b in 0..u64::from(binding_count) {
+            // SAFETY: `new`'s contract: the command's patch list is live
+            // (8-byte aligned: checked by the caller).
+            patch_check.add(unsafe { load_u64(c.bindings + PATCH_SIZE * b) });
+        }
+        patch_check.holds(self.fast_slots(), c.size)
+    }
+
+    /// The binding-table slots the fast path reaches (16 bytes each at a
+    /// 32-bit offset).
+    #[inline(always)]
+    fn fast_slots(&self) -> u32 {
+        self.table_len.min(MAX_FAST_SLOTS)
+    }
+
+    /// The writes of [`BlockIssuer::issue_lane`], for a dispatch that
+    /// passed its checks, with `U` argument units and `B` bindings: loads
+    /// the argument units, table entries and packet words, then writes the
+    /// arguments and the packet, and publishes it.
+    #[inline(always)]
+    #[allow(clippy::needless_range_loop)]
+    fn write<const U: usize, const B: usize>(
+        &self,
+        c: &FastDispatch,
+        patches: &[[u64; 2]; FAST_BINDINGS],
+    ) {
+        let mut units = [[0u64; 2]; U];
+        for (u, unit) in units.iter_mut().enumerate() {
+            let at = c.template + 16 * u as u64;
+            // SAFETY: inside the padded template (the caller checked its
+            // size and alignment).
+            *unit = unsafe { [load_u64(at), load_u64(at + 8)] };
+        }
+        let mut entries = [0u64; B];
+        for b in 0..B {
+            // SAFETY: `new`'s contract: the table holds `table_len` entries
+            // (the slot is below it: checked by the caller; 16 times it
+            // fits 32 bits, `MAX_FAST_SLOTS`), 8-byte aligned.
+            entries[b] = unsafe { load_u64(self.table + u64::from(16 * patches[b][0] as u32)) };
+        }
+        // SAFETY: `new`'s contract: the prepared packet is live (16-byte
+        // aligned: checked by the caller).
+        let mut words: [u64; 8] =
+            core::array::from_fn(|k| unsafe { load_u64(c.packet + 8 * k as u64) });
+        let base = self.kernarg_base;
+        for (u, [lo, hi]) in units.iter().enumerate() {
+            let at = base + u64::from(c.kernarg_offset + 16 * u as u32);
+            // SAFETY: inside the command's padded share of the
+            // reservation (checked by the caller), 16-byte aligned.
+            unsafe {
+                store_u64(at, *lo);
+                store_u64(at + 8, *hi);
+            }
+        }
+        for b in 0..B {
+            let [head, value] = patches[b];
+            let at = base + u64::from(c.kernarg_offset + (head >> 48) as u32);
+            // SAFETY: 8 bytes inside the command's arguments, 8-byte
+            // aligned (checked by the caller).
+            unsafe { store_u64(at, entries[b].wrapping_add(value)) };
+        }
+        words[KERNARG_ADDRESS_WORD] = base + u64::from(c.kernarg_offset);
+        self.queue.write_words(
+            self.packet_base.wrapping_add(u64::from(c.packet_offset)),
+            &words,
+        );
+    }
+
+    /// [`BlockIssuer::write`] for any shape, in loops. It reads the patches
+    /// again, so it clamps what they say (slot and place) as well: whatever
+    /// they hold now, every read stays in the table and every write in the
+    /// command's share.
+    fn write_any(&self, c: &FastDispatch, units: u32, binding_count: u32) {
+        let kernargs = self.kernarg_base + u64::from(c.kernarg_offset);
+        for u in 0..u64::from(units) {
+            let (from, to) = (c.template + 16 * u, kernargs + 16 * u);
+            // SAFETY: inside the padded template and the command's padded
+            // share of the reservation (checked by the caller), both
+            // 16-aligned.
+            unsafe {
+                store_u64(to, load_u64(from));
+                store_u64(to + 8, load_u64(from + 8));
+            }
+        }
+        // With bindings, the table has a slot and the share a word
+        // (checked by the caller); the share fits the block, so its size
+        // fits a u32.
+        let (last_slot, last_place) = (
+            self.fast_slots().wrapping_sub(1),
+            (KERNARG_ALIGN * units).wrapping_sub(8),
+        );
+        for b in 0..u64::from(binding_count) {
+            let at = c.bindings + PATCH_SIZE * b;
+            // SAFETY: `new`'s contract: the command's patch list is live
+            // (alignment checked by the caller); the slot is clamped into
+            // the table (16 times it fits 32 bits) and the place into the
+            // share, 8-byte aligned.
+            unsafe {
+                let (head, value) = (load_u64(at), load_u64(at + 8));
+                let slot = (head as u32).min(last_slot);
+                let place = ((head >> 48) as u32 & !7).min(last_place);
+                let entry = load_u64(self.table + u64::from(16 * slot));
+                store_u64(kernargs + u64::from(place), entry.wrapping_add(value));
+            }
         }
         // SAFETY: `new`'s contract: the prepared packet is live; 16-byte
-        // aligned (checked above).
-        let mut words = unsafe { load::<[u64; 8]>(d.packet) };
-        words[core::mem::offset_of!(KernelDispatchPacket, kernarg_address) / 8] = kernargs;
-        self.queue
-            .write_words(packet_base.wrapping_add(u64::from(h.packet_offset)), &words);
-        true
+        // aligned (checked by the caller).
+        let mut words: [u64; 8] =
+            core::array::from_fn(|k| unsafe { load_u64(c.packet + 8 * k as u64) });
+        words[KERNARG_ADDRESS_WORD] = kernargs;
+        self.queue.write_words(
+            self.packet_base.wrapping_add(u64::from(c.packet_offset)),
+            &words,
+        );
     }
 
     /// A dispatch whose packet the host prepared ([`DispatchCommand::packet`]:
-    /// direct, at least one workgroup), when [`BlockIssuer::issue_fast`]
+    /// direct, at least one workgroup), when [`BlockIssuer::issue_lane`]
     /// declined it: the same work, with every check's own error. Checks
     /// its place in the block, writes its arguments, copies the packet with
     /// the kernarg address filled in, publishes it.
@@ -791,16 +1219,13 @@ impl BlockIssuer {
                 kernarg_offset: h.kernarg_offset,
             });
         }
-        let kernargs = self.state().kernarg_base + u64::from(h.kernarg_offset);
+        let kernargs = self.kernarg_base + u64::from(h.kernarg_offset);
         self.arguments(d, kernargs)?;
         // SAFETY: `new`'s contract: the prepared packet is live; 16-byte
         // aligned (checked above).
         let mut words = unsafe { load::<[u64; 8]>(d.packet) };
         words[core::mem::offset_of!(KernelDispatchPacket, kernarg_address) / 8] = kernargs;
-        let id = self
-            .state()
-            .packet_base
-            .wrapping_add(u64::from(h.packet_offset));
+        let id = self.packet_base.wrapping_add(u64::from(h.packet_offset));
         self.queue.write_words(id, &words);
         Ok(())
     }
@@ -905,7 +1330,7 @@ impl BlockIssuer {
         len: u64,
     ) -> Result<Packet, IssueError> {
         // SAFETY: `new`'s contract: the copy kernel's info is live.
-        let kernel = unsafe { load::<KernelInfo>(self.state().copy_kernel) };
+        let kernel = unsafe { load::<KernelInfo>(check_aligned(self.state().copy_kernel, 64)?) };
         let units = CopyPlan::new(dst, src, len).partition.units();
         let packet = blit_packet(&kernel, kernargs, units, h.ordering(false))?;
         // SAFETY: checked in `issue`: inside the reservation.
@@ -1111,7 +1536,7 @@ unsafe fn issue_block_with<const SERIAL: bool>(
         // this); BlockIssue::packet_base is at byte 16.
         unsafe { store(issue + 16, first) };
         // SAFETY: the contract: the issue state describes a live block.
-        let issuer = unsafe { BlockIssuer::new(issue as *const BlockIssue) }?;
+        let issuer = unsafe { BlockIssuer::new_written(issue as *const BlockIssue) }?;
         issuer.issue_serially()?;
         queue.ring_doorbell(first.wrapping_add(count - 1));
         return Ok(());
@@ -1198,9 +1623,16 @@ pub mod kernels {
             // SAFETY: as above.
             unsafe { crate::scheduler::trace_block(issue as u64, true, &mut r) };
         }
-        if id < u64::from(issuer.command_count())
-            && issuer.issue(issuer.command_for(id as u32)).is_err()
-        {
+        let count = issuer.command_count();
+        if count == 0 {
+            return;
+        }
+        // The launchers size the grid to the commands; a work-item past
+        // them (an over-launched grid) takes part in the wave's code
+        // without a command, with no branch around it (see issue_lane).
+        let live = id < u64::from(count);
+        let index = issuer.command_for((id as u32).min(count - 1));
+        if !issuer.issue_lane(index, live) & live && issuer.issue_checked(index).is_err() {
             panic!("cmd_block_issue: a command failed its checks");
         }
     }
@@ -1462,6 +1894,23 @@ mod tests {
         // SAFETY: only the shared command layouts, plain integers, for
         // which zero bytes are valid.
         unsafe { core::mem::zeroed() }
+    }
+
+    /// Prepares `d`'s packet as the recorder does
+    /// ([`DispatchCommand::packet`]), in a line the caller keeps while the
+    /// block issues.
+    fn prepare(rig: &Rig, d: &mut DispatchCommand) -> Box<Line> {
+        let packet = d
+            .build_packet(&rig.infos[0], 0, d.workgroup_count)
+            .unwrap()
+            .unwrap();
+        let words = Box::new(Line(
+            zerocopy::IntoBytes::as_bytes(&packet.published())
+                .try_into()
+                .unwrap(),
+        ));
+        d.packet = words.0.as_ptr() as u64;
+        words
     }
 
     /// A kernel-argument template: 16-byte aligned, as the recorder puts
@@ -1864,16 +2313,7 @@ mod tests {
                     });
                 }
                 let mut d = dispatch(&rig, &template, &patches, [4, 3, 1]);
-                let packet = d
-                    .build_packet(&rig.infos[0], 0, d.workgroup_count)
-                    .unwrap()
-                    .unwrap();
-                let words = Box::new(Line(
-                    zerocopy::IntoBytes::as_bytes(&packet.published())
-                        .try_into()
-                        .unwrap(),
-                ));
-                d.packet = words.0.as_ptr() as u64;
+                let words = prepare(&rig, &mut d);
                 rig.push(d);
                 let c = &mut rig.commands[0];
                 let mut d = <DispatchCommand as zerocopy::FromBytes>::read_from_bytes(
@@ -1947,6 +2387,257 @@ mod tests {
         assert_eq!(
             issuer.issue(0),
             Err(IssueError::Binding { slot: 0, count: 0 })
+        );
+    }
+
+    /// The fast path runs each shape (argument units, bindings) in its own
+    /// code: unrolled up to four of each, looped past them. Every shape
+    /// from 0 to 6 units (sizes a multiple of 16 and 4 short of one) and up
+    /// to 6 bindings is issued by it exactly as by the checked path, and
+    /// declined, with nothing published, when a patch names a slot past
+    /// the table or a misaligned place; a work-item without a command, or
+    /// past the block, issues nothing.
+    #[test]
+    fn the_fast_path_issues_every_shape_as_the_checked_path() {
+        #[repr(C, align(16))]
+        struct Wide([u8; 96]);
+        let mut template = Box::new(Wide([0; 96]));
+        for (k, byte) in template.0.iter_mut().enumerate() {
+            *byte = 0x40 + k as u8;
+        }
+        let buffers = [0x1000_0000u64, 0x2000_0000, 0x3000_0000];
+        let mut shapes = 0;
+        for units in 0..=6u32 {
+            for size in [(16 * units).saturating_sub(4), 16 * units] {
+                if units == 0 && size == 0 && shapes > 0 {
+                    continue;
+                }
+                for count in 0..=6u32 {
+                    if 8 * count > size {
+                        continue;
+                    }
+                    shapes += 1;
+                    issue_one_shape(&template.0, size, count, &buffers);
+                }
+            }
+        }
+        assert_eq!(shapes, 70);
+    }
+
+    /// One shape of [`the_fast_path_issues_every_shape_as_the_checked_path`].
+    fn issue_one_shape(template: &[u8; 96], size: u32, count: u32, buffers: &[u64; 3]) {
+        let good: Vec<BindingPatch> = (0..count)
+            .map(|b| BindingPatch::binding(b % 3, 8 * u64::from(b) + 4, 8 * b as u16))
+            .collect();
+        let rig_with = |patches: &[BindingPatch]| {
+            let mut rig = Rig::new();
+            for &address in buffers {
+                rig.table.push(BindingTableEntry {
+                    address,
+                    length: 1 << 20,
+                });
+            }
+            let mut d = dispatch(&rig, &Template([0; 32]), patches, [2, 1, 1]);
+            d.kernarg_template = template.as_ptr() as u64;
+            d.kernarg_size = size;
+            let words = prepare(&rig, &mut d);
+            rig.push(d);
+            let state = rig.issue_state();
+            (rig, state, words)
+        };
+        let units = size.div_ceil(16);
+        let shape = std::format!("{units} units ({size} bytes), {count} bindings");
+        let (fast_rig, fast_state, _words) = rig_with(&good);
+        // SAFETY: everything the state names lives in the rig and above.
+        let issuer = unsafe { BlockIssuer::new(&raw const *fast_state) }.unwrap();
+        assert!(!issuer.issue_lane(0, false), "{shape}: no command");
+        assert!(!issuer.issue_fast(1), "{shape}: past the block");
+        assert_eq!(
+            fast_rig.packet_header(0).packet_type(),
+            PacketType::INVALID,
+            "{shape}: nothing published without a command"
+        );
+        assert!(issuer.issue_fast(0), "{shape}");
+        let (checked_rig, checked_state, _words) = rig_with(&good);
+        // SAFETY: as above.
+        let checker = unsafe { BlockIssuer::new(&raw const *checked_state) }.unwrap();
+        checker.issue_checked(0).unwrap();
+        assert_eq!(
+            fast_rig.dispatch_at(0),
+            KernelDispatchPacket {
+                kernarg_address: fast_state.kernarg_base,
+                ..checked_rig.dispatch_at(0)
+            },
+            "{shape}"
+        );
+        let len = size as usize;
+        assert_eq!(
+            fast_rig.kernargs_at(0, len),
+            checked_rig.kernargs_at(0, len),
+            "{shape}"
+        );
+        // The arguments are the template with each binding's address (its
+        // slot's buffer plus its offset) in place.
+        let mut want = template[..len].to_vec();
+        for (b, patch) in good.iter().enumerate() {
+            let address = buffers[patch.slot as usize] + patch.value;
+            want[8 * b..8 * b + 8].copy_from_slice(&address.to_le_bytes());
+        }
+        assert_eq!(fast_rig.kernargs_at(0, len), want, "{shape}");
+        // The last patch made wrong: a slot past the table, a misaligned
+        // place.
+        let Some(&last) = good.last() else {
+            return;
+        };
+        let wrong = [
+            (
+                BindingPatch { slot: 3, ..last },
+                IssueError::Binding { slot: 3, count: 3 },
+            ),
+            (
+                BindingPatch {
+                    kernarg_offset: last.kernarg_offset + 4,
+                    ..last
+                },
+                IssueError::Kernargs {
+                    offset: u32::from(last.kernarg_offset) + 4,
+                    size: 8,
+                    block: size,
+                },
+            ),
+        ];
+        for (patch, error) in wrong {
+            let mut patches = good.clone();
+            *patches.last_mut().unwrap() = patch;
+            let (rig, state, _words) = rig_with(&patches);
+            // SAFETY: as above.
+            let issuer = unsafe { BlockIssuer::new(&raw const *state) }.unwrap();
+            assert!(!issuer.issue_fast(0), "{shape}: {error:?}");
+            assert_eq!(
+                rig.packet_header(0).packet_type(),
+                PacketType::INVALID,
+                "{shape}: {error:?}"
+            );
+            assert_eq!(issuer.issue(0), Err(error), "{shape}");
+        }
+    }
+
+    /// What a lane of a wave does with the wave's shape, which on the host
+    /// (a wave of one) is always its own: a lane without a command, of
+    /// another kind or of another shape declines.
+    #[test]
+    fn a_lane_of_another_shape_or_kind_declines() {
+        let mut rig = Rig::new();
+        let mut a = std::vec![0u8; 64];
+        rig.table.push(BindingTableEntry {
+            address: a.as_mut_ptr() as u64,
+            length: 64,
+        });
+        let template = Template([0x11; 32]);
+        let patches = [BindingPatch::binding(0, 0, 0)];
+        let mut d = dispatch(&rig, &template, &patches, [1, 1, 1]);
+        let words = prepare(&rig, &mut d);
+        rig.push(d);
+        let mut barrier: aqueduct_abi::command::BarrierCommand = zeroed();
+        barrier.header = header(CommandOpcode::BARRIER);
+        rig.push(barrier);
+        let state = rig.issue_state();
+        // SAFETY: everything the state names lives in the rig and above.
+        let issuer = unsafe { BlockIssuer::new(&raw const *state) }.unwrap();
+        let dispatch = issuer.fast_lane(0).unwrap();
+        let own = dispatch.shape;
+        assert_eq!(own, 24 | 1 << 32);
+        assert!(!issuer.issue_shaped(&dispatch, false, own), "no command");
+        assert!(
+            !issuer.issue_shaped(&dispatch, true, own + 16),
+            "another size"
+        );
+        assert!(!issuer.issue_shaped(&dispatch, true, 24), "no bindings");
+        let other = issuer.fast_lane(1).unwrap();
+        assert!(!other.prepared);
+        assert!(!issuer.issue_shaped(&other, true, own), "a barrier");
+        assert_eq!(rig.packet_header(0).packet_type(), PacketType::INVALID);
+        assert_eq!(rig.packet_header(1).packet_type(), PacketType::INVALID);
+        assert!(issuer.issue_shaped(&dispatch, true, own));
+        assert_eq!(
+            rig.packet_header(0).packet_type(),
+            PacketType::KERNEL_DISPATCH
+        );
+        drop(words);
+    }
+
+    /// A patch list 4 bytes off its alignment declines even where the
+    /// bytes there read as a valid patch (slot 0, BINDING, place 0).
+    #[test]
+    fn a_misaligned_patch_list_declines_whatever_it_reads() {
+        #[repr(C, align(8))]
+        struct Bytes([u8; 32]);
+        let mut list = Bytes([0; 32]);
+        list.0[8..10].copy_from_slice(&(BufferRefKind::BINDING.0 as u16).to_le_bytes());
+        list.0[12..20].copy_from_slice(&0x10u64.to_le_bytes());
+        let mut rig = Rig::new();
+        rig.table.push(BindingTableEntry {
+            address: 0x5000_0000,
+            length: 64,
+        });
+        let template = Template([0x22; 32]);
+        let mut d = dispatch(
+            &rig,
+            &template,
+            &[BindingPatch::binding(0, 0, 0)],
+            [1, 1, 1],
+        );
+        d.bindings = list.0.as_ptr() as u64 + 4;
+        let words = prepare(&rig, &mut d);
+        rig.push(d);
+        let state = rig.issue_state();
+        // SAFETY: everything the state names lives in the rig and above.
+        let issuer = unsafe { BlockIssuer::new(&raw const *state) }.unwrap();
+        let mut check = PatchCheck::new();
+        // SAFETY: inside `list`.
+        check.add(unsafe { (list.0.as_ptr().add(4) as *const u64).read_unaligned() });
+        assert!(check.holds(1, 24), "the bytes read as a valid patch");
+        assert!(!issuer.issue_fast(0));
+        assert_eq!(rig.packet_header(0).packet_type(), PacketType::INVALID);
+        assert!(matches!(
+            issuer.issue(0),
+            Err(IssueError::Misaligned { align: 8, .. })
+        ));
+        drop(words);
+    }
+
+    #[test]
+    fn the_patch_check_holds_only_for_aligned_bindings_inside_table_and_arguments() {
+        let check = |patches: &[BindingPatch], table: u32, size: u32| {
+            let mut c = PatchCheck::new();
+            for p in patches {
+                // The patch's first word, as the fast path reads it.
+                let head =
+                    u64::from(p.slot) | u64::from(p.kind) << 32 | u64::from(p.kernarg_offset) << 48;
+                c.add(head);
+            }
+            c.holds(table, size)
+        };
+        let bind = BindingPatch::binding;
+        assert!(check(&[bind(0, 0, 0), bind(2, 0, 8)], 3, 16));
+        assert!(
+            !check(&[bind(0, 0, 0), bind(3, 0, 8)], 3, 16),
+            "slot 3 of 3"
+        );
+        assert!(
+            !check(&[bind(0, 0, 0), bind(1, 0, 16)], 3, 16),
+            "place 16 of 16 bytes"
+        );
+        assert!(!check(&[bind(0, 0, 4)], 3, 16), "place 4: misaligned");
+        let mut other = bind(0, 0, 0);
+        other.kind = 0;
+        assert!(!check(&[bind(1, 0, 0), other], 3, 16), "a DIRECT kind");
+        other.kind = BindingPatch::allocation(0, 0).kind;
+        assert!(!check(&[other], 3, 16), "an ALLOCATION");
+        other.kind |= 0x100;
+        assert!(
+            !check(&[bind(1, 0, 0), other], 3, 16),
+            "kind bits beyond BINDING's"
         );
     }
 

@@ -23,6 +23,7 @@ pub mod atomic;
 pub mod blit;
 pub mod command;
 pub mod grid;
+pub mod memory;
 pub mod queue;
 pub mod scheduler;
 pub mod signal;

@@ -30,12 +30,16 @@
 use aqueduct_abi::amd_queue::AmdQueue;
 use aqueduct_abi::aql::{PACKET_SIZE, Packet};
 use aqueduct_abi::aql_ring::{doorbell_value, has_room, is_ring_size, slot_offset};
-use aqueduct_abi::hsa::SignalHandle;
+use aqueduct_abi::hsa::{HsaQueue, SignalHandle};
 use aqueduct_abi::packet::{BarrierPacket, Prepared};
 
 use crate::atomic::{Acquire, Atomic, Relaxed, Release, System};
 use crate::signal::Signal;
-use crate::wave::{uniform_u32, uniform_u64};
+
+/// Most packets a ring may hold for [`Queue::write_words`] to address its
+/// slots with 32-bit offsets (64 bytes each: 4 GiB); larger rings take the
+/// 64-bit path.
+const MAX_GLOBAL_RING: u32 = 1 << 26;
 
 /// Why an enqueue gave up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,39 +80,6 @@ impl Queue {
     /// `queue` points to a live, initialised `amd_queue_t` whose ring and
     /// doorbell signal stay valid while the returned value is used.
     pub unsafe fn from_ptr(queue: *mut AmdQueue) -> Result<Self, QueueError> {
-        // SAFETY: the caller's contract.
-        unsafe { Self::read(queue, |size, base, doorbell| (size, base, doorbell)) }
-    }
-
-    /// [`Queue::from_ptr`] for a queue every active work-item of the wave
-    /// names: its fields are the wave's ([`crate::wave`]), so branches on
-    /// them are scalar.
-    ///
-    /// # Safety
-    /// As for [`Queue::from_ptr`].
-    pub unsafe fn from_wave_ptr(queue: *mut AmdQueue) -> Result<Self, QueueError> {
-        // SAFETY: the caller's contract.
-        unsafe {
-            Self::read(queue, |size, base, doorbell| {
-                (
-                    uniform_u32(size),
-                    uniform_u64(base),
-                    SignalHandle(uniform_u64(doorbell.0)),
-                )
-            })
-        }
-    }
-
-    /// Reads the queue's size, ring and doorbell, passes them through
-    /// `take`, and checks the size.
-    ///
-    /// # Safety
-    /// As for [`Queue::from_ptr`].
-    #[inline(always)]
-    unsafe fn read(
-        queue: *mut AmdQueue,
-        take: impl FnOnce(u32, u64, SignalHandle) -> (u32, u64, SignalHandle),
-    ) -> Result<Self, QueueError> {
         // SAFETY: the caller guarantees a live amd_queue_t; these fields
         // are written once, at queue creation.
         let (size, base, doorbell) = unsafe {
@@ -119,7 +90,46 @@ impl Queue {
                 (&raw const (*hsa).doorbell_signal).read(),
             )
         };
-        let (size, base, doorbell) = take(size, base, doorbell);
+        // SAFETY: the caller's contract; the queue's own fields.
+        unsafe { Self::from_fields(queue, size, base, doorbell) }
+    }
+
+    /// The size, ring and doorbell of the queue every active work-item of
+    /// the wave names, read as the wave's, with scalar loads
+    /// ([`crate::memory::load_invariant_u64`]), for
+    /// [`Queue::from_fields`]: branches on them are scalar.
+    ///
+    /// # Safety
+    /// As for [`Queue::from_ptr`], the queue in global memory.
+    #[inline(always)]
+    pub unsafe fn wave_fields(queue: *mut AmdQueue) -> (u32, u64, SignalHandle) {
+        use crate::memory::{load_invariant_u32, load_invariant_u64};
+        let hsa = queue as u64 + core::mem::offset_of!(AmdQueue, hsa_queue) as u64;
+        // SAFETY: the caller's contract: a live amd_queue_t, whose size,
+        // ring and doorbell are written once, at its creation.
+        unsafe {
+            (
+                load_invariant_u32(hsa + core::mem::offset_of!(HsaQueue, size) as u64),
+                load_invariant_u64(hsa + core::mem::offset_of!(HsaQueue, base_address) as u64),
+                SignalHandle(load_invariant_u64(
+                    hsa + core::mem::offset_of!(HsaQueue, doorbell_signal) as u64,
+                )),
+            )
+        }
+    }
+
+    /// The queue at `queue` with these fields, if its size is one.
+    ///
+    /// # Safety
+    /// As for [`Queue::from_ptr`]; the fields are the queue's, as
+    /// [`Queue::wave_fields`] reads them.
+    #[inline(always)]
+    pub unsafe fn from_fields(
+        queue: *mut AmdQueue,
+        size: u32,
+        base: u64,
+        doorbell: SignalHandle,
+    ) -> Result<Self, QueueError> {
         if !is_ring_size(size) {
             return Err(QueueError::BadSize(size));
         }
@@ -226,6 +236,28 @@ impl Queue {
     /// holding header, setup and the first body bytes) into the slot of
     /// packet `id` and publishes it (see [`Queue::write_bytes`]).
     pub fn write_words(&self, id: u64, words: &[u64; 8]) {
+        // (The size came from a u32: the truncation is exact, and the
+        // compare a scalar one.)
+        if self.size as u32 <= MAX_GLOBAL_RING {
+            // A slot's offset in the ring fits 32 bits: global stores at
+            // the ring's (wave-uniform) address plus that offset, with no
+            // per-lane 64-bit address arithmetic ([`crate::memory`]).
+            let offset = ((id as u32) & (self.size as u32 - 1)) << 6;
+            let slot = self.ring as u64 + u64::from(offset);
+            // SAFETY: as in `write_bytes`: the slot is inside the ring
+            // (its index is below `size`), reserved by this producer, 64-byte
+            // aligned, so every word below is naturally aligned; the first
+            // word's upper half is body bytes 4..8, written before the
+            // header, which the release store publishes.
+            unsafe {
+                crate::memory::store_u32(slot + 4, (words[0] >> 32) as u32);
+                for (k, &w) in words.iter().enumerate().skip(1) {
+                    crate::memory::store_u64(slot + 8 * k as u64, w);
+                }
+                crate::memory::store_release_u32(slot, words[0] as u32);
+            }
+            return;
+        }
         let slot = self.slot(id);
         // SAFETY: as in `write_bytes`. The slot is 64-byte aligned, so
         // every word below is naturally aligned; the first word's upper
