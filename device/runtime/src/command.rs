@@ -565,10 +565,9 @@ impl BlockIssuer {
                 size,
             ));
         }
-        // SAFETY: the caller's contract; the queue's own fields (its size
-        // checked above).
-        let queue = unsafe { Queue::from_fields(queue, size, ring, doorbell) }
-            .map_err(IssueError::Queue)?;
+        // SAFETY: the caller's contract; the queue's own fields, its size
+        // checked above.
+        let queue = unsafe { Queue::from_fields(queue, size, ring, doorbell) };
         Ok(Self {
             state,
             block,
@@ -991,9 +990,6 @@ impl BlockIssuer {
             & prepared
             & (shape == wave_shape)
             & (odd == 0)
-            // With bindings: a table to read, and a word of arguments to
-            // write each in (both the wave's).
-            & ((binding_count == 0) | ((self.table_len > 0) & (size >= 8)))
             & in_block
             & (packet_offset < self.packets)
             & room.is_some_and(|room| u64::from(kernarg_offset) <= room);
@@ -1082,6 +1078,7 @@ impl BlockIssuer {
         if !c.fits | (binding_count == 0) {
             return c.fits;
         }
+
         let mut patch_check = PatchCheck::new();
         for b in 0..u64::from(binding_count) {
             // SAFETY: `new`'s contract: the command's patch list is live
@@ -1167,9 +1164,10 @@ impl BlockIssuer {
                 store_u64(to + 8, load_u64(from + 8));
             }
         }
-        // With bindings, the table has a slot and the share a word
-        // (checked by the caller); the share fits the block, so its size
-        // fits a u32.
+        // With bindings, the table has a slot and the share a word (the
+        // patches' checks imply both: a slot below the table's length, a
+        // place 8 bytes inside the arguments); the share fits the block,
+        // so its size fits a u32.
         let (last_slot, last_place) = (
             self.fast_slots().wrapping_sub(1),
             (KERNARG_ALIGN * units).wrapping_sub(8),

@@ -90,8 +90,12 @@ impl Queue {
                 (&raw const (*hsa).doorbell_signal).read(),
             )
         };
-        // SAFETY: the caller's contract; the queue's own fields.
-        unsafe { Self::from_fields(queue, size, base, doorbell) }
+        if !is_ring_size(size) {
+            return Err(QueueError::BadSize(size));
+        }
+        // SAFETY: the caller's contract; the queue's own fields, its size
+        // checked.
+        Ok(unsafe { Self::from_fields(queue, size, base, doorbell) })
     }
 
     /// The size, ring and doorbell of the queue every active work-item of
@@ -118,27 +122,25 @@ impl Queue {
         }
     }
 
-    /// The queue at `queue` with these fields, if its size is one.
+    /// The queue at `queue` with these fields.
     ///
     /// # Safety
     /// As for [`Queue::from_ptr`]; the fields are the queue's, as
-    /// [`Queue::wave_fields`] reads them.
+    /// [`Queue::wave_fields`] reads them, its size a ring size
+    /// ([`is_ring_size`]: the slot arithmetic masks with it).
     #[inline(always)]
     pub unsafe fn from_fields(
         queue: *mut AmdQueue,
         size: u32,
         base: u64,
         doorbell: SignalHandle,
-    ) -> Result<Self, QueueError> {
-        if !is_ring_size(size) {
-            return Err(QueueError::BadSize(size));
-        }
-        Ok(Self {
+    ) -> Self {
+        Self {
             queue,
             ring: base as *mut u8,
             size: u64::from(size),
             doorbell,
-        })
+        }
     }
 
     /// Ring size in packets.
