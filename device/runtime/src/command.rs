@@ -548,12 +548,7 @@ impl BlockIssuer {
             if INVARIANT {
                 Queue::wave_fields(queue)
             } else {
-                let hsa = &raw const (*queue).hsa_queue;
-                (
-                    (&raw const (*hsa).size).read(),
-                    (&raw const (*hsa).base_address).read(),
-                    (&raw const (*hsa).doorbell_signal).read(),
-                )
+                Queue::fields(queue)
             }
         };
         // One branch for every check (a kernel that cannot issue the
@@ -1122,7 +1117,7 @@ impl BlockIssuer {
         }
         // SAFETY: `new`'s contract: the prepared packet is live (16-byte
         // aligned: checked by the caller).
-        let mut words: [u64; 8] =
+        let words: [u64; 8] =
             core::array::from_fn(|k| unsafe { load_u64(c.packet + 8 * k as u64) });
         let base = self.kernarg_base;
         for (u, [lo, hi]) in units.iter().enumerate() {
@@ -1141,11 +1136,7 @@ impl BlockIssuer {
             // aligned (checked by the caller).
             unsafe { store_u64(at, entries[b].wrapping_add(value)) };
         }
-        words[KERNARG_ADDRESS_WORD] = base + u64::from(c.kernarg_offset);
-        self.queue.write_words(
-            self.packet_base.wrapping_add(u64::from(c.packet_offset)),
-            &words,
-        );
+        self.publish_prepared(words, base + u64::from(c.kernarg_offset), c.packet_offset);
     }
 
     /// [`BlockIssuer::write`] for any shape, in loops. It reads the patches
@@ -1188,11 +1179,20 @@ impl BlockIssuer {
         }
         // SAFETY: `new`'s contract: the prepared packet is live; 16-byte
         // aligned (checked by the caller).
-        let mut words: [u64; 8] =
+        let words: [u64; 8] =
             core::array::from_fn(|k| unsafe { load_u64(c.packet + 8 * k as u64) });
+        self.publish_prepared(words, kernargs, c.packet_offset);
+    }
+
+    /// Publishes a prepared dispatch's packet ([`DispatchCommand::packet`],
+    /// given as its eight words) at the block's packet `packet_offset`,
+    /// with its kernel arguments at `kernargs`: the one place every path
+    /// of a prepared dispatch fills in the kernarg address.
+    #[inline(always)]
+    fn publish_prepared(&self, mut words: [u64; 8], kernargs: u64, packet_offset: u32) {
         words[KERNARG_ADDRESS_WORD] = kernargs;
         self.queue.write_words(
-            self.packet_base.wrapping_add(u64::from(c.packet_offset)),
+            self.packet_base.wrapping_add(u64::from(packet_offset)),
             &words,
         );
     }
@@ -1221,10 +1221,8 @@ impl BlockIssuer {
         self.arguments(d, kernargs)?;
         // SAFETY: `new`'s contract: the prepared packet is live; 16-byte
         // aligned (checked above).
-        let mut words = unsafe { load::<[u64; 8]>(d.packet) };
-        words[core::mem::offset_of!(KernelDispatchPacket, kernarg_address) / 8] = kernargs;
-        let id = self.packet_base.wrapping_add(u64::from(h.packet_offset));
-        self.queue.write_words(id, &words);
+        let words = unsafe { load::<[u64; 8]>(d.packet) };
+        self.publish_prepared(words, kernargs, h.packet_offset);
         Ok(())
     }
 

@@ -17,7 +17,9 @@
 //!   one VGPR, with no per-lane 64-bit arithmetic.
 //!
 //! On the host each is the plain access (the release store an atomic
-//! one), so the logic around them is unit-tested there.
+//! one), so the logic around them is unit-tested there. The instructions
+//! the GPU build makes of them are seen in the disassembly
+//! (`llvm-objdump`); no test checks them.
 
 #[cfg(target_arch = "amdgpu")]
 unsafe extern "C" {

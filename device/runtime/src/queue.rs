@@ -80,22 +80,33 @@ impl Queue {
     /// `queue` points to a live, initialised `amd_queue_t` whose ring and
     /// doorbell signal stay valid while the returned value is used.
     pub unsafe fn from_ptr(queue: *mut AmdQueue) -> Result<Self, QueueError> {
-        // SAFETY: the caller guarantees a live amd_queue_t; these fields
-        // are written once, at queue creation.
-        let (size, base, doorbell) = unsafe {
-            let hsa = &raw const (*queue).hsa_queue;
-            (
-                (&raw const (*hsa).size).read(),
-                (&raw const (*hsa).base_address).read(),
-                (&raw const (*hsa).doorbell_signal).read(),
-            )
-        };
+        // SAFETY: the caller's contract.
+        let (size, base, doorbell) = unsafe { Self::fields(queue) };
         if !is_ring_size(size) {
             return Err(QueueError::BadSize(size));
         }
         // SAFETY: the caller's contract; the queue's own fields, its size
         // checked.
         Ok(unsafe { Self::from_fields(queue, size, base, doorbell) })
+    }
+
+    /// The size, ring and doorbell of the queue at `queue`, with plain
+    /// loads, for [`Queue::from_fields`].
+    ///
+    /// # Safety
+    /// As for [`Queue::from_ptr`].
+    #[inline(always)]
+    pub unsafe fn fields(queue: *mut AmdQueue) -> (u32, u64, SignalHandle) {
+        // SAFETY: the caller guarantees a live amd_queue_t; these fields
+        // are written once, at queue creation.
+        unsafe {
+            let hsa = &raw const (*queue).hsa_queue;
+            (
+                (&raw const (*hsa).size).read(),
+                (&raw const (*hsa).base_address).read(),
+                (&raw const (*hsa).doorbell_signal).read(),
+            )
+        }
     }
 
     /// The size, ring and doorbell of the queue every active work-item of
