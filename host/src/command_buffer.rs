@@ -54,13 +54,14 @@ use std::time::Duration;
 use aqueduct_abi::aql::FenceScope;
 pub use aqueduct_abi::command::{
     AllocationHandle, BindingPatch, BindingTableEntry, BranchCondition, BufferRef, BufferRefKind,
-    Command, CommandView, DispatchCommand,
+    Command, CommandBlockHeader, CommandView, DispatchCommand, FAST_ARGUMENT_BYTES, FAST_PATCHES,
+    IssueShape, MAX_BINDING_SLOTS,
 };
 use aqueduct_abi::command::{
     BarrierCommand, BlockIssue, BranchArgs, BranchCommand, COMMAND_BUFFER_MAGIC, COMMAND_SIZE,
-    CommandBlockHeader, CommandBufferHeader, CommandFlags, CommandHeader, CommandOpcode,
-    CondBranchCommand, CopyArgs, CopyCommand, DispatchFlags, Execution, FillArgs, FillCommand,
-    KERNARG_ALIGN, KernelInfo, PatchArgs, ReturnCommand, UpdateCommand,
+    CommandBufferHeader, CommandFlags, CommandHeader, CommandOpcode, CondBranchCommand, CopyArgs,
+    CopyCommand, DispatchFlags, Execution, FillArgs, FillCommand, KERNARG_ALIGN, KernelInfo,
+    PatchArgs, ReturnCommand, UpdateCommand,
 };
 use aqueduct_abi::hsa::{SignalCondition, SignalHandle};
 use aqueduct_abi::packet::KernelDispatch;
@@ -168,6 +169,12 @@ pub enum CommandError {
     /// An update with no data, or more than a command buffer carries.
     #[error("update of {0} bytes (1 to {max})", max = UPDATE_MAX)]
     UpdateLength(usize),
+    /// A binding-table slot past the most a submission binds.
+    #[error("binding-table slot {slot}: a submission binds at most {max} slots", max = MAX_BINDING_SLOTS)]
+    Slot {
+        /// The slot referenced.
+        slot: u32,
+    },
     /// An unknown fence scope.
     #[error("fence scope {0} is not none, agent or system")]
     Scope(u8),
@@ -378,6 +385,7 @@ pub struct CommandBufferBuilder {
 /// The packets of a block beyond the issue kernel's, at most (a queue must
 /// hold them all at once).
 pub const MAX_BLOCK_PACKETS: u32 = 1 << 16;
+const _: () = assert!(MAX_BLOCK_PACKETS <= aqueduct_abi::command::MAX_BLOCK_COMMANDS);
 
 impl CommandBufferBuilder {
     /// A recording of at most `capacity` commands (the RETURN included)
@@ -539,6 +547,9 @@ impl CommandBufferBuilder {
                         align,
                     });
                 }
+                if r.slot >= MAX_BINDING_SLOTS {
+                    return Err(CommandError::Slot { slot: r.slot });
+                }
                 let slot = r.slot as usize;
                 if self.slot_sizes.len() <= slot {
                     self.slot_sizes.resize(slot + 1, 0);
@@ -645,7 +656,7 @@ impl CommandBufferBuilder {
             release_scope: self.ordering.release,
             packet_offset: self.cur().packets,
             packet_count: 1,
-            reserved: 0,
+            issue_shape: IssueShape::NONE,
             kernarg_offset: self.cur().kernarg_size,
         })
     }
@@ -695,7 +706,7 @@ impl CommandBufferBuilder {
             },
             packet_offset: self.cur().packets,
             packet_count: 1,
-            reserved: 0,
+            issue_shape: IssueShape::NONE,
             kernarg_offset: self.cur().kernarg_size,
         })
     }
@@ -835,43 +846,60 @@ impl CommandBufferBuilder {
         d.header.kernarg_offset = b.kernarg_size;
         let mut patches = std::mem::take(&mut self.patches);
         patches.clear();
-        let placed = self.place_arguments(KIND, args, segment, &mut patches);
+        let placed = self.place_arguments(KIND, args, segment, &mut patches, true);
         d.binding_count = patches.len() as u16;
         self.patches = patches;
         match placed {
-            Ok((template, bindings)) => {
+            Ok((template, bindings, fast)) => {
                 d.kernarg_template = template;
                 d.bindings = bindings;
+                d.header.issue_shape = d.issue_shape(&self.patches);
                 self.repeated += 1;
-                Again::Recorded(self.append_bytes(d.as_bytes(), d.header.packet_count, size))
+                let share = if fast { FAST_ARGUMENT_BYTES } else { size };
+                Again::Recorded(self.append_bytes(d.as_bytes(), d.header.packet_count, share))
             }
             Err(e) => Again::Refused(Box::new(e)),
         }
     }
 
     /// A dispatch's binding patches (into `patches`), then its template
-    /// and patches in the arena: their device addresses (0 for none).
+    /// and patches in the arena: their device addresses (0 for none), and
+    /// whether they have the issue's fast layout ([`IssueShape`]), which
+    /// they get if `fast` and the arguments fit it
+    /// ([`DispatchCommand::fast_arguments`]): the template padded to
+    /// [`FAST_ARGUMENT_BYTES`], the list to [`FAST_PATCHES`] with copies
+    /// of its last patch (`patches` keeps the dispatch's own).
     fn place_arguments(
         &mut self,
         kind: &'static str,
         args: &Kernargs,
         segment: &[u8],
         patches: &mut Vec<BindingPatch>,
-    ) -> Result<(u64, u64)> {
+        fast: bool,
+    ) -> Result<(u64, u64, bool)> {
         for &(offset, buffer) in args.patches() {
             patches.push(self.binding_patch(kind, offset, &buffer)?);
         }
-        let template = if segment.is_empty() {
+        let fast = fast && DispatchCommand::fast_arguments(segment.len() as u32, patches);
+        let template = if fast {
+            let mut padded = [0u8; FAST_ARGUMENT_BYTES as usize];
+            padded[..segment.len()].copy_from_slice(segment);
+            self.arena.put(&padded, 16)?
+        } else if segment.is_empty() {
             0
         } else {
             self.arena.put(segment, 16)?
         };
-        let bindings = if patches.is_empty() {
+        let bindings = if fast {
+            let mut list = [patches.last().copied().unwrap_or(BindingPatch::FILLER); FAST_PATCHES];
+            list[..patches.len()].copy_from_slice(patches);
+            self.arena.put(list.as_bytes(), 16)?
+        } else if patches.is_empty() {
             0
         } else {
             self.arena.put(patches.as_bytes(), 16)?
         };
-        Ok((template, bindings))
+        Ok((template, bindings, fast))
     }
 
     /// Records a dispatch whose workgroup count, three u32s, is read from
@@ -1010,15 +1038,18 @@ impl CommandBufferBuilder {
         }
         let mut patches = std::mem::take(&mut self.patches);
         patches.clear();
-        let placed = self.place_arguments(KIND, args, &segment, &mut patches);
+        // The fast layout for a dispatch whose packet the recorder
+        // prepares (direct, with workgroups).
+        let prepared = indirect.is_none() && !count.contains(&0);
+        let placed = self.place_arguments(KIND, args, &segment, &mut patches, prepared);
         let binding_count = patches.len() as u16;
         self.patches = patches;
-        let (template, bindings) = placed?;
+        let (template, bindings, fast) = placed?;
         let recorded = self.record_dispatch_with(
             kernel,
             workgroups,
             indirect,
-            (template, bindings, binding_count),
+            (template, bindings, binding_count, fast),
         );
         if recorded.is_ok() {
             self.last_launch = Some(this);
@@ -1035,14 +1066,16 @@ impl CommandBufferBuilder {
         kernel: &Kernel,
         workgroups: Workgroups,
         indirect: Option<(BufferRef, DispatchFlags)>,
-        arguments: (u64, u64, u16),
+        arguments: (u64, u64, u16, bool),
     ) -> Result<u32> {
-        let (template, bindings, binding_count) = arguments;
+        let (template, bindings, binding_count, fast) = arguments;
         const KIND: &str = "dispatch";
         let size = kernel.kernarg_segment_size();
         let dynamic = matches!(indirect, Some((_, DispatchFlags::INDIRECT_DYNAMIC)));
         let claimed = if dynamic {
             size.next_multiple_of(KERNARG_ALIGN) + size_of::<PatchArgs>() as u32
+        } else if fast {
+            FAST_ARGUMENT_BYTES
         } else {
             size
         };
@@ -1087,6 +1120,7 @@ impl CommandBufferBuilder {
                 }
             }
         }
+        d.header.issue_shape = d.issue_shape(&self.patches);
         if indirect.is_none() {
             self.repeat = Some(Repeat {
                 object: kernel.object(),
@@ -1228,14 +1262,24 @@ impl CommandBufferBuilder {
                     },
                 });
             }
-            // The issue order: commands grouped by kind (stably), so each
-            // wave of the block-issue kernel runs one kind's code.
-            let mut order: Vec<u32> = (0..b.count).collect();
-            order.sort_by_key(|i| b.storage[64 + COMMAND_SIZE * *i as usize]);
-            let issue_order = if self.sort_by_kind {
-                self.arena.put(order.as_bytes(), 16)?
+            // The issue order: the dispatches the recorder vouches for
+            // first, then the others grouped by kind (stably), so each
+            // wave of the block-issue kernel runs one kind's code. Without
+            // it, the vouched dispatches the block starts with.
+            let vouched = |i: u32| {
+                let header = 64 + COMMAND_SIZE * i as usize;
+                let shape = core::mem::offset_of!(CommandHeader, issue_shape);
+                let shape =
+                    u16::from_le_bytes([b.storage[header + shape], b.storage[header + shape + 1]]);
+                IssueShape(shape).is_vouched()
+            };
+            let (issue_order, vouched_count) = if self.sort_by_kind {
+                let mut order: Vec<u32> = (0..b.count).collect();
+                order.sort_by_key(|&i| (!vouched(i), b.storage[64 + COMMAND_SIZE * i as usize]));
+                let vouched_count = order.iter().take_while(|&&i| vouched(i)).count() as u32;
+                (self.arena.put(order.as_bytes(), 16)?, vouched_count)
             } else {
-                0
+                (0, (0..b.count).take_while(|&i| vouched(i)).count() as u32)
             };
             let b = &mut self.blocks[index];
             let header = CommandBlockHeader {
@@ -1244,7 +1288,9 @@ impl CommandBufferBuilder {
                 packet_count: b.packets,
                 kernarg_size: b.kernarg_size,
                 issue_order,
-                reserved: [0; 5],
+                vouched_count,
+                reserved0: 0,
+                reserved: [0; 4],
             };
             b.storage[..64].copy_from_slice(header.as_bytes());
         }
@@ -1417,6 +1463,13 @@ impl CommandBuffer {
     /// Device address of the [`CommandBufferHeader`].
     pub fn address(&self) -> u64 {
         self.inner.header
+    }
+
+    /// Block `block`'s header as the device reads it (`None` past the
+    /// recording).
+    pub fn block_header(&self, block: u32) -> Option<CommandBlockHeader> {
+        let b = self.inner.blocks.get(block as usize)?;
+        CommandBlockHeader::read_from_bytes(&b.storage[..64]).ok()
     }
 
     /// Command `index` of block `block` as the device reads it (`None`
@@ -1702,6 +1755,15 @@ pub(crate) fn check_submission(
             ),
         });
     }
+    if bindings.len() > MAX_BINDING_SLOTS as usize {
+        return Err(Error::InvalidArgument {
+            what: "binding table",
+            problem: format!(
+                "{} slots, more than the {MAX_BINDING_SLOTS} a submission binds",
+                bindings.len()
+            ),
+        });
+    }
     for (slot, &need) in buffer.inner.slot_sizes.iter().enumerate() {
         let problem = match bindings.get(slot) {
             None => Some(format!(
@@ -1772,7 +1834,9 @@ impl SubmissionLayout {
         let issue_args_at = 64;
         let issues_at = (issue_args_at + 16 * blocks.len() as u64).next_multiple_of(64);
         let table_at = issues_at + 128 * blocks.len() as u64;
-        let table_bytes = std::mem::size_of_val(bindings) as u64;
+        // Room for one entry at least: a vouched dispatch without
+        // bindings reads slot 0 ([`BindingPatch::FILLER`]).
+        let table_bytes = (size_of::<BindingTableEntry>() * bindings.len().max(1)) as u64;
         let mut args_at = Vec::with_capacity(blocks.len());
         let mut end = (table_at + table_bytes).next_multiple_of(64);
         for b in blocks {

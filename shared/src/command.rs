@@ -288,9 +288,16 @@ pub struct CommandBlockHeader {
     /// runs one kind's code without divergence. 0: work-item `g` issues
     /// command `g`.
     pub issue_order: u64,
+    /// The first `vouched_count` commands in the issue order are
+    /// dispatches the recorder vouches for ([`IssueShape`]), which the
+    /// issue kernel's work-items below it take without looking at what
+    /// kind of command they have (the recorder orders them first).
+    pub vouched_count: u32,
+    /// Written as zero.
+    pub reserved0: u32,
     /// Pads the header to one 64-byte line, so commands start at
     /// `block + 64`; written as zero.
-    pub reserved: [u64; 5],
+    pub reserved: [u64; 4],
 }
 
 assert_layout!(
@@ -304,7 +311,9 @@ assert_layout!(
     packet_count = 8,
     kernarg_size = 12,
     issue_order = 16,
-    reserved = 24,
+    vouched_count = 24,
+    reserved0 = 28,
+    reserved = 32,
 );
 
 open_enum! {
@@ -357,8 +366,9 @@ pub struct CommandHeader {
     /// Packets the command emits: 1 for most, 2 for an indirect-dynamic
     /// dispatch (the patch dispatch, then the dispatch).
     pub packet_count: u16,
-    /// Keeps `kernarg_offset` 4-byte aligned; written as zero.
-    pub reserved: u16,
+    /// A dispatch the issue may copy and patch without checking it
+    /// ([`DispatchCommand::issue_shape`]), and its shape; zero otherwise.
+    pub issue_shape: IssueShape,
     /// Byte offset of the command's kernel arguments within the block's
     /// kernarg reservation; a multiple of [`KERNARG_ALIGN`].
     pub kernarg_offset: u32,
@@ -376,9 +386,86 @@ assert_layout!(
     release_scope = 3,
     packet_offset = 4,
     packet_count = 8,
-    reserved = 10,
+    issue_shape = 10,
     kernarg_offset = 12,
 );
+
+/// Most commands a block holds: the issue kernel addresses a command with
+/// a 32-bit offset from its block.
+pub const MAX_BLOCK_COMMANDS: u32 = (u32::MAX - 64) / COMMAND_SIZE as u32;
+
+/// Most binding-table slots a submission binds (and a recording
+/// references): the issue kernel addresses a slot with a 32-bit offset
+/// from the table, and the recorder keeps each slot's need.
+pub const MAX_BINDING_SLOTS: u32 = 1 << 16;
+
+/// Bytes of kernel arguments of a dispatch the recorder vouches for
+/// ([`IssueShape`]): its template's length and its share of the block's
+/// kernarg reservation.
+pub const FAST_ARGUMENT_BYTES: u32 = 64;
+
+/// Binding patches in the list of a dispatch the recorder vouches for
+/// ([`IssueShape`]): its own, then copies of its last one (which write the
+/// same bytes again); for a dispatch without bindings, fillers
+/// ([`BindingPatch::FILLER`]).
+pub const FAST_PATCHES: usize = 4;
+
+/// What the recorder vouches for about a dispatch, in its
+/// [`CommandHeader::issue_shape`]: zero ([`IssueShape::NONE`]) for every
+/// other command; for a dispatch the issue kernel may issue by copying and
+/// patching alone ([`DispatchCommand::issue_shape`]), bit 15 set, its
+/// argument units (16 bytes each) in bits 8..15 and its binding patches in
+/// bits 0..8.
+///
+/// Such a dispatch also has one layout whatever its kernel, so that one
+/// code, without a branch, issues a wave of them: a template of
+/// [`FAST_ARGUMENT_BYTES`] (zero past its arguments), a list of
+/// [`FAST_PATCHES`] patches, a share of the block's arguments of
+/// [`FAST_ARGUMENT_BYTES`] ([`Command::kernarg_bytes`]).
+///
+/// The issue kernel's fast path takes such a dispatch without checking its
+/// fields: the recorder checked them, and the submission checked the
+/// binding table against every slot the recording uses. It still clamps
+/// every write into the block's own reservations, so a damaged recording
+/// damages only its own arguments and packets.
+#[repr(transparent)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
+)]
+pub struct IssueShape(pub u16);
+
+impl IssueShape {
+    /// Not a dispatch the fast path may take.
+    pub const NONE: Self = Self(0);
+
+    /// The shape of `units` argument units and `bindings` patches, if
+    /// the fast layout holds them (1 to 4 units: arguments of 1 to
+    /// [`FAST_ARGUMENT_BYTES`] bytes; up to [`FAST_PATCHES`] bindings).
+    pub const fn new(units: u32, bindings: u32) -> Option<Self> {
+        let fits = units >= 1
+            && units <= FAST_ARGUMENT_BYTES / KERNARG_ALIGN
+            && bindings as usize <= FAST_PATCHES;
+        if !fits {
+            return None;
+        }
+        Some(Self(0x8000 | (units << 8) as u16 | bindings as u16))
+    }
+
+    /// Whether the recorder vouches for the dispatch.
+    pub const fn is_vouched(self) -> bool {
+        self.0 & 0x8000 != 0
+    }
+
+    /// Argument units (16 bytes each) of the kernel's arguments.
+    pub const fn units(self) -> u32 {
+        (self.0 as u32 >> 8) & 0x7f
+    }
+
+    /// The dispatch's own binding patches.
+    pub const fn bindings(self) -> u32 {
+        self.0 as u32 & 0xff
+    }
+}
 
 /// Any command, before its opcode is looked at.
 #[repr(C, align(64))]
@@ -451,6 +538,13 @@ assert_layout!(
 );
 
 impl BindingPatch {
+    /// What fills the patch list of a dispatch without bindings that the
+    /// recorder vouches for ([`FAST_PATCHES`]): it writes binding-table
+    /// slot 0's address (whatever it is: a submission's table always has
+    /// room for one entry) into the last word of the dispatch's share,
+    /// past its arguments.
+    pub const FILLER: Self = Self::binding(0, 0, (FAST_ARGUMENT_BYTES - 8) as u16);
+
     /// The buffer bound to binding-table slot `slot`, from byte `offset`,
     /// written at kernel-argument byte `kernarg_offset`.
     pub const fn binding(slot: u32, offset: u64, kernarg_offset: u16) -> Self {
@@ -572,6 +666,61 @@ impl CommandHeader {
 }
 
 impl DispatchCommand {
+    /// Whether a dispatch with `kernarg_size` bytes of arguments and the
+    /// binding patches `patches` has arguments the fast layout holds
+    /// ([`IssueShape`]): 1 to [`FAST_ARGUMENT_BYTES`] bytes (to 8 fewer
+    /// without bindings, for [`BindingPatch::FILLER`]), at most
+    /// [`FAST_PATCHES`] patches, each of kind `BINDING` at an 8-byte
+    /// aligned place inside the arguments. The recorder asks before it
+    /// places the arguments, which it then lays out for the fast path.
+    pub fn fast_arguments(kernarg_size: u32, patches: &[BindingPatch]) -> bool {
+        IssueShape::new(kernarg_size.div_ceil(KERNARG_ALIGN), patches.len() as u32).is_some()
+            && (!patches.is_empty() || kernarg_size <= FAST_ARGUMENT_BYTES - 8)
+            && patches.iter().all(|p| {
+                u32::from(p.kind) == BufferRefKind::BINDING.0
+                    && p.kernarg_offset % 8 == 0
+                    && u32::from(p.kernarg_offset) + 8 <= kernarg_size
+            })
+    }
+
+    /// The shape the recorder vouches for ([`IssueShape`]) if the issue
+    /// may take this dispatch, whose own binding patches are `patches`,
+    /// by copying and patching alone: a direct dispatch with its packet
+    /// prepared (64-byte aligned), one packet, arguments the fast layout
+    /// holds ([`DispatchCommand::fast_arguments`]) at a 16-byte aligned
+    /// place, the template and patch list 16-byte aligned.
+    /// [`IssueShape::NONE`] otherwise (an allocation reference, an
+    /// indirect count, no workgroups, large arguments), which the issue
+    /// checks field by field.
+    ///
+    /// What the command alone cannot tell is the recorder's to keep: the
+    /// fast layout of its template, patch list and share, its packet and
+    /// share inside the block's reservations, every slot's need recorded
+    /// for the submission's check of the binding table.
+    pub fn issue_shape(&self, patches: &[BindingPatch]) -> IssueShape {
+        let h = &self.header;
+        let vouched = h.opcode == CommandOpcode::DISPATCH
+            && h.packet_count == 1
+            && h.kernarg_offset.is_multiple_of(KERNARG_ALIGN)
+            && self.dispatch_flags.is_empty()
+            && self.packet != 0
+            && self.packet.is_multiple_of(64)
+            && self.kernarg_template != 0
+            && self.kernarg_template.is_multiple_of(16)
+            && self.bindings != 0
+            && self.bindings.is_multiple_of(16)
+            && usize::from(self.binding_count) == patches.len()
+            && Self::fast_arguments(self.kernarg_size, patches);
+        let shape = IssueShape::new(
+            self.kernarg_size.div_ceil(KERNARG_ALIGN),
+            u32::from(self.binding_count),
+        );
+        match shape {
+            Some(shape) if vouched => shape,
+            _ => IssueShape::NONE,
+        }
+    }
+
     /// The dispatch's packet running `info`'s kernel with `count`
     /// workgroups and its arguments at `kernarg_address`: `Ok(None)` when a
     /// count is 0 (nothing to run), an error when the grid overflows or
@@ -1124,8 +1273,10 @@ impl Command {
     }
 
     /// Bytes of kernel arguments the command's packets take (before
-    /// rounding to [`KERNARG_ALIGN`]): its kernel's segment for a dispatch,
-    /// the blit or control kernel's arguments, nothing for the others.
+    /// rounding to [`KERNARG_ALIGN`]): its kernel's segment for a dispatch
+    /// ([`FAST_ARGUMENT_BYTES`] for one the recorder vouches for,
+    /// [`IssueShape`]), the blit or control kernel's arguments, nothing for
+    /// the others.
     pub fn kernarg_bytes(&self) -> u32 {
         match self.view() {
             Ok(CommandView::Dispatch(d))
@@ -1133,6 +1284,9 @@ impl Command {
             {
                 // The kernel's arguments, then the patch kernel's.
                 d.kernarg_size.next_multiple_of(KERNARG_ALIGN) + size_of::<PatchArgs>() as u32
+            }
+            Ok(CommandView::Dispatch(d)) if d.header.issue_shape.is_vouched() => {
+                FAST_ARGUMENT_BYTES
             }
             Ok(CommandView::Dispatch(d)) => d.kernarg_size,
             Ok(CommandView::Fill(_)) => size_of::<FillArgs>() as u32,
@@ -1202,7 +1356,7 @@ mod tests {
             release_scope: FenceScope::SYSTEM,
             packet_offset: 3,
             packet_count: 1,
-            reserved: 0,
+            issue_shape: IssueShape::NONE,
             kernarg_offset: 48,
         }
     }
@@ -1267,6 +1421,99 @@ mod tests {
             );
         }
         assert_eq!(BranchCondition(10).holds(0, 0), None);
+    }
+
+    /// The fast layout holds 1 to 4 argument units and up to 4 bindings;
+    /// the shape keeps both, with the vouching bit.
+    #[test]
+    fn issue_shapes_hold_what_the_fast_layout_does() {
+        assert_eq!(IssueShape::NONE.0, 0);
+        assert!(!IssueShape::NONE.is_vouched());
+        for units in 1..=4 {
+            for bindings in 0..=4 {
+                let shape = IssueShape::new(units, bindings).unwrap();
+                assert!(shape.is_vouched());
+                assert_eq!((shape.units(), shape.bindings()), (units, bindings));
+            }
+        }
+        assert_eq!(IssueShape::new(0, 1), None);
+        assert_eq!(IssueShape::new(5, 1), None);
+        assert_eq!(IssueShape::new(4, 5), None);
+        assert_eq!(FAST_ARGUMENT_BYTES / KERNARG_ALIGN, 4);
+    }
+
+    /// A dispatch's arguments fit the fast layout only as
+    /// `fast_arguments` says; `issue_shape` vouches only for a direct,
+    /// prepared, aligned dispatch whose arguments fit.
+    #[test]
+    fn only_a_prepared_dispatch_whose_arguments_fit_is_vouched_for() {
+        let bind = |place: u16| BindingPatch::binding(1, 0, place);
+        assert!(DispatchCommand::fast_arguments(24, &[bind(0), bind(8)]));
+        assert!(DispatchCommand::fast_arguments(64, &[bind(56)]));
+        assert!(DispatchCommand::fast_arguments(56, &[]));
+        assert!(
+            !DispatchCommand::fast_arguments(60, &[]),
+            "no room for the filler"
+        );
+        assert!(!DispatchCommand::fast_arguments(0, &[]), "no arguments");
+        assert!(
+            !DispatchCommand::fast_arguments(72, &[bind(0)]),
+            "five units"
+        );
+        assert!(
+            !DispatchCommand::fast_arguments(24, &[bind(0); 5]),
+            "five bindings"
+        );
+        assert!(
+            !DispatchCommand::fast_arguments(24, &[bind(4)]),
+            "misaligned"
+        );
+        assert!(
+            !DispatchCommand::fast_arguments(24, &[bind(24)]),
+            "past the arguments"
+        );
+        assert!(
+            !DispatchCommand::fast_arguments(24, &[BindingPatch::allocation(0x1000, 0)]),
+            "an allocation"
+        );
+        assert_eq!(
+            BindingPatch::FILLER.kernarg_offset,
+            (FAST_ARGUMENT_BYTES - 8) as u16
+        );
+
+        let patches = [bind(0), bind(16)];
+        let mut d = DispatchCommand::new_zeroed();
+        d.header = header(CommandOpcode::DISPATCH);
+        d.kernarg_size = 24;
+        d.kernarg_template = 0x1_0000;
+        d.binding_count = 2;
+        d.bindings = 0x2_0000;
+        d.packet = 0x3_0000;
+        assert_eq!(d.issue_shape(&patches), IssueShape::new(2, 2).unwrap());
+        type Edit = fn(&mut DispatchCommand);
+        let edits: [(&str, Edit); 10] = [
+            ("opcode", |d| d.header.opcode = CommandOpcode::FILL),
+            ("two packets", |d| d.header.packet_count = 2),
+            ("arguments misplaced", |d| d.header.kernarg_offset = 8),
+            ("indirect", |d| {
+                d.dispatch_flags = DispatchFlags::INDIRECT_STATIC;
+            }),
+            ("no packet", |d| d.packet = 0),
+            ("packet misaligned", |d| d.packet += 16),
+            ("no template", |d| d.kernarg_template = 0),
+            ("template misaligned", |d| d.kernarg_template += 8),
+            ("patches misaligned", |d| d.bindings += 8),
+            ("another count", |d| d.binding_count = 1),
+        ];
+        for (what, edit) in edits {
+            let mut e = d;
+            edit(&mut e);
+            assert_eq!(e.issue_shape(&patches), IssueShape::NONE, "{what}");
+        }
+        let mut e = d;
+        e.bindings = 0;
+        e.binding_count = 0;
+        assert_eq!(e.issue_shape(&[]), IssueShape::NONE, "no patch list");
     }
 
     #[test]

@@ -203,4 +203,4 @@ pub mod code_object;
 /// [`scheduler`]). The device library exports it and the host refuses to
 /// instantiate a device library built against another version. Bump it on
 /// any change to those layouts; the HSA/ROCr mirrors are versioned by ROCr.
-pub const ABI_VERSION: u32 = 7;
+pub const ABI_VERSION: u32 = 8;

@@ -209,6 +209,118 @@ fn blocks_of_mixed_commands_match_a_cpu_model() {
     }
 }
 
+/// The recorder vouches for a direct dispatch with workgroups whose
+/// arguments fit the issue's fast layout, and lays it out so: a template
+/// of 64 bytes (zeros past the arguments), a list of 4 patches (its own,
+/// then copies of its last; fillers without bindings), a share of 64
+/// argument bytes; the issue order takes the vouched ones first and the
+/// block counts them. An indirect dispatch, one without workgroups and
+/// one with an allocation reference are not vouched for, whatever their
+/// arguments.
+#[test]
+fn the_recorder_vouches_for_prepared_dispatches_in_the_fast_layout() {
+    use aqueduct::command_buffer::{
+        BindingPatch, CommandView, DispatchCommand, FAST_ARGUMENT_BYTES, FAST_PATCHES, IssueShape,
+    };
+    let system = announced_system();
+    for gpu in hsa_gpus(&system) {
+        let lib = device_library(&gpu);
+        let saxpy = lib.kernel("saxpy_f32").expect("saxpy_f32");
+        let queue = gpu.create_queue(256).expect("queue");
+        let host = host_pool(&system);
+        let count = host.alloc_host::<u32>(4).expect("count");
+        let args = |x: BufferRef, y: BufferRef| {
+            let mut args = saxpy.kernargs().expect("args");
+            args.set(0, 16u64).expect("n");
+            args.set(1, 2.0f32).expect("a");
+            args.bind(2, x).expect("x");
+            args.bind(3, y).expect("y");
+            args
+        };
+        let bound = args(BufferRef::binding(1, 0, 64), BufferRef::binding(0, 64, 64));
+        let direct = args(
+            BufferRef::direct(count.address(), 16),
+            BufferRef::direct(count.address(), 16),
+        );
+        let allocated = args(
+            BufferRef::binding(1, 0, 64),
+            BufferRef::allocation(count.address(), 0, 16),
+        );
+        let wg = Workgroups::linear(1, 64);
+        let mut b = CommandBufferBuilder::new(&queue, 16).expect("builder");
+        b.fill(BufferRef::binding(0, 0, 64), &[1]).expect("0: fill");
+        b.dispatch(&saxpy, wg, &bound).expect("1: bound");
+        b.dispatch(&saxpy, wg, &direct).expect("2: direct");
+        b.dispatch(&saxpy, Workgroups::linear(0, 64), &bound)
+            .expect("3: no workgroups");
+        b.dispatch_indirect(&saxpy, wg, BufferRef::direct(count.address(), 16), &bound)
+            .expect("4: indirect");
+        b.dispatch(&saxpy, wg, &allocated).expect("5: allocation");
+        b.dispatch(&saxpy, wg, &bound).expect("6: bound, repeated");
+        let buffer = b.finish().expect("finish");
+        let dispatch = |index: u32| -> DispatchCommand {
+            match buffer.command(0, index).expect("recorded").view() {
+                Ok(CommandView::Dispatch(d)) => *d,
+                other => panic!("command {index}: {other:?}"),
+            }
+        };
+        let patches = |d: &DispatchCommand| -> Vec<BindingPatch> {
+            buffer
+                .data(d.bindings, 16 * FAST_PATCHES)
+                .expect("patches")
+                .chunks(16)
+                .map(|p| zerocopy::FromBytes::read_from_bytes(p).expect("patch"))
+                .collect()
+        };
+        let size = dispatch(1).kernarg_size;
+        assert!(size <= 56, "saxpy's arguments fit without bindings too");
+        for (index, bindings) in [(1, 2), (2, 0), (6, 2)] {
+            let d = dispatch(index);
+            assert_eq!(
+                d.header.issue_shape,
+                IssueShape::new(size.div_ceil(16), bindings).expect("shape"),
+                "command {index}"
+            );
+            let template = buffer
+                .data(d.kernarg_template, FAST_ARGUMENT_BYTES as usize)
+                .expect("template");
+            assert!(
+                template[size as usize..].iter().all(|&b| b == 0),
+                "command {index}: padded with zeros"
+            );
+            let list = patches(&d);
+            let own = &list[..bindings as usize];
+            let rest = &list[bindings as usize..];
+            let fill = own.last().copied().unwrap_or(BindingPatch::FILLER);
+            assert!(rest.iter().all(|&p| p == fill), "command {index}: {list:?}");
+            // The share: 64 bytes, whatever the kernel's size.
+            let next = buffer.command(0, index + 1).expect("next");
+            assert_eq!(
+                next.header.kernarg_offset - d.header.kernarg_offset,
+                FAST_ARGUMENT_BYTES,
+                "command {index}"
+            );
+        }
+        for index in [3, 4, 5] {
+            assert_eq!(
+                dispatch(index).header.issue_shape,
+                IssueShape::NONE,
+                "command {index}"
+            );
+        }
+        let block = buffer.block_header(0).expect("block");
+        assert_eq!(block.vouched_count, 3);
+        let order = buffer
+            .data(block.issue_order, 4 * block.command_count as usize)
+            .expect("order");
+        let order: Vec<u32> = order
+            .chunks(4)
+            .map(|w| u32::from_le_bytes(w.try_into().unwrap()))
+            .collect();
+        assert_eq!(&order[..3], &[1, 2, 6], "the vouched first, in order");
+    }
+}
+
 /// A dispatch repeating the last one's kernel, launch and ordering is
 /// recorded from a copy of it (the builder's quick path): it records
 /// exactly what the full path records for the same dispatch, which the

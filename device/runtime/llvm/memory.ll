@@ -37,6 +37,12 @@ define linkonce_odr i64 @aqueduct_load_invariant_u64(ptr %p) alwaysinline nounwi
   ret i64 %v
 }
 
+define linkonce_odr i32 @aqueduct_global_load_u32(ptr %p) alwaysinline nounwind willreturn memory(argmem: read) {
+  %g = addrspacecast ptr %p to ptr addrspace(1)
+  %v = load i32, ptr addrspace(1) %g, align 4
+  ret i32 %v
+}
+
 define linkonce_odr i64 @aqueduct_global_load_u64(ptr %p) alwaysinline nounwind willreturn memory(argmem: read) {
   %g = addrspacecast ptr %p to ptr addrspace(1)
   %v = load i64, ptr addrspace(1) %g, align 8

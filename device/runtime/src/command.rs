@@ -35,30 +35,34 @@
 //! [`CommandFlags::BARRIER`](aqueduct_abi::command::CommandFlags::BARRIER), the
 //! barrier bit.
 //!
-//! The command's fields are checked against the block (its packets and
-//! arguments inside the block's reservation) and its buffer references
-//! against what they resolve to; the host validated the same at record
-//! time, so a failure here means corrupted memory or a stale recording, and
-//! the kernel traps before publishing the failing command's packets (a
-//! serial issue has published the commands before it). Packet fields a recorded
-//! dispatch gives (grid, workgroup, LDS) are not checked against an agent's
-//! limits again: the host did, and the packet processor checks what
-//! reaches it; each check here is a divergent branch of the issue kernel.
-//! A binding-table reference of a dispatch's arguments is not checked
-//! against the slot's length here either: the submission checked the table
-//! against every slot's need when it bound it (its `BindingPatch` carries
-//! no length), and the issue only adds the offset.
+//! The checked path ([`BlockIssuer::issue`]) checks a command's fields
+//! against the block (its packets and arguments inside the block's
+//! reservation) and its buffer references against what they resolve to;
+//! the host validated the same at record time, so a failure here means
+//! corrupted memory or a stale recording, and the kernel traps before
+//! publishing the failing command's packets (a serial issue has published
+//! the commands before it). Packet fields a recorded dispatch gives (grid,
+//! workgroup, LDS) are not checked against an agent's limits again: the
+//! host did, and the packet processor checks what reaches it. A
+//! binding-table reference of a dispatch's arguments is not checked against
+//! the slot's length here either: the submission checked the table against
+//! every slot's need when it bound it (its `BindingPatch` carries no
+//! length), and the issue only adds the offset.
 //!
-//! The common command, a dispatch whose packet the host prepared, takes a
-//! fast path first ([`BlockIssuer::issue_lane`]), written for a wave of
-//! such dispatches: the wave's shape (argument units and bindings, its
-//! first prepared dispatch's) picks the code, unrolled for the common
-//! shapes, scalar branches leave it for a wave of other commands, the
-//! checks fold into one flag, and uniform values are read with scalar
-//! loads and per-lane ones with 32-bit offsets from them
-//! ([`crate::memory`]). It declines, publishing nothing, whatever it does
-//! not handle or finds wrong, and the checked path then issues the command
-//! or names the error.
+//! The common command takes a fast path that checks nothing
+//! ([`BlockIssuer::issue_vouched`]): a direct dispatch the recorder vouched
+//! for ([`IssueShape`](aqueduct_abi::command::IssueShape)), which it
+//! checked and laid out so that every such dispatch, whatever its kernel,
+//! is issued by one code without a branch: a 64-byte template, four binding
+//! patches, a 64-byte share of the block's arguments. The recorder orders
+//! them first in the block's issue order and counts them
+//! (`CommandBlockHeader::vouched_count`), so the block-issue kernel's
+//! work-items below the count take the fast path without looking at their
+//! command, and a workgroup all of whose work-items do decides so with one
+//! scalar branch. It clamps every write into the block's reservations, so a
+//! damaged recording damages only its own arguments and packets. Values the
+//! whole wave shares are read with scalar loads, and per-lane accesses take
+//! 32-bit offsets from them ([`crate::memory`]).
 //!
 //! This is plain Rust over device addresses: the host tests run it on host
 //! memory, the kernel on the GPU's.
@@ -70,7 +74,7 @@ use aqueduct_abi::command::{
     AllocationHandle, BindingPatch, BindingTableEntry, BlockIssue, BranchArgs, BufferRef,
     BufferRefKind, COMMAND_SIZE, Command, CommandBlockHeader, CommandBufferHeader, CommandHeader,
     CommandOpcode, CommandView, CopyArgs, DispatchCommand, DispatchFlags, DispatchPacketError,
-    Execution, FillArgs, KERNARG_ALIGN, KernelInfo, PatchArgs,
+    Execution, FAST_ARGUMENT_BYTES, FAST_PATCHES, FillArgs, KERNARG_ALIGN, KernelInfo, PatchArgs,
 };
 use aqueduct_abi::hsa::SignalHandle;
 use aqueduct_abi::packet::{
@@ -78,36 +82,21 @@ use aqueduct_abi::packet::{
 };
 
 use crate::blit::{CopyPlan, FillPattern, Partition};
-use crate::memory::{load_invariant_u64, load_u64, store_u64};
-use crate::queue::{Queue, QueueError};
-use crate::wave;
+use crate::memory::{keep_order, load_invariant_u64, load_u32, load_u64, store_u64};
+use crate::queue::{MAX_QUEUE_PACKETS, Queue, QueueError};
 
 /// Bytes of a [`BindingPatch`].
 const PATCH_SIZE: u64 = size_of::<BindingPatch>() as u64;
 
-/// Most commands a block may hold for the issue's fast path
-/// ([`BlockIssuer::issue_lane`]), whose command offsets are 32-bit.
-const MAX_FAST_COMMANDS: u32 = (u32::MAX - 64) / COMMAND_SIZE as u32;
-
-/// Most binding-table slots for the fast path, whose table offsets (16
-/// bytes a slot) are 32-bit.
-const MAX_FAST_SLOTS: u32 = 1 << 28;
-
-/// The 8-byte word of a [`DispatchCommand`] that starts with its
-/// `dispatch_flags`.
-const DISPATCH_FLAGS_WORD: usize = core::mem::offset_of!(DispatchCommand, dispatch_flags);
-
-/// The 8-byte word of a [`DispatchCommand`] that holds its `kernarg_size`
-/// (low half) and `binding_count` (the next 16 bits): its shape, with
-/// [`SHAPE_MASK`].
-const SHAPE_WORD: usize = core::mem::offset_of!(DispatchCommand, kernarg_size);
-const SHAPE_MASK: u64 = 0xffff_ffff_ffff;
+// The fast path reads a command's header as two words (packet offset in
+// the first's high half; issue shape and kernarg offset in the second's)
+// and a patch as two (slot in the first's low half, place in its top 16
+// bits; the offset).
 const _: () = {
-    assert!(DISPATCH_FLAGS_WORD % 8 == 0);
-    assert!(SHAPE_WORD % 8 == 0);
-    assert!(core::mem::offset_of!(DispatchCommand, binding_count) == SHAPE_WORD + 4);
+    assert!(core::mem::offset_of!(CommandHeader, packet_offset) == 4);
+    assert!(core::mem::offset_of!(CommandHeader, issue_shape) == 10);
+    assert!(core::mem::offset_of!(CommandHeader, kernarg_offset) == 12);
     assert!(core::mem::offset_of!(BindingPatch, slot) == 0);
-    assert!(core::mem::offset_of!(BindingPatch, kind) == 4);
     assert!(core::mem::offset_of!(BindingPatch, kernarg_offset) == 6);
     assert!(core::mem::offset_of!(BindingPatch, value) == 8);
 };
@@ -116,94 +105,6 @@ const _: () = {
 /// `kernarg_address`.
 const KERNARG_ADDRESS_WORD: usize =
     core::mem::offset_of!(KernelDispatchPacket, kernarg_address) / 8;
-
-/// Most bindings the issue's fast path unrolls.
-const FAST_BINDINGS: usize = 4;
-
-/// What the issue's fast path checks of a dispatch's binding patches,
-/// gathered one patch at a time: every kind is BINDING and every place a
-/// multiple of 8 iff the OR of (kind | the place's low bits) is BINDING
-/// and the AND of the kinds holds BINDING; the largest slot is inside the
-/// table, and the largest place leaves a word inside the arguments.
-struct PatchCheck {
-    any: u32,
-    all: u32,
-    top_slot: u32,
-    top_place: u32,
-}
-
-impl PatchCheck {
-    const KIND: u32 = BufferRefKind::BINDING.0 & 0xffff;
-
-    /// The check before any patch is added.
-    #[inline(always)]
-    fn new() -> Self {
-        Self {
-            any: 0,
-            all: u32::MAX,
-            top_slot: 0,
-            top_place: 0,
-        }
-    }
-
-    /// Adds a patch, given by its first word: the slot, then the kind and
-    /// the place in the high half.
-    #[inline(always)]
-    fn add(&mut self, head: u64) {
-        let high = (head >> 32) as u32;
-        self.any |= high & 0x0007_ffff;
-        self.all &= high;
-        self.top_slot = self.top_slot.max(head as u32);
-        self.top_place = self.top_place.max(high >> 16);
-    }
-
-    /// Whether the patches added (at least one) hold, for a table of
-    /// `table_len` slots and `size` bytes of arguments.
-    #[inline(always)]
-    fn holds(&self, table_len: u32, size: u32) -> bool {
-        (self.any == Self::KIND)
-            & (self.all & Self::KIND == Self::KIND)
-            & (self.top_slot < table_len)
-            & (self.top_place + 8 <= size)
-    }
-}
-
-/// What the issue's fast path reads of a command
-/// ([`BlockIssuer::fast_lane`]), whatever its kind: the words a prepared
-/// dispatch's checks and work use.
-#[derive(Clone, Copy)]
-pub struct FastLane {
-    /// The command's address.
-    at: u64,
-    /// Whether the index was inside the block (else this is its last
-    /// command).
-    in_block: bool,
-    /// The header's two words.
-    w0: u64,
-    w1: u64,
-    flags: u16,
-    template: u64,
-    /// `kernarg_size`, then `binding_count` in the next 16 bits.
-    shape: u64,
-    bindings: u64,
-    packet: u64,
-    /// A dispatch whose packet the host prepared.
-    prepared: bool,
-}
-
-/// What [`BlockIssuer::issue_lane`] read of a prepared dispatch and
-/// checked, for the rest of its work.
-struct FastDispatch {
-    /// Whether the command's own checks hold (its patches' are left).
-    fits: bool,
-    kernarg_offset: u32,
-    template: u64,
-    bindings: u64,
-    packet: u64,
-    packet_offset: u32,
-    /// The wave's argument size.
-    size: u32,
-}
 
 /// Work-items per workgroup of a blit dispatch.
 pub const BLIT_WORKGROUP: u16 = 256;
@@ -455,6 +356,13 @@ pub struct BlockIssuer {
     packets: u32,
     kernarg_size: u32,
     order: u64,
+    /// The block header's `vouched_count`, at most the commands; 0 for a
+    /// block with no room for a vouched dispatch (no packets, fewer
+    /// argument bytes than a vouched dispatch's share).
+    vouched: u32,
+    /// The last place a vouched dispatch's share of the arguments may
+    /// start ([`BlockIssuer::issue_vouched`]).
+    last_share: u32,
     /// The issue state's `kernarg_base`, `binding_table`, `binding_count`
     /// and `packet_base`.
     kernarg_base: u64,
@@ -482,7 +390,27 @@ impl BlockIssuer {
     /// indirect counts, update data).
     pub unsafe fn new(state: *const BlockIssue) -> Result<Self, IssueError> {
         // SAFETY: the caller's contract.
-        unsafe { Self::read::<true>(state) }
+        unsafe { Self::read::<true, true>(state) }
+    }
+
+    /// [`BlockIssuer::new`] without its checks of the issue state (its
+    /// addresses' alignments, the queue's size), for the block-issue
+    /// kernel, where they would cost every wave.
+    ///
+    /// # Safety
+    /// As for [`BlockIssuer::new`], and the issue state is one aqueduct's
+    /// submission or control kernel wrote for a block aqueduct's recorder
+    /// wrote: the block, kernarg base, binding table and issue order
+    /// aligned as [`BlockIssuer::new`] checks, a queue whose size is a
+    /// power of two of at most [`crate::queue::MAX_QUEUE_PACKETS`], and a
+    /// block whose `vouched_count` is at most its commands and zero unless
+    /// it has packets and the arguments of a vouched dispatch.
+    pub unsafe fn trusted(state: *const BlockIssue) -> Self {
+        // SAFETY: the caller's contract; unchecked, `read` cannot fail.
+        match unsafe { Self::read::<true, false>(state) } {
+            Ok(issuer) => issuer,
+            Err(_) => unreachable!(),
+        }
     }
 
     /// [`BlockIssuer::new`] for an issue state this kernel has just written
@@ -493,17 +421,19 @@ impl BlockIssuer {
     /// As for [`BlockIssuer::new`], the issue state live but not unchanged.
     pub unsafe fn new_written(state: *const BlockIssue) -> Result<Self, IssueError> {
         // SAFETY: the caller's contract.
-        unsafe { Self::read::<false>(state) }
+        unsafe { Self::read::<false, true>(state) }
     }
 
     /// [`BlockIssuer::new`], the issue state's fields read with scalar
-    /// loads if `INVARIANT`.
+    /// loads if `INVARIANT`, checked if `CHECKED`.
     ///
     /// # Safety
     /// As for [`BlockIssuer::new`] (the issue state unchanged only if
-    /// `INVARIANT`).
+    /// `INVARIANT`; as for [`BlockIssuer::trusted`] unless `CHECKED`).
     #[inline(always)]
-    unsafe fn read<const INVARIANT: bool>(state: *const BlockIssue) -> Result<Self, IssueError> {
+    unsafe fn read<const INVARIANT: bool, const CHECKED: bool>(
+        state: *const BlockIssue,
+    ) -> Result<Self, IssueError> {
         let at = state as u64;
         let field = |offset: usize| {
             let address = at + offset as u64;
@@ -526,7 +456,8 @@ impl BlockIssuer {
         // unchanged, its fields naturally aligned (the block's alignment
         // is checked below, before any use of what this reads).
         let header = |offset: usize| unsafe {
-            let address = (block & !63) + offset as u64;
+            // (Unchecked, the block is aligned: no masking.)
+            let address = if CHECKED { block & !63 } else { block } + offset as u64;
             if INVARIANT {
                 load_invariant_u64(address)
             } else {
@@ -542,6 +473,8 @@ impl BlockIssuer {
                 && core::mem::offset_of!(CommandBlockHeader, kernarg_size) == 12
         );
         let (first, second) = (header(0), header(8));
+        const _: () = assert!(core::mem::offset_of!(CommandBlockHeader, vouched_count) == 24);
+        let vouched_count = header(24) as u32;
         // SAFETY: the caller's contract: a live queue, the same for the
         // whole wave.
         let (size, ring, doorbell) = unsafe {
@@ -554,7 +487,7 @@ impl BlockIssuer {
         // One branch for every check (a kernel that cannot issue the
         // block traps there); the first that fails names the error.
         let bad = ((block | kernarg_base) & 63) | (table & 7) | (order & 3);
-        if (bad != 0) | !is_ring_size(size) {
+        if CHECKED && ((bad != 0) | !is_ring_size(size) | (size > MAX_QUEUE_PACKETS)) {
             return Err(first_error(
                 &[(block, 64), (kernarg_base, 64), (table, 8), (order, 4)],
                 size,
@@ -563,13 +496,29 @@ impl BlockIssuer {
         // SAFETY: the caller's contract; the queue's own fields, its size
         // checked above.
         let queue = unsafe { Queue::from_fields(queue, size, ring, doorbell) };
+        let (commands, packets, kernarg_size) =
+            ((first >> 32) as u32, second as u32, (second >> 32) as u32);
+        let room = (packets > 0) & (kernarg_size >= FAST_ARGUMENT_BYTES);
         Ok(Self {
             state,
             block,
-            commands: (first >> 32) as u32,
-            packets: second as u32,
-            kernarg_size: (second >> 32) as u32,
+            commands,
+            packets,
+            kernarg_size,
             order,
+            // (Unchecked, the recorder's count holds: see `trusted`.)
+            vouched: match (CHECKED, room) {
+                (false, _) => vouched_count,
+                (true, true) => vouched_count.min(commands),
+                (true, false) => 0,
+            },
+            // (Unchecked, a block with vouched dispatches has room for
+            // one: see `trusted`; the value is used only for those.)
+            last_share: if CHECKED {
+                kernarg_size.saturating_sub(FAST_ARGUMENT_BYTES)
+            } else {
+                kernarg_size.wrapping_sub(FAST_ARGUMENT_BYTES)
+            } & !(KERNARG_ALIGN - 1),
             kernarg_base,
             table,
             table_len: field(core::mem::offset_of!(BlockIssue, binding_count)) as u32,
@@ -595,8 +544,10 @@ impl BlockIssuer {
             return g;
         }
         // SAFETY: `new`'s contract: the block's order holds `command_count`
-        // u32s (alignment checked in `new`).
-        unsafe { load::<u32>(self.order + 4 * u64::from(g)) }
+        // u32s (alignment checked in `new`); a block's command count is
+        // below 2^30 (it fits the command offsets of `issue_vouched`), so
+        // the offset fits 32 bits.
+        unsafe { load_u32(self.order + u64::from(4 * g)) }
     }
 
     /// The binding table.
@@ -645,26 +596,39 @@ impl BlockIssuer {
     /// work-item (the serial issue: [`Execution::serial_threshold`]).
     pub fn issue_serially(&self) -> Result<(), IssueError> {
         for g in 0..self.command_count() {
-            self.issue(self.command_for(g))?;
+            self.issue_work_item(g)?;
         }
         Ok(())
     }
 
-    /// Issues command `index`: checks it against the block, writes its
-    /// kernel arguments and packet bodies, then publishes its packets.
-    /// Nothing is published when it fails (a dispatch's own arguments may
-    /// be half written: no packet points at them). The fast path
-    /// ([`BlockIssuer::issue_lane`]) first, then the checked one.
-    pub fn issue(&self, index: u32) -> Result<(), IssueError> {
-        if self.issue_lane(index, true) {
-            return Ok(());
-        }
-        self.issue_checked(index)
+    /// Whether work-items `0..end` all take the fast path
+    /// ([`BlockIssuer::issue_work_item`]): `end` at most the block's
+    /// vouched dispatches.
+    #[inline(always)]
+    pub fn all_vouched(&self, end: u32) -> bool {
+        end <= self.vouched
     }
 
-    /// [`BlockIssuer::issue`] without the fast path: every command, with
-    /// every check's own error.
-    pub fn issue_checked(&self, index: u32) -> Result<(), IssueError> {
+    /// Issues the command work-item `g` (below
+    /// [`BlockIssuer::command_count`]) takes ([`BlockIssuer::command_for`]):
+    /// the fast path ([`BlockIssuer::issue_vouched`]) below the block's
+    /// vouched dispatches, [`BlockIssuer::issue`] from there.
+    #[inline(always)]
+    pub fn issue_work_item(&self, g: u32) -> Result<(), IssueError> {
+        let index = self.command_for(g);
+        if g < self.vouched {
+            self.issue_vouched(index);
+            return Ok(());
+        }
+        self.issue(index)
+    }
+
+    /// Issues command `index`, whatever it is, checked: checks it against
+    /// the block, writes its kernel arguments and packet bodies, then
+    /// publishes its packets. Nothing is published when it fails (a
+    /// dispatch's own arguments may be half written: no packet points at
+    /// them).
+    pub fn issue(&self, index: u32) -> Result<(), IssueError> {
         let count = self.commands;
         if index >= count {
             return Err(IssueError::NoCommand { index, count });
@@ -866,322 +830,101 @@ impl BlockIssuer {
         Ok(packet)
     }
 
-    /// Whether the fast path ([`BlockIssuer::issue_lane`]) issues command
-    /// `index` (else it declines, publishing nothing).
-    pub fn issue_fast(&self, index: u32) -> bool {
-        self.issue_lane(index, true)
-    }
-
-    /// Whether it issued command `index`, if `live` (a work-item of the
-    /// block-issue kernel past the block's commands passes false, and any
-    /// index below the count; it issues nothing): the fast path of the
-    /// common command, a dispatch whose packet the host prepared
-    /// ([`DispatchCommand::packet`]). It declines, publishing nothing,
-    /// whatever it does not handle or finds wrong (another kind of
-    /// command, a binding of another kind than `BINDING`, a check that
-    /// fails, a dispatch of another shape than the wave's first);
-    /// [`BlockIssuer::issue_checked`] then issues the command or names
-    /// what is wrong.
+    /// Issues command `index`, a dispatch the recorder vouched for
+    /// ([`IssueShape`](aqueduct_abi::command::IssueShape)): the fast path,
+    /// which the work-items below the
+    /// block's `vouched_count` take ([`BlockIssuer::issue_work_item`]).
     ///
-    /// Written for a wave of such dispatches (the host groups a block's
-    /// commands by kind), so that one wave-uniform code path serves the
-    /// whole wave: the shape (argument units, bindings) is the wave's, its
-    /// common values run unrolled, with every load before the first store;
-    /// the checks fold into one flag, and each shape has one branch on it.
-    /// The argument
-    /// copy moves whole 16-byte units: the template is padded to 16 bytes,
-    /// and so is each command's share of the block's reservation (checked).
+    /// It checks nothing the recorder vouched for (that is the point of
+    /// vouching), and does not look at what kind of command it has:
+    /// every vouched dispatch has one layout whatever its kernel, so one
+    /// code without a branch, its offsets immediates, serves a whole wave
+    /// of them. It loads everything first (the command's fields; its
+    /// argument units, patches and packet; the patches' table entries),
+    /// then writes the arguments and the bindings, then the packet with
+    /// its kernarg address, and publishes it. It clamps every write into
+    /// the block's reservations (the command's share of the arguments,
+    /// the block's packets, which have room for one: [`BlockIssuer::new`]
+    /// counts no vouched dispatch otherwise), so that a damaged recording
+    /// damages only its own arguments and packets.
     #[inline(always)]
-    pub fn issue_lane(&self, index: u32, live: bool) -> bool {
-        let Some(lane) = self.fast_lane(index) else {
-            return false;
-        };
-        // The wave's shape is its first prepared dispatch's (a wave of one
-        // kernel's dispatches, the common case, has one); a wave of none
-        // leaves here.
-        let Some(wave_shape) = wave::first_where(lane.prepared & live, lane.shape) else {
-            return false;
-        };
-        // A wave whose prepared dispatches differ in shape declines as a
-        // whole: the checked path would run its prepared-dispatch code for
-        // the others anyway, so the fast one would only add to it.
-        if !wave::all(!(lane.prepared & live) | (lane.shape == wave_shape)) {
-            return false;
-        }
-        self.issue_shaped(&lane, live, wave_shape)
-    }
-
-    /// What [`BlockIssuer::issue_lane`] reads of command `index` (for an
-    /// index past the block, of its last command); `None` for a block of
-    /// no commands (scalar).
-    #[inline(always)]
-    pub fn fast_lane(&self, index: u32) -> Option<FastLane> {
-        // Offsets into the block and the binding table are 32-bit, so the
-        // accesses below take a wave-uniform base plus a 32-bit offset
-        // ([`crate::memory`]): a command or slot past what they reach
-        // declines.
-        let commands = self.commands.min(MAX_FAST_COMMANDS);
-        if commands == 0 {
-            return None;
-        }
-        let at = self.block + u64::from(64 + COMMAND_SIZE as u32 * index.min(commands - 1));
-        // SAFETY: `new`'s contract: the block's commands follow its header;
-        // the words read are inside the command (128 bytes, 64-byte
-        // aligned: the block is) and 8-byte aligned (asserted with the
-        // word constants).
+    #[allow(clippy::needless_range_loop)]
+    pub fn issue_vouched(&self, index: u32) {
+        const UNITS: usize = (FAST_ARGUMENT_BYTES / KERNARG_ALIGN) as usize;
+        let at = self.block + u64::from(64 + COMMAND_SIZE as u32 * index);
+        // SAFETY: `new`'s contract: the block's commands follow its header,
+        // the issue order names them (a block holds at most
+        // MAX_BLOCK_COMMANDS, so the offset fits 32 bits); the words read
+        // are inside the command (128 bytes, 64-byte aligned: the block
+        // is) and 8-byte aligned.
         let word = |offset: usize| unsafe { load_u64(at + offset as u64) };
-        let (w0, packet) = (
-            word(0),
-            word(core::mem::offset_of!(DispatchCommand, packet)),
+        // SAFETY: as above, 4-byte aligned.
+        let half = |offset: usize| unsafe { load_u32(at + offset as u64) };
+        let (packet_offset, kernarg_offset) = (
+            half(core::mem::offset_of!(CommandHeader, packet_offset)),
+            half(core::mem::offset_of!(CommandHeader, kernarg_offset)),
         );
-        Some(FastLane {
-            at,
-            in_block: index < commands,
-            w0,
-            w1: word(8),
-            flags: word(DISPATCH_FLAGS_WORD) as u16,
-            template: word(core::mem::offset_of!(DispatchCommand, kernarg_template)),
-            shape: word(SHAPE_WORD) & SHAPE_MASK,
-            bindings: word(core::mem::offset_of!(DispatchCommand, bindings)),
-            packet,
-            prepared: (w0 as u8 == CommandOpcode::DISPATCH.0) & (packet != 0),
-        })
-    }
-
-    /// The rest of [`BlockIssuer::issue_lane`], for a lane of a wave whose
-    /// prepared dispatches have the shape `wave_shape` (its `kernarg_size`,
-    /// then its `binding_count` in the next 16 bits). Whether it issued
-    /// the command; a lane that is not `live`, not a prepared dispatch or
-    /// not of this shape declines.
-    #[inline(always)]
-    pub fn issue_shaped(&self, lane: &FastLane, live: bool, wave_shape: u64) -> bool {
-        let FastLane {
-            at,
-            in_block,
-            w0,
-            w1,
-            flags,
-            template,
-            shape,
-            bindings,
-            packet,
-            prepared,
-        } = *lane;
-        let (size, binding_count) = (wave_shape as u32, (wave_shape >> 32) as u32);
-        let units = size.div_ceil(KERNARG_ALIGN);
-        // The command's padded share, and where it may start (none fits:
-        // None); in u64, which a u32 size rounded up cannot overflow.
-        let padded = u64::from(KERNARG_ALIGN) * u64::from(units);
-        let room = u64::from(self.kernarg_size).checked_sub(padded);
-        let (packet_offset, packet_count, kernarg_offset) =
-            ((w0 >> 32) as u32, w1 as u16, (w1 >> 32) as u32);
-        // Checks that compare with zero, folded into one word.
-        let odd = u32::from(packet_count ^ 1)
-            | u32::from(flags)
-            | (kernarg_offset % KERNARG_ALIGN)
-            | ((packet | template) as u32 % 16)
-            | (bindings as u32 % 8);
-        let fits = live
-            & prepared
-            & (shape == wave_shape)
-            & (odd == 0)
-            & in_block
-            & (packet_offset < self.packets)
-            & room.is_some_and(|room| u64::from(kernarg_offset) <= room);
-        let c = FastDispatch {
-            fits,
-            kernarg_offset,
-            template,
-            // A command that does not fit reads its own first bytes as
-            // patches (readable; what they say is not used).
-            bindings: if fits { bindings } else { at },
-            packet,
-            packet_offset,
-            size,
-        };
-        // The wave's shape picks the code (scalar branches).
-        match (units, binding_count) {
-            (0, 0) => self.finish::<0, 0>(&c),
-            (1, 0) => self.finish::<1, 0>(&c),
-            (1, 1) => self.finish::<1, 1>(&c),
-            (1, 2) => self.finish::<1, 2>(&c),
-            (2, 0) => self.finish::<2, 0>(&c),
-            (2, 1) => self.finish::<2, 1>(&c),
-            (2, 2) => self.finish::<2, 2>(&c),
-            (2, 3) => self.finish::<2, 3>(&c),
-            (2, 4) => self.finish::<2, 4>(&c),
-            (3, 0) => self.finish::<3, 0>(&c),
-            (3, 1) => self.finish::<3, 1>(&c),
-            (3, 2) => self.finish::<3, 2>(&c),
-            (3, 3) => self.finish::<3, 3>(&c),
-            (3, 4) => self.finish::<3, 4>(&c),
-            (4, 0) => self.finish::<4, 0>(&c),
-            (4, 1) => self.finish::<4, 1>(&c),
-            (4, 2) => self.finish::<4, 2>(&c),
-            (4, 3) => self.finish::<4, 3>(&c),
-            (4, 4) => self.finish::<4, 4>(&c),
-            _ => {
-                let ok = self.check_any(&c, binding_count);
-                if ok {
-                    self.write_any(&c, units, binding_count);
-                }
-                ok
-            }
+        let template = word(core::mem::offset_of!(DispatchCommand, kernarg_template));
+        let bindings = word(core::mem::offset_of!(DispatchCommand, bindings));
+        let packet = word(core::mem::offset_of!(DispatchCommand, packet));
+        // Loads in the order their data is needed last: on gfx9 stores
+        // count in the same counter as loads, so the wait for the patches
+        // covers the units and the packet, and their stores wait no more.
+        let units: [[u64; 2]; UNITS] = core::array::from_fn(|u| {
+            let at = template + 16 * u as u64;
+            // SAFETY: `new`'s contract: the vouched command's template is
+            // live, FAST_ARGUMENT_BYTES long, 16-byte aligned (`IssueShape`).
+            unsafe { [load_u64(at), load_u64(at + 8)] }
+        });
+        // SAFETY: `new`'s contract: the vouched command's prepared packet
+        // is live (64-byte aligned).
+        let words: [u64; 8] = core::array::from_fn(|k| unsafe { load_u64(packet + 8 * k as u64) });
+        keep_order();
+        let patches: [[u64; 2]; FAST_PATCHES] = core::array::from_fn(|b| {
+            let at = bindings + PATCH_SIZE * b as u64;
+            // SAFETY: `new`'s contract: the vouched command's patch list is
+            // live, FAST_PATCHES long, 16-byte aligned.
+            unsafe { [load_u64(at), load_u64(at + 8)] }
+        });
+        // The last loaded patch's slot first: its wait covers the others.
+        let mut entries = [0u64; FAST_PATCHES];
+        for b in (0..FAST_PATCHES).rev() {
+            let slot = patches[b][0] as u32;
+            // SAFETY: `new`'s contract: the table is live, 8-byte aligned,
+            // and holds every slot the recording uses (the submission
+            // checked), slot 0 at least (`BindingPatch::FILLER`); it holds
+            // at most MAX_BINDING_SLOTS, so the offset fits 32 bits.
+            entries[b] = unsafe { load_u64(self.table + u64::from(16 * slot)) };
         }
-    }
-
-    /// The rest of [`BlockIssuer::issue_lane`] for `U` argument units and
-    /// `B` bindings: the patches' checks, then one branch, which writes the
-    /// dispatch.
-    #[inline(always)]
-    fn finish<const U: usize, const B: usize>(&self, c: &FastDispatch) -> bool {
-        let (ok, patches) = if B == 0 {
-            (c.fits, [[0; 2]; FAST_BINDINGS])
-        } else {
-            self.check::<B>(c)
-        };
-        if ok {
-            self.write::<U, B>(c, &patches);
-        }
-        ok
-    }
-
-    /// The patches of [`BlockIssuer::issue_lane`]'s dispatch, `B` of them
-    /// (1 to [`FAST_BINDINGS`]): reads and checks them with the command's own checks (kinds and alignments in
-    /// two words, the largest slot and place).
-    #[inline(always)]
-    #[allow(clippy::needless_range_loop)]
-    fn check<const B: usize>(&self, c: &FastDispatch) -> (bool, [[u64; 2]; FAST_BINDINGS]) {
-        let mut patches = [[0u64; 2]; FAST_BINDINGS];
-        let mut patch_check = PatchCheck::new();
-        for b in 0..B {
-            let at = c.bindings + PATCH_SIZE * b as u64;
-            // SAFETY: `new`'s contract: the command's patch list is live
-            // (8-byte aligned: checked by the caller), or for a command
-            // that does not fit, its own first 64 bytes.
-            patches[b] = unsafe { [load_u64(at), load_u64(at + 8)] };
-            patch_check.add(patches[b][0]);
-        }
-        (
-            c.fits & patch_check.holds(self.fast_slots(), c.size),
-            patches,
-        )
-    }
-
-    /// [`BlockIssuer::check`] for any number of bindings, in a loop.
-    fn check_any(&self, c: &FastDispatch, binding_count: u32) -> bool {
-        if !c.fits | (binding_count == 0) {
-            return c.fits;
-        }
-
-        let mut patch_check = PatchCheck::new();
-        for b in 0..u64::from(binding_count) {
-            // SAFETY: `new`'s contract: the command's patch list is live
-            // (8-byte aligned: checked by the caller).
-            patch_check.add(unsafe { load_u64(c.bindings + PATCH_SIZE * b) });
-        }
-        patch_check.holds(self.fast_slots(), c.size)
-    }
-
-    /// The binding-table slots the fast path reaches (16 bytes each at a
-    /// 32-bit offset).
-    #[inline(always)]
-    fn fast_slots(&self) -> u32 {
-        self.table_len.min(MAX_FAST_SLOTS)
-    }
-
-    /// The writes of [`BlockIssuer::issue_lane`], for a dispatch that
-    /// passed its checks, with `U` argument units and `B` bindings: loads
-    /// the argument units, table entries and packet words, then writes the
-    /// arguments and the packet, and publishes it.
-    #[inline(always)]
-    #[allow(clippy::needless_range_loop)]
-    fn write<const U: usize, const B: usize>(
-        &self,
-        c: &FastDispatch,
-        patches: &[[u64; 2]; FAST_BINDINGS],
-    ) {
-        let mut units = [[0u64; 2]; U];
-        for (u, unit) in units.iter_mut().enumerate() {
-            let at = c.template + 16 * u as u64;
-            // SAFETY: inside the padded template (the caller checked its
-            // size and alignment).
-            *unit = unsafe { [load_u64(at), load_u64(at + 8)] };
-        }
-        let mut entries = [0u64; B];
-        for b in 0..B {
-            // SAFETY: `new`'s contract: the table holds `table_len` entries
-            // (the slot is below it: checked by the caller; 16 times it
-            // fits 32 bits, `MAX_FAST_SLOTS`), 8-byte aligned.
-            entries[b] = unsafe { load_u64(self.table + u64::from(16 * patches[b][0] as u32)) };
-        }
-        // SAFETY: `new`'s contract: the prepared packet is live (16-byte
-        // aligned: checked by the caller).
-        let words: [u64; 8] =
-            core::array::from_fn(|k| unsafe { load_u64(c.packet + 8 * k as u64) });
-        let base = self.kernarg_base;
-        for (u, [lo, hi]) in units.iter().enumerate() {
-            let at = base + u64::from(c.kernarg_offset + 16 * u as u32);
-            // SAFETY: inside the command's padded share of the
-            // reservation (checked by the caller), 16-byte aligned.
+        // The share clamped into the block's arguments, the packet into
+        // the block's.
+        let kernarg_offset = (kernarg_offset & !(KERNARG_ALIGN - 1)).min(self.last_share);
+        let packet_offset = packet_offset.min(self.packets - 1);
+        let share = self.kernarg_base + u64::from(kernarg_offset);
+        for u in 0..UNITS {
+            let [lo, hi] = units[u];
+            let at = share + 16 * u as u64;
+            // SAFETY: inside the command's share of the reservation (its
+            // offset clamped above), 16-byte aligned.
             unsafe {
-                store_u64(at, *lo);
-                store_u64(at + 8, *hi);
+                store_u64(at, lo);
+                store_u64(at + 8, hi);
             }
         }
-        for b in 0..B {
+        // The last loaded first: its wait covers the others.
+        for b in (0..FAST_PATCHES).rev() {
             let [head, value] = patches[b];
-            let at = base + u64::from(c.kernarg_offset + (head >> 48) as u32);
-            // SAFETY: 8 bytes inside the command's arguments, 8-byte
-            // aligned (checked by the caller).
-            unsafe { store_u64(at, entries[b].wrapping_add(value)) };
-        }
-        self.publish_prepared(words, base + u64::from(c.kernarg_offset), c.packet_offset);
-    }
-
-    /// [`BlockIssuer::write`] for any shape, in loops. It reads the patches
-    /// again, so it clamps what they say (slot and place) as well: whatever
-    /// they hold now, every read stays in the table and every write in the
-    /// command's share.
-    fn write_any(&self, c: &FastDispatch, units: u32, binding_count: u32) {
-        let kernargs = self.kernarg_base + u64::from(c.kernarg_offset);
-        for u in 0..u64::from(units) {
-            let (from, to) = (c.template + 16 * u, kernargs + 16 * u);
-            // SAFETY: inside the padded template and the command's padded
-            // share of the reservation (checked by the caller), both
-            // 16-aligned.
+            let place = (head >> 48) as u32 & (FAST_ARGUMENT_BYTES - 8);
+            // SAFETY: 8 bytes inside the command's share (the place masked
+            // into it), 8-byte aligned.
             unsafe {
-                store_u64(to, load_u64(from));
-                store_u64(to + 8, load_u64(from + 8));
-            }
+                store_u64(
+                    self.kernarg_base + u64::from(kernarg_offset + place),
+                    entries[b].wrapping_add(value),
+                )
+            };
         }
-        // With bindings, the table has a slot and the share a word (the
-        // patches' checks imply both: a slot below the table's length, a
-        // place 8 bytes inside the arguments); the share fits the block,
-        // so its size fits a u32.
-        let (last_slot, last_place) = (
-            self.fast_slots().wrapping_sub(1),
-            (KERNARG_ALIGN * units).wrapping_sub(8),
-        );
-        for b in 0..u64::from(binding_count) {
-            let at = c.bindings + PATCH_SIZE * b;
-            // SAFETY: `new`'s contract: the command's patch list is live
-            // (alignment checked by the caller); the slot is clamped into
-            // the table (16 times it fits 32 bits) and the place into the
-            // share, 8-byte aligned.
-            unsafe {
-                let (head, value) = (load_u64(at), load_u64(at + 8));
-                let slot = (head as u32).min(last_slot);
-                let place = ((head >> 48) as u32 & !7).min(last_place);
-                let entry = load_u64(self.table + u64::from(16 * slot));
-                store_u64(kernargs + u64::from(place), entry.wrapping_add(value));
-            }
-        }
-        // SAFETY: `new`'s contract: the prepared packet is live; 16-byte
-        // aligned (checked by the caller).
-        let words: [u64; 8] =
-            core::array::from_fn(|k| unsafe { load_u64(c.packet + 8 * k as u64) });
-        self.publish_prepared(words, kernargs, c.packet_offset);
+        self.publish_prepared(words, share, packet_offset);
     }
 
     /// Publishes a prepared dispatch's packet ([`DispatchCommand::packet`],
@@ -1567,6 +1310,8 @@ unsafe fn issue_block_with<const SERIAL: bool>(
 pub mod kernels {
     use aqueduct_abi::command::BlockIssue;
 
+    use core::arch::amdgpu::{workgroup_id_x, workitem_id_x};
+
     use super::BlockIssuer;
     use crate::arch::work_item_x;
 
@@ -1605,12 +1350,15 @@ pub mod kernels {
     /// the kernel then spilled 77 SGPRs.
     #[unsafe(no_mangle)]
     pub extern "gpu-kernel" fn cmd_block_issue(issue: *const BlockIssue) {
-        // SAFETY: the kernel's contract: `issue` describes a live block.
-        let Ok(issuer) = (unsafe { BlockIssuer::new(issue) }) else {
-            panic!("cmd_block_issue: bad issue state");
-        };
-        let id = work_item_x().global_id();
-        if id == 0 {
+        // SAFETY: the kernel's contract: `issue` describes a live block,
+        // its issue state written by aqueduct.
+        let issuer = unsafe { BlockIssuer::trusted(issue) };
+        // The launchers use workgroups of ISSUE_WORKGROUP work-items (the
+        // kernel's launch bound), and fewer than 2^32 of them.
+        let first = workgroup_id_x().wrapping_mul(u32::from(super::ISSUE_WORKGROUP));
+        let id = first.wrapping_add(workitem_id_x());
+        // (The workgroup first: a scalar branch for all but one.)
+        if first == 0 && id == 0 {
             let mut r = crate::scheduler::QueueRequester {
                 pause: crate::arch::pause,
             };
@@ -1619,16 +1367,14 @@ pub mod kernels {
             // SAFETY: as above.
             unsafe { crate::scheduler::trace_block(issue as u64, true, &mut r) };
         }
-        let count = issuer.command_count();
-        if count == 0 {
-            return;
-        }
-        // The launchers size the grid to the commands; a work-item past
-        // them (an over-launched grid) takes part in the wave's code
-        // without a command, with no branch around it (see issue_lane).
-        let live = id < u64::from(count);
-        let index = issuer.command_for((id as u32).min(count - 1));
-        if !issuer.issue_lane(index, live) & live && issuer.issue_checked(index).is_err() {
+        // Work-items below the block's vouched dispatches take the fast
+        // path, so a wave of them runs one code without divergence; a
+        // workgroup all of whose work-items do decides so with one scalar
+        // branch. The launchers size the grid to the commands.
+        let end = first.wrapping_add(u32::from(super::ISSUE_WORKGROUP));
+        if issuer.all_vouched(end) {
+            issuer.issue_vouched(issuer.command_for(id));
+        } else if id < issuer.command_count() && issuer.issue_work_item(id).is_err() {
             panic!("cmd_block_issue: a command failed its checks");
         }
     }
@@ -1726,7 +1472,8 @@ mod tests {
 
     use aqueduct_abi::aql::{BarrierAndPacket, FenceScope, PacketType};
     use aqueduct_abi::command::{
-        BarrierCommand, CommandFlags, CopyCommand, FillCommand, ReturnCommand, UpdateCommand,
+        BarrierCommand, CommandFlags, CopyCommand, FillCommand, IssueShape, ReturnCommand,
+        UpdateCommand,
     };
 
     use super::*;
@@ -1774,6 +1521,8 @@ mod tests {
         /// The submission's execution: a host submission (no entry)
         /// unless a test sets one.
         execution: Box<Execution>,
+        /// The block header's `vouched_count`.
+        vouched: u32,
     }
 
     impl Rig {
@@ -1792,6 +1541,7 @@ mod tests {
                 table: Vec::new(),
                 host: HostQueue::new(64, 1000),
                 execution: Box::new(zeroed()),
+                vouched: 0,
             }
         }
 
@@ -1819,7 +1569,9 @@ mod tests {
                 packet_count: self.packets,
                 kernarg_size: self.kernarg_size,
                 issue_order: 0,
-                reserved: [0; 5],
+                vouched_count: self.vouched,
+                reserved0: 0,
+                reserved: [0; 4],
             };
             self.block = lines(64 + COMMAND_SIZE * self.commands.len());
             let base = self.block.as_mut_ptr() as u64;
@@ -1881,7 +1633,7 @@ mod tests {
             release_scope: FenceScope::SYSTEM,
             packet_offset: 0,
             packet_count: 0,
-            reserved: 0,
+            issue_shape: IssueShape::NONE,
             kernarg_offset: 0,
         }
     }
@@ -2157,12 +1909,10 @@ mod tests {
         assert_eq!(patched, a.as_ptr() as u64 + 32);
     }
 
-    /// The fast path issues a prepared dispatch exactly as the checked path
-    /// does, and declines, publishing nothing, whatever it does not handle
-    /// or finds wrong; `issue` then goes on to the checked path, which
-    /// issues the command or names what is wrong.
+    /// The checked path ([`BlockIssuer::issue`]) issues a prepared
+    /// dispatch, or names what is wrong with it and publishes nothing.
     #[test]
-    fn the_fast_path_issues_as_the_checked_path_or_declines() {
+    fn the_checked_path_issues_a_prepared_dispatch_or_names_what_is_wrong() {
         let mut a = std::vec![0u8; 256];
         let mut b = std::vec![0u8; 256];
         let committed = Box::new(AllocationHandle {
@@ -2175,38 +1925,25 @@ mod tests {
         let bind = BindingPatch::binding;
         type Edit = fn(&mut DispatchCommand);
         let keep: Edit = |_| {};
-        // (patches, an edit of the recorded command, whether the fast path
-        // issues it, what the checked path says)
-        type Case = (
-            std::vec::Vec<BindingPatch>,
-            Edit,
-            bool,
-            Result<(), IssueError>,
-        );
+        // (patches, an edit of the recorded command, what the checked path
+        // says)
+        type Case = (std::vec::Vec<BindingPatch>, Edit, Result<(), IssueError>);
         let cases: std::vec::Vec<Case> = std::vec![
-            (
-                std::vec![bind(0, 32, 8), bind(1, 16, 0)],
-                keep,
-                true,
-                Ok(())
-            ),
-            (std::vec![], keep, true, Ok(())),
+            (std::vec![bind(0, 32, 8), bind(1, 16, 0)], keep, Ok(())),
+            (std::vec![], keep, Ok(())),
             (
                 std::vec![BindingPatch::allocation(&raw const *reference as u64, 8)],
                 keep,
-                false,
                 Ok(()),
             ),
             (
                 std::vec![bind(0, 0, 8), bind(5, 0, 0)],
                 keep,
-                false,
                 Err(IssueError::Binding { slot: 5, count: 2 }),
             ),
             (
                 std::vec![bind(0, 0, 4)],
                 keep,
-                false,
                 Err(IssueError::Kernargs {
                     offset: 4,
                     size: 8,
@@ -2216,7 +1953,6 @@ mod tests {
             (
                 std::vec![bind(0, 0, 24)],
                 keep,
-                false,
                 Err(IssueError::Kernargs {
                     offset: 24,
                     size: 8,
@@ -2226,7 +1962,6 @@ mod tests {
             (
                 std::vec![bind(0, 0, 8)],
                 |d| d.dispatch_flags = DispatchFlags::INDIRECT_STATIC,
-                false,
                 Err(IssueError::Prepared {
                     packet_offset: 0,
                     kernarg_offset: 0
@@ -2235,7 +1970,6 @@ mod tests {
             (
                 std::vec![bind(0, 0, 8)],
                 |d| d.kernarg_template += 8,
-                false,
                 Err(IssueError::Misaligned {
                     address: 0,
                     align: 16
@@ -2244,7 +1978,6 @@ mod tests {
             (
                 std::vec![bind(0, 0, 8)],
                 |d| d.bindings += 4,
-                false,
                 Err(IssueError::Misaligned {
                     address: 0,
                     align: 8
@@ -2253,7 +1986,6 @@ mod tests {
             (
                 std::vec![bind(0, 0, 8)],
                 |d| d.packet += 8,
-                false,
                 Err(IssueError::Prepared {
                     packet_offset: 0,
                     kernarg_offset: 0
@@ -2262,7 +1994,6 @@ mod tests {
             (
                 std::vec![bind(0, 0, 8)],
                 |d| d.header.packet_offset = 2,
-                false,
                 Err(IssueError::Prepared {
                     packet_offset: 2,
                     kernarg_offset: 0
@@ -2271,7 +2002,6 @@ mod tests {
             (
                 std::vec![bind(0, 0, 8)],
                 |d| d.header.packet_count = 2,
-                false,
                 Err(IssueError::Prepared {
                     packet_offset: 0,
                     kernarg_offset: 0
@@ -2280,7 +2010,6 @@ mod tests {
             (
                 std::vec![bind(0, 0, 8)],
                 |d| d.header.kernarg_offset = 8,
-                false,
                 Err(IssueError::Prepared {
                     packet_offset: 0,
                     kernarg_offset: 8
@@ -2290,351 +2019,305 @@ mod tests {
             (
                 std::vec![bind(0, 0, 8)],
                 |d| d.kernarg_size = 0xFFFF_FFF8,
-                false,
                 Err(IssueError::Prepared {
                     packet_offset: 0,
                     kernarg_offset: 0
                 }),
             ),
         ];
-        for (k, (patches, edit, fast, checked)) in cases.into_iter().enumerate() {
-            // Two rigs alike: the fast path on one, the checked path on
-            // the other.
-            let rig_with = || {
-                let mut rig = Rig::new();
-                for address in buffers {
-                    rig.table.push(BindingTableEntry {
-                        address,
-                        length: 256,
-                    });
-                }
-                let mut d = dispatch(&rig, &template, &patches, [4, 3, 1]);
-                let words = prepare(&rig, &mut d);
-                rig.push(d);
-                let c = &mut rig.commands[0];
-                let mut d = <DispatchCommand as zerocopy::FromBytes>::read_from_bytes(
-                    zerocopy::IntoBytes::as_bytes(c),
-                )
-                .unwrap();
-                edit(&mut d);
-                *c = d.into();
-                // A second command, so that a share or a slot past the
-                // first's is still inside the block.
-                rig.push(dispatch(&rig, &template, &[], [1, 1, 1]));
-                let state = rig.issue_state();
-                (rig, state, words)
-            };
-            let (fast_rig, fast_state, _words) = rig_with();
-            // SAFETY: everything the state names lives in the rig and above.
-            let issuer = unsafe { BlockIssuer::new(&raw const *fast_state) }.unwrap();
-            assert!(!issuer.issue_fast(2), "case {k}: no command 2");
-            assert_eq!(issuer.issue_fast(0), fast, "case {k}");
-            if fast {
-                let (checked_rig, checked_state, _words) = rig_with();
-                // SAFETY: as above.
-                let checker = unsafe { BlockIssuer::new(&raw const *checked_state) }.unwrap();
-                // SAFETY: the command the rig holds.
-                let d = unsafe { load::<DispatchCommand>(checked_state.block + 64) };
-                checker.prepared_dispatch(&d).unwrap();
-                assert_eq!(fast_rig.dispatch_at(0), {
-                    let p = checked_rig.dispatch_at(0);
-                    KernelDispatchPacket {
-                        kernarg_address: fast_state.kernarg_base,
-                        ..p
-                    }
+        for (k, (patches, edit, checked)) in cases.into_iter().enumerate() {
+            let mut rig = Rig::new();
+            for address in buffers {
+                rig.table.push(BindingTableEntry {
+                    address,
+                    length: 256,
                 });
-                // The kernel's 24 bytes (the fast path copies the
-                // template's padding too, in whole 16-byte units).
-                assert_eq!(fast_rig.kernargs_at(0, 24), checked_rig.kernargs_at(0, 24));
+            }
+            let mut d = dispatch(&rig, &template, &patches, [4, 3, 1]);
+            let _words = prepare(&rig, &mut d);
+            rig.push(d);
+            // The edit once the rig has placed the command.
+            let c = &mut rig.commands[0];
+            let mut d = <DispatchCommand as zerocopy::FromBytes>::read_from_bytes(
+                zerocopy::IntoBytes::as_bytes(c),
+            )
+            .unwrap();
+            edit(&mut d);
+            *c = d.into();
+            // A second command, so that a share or a slot past the first's
+            // is still inside the block.
+            rig.push(dispatch(&rig, &template, &[], [1, 1, 1]));
+            let state = rig.issue_state();
+            // SAFETY: everything the state names lives in the rig and above.
+            let issuer = unsafe { BlockIssuer::new(&raw const *state) }.unwrap();
+            match (issuer.issue(0), checked) {
+                (
+                    Err(IssueError::Misaligned { align: g, .. }),
+                    Err(IssueError::Misaligned { align: w, .. }),
+                ) => assert_eq!(g, w, "case {k}"),
+                (got, want) => assert_eq!(got, want, "case {k}"),
+            }
+            if checked.is_err() {
+                assert_eq!(
+                    rig.packet_header(0).packet_type(),
+                    PacketType::INVALID,
+                    "case {k}: nothing published"
+                );
             } else {
                 assert_eq!(
-                    fast_rig.packet_header(0).packet_type(),
-                    PacketType::INVALID,
-                    "case {k}: declined, nothing published"
+                    rig.packet_header(0).packet_type(),
+                    PacketType::KERNEL_DISPATCH,
+                    "case {k}"
                 );
-                let got = issuer.issue(0);
-                match (got, checked) {
-                    (
-                        Err(IssueError::Misaligned { align: g, .. }),
-                        Err(IssueError::Misaligned { align: w, .. }),
-                    ) => {
-                        assert_eq!(g, w, "case {k}");
-                    }
-                    (got, want) => assert_eq!(got, want, "case {k}"),
-                }
             }
         }
-        // A block of no commands: declined, nothing read.
-        let mut empty = Rig::new();
-        let state = empty.issue_state();
-        // SAFETY: as above.
-        let issuer = unsafe { BlockIssuer::new(&raw const *state) }.unwrap();
-        assert!(!issuer.issue_fast(0));
-        // Bindings and no table: declined; the checked path names the slot.
-        let mut rig = Rig::new();
-        let mut d = dispatch(&rig, &template, &[bind(0, 0, 8)], [1, 1, 1]);
-        let words = Box::new(Line([0; 64]));
-        d.packet = words.0.as_ptr() as u64;
-        rig.push(d);
-        let state = rig.issue_state();
-        // SAFETY: as above.
-        let issuer = unsafe { BlockIssuer::new(&raw const *state) }.unwrap();
-        assert!(!issuer.issue_fast(0));
-        assert_eq!(
-            issuer.issue(0),
-            Err(IssueError::Binding { slot: 0, count: 0 })
-        );
     }
 
-    /// The fast path runs each shape (argument units, bindings) in its own
-    /// code: unrolled up to four of each, looped past them. Every shape
-    /// from 0 to 6 units (sizes a multiple of 16 and 4 short of one) and up
-    /// to 6 bindings is issued by it exactly as by the checked path, and
-    /// declined, with nothing published, when a patch names a slot past
-    /// the table or a misaligned place; a work-item without a command, or
-    /// past the block, issues nothing.
+    /// A template as the recorder lays out a vouched dispatch's: 64 bytes,
+    /// 64-byte aligned.
+    #[repr(C, align(64))]
+    struct FastTemplate([u8; FAST_ARGUMENT_BYTES as usize]);
+
+    /// A patch list as the recorder lays out a vouched dispatch's.
+    #[repr(C, align(16))]
+    struct FastPatches([BindingPatch; FAST_PATCHES]);
+
+    /// What a vouched dispatch points at, kept alive while it issues.
+    struct Vouched {
+        _template: Box<FastTemplate>,
+        patches: Box<FastPatches>,
+        _packet: Box<Line>,
+    }
+
+    /// A dispatch of the user kernel with `size` bytes of arguments (the
+    /// leading bytes of `bytes`) and the binding patches `patches`, laid
+    /// out as the recorder lays out one it vouches for
+    /// ([`IssueShape`]), and vouched for if the shape allows.
+    fn vouched(
+        rig: &Rig,
+        bytes: &[u8; 64],
+        size: u32,
+        patches: &[BindingPatch],
+    ) -> (DispatchCommand, Vouched) {
+        // (Past 64 bytes, only the first 64: such a dispatch is not
+        // vouched for, and the test does not issue it.)
+        let mut template = Box::new(FastTemplate([0; 64]));
+        let copied = (size as usize).min(64);
+        template.0[..copied].copy_from_slice(&bytes[..copied]);
+        let fill = patches.last().copied().unwrap_or(BindingPatch::FILLER);
+        let mut list = Box::new(FastPatches([fill; FAST_PATCHES]));
+        list.0[..patches.len()].copy_from_slice(patches);
+        let mut d: DispatchCommand = zeroed();
+        d.header = header(CommandOpcode::DISPATCH);
+        d.header.packet_count = 1;
+        d.kernel = rig.user_kernel();
+        d.workgroup_size = [64, 2, 1];
+        d.workgroup_count = [5, 2, 1];
+        d.dimensions = 2;
+        d.kernarg_template = template.0.as_ptr() as u64;
+        d.kernarg_size = size;
+        d.binding_count = patches.len() as u16;
+        d.bindings = list.0.as_ptr() as u64;
+        let packet = prepare(rig, &mut d);
+        d.header.issue_shape = d.issue_shape(patches);
+        (
+            d,
+            Vouched {
+                _template: template,
+                patches: list,
+                _packet: packet,
+            },
+        )
+    }
+
+    /// A rig with a binding table of `buffers`, the dispatch `d` first,
+    /// then a RETURN, and `vouched` vouched dispatches; `edit` changes the
+    /// dispatch once the rig has placed it.
+    fn rig_with(
+        buffers: &[u64],
+        d: DispatchCommand,
+        vouched: u32,
+        edit: fn(&mut CommandHeader),
+    ) -> (Rig, Box<BlockIssue>) {
+        let mut rig = Rig::new();
+        for &address in buffers {
+            rig.table.push(BindingTableEntry {
+                address,
+                length: 256,
+            });
+        }
+        rig.push(d);
+        edit(&mut rig.commands[0].header);
+        rig.push(ReturnCommand {
+            header: header(CommandOpcode::RETURN),
+            ..zeroed()
+        });
+        rig.vouched = vouched;
+        let state = rig.issue_state();
+        (rig, state)
+    }
+
+    /// Every shape the fast layout holds (1 to 4 argument units, sizes a
+    /// multiple of 8 and 4 short of one, up to 4 bindings; without
+    /// bindings, arguments that leave the share's last word free) is
+    /// vouched for, and the fast path ([`BlockIssuer::issue_vouched`])
+    /// issues it exactly as the checked path does: the same packet, the
+    /// same arguments.
     #[test]
-    fn the_fast_path_issues_every_shape_as_the_checked_path() {
-        #[repr(C, align(16))]
-        struct Wide([u8; 96]);
-        let mut template = Box::new(Wide([0; 96]));
-        for (k, byte) in template.0.iter_mut().enumerate() {
+    fn a_vouched_dispatch_issues_as_the_checked_path() {
+        let mut bytes = [0u8; 64];
+        for (k, byte) in bytes.iter_mut().enumerate() {
             *byte = 0x40 + k as u8;
         }
         let buffers = [0x1000_0000u64, 0x2000_0000, 0x3000_0000];
         let mut shapes = 0;
-        for units in 0..=6u32 {
-            for size in [(16 * units).saturating_sub(4), 16 * units] {
-                if units == 0 && size == 0 && shapes > 0 {
+        for size in (4..=64u32).step_by(4) {
+            for count in 0..=4u32 {
+                let places = size / 8;
+                if count > places || (count == 0 && size > 56) {
                     continue;
                 }
-                for count in 0..=6u32 {
-                    if 8 * count > size {
-                        continue;
-                    }
-                    shapes += 1;
-                    issue_one_shape(&template.0, size, count, &buffers);
-                }
+                // Bindings at the last places, of slots and offsets their
+                // own.
+                let patches: Vec<BindingPatch> = (0..count)
+                    .map(|b| {
+                        let place = 8 * (places - 1 - b) as u16;
+                        BindingPatch::binding(b % 3, 8 * u64::from(b) + 4, place)
+                    })
+                    .collect();
+                let (d, _fast_keep) = vouched(&Rig::new(), &bytes, size, &patches);
+                let shape = d.header.issue_shape;
+                assert!(shape.is_vouched(), "size {size}, {count} bindings");
+                assert_eq!(
+                    (shape.units(), shape.bindings()),
+                    (size.div_ceil(16), count)
+                );
+                let (fast, fast_state) = rig_with(&buffers, d, 1, |_| {});
+                let (checked, checked_state) = rig_with(&buffers, d, 0, |_| {});
+                // SAFETY: everything the states name lives in the rigs and
+                // above.
+                let issuer = unsafe { BlockIssuer::new(&raw const *fast_state) }.unwrap();
+                // SAFETY: as above.
+                let checker = unsafe { BlockIssuer::new(&raw const *checked_state) }.unwrap();
+                issuer.issue_work_item(0).unwrap();
+                checker.issue_work_item(0).unwrap();
+                assert_eq!(
+                    fast.dispatch_at(0),
+                    KernelDispatchPacket {
+                        kernarg_address: fast_state.kernarg_base,
+                        ..checked.dispatch_at(0)
+                    },
+                    "size {size}, {count} bindings"
+                );
+                assert_eq!(
+                    fast.kernargs_at(0, size as usize),
+                    checked.kernargs_at(0, size as usize),
+                    "size {size}, {count} bindings"
+                );
+                shapes += 1;
             }
         }
-        assert_eq!(shapes, 70);
-    }
-
-    /// One shape of [`the_fast_path_issues_every_shape_as_the_checked_path`].
-    fn issue_one_shape(template: &[u8; 96], size: u32, count: u32, buffers: &[u64; 3]) {
-        let good: Vec<BindingPatch> = (0..count)
-            .map(|b| BindingPatch::binding(b % 3, 8 * u64::from(b) + 4, 8 * b as u16))
-            .collect();
-        let rig_with = |patches: &[BindingPatch]| {
-            let mut rig = Rig::new();
-            for &address in buffers {
-                rig.table.push(BindingTableEntry {
-                    address,
-                    length: 1 << 20,
-                });
-            }
-            let mut d = dispatch(&rig, &Template([0; 32]), patches, [2, 1, 1]);
-            d.kernarg_template = template.as_ptr() as u64;
-            d.kernarg_size = size;
-            let words = prepare(&rig, &mut d);
-            rig.push(d);
-            let state = rig.issue_state();
-            (rig, state, words)
-        };
-        let units = size.div_ceil(16);
-        let shape = std::format!("{units} units ({size} bytes), {count} bindings");
-        let (fast_rig, fast_state, _words) = rig_with(&good);
-        // SAFETY: everything the state names lives in the rig and above.
-        let issuer = unsafe { BlockIssuer::new(&raw const *fast_state) }.unwrap();
-        assert!(!issuer.issue_lane(0, false), "{shape}: no command");
-        assert!(!issuer.issue_fast(1), "{shape}: past the block");
-        assert_eq!(
-            fast_rig.packet_header(0).packet_type(),
-            PacketType::INVALID,
-            "{shape}: nothing published without a command"
-        );
-        assert!(issuer.issue_fast(0), "{shape}");
-        let (checked_rig, checked_state, _words) = rig_with(&good);
-        // SAFETY: as above.
-        let checker = unsafe { BlockIssuer::new(&raw const *checked_state) }.unwrap();
-        checker.issue_checked(0).unwrap();
-        assert_eq!(
-            fast_rig.dispatch_at(0),
-            KernelDispatchPacket {
-                kernarg_address: fast_state.kernarg_base,
-                ..checked_rig.dispatch_at(0)
-            },
-            "{shape}"
-        );
-        let len = size as usize;
-        assert_eq!(
-            fast_rig.kernargs_at(0, len),
-            checked_rig.kernargs_at(0, len),
-            "{shape}"
-        );
-        // The arguments are the template with each binding's address (its
-        // slot's buffer plus its offset) in place.
-        let mut want = template[..len].to_vec();
-        for (b, patch) in good.iter().enumerate() {
-            let address = buffers[patch.slot as usize] + patch.value;
-            want[8 * b..8 * b + 8].copy_from_slice(&address.to_le_bytes());
-        }
-        assert_eq!(fast_rig.kernargs_at(0, len), want, "{shape}");
-        // The last patch made wrong: a slot past the table, a misaligned
-        // place.
-        let Some(&last) = good.last() else {
-            return;
-        };
-        let wrong = [
-            (
-                BindingPatch { slot: 3, ..last },
-                IssueError::Binding { slot: 3, count: 3 },
-            ),
-            (
-                BindingPatch {
-                    kernarg_offset: last.kernarg_offset + 4,
-                    ..last
-                },
-                IssueError::Kernargs {
-                    offset: u32::from(last.kernarg_offset) + 4,
-                    size: 8,
-                    block: size,
-                },
-            ),
-        ];
-        for (patch, error) in wrong {
-            let mut patches = good.clone();
-            *patches.last_mut().unwrap() = patch;
-            let (rig, state, _words) = rig_with(&patches);
-            // SAFETY: as above.
-            let issuer = unsafe { BlockIssuer::new(&raw const *state) }.unwrap();
-            assert!(!issuer.issue_fast(0), "{shape}: {error:?}");
-            assert_eq!(
-                rig.packet_header(0).packet_type(),
-                PacketType::INVALID,
-                "{shape}: {error:?}"
-            );
-            assert_eq!(issuer.issue(0), Err(error), "{shape}");
+        assert_eq!(shapes, 62);
+        // Past the fast layout: not vouched for.
+        for (size, count) in [(68, 1), (60, 0), (64, 0)] {
+            let patches = std::vec![BindingPatch::binding(0, 0, 0); count];
+            let (d, _keep) = vouched(&Rig::new(), &bytes, size, &patches);
+            assert_eq!(d.header.issue_shape, IssueShape::NONE, "{size}, {count}");
         }
     }
 
-    /// What a lane of a wave does with the wave's shape, which on the host
-    /// (a wave of one) is always its own: a lane without a command, of
-    /// another kind or of another shape declines.
+    /// The fast path checks nothing, but a damaged vouched dispatch (its
+    /// share, packet and binding places past the block's) writes only
+    /// inside the block's reservations: its share at the last place one
+    /// fits, its packet at the block's last, its bindings inside its share.
     #[test]
-    fn a_lane_of_another_shape_or_kind_declines() {
-        let mut rig = Rig::new();
-        let mut a = std::vec![0u8; 64];
-        rig.table.push(BindingTableEntry {
-            address: a.as_mut_ptr() as u64,
-            length: 64,
+    fn a_damaged_vouched_dispatch_writes_only_inside_the_block() {
+        let bytes = [0x33u8; 64];
+        let buffers = [0x1000_0000u64];
+        let patches = [BindingPatch::binding(0, 8, 0)];
+        let (mut d, mut keep) = vouched(&Rig::new(), &bytes, 40, &patches);
+        for (b, p) in keep.patches.0.iter_mut().enumerate() {
+            p.kernarg_offset = 0xFFF8 - 8 * b as u16;
+        }
+        d.bindings = keep.patches.0.as_ptr() as u64;
+        let (rig, state) = rig_with(&buffers, d, 1, |h| {
+            h.kernarg_offset = 0xFFFF_FF00;
+            h.packet_offset = 1000;
         });
-        let template = Template([0x11; 32]);
-        let patches = [BindingPatch::binding(0, 0, 0)];
-        let mut d = dispatch(&rig, &template, &patches, [1, 1, 1]);
-        let words = prepare(&rig, &mut d);
-        rig.push(d);
-        let mut barrier: aqueduct_abi::command::BarrierCommand = zeroed();
-        barrier.header = header(CommandOpcode::BARRIER);
-        rig.push(barrier);
-        let state = rig.issue_state();
+        // Canaries past the block's arguments (the rig leaves 64 bytes).
+        let end = rig.kernarg_size as usize;
+        let canary = |rig: &Rig| rig.kernargs_at(end as u32, 64);
+        // SAFETY: inside the rig's argument lines.
+        unsafe { core::ptr::write_bytes((rig.kernargs.as_ptr() as *mut u8).add(end), 0xEE, 64) };
         // SAFETY: everything the state names lives in the rig and above.
         let issuer = unsafe { BlockIssuer::new(&raw const *state) }.unwrap();
-        let dispatch = issuer.fast_lane(0).unwrap();
-        let own = dispatch.shape;
-        assert_eq!(own, 24 | 1 << 32);
-        assert!(!issuer.issue_shaped(&dispatch, false, own), "no command");
-        assert!(
-            !issuer.issue_shaped(&dispatch, true, own + 16),
-            "another size"
-        );
-        assert!(!issuer.issue_shaped(&dispatch, true, 24), "no bindings");
-        let other = issuer.fast_lane(1).unwrap();
-        assert!(!other.prepared);
-        assert!(!issuer.issue_shaped(&other, true, own), "a barrier");
-        assert_eq!(rig.packet_header(0).packet_type(), PacketType::INVALID);
-        assert_eq!(rig.packet_header(1).packet_type(), PacketType::INVALID);
-        assert!(issuer.issue_shaped(&dispatch, true, own));
+        issuer.issue_work_item(0).unwrap();
+        assert_eq!(canary(&rig), std::vec![0xEE; 64]);
+        // The share at the last place a share fits: the RETURN's 16
+        // bytes follow the dispatch's 64, so that is 16.
+        assert_eq!(rig.kernarg_size, 80);
+        let share = rig.kernargs_at(16, 64);
+        assert_eq!(&share[..32], &bytes[..32]);
+        // Every binding landed in the share's words.
+        let words: Vec<u64> = share
+            .chunks(8)
+            .map(|w| u64::from_le_bytes(w.try_into().unwrap()))
+            .collect();
+        assert!(words.contains(&(0x1000_0000 + 8)), "{words:x?}");
+        // The packet at the block's last (the RETURN's, unpublished: the
+        // RETURN has not issued), nothing past it.
+        assert_eq!(rig.packets, 2);
         assert_eq!(
-            rig.packet_header(0).packet_type(),
+            rig.packet_header(1).packet_type(),
             PacketType::KERNEL_DISPATCH
         );
-        drop(words);
-    }
-
-    /// A patch list 4 bytes off its alignment declines even where the
-    /// bytes there read as a valid patch (slot 0, BINDING, place 0).
-    #[test]
-    fn a_misaligned_patch_list_declines_whatever_it_reads() {
-        #[repr(C, align(8))]
-        struct Bytes([u8; 32]);
-        let mut list = Bytes([0; 32]);
-        list.0[8..10].copy_from_slice(&(BufferRefKind::BINDING.0 as u16).to_le_bytes());
-        list.0[12..20].copy_from_slice(&0x10u64.to_le_bytes());
-        let mut rig = Rig::new();
-        rig.table.push(BindingTableEntry {
-            address: 0x5000_0000,
-            length: 64,
-        });
-        let template = Template([0x22; 32]);
-        let mut d = dispatch(
-            &rig,
-            &template,
-            &[BindingPatch::binding(0, 0, 0)],
-            [1, 1, 1],
-        );
-        d.bindings = list.0.as_ptr() as u64 + 4;
-        let words = prepare(&rig, &mut d);
-        rig.push(d);
-        let state = rig.issue_state();
-        // SAFETY: everything the state names lives in the rig and above.
-        let issuer = unsafe { BlockIssuer::new(&raw const *state) }.unwrap();
-        let mut check = PatchCheck::new();
-        // SAFETY: inside `list`.
-        check.add(unsafe { (list.0.as_ptr().add(4) as *const u64).read_unaligned() });
-        assert!(check.holds(1, 24), "the bytes read as a valid patch");
-        assert!(!issuer.issue_fast(0));
         assert_eq!(rig.packet_header(0).packet_type(), PacketType::INVALID);
-        assert!(matches!(
-            issuer.issue(0),
-            Err(IssueError::Misaligned { align: 8, .. })
-        ));
-        drop(words);
+        assert_eq!(rig.packet_header(2).packet_type(), PacketType::INVALID);
     }
 
+    /// Work-items below the block's vouched count take the fast path,
+    /// which checks nothing; the others the checked path. A dispatch
+    /// vouched for and then damaged (a flag the checked path refuses)
+    /// tells which ran. The checked issue state counts no vouched
+    /// dispatch for a block without room for one.
     #[test]
-    fn the_patch_check_holds_only_for_aligned_bindings_inside_table_and_arguments() {
-        let check = |patches: &[BindingPatch], table: u32, size: u32| {
-            let mut c = PatchCheck::new();
-            for p in patches {
-                // The patch's first word, as the fast path reads it.
-                let head =
-                    u64::from(p.slot) | u64::from(p.kind) << 32 | u64::from(p.kernarg_offset) << 48;
-                c.add(head);
+    fn work_items_below_the_vouched_count_take_the_fast_path() {
+        let bytes = [7u8; 64];
+        let buffers = [0x1000_0000u64];
+        let (mut d, _keep) = vouched(&Rig::new(), &bytes, 24, &[BindingPatch::binding(0, 0, 8)]);
+        d.dispatch_flags = DispatchFlags::INDIRECT_STATIC;
+        for vouched in [0, 1] {
+            let (rig, state) = rig_with(&buffers, d, vouched, |_| {});
+            // SAFETY: everything the state names lives in the rig and above.
+            let issuer = unsafe { BlockIssuer::new(&raw const *state) }.unwrap();
+            assert_eq!(issuer.all_vouched(1), vouched == 1);
+            assert!(!issuer.all_vouched(2));
+            let got = issuer.issue_work_item(0);
+            if vouched == 1 {
+                assert_eq!(got, Ok(()));
+                assert_eq!(
+                    rig.packet_header(0).packet_type(),
+                    PacketType::KERNEL_DISPATCH
+                );
+            } else {
+                assert!(matches!(got, Err(IssueError::Prepared { .. })), "{got:?}");
             }
-            c.holds(table, size)
-        };
-        let bind = BindingPatch::binding;
-        assert!(check(&[bind(0, 0, 0), bind(2, 0, 8)], 3, 16));
-        assert!(
-            !check(&[bind(0, 0, 0), bind(3, 0, 8)], 3, 16),
-            "slot 3 of 3"
-        );
-        assert!(
-            !check(&[bind(0, 0, 0), bind(1, 0, 16)], 3, 16),
-            "place 16 of 16 bytes"
-        );
-        assert!(!check(&[bind(0, 0, 4)], 3, 16), "place 4: misaligned");
-        let mut other = bind(0, 0, 0);
-        other.kind = 0;
-        assert!(!check(&[bind(1, 0, 0), other], 3, 16), "a DIRECT kind");
-        other.kind = BindingPatch::allocation(0, 0).kind;
-        assert!(!check(&[other], 3, 16), "an ALLOCATION");
-        other.kind |= 0x100;
-        assert!(
-            !check(&[bind(1, 0, 0), other], 3, 16),
-            "kind bits beyond BINDING's"
-        );
+            // Work-item 1 is the RETURN's, checked either way.
+            issuer.issue_work_item(1).unwrap();
+        }
+        // A block whose arguments cannot hold a vouched dispatch's share:
+        // the checked state counts none, whatever the header says.
+        let mut rig = Rig::new();
+        rig.push(ReturnCommand {
+            header: header(CommandOpcode::RETURN),
+            ..zeroed()
+        });
+        rig.vouched = 1;
+        let state = rig.issue_state();
+        // SAFETY: as above.
+        let issuer = unsafe { BlockIssuer::new(&raw const *state) }.unwrap();
+        assert!(!issuer.all_vouched(1));
+        issuer.issue_work_item(0).unwrap();
     }
 
     #[test]

@@ -27,7 +27,6 @@ pub mod memory;
 pub mod queue;
 pub mod scheduler;
 pub mod signal;
-pub mod wave;
 
 #[cfg(target_arch = "amdgpu")]
 mod arch;

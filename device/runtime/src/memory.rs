@@ -11,7 +11,7 @@
 //!   queue's fixed fields): at an address the whole wave passes, that is
 //!   one scalar load into SGPRs, and the value is the wave's, so branches
 //!   on it are scalar;
-//! - [`load_u64`], [`store_u32`], [`store_u64`] and [`store_release_u32`]
+//! - [`load_u32`], [`load_u64`], [`store_u32`], [`store_u64`] and [`store_release_u32`]
 //!   are global accesses: where the address is a wave-uniform base plus a
 //!   32-bit offset the instruction takes the base in SGPRs and the offset in
 //!   one VGPR, with no per-lane 64-bit arithmetic.
@@ -25,6 +25,7 @@
 unsafe extern "C" {
     fn aqueduct_load_invariant_u32(p: *const u32) -> u32;
     fn aqueduct_load_invariant_u64(p: *const u64) -> u64;
+    fn aqueduct_global_load_u32(p: *const u32) -> u32;
     fn aqueduct_global_load_u64(p: *const u64) -> u64;
     fn aqueduct_global_store_u32(p: *mut u32, v: u32);
     fn aqueduct_global_store_u64(p: *mut u64, v: u64);
@@ -66,6 +67,24 @@ pub unsafe fn load_invariant_u64(address: u64) -> u64 {
     // SAFETY: the caller's contract.
     unsafe {
         (address as *const u64).read()
+    }
+}
+
+/// Reads the `u32` at `address`.
+///
+/// # Safety
+/// 4 readable bytes at `address`, 4-byte aligned, in global memory.
+#[inline(always)]
+pub unsafe fn load_u32(address: u64) -> u32 {
+    #[cfg(target_arch = "amdgpu")]
+    // SAFETY: the caller's contract.
+    unsafe {
+        aqueduct_global_load_u32(address as *const u32)
+    }
+    #[cfg(not(target_arch = "amdgpu"))]
+    // SAFETY: the caller's contract.
+    unsafe {
+        (address as *const u32).read()
     }
 }
 
@@ -144,5 +163,19 @@ pub unsafe fn store_release_u32(address: u64, value: u32) {
     unsafe {
         core::sync::atomic::AtomicU32::from_ptr(address as *mut u32)
             .store(value, core::sync::atomic::Ordering::Release)
+    }
+}
+
+/// Keeps the memory instructions before it before those after it: the
+/// compiler's scheduler moves none across (arithmetic may cross). Where
+/// stores count in the same counter as loads (gfx9's `vmcnt`), loads
+/// issued in the order their data is waited for let one wait cover
+/// several.
+#[inline(always)]
+pub fn keep_order() {
+    #[cfg(target_arch = "amdgpu")]
+    // SAFETY: a scheduling hint, no effect on what the code computes.
+    unsafe {
+        core::arch::amdgpu::sched_barrier::<0x6>()
     }
 }

@@ -36,10 +36,12 @@ use aqueduct_abi::packet::{BarrierPacket, Prepared};
 use crate::atomic::{Acquire, Atomic, Relaxed, Release, System};
 use crate::signal::Signal;
 
-/// Most packets a ring may hold for [`Queue::write_words`] to address its
-/// slots with 32-bit offsets (64 bytes each: 4 GiB); larger rings take the
-/// 64-bit path.
-const MAX_GLOBAL_RING: u32 = 1 << 26;
+/// Most packets of a queue the device library takes: slot offsets in the
+/// ring (64 bytes each: 4 GiB) fit 32 bits, so [`Queue::write_words`]
+/// addresses a slot with one, from the ring's wave-uniform address. ROCr's
+/// queues hold far fewer (agents report a `queue_max_size` of 2^17
+/// packets); a larger one is refused as [`QueueError::BadSize`].
+pub const MAX_QUEUE_PACKETS: u32 = 1 << 26;
 
 /// Why an enqueue gave up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,7 +49,8 @@ pub enum QueueError {
     /// More slots asked for than the ring has: back-pressure would wait
     /// forever.
     TooManySlots { asked: u64, size: u64 },
-    /// The ring's size is not a power of two (not a queue).
+    /// The ring's size is not a power of two (not a queue), or past
+    /// [`MAX_QUEUE_PACKETS`].
     BadSize(u32),
     /// The wait for room was given up ([`Queue::reserve_until`]): the
     /// slots stay reserved and unpublished, so the queue is one nobody
@@ -82,7 +85,7 @@ impl Queue {
     pub unsafe fn from_ptr(queue: *mut AmdQueue) -> Result<Self, QueueError> {
         // SAFETY: the caller's contract.
         let (size, base, doorbell) = unsafe { Self::fields(queue) };
-        if !is_ring_size(size) {
+        if !is_ring_size(size) || size > MAX_QUEUE_PACKETS {
             return Err(QueueError::BadSize(size));
         }
         // SAFETY: the caller's contract; the queue's own fields, its size
@@ -138,7 +141,8 @@ impl Queue {
     /// # Safety
     /// As for [`Queue::from_ptr`]; the fields are the queue's, as
     /// [`Queue::wave_fields`] reads them, its size a ring size
-    /// ([`is_ring_size`]: the slot arithmetic masks with it).
+    /// ([`is_ring_size`]: the slot arithmetic masks with it) of at most
+    /// [`MAX_QUEUE_PACKETS`].
     #[inline(always)]
     pub unsafe fn from_fields(
         queue: *mut AmdQueue,
@@ -249,38 +253,23 @@ impl Queue {
     /// holding header, setup and the first body bytes) into the slot of
     /// packet `id` and publishes it (see [`Queue::write_bytes`]).
     pub fn write_words(&self, id: u64, words: &[u64; 8]) {
-        // (The size came from a u32: the truncation is exact, and the
-        // compare a scalar one.)
-        if self.size as u32 <= MAX_GLOBAL_RING {
-            // A slot's offset in the ring fits 32 bits: global stores at
-            // the ring's (wave-uniform) address plus that offset, with no
-            // per-lane 64-bit address arithmetic ([`crate::memory`]).
-            let offset = ((id as u32) & (self.size as u32 - 1)) << 6;
-            let slot = self.ring as u64 + u64::from(offset);
-            // SAFETY: as in `write_bytes`: the slot is inside the ring
-            // (its index is below `size`), reserved by this producer, 64-byte
-            // aligned, so every word below is naturally aligned; the first
-            // word's upper half is body bytes 4..8, written before the
-            // header, which the release store publishes.
-            unsafe {
-                crate::memory::store_u32(slot + 4, (words[0] >> 32) as u32);
-                for (k, &w) in words.iter().enumerate().skip(1) {
-                    crate::memory::store_u64(slot + 8 * k as u64, w);
-                }
-                crate::memory::store_release_u32(slot, words[0] as u32);
-            }
-            return;
-        }
-        let slot = self.slot(id);
-        // SAFETY: as in `write_bytes`. The slot is 64-byte aligned, so
-        // every word below is naturally aligned; the first word's upper
-        // half is body bytes 4..8, written before the header.
+        // A slot's offset in the ring fits 32 bits (`MAX_QUEUE_PACKETS`):
+        // global stores at the ring's (wave-uniform) address plus that
+        // offset, with no per-lane 64-bit address arithmetic
+        // ([`crate::memory`]).
+        let offset = ((id as u32) & (self.size as u32 - 1)) << 6;
+        let slot = self.ring as u64 + u64::from(offset);
+        // SAFETY: as in `write_bytes`: the slot is inside the ring (its
+        // index is below `size`), reserved by this producer, 64-byte
+        // aligned, so every word below is naturally aligned; the first
+        // word's upper half is body bytes 4..8, written before the header,
+        // which the release store publishes.
         unsafe {
-            slot.add(4).cast::<u32>().write((words[0] >> 32) as u32);
+            crate::memory::store_u32(slot + 4, (words[0] >> 32) as u32);
             for (k, &w) in words.iter().enumerate().skip(1) {
-                slot.add(8 * k).cast::<u64>().write(w);
+                crate::memory::store_u64(slot + 8 * k as u64, w);
             }
-            Atomic::<u32>::from_ptr(slot.cast()).store(words[0] as u32, Release, System);
+            crate::memory::store_release_u32(slot, words[0] as u32);
         }
     }
 
