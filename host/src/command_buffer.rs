@@ -83,9 +83,12 @@ pub const PATTERN_SIZES: [usize; 5] = [1, 2, 4, 8, 16];
 pub const ISSUE_WORKGROUP: u16 = 64;
 
 /// Bytes of the device memory the recording's own data (kernel infos,
-/// argument templates, binding patches, update bytes) is carved from, per
-/// chunk.
+/// argument templates, binding patches, update bytes) is carved from, in
+/// the first chunk; each next one is twice the last, up to
+/// [`DATA_CHUNK_MAX`] (an allocation costs more than its bytes: a long
+/// recording takes few).
 const DATA_CHUNK: usize = 64 * 1024;
+const DATA_CHUNK_MAX: usize = 1 << 20;
 
 /// Why the recorder refused a command.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -212,8 +215,8 @@ pub enum CommandError {
 pub const UPDATE_MAX: usize = 64 * 1024;
 
 /// Device memory for the recording's data, carved in 16-byte-aligned
-/// pieces from chunks of [`DATA_CHUNK`] bytes (a piece larger than a chunk
-/// gets its own).
+/// pieces from chunks of [`DATA_CHUNK`] bytes and more (a piece larger
+/// than a chunk gets its own).
 struct Arena {
     pool: MemoryPool,
     chunks: Vec<HostBuffer<u8>>,
@@ -233,17 +236,26 @@ impl Arena {
     /// of two), zero-padded to a multiple of 16 bytes;
     /// returns the device address.
     fn put(&mut self, bytes: &[u8], align: usize) -> Result<u64> {
-        debug_assert!(align.is_power_of_two());
+        self.put_readable(bytes, bytes.len(), align)
+    }
+
+    /// [`Arena::put`], with `readable` bytes at least readable from the
+    /// returned address (what follows `bytes` in the chunk: zeros, or what
+    /// is put next).
+    fn put_readable(&mut self, bytes: &[u8], readable: usize, align: usize) -> Result<u64> {
+        debug_assert!(align.is_power_of_two() && readable >= bytes.len());
         let size = bytes.len().next_multiple_of(16).max(16);
+        let readable = readable.max(size);
         // Chunks start page-aligned, so an offset's alignment is the
         // address's. A mask, not a division: this runs for every command.
         let at = (self.used + align - 1) & !(align - 1);
-        let fits = self.chunks.last().is_some_and(|c| at + size <= c.len());
+        let fits = self.chunks.last().is_some_and(|c| at + readable <= c.len());
         let at = if fits {
             at
         } else {
+            let grown = (DATA_CHUNK << self.chunks.len().min(4)).min(DATA_CHUNK_MAX);
             self.chunks
-                .push(self.pool.alloc_host::<u8>(size.max(DATA_CHUNK))?);
+                .push(self.pool.alloc_host::<u8>(readable.max(grown))?);
             0
         };
         let chunk = self
@@ -336,6 +348,20 @@ struct Repeat {
     workgroups: Workgroups,
     ordering: Ordering,
     command: DispatchCommand,
+    /// Whether the last dispatch's packet was prepared (so a repeat whose
+    /// arguments fit the fast layout is vouched for, whatever the last's
+    /// arguments were).
+    prepared: bool,
+}
+
+/// The last fast-layout template and patch list in the arena, and where
+/// (0: none yet).
+struct LastFast {
+    template: [u8; FAST_ARGUMENT_BYTES as usize],
+    template_len: usize,
+    template_at: u64,
+    patches: [BindingPatch; FAST_PATCHES],
+    patches_at: u64,
 }
 
 /// What [`CommandBufferBuilder::dispatch_again`] did: small, so that the
@@ -374,6 +400,10 @@ pub struct CommandBufferBuilder {
     /// object, launch, header ordering): the next identical dispatch
     /// shares it (the issue fills in each one's kernarg address).
     last_packet: Option<(PacketKey, u64)>,
+    /// The last fast-layout template and patch list put in the arena
+    /// ([`CommandBufferBuilder::place_arguments`]): the next dispatch with
+    /// the same bytes shares them, as identical packets are shared.
+    last_fast: LastFast,
     /// The last direct dispatch, for [`CommandBufferBuilder::dispatch_again`].
     repeat: Option<Repeat>,
     /// Dispatches recorded from a copy of the last.
@@ -414,6 +444,13 @@ impl CommandBufferBuilder {
             sort_by_kind: true,
             last_launch: None,
             last_packet: None,
+            last_fast: LastFast {
+                template: [0; FAST_ARGUMENT_BYTES as usize],
+                template_len: 0,
+                template_at: 0,
+                patches: [BindingPatch::FILLER; FAST_PATCHES],
+                patches_at: 0,
+            },
             repeat: None,
             repeated: 0,
             patches: Vec::new(),
@@ -836,24 +873,40 @@ impl CommandBufferBuilder {
             && r.ordering == self.ordering
             && !b.ended
             && b.count + 1 < self.capacity
-            && u64::from(b.kernarg_size) + u64::from(size.next_multiple_of(KERNARG_ALIGN))
+            && u64::from(b.kernarg_size)
+                + u64::from(
+                    size.next_multiple_of(KERNARG_ALIGN)
+                        .max(FAST_ARGUMENT_BYTES),
+                )
                 <= u64::from(u32::MAX);
         let Some(segment) = args.complete().filter(|_| same) else {
             return Again::Not;
         };
-        let mut d = r.command;
+        let (mut d, prepared) = (r.command, r.prepared);
         d.header.packet_offset = b.packets;
         d.header.kernarg_offset = b.kernarg_size;
         let mut patches = std::mem::take(&mut self.patches);
         patches.clear();
-        let placed = self.place_arguments(KIND, args, segment, &mut patches, true);
+        // The fast layout only for a repeat that is vouched for: one whose
+        // packet is prepared (as the full path decides).
+        let placed = self.place_arguments(KIND, args, segment, &mut patches, prepared);
         d.binding_count = patches.len() as u16;
         self.patches = patches;
         match placed {
             Ok((template, bindings, fast)) => {
                 d.kernarg_template = template;
                 d.bindings = bindings;
-                d.header.issue_shape = d.issue_shape(&self.patches);
+                // What `issue_shape` says, known without asking: the
+                // repeat's packet, flags and places are as vouchable as the
+                // last's (direct, 64- and 16-byte aligned), so its
+                // arguments decide.
+                d.header.issue_shape =
+                    match IssueShape::new(size.div_ceil(KERNARG_ALIGN), u32::from(d.binding_count))
+                    {
+                        Some(shape) if fast && prepared => shape,
+                        _ => IssueShape::NONE,
+                    };
+                debug_assert_eq!(d.header.issue_shape, d.issue_shape(&self.patches));
                 self.repeated += 1;
                 let share = if fast { FAST_ARGUMENT_BYTES } else { size };
                 Again::Recorded(self.append_bytes(d.as_bytes(), d.header.packet_count, share))
@@ -866,9 +919,9 @@ impl CommandBufferBuilder {
     /// and patches in the arena: their device addresses (0 for none), and
     /// whether they have the issue's fast layout ([`IssueShape`]), which
     /// they get if `fast` and the arguments fit it
-    /// ([`DispatchCommand::fast_arguments`]): the template padded to
-    /// [`FAST_ARGUMENT_BYTES`], the list to [`FAST_PATCHES`] with copies
-    /// of its last patch (`patches` keeps the dispatch's own).
+    /// ([`DispatchCommand::fast_arguments`]): the template readable for
+    /// [`FAST_ARGUMENT_BYTES`], the list padded to [`FAST_PATCHES`] with
+    /// copies of its last patch (`patches` keeps the dispatch's own).
     fn place_arguments(
         &mut self,
         kind: &'static str,
@@ -881,10 +934,18 @@ impl CommandBufferBuilder {
             patches.push(self.binding_patch(kind, offset, &buffer)?);
         }
         let fast = fast && DispatchCommand::fast_arguments(segment.len() as u32, patches);
+        let last = &mut self.last_fast;
         let template = if fast {
-            let mut padded = [0u8; FAST_ARGUMENT_BYTES as usize];
-            padded[..segment.len()].copy_from_slice(segment);
-            self.arena.put(&padded, 16)?
+            let len = segment.len();
+            if last.template_at == 0 || last.template_len != len || last.template[..len] != *segment
+            {
+                last.template_at =
+                    self.arena
+                        .put_readable(segment, FAST_ARGUMENT_BYTES as usize, 16)?;
+                last.template[..len].copy_from_slice(segment);
+                last.template_len = len;
+            }
+            last.template_at
         } else if segment.is_empty() {
             0
         } else {
@@ -893,7 +954,11 @@ impl CommandBufferBuilder {
         let bindings = if fast {
             let mut list = [patches.last().copied().unwrap_or(BindingPatch::FILLER); FAST_PATCHES];
             list[..patches.len()].copy_from_slice(patches);
-            self.arena.put(list.as_bytes(), 16)?
+            if last.patches_at == 0 || last.patches != list {
+                last.patches_at = self.arena.put(list.as_bytes(), 16)?;
+                last.patches = list;
+            }
+            last.patches_at
         } else if patches.is_empty() {
             0
         } else {
@@ -1127,6 +1192,7 @@ impl CommandBufferBuilder {
                 workgroups,
                 ordering: self.ordering,
                 command: d,
+                prepared: d.packet != 0,
             });
         }
         Ok(self.append_bytes(d.as_bytes(), d.header.packet_count, claimed))
@@ -1274,9 +1340,29 @@ impl CommandBufferBuilder {
                 IssueShape(shape).is_vouched()
             };
             let (issue_order, vouched_count) = if self.sort_by_kind {
-                let mut order: Vec<u32> = (0..b.count).collect();
-                order.sort_by_key(|&i| (!vouched(i), b.storage[64 + COMMAND_SIZE * i as usize]));
-                let vouched_count = order.iter().take_while(|&&i| vouched(i)).count() as u32;
+                // A counting sort, stable: key 0 for the vouched, then
+                // 1 + the opcode.
+                let key = |i: u32| {
+                    if vouched(i) {
+                        0
+                    } else {
+                        1 + usize::from(b.storage[64 + COMMAND_SIZE * i as usize])
+                    }
+                };
+                let mut starts = [0u32; 258];
+                for i in 0..b.count {
+                    starts[key(i) + 1] += 1;
+                }
+                let vouched_count = starts[1];
+                for k in 1..starts.len() {
+                    starts[k] += starts[k - 1];
+                }
+                let mut order = vec![0u32; b.count as usize];
+                for i in 0..b.count {
+                    let k = key(i);
+                    order[starts[k] as usize] = i;
+                    starts[k] += 1;
+                }
                 (self.arena.put(order.as_bytes(), 16)?, vouched_count)
             } else {
                 (0, (0..b.count).take_while(|&i| vouched(i)).count() as u32)
@@ -1738,6 +1824,22 @@ impl IssueKernels {
     }
 }
 
+/// Refuses a queue larger than the device library issues into
+/// ([`aqueduct_abi::aql_ring::MAX_QUEUE_PACKETS`]).
+fn check_queue_size(queue: &Queue) -> Result<()> {
+    let max = aqueduct_abi::aql_ring::MAX_QUEUE_PACKETS;
+    if queue.size() > max {
+        return Err(Error::InvalidArgument {
+            what: "queue",
+            problem: format!(
+                "{} packets: the device library issues into queues of at most {max}",
+                queue.size()
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// Checks a submission of `buffer` with `bindings` to `queue`: the agent,
 /// every binding slot the commands use, the queue's size.
 pub(crate) fn check_submission(
@@ -1755,6 +1857,7 @@ pub(crate) fn check_submission(
             ),
         });
     }
+    check_queue_size(queue)?;
     if bindings.len() > MAX_BINDING_SLOTS as usize {
         return Err(Error::InvalidArgument {
             what: "binding table",
@@ -1925,6 +2028,7 @@ impl CommandQueue {
     /// Command buffers on `queue`, issued by `library` (the device library
     /// loaded on the queue's agent), with `ring_bytes` of kernarg ring.
     pub fn new(queue: &Queue, library: &Executable, ring_bytes: usize) -> Result<Self> {
+        check_queue_size(queue)?;
         let kernels = IssueKernels::new(queue, library)?;
         let storage = queue
             .kernarg_pool()

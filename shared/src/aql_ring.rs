@@ -41,6 +41,12 @@ pub const fn slot_offset(id: u64, size: u64) -> u64 {
     slot_of(id, size) * PACKET_SIZE as u64
 }
 
+/// Most packets of a queue aqueduct's device library takes: slot offsets
+/// in the ring (64 bytes each: 4 GiB) fit 32 bits, so the issue addresses a
+/// slot with one, from the ring's wave-uniform address. ROCr's queues hold
+/// far fewer (agents report a `queue_max_size` of 2^17 packets).
+pub const MAX_QUEUE_PACKETS: u32 = 1 << 26;
+
 /// Whether `size` can be a ring's size: a non-zero power of two (HSA
 /// requires it, so `slot_of` is a mask).
 pub const fn is_ring_size(size: u32) -> bool {

@@ -284,9 +284,10 @@ pub struct CommandBlockHeader {
     pub kernarg_size: u32,
     /// Device address of `[u32; command_count]`, the order in which the
     /// block-issue kernel's work-items take the commands (work-item `g`
-    /// issues command `issue_order[g]`): grouped by kind, so that each wave
-    /// runs one kind's code without divergence. 0: work-item `g` issues
-    /// command `g`.
+    /// issues command `issue_order[g]`): the vouched dispatches
+    /// ([`CommandBlockHeader::vouched_count`]) first, then grouped by kind,
+    /// so that each wave runs one kind's code without divergence. 0:
+    /// work-item `g` issues command `g`.
     pub issue_order: u64,
     /// The first `vouched_count` commands in the issue order are
     /// dispatches the recorder vouches for ([`IssueShape`]), which the
@@ -418,16 +419,18 @@ pub const FAST_PATCHES: usize = 4;
 /// bits 0..8.
 ///
 /// Such a dispatch also has one layout whatever its kernel, so that one
-/// code, without a branch, issues a wave of them: a template of
-/// [`FAST_ARGUMENT_BYTES`] (zero past its arguments), a list of
-/// [`FAST_PATCHES`] patches, a share of the block's arguments of
+/// code, without a branch, issues a wave of them: a template with
+/// [`FAST_ARGUMENT_BYTES`] readable (the bytes past its arguments land in
+/// its share past the kernel's arguments, which the kernel does not read),
+/// a list of [`FAST_PATCHES`] patches, a share of the block's arguments of
 /// [`FAST_ARGUMENT_BYTES`] ([`Command::kernarg_bytes`]).
 ///
 /// The issue kernel's fast path takes such a dispatch without checking its
 /// fields: the recorder checked them, and the submission checked the
 /// binding table against every slot the recording uses. It still clamps
-/// every write into the block's own reservations, so a damaged recording
-/// damages only its own arguments and packets.
+/// every write into the block's own reservations, so a damaged command
+/// (its fields, template or patches, the block header and issue order
+/// intact) writes only inside them.
 #[repr(transparent)]
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable,
@@ -624,7 +627,8 @@ pub struct DispatchCommand {
     pub workgroup_count_ref: BufferRef,
     /// Device address of the dispatch's AQL packet prepared at record time,
     /// header in place ([`DispatchCommand::build_packet`] with a zero
-    /// kernarg address, [`Prepared::published`]; 16-byte aligned), which
+    /// kernarg address, [`Prepared::published`]; 16-byte aligned, 64 for a dispatch the
+    /// recorder vouches for, [`IssueShape`]), which
     /// the issue copies, filling in the kernarg address and storing the
     /// first word last; 0 to build the packet at issue (indirect
     /// dispatches, zero workgroups).

@@ -2,8 +2,10 @@
 //! turned into its AQL packets in the execution queue.
 //!
 //! The block-issue kernel (`kernels::cmd_block_issue`) runs one work-item
-//! per command, in any order; each calls [`BlockIssuer::issue`] for its own
-//! command and looks at no other. In the serial issue
+//! per command, in any order; each issues its own command
+//! ([`BlockIssuer::issue_work_item`]: the fast path for a dispatch the
+//! recorder vouched for, else the checked [`BlockIssuer::issue`]) and looks
+//! at no other. In the serial issue
 //! ([`Execution::serial_threshold`]) one work-item issues a block's commands
 //! one after another in its issue order ([`BlockIssuer::issue_serially`]):
 //! `cmd_block_issue_serial` for a submission's entry block, or the branch
@@ -356,9 +358,10 @@ pub struct BlockIssuer {
     packets: u32,
     kernarg_size: u32,
     order: u64,
-    /// The block header's `vouched_count`, at most the commands; 0 for a
-    /// block with no room for a vouched dispatch (no packets, fewer
-    /// argument bytes than a vouched dispatch's share).
+    /// The block header's `vouched_count`; checked ([`BlockIssuer::new`]),
+    /// no more than the block's commands, packets and 64-byte shares hold
+    /// (so 0 for a block without room for a vouched dispatch); unchecked
+    /// ([`BlockIssuer::trusted`]), as the header says.
     vouched: u32,
     /// The last place a vouched dispatch's share of the arguments may
     /// start ([`BlockIssuer::issue_vouched`]).
@@ -399,12 +402,14 @@ impl BlockIssuer {
     ///
     /// # Safety
     /// As for [`BlockIssuer::new`], and the issue state is one aqueduct's
-    /// submission or control kernel wrote for a block aqueduct's recorder
-    /// wrote: the block, kernarg base, binding table and issue order
-    /// aligned as [`BlockIssuer::new`] checks, a queue whose size is a
-    /// power of two of at most [`crate::queue::MAX_QUEUE_PACKETS`], and a
-    /// block whose `vouched_count` is at most its commands and zero unless
-    /// it has packets and the arguments of a vouched dispatch.
+    /// submission or control kernel wrote, for a block header and issue
+    /// order aqueduct's recorder wrote: the block, kernarg base, binding
+    /// table and issue order aligned as [`BlockIssuer::new`] checks, a
+    /// queue whose size is a power of two of at most
+    /// [`crate::queue::MAX_QUEUE_PACKETS`] (the host refuses larger ones),
+    /// and a block whose `vouched_count` counts the vouched dispatches its
+    /// issue order starts with (each with a packet and a share in the
+    /// block, so that the fast path's clamps hold).
     pub unsafe fn trusted(state: *const BlockIssue) -> Self {
         // SAFETY: the caller's contract; unchecked, `read` cannot fail.
         match unsafe { Self::read::<true, false>(state) } {
@@ -498,7 +503,6 @@ impl BlockIssuer {
         let queue = unsafe { Queue::from_fields(queue, size, ring, doorbell) };
         let (commands, packets, kernarg_size) =
             ((first >> 32) as u32, second as u32, (second >> 32) as u32);
-        let room = (packets > 0) & (kernarg_size >= FAST_ARGUMENT_BYTES);
         Ok(Self {
             state,
             block,
@@ -507,18 +511,22 @@ impl BlockIssuer {
             kernarg_size,
             order,
             // (Unchecked, the recorder's count holds: see `trusted`.)
-            vouched: match (CHECKED, room) {
-                (false, _) => vouched_count,
-                (true, true) => vouched_count.min(commands),
-                (true, false) => 0,
-            },
-            // (Unchecked, a block with vouched dispatches has room for
-            // one: see `trusted`; the value is used only for those.)
-            last_share: if CHECKED {
-                kernarg_size.saturating_sub(FAST_ARGUMENT_BYTES)
+            // Checked: no more than the block's commands, and than its
+            // packets and 64-byte shares hold (a block's vouched
+            // dispatches have a packet and a share each), so that the
+            // fast path's clamps hold: with a vouched dispatch, the block
+            // has a packet and a share's room. Unchecked, the header is
+            // trusted to say so (see `trusted`).
+            vouched: if CHECKED {
+                vouched_count
+                    .min(commands)
+                    .min(packets)
+                    .min(kernarg_size / FAST_ARGUMENT_BYTES)
             } else {
-                kernarg_size.wrapping_sub(FAST_ARGUMENT_BYTES)
-            } & !(KERNARG_ALIGN - 1),
+                vouched_count
+            },
+            // (Used only with a vouched dispatch: no wrap.)
+            last_share: kernarg_size.wrapping_sub(FAST_ARGUMENT_BYTES) & !(KERNARG_ALIGN - 1),
             kernarg_base,
             table,
             table_len: field(core::mem::offset_of!(BlockIssue, binding_count)) as u32,
@@ -544,7 +552,8 @@ impl BlockIssuer {
             return g;
         }
         // SAFETY: `new`'s contract: the block's order holds `command_count`
-        // u32s (alignment checked in `new`); a block's command count is
+        // u32s (4-byte aligned: checked in `new`, the caller's contract in
+        // `trusted`); a block's command count is
         // below 2^30 (it fits the command offsets of `issue_vouched`), so
         // the offset fits 32 bits.
         unsafe { load_u32(self.order + u64::from(4 * g)) }
@@ -843,10 +852,16 @@ impl BlockIssuer {
     /// argument units, patches and packet; the patches' table entries),
     /// then writes the arguments and the bindings, then the packet with
     /// its kernarg address, and publishes it. It clamps every write into
-    /// the block's reservations (the command's share of the arguments,
-    /// the block's packets, which have room for one: [`BlockIssuer::new`]
-    /// counts no vouched dispatch otherwise), so that a damaged recording
-    /// damages only its own arguments and packets.
+    /// the block's reservations (the command's share into the block's
+    /// arguments, its packet into the block's packets, a binding into its
+    /// share: the block has room for one, [`BlockIssuer::new`] counts no
+    /// vouched dispatch otherwise and [`BlockIssuer::trusted`]'s caller
+    /// vouches for it), so that a damaged command (its fields, template or
+    /// patches; not the block header or issue order) writes only inside
+    /// its block's reservations. It may still publish its packet over
+    /// another command's slot, leaving that one's empty, so the queue
+    /// stops there instead of faulting; and a damaged slot reads whatever
+    /// lies at the table's address plus 16 times it.
     #[inline(always)]
     #[allow(clippy::needless_range_loop)]
     pub fn issue_vouched(&self, index: u32) {
@@ -873,7 +888,8 @@ impl BlockIssuer {
         let units: [[u64; 2]; UNITS] = core::array::from_fn(|u| {
             let at = template + 16 * u as u64;
             // SAFETY: `new`'s contract: the vouched command's template is
-            // live, FAST_ARGUMENT_BYTES long, 16-byte aligned (`IssueShape`).
+            // live, FAST_ARGUMENT_BYTES readable, 16-byte aligned
+            // (`IssueShape`).
             unsafe { [load_u64(at), load_u64(at + 8)] }
         });
         // SAFETY: `new`'s contract: the vouched command's prepared packet
@@ -899,7 +915,7 @@ impl BlockIssuer {
         // The share clamped into the block's arguments, the packet into
         // the block's.
         let kernarg_offset = (kernarg_offset & !(KERNARG_ALIGN - 1)).min(self.last_share);
-        let packet_offset = packet_offset.min(self.packets - 1);
+        let packet_offset = packet_offset.min(self.packets.wrapping_sub(1));
         let share = self.kernarg_base + u64::from(kernarg_offset);
         for u in 0..UNITS {
             let [lo, hi] = units[u];
@@ -941,8 +957,9 @@ impl BlockIssuer {
     }
 
     /// A dispatch whose packet the host prepared ([`DispatchCommand::packet`]:
-    /// direct, at least one workgroup), when [`BlockIssuer::issue_lane`]
-    /// declined it: the same work, with every check's own error. Checks
+    /// direct, at least one workgroup), on the checked path: the fast
+    /// path's work ([`BlockIssuer::issue_vouched`]), with every check's own
+    /// error. Checks
     /// its place in the block, writes its arguments, copies the packet with
     /// the kernarg address filled in, publishes it.
     fn prepared_dispatch(&self, d: &DispatchCommand) -> Result<(), IssueError> {
@@ -1341,9 +1358,11 @@ pub mod kernels {
 
     /// Issues the block described at `issue`, one work-item per command:
     /// launch at least `command_count` work-items (the rest return), in
-    /// workgroups of [`super::ISSUE_WORKGROUP`]. A command that cannot be
-    /// issued traps (a queue error for this dispatch): the host validated
-    /// it, so the recording or the issue state is damaged.
+    /// workgroups of [`super::ISSUE_WORKGROUP`]. A command on the checked
+    /// path that cannot be issued traps (a queue error for this dispatch):
+    /// the host validated it, so the recording is damaged. The issue state
+    /// is trusted, not checked ([`BlockIssuer::trusted`]), and so are the
+    /// dispatches the recorder vouched for ([`BlockIssuer::issue_vouched`]).
     ///
     /// One command per work-item, no loop: a grid-stride loop over the
     /// commands keeps the whole issue state live across iterations, and
@@ -1354,7 +1373,8 @@ pub mod kernels {
         // its issue state written by aqueduct.
         let issuer = unsafe { BlockIssuer::trusted(issue) };
         // The launchers use workgroups of ISSUE_WORKGROUP work-items (the
-        // kernel's launch bound), and fewer than 2^32 of them.
+        // kernel's launch bound), for blocks of at most 2^16 commands (the
+        // recorder's limit), so nothing below wraps.
         let first = workgroup_id_x().wrapping_mul(u32::from(super::ISSUE_WORKGROUP));
         let id = first.wrapping_add(workitem_id_x());
         // (The workgroup first: a scalar branch for all but one.)
@@ -2146,6 +2166,10 @@ mod tests {
                 length: 256,
             });
         }
+        // The kernel this rig holds (the packet was prepared from an
+        // identical one).
+        let mut d = d;
+        d.kernel = rig.user_kernel();
         rig.push(d);
         edit(&mut rig.commands[0].header);
         rig.push(ReturnCommand {
@@ -2249,8 +2273,11 @@ mod tests {
         let canary = |rig: &Rig| rig.kernargs_at(end as u32, 64);
         // SAFETY: inside the rig's argument lines.
         unsafe { core::ptr::write_bytes((rig.kernargs.as_ptr() as *mut u8).add(end), 0xEE, 64) };
-        // SAFETY: everything the state names lives in the rig and above.
-        let issuer = unsafe { BlockIssuer::new(&raw const *state) }.unwrap();
+        // The block-issue kernel's issuer, which checks nothing of the
+        // issue state (the rig's is whole).
+        // SAFETY: everything the state names lives in the rig and above,
+        // aligned, with a 64-packet queue.
+        let issuer = unsafe { BlockIssuer::trusted(&raw const *state) };
         issuer.issue_work_item(0).unwrap();
         assert_eq!(canary(&rig), std::vec![0xEE; 64]);
         // The share at the last place a share fits: the RETURN's 16

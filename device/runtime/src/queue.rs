@@ -36,12 +36,7 @@ use aqueduct_abi::packet::{BarrierPacket, Prepared};
 use crate::atomic::{Acquire, Atomic, Relaxed, Release, System};
 use crate::signal::Signal;
 
-/// Most packets of a queue the device library takes: slot offsets in the
-/// ring (64 bytes each: 4 GiB) fit 32 bits, so [`Queue::write_words`]
-/// addresses a slot with one, from the ring's wave-uniform address. ROCr's
-/// queues hold far fewer (agents report a `queue_max_size` of 2^17
-/// packets); a larger one is refused as [`QueueError::BadSize`].
-pub const MAX_QUEUE_PACKETS: u32 = 1 << 26;
+pub use aqueduct_abi::aql_ring::MAX_QUEUE_PACKETS;
 
 /// Why an enqueue gave up.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
