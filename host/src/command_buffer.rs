@@ -951,9 +951,13 @@ impl CommandBufferBuilder {
         } else {
             self.arena.put(segment, 16)?
         };
-        let bindings = if fast {
-            let mut list = [patches.last().copied().unwrap_or(BindingPatch::FILLER); FAST_PATCHES];
-            list[..patches.len()].copy_from_slice(patches);
+        // (`fast_arguments` allows at most FAST_PATCHES patches.)
+        let list = if fast {
+            BindingPatch::fast_list(patches)
+        } else {
+            None
+        };
+        let bindings = if let Some(list) = list {
             if last.patches_at == 0 || last.patches != list {
                 last.patches_at = self.arena.put(list.as_bytes(), 16)?;
                 last.patches = list;

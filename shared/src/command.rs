@@ -548,6 +548,16 @@ impl BindingPatch {
     /// past its arguments.
     pub const FILLER: Self = Self::binding(0, 0, (FAST_ARGUMENT_BYTES - 8) as u16);
 
+    /// The patch list of a dispatch the recorder vouches for
+    /// ([`FAST_PATCHES`]) whose own patches are `own` (at most
+    /// [`FAST_PATCHES`]): them, then copies of the last; fillers without
+    /// any. `None` for more.
+    pub fn fast_list(own: &[Self]) -> Option<[Self; FAST_PATCHES]> {
+        let mut list = [own.last().copied().unwrap_or(Self::FILLER); FAST_PATCHES];
+        list.get_mut(..own.len())?.copy_from_slice(own);
+        Some(list)
+    }
+
     /// The buffer bound to binding-table slot `slot`, from byte `offset`,
     /// written at kernel-argument byte `kernarg_offset`.
     pub const fn binding(slot: u32, offset: u64, kernarg_offset: u16) -> Self {

@@ -2124,9 +2124,7 @@ mod tests {
         let mut template = Box::new(FastTemplate([0; 64]));
         let copied = (size as usize).min(64);
         template.0[..copied].copy_from_slice(&bytes[..copied]);
-        let fill = patches.last().copied().unwrap_or(BindingPatch::FILLER);
-        let mut list = Box::new(FastPatches([fill; FAST_PATCHES]));
-        list.0[..patches.len()].copy_from_slice(patches);
+        let list = Box::new(FastPatches(BindingPatch::fast_list(patches).unwrap()));
         let mut d: DispatchCommand = zeroed();
         d.header = header(CommandOpcode::DISPATCH);
         d.header.packet_count = 1;
