@@ -44,7 +44,8 @@ pub const fn slot_offset(id: u64, size: u64) -> u64 {
 /// Most packets of a queue aqueduct's device library takes: slot offsets
 /// in the ring (64 bytes each: 4 GiB) fit 32 bits, so the issue addresses a
 /// slot with one, from the ring's wave-uniform address. ROCr's queues hold
-/// far fewer (agents report a `queue_max_size` of 2^17 packets).
+/// far fewer on the agents we know of (a `queue_max_size` of 2^17 packets;
+/// not checked here).
 pub const MAX_QUEUE_PACKETS: u32 = 1 << 26;
 
 /// Whether `size` can be a ring's size: a non-zero power of two (HSA

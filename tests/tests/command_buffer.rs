@@ -611,6 +611,15 @@ fn bad_commands_are_refused_at_record_time_naming_the_command() {
                 .unwrap_err(),
         );
         assert!(matches!(problem, CommandError::Range { .. }), "{problem}");
+        // A binding-table slot past the most a submission binds.
+        let (_, problem) = command(
+            b.fill(BufferRef::binding(1 << 16, 0, 16), &[1])
+                .unwrap_err(),
+        );
+        assert!(
+            matches!(problem, CommandError::Slot { slot: 65536 }),
+            "{problem}"
+        );
         let (_, problem) = command(b.fill(BufferRef::binding(0, 0, 12), &[0; 3]).unwrap_err());
         assert!(
             matches!(problem, CommandError::Pattern { pattern: 3, .. }),

@@ -62,7 +62,9 @@
 //! work-items below the count take the fast path without looking at their
 //! command, and a workgroup all of whose work-items do decides so with one
 //! scalar branch. It clamps every write into the block's reservations, so a
-//! damaged recording damages only its own arguments and packets. Values the
+//! damaged command (the block header and issue order intact) writes only
+//! inside them ([`BlockIssuer::issue_vouched`] says what it can still do
+//! wrong). Values the
 //! whole wave shares are read with scalar loads, and per-lane accesses take
 //! 32-bit offsets from them ([`crate::memory`]).
 //!
