@@ -444,6 +444,7 @@ impl IssueShape {
     /// The shape of `units` argument units and `bindings` patches, if
     /// the fast layout holds them (1 to 4 units: arguments of 1 to
     /// [`FAST_ARGUMENT_BYTES`] bytes; up to [`FAST_PATCHES`] bindings).
+    #[inline]
     pub const fn new(units: u32, bindings: u32) -> Option<Self> {
         let fits = units >= 1
             && units <= FAST_ARGUMENT_BYTES / KERNARG_ALIGN
@@ -552,6 +553,7 @@ impl BindingPatch {
     /// ([`FAST_PATCHES`]) whose own patches are `own` (at most
     /// [`FAST_PATCHES`]): them, then copies of the last; fillers without
     /// any. `None` for more.
+    #[inline]
     pub fn fast_list(own: &[Self]) -> Option<[Self; FAST_PATCHES]> {
         let mut list = [own.last().copied().unwrap_or(Self::FILLER); FAST_PATCHES];
         list.get_mut(..own.len())?.copy_from_slice(own);
@@ -560,6 +562,7 @@ impl BindingPatch {
 
     /// The buffer bound to binding-table slot `slot`, from byte `offset`,
     /// written at kernel-argument byte `kernarg_offset`.
+    #[inline]
     pub const fn binding(slot: u32, offset: u64, kernarg_offset: u16) -> Self {
         Self {
             slot,
@@ -687,6 +690,7 @@ impl DispatchCommand {
     /// [`FAST_PATCHES`] patches, each of kind `BINDING` at an 8-byte
     /// aligned place inside the arguments. The recorder asks before it
     /// places the arguments, which it then lays out for the fast path.
+    #[inline]
     pub fn fast_arguments(kernarg_size: u32, patches: &[BindingPatch]) -> bool {
         IssueShape::new(kernarg_size.div_ceil(KERNARG_ALIGN), patches.len() as u32).is_some()
             && (!patches.is_empty() || kernarg_size <= FAST_ARGUMENT_BYTES - 8)

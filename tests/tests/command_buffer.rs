@@ -473,6 +473,28 @@ fn a_repeated_dispatch_records_what_the_full_path_records() {
             )
         };
         assert_eq!([patch(1, 0), patch(1, 1)], [(1, 64), (0, 128)]);
+        // The repeats' slot needs count: 2's y ends at byte 256 of slot 0,
+        // its x at 192 of slot 1 (3 fills 64 bytes of slot 2).
+        assert_eq!(buffer.binding_sizes(), &[256, 192, 64]);
+        // A repeat binding a slot not seen yet records its need and its
+        // patch as the full path does.
+        let mut b = CommandBufferBuilder::new(&queue, 4).expect("builder");
+        b.dispatch(&saxpy, wg, &saxpy_args(1.0, 0, 64)).expect("0");
+        let mut new_slot = saxpy_args(2.0, 0, 64);
+        new_slot.bind(3, BufferRef::binding(5, 32, 16)).expect("y");
+        b.dispatch(&saxpy, wg, &new_slot).expect("1");
+        assert_eq!(b.repeated_dispatches(), 1);
+        b.ret().expect("return");
+        let slots = b.finish().expect("finish");
+        assert_eq!(slots.binding_sizes(), &[128, 64, 0, 0, 0, 48]);
+        let d = match slots.command(0, 1).expect("recorded").view() {
+            Ok(CommandView::Dispatch(d)) => *d,
+            other => panic!("{other:?}"),
+        };
+        assert!(d.header.issue_shape.is_vouched());
+        let bytes = slots.data(d.bindings + 16, 16).expect("patch");
+        assert_eq!(u32::from_le_bytes(bytes[0..4].try_into().unwrap()), 5);
+        assert_eq!(u64::from_le_bytes(bytes[8..16].try_into().unwrap()), 32);
 
         // What the quick path would refuse, the full path refuses with its
         // error, as after another kernel.

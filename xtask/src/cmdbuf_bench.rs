@@ -42,10 +42,10 @@ use aqueduct::{CommandBufferBuilder, CommandQueue, IssueMode, PoolKind, System, 
 
 /// Commands recorded per kind for the host cost.
 pub const RECORDED: u32 = 10_000;
-/// Runs of RECORDED commands per kind; the fastest is reported (a run
-/// takes under a millisecond, so a stall of the shared machine spoils only
-/// some of them).
-pub const RECORD_RUNS: u32 = 20;
+/// Runs of RECORDED commands per kind, the kinds taking turns; the
+/// fastest is reported (a run takes under a millisecond, so a stall of the
+/// shared machine spoils only some of them).
+pub const RECORD_RUNS: u32 = 30;
 /// Commands in the block whose issue is counted.
 pub const ISSUED: u32 = 1_000;
 /// The goals (issue 19): host ns per dispatch and per fill/copy recorded,
@@ -120,20 +120,23 @@ pub fn run(
 
         // Host cost per recorded command, the best of RECORD_RUNS: the
         // least a run took is the recording's cost on this shared machine.
-        let mut record = Vec::new();
+        // The kinds take turns, run after run, so that a noisy stretch of
+        // the machine (they last seconds) spoils some runs of every kind
+        // rather than all runs of one.
+        const KINDS: [&str; 4] = ["dispatch", "dispatch, other bindings", "fill", "copy"];
+        let mut best = [f64::INFINITY; KINDS.len()];
         // A dispatch with other bindings each time (64 argument sets in
         // turn) shares no patch list with the one before.
         let various = (0..64u64)
             .map(|k| saxpy_args(2.0, 16 * k))
             .collect::<Result<Vec<_>, _>>()?;
-        for kind in ["dispatch", "dispatch, other bindings", "fill", "copy"] {
-            let mut best = f64::INFINITY;
-            for _ in 0..RECORD_RUNS {
+        let args = saxpy_args(2.0, 0)?;
+        for _ in 0..RECORD_RUNS {
+            for (kind, best) in KINDS.iter().zip(&mut best) {
                 let mut b = CommandBufferBuilder::new(&queue, RECORDED + 1).map_err(err)?;
-                let args = saxpy_args(2.0, 0)?;
                 let started = Instant::now();
                 for k in 0..u64::from(RECORDED) {
-                    match kind {
+                    match *kind {
                         "dispatch" => {
                             b.dispatch(&saxpy, Workgroups::linear(1, 64), &args)
                                 .map_err(err)?;
@@ -157,10 +160,10 @@ pub fn run(
                     }
                 }
                 let ns = started.elapsed().as_secs_f64() * 1e9 / f64::from(RECORDED);
-                best = best.min(ns);
+                *best = best.min(ns);
             }
-            record.push((kind, best));
         }
+        let record: Vec<_> = KINDS.into_iter().zip(best).collect();
 
         // Device issue cost: a block of dispatches, and a mixed block
         // grouped by kind and in recording order.
