@@ -401,7 +401,7 @@ pub struct CommandBufferBuilder {
     /// shares it (the issue fills in each one's kernarg address).
     last_packet: Option<(PacketKey, u64)>,
     /// The last fast-layout template and patch list put in the arena
-    /// ([`CommandBufferBuilder::place_arguments`]): the next dispatch with
+    /// ([`CommandBufferBuilder::put_fast`]): the next dispatch with
     /// the same bytes shares them, as identical packets are shared.
     last_fast: LastFast,
     /// The last direct dispatch, for [`CommandBufferBuilder::dispatch_again`].
@@ -852,8 +852,10 @@ impl CommandBufferBuilder {
     /// launch: recorded from a copy of the last, which
     /// [`CommandBufferBuilder::record_dispatch`] checked, with only what
     /// differs checked and filled in (its place, arguments and bindings).
-    /// [`Again::Not`] for anything else, and for anything this would
-    /// refuse, which the full path then records or refuses with its error.
+    /// [`Again::Not`] for anything else (another kernel, launch or
+    /// ordering, a full block, incomplete arguments), which the full path
+    /// then records or refuses with its error; [`Again::Refused`] for
+    /// arguments it refuses, with the full path's error.
     fn dispatch_again(
         &mut self,
         kernel: &Kernel,
@@ -932,9 +934,9 @@ impl CommandBufferBuilder {
     /// [`Self::place_arguments`] for the common repeat, checked without
     /// building an error: arguments in the fast layout whose bound
     /// arguments are all binding-table references to slots already seen,
-    /// each in range. Places them and sets `d`'s template, patch list and
-    /// [`IssueShape`]; `false` (`d` untouched) for anything else, which
-    /// the full path decides and, if wrong, names.
+    /// each in range. Places them and sets `d`'s template, patch list,
+    /// binding count and [`IssueShape`]; `false` (`d` untouched) for
+    /// anything else, which the full path decides and, if wrong, names.
     fn place_vouched(
         &mut self,
         args: &Kernargs,
