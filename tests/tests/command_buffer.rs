@@ -736,6 +736,30 @@ fn bad_commands_are_refused_at_record_time_naming_the_command() {
             .err()
             .expect("short slot");
         assert!(e.to_string().contains("holds 8 bytes"), "{e}");
+        // A table longer than MAX_BINDING_SLOTS (the slot offsets
+        // are 32-bit) is refused, even with every used slot bound; one of
+        // exactly that length runs.
+        let mut dst = host_pool(&system).alloc_host::<u8>(16).expect("alloc");
+        dst.fill(POISON);
+        let entry = BindingTableEntry {
+            address: dst.address(),
+            length: 16,
+        };
+        let max = aqueduct::command_buffer::MAX_BINDING_SLOTS as usize;
+        let long = vec![entry; max + 1];
+        let e = cq.submit(&buffer, &long).err().expect("too many slots");
+        assert!(
+            e.to_string()
+                .contains("65537 slots, more than the 65536 a submission binds"),
+            "{e}"
+        );
+        // (The table is copied into the kernarg ring: 1 MiB.)
+        let mut big = CommandQueue::new(&queue, &lib, 1 << 21).expect("command queue");
+        big.submit(&buffer, &long[..max])
+            .expect("a full table")
+            .wait(TIMEOUT)
+            .expect("ran");
+        assert_eq!(&dst[..], &[1; 16], "the fill wrote slot 0");
     }
 }
 
