@@ -390,6 +390,11 @@ pub struct CommandBufferBuilder {
     kernels: Vec<Kernel>,
     /// Bytes each binding slot must hold: the largest end referenced.
     slot_sizes: Vec<u64>,
+    /// Slot needs (slot, end) the command being recorded raises: into
+    /// `slot_sizes` once it is recorded ([`Self::append_bytes`]). Each
+    /// recording method starts by clearing them, so a refused command's
+    /// are dropped rather than raised with the next command.
+    pending_needs: Vec<(u32, u64)>,
     ordering: Ordering,
     /// Whether the block gets an issue order grouped by kind.
     sort_by_kind: bool,
@@ -440,6 +445,7 @@ impl CommandBufferBuilder {
             infos: Vec::new(),
             kernels: Vec::new(),
             slot_sizes: Vec::new(),
+            pending_needs: Vec::new(),
             ordering: Ordering::AGENT,
             sort_by_kind: true,
             last_launch: None,
@@ -587,11 +593,13 @@ impl CommandBufferBuilder {
                 if r.slot >= MAX_BINDING_SLOTS {
                     return Err(CommandError::Slot { slot: r.slot });
                 }
-                let slot = r.slot as usize;
-                if self.slot_sizes.len() <= slot {
-                    self.slot_sizes.resize(slot + 1, 0);
+                if self
+                    .slot_sizes
+                    .get(r.slot as usize)
+                    .is_none_or(|&need| need < end)
+                {
+                    self.pending_needs.push((r.slot, end));
                 }
-                self.slot_sizes[slot] = self.slot_sizes[slot].max(end);
             }
             BufferRefKind::ALLOCATION => {
                 if r.address % 8 != 0 || r.address == 0 {
@@ -709,8 +717,12 @@ impl CommandBufferBuilder {
 
     /// Writes a command's bytes into the next slot (whose header `claim`
     /// gave); it emits `packets` packets and takes `kernarg_bytes` of
-    /// arguments.
+    /// arguments. (Inlined: every command's path ends here.)
+    #[inline(always)]
     fn append_bytes(&mut self, command: &[u8], packets: u16, kernarg_bytes: u32) -> u32 {
+        if !self.pending_needs.is_empty() {
+            self.raise_needs();
+        }
         let b = &mut self.blocks[self.current];
         let at = 64 + COMMAND_SIZE * b.count as usize;
         b.storage[at..at + COMMAND_SIZE].copy_from_slice(command);
@@ -718,6 +730,20 @@ impl CommandBufferBuilder {
         b.kernarg_size += kernarg_bytes.next_multiple_of(KERNARG_ALIGN);
         b.count += 1;
         b.count - 1
+    }
+
+    /// Raises the slot needs of the command being recorded (rare once a
+    /// recording's slots have been used: out of the common path).
+    #[cold]
+    #[inline(never)]
+    fn raise_needs(&mut self) {
+        for (slot, end) in self.pending_needs.drain(..) {
+            let slot = slot as usize;
+            if self.slot_sizes.len() <= slot {
+                self.slot_sizes.resize(slot + 1, 0);
+            }
+            self.slot_sizes[slot] = self.slot_sizes[slot].max(end);
+        }
     }
 
     /// The header of the current block's control command, in its reserved
@@ -752,6 +778,7 @@ impl CommandBufferBuilder {
     /// or still to add: checked at [`CommandBufferBuilder::finish`]); the
     /// next block issues once everything before the branch is done.
     pub fn branch(&mut self, target: u32) -> Result<u32> {
+        self.pending_needs.clear();
         let header = self.control_header(CommandOpcode::BRANCH)?;
         let mut c = BranchCommand::new_zeroed();
         c.header = header;
@@ -772,6 +799,7 @@ impl CommandBufferBuilder {
         if_false: u32,
     ) -> Result<u32> {
         const KIND: &str = "conditional branch";
+        self.pending_needs.clear();
         if !cond.is_known() {
             return Err(self.refuse(KIND, CommandError::Condition(cond.0)));
         }
@@ -796,6 +824,7 @@ impl CommandBufferBuilder {
     /// everything before it is done (system-scope release, so the host sees
     /// every result).
     pub fn ret(&mut self) -> Result<u32> {
+        self.pending_needs.clear();
         let header = self.control_header(CommandOpcode::RETURN)?;
         let mut r = ReturnCommand::new_zeroed();
         r.header = header;
@@ -840,6 +869,7 @@ impl CommandBufferBuilder {
         workgroups: Workgroups,
         args: &Kernargs,
     ) -> Result<u32> {
+        self.pending_needs.clear();
         match self.dispatch_again(kernel, &workgroups, args) {
             Again::Recorded(index) => Ok(index),
             Again::Refused(e) => Err(*e),
@@ -951,9 +981,9 @@ impl CommandBufferBuilder {
         for (patch, &(offset, r)) in own.iter_mut().zip(bound) {
             // What check_ref and binding_patch accept: a slot already seen
             // (so below MAX_BINDING_SLOTS), a range that does not overflow;
-            // a bound argument needs no alignment. (A need raised here
+            // a bound argument needs no alignment. (A need pended here
             // before a later argument sends the dispatch down the full path
-            // is raised there again: max is idempotent.)
+            // is pended there again: the larger end wins.)
             let (Some(end), true, Ok(place)) = (
                 r.offset.checked_add(r.length),
                 r.kind == BufferRefKind::BINDING,
@@ -961,10 +991,12 @@ impl CommandBufferBuilder {
             ) else {
                 return Ok(false);
             };
-            let Some(need) = self.slot_sizes.get_mut(r.slot as usize) else {
+            let Some(&need) = self.slot_sizes.get(r.slot as usize) else {
                 return Ok(false);
             };
-            *need = (*need).max(end);
+            if need < end {
+                self.pending_needs.push((r.slot, end));
+            }
             *patch = BindingPatch::binding(r.slot, r.offset, place);
         }
         let own = &own[..bound.len()];
@@ -1094,6 +1126,8 @@ impl CommandBufferBuilder {
         indirect: Option<(BufferRef, DispatchFlags)>,
     ) -> Result<u32> {
         const KIND: &str = "dispatch";
+        // (dispatch_again pends nothing before it leaves the dispatch here.)
+        self.pending_needs.clear();
         let name = || kernel.name().to_string();
         if kernel.agent().handle() != self.agent.handle() {
             return Err(self.refuse(
@@ -1283,6 +1317,7 @@ impl CommandBufferBuilder {
     /// the length a whole number of patterns).
     pub fn fill(&mut self, target: BufferRef, pattern: &[u8]) -> Result<u32> {
         const KIND: &str = "fill";
+        self.pending_needs.clear();
         let problem = if !PATTERN_SIZES.contains(&pattern.len()) {
             Some("a pattern is 1, 2, 4, 8 or 16 bytes")
         } else if !target.length.is_multiple_of(pattern.len() as u64) {
@@ -1315,6 +1350,7 @@ impl CommandBufferBuilder {
     /// alignment, not overlapping).
     pub fn copy(&mut self, source: BufferRef, target: BufferRef) -> Result<u32> {
         const KIND: &str = "copy";
+        self.pending_needs.clear();
         if source.length != target.length {
             return Err(self.refuse(
                 KIND,
@@ -1340,6 +1376,7 @@ impl CommandBufferBuilder {
     /// (whose length is `data`'s).
     pub fn update(&mut self, target: BufferRef, data: &[u8]) -> Result<u32> {
         const KIND: &str = "update";
+        self.pending_needs.clear();
         if data.is_empty() || data.len() > UPDATE_MAX {
             return Err(self.refuse(KIND, CommandError::UpdateLength(data.len())));
         }
@@ -1361,6 +1398,7 @@ impl CommandBufferBuilder {
     /// Records an execution barrier: later commands start after every
     /// earlier one completed, with the current ordering's fence scopes.
     pub fn barrier(&mut self) -> Result<u32> {
+        self.pending_needs.clear();
         let mut header = self.claim("barrier", CommandOpcode::BARRIER, 0)?;
         header.flags = CommandFlags::BARRIER;
         let mut b = BarrierCommand::new_zeroed();

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use aqueduct::command_buffer::{
-    BindingTableEntry, BranchCondition, BufferRef, CommandError, Ordering,
+    BindingTableEntry, BranchCondition, BufferRef, CommandError, MAX_BINDING_SLOTS, Ordering,
 };
 use aqueduct::{CommandBufferBuilder, CommandQueue, DevicePtr, Error, IssueMode, Workgroups};
 use aqueduct_tests::{Rng, announced_system, device_library, host_pool, hsa_gpus};
@@ -696,10 +696,33 @@ fn bad_commands_are_refused_at_record_time_naming_the_command() {
             .expect("builder")
             .cond_branch(BufferRef::direct(0x1008, 8), BranchCondition::EQ, 0, 0, 0)
             .expect("an aligned condition");
+        // A refused command leaves no slot need: a copy whose source
+        // (slot 7) passed before its target was refused ...
+        let (_, problem) = command(
+            b.copy(
+                BufferRef::binding(7, 0, 16),
+                BufferRef::binding(MAX_BINDING_SLOTS, 0, 16),
+            )
+            .unwrap_err(),
+        );
+        assert!(matches!(problem, CommandError::Slot { .. }), "{problem}");
         // Capacity: 3 slots, the last the RETURN's.
         b.barrier().expect("second command");
         let (index, problem) = command(b.barrier().unwrap_err());
         assert_eq!(index, 2);
+        assert_eq!(problem, CommandError::BlockFull { capacity: 3 });
+        // ... nor a fill or dispatch refused for a full block after its
+        // buffers passed (slots 9 and 5).
+        let (_, problem) = command(b.fill(BufferRef::binding(9, 0, 64), &[1]).unwrap_err());
+        assert_eq!(problem, CommandError::BlockFull { capacity: 3 });
+        let mut bound = fill_u32.kernargs().expect("args");
+        bound.bind(0, BufferRef::binding(5, 0, 64)).expect("dst");
+        bound.set(1, 16u64).expect("len");
+        bound.set(2, 1u32).expect("value");
+        let (_, problem) = command(
+            b.dispatch(&fill_u32, Workgroups::linear(1, 64), &bound)
+                .unwrap_err(),
+        );
         assert_eq!(problem, CommandError::BlockFull { capacity: 3 });
         let buffer = b.finish().expect("finish");
         assert_eq!(buffer.len(), 3);
@@ -745,7 +768,7 @@ fn bad_commands_are_refused_at_record_time_naming_the_command() {
             address: dst.address(),
             length: 16,
         };
-        let max = aqueduct::command_buffer::MAX_BINDING_SLOTS as usize;
+        let max = MAX_BINDING_SLOTS as usize;
         let long = vec![entry; max + 1];
         let e = cq.submit(&buffer, &long).err().expect("too many slots");
         assert!(
