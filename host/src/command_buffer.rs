@@ -6,7 +6,9 @@
 //! arguments against the kernel's metadata, the launch against the
 //! kernel's and the agent's limits, buffer ranges, alignment, fill
 //! patterns, the block's capacity, branch targets. A refused command is an
-//! [`Error::Command`] naming its block and index; nothing of it is written.
+//! [`Error::Command`] naming its block and index; the recording keeps no
+//! command and no binding-slot need of it (data it put before the refusal
+//! stays unused in the recording's memory).
 //!
 //! Buffers are [`BufferRef`]s: a direct address, a binding-table slot, or a
 //! queue-ordered allocation handle. Slots are bound per submission, so one

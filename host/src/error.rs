@@ -68,8 +68,8 @@ pub enum Error {
         message: String,
     },
 
-    /// A command buffer refused a command while recording; nothing of it
-    /// was written.
+    /// A command buffer refused a command while recording; the recording
+    /// keeps no command and no binding-slot need of it.
     #[error("command {index} ({kind}) of block {block} of the command buffer: {problem}")]
     Command {
         /// The block being recorded.

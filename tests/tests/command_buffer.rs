@@ -524,6 +524,25 @@ fn a_repeated_dispatch_records_what_the_full_path_records() {
         assert_eq!(quick, full);
         let (quick, full) = (refused(false, &fill_args), refused(true, &fill_args));
         assert_eq!(quick, full, "another kernel's arguments");
+        // A repeat refused for its second binding (a slot past the table)
+        // keeps no need of its first, though that one passed and reaches
+        // further than slot 1 did.
+        let mut b = CommandBufferBuilder::new(&queue, 3).expect("builder");
+        b.dispatch(&saxpy, wg, &saxpy_args(1.0, 0, 64)).expect("0");
+        let mut far = saxpy_args(1.0, 1024, 64);
+        far.bind(3, BufferRef::binding(MAX_BINDING_SLOTS, 0, 64))
+            .expect("y");
+        match b.dispatch(&saxpy, wg, &far) {
+            Err(Error::Command {
+                index: 1,
+                problem: CommandError::Slot { .. },
+                ..
+            }) => {}
+            other => panic!("{other:?}"),
+        }
+        b.ret().expect("return");
+        let kept = b.finish().expect("finish");
+        assert_eq!(kept.binding_sizes(), &[128, 64]);
         // A full block: the repeat leaves it to the full path.
         let mut b = CommandBufferBuilder::new(&queue, 3).expect("builder");
         b.dispatch(&saxpy, wg, &saxpy_args(1.0, 0, 64)).expect("0");

@@ -633,19 +633,22 @@ fn traced_chain(
 }
 
 /// The device's trace once it holds `records` records, collected or
-/// counted dropped (or after TIMEOUT). The tick that retires the last
-/// entry writes its own record when it ends, which can be after the
-/// entry's semaphore signal and release (a CI run saw 160 of 161): the
-/// caller checks the count is not passed.
+/// counted dropped (or after TIMEOUT), and 20 ms more, so that a record
+/// written past the count shows: the caller checks it holds exactly
+/// `records`. The tick that retires the last entry writes its own record
+/// when it ends, which can be after the entry's semaphore signal and
+/// release (a CI run saw 160 of 161 right after them).
 fn trace_of(device: &Device, records: u64) -> aqueduct::scheduler::DeviceTrace {
     let start = std::time::Instant::now();
     loop {
         let t = device.trace().expect("tracing is on");
         if t.events.len() as u64 + t.dropped >= records || start.elapsed() > TIMEOUT {
-            return t;
+            break;
         }
         std::thread::sleep(Duration::from_millis(1));
     }
+    std::thread::sleep(Duration::from_millis(20));
+    device.trace().expect("tracing is on")
 }
 
 #[test]
