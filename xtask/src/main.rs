@@ -42,11 +42,15 @@ enum Command {
     /// against an f64 CPU reference, reported (xtask/src/main_job.rs).
     #[command(verbatim_doc_comment)]
     Run(RunArgs),
-    /// The whole test suite: rustfmt check, clippy, rustdoc, cargo test
+    /// The whole test suite: rustfmt check, clippy, rustdoc, sim-coverage,
+    /// cargo test
     ///
     /// cargo fmt --all --check; cargo clippy --workspace --all-targets
     /// -D warnings; cargo doc --no-deps --workspace with RUSTDOCFLAGS
-    /// "-D warnings" (a doc warning fails the suite); cargo test --workspace.
+    /// "-D warnings" (a doc warning fails the suite); cargo xtask
+    /// sim-coverage (the device crates built in both device profiles for
+    /// gfx90a and gfx942, every instruction one the simulator runs);
+    /// cargo test --workspace.
     #[command(verbatim_doc_comment)]
     Test,
     /// Regenerate sim/src/decode/opcodes.rs from llvm-objdump
@@ -344,6 +348,11 @@ fn test() -> Result<(), String> {
         &[("RUSTDOCFLAGS", "-D warnings")],
         &["doc", "--no-deps", "--workspace"],
     )?;
+    // The device crates in the device-dev profile too (debug assertions
+    // and overflow checks on the GPU), checked as `cargo xtask build`
+    // checks them and covered by the simulator; the tests run the
+    // `device` profile, which this leaves built.
+    sim_coverage_command(&SimCoverageArgs { release: false })?;
     cargo(&["test", "--workspace"])
 }
 

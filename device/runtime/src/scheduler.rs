@@ -1034,6 +1034,11 @@ pub unsafe fn tick(sched: u64, issuer: &mut impl Issuer) -> TickReport {
 ///
 /// # Safety
 /// The tick's: `entry` is ready and on no list.
+// Inlined into the tick, as the release build does anyway: in the
+// device-dev profile LLVM kept it outlined and, on gfx90a, failed with
+// "unhandled SGPR spill to memory" (an SGPR spill needing EXEC changed
+// while SCC is live, which LLVM's SIRegisterInfo does not handle).
+#[inline(always)]
 unsafe fn issue<I: Issuer>(
     sched: u64,
     entry: u64,
@@ -1096,6 +1101,8 @@ unsafe fn fail_here(entry: u64, status: u32, r: &mut impl Requester, report: &mu
 ///
 /// # Safety
 /// The tick's: `entry` is ready and done.
+// Inlined into the tick: see `issue`.
+#[inline(always)]
 unsafe fn complete_here<I: Issuer>(
     sched: u64,
     entry: u64,
@@ -1277,6 +1284,8 @@ unsafe fn alloca<I: Issuer>(
 ///
 /// # Safety
 /// The tick's: `entry` is a ready DEALLOCA whose handle is live.
+// Inlined into the tick: see `issue`.
+#[inline(always)]
 unsafe fn dealloca<I: Issuer>(
     sched: u64,
     entry: u64,
