@@ -941,22 +941,22 @@ impl CommandBufferBuilder {
         d.binding_count = patches.len() as u16;
         self.patches = patches;
         match placed {
-            Ok((template, bindings, fast)) => {
+            Ok((template, bindings, shape)) => {
                 d.kernarg_template = template;
                 d.bindings = bindings;
                 // What `issue_shape` says, known without asking: the
                 // repeat's packet, flags and places are as vouchable as the
                 // last's (direct, 64- and 16-byte aligned), so its
-                // arguments decide.
-                d.header.issue_shape =
-                    match IssueShape::new(size.div_ceil(KERNARG_ALIGN), u32::from(d.binding_count))
-                    {
-                        Some(shape) if fast && prepared => shape,
-                        _ => IssueShape::NONE,
-                    };
+                // arguments decide (placed in the fast layout only if
+                // `prepared`).
+                d.header.issue_shape = shape.unwrap_or(IssueShape::NONE);
                 debug_assert_eq!(d.header.issue_shape, d.issue_shape(&self.patches));
                 self.repeated += 1;
-                let share = if fast { FAST_ARGUMENT_BYTES } else { size };
+                let share = if shape.is_some() {
+                    FAST_ARGUMENT_BYTES
+                } else {
+                    size
+                };
                 Again::Recorded(self.append_bytes(d.as_bytes(), d.header.packet_count, share))
             }
             Err(e) => Again::Refused(Box::new(e)),
@@ -1002,10 +1002,9 @@ impl CommandBufferBuilder {
             *patch = BindingPatch::binding(r.slot, r.offset, place);
         }
         let own = &own[..bound.len()];
-        let (true, Some(list), Some(shape)) = (
-            DispatchCommand::fast_arguments(segment.len() as u32, own),
+        let (Some(shape), Some(list)) = (
+            DispatchCommand::fast_shape(segment.len() as u32, own),
             BindingPatch::fast_list(own),
-            IssueShape::new(d.kernarg_size.div_ceil(KERNARG_ALIGN), own.len() as u32),
         ) else {
             return Ok(false);
         };
@@ -1020,9 +1019,9 @@ impl CommandBufferBuilder {
 
     /// A dispatch's binding patches (into `patches`), then its template
     /// and patches in the arena: their device addresses (0 for none), and
-    /// whether they have the issue's fast layout ([`IssueShape`]), which
+    /// the [`IssueShape`] of the issue's fast layout if they have it, which
     /// they get if `fast` and the arguments fit it
-    /// ([`DispatchCommand::fast_arguments`]): the template readable for
+    /// ([`DispatchCommand::fast_shape`]): the template readable for
     /// [`FAST_ARGUMENT_BYTES`], the list padded to [`FAST_PATCHES`] with
     /// copies of its last patch (`patches` keeps the dispatch's own).
     fn place_arguments(
@@ -1032,15 +1031,17 @@ impl CommandBufferBuilder {
         segment: &[u8],
         patches: &mut Vec<BindingPatch>,
         fast: bool,
-    ) -> Result<(u64, u64, bool)> {
+    ) -> Result<(u64, u64, Option<IssueShape>)> {
         for &(offset, buffer) in args.patches() {
             patches.push(self.binding_patch(kind, offset, &buffer)?);
         }
-        let fast = fast && DispatchCommand::fast_arguments(segment.len() as u32, patches);
-        // (`fast_arguments` allows at most FAST_PATCHES patches.)
-        if fast && let Some(list) = BindingPatch::fast_list(patches) {
+        // (A shape allows at most FAST_PATCHES patches.)
+        if fast
+            && let Some(shape) = DispatchCommand::fast_shape(segment.len() as u32, patches)
+            && let Some(list) = BindingPatch::fast_list(patches)
+        {
             let (template, bindings) = self.put_fast(segment, list)?;
-            return Ok((template, bindings, true));
+            return Ok((template, bindings, Some(shape)));
         }
         let template = if segment.is_empty() {
             0
@@ -1052,13 +1053,13 @@ impl CommandBufferBuilder {
         } else {
             self.arena.put(patches.as_bytes(), 16)?
         };
-        Ok((template, bindings, false))
+        Ok((template, bindings, None))
     }
 
     /// Puts a template and patch list in the fast layout (the template
     /// readable for [`FAST_ARGUMENT_BYTES`]), or shares what was put last
     /// if equal; returns their device addresses. (Inlined: a call costs the
-    /// repeat's path about 15 instructions of its 450.)
+    /// repeat's path about 15 instructions of its 460.)
     #[inline(always)]
     fn put_fast(
         &mut self,
@@ -1226,12 +1227,12 @@ impl CommandBufferBuilder {
         let placed = self.place_arguments(KIND, args, &segment, &mut patches, prepared);
         let binding_count = patches.len() as u16;
         self.patches = patches;
-        let (template, bindings, fast) = placed?;
+        let (template, bindings, shape) = placed?;
         let recorded = self.record_dispatch_with(
             kernel,
             workgroups,
             indirect,
-            (template, bindings, binding_count, fast),
+            (template, bindings, binding_count, shape.is_some()),
         );
         if recorded.is_ok() {
             self.last_launch = Some(this);

@@ -692,13 +692,21 @@ impl DispatchCommand {
     /// places the arguments, which it then lays out for the fast path.
     #[inline]
     pub fn fast_arguments(kernarg_size: u32, patches: &[BindingPatch]) -> bool {
-        IssueShape::new(kernarg_size.div_ceil(KERNARG_ALIGN), patches.len() as u32).is_some()
-            && (!patches.is_empty() || kernarg_size <= FAST_ARGUMENT_BYTES - 8)
+        Self::fast_shape(kernarg_size, patches).is_some()
+    }
+
+    /// The [`IssueShape`] of such arguments
+    /// ([`DispatchCommand::fast_arguments`]), `None` for others.
+    #[inline]
+    pub fn fast_shape(kernarg_size: u32, patches: &[BindingPatch]) -> Option<IssueShape> {
+        let shape = IssueShape::new(kernarg_size.div_ceil(KERNARG_ALIGN), patches.len() as u32)?;
+        let fits = (!patches.is_empty() || kernarg_size <= FAST_ARGUMENT_BYTES - 8)
             && patches.iter().all(|p| {
                 u32::from(p.kind) == BufferRefKind::BINDING.0
                     && p.kernarg_offset % 8 == 0
                     && u32::from(p.kernarg_offset) + 8 <= kernarg_size
-            })
+            });
+        fits.then_some(shape)
     }
 
     /// The shape the recorder vouches for ([`IssueShape`]) if the issue
@@ -727,13 +735,8 @@ impl DispatchCommand {
             && self.kernarg_template.is_multiple_of(16)
             && self.bindings != 0
             && self.bindings.is_multiple_of(16)
-            && usize::from(self.binding_count) == patches.len()
-            && Self::fast_arguments(self.kernarg_size, patches);
-        let shape = IssueShape::new(
-            self.kernarg_size.div_ceil(KERNARG_ALIGN),
-            u32::from(self.binding_count),
-        );
-        match shape {
+            && usize::from(self.binding_count) == patches.len();
+        match Self::fast_shape(self.kernarg_size, patches) {
             Some(shape) if vouched => shape,
             _ => IssueShape::NONE,
         }
