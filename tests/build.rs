@@ -16,6 +16,7 @@ fn main() {
         "tests/kernels",
         "tests/probes",
         "shared/src",
+        "shared/llvm",
         "Cargo.toml",
         "Cargo.lock",
         "rust-toolchain.toml",

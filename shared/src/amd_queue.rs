@@ -22,6 +22,8 @@
 
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
+use crate::view::{Atomic, Nested, Plain};
+
 use crate::hsa::{HsaQueue, SignalHandle};
 
 /// `AMD_QUEUE_ALIGN_BYTES`.
@@ -61,115 +63,83 @@ flags_type! {
     }
 }
 
-/// The first 256 bytes of `amd_queue_v2_t` (see the module docs).
-#[repr(C, align(64))]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct AmdQueue {
-    /// `hsa_queue`: the architected queue; an `hsa_queue_t*` handed to the
-    /// application is the address of this field, hence of the whole struct.
-    pub hsa_queue: HsaQueue,
-    /// `caps`: [`AmdQueueCaps`] (`reserved1[0]` in older headers).
-    pub caps: AmdQueueCaps,
-    /// `reserved1[3]`.
-    pub reserved1: [u32; 3],
-    /// `write_dispatch_id`: next packet id a producer will reserve;
-    /// producers advance it atomically.
-    pub write_dispatch_id: u64,
-    /// `group_segment_aperture_base_hi`: high half of the LDS aperture.
-    pub group_segment_aperture_base_hi: u32,
-    /// `private_segment_aperture_base_hi`: high half of the scratch aperture.
-    pub private_segment_aperture_base_hi: u32,
-    /// `max_cu_id`.
-    pub max_cu_id: u32,
-    /// `max_wave_id`.
-    pub max_wave_id: u32,
-    /// `max_legacy_doorbell_dispatch_id_plus_1`.
-    pub max_legacy_doorbell_dispatch_id_plus_1: u64,
-    /// `legacy_doorbell_lock`.
-    pub legacy_doorbell_lock: u32,
-    /// `reserved2[9]`.
-    pub reserved2: [u32; 9],
-    /// `read_dispatch_id`: id of the next packet the processor consumes;
-    /// slots below it may be reused.
-    pub read_dispatch_id: u64,
-    /// `read_dispatch_id_field_base_byte_offset`: offset of
-    /// `read_dispatch_id` from `hsa_queue` (so the CP can find it).
-    pub read_dispatch_id_field_base_byte_offset: u32,
-    /// `compute_tmpring_size`: COMPUTE_TMPRING_SIZE register value.
-    pub compute_tmpring_size: u32,
-    /// `scratch_resource_descriptor[4]`: V# of the scratch backing memory.
-    pub scratch_resource_descriptor: [u32; 4],
-    /// `scratch_backing_memory_location`.
-    pub scratch_backing_memory_location: u64,
-    /// `scratch_backing_memory_byte_size`.
-    pub scratch_backing_memory_byte_size: u64,
-    /// `scratch_wave64_lane_byte_size`.
-    pub scratch_wave64_lane_byte_size: u32,
-    /// `queue_properties`: [`AmdQueueProperties`].
-    pub queue_properties: AmdQueueProperties,
-    /// `scratch_max_use_index` (v2; `reserved3[2]` before).
-    pub scratch_max_use_index: u64,
-    /// `queue_inactive_signal`: signalled by ROCr when the queue faults or
-    /// is deactivated.
-    pub queue_inactive_signal: SignalHandle,
-    /// `alt_scratch_max_use_index` (v2).
-    pub alt_scratch_max_use_index: u64,
-    /// `alt_scratch_resource_descriptor[4]` (v2).
-    pub alt_scratch_resource_descriptor: [u32; 4],
-    /// `alt_scratch_backing_memory_location` (v2).
-    pub alt_scratch_backing_memory_location: u64,
-    /// `alt_scratch_dispatch_limit_x` (v2).
-    pub alt_scratch_dispatch_limit_x: u32,
-    /// `alt_scratch_dispatch_limit_y` (v2).
-    pub alt_scratch_dispatch_limit_y: u32,
-    /// `alt_scratch_dispatch_limit_z` (v2).
-    pub alt_scratch_dispatch_limit_z: u32,
-    /// `alt_scratch_wave64_lane_byte_size` (v2).
-    pub alt_scratch_wave64_lane_byte_size: u32,
-    /// `alt_compute_tmpring_size` (v2).
-    pub alt_compute_tmpring_size: u32,
-    /// `reserved5`.
-    pub reserved5: u32,
-}
-
-assert_layout!(
-    AmdQueue,
+layout! {
+    /// The first 256 bytes of `amd_queue_v2_t` (see the module docs).
+    #[repr(C, align(64))]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct AmdQueue {
+        /// `hsa_queue`: the architected queue; an `hsa_queue_t*` handed to the
+        /// application is the address of this field, hence of the whole struct.
+        pub hsa_queue: HsaQueue = 0 => Nested,
+        /// `caps`: [`AmdQueueCaps`] (`reserved1[0]` in older headers).
+        pub caps: AmdQueueCaps = 40 => Plain,
+        /// `reserved1[3]`.
+        pub reserved1: [u32; 3] = 44,
+        /// `write_dispatch_id`: next packet id a producer will reserve;
+        /// producers advance it atomically.
+        pub write_dispatch_id: u64 = 56 => Atomic,
+        /// `group_segment_aperture_base_hi`: high half of the LDS aperture.
+        pub group_segment_aperture_base_hi: u32 = 64 => Plain,
+        /// `private_segment_aperture_base_hi`: high half of the scratch aperture.
+        pub private_segment_aperture_base_hi: u32 = 68 => Plain,
+        /// `max_cu_id`.
+        pub max_cu_id: u32 = 72 => Plain,
+        /// `max_wave_id`.
+        pub max_wave_id: u32 = 76 => Plain,
+        /// `max_legacy_doorbell_dispatch_id_plus_1`.
+        pub max_legacy_doorbell_dispatch_id_plus_1: u64 = 80 => Plain,
+        /// `legacy_doorbell_lock`.
+        pub legacy_doorbell_lock: u32 = 88 => Plain,
+        /// `reserved2[9]`.
+        pub reserved2: [u32; 9] = 92,
+        /// `read_dispatch_id`: id of the next packet the processor consumes;
+        /// slots below it may be reused.
+        pub read_dispatch_id: u64 = 128 => Atomic,
+        /// `read_dispatch_id_field_base_byte_offset`: offset of
+        /// `read_dispatch_id` from `hsa_queue` (so the CP can find it).
+        pub read_dispatch_id_field_base_byte_offset: u32 = 136 => Plain,
+        /// `compute_tmpring_size`: COMPUTE_TMPRING_SIZE register value.
+        pub compute_tmpring_size: u32 = 140 => Plain,
+        /// `scratch_resource_descriptor[4]`: V# of the scratch backing memory.
+        pub scratch_resource_descriptor: [u32; 4] = 144 => Plain,
+        /// `scratch_backing_memory_location`.
+        pub scratch_backing_memory_location: u64 = 160 => Plain,
+        /// `scratch_backing_memory_byte_size`.
+        pub scratch_backing_memory_byte_size: u64 = 168 => Plain,
+        /// `scratch_wave64_lane_byte_size`.
+        pub scratch_wave64_lane_byte_size: u32 = 176 => Plain,
+        /// `queue_properties`: [`AmdQueueProperties`].
+        pub queue_properties: AmdQueueProperties = 180 => Plain,
+        /// `scratch_max_use_index` (v2; `reserved3[2]` before).
+        pub scratch_max_use_index: u64 = 184 => Plain,
+        /// `queue_inactive_signal`: signalled by ROCr when the queue faults or
+        /// is deactivated.
+        pub queue_inactive_signal: SignalHandle = 192 => Plain,
+        /// `alt_scratch_max_use_index` (v2).
+        pub alt_scratch_max_use_index: u64 = 200 => Plain,
+        /// `alt_scratch_resource_descriptor[4]` (v2).
+        pub alt_scratch_resource_descriptor: [u32; 4] = 208 => Plain,
+        /// `alt_scratch_backing_memory_location` (v2).
+        pub alt_scratch_backing_memory_location: u64 = 224 => Plain,
+        /// `alt_scratch_dispatch_limit_x` (v2).
+        pub alt_scratch_dispatch_limit_x: u32 = 232 => Plain,
+        /// `alt_scratch_dispatch_limit_y` (v2).
+        pub alt_scratch_dispatch_limit_y: u32 = 236 => Plain,
+        /// `alt_scratch_dispatch_limit_z` (v2).
+        pub alt_scratch_dispatch_limit_z: u32 = 240 => Plain,
+        /// `alt_scratch_wave64_lane_byte_size` (v2).
+        pub alt_scratch_wave64_lane_byte_size: u32 = 244 => Plain,
+        /// `alt_compute_tmpring_size` (v2).
+        pub alt_compute_tmpring_size: u32 = 248 => Plain,
+        /// `reserved5`.
+        pub reserved5: u32 = 252,
+    }
     size = 256,
     align = 64,
     why = "ROCr's amd_queue_t (amd_hsa_queue.h; the first 256 bytes of amd_queue_v2_t, aligned to \
            AMD_QUEUE_ALIGN_BYTES): the command processor, ROCr and device code (write_dispatch_id, \
-           read_dispatch_id) use these offsets",
-    hsa_queue = 0,
-    caps = 40,
-    reserved1 = 44,
-    write_dispatch_id = 56,
-    group_segment_aperture_base_hi = 64,
-    private_segment_aperture_base_hi = 68,
-    max_cu_id = 72,
-    max_wave_id = 76,
-    max_legacy_doorbell_dispatch_id_plus_1 = 80,
-    legacy_doorbell_lock = 88,
-    reserved2 = 92,
-    read_dispatch_id = 128,
-    read_dispatch_id_field_base_byte_offset = 136,
-    compute_tmpring_size = 140,
-    scratch_resource_descriptor = 144,
-    scratch_backing_memory_location = 160,
-    scratch_backing_memory_byte_size = 168,
-    scratch_wave64_lane_byte_size = 176,
-    queue_properties = 180,
-    scratch_max_use_index = 184,
-    queue_inactive_signal = 192,
-    alt_scratch_max_use_index = 200,
-    alt_scratch_resource_descriptor = 208,
-    alt_scratch_backing_memory_location = 224,
-    alt_scratch_dispatch_limit_x = 232,
-    alt_scratch_dispatch_limit_y = 236,
-    alt_scratch_dispatch_limit_z = 240,
-    alt_scratch_wave64_lane_byte_size = 244,
-    alt_compute_tmpring_size = 248,
-    reserved5 = 252,
-);
+           read_dispatch_id) use these offsets";
+}
 
 /// `scratch_last_used_index_xcc_t`.
 #[repr(C)]

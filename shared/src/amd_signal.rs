@@ -14,6 +14,8 @@
 
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
+use crate::view::{Atomic, Link, Plain};
+
 /// `AMD_SIGNAL_ALIGN_BYTES`.
 pub const AMD_SIGNAL_ALIGN_BYTES: usize = 64;
 
@@ -32,51 +34,56 @@ open_enum! {
     }
 }
 
-/// `amd_signal_t`.
-#[repr(C, align(64))]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct AmdSignal {
-    /// `kind`.
-    pub kind: AmdSignalKind,
-    /// The union of `value` (user signals: the signal value) and
-    /// `hardware_doorbell_ptr` (doorbell signals: the doorbell's address).
-    pub value: i64,
-    /// `event_mailbox_ptr`: if non-zero, the address a device writes
-    /// `event_id` to before raising an interrupt, to wake host waiters.
-    pub event_mailbox_ptr: u64,
-    /// `event_id`.
-    pub event_id: u32,
-    /// `reserved1` (zero; the properties word in v2 signals).
-    pub reserved1: u32,
-    /// `start_ts`: dispatch start, written by the packet processor when
-    /// profiling is on.
-    pub start_ts: u64,
-    /// `end_ts`: dispatch end.
-    pub end_ts: u64,
-    /// The union of `queue_ptr` (doorbell signals: the `amd_queue_t`) and
-    /// `reserved2`.
-    pub queue_ptr: u64,
-    /// `reserved3[2]`.
-    pub reserved3: [u32; 2],
+layout! {
+    /// The word an [`AmdSignal`]'s `event_mailbox_ptr` names (a slot of
+    /// ROCr's event page): a device that changed the signal stores the
+    /// signal's `event_id` here before it raises the interrupt that wakes
+    /// the host's waiters.
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct EventMailbox {
+        /// The event id, stored with release at system scope.
+        pub event: u64 = 0 => Atomic,
+    }
+    size = 8,
+    align = 8,
+    why = "a u64 of ROCr's event page (amd_hsa_signal.h: event_mailbox_ptr is a uint64_t*)";
 }
 
-assert_layout!(
-    AmdSignal,
+layout! {
+    /// `amd_signal_t`.
+    #[repr(C, align(64))]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct AmdSignal {
+        /// `kind`.
+        pub kind: AmdSignalKind = 0 => Plain,
+        /// The union of `value` (user signals: the signal value) and
+        /// `hardware_doorbell_ptr` (doorbell signals: the doorbell's address).
+        pub value: i64 = 8 => Atomic,
+        /// `event_mailbox_ptr`: if non-zero, the address a device writes
+        /// `event_id` to before raising an interrupt, to wake host waiters.
+        pub event_mailbox_ptr: u64 = 16 => Link<EventMailbox>,
+        /// `event_id`.
+        pub event_id: u32 = 24 => Plain,
+        /// `reserved1` (zero; the properties word in v2 signals).
+        pub reserved1: u32 = 28,
+        /// `start_ts`: dispatch start, written by the packet processor when
+        /// profiling is on.
+        pub start_ts: u64 = 32 => Plain,
+        /// `end_ts`: dispatch end.
+        pub end_ts: u64 = 40 => Plain,
+        /// The union of `queue_ptr` (doorbell signals: the `amd_queue_t`) and
+        /// `reserved2`.
+        pub queue_ptr: u64 = 48 => Plain,
+        /// `reserved3[2]`.
+        pub reserved3: [u32; 2] = 56,
+    }
     size = 64,
     align = 64,
     why = "amd_hsa_signal.h amd_signal_t, frozen in ROCr at one 64-byte line \
            (AMD_SIGNAL_ALIGN_BYTES): host, packet processor and device code reach kind and value \
-           (byte 8) with atomics",
-    kind = 0,
-    value = 8,
-    event_mailbox_ptr = 16,
-    event_id = 24,
-    reserved1 = 28,
-    start_ts = 32,
-    end_ts = 40,
-    queue_ptr = 48,
-    reserved3 = 56,
-);
+           (byte 8) with atomics";
+}
 
 impl AmdSignal {
     /// A user signal holding `value`, with no event mailbox.

@@ -38,12 +38,18 @@
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
+use crate::amd_queue::AmdQueue;
 use crate::aql::{FenceScope, KernelDispatchPacket};
 use crate::hsa::SignalHandle;
 use crate::packet::{KernelDispatch, Ordering, PacketError, Prepared};
+use crate::scheduler::QueueEntry;
+use crate::view::{Link, List, ListOf, Nested, Plain, Ref, View};
 
 /// Bytes of every command.
 pub const COMMAND_SIZE: usize = 128;
+
+/// Bytes of a block's [`CommandBlockHeader`], which its commands follow.
+pub const BLOCK_HEADER_SIZE: u64 = size_of::<CommandBlockHeader>() as u64;
 
 /// `b"AQCB"` little-endian: marks a [`CommandBufferHeader`].
 pub const COMMAND_BUFFER_MAGIC: u32 = u32::from_le_bytes(*b"AQCB");
@@ -66,37 +72,45 @@ open_enum! {
     }
 }
 
-/// A reference to a byte range of a buffer, resolved when the command issues:
-/// `base(kind) + offset .. + length`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct BufferRef {
-    /// How `address`/`slot` are read.
-    pub kind: BufferRefKind,
-    /// Binding table slot (kind `BINDING`); zero otherwise.
-    pub slot: u32,
-    /// Buffer address (`DIRECT`) or allocation handle address
-    /// (`ALLOCATION`); zero for `BINDING`.
-    pub address: u64,
-    /// Byte offset into the buffer.
-    pub offset: u64,
-    /// Byte length of the range.
-    pub length: u64,
+layout! {
+    /// An element of a command buffer's block list
+    /// ([`CommandBufferHeader::blocks`]): one block's address.
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct BlockAddress {
+        /// Device address of the block's [`CommandBlockHeader`].
+        pub block: u64 = 0 => Ref<CommandBlockHeader>,
+    }
+    size = 8,
+    align = 8,
+    why = "the block list is an array of u64 addresses the control kernel indexes (aqueduct ABI: \
+           change it with ABI_VERSION)";
 }
 
-assert_layout!(
-    BufferRef,
+layout! {
+    /// A reference to a byte range of a buffer, resolved when the command issues:
+    /// `base(kind) + offset .. + length`.
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct BufferRef {
+        /// How `address`/`slot` are read.
+        pub kind: BufferRefKind = 0 => Plain,
+        /// Binding table slot (kind `BINDING`); zero otherwise.
+        pub slot: u32 = 4 => Plain,
+        /// Buffer address (`DIRECT`) or allocation handle address
+        /// (`ALLOCATION`); zero for `BINDING`.
+        pub address: u64 = 8 => Plain,
+        /// Byte offset into the buffer.
+        pub offset: u64 = 16 => Plain,
+        /// Byte length of the range.
+        pub length: u64 = 24 => Plain,
+    }
     size = 32,
     align = 8,
     why = "embedded in fill, copy, update, conditional-branch and dispatch commands, and pointed \
            at by an ALLOCATION BindingPatch, which the issue kernel reads at fixed offsets \
-           (aqueduct ABI: change it with ABI_VERSION)",
-    kind = 0,
-    slot = 4,
-    address = 8,
-    offset = 16,
-    length = 24,
-);
+           (aqueduct ABI: change it with ABI_VERSION)";
+}
 
 impl BufferRef {
     /// `length` bytes at the device address `address` (kind `DIRECT`,
@@ -137,185 +151,144 @@ impl BufferRef {
     }
 }
 
-/// The device-side record of a queue-ordered allocation: `address` is zero
-/// until the allocation commits; commands referencing it issue only after.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct AllocationHandle {
-    /// Device address of the committed allocation, or 0.
-    pub address: u64,
-    /// Byte size of the allocation.
-    pub length: u64,
-}
-
-assert_layout!(
-    AllocationHandle,
+layout! {
+    /// The device-side record of a queue-ordered allocation: `address` is zero
+    /// until the allocation commits; commands referencing it issue only after.
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct AllocationHandle {
+        /// Device address of the committed allocation, or 0.
+        pub address: u64 = 0 => Plain,
+        /// Byte size of the allocation.
+        pub length: u64 = 8 => Plain,
+    }
     size = 16,
     align = 8,
     why = "the allocator writes it and the issue kernel reads it through a BufferRef of kind \
-           ALLOCATION (aqueduct ABI: change it with ABI_VERSION)",
-    address = 0,
-    length = 8,
-);
-
-/// One slot of a submission's binding table.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct BindingTableEntry {
-    /// Device address of the bound buffer.
-    pub address: u64,
-    /// Byte size of the bound range; a reference past it is a fault.
-    pub length: u64,
+           ALLOCATION (aqueduct ABI: change it with ABI_VERSION)";
 }
 
-assert_layout!(
-    BindingTableEntry,
+layout! {
+    /// One slot of a submission's binding table.
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct BindingTableEntry {
+        /// Device address of the bound buffer.
+        pub address: u64 = 0 => Plain,
+        /// Byte size of the bound range; a reference past it is a fault.
+        pub length: u64 = 8 => Plain,
+    }
     size = 16,
     align = 8,
     why = "a submission's binding table is an array of these, which the issue kernel indexes by \
-           slot (aqueduct ABI: change it with ABI_VERSION)",
-    address = 0,
-    length = 8,
-);
-
-/// What the device knows of a loaded kernel, in device memory: a dispatch
-/// command points at one. Built by the host from the code object's metadata
-/// and kernel descriptor when it loads the code object.
-#[repr(C, align(64))]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct KernelInfo {
-    /// Address of the kernel descriptor (the packet's `kernel_object`).
-    pub kernel_object: u64,
-    /// Kernarg segment size in bytes (`.kernarg_segment_size`).
-    pub kernarg_size: u32,
-    /// Kernarg segment alignment (`.kernarg_segment_align`, at least 16).
-    pub kernarg_alignment: u32,
-    /// Static LDS bytes (`.group_segment_fixed_size`).
-    pub group_segment_size: u32,
-    /// Scratch bytes per work-item (`.private_segment_fixed_size`).
-    pub private_segment_size: u32,
-    /// Required workgroup size (`.reqd_workgroup_size`), or zeros.
-    pub required_workgroup_size: [u16; 3],
-    /// Wavefront size, 32 or 64.
-    pub wavefront_size: u16,
-    /// Host-assigned id for tracing (index in the loaded kernel table).
-    pub trace_id: u64,
-    /// Pads the record to one 64-byte line; written as zero.
-    pub reserved: [u64; 3],
+           slot (aqueduct ABI: change it with ABI_VERSION)";
 }
 
-assert_layout!(
-    KernelInfo,
+layout! {
+    /// What the device knows of a loaded kernel, in device memory: a dispatch
+    /// command points at one. Built by the host from the code object's metadata
+    /// and kernel descriptor when it loads the code object.
+    #[repr(C, align(64))]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct KernelInfo {
+        /// Address of the kernel descriptor (the packet's `kernel_object`).
+        pub kernel_object: u64 = 0 => Plain,
+        /// Kernarg segment size in bytes (`.kernarg_segment_size`).
+        pub kernarg_size: u32 = 8 => Plain,
+        /// Kernarg segment alignment (`.kernarg_segment_align`, at least 16).
+        pub kernarg_alignment: u32 = 12 => Plain,
+        /// Static LDS bytes (`.group_segment_fixed_size`).
+        pub group_segment_size: u32 = 16 => Plain,
+        /// Scratch bytes per work-item (`.private_segment_fixed_size`).
+        pub private_segment_size: u32 = 20 => Plain,
+        /// Required workgroup size (`.reqd_workgroup_size`), or zeros.
+        pub required_workgroup_size: [u16; 3] = 24 => Plain,
+        /// Wavefront size, 32 or 64.
+        pub wavefront_size: u16 = 30 => Plain,
+        /// Host-assigned id for tracing (index in the loaded kernel table).
+        pub trace_id: u64 = 32 => Plain,
+        /// Pads the record to one 64-byte line; written as zero.
+        pub reserved: [u64; 3] = 40,
+    }
     size = 64,
     align = 64,
     why = "one 64-byte line the issue kernel reads for every dispatch command (aqueduct ABI: \
-           change it with ABI_VERSION)",
-    kernel_object = 0,
-    kernarg_size = 8,
-    kernarg_alignment = 12,
-    group_segment_size = 16,
-    private_segment_size = 20,
-    required_workgroup_size = 24,
-    wavefront_size = 30,
-    trace_id = 32,
-    reserved = 40,
-);
-
-/// The whole command buffer, at the address a submission names.
-#[repr(C, align(64))]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct CommandBufferHeader {
-    /// [`COMMAND_BUFFER_MAGIC`]; anything else is refused.
-    pub magic: u32,
-    /// [`crate::ABI_VERSION`] of the recorder; a mismatch is refused.
-    pub abi_version: u32,
-    /// Number of blocks.
-    pub block_count: u32,
-    /// Index of the block execution starts at.
-    pub entry_block: u32,
-    /// Binding table slots the commands use (the submission must bind at
-    /// least this many).
-    pub binding_count: u32,
-    /// Largest `packet_count` of any block: what the scheduler must be able
-    /// to reserve in one go.
-    pub max_block_packet_count: u32,
-    /// Largest `kernarg_size` of any block.
-    pub max_block_kernarg_size: u32,
-    /// Keeps `blocks` 8-byte aligned; written as zero.
-    pub reserved0: u32,
-    /// Device address of `[u64; block_count]`: each block's address.
-    pub blocks: u64,
-    /// Pads the header to one 64-byte line; written as zero.
-    pub reserved: [u64; 3],
+           change it with ABI_VERSION)";
 }
 
-assert_layout!(
-    CommandBufferHeader,
+layout! {
+    /// The whole command buffer, at the address a submission names.
+    #[repr(C, align(64))]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct CommandBufferHeader {
+        /// [`COMMAND_BUFFER_MAGIC`]; anything else is refused.
+        pub magic: u32 = 0 => Plain,
+        /// [`crate::ABI_VERSION`] of the recorder; a mismatch is refused.
+        pub abi_version: u32 = 4 => Plain,
+        /// Number of blocks.
+        pub block_count: u32 = 8 => Plain,
+        /// Index of the block execution starts at.
+        pub entry_block: u32 = 12 => Plain,
+        /// Binding table slots the commands use (the submission must bind at
+        /// least this many).
+        pub binding_count: u32 = 16 => Plain,
+        /// Largest `packet_count` of any block: what the scheduler must be able
+        /// to reserve in one go.
+        pub max_block_packet_count: u32 = 20 => Plain,
+        /// Largest `kernarg_size` of any block.
+        pub max_block_kernarg_size: u32 = 24 => Plain,
+        /// Keeps `blocks` 8-byte aligned; written as zero.
+        pub reserved0: u32 = 28,
+        /// Device address of `[u64; block_count]`: each block's address.
+        pub blocks: u64 = 32 => ListOf<BlockAddress>[block_count: u32],
+        /// Pads the header to one 64-byte line; written as zero.
+        pub reserved: [u64; 3] = 40,
+    }
     size = 64,
     align = 64,
     why = "one 64-byte line at the address a submission names; magic and abi_version stay at bytes \
            0 and 4 in every ABI_VERSION so the device can refuse another version's recording, and \
-           the rest changes only with ABI_VERSION",
-    magic = 0,
-    abi_version = 4,
-    block_count = 8,
-    entry_block = 12,
-    binding_count = 16,
-    max_block_packet_count = 20,
-    max_block_kernarg_size = 24,
-    reserved0 = 28,
-    blocks = 32,
-    reserved = 40,
-);
-
-/// A basic block; its commands follow it directly in memory (command `i` at
-/// `block + 64 + 128 * i`).
-#[repr(C, align(64))]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct CommandBlockHeader {
-    /// This block's index in the command buffer.
-    pub block_index: u32,
-    /// Commands in the block, the last one a control command.
-    pub command_count: u32,
-    /// AQL packets the block's commands emit in all (the sum of their
-    /// `packet_count`s): the range the scheduler reserves.
-    pub packet_count: u32,
-    /// Kernarg bytes the block's commands need in all.
-    pub kernarg_size: u32,
-    /// Device address of `[u32; command_count]`, the order in which the
-    /// block-issue kernel's work-items take the commands (work-item `g`
-    /// issues command `issue_order[g]`): the vouched dispatches
-    /// ([`CommandBlockHeader::vouched_count`]) first, then grouped by kind,
-    /// so that each wave runs one kind's code without divergence. 0:
-    /// work-item `g` issues command `g`.
-    pub issue_order: u64,
-    /// The first `vouched_count` commands in the issue order are
-    /// dispatches the recorder vouches for ([`IssueShape`]), which the
-    /// issue kernel's work-items below it take without looking at what
-    /// kind of command they have (the recorder orders them first).
-    pub vouched_count: u32,
-    /// Written as zero.
-    pub reserved0: u32,
-    /// Pads the header to one 64-byte line, so commands start at
-    /// `block + 64`; written as zero.
-    pub reserved: [u64; 4],
+           the rest changes only with ABI_VERSION";
 }
 
-assert_layout!(
-    CommandBlockHeader,
+layout! {
+    /// A basic block; its commands follow it directly in memory (command `i` at
+    /// `block + 64 + 128 * i`).
+    #[repr(C, align(64))]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct CommandBlockHeader {
+        /// This block's index in the command buffer.
+        pub block_index: u32 = 0 => Plain,
+        /// Commands in the block, the last one a control command.
+        pub command_count: u32 = 4 => Plain,
+        /// AQL packets the block's commands emit in all (the sum of their
+        /// `packet_count`s): the range the scheduler reserves.
+        pub packet_count: u32 = 8 => Plain,
+        /// Kernarg bytes the block's commands need in all.
+        pub kernarg_size: u32 = 12 => Plain,
+        /// Device address of `[u32; command_count]`, the order in which the
+        /// block-issue kernel's work-items take the commands (work-item `g`
+        /// issues command `issue_order[g]`): the vouched dispatches
+        /// ([`CommandBlockHeader::vouched_count`]) first, then grouped by kind,
+        /// so that each wave runs one kind's code without divergence. 0:
+        /// work-item `g` issues command `g`.
+        pub issue_order: u64 = 16 => Plain,
+        /// The first `vouched_count` commands in the issue order are
+        /// dispatches the recorder vouches for ([`IssueShape`]), which the
+        /// issue kernel's work-items below it take without looking at what
+        /// kind of command they have (the recorder orders them first).
+        pub vouched_count: u32 = 24 => Plain,
+        /// Written as zero.
+        pub reserved0: u32 = 28,
+        /// Pads the header to one 64-byte line, so commands start at
+        /// `block + 64`; written as zero.
+        pub reserved: [u64; 4] = 32,
+    }
     size = 64,
     align = 64,
     why = "exactly one 64-byte line, so command i of a block sits at block + 64 + 128 * i; the \
-           scheduler reads the block's totals here (aqueduct ABI: change it with ABI_VERSION)",
-    block_index = 0,
-    command_count = 4,
-    packet_count = 8,
-    kernarg_size = 12,
-    issue_order = 16,
-    vouched_count = 24,
-    reserved0 = 28,
-    reserved = 32,
-);
+           scheduler reads the block's totals here (aqueduct ABI: change it with ABI_VERSION)";
+}
 
 open_enum! {
     /// A command's kind. Zero is never valid, so zeroed memory is refused.
@@ -348,48 +321,38 @@ flags_type! {
     }
 }
 
-/// The first 16 bytes of every command.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct CommandHeader {
-    /// The command's kind, which says how the payload after this header is
-    /// laid out; zero (zeroed memory) is refused.
-    pub opcode: CommandOpcode,
-    /// Options common to every kind (the AQL barrier bit).
-    pub flags: CommandFlags,
-    /// Acquire fence scope of the command's first packet.
-    pub acquire_scope: FenceScope,
-    /// Release fence scope of the command's last packet.
-    pub release_scope: FenceScope,
-    /// Index of the command's first packet within the block's reserved
-    /// packet range.
-    pub packet_offset: u32,
-    /// Packets the command emits: 1 for most, 2 for an indirect-dynamic
-    /// dispatch (the patch dispatch, then the dispatch).
-    pub packet_count: u16,
-    /// A dispatch the issue may copy and patch without checking it
-    /// ([`DispatchCommand::issue_shape`]), and its shape; zero otherwise.
-    pub issue_shape: IssueShape,
-    /// Byte offset of the command's kernel arguments within the block's
-    /// kernarg reservation; a multiple of [`KERNARG_ALIGN`].
-    pub kernarg_offset: u32,
-}
-
-assert_layout!(
-    CommandHeader,
+layout! {
+    /// The first 16 bytes of every command.
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct CommandHeader {
+        /// The command's kind, which says how the payload after this header is
+        /// laid out; zero (zeroed memory) is refused.
+        pub opcode: CommandOpcode = 0 => Plain,
+        /// Options common to every kind (the AQL barrier bit).
+        pub flags: CommandFlags = 1 => Plain,
+        /// Acquire fence scope of the command's first packet.
+        pub acquire_scope: FenceScope = 2 => Plain,
+        /// Release fence scope of the command's last packet.
+        pub release_scope: FenceScope = 3 => Plain,
+        /// Index of the command's first packet within the block's reserved
+        /// packet range.
+        pub packet_offset: u32 = 4 => Plain,
+        /// Packets the command emits: 1 for most, 2 for an indirect-dynamic
+        /// dispatch (the patch dispatch, then the dispatch).
+        pub packet_count: u16 = 8 => Plain,
+        /// A dispatch the issue may copy and patch without checking it
+        /// ([`DispatchCommand::issue_shape`]), and its shape; zero otherwise.
+        pub issue_shape: IssueShape = 10 => Plain,
+        /// Byte offset of the command's kernel arguments within the block's
+        /// kernarg reservation; a multiple of [`KERNARG_ALIGN`].
+        pub kernarg_offset: u32 = 12 => Plain,
+    }
     size = 16,
     align = 4,
     why = "embedded at byte 0 of every command, whose payload starts at byte 16; the issue kernel \
-           reads it before it knows the command's type (aqueduct ABI: change it with ABI_VERSION)",
-    opcode = 0,
-    flags = 1,
-    acquire_scope = 2,
-    release_scope = 3,
-    packet_offset = 4,
-    packet_count = 8,
-    issue_shape = 10,
-    kernarg_offset = 12,
-);
+           reads it before it knows the command's type (aqueduct ABI: change it with ABI_VERSION)";
+}
 
 /// Most commands a block holds: the issue kernel addresses a command with
 /// a 32-bit offset from its block.
@@ -471,27 +434,23 @@ impl IssueShape {
     }
 }
 
-/// Any command, before its opcode is looked at.
-#[repr(C, align(64))]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct Command {
-    /// The fields every command shares; `header.opcode` says which typed
-    /// command ([`Command::view`]) the slot holds.
-    pub header: CommandHeader,
-    /// Bytes 16..128, laid out by the opcode's command type.
-    pub payload: [u8; COMMAND_SIZE - 16],
-}
-
-assert_layout!(
-    Command,
+layout! {
+    /// Any command, before its opcode is looked at.
+    #[repr(C, align(64))]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct Command {
+        /// The fields every command shares; `header.opcode` says which typed
+        /// command ([`Command::view`]) the slot holds.
+        pub header: CommandHeader = 0 => Nested,
+        /// Bytes 16..128, laid out by the opcode's command type.
+        pub payload: [u8; COMMAND_SIZE - 16] = 16 => Plain,
+    }
     size = COMMAND_SIZE,
     align = 64,
     why = "COMMAND_SIZE: a block's commands are an array of 128-byte slots, each starting a \
            64-byte line and holding a 16-byte CommandHeader, then its opcode's payload (aqueduct \
-           ABI: change it with ABI_VERSION)",
-    header = 0,
-    payload = 16,
-);
+           ABI: change it with ABI_VERSION)";
+}
 
 flags_type! {
     /// [`DispatchCommand::dispatch_flags`].
@@ -506,40 +465,34 @@ flags_type! {
     }
 }
 
-/// A binding the issue kernel resolves and writes into the kernel
-/// arguments: a buffer's device address (8 bytes) at `kernarg_offset`.
-/// A reference of kind `DIRECT` never becomes a patch: the recorder writes
-/// its address into the template. One 16-byte load per binding, the
-/// common kind's fields first.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct BindingPatch {
-    /// Binding table slot (kind `BINDING`); zero otherwise.
-    pub slot: u32,
-    /// The reference's [`BufferRefKind`]: `BINDING` or `ALLOCATION`.
-    pub kind: u16,
-    /// Byte offset in the kernarg segment, 8-byte aligned.
-    pub kernarg_offset: u16,
-    /// `BINDING`: the byte offset into the bound buffer; the range it
-    /// starts was checked against the binding table when the submission
-    /// bound it (the recording knows each slot's need), so the issue only
-    /// adds. `ALLOCATION`: the device address of the whole [`BufferRef`]
-    /// (kind `ALLOCATION`, 8-byte aligned), which the issue resolves and
-    /// checks against the handle.
-    pub value: u64,
-}
-
-assert_layout!(
-    BindingPatch,
+layout! {
+    /// A binding the issue kernel resolves and writes into the kernel
+    /// arguments: a buffer's device address (8 bytes) at `kernarg_offset`.
+    /// A reference of kind `DIRECT` never becomes a patch: the recorder writes
+    /// its address into the template. One 16-byte load per binding, the
+    /// common kind's fields first.
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct BindingPatch {
+        /// Binding table slot (kind `BINDING`); zero otherwise.
+        pub slot: u32 = 0 => Plain,
+        /// The reference's [`BufferRefKind`]: `BINDING` or `ALLOCATION`.
+        pub kind: u16 = 4 => Plain,
+        /// Byte offset in the kernarg segment, 8-byte aligned.
+        pub kernarg_offset: u16 = 6 => Plain,
+        /// `BINDING`: the byte offset into the bound buffer; the range it
+        /// starts was checked against the binding table when the submission
+        /// bound it (the recording knows each slot's need), so the issue only
+        /// adds. `ALLOCATION`: the device address of the whole [`BufferRef`]
+        /// (kind `ALLOCATION`, 8-byte aligned), which the issue resolves and
+        /// checks against the handle.
+        pub value: u64 = 8 => Plain,
+    }
     size = 16,
     align = 8,
     why = "DispatchCommand::bindings points at an array of these, which the issue kernel reads \
-           one 16-byte load each (aqueduct ABI: change it with ABI_VERSION)",
-    slot = 0,
-    kind = 4,
-    kernarg_offset = 6,
-    value = 8,
-);
+           one 16-byte load each (aqueduct ABI: change it with ABI_VERSION)";
+}
 
 impl BindingPatch {
     /// What fills the patch list of a dispatch without bindings that the
@@ -585,89 +538,71 @@ impl BindingPatch {
     }
 }
 
-/// Asserts a typed command's layout: [`Command::view`] transmutes a command
-/// slot into it, so it has a slot's size and alignment, and the issue kernel
-/// reads its payload at the offsets listed.
-macro_rules! assert_command_layout {
-    ($ty:ty, $($field:ident = $offset:expr),+ $(,)?) => {
-        assert_layout!(
-            $ty,
+/// Declares a typed command's layout (`layout!`): [`Command::view`]
+/// transmutes a command slot into it, so it has a slot's size and
+/// alignment, and the issue kernel reads its payload at the offsets listed.
+macro_rules! command_layout {
+    ($($layout:tt)*) => {
+        layout! {
+            $($layout)*
             size = COMMAND_SIZE,
             align = 64,
             why = "Command::view transmutes a command slot into it, and the issue kernel reads \
-                   its payload at these offsets (aqueduct ABI: change it with ABI_VERSION)",
-            $($field = $offset),+
-        );
+                   its payload at these offsets (aqueduct ABI: change it with ABI_VERSION)";
+        }
     };
 }
 
-/// Launch a kernel: one kernel dispatch packet (two when
-/// `INDIRECT_DYNAMIC`).
-#[repr(C, align(64))]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct DispatchCommand {
-    /// Opcode `DISPATCH`, ordering, packet and kernarg placement.
-    pub header: CommandHeader,
-    /// Device address of the kernel's [`KernelInfo`].
-    pub kernel: u64,
-    /// Where the workgroup count comes from: none set for a direct dispatch
-    /// (`workgroup_count`), `INDIRECT_STATIC` or `INDIRECT_DYNAMIC` to read
-    /// it through `workgroup_count_ref`.
-    pub dispatch_flags: DispatchFlags,
-    /// Workgroup size per dimension.
-    pub workgroup_size: [u16; 3],
-    /// Workgroups per dimension (direct dispatches); the grid is
-    /// `workgroup_count * workgroup_size`.
-    pub workgroup_count: [u32; 3],
-    /// LDS bytes added to the kernel's static group segment.
-    pub dynamic_group_segment_size: u32,
-    /// Device address of the kernarg template: `kernarg_size` bytes copied to
-    /// the command's kernarg slot before the bindings are patched in;
-    /// 16-byte aligned and padded with zeros to a multiple of 16 bytes
-    /// (the copy moves whole words).
-    pub kernarg_template: u64,
-    /// Bytes of kernel arguments (the kernel's `kernarg_size`).
-    pub kernarg_size: u32,
-    /// Entries at `bindings`.
-    pub binding_count: u16,
-    /// Grid dimensions, 1..=3 (the packet's setup).
-    pub dimensions: u8,
-    /// Keeps `bindings` 8-byte aligned; written as zero.
-    pub reserved0: u8,
-    /// Device address of `[BindingPatch; binding_count]`.
-    pub bindings: u64,
-    /// Where an indirect dispatch reads its `[u32; 3]` workgroup count.
-    pub workgroup_count_ref: BufferRef,
-    /// Device address of the dispatch's AQL packet prepared at record time,
-    /// header in place ([`DispatchCommand::build_packet`] with a zero
-    /// kernarg address, [`Prepared::published`]; 16-byte aligned, 64 for a dispatch the
-    /// recorder vouches for, [`IssueShape`]), which
-    /// the issue copies, filling in the kernarg address and storing the
-    /// first word last; 0 to build the packet at issue (indirect
-    /// dispatches, zero workgroups).
-    pub packet: u64,
-    /// Pads the command to its 128-byte slot; written as zero.
-    pub reserved: [u64; 2],
+command_layout! {
+    /// Launch a kernel: one kernel dispatch packet (two when
+    /// `INDIRECT_DYNAMIC`).
+    #[repr(C, align(64))]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct DispatchCommand {
+        /// Opcode `DISPATCH`, ordering, packet and kernarg placement.
+        pub header: CommandHeader = 0 => Nested,
+        /// Device address of the kernel's [`KernelInfo`].
+        pub kernel: u64 = 16 => Ref<KernelInfo>,
+        /// Where the workgroup count comes from: none set for a direct dispatch
+        /// (`workgroup_count`), `INDIRECT_STATIC` or `INDIRECT_DYNAMIC` to read
+        /// it through `workgroup_count_ref`.
+        pub dispatch_flags: DispatchFlags = 24 => Plain,
+        /// Workgroup size per dimension.
+        pub workgroup_size: [u16; 3] = 26 => Plain,
+        /// Workgroups per dimension (direct dispatches); the grid is
+        /// `workgroup_count * workgroup_size`.
+        pub workgroup_count: [u32; 3] = 32 => Plain,
+        /// LDS bytes added to the kernel's static group segment.
+        pub dynamic_group_segment_size: u32 = 44 => Plain,
+        /// Device address of the kernarg template: `kernarg_size` bytes copied to
+        /// the command's kernarg slot before the bindings are patched in;
+        /// 16-byte aligned and padded with zeros to a multiple of 16 bytes
+        /// (the copy moves whole words).
+        pub kernarg_template: u64 = 48 => Plain,
+        /// Bytes of kernel arguments (the kernel's `kernarg_size`).
+        pub kernarg_size: u32 = 56 => Plain,
+        /// Entries at `bindings`.
+        pub binding_count: u16 = 60 => Plain,
+        /// Grid dimensions, 1..=3 (the packet's setup).
+        pub dimensions: u8 = 62 => Plain,
+        /// Keeps `bindings` 8-byte aligned; written as zero.
+        pub reserved0: u8 = 63,
+        /// Device address of `[BindingPatch; binding_count]`.
+        pub bindings: u64 = 64 => ListOf<BindingPatch>[binding_count: u16],
+        /// Where an indirect dispatch reads its `[u32; 3]` workgroup count.
+        pub workgroup_count_ref: BufferRef = 72 => Nested,
+        /// Device address of the dispatch's AQL packet prepared at record time,
+        /// header in place ([`DispatchCommand::build_packet`] with a zero
+        /// kernarg address, [`Prepared::published`]; 16-byte aligned, 64 for a dispatch the
+        /// recorder vouches for, [`IssueShape`]), which
+        /// the issue copies, filling in the kernarg address and storing the
+        /// first word last; 0 to build the packet at issue (indirect
+        /// dispatches, zero workgroups).
+        pub packet: u64 = 104 => Link<[u64; 8]>,
+        /// Pads the command to its 128-byte slot; written as zero.
+        pub reserved: [u64; 2] = 112,
+    }
 }
-
-assert_command_layout!(
-    DispatchCommand,
-    header = 0,
-    kernel = 16,
-    dispatch_flags = 24,
-    workgroup_size = 26,
-    workgroup_count = 32,
-    dynamic_group_segment_size = 44,
-    kernarg_template = 48,
-    kernarg_size = 56,
-    binding_count = 60,
-    dimensions = 62,
-    reserved0 = 63,
-    bindings = 64,
-    workgroup_count_ref = 72,
-    packet = 104,
-    reserved = 112,
-);
 
 impl CommandHeader {
     /// The packet ordering the command asks for: its fence scopes, the
@@ -798,119 +733,93 @@ pub enum DispatchPacketError {
     Packet(PacketError),
 }
 
-/// Fill `target` with a repeating pattern of 1, 2, 4, 8 or 16 bytes: one
-/// dispatch of the device library's fill kernel.
-#[repr(C, align(64))]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct FillCommand {
-    /// Opcode `FILL`, ordering, packet and kernarg placement.
-    pub header: CommandHeader,
-    /// The range filled (`length` bytes, a multiple of `pattern_length`).
-    pub target: BufferRef,
-    /// The pattern, in its first `pattern_length` bytes.
-    pub pattern: [u8; 16],
-    /// 1, 2, 4, 8 or 16.
-    pub pattern_length: u8,
-    /// Keeps `reserved` 8-byte aligned; written as zero.
-    pub reserved0: [u8; 7],
-    /// Pads the command to its 128-byte slot; written as zero.
-    pub reserved: [u64; 7],
+command_layout! {
+    /// Fill `target` with a repeating pattern of 1, 2, 4, 8 or 16 bytes: one
+    /// dispatch of the device library's fill kernel.
+    #[repr(C, align(64))]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct FillCommand {
+        /// Opcode `FILL`, ordering, packet and kernarg placement.
+        pub header: CommandHeader = 0 => Nested,
+        /// The range filled (`length` bytes, a multiple of `pattern_length`).
+        pub target: BufferRef = 16 => Nested,
+        /// The pattern, in its first `pattern_length` bytes.
+        pub pattern: [u8; 16] = 48 => Plain,
+        /// 1, 2, 4, 8 or 16.
+        pub pattern_length: u8 = 64 => Plain,
+        /// Keeps `reserved` 8-byte aligned; written as zero.
+        pub reserved0: [u8; 7] = 65,
+        /// Pads the command to its 128-byte slot; written as zero.
+        pub reserved: [u64; 7] = 72,
+    }
 }
 
-assert_command_layout!(
-    FillCommand,
-    header = 0,
-    target = 16,
-    pattern = 48,
-    pattern_length = 64,
-    reserved0 = 65,
-    reserved = 72,
-);
-
-/// Copy `source` to `target` (equal lengths, any alignment): one dispatch of
-/// the copy kernel.
-#[repr(C, align(64))]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct CopyCommand {
-    /// Opcode `COPY`, ordering, packet and kernarg placement.
-    pub header: CommandHeader,
-    /// The range read; must not overlap `target`.
-    pub source: BufferRef,
-    /// The range written, of the same length as `source`.
-    pub target: BufferRef,
-    /// Pads the command to its 128-byte slot; written as zero.
-    pub reserved: [u64; 6],
+command_layout! {
+    /// Copy `source` to `target` (equal lengths, any alignment): one dispatch of
+    /// the copy kernel.
+    #[repr(C, align(64))]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct CopyCommand {
+        /// Opcode `COPY`, ordering, packet and kernarg placement.
+        pub header: CommandHeader = 0 => Nested,
+        /// The range read; must not overlap `target`.
+        pub source: BufferRef = 16 => Nested,
+        /// The range written, of the same length as `source`.
+        pub target: BufferRef = 48 => Nested,
+        /// Pads the command to its 128-byte slot; written as zero.
+        pub reserved: [u64; 6] = 80,
+    }
 }
 
-assert_command_layout!(
-    CopyCommand,
-    header = 0,
-    source = 16,
-    target = 48,
-    reserved = 80,
-);
-
-/// Write inline data, recorded with the command buffer, to `target`: one
-/// dispatch of the copy kernel.
-#[repr(C, align(64))]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct UpdateCommand {
-    /// Opcode `UPDATE`, ordering, packet and kernarg placement.
-    pub header: CommandHeader,
-    /// Device address of the data, in the command buffer's own storage
-    /// (`target.length` bytes).
-    pub source_data: u64,
-    /// The range written.
-    pub target: BufferRef,
-    /// Pads the command to its 128-byte slot; written as zero.
-    pub reserved: [u64; 9],
+command_layout! {
+    /// Write inline data, recorded with the command buffer, to `target`: one
+    /// dispatch of the copy kernel.
+    #[repr(C, align(64))]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct UpdateCommand {
+        /// Opcode `UPDATE`, ordering, packet and kernarg placement.
+        pub header: CommandHeader = 0 => Nested,
+        /// Device address of the data, in the command buffer's own storage
+        /// (`target.length` bytes).
+        pub source_data: u64 = 16 => Plain,
+        /// The range written.
+        pub target: BufferRef = 24 => Nested,
+        /// Pads the command to its 128-byte slot; written as zero.
+        pub reserved: [u64; 9] = 56,
+    }
 }
 
-assert_command_layout!(
-    UpdateCommand,
-    header = 0,
-    source_data = 16,
-    target = 24,
-    reserved = 56,
-);
-
-/// An execution barrier: one barrier-AND packet without dependencies, with
-/// the barrier bit and the header's fence scopes.
-#[repr(C, align(64))]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct BarrierCommand {
-    /// Opcode `BARRIER` and the barrier-AND's fence scopes.
-    pub header: CommandHeader,
-    /// Pads the command to its 128-byte slot; written as zero.
-    pub reserved: [u64; 14],
+command_layout! {
+    /// An execution barrier: one barrier-AND packet without dependencies, with
+    /// the barrier bit and the header's fence scopes.
+    #[repr(C, align(64))]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct BarrierCommand {
+        /// Opcode `BARRIER` and the barrier-AND's fence scopes.
+        pub header: CommandHeader = 0 => Nested,
+        /// Pads the command to its 128-byte slot; written as zero.
+        pub reserved: [u64; 14] = 16,
+    }
 }
 
-assert_command_layout!(BarrierCommand, header = 0, reserved = 16,);
-
-/// Continue with another block. Issues one packet: a dispatch of the
-/// device library's control kernel (`cmd_branch`, one work-item, barrier bit
-/// set), which reserves the target block's packets and dispatches its issue
-/// ([`Execution`]). Its arguments are [`BranchArgs`].
-#[repr(C, align(64))]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct BranchCommand {
-    /// Opcode `BRANCH`, ordering, packet and kernarg placement.
-    pub header: CommandHeader,
-    /// Index of the block to continue with (`< block_count`).
-    pub target_block: u32,
-    /// Keeps `reserved` 8-byte aligned; written as zero.
-    pub reserved0: u32,
-    /// Pads the command to its 128-byte slot; written as zero.
-    pub reserved: [u64; 13],
+command_layout! {
+    /// Continue with another block. Issues one packet: a dispatch of the
+    /// device library's control kernel (`cmd_branch`, one work-item, barrier bit
+    /// set), which reserves the target block's packets and dispatches its issue
+    /// ([`Execution`]). Its arguments are [`BranchArgs`].
+    #[repr(C, align(64))]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct BranchCommand {
+        /// Opcode `BRANCH`, ordering, packet and kernarg placement.
+        pub header: CommandHeader = 0 => Nested,
+        /// Index of the block to continue with (`< block_count`).
+        pub target_block: u32 = 16 => Plain,
+        /// Keeps `reserved` 8-byte aligned; written as zero.
+        pub reserved0: u32 = 20,
+        /// Pads the command to its 128-byte slot; written as zero.
+        pub reserved: [u64; 13] = 24,
+    }
 }
-
-assert_command_layout!(
-    BranchCommand,
-    header = 0,
-    target_block = 16,
-    reserved0 = 20,
-    reserved = 24,
-);
 
 open_enum! {
     /// How a [`CondBranchCommand`] compares the 64-bit value in memory with
@@ -960,301 +869,337 @@ impl BranchCondition {
     }
 }
 
-/// Continue with `true_block` if `(u64 at condition) cond value` holds when
-/// the control kernel runs (after everything before it in the queue), else
-/// with `false_block`; issued like a [`BranchCommand`].
-#[repr(C, align(64))]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct CondBranchCommand {
-    /// Opcode `COND_BRANCH`, ordering, packet and kernarg placement.
-    pub header: CommandHeader,
-    /// An 8-byte range holding the value compared.
-    pub condition: BufferRef,
-    /// The comparison; an unknown one fails the issue.
-    pub cond: BranchCondition,
-    /// Keeps `value` 8-byte aligned; written as zero.
-    pub reserved0: u32,
-    /// The right-hand side of the comparison (its bits are compared as
-    /// unsigned for the `U*` conditions).
-    pub value: i64,
-    /// Index of the block to continue with when the condition holds.
-    pub true_block: u32,
-    /// Index of the block to continue with when it does not.
-    pub false_block: u32,
-    /// Pads the command to its 128-byte slot; written as zero.
-    pub reserved: [u64; 7],
+command_layout! {
+    /// Continue with `true_block` if `(u64 at condition) cond value` holds when
+    /// the control kernel runs (after everything before it in the queue), else
+    /// with `false_block`; issued like a [`BranchCommand`].
+    #[repr(C, align(64))]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct CondBranchCommand {
+        /// Opcode `COND_BRANCH`, ordering, packet and kernarg placement.
+        pub header: CommandHeader = 0 => Nested,
+        /// An 8-byte range holding the value compared.
+        pub condition: BufferRef = 16 => Nested,
+        /// The comparison; an unknown one fails the issue.
+        pub cond: BranchCondition = 48 => Plain,
+        /// Keeps `value` 8-byte aligned; written as zero.
+        pub reserved0: u32 = 52,
+        /// The right-hand side of the comparison (its bits are compared as
+        /// unsigned for the `U*` conditions).
+        pub value: i64 = 56 => Plain,
+        /// Index of the block to continue with when the condition holds.
+        pub true_block: u32 = 64 => Plain,
+        /// Index of the block to continue with when it does not.
+        pub false_block: u32 = 68 => Plain,
+        /// Pads the command to its 128-byte slot; written as zero.
+        pub reserved: [u64; 7] = 72,
+    }
 }
 
-assert_command_layout!(
-    CondBranchCommand,
-    header = 0,
-    condition = 16,
-    cond = 48,
-    reserved0 = 52,
-    value = 56,
-    true_block = 64,
-    false_block = 68,
-    reserved = 72,
-);
-
-/// End of the command buffer: one packet, a barrier-AND with the barrier
-/// bit and the header's fence scopes that decrements the issue's
-/// [`BlockIssue::completion_signal`] once everything before it is done.
-/// (The device scheduler will make it its retire dispatch.)
-#[repr(C, align(64))]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct ReturnCommand {
-    /// Opcode `RETURN` and the barrier-AND's fence scopes.
-    pub header: CommandHeader,
-    /// Pads the command to its 128-byte slot; written as zero.
-    pub reserved: [u64; 14],
+command_layout! {
+    /// End of the command buffer: one packet, a barrier-AND with the barrier
+    /// bit and the header's fence scopes that decrements the issue's
+    /// [`BlockIssue::completion_signal`] once everything before it is done.
+    /// (The device scheduler will make it its retire dispatch.)
+    #[repr(C, align(64))]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct ReturnCommand {
+        /// Opcode `RETURN` and the barrier-AND's fence scopes.
+        pub header: CommandHeader = 0 => Nested,
+        /// Pads the command to its 128-byte slot; written as zero.
+        pub reserved: [u64; 14] = 16,
+    }
 }
 
-assert_command_layout!(ReturnCommand, header = 0, reserved = 16,);
-
-/// One submission of a command buffer, as its control kernels see it: a
-/// BRANCH or COND_BRANCH reserves the target block's packets in `queue` and
-/// dispatches the block-issue kernel on `issues[target]` (whose argument is
-/// at `issue_args[target]`, a 16-byte slot holding that issue's address).
-/// Each block has its own issue state and kernarg space for the whole
-/// submission: a block issues again only after a branch with the barrier
-/// bit, so after its previous issue's packets completed.
-#[repr(C, align(64))]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct Execution {
-    /// Device address of the [`CommandBufferHeader`].
-    pub command_buffer: u64,
-    /// Device address of `[BlockIssue; block_count]`.
-    pub issues: u64,
-    /// Device address of `[[u64; 2]; block_count]`: block `b`'s issue
-    /// kernel arguments (the address of `issues[b]`).
-    pub issue_args: u64,
-    /// Kernel object of the block-issue kernel.
-    pub issue_kernel: u64,
-    /// Device address of the execution queue's `amd_queue_t`.
-    pub queue: u64,
-    /// Blocks of at most this many commands that a branch continues with
-    /// are issued serially by the branch's control kernel itself, saving
-    /// the block-issue dispatch (0: never; `u32::MAX`: always).
-    pub serial_threshold: u32,
-    /// Keeps `entry` 8-byte aligned; written as zero.
-    pub reserved0: u32,
-    /// Device address of the scheduler's [`crate::scheduler::QueueEntry`]
-    /// this submission runs (0: submitted by the host, no scheduler). With
-    /// one, RETURN dispatches the control kernel, which retires the entry.
-    pub entry: u64,
-    /// Pads the record to one 64-byte line; written as zero.
-    pub reserved: u64,
-}
-
-assert_layout!(
-    Execution,
+layout! {
+    /// One submission of a command buffer, as its control kernels see it: a
+    /// BRANCH or COND_BRANCH reserves the target block's packets in `queue` and
+    /// dispatches the block-issue kernel on `issues[target]` (whose argument is
+    /// at `issue_args[target]`, a 16-byte slot holding that issue's address).
+    /// Each block has its own issue state and kernarg space for the whole
+    /// submission: a block issues again only after a branch with the barrier
+    /// bit, so after its previous issue's packets completed.
+    #[repr(C, align(64))]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct Execution {
+        /// Device address of the [`CommandBufferHeader`].
+        pub command_buffer: u64 = 0 => Ref<CommandBufferHeader>,
+        /// Device address of `[BlockIssue; block_count]`.
+        pub issues: u64 = 8 => Plain,
+        /// Device address of `[[u64; 2]; block_count]`: block `b`'s issue
+        /// kernel arguments (the address of `issues[b]`).
+        pub issue_args: u64 = 16 => Plain,
+        /// Kernel object of the block-issue kernel.
+        pub issue_kernel: u64 = 24 => Plain,
+        /// Device address of the execution queue's `amd_queue_t`.
+        pub queue: u64 = 32 => Ref<AmdQueue>,
+        /// Blocks of at most this many commands that a branch continues with
+        /// are issued serially by the branch's control kernel itself, saving
+        /// the block-issue dispatch (0: never; `u32::MAX`: always).
+        pub serial_threshold: u32 = 40 => Plain,
+        /// Keeps `entry` 8-byte aligned; written as zero.
+        pub reserved0: u32 = 44,
+        /// Device address of the scheduler's [`crate::scheduler::QueueEntry`]
+        /// this submission runs (0: submitted by the host, no scheduler). With
+        /// one, RETURN dispatches the control kernel, which retires the entry.
+        pub entry: u64 = 48 => Link<QueueEntry>,
+        /// Pads the record to one 64-byte line; written as zero.
+        pub reserved: u64 = 56,
+    }
     size = 64,
     align = 64,
     why = "the control kernels read it at these offsets (aqueduct ABI: change it with \
-           ABI_VERSION)",
-    command_buffer = 0,
-    issues = 8,
-    issue_args = 16,
-    issue_kernel = 24,
-    queue = 32,
-    serial_threshold = 40,
-    reserved0 = 44,
-    entry = 48,
-    reserved = 56,
-);
-
-/// The kernel arguments of the patch kernel (`cmd_patch_dispatch`) an
-/// INDIRECT_DYNAMIC dispatch emits before its real dispatch packet: when it
-/// runs (after everything before it, barrier bit set) it reads the
-/// workgroup count, fills in the real packet's grid and publishes its
-/// header, or turns the slot into a no-op barrier-AND when a used
-/// dimension's count is 0.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct PatchArgs {
-    /// Device address of the real dispatch packet's slot (body written,
-    /// header INVALID).
-    pub packet: u64,
-    /// Device address of the `[u32; 3]` workgroup count (resolved when the
-    /// block issued; read when the patch runs).
-    pub count: u64,
-    /// The real packet's first 32 bits once published: header and setup.
-    pub first_word: u32,
-    /// The header of the no-op barrier-AND that replaces an empty dispatch
-    /// (the command's ordering).
-    pub no_op_header: u16,
-    /// Grid dimensions of the real dispatch, 1..=3: counts beyond them are
-    /// ignored.
-    pub dimensions: u16,
-    /// Workgroup size per dimension.
-    pub workgroup_size: [u16; 3],
-    /// Pads the arguments to 32 bytes; written as zero.
-    pub reserved: u16,
+           ABI_VERSION)";
 }
 
-assert_layout!(
-    PatchArgs,
+impl<'a> View<'a, CommandBlockHeader> {
+    /// The block's commands: `command_count` of them right after the
+    /// header (the recorder lays them out so).
+    #[inline(always)]
+    pub fn commands(self) -> List<'a, Command> {
+        let count = self.command_count().get();
+        // SAFETY: the view's contract: a block header is followed by its
+        // `command_count` commands (this layout's docs).
+        unsafe { List::from_raw(self.device_address() + BLOCK_HEADER_SIZE, u64::from(count)) }
+    }
+
+    /// `packet_count` and `kernarg_size`, read as the wave's values with
+    /// one scalar load of the eight bytes they share (what every issuing
+    /// wave reads; two loads where one does cost each wave an instruction).
+    #[inline(always)]
+    pub fn sizes_invariant(self) -> (u32, u32) {
+        const PACKETS: usize = core::mem::offset_of!(CommandBlockHeader, packet_count);
+        const _: () = assert!(
+            PACKETS.is_multiple_of(8)
+                && core::mem::offset_of!(CommandBlockHeader, kernarg_size) == PACKETS + 4,
+            "packet_count and kernarg_size share one aligned 8-byte word"
+        );
+        // SAFETY: the word at `PACKETS` is the two plain u32 fields
+        // (asserted above), 8-byte aligned.
+        let word = unsafe { self.word_at::<u64>(PACKETS) }.load_invariant();
+        (word as u32, (word >> 32) as u32)
+    }
+
+    /// [`commands`](Self::commands), the count read as the wave's value
+    /// ([`PlainField::load_invariant`](crate::view::PlainField::load_invariant)).
+    #[inline(always)]
+    pub fn commands_invariant(self) -> List<'a, Command> {
+        let count = self.command_count().load_invariant();
+        // SAFETY: as in `commands`.
+        unsafe { List::from_raw(self.device_address() + BLOCK_HEADER_SIZE, u64::from(count)) }
+    }
+}
+
+/// A typed command layout ([`Command::view`]'s targets): plain data over
+/// a whole 128-byte command slot.
+///
+/// # Safety
+/// The type is `repr(C, align(64))`, `COMMAND_SIZE` bytes, all plain
+/// fields that any bytes make valid (`command_layout!` asserts the size
+/// and alignment).
+pub unsafe trait CommandLayout: crate::view::Layout {}
+
+macro_rules! command_layouts {
+    ($($ty:ty),+) => {$(
+        // SAFETY: declared with `command_layout!` (size and alignment
+        // asserted), zerocopy's FromBytes (any bytes valid).
+        unsafe impl CommandLayout for $ty {}
+    )+};
+}
+
+command_layouts!(
+    DispatchCommand,
+    FillCommand,
+    CopyCommand,
+    UpdateCommand,
+    BarrierCommand,
+    BranchCommand,
+    CondBranchCommand,
+    ReturnCommand
+);
+
+impl<'a> View<'a, Command> {
+    /// The command's slot seen as command layout `C`, whatever its opcode
+    /// says: every command layout is plain data over the same 128-byte
+    /// slot ([`Command::view`] transmutes the same way). Reading a field
+    /// through it reads that field alone, where [`View::get`] copies the
+    /// whole command.
+    #[inline(always)]
+    pub fn as_kind<C: CommandLayout>(self) -> View<'a, C> {
+        // SAFETY: the same live, 64-byte-aligned 128 bytes, which any
+        // bytes make a valid C (CommandLayout's contract).
+        unsafe { View::from_ptr(core::ptr::NonNull::new_unchecked(self.as_ptr().cast())) }
+    }
+
+    /// [`as_kind`](Self::as_kind) for a dispatch.
+    #[inline(always)]
+    pub fn as_dispatch(self) -> View<'a, DispatchCommand> {
+        self.as_kind()
+    }
+}
+
+impl<'a> View<'a, Execution> {
+    /// The issue states of the submission's blocks, one per block of its
+    /// command buffer (`issues` holds `block_count` of them).
+    #[inline(always)]
+    pub fn issue_states(self) -> List<'a, BlockIssue> {
+        let blocks = self.command_buffer().get().block_count().get();
+        // SAFETY: the view's contract: an execution's `issues` holds one
+        // live BlockIssue per block of its command buffer (this layout's
+        // docs), which its submitter wrote with it.
+        unsafe { List::from_raw(self.issues().get(), u64::from(blocks)) }
+    }
+}
+
+layout! {
+    /// The kernel arguments of the patch kernel (`cmd_patch_dispatch`) an
+    /// INDIRECT_DYNAMIC dispatch emits before its real dispatch packet: when it
+    /// runs (after everything before it, barrier bit set) it reads the
+    /// workgroup count, fills in the real packet's grid and publishes its
+    /// header, or turns the slot into a no-op barrier-AND when a used
+    /// dimension's count is 0.
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct PatchArgs {
+        /// Device address of the real dispatch packet's slot (body written,
+        /// header INVALID).
+        pub packet: u64 = 0 => Plain,
+        /// Device address of the `[u32; 3]` workgroup count (resolved when the
+        /// block issued; read when the patch runs).
+        pub count: u64 = 8 => Plain,
+        /// The real packet's first 32 bits once published: header and setup.
+        pub first_word: u32 = 16 => Plain,
+        /// The header of the no-op barrier-AND that replaces an empty dispatch
+        /// (the command's ordering).
+        pub no_op_header: u16 = 20 => Plain,
+        /// Grid dimensions of the real dispatch, 1..=3: counts beyond them are
+        /// ignored.
+        pub dimensions: u16 = 22 => Plain,
+        /// Workgroup size per dimension.
+        pub workgroup_size: [u16; 3] = 24 => Plain,
+        /// Pads the arguments to 32 bytes; written as zero.
+        pub reserved: u16 = 30,
+    }
     size = 32,
     align = 8,
     why = "the kernarg segment of cmd_patch_dispatch as the compiler lays it out (a test checks \
-           it against the code object's metadata)",
-    packet = 0,
-    count = 8,
-    first_word = 16,
-    no_op_header = 20,
-    dimensions = 22,
-    workgroup_size = 24,
-    reserved = 30,
-);
-
-/// The kernel arguments of the control kernel (`cmd_branch`) a BRANCH or
-/// COND_BRANCH dispatches.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct BranchArgs {
-    /// Device address of the submission's [`Execution`].
-    pub execution: u64,
-    /// Device address of the branch command.
-    pub command: u64,
+           it against the code object's metadata)";
 }
 
-assert_layout!(
-    BranchArgs,
+layout! {
+    /// The kernel arguments of the control kernel (`cmd_branch`) a BRANCH or
+    /// COND_BRANCH dispatches.
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct BranchArgs {
+        /// Device address of the submission's [`Execution`].
+        pub execution: u64 = 0 => Plain,
+        /// Device address of the branch command.
+        pub command: u64 = 8 => Plain,
+    }
     size = 16,
     align = 8,
     why = "the kernarg segment of cmd_branch as the compiler lays it out (a test checks it \
-           against the code object's metadata)",
-    execution = 0,
-    command = 8,
-);
-
-/// One block's issue: what the block-issue kernel (`cmd_block_issue` in the
-/// device library) reads through its single argument, a pointer to this.
-/// Whoever issues the block fills it after reserving the block's
-/// `packet_count` packet slots and `kernarg_size` kernarg bytes.
-#[repr(C, align(64))]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct BlockIssue {
-    /// Device address of the block's [`CommandBlockHeader`].
-    pub block: u64,
-    /// Device address of the execution queue's `amd_queue_t`.
-    pub queue: u64,
-    /// Packet id of the first reserved slot: command `i`'s packets go at
-    /// `packet_base + packet_offset ..`.
-    pub packet_base: u64,
-    /// Device address of the block's kernarg reservation (64-byte aligned):
-    /// command `i`'s arguments go at `kernarg_base + kernarg_offset`.
-    pub kernarg_base: u64,
-    /// Device address of `[BindingTableEntry; binding_count]`.
-    pub binding_table: u64,
-    /// Slots at `binding_table`.
-    pub binding_count: u32,
-    /// Keeps `completion_signal` 8-byte aligned; written as zero.
-    pub reserved0: u32,
-    /// The signal the block's RETURN packet decrements (null: none).
-    pub completion_signal: crate::hsa::SignalHandle,
-    /// Device address of the [`KernelInfo`] of the device library's fill
-    /// kernel, which FILL commands dispatch with [`FillArgs`].
-    pub fill_kernel: u64,
-    /// The same for the copy kernel, which COPY and UPDATE commands dispatch
-    /// with [`CopyArgs`].
-    pub copy_kernel: u64,
-    /// The same for the control kernel, which BRANCH and COND_BRANCH
-    /// dispatch with [`BranchArgs`].
-    pub control_kernel: u64,
-    /// Device address of the submission's [`Execution`].
-    pub execution: u64,
-    /// Device address of the [`KernelInfo`] of the patch kernel, which an
-    /// INDIRECT_DYNAMIC dispatch emits before its dispatch, with
-    /// [`PatchArgs`].
-    pub patch_kernel: u64,
-    /// Pads the issue state to two 64-byte lines; written as zero.
-    pub reserved: [u64; 4],
+           against the code object's metadata)";
 }
 
-assert_layout!(
-    BlockIssue,
+layout! {
+    /// One block's issue: what the block-issue kernel (`cmd_block_issue` in the
+    /// device library) reads through its single argument, a pointer to this.
+    /// Whoever issues the block fills it after reserving the block's
+    /// `packet_count` packet slots and `kernarg_size` kernarg bytes.
+    #[repr(C, align(64))]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct BlockIssue {
+        /// Device address of the block's [`CommandBlockHeader`].
+        pub block: u64 = 0 => Ref<CommandBlockHeader>,
+        /// Device address of the execution queue's `amd_queue_t`.
+        pub queue: u64 = 8 => Ref<AmdQueue>,
+        /// Packet id of the first reserved slot: command `i`'s packets go at
+        /// `packet_base + packet_offset ..`.
+        pub packet_base: u64 = 16 => Plain,
+        /// Device address of the block's kernarg reservation (64-byte aligned):
+        /// command `i`'s arguments go at `kernarg_base + kernarg_offset`.
+        pub kernarg_base: u64 = 24 => Plain,
+        /// Device address of `[BindingTableEntry; binding_count]`.
+        pub binding_table: u64 = 32 => ListOf<BindingTableEntry>[binding_count: u32],
+        /// Slots at `binding_table`.
+        pub binding_count: u32 = 40 => Plain,
+        /// Keeps `completion_signal` 8-byte aligned; written as zero.
+        pub reserved0: u32 = 44,
+        /// The signal the block's RETURN packet decrements (null: none).
+        pub completion_signal: crate::hsa::SignalHandle = 48 => Plain,
+        /// Device address of the [`KernelInfo`] of the device library's fill
+        /// kernel, which FILL commands dispatch with [`FillArgs`].
+        pub fill_kernel: u64 = 56 => Ref<KernelInfo>,
+        /// The same for the copy kernel, which COPY and UPDATE commands dispatch
+        /// with [`CopyArgs`].
+        pub copy_kernel: u64 = 64 => Ref<KernelInfo>,
+        /// The same for the control kernel, which BRANCH and COND_BRANCH
+        /// dispatch with [`BranchArgs`].
+        pub control_kernel: u64 = 72 => Ref<KernelInfo>,
+        /// Device address of the submission's [`Execution`].
+        pub execution: u64 = 80 => Ref<Execution>,
+        /// Device address of the [`KernelInfo`] of the patch kernel, which an
+        /// INDIRECT_DYNAMIC dispatch emits before its dispatch, with
+        /// [`PatchArgs`].
+        pub patch_kernel: u64 = 88 => Ref<KernelInfo>,
+        /// Pads the issue state to two 64-byte lines; written as zero.
+        pub reserved: [u64; 4] = 96,
+    }
     size = 128,
     align = 64,
     why = "the block-issue kernel reads it at these offsets through its one pointer argument \
-           (aqueduct ABI: change it with ABI_VERSION)",
-    block = 0,
-    queue = 8,
-    packet_base = 16,
-    kernarg_base = 24,
-    binding_table = 32,
-    binding_count = 40,
-    reserved0 = 44,
-    completion_signal = 48,
-    fill_kernel = 56,
-    copy_kernel = 64,
-    control_kernel = 72,
-    execution = 80,
-    patch_kernel = 88,
-    reserved = 96,
-);
-
-/// The kernel arguments of the device library's fill kernel (`blit_fill`:
-/// `dst`, `len`, the pattern's first and second 8 bytes, its size), as a
-/// FILL command's packet passes them.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct FillArgs {
-    /// Device address of the first byte written.
-    pub dst: u64,
-    /// Bytes written: `dst[k] = pattern[k % pattern_size]` for `k < len`.
-    pub len: u64,
-    /// Pattern bytes 0..8, little-endian.
-    pub pattern_lo: u64,
-    /// Pattern bytes 8..16, little-endian (read only for a 16-byte
-    /// pattern).
-    pub pattern_hi: u64,
-    /// Pattern length in bytes: 1, 2, 4, 8 or 16 (any other traps, a queue
-    /// error, before a byte is written).
-    pub pattern_size: u32,
-    /// Pads the arguments to 40 bytes; written as zero.
-    pub reserved: u32,
+           (aqueduct ABI: change it with ABI_VERSION)";
 }
 
-assert_layout!(
-    FillArgs,
+layout! {
+    /// The kernel arguments of the device library's fill kernel (`blit_fill`:
+    /// `dst`, `len`, the pattern's first and second 8 bytes, its size), as a
+    /// FILL command's packet passes them.
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct FillArgs {
+        /// Device address of the first byte written.
+        pub dst: u64 = 0 => Plain,
+        /// Bytes written: `dst[k] = pattern[k % pattern_size]` for `k < len`.
+        pub len: u64 = 8 => Plain,
+        /// Pattern bytes 0..8, little-endian.
+        pub pattern_lo: u64 = 16 => Plain,
+        /// Pattern bytes 8..16, little-endian (read only for a 16-byte
+        /// pattern).
+        pub pattern_hi: u64 = 24 => Plain,
+        /// Pattern length in bytes: 1, 2, 4, 8 or 16 (any other traps, a queue
+        /// error, before a byte is written).
+        pub pattern_size: u32 = 32 => Plain,
+        /// Pads the arguments to 40 bytes; written as zero.
+        pub reserved: u32 = 36,
+    }
     size = 40,
     align = 8,
     why = "the kernarg segment of blit_fill as the compiler lays it out (a test checks it against \
-           the code object's metadata)",
-    dst = 0,
-    len = 8,
-    pattern_lo = 16,
-    pattern_hi = 24,
-    pattern_size = 32,
-    reserved = 36,
-);
-
-/// The kernel arguments of the device library's copy kernel (`blit_copy`:
-/// `dst`, `src`, `len`), as COPY and UPDATE commands' packets pass them.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct CopyArgs {
-    /// Device address of the first byte written.
-    pub dst: u64,
-    /// Device address of the first byte read; `[src, src + len)` must not
-    /// overlap `[dst, dst + len)`.
-    pub src: u64,
-    /// Bytes copied; any alignment of either address.
-    pub len: u64,
+           the code object's metadata)";
 }
 
-assert_layout!(
-    CopyArgs,
+layout! {
+    /// The kernel arguments of the device library's copy kernel (`blit_copy`:
+    /// `dst`, `src`, `len`), as COPY and UPDATE commands' packets pass them.
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct CopyArgs {
+        /// Device address of the first byte written.
+        pub dst: u64 = 0 => Plain,
+        /// Device address of the first byte read; `[src, src + len)` must not
+        /// overlap `[dst, dst + len)`.
+        pub src: u64 = 8 => Plain,
+        /// Bytes copied; any alignment of either address.
+        pub len: u64 = 16 => Plain,
+    }
     size = 24,
     align = 8,
     why = "the kernarg segment of blit_copy as the compiler lays it out (a test checks it against \
-           the code object's metadata)",
-    dst = 0,
-    src = 8,
-    len = 16,
-);
+           the code object's metadata)";
+}
 
 /// A command viewed by its opcode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

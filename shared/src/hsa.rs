@@ -3,6 +3,10 @@
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
+use crate::amd_signal::AmdSignal;
+use crate::aql::PacketSlot;
+use crate::view::{Link, ListOf, Plain};
+
 /// `hsa_signal_t`: an opaque 64-bit handle. On ROCr (and in aqueduct's
 /// simulator) it is the address of the signal's [`AmdSignal`] in memory both
 /// the host and the agents can reach; the null handle (0) means "no signal".
@@ -93,42 +97,33 @@ impl SignalCondition {
     }
 }
 
-/// `hsa_queue_t`: the architected part of a user-mode queue. ROCr embeds it
-/// at offset 0 of [`AmdQueue`](crate::amd_queue::AmdQueue).
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct HsaQueue {
-    /// `type`: [`QueueType`].
-    pub queue_type: QueueType,
-    /// `features`: [`QueueFeatures`].
-    pub features: QueueFeatures,
-    /// `base_address` (`void*`): the ring of `size` 64-byte packets, aligned
-    /// to the ring's size in bytes.
-    pub base_address: u64,
-    /// `doorbell_signal`: written with the packet id after publishing packets.
-    pub doorbell_signal: SignalHandle,
-    /// `size`: ring capacity in packets, a power of two.
-    pub size: u32,
-    /// `reserved1`.
-    pub reserved1: u32,
-    /// `id`: queue identifier, unique over the application's lifetime.
-    pub id: u64,
-}
-
-assert_layout!(
-    HsaQueue,
+layout! {
+    /// `hsa_queue_t`: the architected part of a user-mode queue. ROCr embeds it
+    /// at offset 0 of [`AmdQueue`](crate::amd_queue::AmdQueue).
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct HsaQueue {
+        /// `type`: [`QueueType`].
+        pub queue_type: QueueType = 0 => Plain,
+        /// `features`: [`QueueFeatures`].
+        pub features: QueueFeatures = 4 => Plain,
+        /// `base_address` (`void*`): the ring of `size` 64-byte packets, aligned
+        /// to the ring's size in bytes.
+        pub base_address: u64 = 8 => ListOf<PacketSlot>[size: u32],
+        /// `doorbell_signal`: written with the packet id after publishing packets.
+        pub doorbell_signal: SignalHandle = 16 => Link<AmdSignal>,
+        /// `size`: ring capacity in packets, a power of two.
+        pub size: u32 = 24 => Plain,
+        /// `reserved1`.
+        pub reserved1: u32 = 28,
+        /// `id`: queue identifier, unique over the application's lifetime.
+        pub id: u64 = 32 => Plain,
+    }
     size = 40,
     align = 8,
     why = "hsa.h hsa_queue_t (ROCr's ABI), embedded at byte 0 of amd_queue_t: applications and \
-           device code find the ring, doorbell and size through an hsa_queue_t pointer",
-    queue_type = 0,
-    features = 4,
-    base_address = 8,
-    doorbell_signal = 16,
-    size = 24,
-    reserved1 = 28,
-    id = 32,
-);
+           device code find the ring, doorbell and size through an hsa_queue_t pointer";
+}
 
 #[cfg(test)]
 mod tests {

@@ -20,6 +20,10 @@
 //!   target features) and the GPU products behind PCI chip IDs.
 //! - [`command`], [`scheduler`]: aqueduct's own command-buffer and scheduler
 //!   layouts, versioned by [`ABI_VERSION`].
+//! - [`view`]: typed views of the layouts in memory others also write (the
+//!   one way host, device code and simulator reach their fields), over
+//!   [`atomic`] (scoped atomics) and [`global`] (the device's global and
+//!   scalar loads).
 //!
 //! Conventions: every type is `#[repr(C)]` with compile-time assertions on its
 //! size, alignment and field offsets, each saying why they are fixed (an
@@ -35,6 +39,7 @@
 //! carries the one code-object reader that host, simulator and xtask share.
 #![no_std]
 #![deny(missing_docs)]
+#![cfg_attr(target_arch = "amdgpu", feature(stdarch_amdgpu))]
 
 #[cfg(feature = "reader")]
 extern crate alloc;
@@ -182,12 +187,18 @@ macro_rules! assert_layout {
     };
 }
 
+#[macro_use]
+pub mod atomic;
+#[macro_use]
+pub mod view;
+
 pub mod amd_queue;
 pub mod amd_signal;
 pub mod aql;
 pub mod aql_ring;
 pub mod command;
 pub mod gfx;
+pub mod global;
 pub mod hsa;
 pub mod hsa_api;
 pub mod kernel_descriptor;

@@ -7,8 +7,10 @@
 
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-use crate::command::Command;
+use crate::amd_queue::AmdQueue;
+use crate::command::{AllocationHandle, Command, Execution};
 use crate::hsa::SignalHandle;
+use crate::view::{Array, Atomic, AtomicLink, Link, ListOf, Nested, Plain, Ref};
 
 open_enum! {
     /// What a [`QueueEntry`] asks the scheduler to do.
@@ -54,121 +56,95 @@ open_enum! {
     }
 }
 
-/// A semaphore and a payload value: "wait until it reaches `value`" in a
-/// wait list, "advance it to `value`" in a signal list.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct SemaphoreRef {
-    /// Device address of the [`Semaphore`].
-    pub semaphore: u64,
-    /// The payload: waited for until the semaphore's payload is at least
-    /// this (wait list), or the one it is advanced to (signal list).
-    pub value: u64,
-}
+atomic_word!(enum QueueEntryState: u32);
 
-assert_layout!(
-    SemaphoreRef,
+layout! {
+    /// A semaphore and a payload value: "wait until it reaches `value`" in a
+    /// wait list, "advance it to `value`" in a signal list.
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct SemaphoreRef {
+        /// Device address of the [`Semaphore`].
+        pub semaphore: u64 = 0 => Ref<Semaphore>,
+        /// The payload: waited for until the semaphore's payload is at least
+        /// this (wait list), or the one it is advanced to (signal list).
+        pub value: u64 = 8 => Plain,
+    }
     size = 16,
     align = 8,
     why = "a queue entry's wait and signal lists are arrays of these, which the scheduler reads \
-           (aqueduct ABI: change it with ABI_VERSION)",
-    semaphore = 0,
-    value = 8,
-);
-
-/// One submission in a scheduler's mailbox ring: written by the submitter,
-/// then advanced by the scheduler (its tick and the retire of its work).
-///
-/// Bytes 64..128 are the scheduler's: links of the waiter list the entry
-/// is on, of the scheduler's wake stack and its ready list.
-#[repr(C, align(64))]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct QueueEntry {
-    /// What the entry asks for; says which of `execution`, `command` and
-    /// `handle` is read.
-    pub kind: QueueEntryKind,
-    /// Keeps `wait_count` 2-byte aligned; written as zero.
-    pub reserved0: u8,
-    /// Entries at `waits`.
-    pub wait_count: u16,
-    /// Entries at `signals`.
-    pub signal_count: u16,
-    /// Keeps `state` 4-byte aligned; written as zero.
-    pub reserved1: u16,
-    /// [`QueueEntryState`], updated by the scheduler with release stores.
-    pub state: QueueEntryState,
-    /// Keeps `id` 8-byte aligned; written as zero.
-    pub reserved2: u32,
-    /// Submission id: the entry's index in the ring's unbounded sequence.
-    pub id: u64,
-    /// Device address of `[SemaphoreRef; wait_count]`.
-    pub waits: u64,
-    /// Device address of `[SemaphoreRef; signal_count]`.
-    pub signals: u64,
-    /// Device address of the [`crate::command::Execution`] of kind
-    /// `EXECUTE` (its command buffer, issue states and bindings, prepared
-    /// by the submitter in the kernarg ring).
-    pub execution: u64,
-    /// Device address of the [`SchedulerState`] the entry belongs to.
-    pub scheduler: u64,
-    /// The kernarg ring's write offset after this entry's reservation:
-    /// the read offset once the entry and all before it retired.
-    pub kernarg_end: u64,
-    /// HSA-style status of a failed entry (0 while fine).
-    pub status: u32,
-    /// The wait the entry looks at next (`waits[wait_cursor]`): the ones
-    /// before it were reached.
-    pub wait_cursor: u32,
-    /// Next entry (device address, 0: none) on the waiter list of the
-    /// semaphore `waits[wait_cursor]` names.
-    pub wait_next: u64,
-    /// The payload this entry waits for on that semaphore.
-    pub wait_value: u64,
-    /// Next entry on the scheduler's wake stack.
-    pub wake_next: u64,
-    /// Next entry on the scheduler's ready list (or on a pool bucket's
-    /// list of allocations waiting for a block).
-    pub ready_next: u64,
-    /// Device address of the [`crate::command::AllocationHandle`] of an
-    /// ALLOCA or DEALLOCA entry.
-    pub handle: u64,
-    /// Pads the scheduler's line to 64 bytes, so `command` starts a line;
-    /// written as zero.
-    pub reserved3: [u64; 2],
-    /// The operation for kind `COMMAND`.
-    pub command: Command,
+           (aqueduct ABI: change it with ABI_VERSION)";
 }
 
-assert_layout!(
-    QueueEntry,
+layout! {
+    /// One submission in a scheduler's mailbox ring: written by the submitter,
+    /// then advanced by the scheduler (its tick and the retire of its work).
+    ///
+    /// Bytes 64..128 are the scheduler's: links of the waiter list the entry
+    /// is on, of the scheduler's wake stack and its ready list.
+    #[repr(C, align(64))]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct QueueEntry {
+        /// What the entry asks for; says which of `execution`, `command` and
+        /// `handle` is read.
+        pub kind: QueueEntryKind = 0 => Plain,
+        /// Keeps `wait_count` 2-byte aligned; written as zero.
+        pub reserved0: u8 = 1,
+        /// Entries at `waits`.
+        pub wait_count: u16 = 2 => Plain,
+        /// Entries at `signals`.
+        pub signal_count: u16 = 4 => Plain,
+        /// Keeps `state` 4-byte aligned; written as zero.
+        pub reserved1: u16 = 6,
+        /// [`QueueEntryState`], updated by the scheduler with release stores.
+        pub state: QueueEntryState = 8 => Atomic,
+        /// Keeps `id` 8-byte aligned; written as zero.
+        pub reserved2: u32 = 12,
+        /// Submission id: the entry's index in the ring's unbounded sequence.
+        pub id: u64 = 16 => Plain,
+        /// Device address of `[SemaphoreRef; wait_count]`.
+        pub waits: u64 = 24 => ListOf<SemaphoreRef>[wait_count: u16],
+        /// Device address of `[SemaphoreRef; signal_count]`.
+        pub signals: u64 = 32 => ListOf<SemaphoreRef>[signal_count: u16],
+        /// Device address of the [`crate::command::Execution`] of kind
+        /// `EXECUTE` (its command buffer, issue states and bindings, prepared
+        /// by the submitter in the kernarg ring).
+        pub execution: u64 = 40 => Link<Execution>,
+        /// Device address of the [`SchedulerState`] the entry belongs to.
+        pub scheduler: u64 = 48 => Ref<SchedulerState>,
+        /// The kernarg ring's write offset after this entry's reservation:
+        /// the read offset once the entry and all before it retired.
+        pub kernarg_end: u64 = 56 => Plain,
+        /// HSA-style status of a failed entry (0 while fine).
+        pub status: u32 = 64 => Plain,
+        /// The wait the entry looks at next (`waits[wait_cursor]`): the ones
+        /// before it were reached.
+        pub wait_cursor: u32 = 68 => Plain,
+        /// Next entry (device address, 0: none) on the waiter list of the
+        /// semaphore `waits[wait_cursor]` names.
+        pub wait_next: u64 = 72 => Link<QueueEntry>,
+        /// The payload this entry waits for on that semaphore.
+        pub wait_value: u64 = 80 => Plain,
+        /// Next entry on the scheduler's wake stack.
+        pub wake_next: u64 = 88 => Link<QueueEntry>,
+        /// Next entry on the scheduler's ready list (or on a pool bucket's
+        /// list of allocations waiting for a block).
+        pub ready_next: u64 = 96 => Link<QueueEntry>,
+        /// Device address of the [`crate::command::AllocationHandle`] of an
+        /// ALLOCA or DEALLOCA entry.
+        pub handle: u64 = 104 => Link<AllocationHandle>,
+        /// Pads the scheduler's line to 64 bytes, so `command` starts a line;
+        /// written as zero.
+        pub reserved3: [u64; 2] = 112,
+        /// The operation for kind `COMMAND`.
+        pub command: Command = 128 => Nested,
+    }
     size = 256,
     align = 64,
     why = "one slot of the scheduler's mailbox ring, four 64-byte lines: the submitter writes \
            the first, the scheduler links the second, and the last two are a whole Command, \
-           64-byte aligned (aqueduct ABI: change it with ABI_VERSION)",
-    kind = 0,
-    reserved0 = 1,
-    wait_count = 2,
-    signal_count = 4,
-    reserved1 = 6,
-    state = 8,
-    reserved2 = 12,
-    id = 16,
-    waits = 24,
-    signals = 32,
-    execution = 40,
-    scheduler = 48,
-    kernarg_end = 56,
-    status = 64,
-    wait_cursor = 68,
-    wait_next = 72,
-    wait_value = 80,
-    wake_next = 88,
-    ready_next = 96,
-    handle = 104,
-    reserved3 = 112,
-    command = 128,
-);
+           64-byte aligned (aqueduct ABI: change it with ABI_VERSION)";
+}
 
 flags_type! {
     /// [`Semaphore::flags`].
@@ -179,61 +155,48 @@ flags_type! {
     }
 }
 
-/// A timeline semaphore in device memory: a payload that only grows, and
-/// the entries waiting for it to reach a value, in value order.
-///
-/// `lock` guards `waiters_head`, `waiters_tail`, the waiting entries'
-/// `wait_next` and `wait_value`, `status`, `flags`, and changes of
-/// `payload` and of the mirror signal's value; `payload` is also read
-/// without it (an acquire load: a value reached stays reached).
-#[repr(C, align(64))]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct Semaphore {
-    /// Current payload; only increases.
-    pub payload: u64,
-    /// An HSA signal whose value mirrors `payload` (`i64::MAX` once
-    /// failed), so the host can block in `hsa_signal_wait_*`; null: none.
-    pub signal: SignalHandle,
-    /// [`SemaphoreFlags::FAILED`] once the semaphore failed.
-    pub flags: SemaphoreFlags,
-    /// Spin lock: 0 free, 1 held.
-    pub lock: u32,
-    /// HSA-style status of a failed semaphore (0 while fine).
-    pub status: u32,
-    /// Keeps `waiters_head` 8-byte aligned; written as zero.
-    pub reserved0: u32,
-    /// First waiting [`QueueEntry`] (device address, 0: none): the one
-    /// needing the smallest payload.
-    pub waiters_head: u64,
-    /// Last waiting entry: the one needing the largest payload.
-    pub waiters_tail: u64,
-    /// Of a failed semaphore: the [`SchedulerState`] of the entry whose
-    /// failure failed it (0: failed by the host).
-    pub failed_scheduler: u64,
-    /// And that entry's id.
-    pub failed_entry: u64,
-    /// Pads the semaphore to two 64-byte lines; written as zero.
-    pub reserved: [u64; 8],
-}
-
-assert_layout!(
-    Semaphore,
+layout! {
+    /// A timeline semaphore in device memory: a payload that only grows, and
+    /// the entries waiting for it to reach a value, in value order.
+    ///
+    /// `lock` guards `waiters_head`, `waiters_tail`, the waiting entries'
+    /// `wait_next` and `wait_value`, `status`, `flags`, and changes of
+    /// `payload` and of the mirror signal's value; `payload` is also read
+    /// without it (an acquire load: a value reached stays reached).
+    #[repr(C, align(64))]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct Semaphore {
+        /// Current payload; only increases.
+        pub payload: u64 = 0 => Atomic,
+        /// An HSA signal whose value mirrors `payload` (`i64::MAX` once
+        /// failed), so the host can block in `hsa_signal_wait_*`; null: none.
+        pub signal: SignalHandle = 8 => Plain,
+        /// [`SemaphoreFlags::FAILED`] once the semaphore failed.
+        pub flags: SemaphoreFlags = 16 => Atomic,
+        /// Spin lock: 0 free, 1 held.
+        pub lock: u32 = 20 => Atomic,
+        /// HSA-style status of a failed semaphore (0 while fine).
+        pub status: u32 = 24 => Plain,
+        /// Keeps `waiters_head` 8-byte aligned; written as zero.
+        pub reserved0: u32 = 28,
+        /// First waiting [`QueueEntry`] (device address, 0: none): the one
+        /// needing the smallest payload.
+        pub waiters_head: u64 = 32 => Link<QueueEntry>,
+        /// Last waiting entry: the one needing the largest payload.
+        pub waiters_tail: u64 = 40 => Link<QueueEntry>,
+        /// Of a failed semaphore: the [`SchedulerState`] of the entry whose
+        /// failure failed it (0: failed by the host).
+        pub failed_scheduler: u64 = 48 => Plain,
+        /// And that entry's id.
+        pub failed_entry: u64 = 56 => Plain,
+        /// Pads the semaphore to two 64-byte lines; written as zero.
+        pub reserved: [u64; 8] = 64,
+    }
     size = 128,
     align = 64,
     why = "two 64-byte lines whose payload, flags and lock host and device code update with \
-           atomics (aqueduct ABI: change it with ABI_VERSION)",
-    payload = 0,
-    signal = 8,
-    flags = 16,
-    lock = 20,
-    status = 24,
-    reserved0 = 28,
-    waiters_head = 32,
-    waiters_tail = 40,
-    failed_scheduler = 48,
-    failed_entry = 56,
-    reserved = 64,
-);
+           atomics (aqueduct ABI: change it with ABI_VERSION)";
+}
 
 flags_type! {
     /// Why a scheduler tick is wanted: the bits requesters `fetch_or` into
@@ -252,6 +215,9 @@ flags_type! {
         const CLOSED = 1 << 31;
     }
 }
+
+atomic_word!(flags SemaphoreFlags: u32);
+atomic_word!(flags SchedulerActions: u32);
 
 /// Most execution queues a scheduler deals its entries to.
 pub const MAX_EXECUTION_QUEUES: usize = 4;
@@ -277,164 +243,128 @@ impl HostRequest {
     pub const GROW: Self = Self(3);
 }
 
-/// One scheduler's state in device memory: its requests, its mailbox ring
-/// of [`QueueEntry`]s, the tick packet requesters enqueue, its queues and
-/// its kernarg ring.
-///
-/// Mailbox ring indices: entries `retire_index..accept_index` are the
-/// scheduler's (waiting, ready, issued or finished, not yet reclaimed),
-/// `accept_index..write_index` are submitted and not yet accepted. Slots
-/// below `retire_index` are free for the submitter again.
-#[repr(C, align(64))]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct SchedulerState {
-    /// [`SchedulerActions`] requested since the last tick began.
-    pub actions: SchedulerActions,
-    /// Entries issued and not retired yet.
-    pub in_flight: u32,
-    /// Top of the wake stack (device address of a [`QueueEntry`], linked by
-    /// `wake_next`; 0: empty): entries whose semaphore reached its value.
-    pub wake_head: u64,
-    /// Ticks run so far.
-    pub ticks: u64,
-    /// The tick's own list of ready entries not issued yet, in id order
-    /// (linked by `ready_next`).
-    pub ready_head: u64,
-    /// The last entry of that list.
-    pub ready_tail: u64,
-    /// Device address of the scheduler's [`BlockPool`] (0: none: ALLOCA
-    /// entries fail).
-    pub pool: u64,
-    /// How many entries the tick has put on execution queues: the next
-    /// goes to `execution_queues[next_queue % execution_count]`. The
-    /// tick's own.
-    pub next_queue: u64,
-    /// Pads the request line to 64 bytes; written as zero.
-    pub reserved0: u64,
-    /// Device address of `[QueueEntry; capacity]`.
-    pub entries: u64,
-    /// Slots of the mailbox ring, a power of two.
-    pub capacity: u64,
-    /// Entries ever submitted (advanced by the submitter, release).
-    pub write_index: u64,
-    /// Entries ever accepted by a tick.
-    pub accept_index: u64,
-    /// Entries ever reclaimed (advanced by the tick, release).
-    pub retire_index: u64,
-    /// Entries of this scheduler that a signaller has taken off a
-    /// semaphore's waiter list and not yet pushed on the wake stack (with
-    /// its tick requested): a scheduler going away waits for 0 before its
-    /// memory goes. Raised under the semaphore's lock.
-    pub waking: u64,
-    /// Pads the mailbox line to 64 bytes; written as zero.
-    pub reserved1: [u64; 2],
-    /// The tick's AQL packet as eight words, header first: a requester
-    /// copies it into a control-queue slot and publishes it.
-    pub tick_packet: [u64; 8],
-    /// Device address of the control queue's `amd_queue_t` (ticks).
-    pub control_queue: u64,
-    /// How many of `execution_queues` there are (1 to
-    /// [`MAX_EXECUTION_QUEUES`]).
-    pub execution_count: u64,
-    /// Device address of the [`TraceRing`] the scheduler records into (0:
-    /// tracing off).
-    pub trace: u64,
-    /// The `hsa_queue_t*` of the host service's soft queue (0: none):
-    /// device code posts [`HostRequest`]s to it as AGENT_DISPATCH packets.
-    pub host_queue: u64,
-    /// Device addresses of the execution queues' `amd_queue_t`s (the
-    /// entries' packets), `execution_count` of them: the tick deals the
-    /// entries out in turn; the host replaces one that faults (release
-    /// store).
-    pub execution_queues: [u64; MAX_EXECUTION_QUEUES],
-    /// Kernel arguments and issue states of the entries: the submitter
-    /// reserves, the tick releases as entries are reclaimed.
-    pub kernarg: KernargRing,
-}
-
-assert_layout!(
-    SchedulerState,
+layout! {
+    /// One scheduler's state in device memory: its requests, its mailbox ring
+    /// of [`QueueEntry`]s, the tick packet requesters enqueue, its queues and
+    /// its kernarg ring.
+    ///
+    /// Mailbox ring indices: entries `retire_index..accept_index` are the
+    /// scheduler's (waiting, ready, issued or finished, not yet reclaimed),
+    /// `accept_index..write_index` are submitted and not yet accepted. Slots
+    /// below `retire_index` are free for the submitter again.
+    #[repr(C, align(64))]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct SchedulerState {
+        /// [`SchedulerActions`] requested since the last tick began.
+        pub actions: SchedulerActions = 0 => Atomic,
+        /// Entries issued and not retired yet.
+        pub in_flight: u32 = 4 => Atomic,
+        /// Top of the wake stack (device address of a [`QueueEntry`], linked by
+        /// `wake_next`; 0: empty): entries whose semaphore reached its value.
+        pub wake_head: u64 = 8 => AtomicLink<QueueEntry>,
+        /// Ticks run so far.
+        pub ticks: u64 = 16 => Plain,
+        /// The tick's own list of ready entries not issued yet, in id order
+        /// (linked by `ready_next`).
+        pub ready_head: u64 = 24 => Link<QueueEntry>,
+        /// The last entry of that list.
+        pub ready_tail: u64 = 32 => Link<QueueEntry>,
+        /// Device address of the scheduler's [`BlockPool`] (0: none: ALLOCA
+        /// entries fail).
+        pub pool: u64 = 40 => Link<BlockPool>,
+        /// How many entries the tick has put on execution queues: the next
+        /// goes to `execution_queues[next_queue % execution_count]`. The
+        /// tick's own.
+        pub next_queue: u64 = 48 => Plain,
+        /// Pads the request line to 64 bytes; written as zero.
+        pub reserved0: u64 = 56,
+        /// Device address of `[QueueEntry; capacity]`.
+        pub entries: u64 = 64 => ListOf<QueueEntry>[capacity: u64],
+        /// Slots of the mailbox ring, a power of two.
+        pub capacity: u64 = 72 => Plain,
+        /// Entries ever submitted (advanced by the submitter, release).
+        pub write_index: u64 = 80 => Atomic,
+        /// Entries ever accepted by a tick.
+        pub accept_index: u64 = 88 => Plain,
+        /// Entries ever reclaimed (advanced by the tick, release).
+        pub retire_index: u64 = 96 => Atomic,
+        /// Entries of this scheduler that a signaller has taken off a
+        /// semaphore's waiter list and not yet pushed on the wake stack (with
+        /// its tick requested): a scheduler going away waits for 0 before its
+        /// memory goes. Raised under the semaphore's lock.
+        pub waking: u64 = 104 => Atomic,
+        /// Pads the mailbox line to 64 bytes; written as zero.
+        pub reserved1: [u64; 2] = 112,
+        /// The tick's AQL packet as eight words, header first: a requester
+        /// copies it into a control-queue slot and publishes it.
+        pub tick_packet: [u64; 8] = 128 => Plain,
+        /// Device address of the control queue's `amd_queue_t` (ticks).
+        pub control_queue: u64 = 192 => Ref<AmdQueue>,
+        /// How many of `execution_queues` there are (1 to
+        /// [`MAX_EXECUTION_QUEUES`]).
+        pub execution_count: u64 = 200 => Plain,
+        /// Device address of the [`TraceRing`] the scheduler records into (0:
+        /// tracing off).
+        pub trace: u64 = 208 => Link<TraceRing>,
+        /// The `hsa_queue_t*` of the host service's soft queue (0: none):
+        /// device code posts [`HostRequest`]s to it as AGENT_DISPATCH packets.
+        pub host_queue: u64 = 216 => Link<AmdQueue>,
+        /// Device addresses of the execution queues' `amd_queue_t`s (the
+        /// entries' packets), `execution_count` of them: the tick deals the
+        /// entries out in turn; the host replaces one that faults (release
+        /// store).
+        pub execution_queues: [u64; MAX_EXECUTION_QUEUES] = 224 => Array<AtomicLink<AmdQueue>>,
+        /// Kernel arguments and issue states of the entries: the submitter
+        /// reserves, the tick releases as entries are reclaimed.
+        pub kernarg: KernargRing = 256 => Nested,
+    }
     size = 320,
     align = 64,
     why = "five 64-byte lines: requests, mailbox indices, the tick packet, queues, kernarg \
            ring; host and device code update them with atomics at these offsets (aqueduct ABI: \
-           change it with ABI_VERSION)",
-    actions = 0,
-    in_flight = 4,
-    wake_head = 8,
-    ticks = 16,
-    ready_head = 24,
-    ready_tail = 32,
-    pool = 40,
-    next_queue = 48,
-    reserved0 = 56,
-    entries = 64,
-    capacity = 72,
-    write_index = 80,
-    accept_index = 88,
-    retire_index = 96,
-    waking = 104,
-    reserved1 = 112,
-    tick_packet = 128,
-    control_queue = 192,
-    execution_count = 200,
-    trace = 208,
-    host_queue = 216,
-    execution_queues = 224,
-    kernarg = 256,
-);
-
-/// One size class of a [`BlockPool`]: blocks of `block_size` bytes, the
-/// free ones in an array stack the tick pops and pushes and the host fills
-/// (growing) and empties (trimming), each under the bucket's `lock`.
-/// Allocations that find no free block wait on the bucket's own list
-/// (linked by `QueueEntry::ready_next`, in id order) while the host
-/// service grows the bucket ([`HostRequest::GROW`]).
-#[repr(C, align(64))]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct PoolBucket {
-    /// Bytes per block: a request of at most this many (and more than the
-    /// smaller bucket's) takes a block here.
-    pub block_size: u64,
-    /// Device address of `[u64; capacity]`: the free blocks' addresses,
-    /// `count` of them at the start.
-    pub free: u64,
-    /// Free blocks at `free` now (at most `capacity`).
-    pub count: u64,
-    /// Most blocks the bucket can hold free (the array's length).
-    pub capacity: u64,
-    /// Held by whoever touches `free`/`count` (0 free, 1 held;
-    /// system-scope acquire/release).
-    pub lock: u32,
-    /// [`PoolBucket::GROWING`] while a request to grow is out;
-    /// [`PoolBucket::EXHAUSTED`] when the host could not grow it (the
-    /// waiting allocations fail).
-    pub growth: u32,
-    /// The allocations waiting for a block: first and last entry (0:
-    /// none). The tick's own.
-    pub starved_head: u64,
-    /// The last of those entries (0: none). The tick's own.
-    pub starved_tail: u64,
-    /// Pads the bucket to one 64-byte line; written as zero.
-    pub reserved: u64,
+           change it with ABI_VERSION)";
 }
 
-assert_layout!(
-    PoolBucket,
+layout! {
+    /// One size class of a [`BlockPool`]: blocks of `block_size` bytes, the
+    /// free ones in an array stack the tick pops and pushes and the host fills
+    /// (growing) and empties (trimming), each under the bucket's `lock`.
+    /// Allocations that find no free block wait on the bucket's own list
+    /// (linked by `QueueEntry::ready_next`, in id order) while the host
+    /// service grows the bucket ([`HostRequest::GROW`]).
+    #[repr(C, align(64))]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct PoolBucket {
+        /// Bytes per block: a request of at most this many (and more than the
+        /// smaller bucket's) takes a block here.
+        pub block_size: u64 = 0 => Plain,
+        /// Device address of `[u64; capacity]`: the free blocks' addresses,
+        /// `count` of them at the start.
+        pub free: u64 = 8 => ListOf<u64>[capacity: u64],
+        /// Free blocks at `free` now (at most `capacity`).
+        pub count: u64 = 16 => Plain,
+        /// Most blocks the bucket can hold free (the array's length).
+        pub capacity: u64 = 24 => Plain,
+        /// Held by whoever touches `free`/`count` (0 free, 1 held;
+        /// system-scope acquire/release).
+        pub lock: u32 = 32 => Atomic,
+        /// [`PoolBucket::GROWING`] while a request to grow is out;
+        /// [`PoolBucket::EXHAUSTED`] when the host could not grow it (the
+        /// waiting allocations fail).
+        pub growth: u32 = 36 => Atomic,
+        /// The allocations waiting for a block: first and last entry (0:
+        /// none). The tick's own.
+        pub starved_head: u64 = 40 => Link<QueueEntry>,
+        /// The last of those entries (0: none). The tick's own.
+        pub starved_tail: u64 = 48 => Link<QueueEntry>,
+        /// Pads the bucket to one 64-byte line; written as zero.
+        pub reserved: u64 = 56,
+    }
     size = 64,
     align = 64,
     why = "one line per bucket of the block pool the tick and the host's service update \
-           at these offsets (aqueduct ABI: change it with ABI_VERSION)",
-    block_size = 0,
-    free = 8,
-    count = 16,
-    capacity = 24,
-    lock = 32,
-    growth = 36,
-    starved_head = 40,
-    starved_tail = 48,
-    reserved = 56,
-);
+           at these offsets (aqueduct ABI: change it with ABI_VERSION)";
+}
 
 impl PoolBucket {
     /// `growth`: a request to grow is with the host.
@@ -443,98 +373,79 @@ impl PoolBucket {
     pub const EXHAUSTED: u32 = 2;
 }
 
-/// The device block pool queue-ordered allocations come from: a small and
-/// a large bucket of fixed-size blocks, device memory the host allocates
-/// as the device asks ([`HostRequest::GROW`]) and frees when trimmed.
-#[repr(C, align(64))]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct BlockPool {
-    /// The small-block bucket, then the large-block one (a larger
-    /// `block_size`); a request takes the first whose `block_size` holds
-    /// it.
-    pub buckets: [PoolBucket; 2],
-}
-
-assert_layout!(
-    BlockPool,
+layout! {
+    /// The device block pool queue-ordered allocations come from: a small and
+    /// a large bucket of fixed-size blocks, device memory the host allocates
+    /// as the device asks ([`HostRequest::GROW`]) and frees when trimmed.
+    #[repr(C, align(64))]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct BlockPool {
+        /// The small-block bucket, then the large-block one (a larger
+        /// `block_size`); a request takes the first whose `block_size` holds
+        /// it.
+        pub buckets: [PoolBucket; 2] = 0 => Array<Nested>,
+    }
     size = 128,
     align = 64,
-    why = "the scheduler's block pool: two buckets (aqueduct ABI: change it with ABI_VERSION)",
-    buckets = 0,
-);
-
-/// The kernarg ring: byte-granular reservations for packets' kernel
-/// arguments. Each reservation is aligned to 64 bytes and never wraps (a
-/// request that would straddle the end skips to the start).
-#[repr(C, align(64))]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct KernargRing {
-    /// Device address of the storage.
-    pub base: u64,
-    /// Bytes of storage, a power of two.
-    pub capacity: u64,
-    /// Bytes ever reserved (advanced atomically by producers).
-    pub write_offset: u64,
-    /// Bytes ever released (advanced by the scheduler as work retires).
-    pub read_offset: u64,
-    /// Pads the ring's offsets to one 64-byte line; written as zero.
-    pub reserved: [u64; 4],
+    why = "the scheduler's block pool: two buckets (aqueduct ABI: change it with ABI_VERSION)";
 }
 
-assert_layout!(
-    KernargRing,
+layout! {
+    /// The kernarg ring: byte-granular reservations for packets' kernel
+    /// arguments. Each reservation is aligned to 64 bytes and never wraps (a
+    /// request that would straddle the end skips to the start).
+    #[repr(C, align(64))]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct KernargRing {
+        /// Device address of the storage.
+        pub base: u64 = 0 => Plain,
+        /// Bytes of storage, a power of two.
+        pub capacity: u64 = 8 => Plain,
+        /// Bytes ever reserved (advanced atomically by producers).
+        pub write_offset: u64 = 16 => Atomic,
+        /// Bytes ever released (advanced by the scheduler as work retires).
+        pub read_offset: u64 = 24 => Atomic,
+        /// Pads the ring's offsets to one 64-byte line; written as zero.
+        pub reserved: [u64; 4] = 32,
+    }
     size = 64,
     align = 64,
     why = "one 64-byte line of offsets that producers and the scheduler update with atomics \
-           (aqueduct ABI: change it with ABI_VERSION)",
-    base = 0,
-    capacity = 8,
-    write_offset = 16,
-    read_offset = 24,
-    reserved = 32,
-);
-
-/// The trace ring: fixed-size [`TraceRecord`]s written by device code and
-/// drained by the host's trace worker.
-///
-/// A writer reserves a slot by advancing `write_index` only while the ring
-/// has room (else it counts the record in `dropped`), writes the record
-/// and stores its `kind` last (release): the host reads records in order
-/// up to the first whose kind is still 0, zeroes each kind it consumed,
-/// then advances `read_index` (release).
-#[repr(C, align(64))]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct TraceRing {
-    /// Device address of `[TraceRecord; capacity]`.
-    pub base: u64,
-    /// Records of storage, a power of two.
-    pub capacity: u64,
-    /// Records ever reserved by device code.
-    pub write_index: u64,
-    /// Records ever consumed by the host.
-    pub read_index: u64,
-    /// Records dropped because the ring was full.
-    pub dropped: u64,
-    /// Agent timestamp frequency in Hz, to convert record timestamps.
-    pub timestamp_frequency: u64,
-    /// Pads the ring's indices to one 64-byte line; written as zero.
-    pub reserved: [u64; 2],
+           (aqueduct ABI: change it with ABI_VERSION)";
 }
 
-assert_layout!(
-    TraceRing,
+layout! {
+    /// The trace ring: fixed-size [`TraceRecord`]s written by device code and
+    /// drained by the host's trace worker.
+    ///
+    /// A writer reserves a slot by advancing `write_index` only while the ring
+    /// has room (else it counts the record in `dropped`), writes the record
+    /// and stores its `kind` last (release): the host reads records in order
+    /// up to the first whose kind is still 0, zeroes each kind it consumed,
+    /// then advances `read_index` (release).
+    #[repr(C, align(64))]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct TraceRing {
+        /// Device address of `[TraceRecord; capacity]`.
+        pub base: u64 = 0 => ListOf<TraceRecord>[capacity: u64],
+        /// Records of storage, a power of two.
+        pub capacity: u64 = 8 => Plain,
+        /// Records ever reserved by device code.
+        pub write_index: u64 = 16 => Atomic,
+        /// Records ever consumed by the host.
+        pub read_index: u64 = 24 => Atomic,
+        /// Records dropped because the ring was full.
+        pub dropped: u64 = 32 => Atomic,
+        /// Agent timestamp frequency in Hz, to convert record timestamps.
+        pub timestamp_frequency: u64 = 40 => Plain,
+        /// Pads the ring's indices to one 64-byte line; written as zero.
+        pub reserved: [u64; 2] = 48,
+    }
     size = 64,
     align = 64,
     why = "one 64-byte line of indices shared by device writers and the host's trace worker \
-           (aqueduct ABI: change it with ABI_VERSION)",
-    base = 0,
-    capacity = 8,
-    write_index = 16,
-    read_index = 24,
-    dropped = 32,
-    timestamp_frequency = 40,
-    reserved = 48,
-);
+           (aqueduct ABI: change it with ABI_VERSION)";
+}
 
 open_enum! {
     /// What a [`TraceRecord`] describes.
@@ -557,41 +468,50 @@ open_enum! {
     }
 }
 
-/// One trace event.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-pub struct TraceRecord {
-    /// What the record describes, stored last (release); 0 marks a slot
-    /// not yet written (or already consumed).
-    pub kind: TraceKind,
-    /// Kind-specific: entries accepted (`SCHEDULER_TICK`), block index
-    /// (`BLOCK`), else 0.
-    pub flags: u16,
-    /// Keeps `id` 8-byte aligned; written as zero.
-    pub reserved: u32,
-    /// The tick's number (`SCHEDULER_TICK`) or the queue entry's id (the
-    /// other kinds).
-    pub id: u64,
-    /// Agent timestamps (`s_memrealtime` domain); a point event has
-    /// `end_ts == start_ts`.
-    pub start_ts: u64,
-    /// Agent timestamp of the event's end (see `start_ts`).
-    pub end_ts: u64,
-}
-
-assert_layout!(
-    TraceRecord,
+layout! {
+    /// One trace event.
+    #[repr(C)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct TraceRecord {
+        /// What the record describes and its kind-specific flags, as one
+        /// word ([`TraceRecord::header`]), stored last (release) by the
+        /// writer; 0 marks a slot not yet written (or already consumed).
+        pub header: u32 = 0 => Atomic,
+        /// Keeps `id` 8-byte aligned; written as zero.
+        pub reserved: u32 = 4,
+        /// The tick's number (`SCHEDULER_TICK`) or the queue entry's id (the
+        /// other kinds).
+        pub id: u64 = 8 => Plain,
+        /// Agent timestamps (`s_memrealtime` domain); a point event has
+        /// `end_ts == start_ts`.
+        pub start_ts: u64 = 16 => Plain,
+        /// Agent timestamp of the event's end (see `start_ts`).
+        pub end_ts: u64 = 24 => Plain,
+    }
     size = 32,
     align = 8,
     why = "a trace ring slot: the host reads record i at base + 32 * i (aqueduct ABI: change it \
-           with ABI_VERSION)",
-    kind = 0,
-    flags = 2,
-    reserved = 4,
-    id = 8,
-    start_ts = 16,
-    end_ts = 24,
-);
+           with ABI_VERSION)";
+}
+
+impl TraceRecord {
+    /// The `header` word of a record of `kind` with `flags`: the kind in
+    /// bits 0..16, the flags in bits 16..32.
+    pub const fn header(kind: TraceKind, flags: u16) -> u32 {
+        kind.0 as u32 | (flags as u32) << 16
+    }
+
+    /// What the record describes (the low half of `header`).
+    pub const fn kind(&self) -> TraceKind {
+        TraceKind(self.header as u16)
+    }
+
+    /// Kind-specific: entries accepted (`SCHEDULER_TICK`), block index
+    /// (`BLOCK`), else 0 (the high half of `header`).
+    pub const fn flags(&self) -> u16 {
+        (self.header >> 16) as u16
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -6,7 +6,7 @@
 //! cargo rustc -p <crate> --target amdgcn-amd-amdhsa -Zbuild-std=core
 //!       --crate-type cdylib --profile device[-dev]   (CARGO_ENCODED_RUSTFLAGS=-Ctarget-cpu=<gfx>)
 //!       -- --emit=llvm-bc=<bc>,link                  -> the crate's LTO'd bitcode
-//! llvm-link <bc> <device/*/llvm/*.ll>                -> + IR shims (intrinsics Rust cannot declare)
+//! llvm-link <bc> <shared/llvm/*.ll device/*/llvm/*.ll> -> + IR shims (intrinsics Rust cannot declare)
 //! [llvm-dis; launch bounds]                          -> kernels' real workgroup sizes (DeviceCrate::launch_bounds)
 //! opt -O3 ; llc -mcpu=<gfx> -filetype=obj            -> object
 //! rust-lld -flavor gnu -shared                       -> target/amdgpu/<gfx>/<crate>.hsaco
@@ -98,6 +98,10 @@ pub fn gemm_launch_bounds(gfx: &str) -> Vec<(&'static str, u32)> {
         .map(|k| (k.name, k.threads))
         .collect()
 }
+
+/// The directory whose `llvm/` holds the IR behind `aqueduct-abi`'s
+/// device-side primitives ([`shim_files`]).
+const SHARED_SHIMS: &str = "shared";
 
 /// Every device crate, in build order.
 pub const DEVICE_CRATES: &[DeviceCrate] = &[
@@ -436,11 +440,14 @@ fn json_string_field(json: &str, key: &str) -> Option<String> {
     Some(rest[..rest.find('"')?].to_owned())
 }
 
-/// The LLVM IR shims every code object links: `device/*/llvm/*.ll`, sorted.
+/// The LLVM IR shims every code object links, sorted: `shared/llvm/*.ll`
+/// (the scoped atomics and global-memory accesses `aqueduct-abi` declares
+/// for its views) and `device/*/llvm/*.ll`.
 fn shim_files(workspace: &Path) -> Result<Vec<PathBuf>, String> {
     let mut files = Vec::new();
-    for krate in DEVICE_CRATES {
-        let dir = workspace.join(krate.dir).join("llvm");
+    let dirs = std::iter::once(SHARED_SHIMS).chain(DEVICE_CRATES.iter().map(|k| k.dir));
+    for dir in dirs {
+        let dir = workspace.join(dir).join("llvm");
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };

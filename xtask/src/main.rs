@@ -55,7 +55,7 @@ enum Command {
     Test,
     /// Regenerate sim/src/decode/opcodes.rs from llvm-objdump
     IsaTables,
-    /// Regenerate device/runtime/llvm/atomics.ll (the device library's
+    /// Regenerate shared/llvm/atomics.ll (the device library's
     /// scoped atomics as LLVM IR)
     AtomicsIr,
     /// List each built instruction kind and whether the simulator runs it

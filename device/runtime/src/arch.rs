@@ -36,6 +36,17 @@ pub fn work_item_x() -> WorkItem {
     }
 }
 
+/// The agent's constant-rate real-time clock (`s_memrealtime`), for
+/// trace records.
+#[inline(always)]
+pub fn realtime() -> u64 {
+    unsafe extern "C" {
+        /// Defined in `llvm/clock.ll`: `llvm.readsteadycounter`.
+        safe fn aqueduct_realtime() -> u64;
+    }
+    aqueduct_realtime()
+}
+
 /// Yields the wave's issue slots for a moment: what a spin-wait does
 /// between looks (`s_sleep 1`, about 64 clocks).
 #[inline(always)]

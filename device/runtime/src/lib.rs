@@ -6,10 +6,22 @@
 //!   code object per gfx target (`target/amdgpu/<gfx>/aqueduct-device.hsaco`);
 //! - the host, where the same logic is unit-tested with `cargo test`.
 //!
-//! The split follows the house rule "device logic is plain Rust first": index
-//! arithmetic and (later) command translation and scheduling live in safe,
-//! host-testable modules such as [`grid`]; only the thin layer of intrinsics
-//! and `extern "gpu-kernel"` entry points is `#[cfg(target_arch = "amdgpu")]`.
+//! The split follows the house rule "device logic is plain Rust first": the
+//! logic is safe, host-testable Rust over [views](aqueduct_abi::view) of the
+//! shared layouts; only the thin layer of intrinsics ([`arch`]) and the
+//! `extern "gpu-kernel"` entry points ([`kernels`]) is
+//! `#[cfg(target_arch = "amdgpu")]`.
+//!
+//! | module | what it is |
+//! |---|---|
+//! | [`grid`] | a work-item's place in a 1-D dispatch and the grid-stride loop |
+//! | [`queue`] | AQL queue operations from device code: reserve, write, publish, ring |
+//! | [`signal`] | HSA signals from device code, with their event mailbox |
+//! | [`blit`] | the fill and copy kernels' partitioning of a byte range |
+//! | [`command`] | command-buffer issue: a recorded block to AQL packets |
+//! | [`scheduler`] | the device scheduler: semaphores, the tick, retire |
+//! | `kernels` | every kernel entry point (amdgpu only) |
+//! | [`atomic`], [`memory`] | the scoped atomics and global loads of `aqueduct-abi`, re-exported |
 #![no_std]
 #![cfg_attr(
     target_arch = "amdgpu",
@@ -18,12 +30,14 @@
 
 /// The layouts the device library shares with host and simulator.
 pub use aqueduct_abi as abi;
+/// Scoped atomics (the same API the views of shared layouts use).
+pub use aqueduct_abi::atomic;
+/// Global-memory and scalar loads for hot paths.
+pub use aqueduct_abi::global as memory;
 
-pub mod atomic;
 pub mod blit;
 pub mod command;
 pub mod grid;
-pub mod memory;
 pub mod queue;
 pub mod scheduler;
 pub mod signal;

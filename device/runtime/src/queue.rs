@@ -13,7 +13,7 @@
 //!                                               processor)
 //! ```
 //!
-//! The same code runs on the host (where [`crate::atomic`] maps to core
+//! The same code runs on the host (where [`aqueduct_abi::atomic`] maps to core
 //! atomics), so the ring arithmetic and the protocol are unit-tested with
 //! `cargo test`.
 //!
@@ -30,10 +30,12 @@
 use aqueduct_abi::amd_queue::AmdQueue;
 use aqueduct_abi::aql::{PACKET_SIZE, Packet};
 use aqueduct_abi::aql_ring::{doorbell_value, has_room, is_ring_size, slot_offset};
-use aqueduct_abi::hsa::{HsaQueue, SignalHandle};
+use aqueduct_abi::atomic::{Acquire, Atomic, Relaxed, Release, System};
+use aqueduct_abi::global;
+use aqueduct_abi::hsa::SignalHandle;
 use aqueduct_abi::packet::{BarrierPacket, Prepared};
+use aqueduct_abi::view::View;
 
-use crate::atomic::{Acquire, Atomic, Relaxed, Release, System};
 use crate::signal::Signal;
 
 pub use aqueduct_abi::aql_ring::MAX_QUEUE_PACKETS;
@@ -54,100 +56,78 @@ pub enum QueueError {
 }
 
 /// A queue some other party created (the host, with `hsa_queue_create`),
-/// used from device code through its `amd_queue_t`.
+/// used from device code through a view of its `amd_queue_t`.
+///
+/// The ring's slots are the one part written through raw addresses: a
+/// slot's address is the ring's (wave-uniform) base plus a 32-bit offset,
+/// which the GPU's global stores take as such ([`aqueduct_abi::global`]);
+/// a view of the slot would cost every lane 64-bit address arithmetic.
 #[derive(Clone, Copy)]
-pub struct Queue {
-    queue: *mut AmdQueue,
-    ring: *mut u8,
+pub struct Queue<'a> {
+    queue: View<'a, AmdQueue>,
+    ring: u64,
     size: u64,
+    /// The doorbell signal's handle as the queue holds it: ROCr's queues
+    /// carry doorbell handles without hint bits
+    /// ([`aqueduct_abi::amd_signal::hint`]), and the issue kernel's waves
+    /// use it unmasked, as ROCr's device code does.
     doorbell: SignalHandle,
 }
 
-// SAFETY: a queue is shared by design (HSA MULTI queues take packets from
-// any number of producers); every access to shared state is an atomic
-// operation or the write of a slot the producer reserved.
-unsafe impl Send for Queue {}
-// SAFETY: as above.
-unsafe impl Sync for Queue {}
-
-impl Queue {
-    /// The queue whose `amd_queue_t` (equivalently, `hsa_queue_t`) is at
-    /// `queue`.
-    ///
-    /// # Safety
-    /// `queue` points to a live, initialised `amd_queue_t` whose ring and
-    /// doorbell signal stay valid while the returned value is used.
-    pub unsafe fn from_ptr(queue: *mut AmdQueue) -> Result<Self, QueueError> {
-        // SAFETY: the caller's contract.
-        let (size, base, doorbell) = unsafe { Self::fields(queue) };
+impl<'a> Queue<'a> {
+    /// The queue of the `amd_queue_t` (equivalently, `hsa_queue_t`) at
+    /// `queue`, whose ring and doorbell the view vouches for.
+    pub fn new(queue: View<'a, AmdQueue>) -> Result<Self, QueueError> {
+        let (size, base, doorbell) = Self::fields(queue);
         if !is_ring_size(size) || size > MAX_QUEUE_PACKETS {
             return Err(QueueError::BadSize(size));
         }
-        // SAFETY: the caller's contract; the queue's own fields, its size
-        // checked.
-        Ok(unsafe { Self::from_fields(queue, size, base, doorbell) })
+        Ok(Self::from_fields(queue, size, base, doorbell))
     }
 
-    /// The size, ring and doorbell of the queue at `queue`, with plain
-    /// loads, for [`Queue::from_fields`].
-    ///
-    /// # Safety
-    /// As for [`Queue::from_ptr`].
+    /// The size, ring and doorbell of the queue, with plain loads, for
+    /// [`Queue::from_fields`].
     #[inline(always)]
-    pub unsafe fn fields(queue: *mut AmdQueue) -> (u32, u64, SignalHandle) {
-        // SAFETY: the caller guarantees a live amd_queue_t; these fields
-        // are written once, at queue creation.
-        unsafe {
-            let hsa = &raw const (*queue).hsa_queue;
-            (
-                (&raw const (*hsa).size).read(),
-                (&raw const (*hsa).base_address).read(),
-                (&raw const (*hsa).doorbell_signal).read(),
-            )
-        }
+    pub fn fields(queue: View<'a, AmdQueue>) -> (u32, u64, SignalHandle) {
+        let hsa = queue.hsa_queue();
+        (
+            hsa.size().get(),
+            hsa.base_address().address(),
+            hsa.doorbell_signal().raw(),
+        )
     }
 
     /// The size, ring and doorbell of the queue every active work-item of
     /// the wave names, read as the wave's, with scalar loads
-    /// ([`crate::memory::load_invariant_u64`]), for
-    /// [`Queue::from_fields`]: branches on them are scalar.
-    ///
-    /// # Safety
-    /// As for [`Queue::from_ptr`], the queue in global memory.
+    /// ([`PlainField::load_invariant`](aqueduct_abi::view::PlainField::load_invariant)),
+    /// for [`Queue::from_fields`]: branches on them are scalar. For a
+    /// queue whose fields nothing writes while the kernel runs (they are
+    /// written once, at its creation).
     #[inline(always)]
-    pub unsafe fn wave_fields(queue: *mut AmdQueue) -> (u32, u64, SignalHandle) {
-        use crate::memory::{load_invariant_u32, load_invariant_u64};
-        let hsa = queue as u64 + core::mem::offset_of!(AmdQueue, hsa_queue) as u64;
-        // SAFETY: the caller's contract: a live amd_queue_t, whose size,
-        // ring and doorbell are written once, at its creation.
-        unsafe {
-            (
-                load_invariant_u32(hsa + core::mem::offset_of!(HsaQueue, size) as u64),
-                load_invariant_u64(hsa + core::mem::offset_of!(HsaQueue, base_address) as u64),
-                SignalHandle(load_invariant_u64(
-                    hsa + core::mem::offset_of!(HsaQueue, doorbell_signal) as u64,
-                )),
-            )
-        }
+    pub fn wave_fields(queue: View<'a, AmdQueue>) -> (u32, u64, SignalHandle) {
+        let hsa = queue.hsa_queue();
+        (
+            hsa.size().load_invariant(),
+            hsa.base_address().address_invariant(),
+            hsa.doorbell_signal().raw_invariant(),
+        )
     }
 
-    /// The queue at `queue` with these fields.
-    ///
-    /// # Safety
-    /// As for [`Queue::from_ptr`]; the fields are the queue's, as
-    /// [`Queue::wave_fields`] reads them, its size a ring size
-    /// ([`is_ring_size`]: the slot arithmetic masks with it) of at most
-    /// [`MAX_QUEUE_PACKETS`].
+    /// The queue with these fields, as [`Queue::wave_fields`] or
+    /// [`Queue::fields`] read them: for a caller that trusts the queue
+    /// (its view vouches for a ring of `size` packets, a power of two, as
+    /// `hsa_queue_t` documents it) and so skips [`Queue::new`]'s check of
+    /// the size.
     #[inline(always)]
-    pub unsafe fn from_fields(
-        queue: *mut AmdQueue,
+    pub fn from_fields(
+        queue: View<'a, AmdQueue>,
         size: u32,
         base: u64,
         doorbell: SignalHandle,
     ) -> Self {
         Self {
             queue,
-            ring: base as *mut u8,
+            ring: base,
             size: u64::from(size),
             doorbell,
         }
@@ -158,26 +138,15 @@ impl Queue {
         self.size
     }
 
-    fn write_index(&self) -> &Atomic<u64> {
-        // SAFETY: a field of the live amd_queue_t (`from_ptr`), 8-aligned,
-        // accessed atomically by every party.
-        unsafe { Atomic::from_ptr(&raw mut (*self.queue).write_dispatch_id) }
-    }
-
-    fn read_index(&self) -> &Atomic<u64> {
-        // SAFETY: as above.
-        unsafe { Atomic::from_ptr(&raw mut (*self.queue).read_dispatch_id) }
-    }
-
     /// The packet processor's read index (acquire: the slots before it are
     /// free to overwrite).
     pub fn load_read_index(&self) -> u64 {
-        self.read_index().load(Acquire, System)
+        self.queue.read_dispatch_id().load(Acquire, System)
     }
 
     /// The write index (relaxed).
     pub fn load_write_index(&self) -> u64 {
-        self.write_index().load(Relaxed, System)
+        self.queue.write_dispatch_id().load(Relaxed, System)
     }
 
     /// Reserves `n` consecutive slots and waits, calling `pause` between
@@ -211,7 +180,7 @@ impl Queue {
                 size: self.size,
             });
         }
-        let first = self.write_index().fetch_add(n, Relaxed, System);
+        let first = self.queue.write_dispatch_id().fetch_add(n, Relaxed, System);
         while !has_room(first, self.load_read_index(), n, self.size) {
             if !pause() {
                 return Err(QueueError::Abandoned);
@@ -220,11 +189,10 @@ impl Queue {
         Ok(first)
     }
 
-    /// The slot of packet `id`.
+    /// The slot of packet `id`: inside the ring, whose `size` packets the
+    /// queue's view vouches for (the index is below `size`).
     fn slot(&self, id: u64) -> *mut u8 {
-        // SAFETY (of the arithmetic): the slot index is below `size`, and
-        // the ring holds `size` packets.
-        self.ring.wrapping_add(slot_offset(id, self.size) as usize)
+        (self.ring + slot_offset(id, self.size)) as *mut u8
     }
 
     /// Writes `body` (whose header must read INVALID) into the slot of
@@ -251,20 +219,20 @@ impl Queue {
         // A slot's offset in the ring fits 32 bits (`MAX_QUEUE_PACKETS`):
         // global stores at the ring's (wave-uniform) address plus that
         // offset, with no per-lane 64-bit address arithmetic
-        // ([`crate::memory`]).
+        // ([`aqueduct_abi::global`]).
         let offset = ((id as u32) & (self.size as u32 - 1)) << 6;
-        let slot = self.ring as u64 + u64::from(offset);
+        let slot = self.ring + u64::from(offset);
         // SAFETY: as in `write_bytes`: the slot is inside the ring (its
         // index is below `size`), reserved by this producer, 64-byte
         // aligned, so every word below is naturally aligned; the first
         // word's upper half is body bytes 4..8, written before the header,
         // which the release store publishes.
         unsafe {
-            crate::memory::store_u32(slot + 4, (words[0] >> 32) as u32);
+            global::store_u32(slot + 4, (words[0] >> 32) as u32);
             for (k, &w) in words.iter().enumerate().skip(1) {
-                crate::memory::store_u64(slot + 8 * k as u64, w);
+                global::store_u64(slot + 8 * k as u64, w);
             }
-            crate::memory::store_release_u32(slot, words[0] as u32);
+            global::store_release_u32(slot, words[0] as u32);
         }
     }
 
@@ -304,8 +272,9 @@ impl Queue {
     /// store of `id` to the doorbell signal (whatever its kind, as ROCr's
     /// device code does it).
     pub fn ring_doorbell(&self, id: u64) {
-        // SAFETY: the doorbell signal is the queue's own, live while the
-        // queue is (`from_ptr` contract).
+        // SAFETY: the queue's own doorbell signal, which its view vouches
+        // for (a link of the `hsa_queue_t`), named by its handle as ROCr
+        // gives it (no hint bits to strip).
         let bell = unsafe { Signal::from_handle(self.doorbell) };
         bell.store(doorbell_value(id), Release, System);
     }
@@ -383,9 +352,15 @@ pub(crate) mod testing {
             Self { amd, ring, bell }
         }
 
-        pub fn queue(&mut self) -> Queue {
-            // SAFETY: the queue, ring and doorbell live in `self`.
-            unsafe { Queue::from_ptr(&raw mut *self.amd) }.unwrap()
+        /// The queue's view, for as long as the test keeps `self`.
+        pub fn view(&mut self) -> aqueduct_abi::view::View<'static, AmdQueue> {
+            // SAFETY: the queue, ring and doorbell live in `self`, which
+            // the tests keep while they use the view.
+            unsafe { aqueduct_abi::view::View::from_ptr(core::ptr::NonNull::from(&mut *self.amd)) }
+        }
+
+        pub fn queue(&mut self) -> Queue<'static> {
+            Queue::new(self.view()).unwrap()
         }
 
         /// The 64 bytes of packet `id`'s slot.

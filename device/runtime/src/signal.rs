@@ -4,7 +4,7 @@
 //! A signal is 64 bytes of memory: `kind`, the 64-bit `value` (or, for a
 //! doorbell, the hardware doorbell's address), and optionally an event
 //! mailbox through which a store wakes host waiters. Any suitably aligned
-//! device memory can be a signal ([`Signal::from_ptr`]): device-only
+//! device memory can be a signal ([`Signal::new`] on a view of it): device-only
 //! signals need no runtime call, so a scheduler can carve them from a slab.
 //!
 //! What ROCr's own device code does (`__ockl_hsa_signal_*` in the AMD
@@ -22,9 +22,9 @@
 //!   system-scope release store, and raises no event.
 
 use aqueduct_abi::amd_signal::{AmdSignal, AmdSignalKind};
+use aqueduct_abi::atomic::{Atomic, LoadOrdering, Ordering, Release, Scope, StoreOrdering, System};
 use aqueduct_abi::hsa::SignalHandle;
-
-use crate::atomic::{Atomic, LoadOrdering, Ordering, Release, Scope, StoreOrdering, System};
+use aqueduct_abi::view::{AtomicField, View};
 
 /// The bits of an event id that fit the interrupt message's M0 on gfx9,
 /// gfx11 and gfx12 (the device libraries' mask for those ISA versions).
@@ -47,61 +47,42 @@ fn interrupt(id: u32) {
 
 /// A signal in memory that device code operates on directly.
 #[derive(Clone, Copy, Debug)]
-pub struct Signal(*mut AmdSignal);
+pub struct Signal<'a>(View<'a, AmdSignal>);
 
-impl Signal {
-    /// The signal at `signal`.
-    ///
-    /// # Safety
-    /// `signal` points to an initialised `amd_signal_t` (64-byte aligned)
-    /// that stays valid while the returned value is used, and whose
-    /// `value` is only accessed atomically.
-    pub const unsafe fn from_ptr(signal: *mut AmdSignal) -> Self {
+impl<'a> Signal<'a> {
+    /// The signal in `signal`'s memory.
+    pub fn new(signal: View<'a, AmdSignal>) -> Self {
         Self(signal)
     }
 
-    /// The signal named by an HSA handle (its `amd_signal_t` address).
+    /// The signal named by an HSA handle (its `amd_signal_t` address, as
+    /// the handle holds it: without hint bits).
     ///
     /// # Safety
-    /// As for [`Signal::from_ptr`].
-    pub const unsafe fn from_handle(handle: SignalHandle) -> Self {
-        Self(handle.0 as *mut AmdSignal)
+    /// `handle` names an initialised `amd_signal_t` (not null) that meets
+    /// a view's contract ([`aqueduct_abi::view`]) for `'a`.
+    pub unsafe fn from_handle(handle: SignalHandle) -> Self {
+        // SAFETY: the caller's contract.
+        Self(unsafe { View::at_nonzero(handle.0) })
     }
 
     /// The signal's handle, to put in a packet.
     pub fn handle(&self) -> SignalHandle {
-        SignalHandle(self.0 as u64)
+        SignalHandle(self.0.device_address())
     }
 
-    fn value(&self) -> &Atomic<i64> {
-        // SAFETY: `value` of the live signal (constructor contract),
-        // 8-aligned, atomic-only.
-        unsafe { Atomic::from_ptr(&raw mut (*self.0).value) }
-    }
-
-    fn kind(&self) -> AmdSignalKind {
-        // SAFETY: the live signal's `kind`, written once at creation (a
-        // plain read, as ROCr's device code does).
-        unsafe { (&raw const (*self.0).kind).read() }
+    fn value(&self) -> AtomicField<'a, i64> {
+        self.0.value()
     }
 
     /// Stores the event id to the mailbox and raises the interrupt, if the
     /// signal has a mailbox.
     fn notify(&self) {
-        // SAFETY: fields of the live signal, written once at creation.
-        let (mailbox, id) = unsafe {
-            (
-                (&raw const (*self.0).event_mailbox_ptr).read(),
-                (&raw const (*self.0).event_id).read(),
-            )
-        };
-        if mailbox == 0 {
+        let Some(mailbox) = self.0.event_mailbox_ptr().get() else {
             return;
-        }
-        // SAFETY: a signal's mailbox is a live, 8-aligned u64 that the
-        // host runtime reads atomically (ROCr's event page).
-        let word = unsafe { Atomic::<u64>::from_ptr(mailbox as *mut u64) };
-        word.store(u64::from(id), Release, System);
+        };
+        let id = self.0.event_id().get();
+        mailbox.event().store(u64::from(id), Release, System);
         interrupt(id);
     }
 
@@ -113,14 +94,18 @@ impl Signal {
     /// Stores `v`: to the value (then the event), or, for a doorbell, to
     /// the hardware doorbell (release, system scope, whatever `O` and `S`).
     pub fn store<O: StoreOrdering, S: Scope>(&self, v: i64, o: O, s: S) {
-        if self.kind() == AmdSignalKind::USER {
+        if self.0.kind().get() == AmdSignalKind::USER {
             self.value().store(v, o, s);
             self.notify();
         } else {
+            // The union holds the doorbell register's address, read as
+            // ROCr's device code reads it (a plain load of the word).
+            let register = self.0.value().device_address() as *const u64;
             // SAFETY: a doorbell signal's union holds the doorbell
             // register's address, which the runtime keeps mapped while the
-            // queue lives; stores to it are 64-bit.
-            let bell = unsafe { Atomic::<u64>::from_ptr(self.value().as_ptr().read() as *mut u64) };
+            // queue lives (the hardware edge: a register, not a layout);
+            // stores to it are 64-bit.
+            let bell = unsafe { Atomic::<u64>::from_ptr(register.read() as *mut u64) };
             bell.store(v as u64, Release, System);
         }
     }
@@ -183,7 +168,7 @@ impl Signal {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::atomic::{AcqRel, Acquire, Agent, Relaxed};
+    use aqueduct_abi::atomic::{AcqRel, Acquire, Agent, Relaxed};
 
     #[test]
     fn operations_return_the_previous_value_and_post_the_event() {
@@ -192,7 +177,7 @@ mod tests {
         s.event_mailbox_ptr = &raw mut mailbox as u64;
         s.event_id = 0x0123_4567;
         // SAFETY: `s` and `mailbox` live through the test.
-        let sig = unsafe { Signal::from_ptr(&raw mut s) };
+        let sig = Signal::new(unsafe { View::from_ptr(core::ptr::NonNull::from(&mut s)) });
         assert_eq!(sig.add(5, AcqRel, System), 10);
         assert_eq!(mailbox, 0x0123_4567);
         mailbox = 0;
@@ -222,7 +207,7 @@ mod tests {
         s.event_mailbox_ptr = &raw mut mailbox as u64;
         s.event_id = 5;
         // SAFETY: as above.
-        let sig = unsafe { Signal::from_ptr(&raw mut s) };
+        let sig = Signal::new(unsafe { View::from_ptr(core::ptr::NonNull::from(&mut s)) });
         sig.store(77, Relaxed, Agent);
         assert_eq!(register, 77);
         assert_eq!(mailbox, 0, "doorbell stores raise no event");

@@ -7,6 +7,7 @@ use aqueduct_device::abi::amd_queue::AmdQueue;
 use aqueduct_device::abi::amd_signal::AmdSignal;
 use aqueduct_device::abi::hsa::SignalHandle;
 use aqueduct_device::abi::packet::{BarrierKind, Ordering as PacketOrdering, barrier};
+use aqueduct_device::abi::view::View;
 use aqueduct_device::atomic::*;
 use aqueduct_device::queue::Queue;
 use aqueduct_device::signal::Signal;
@@ -65,8 +66,9 @@ pub extern "gpu-kernel" fn signal_ops(signal: *mut AmdSignal, out: *mut i64) {
     if work_item_x().global_id() != 0 {
         return;
     }
-    // SAFETY: the test gives a live, 64-aligned amd_signal_t.
-    let s = unsafe { Signal::from_ptr(signal) };
+    // SAFETY: the test gives a live, 64-aligned amd_signal_t (not null),
+    // whose mailbox, if any, is live too.
+    let s = Signal::new(unsafe { View::at_nonzero(signal as u64) });
     let results = [
         s.add(5, AcqRel, System),
         s.sub(3, Release, Agent),
@@ -105,8 +107,9 @@ pub extern "gpu-kernel" fn enqueue_barriers(
         return;
     }
     let wave = item.global_id() / WAVE;
-    // SAFETY: the test passes a live queue.
-    let Ok(q) = (unsafe { Queue::from_ptr(queue) }) else {
+    // SAFETY: the test passes a live queue (not null) with its ring and
+    // doorbell.
+    let Ok(q) = Queue::new(unsafe { View::at_nonzero(queue as u64) }) else {
         return;
     };
     let mut done = 0u64;

@@ -31,16 +31,18 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::thread::JoinHandle;
 
 use aqueduct_abi::amd_queue::AmdQueue;
 use aqueduct_abi::amd_signal::AmdSignal;
-use aqueduct_abi::aql::{PACKET_SIZE, PacketHeader};
+use aqueduct_abi::aql::{PACKET_SIZE, PacketHeader, PacketSlot};
 use aqueduct_abi::aql_ring::{is_ring_size, slot_offset};
 use aqueduct_abi::hsa::{HsaQueue, QueueFeatures, QueueType, SignalHandle};
 use aqueduct_abi::hsa_api::*;
+use aqueduct_abi::view::{List, View};
 use zerocopy::IntoBytes;
 
 use super::system::{QUEUE_MAX_PACKETS, QUEUE_MIN_PACKETS};
@@ -213,44 +215,54 @@ impl Entry {
         }
     }
 
-    /// The 64-bit field at `offset` in the `amd_queue_t`.
-    fn word(&self, offset: usize) -> &AtomicU64 {
-        debug_assert!(offset % 8 == 0 && offset + 8 <= size_of::<AmdQueue>());
+    /// The queue's `amd_queue_t`, as producers, this processor and device
+    /// code see it.
+    fn queue(&self) -> View<'_, AmdQueue> {
         // SAFETY: the `amd_queue_t` is a 64-aligned allocation this entry
-        // owns and frees only in `Drop`, so it outlives `&self`; the
-        // offsets used are of 8-aligned u64 fields, which every party
-        // (host, device, processor) accesses atomically.
-        unsafe { AtomicU64::from_ptr((self.address + offset as u64) as *mut u64) }
+        // owns and frees only in `Drop`, so it outlives `&self`; every
+        // party (host, device, processor) accesses its indices atomically,
+        // as the layout declares.
+        unsafe { View::from_ptr(NonNull::new_unchecked(self.address as *mut AmdQueue)) }
+    }
+
+    /// The queue's ring of packet slots.
+    fn ring(&self) -> List<'_, PacketSlot> {
+        // SAFETY: `size` 64-byte slots at `ring`, an allocation this entry
+        // owns and frees only in `Drop`; producers and the processor keep
+        // the AQL protocol on them (a slot's first word atomically).
+        unsafe { List::from_raw(self.ring, u64::from(self.size)) }
     }
 
     fn read_dispatch_id(&self) -> &AtomicU64 {
-        self.word(core::mem::offset_of!(AmdQueue, read_dispatch_id))
+        self.queue().read_dispatch_id().core()
     }
 
     fn write_dispatch_id(&self) -> &AtomicU64 {
-        self.word(core::mem::offset_of!(AmdQueue, write_dispatch_id))
+        self.queue().write_dispatch_id().core()
     }
 
     /// The value word of the doorbell signal.
-    fn doorbell_value(&self) -> &AtomicU64 {
-        // SAFETY: the doorbell is a 64-aligned `amd_signal_t` this entry
-        // owns and frees only in `Drop`; its value word is 8-aligned and
+    fn doorbell_value(&self) -> &AtomicI64 {
+        // SAFETY: the doorbell is a 64-aligned `amd_signal_t` that lives
+        // as long as this entry (its own, freed only in `Drop`, or the
+        // application's, which must outlive the queue); its value word is
         // accessed atomically by every party.
-        unsafe { AtomicU64::from_ptr((self.doorbell + super::signal::VALUE_OFFSET) as *mut u64) }
+        let bell = unsafe {
+            View::<AmdSignal>::from_ptr(NonNull::new_unchecked(self.doorbell as *mut AmdSignal))
+        };
+        bell.value().core()
     }
 
     /// Address of packet `id`'s slot.
     fn slot(&self, id: u64) -> u64 {
-        self.ring + slot_offset(id, u64::from(self.size))
+        self.ring
+            .wrapping_add(slot_offset(id, u64::from(self.size)))
     }
 
-    /// The first dword of a slot: header and the 16 bits after it, which
-    /// producers publish with one 32-bit release store.
-    fn first_dword(&self, slot: u64) -> &AtomicU32 {
-        // SAFETY: `slot` is a 64-aligned slot of the ring this entry owns
-        // and frees only in `Drop`; producers and the processor access the
-        // first dword atomically.
-        unsafe { AtomicU32::from_ptr(slot as *mut u32) }
+    /// The first dword of packet `id`'s slot: header and the 16 bits after
+    /// it, which producers publish with one 32-bit release store.
+    fn first_dword(&self, id: u64) -> &AtomicU32 {
+        self.ring().slot(id).first_word().core()
     }
 
     fn stop_and_join(&self) {
@@ -575,7 +587,7 @@ fn store_own_doorbell(handle: u64, value: i64, order: Ordering) -> bool {
             };
             match slot.as_ref() {
                 Some((g, _, e)) if *g == now && e.doorbell == SignalHandle(handle).address() => {
-                    e.doorbell_value().store(value as u64, order);
+                    e.doorbell_value().store(value, order);
                     true
                 }
                 _ => false,

@@ -135,7 +135,7 @@ pub(super) fn process(rt: &Runtime, q: &Entry) {
         // the look and the sleep still wakes this thread.
         let watch = rt.signals.watch([q.doorbell]);
         let seen = rt.signals.seen();
-        let first = q.first_dword(slot).load(Ordering::Acquire);
+        let first = q.first_dword(id).load(Ordering::Acquire);
         if !is_published(first) {
             idle.park(rt, seen);
             continue;
@@ -159,8 +159,7 @@ pub(super) fn process(rt: &Runtime, q: &Entry) {
             }
         };
         // Free the slot, then publish the new read index, then complete.
-        q.first_dword(slot)
-            .store(consumed(first), Ordering::Release);
+        q.first_dword(id).store(consumed(first), Ordering::Release);
         q.read_dispatch_id()
             .store(id.wrapping_add(1), Ordering::Release);
         if !completion.is_null() && !crate::hsa::signal::subtract(rt, completion.address(), 1) {

@@ -1,5 +1,6 @@
 ; Loads and stores in the global and constant address spaces, for the
-; device library's hot paths (`aqueduct_device::memory`).
+; device library's hot paths (`aqueduct_abi::global`, and the views'
+; word accessors built on it).
 ;
 ; Rust has no pointer type in an address space, so its own loads and stores
 ; are flat (generic): each addresses memory through a 64-bit VGPR pair, and

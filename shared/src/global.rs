@@ -1,8 +1,10 @@
-//! Loads and stores for the device library's hot paths, at device
-//! addresses given as integers.
+//! Loads and stores in the GPU's global and constant address spaces, at
+//! device addresses given as integers: what the device library's hot
+//! paths use, directly or through a view's word accessors
+//! ([`crate::view::PlainField::load_invariant`] and its siblings).
 //!
 //! On the GPU these go through the global and constant address spaces
-//! (`llvm/memory.ll`); Rust's own pointer accesses are flat, which costs a
+//! (`shared/llvm/global.ll`, linked into every code object); Rust's own pointer accesses are flat, which costs a
 //! 64-bit address per lane and makes every loaded value per-lane to the
 //! compiler:
 //!
