@@ -70,7 +70,8 @@ pub use problem::{Activation, DataType, Problem, ScaleMode, Transpose};
 pub use solution::Solution;
 
 use decode::{Decoder, fields};
-use library::{Ctx, Origin, Placeholder, Query, SolutionId};
+use library::codec::Ctx;
+use library::{Origin, Placeholder, Query, SolutionId};
 use msgpack::{Reader, Writer};
 
 /// One catalog file: its solutions and its library tree.

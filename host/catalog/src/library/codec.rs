@@ -5,11 +5,16 @@
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
-use super::*;
+use super::select::conditions::Conditions;
+use super::{
+    Distance, Feature, Forest, HardwareRow, MAX_ARITY, Matching, Node, Origin, Placeholder,
+    ProblemMap, ProblemRow, Property, SolutionId, Target, Tree, TreeNode,
+};
+use crate::box_tree::BoxTree;
 use crate::decode::{Decoder, field, fields, fields_after};
-use crate::error::Result;
+use crate::error::{CatalogError, Result};
 use crate::msgpack::Writer;
-use crate::predicate::Predicate;
+use crate::predicate::{HardwarePredicate, Predicate};
 use crate::stdsort::std_sort_by;
 
 // ---------------------------------------------------------------------------

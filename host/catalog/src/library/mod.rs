@@ -49,9 +49,13 @@
 //!
 //! Three rooms: this one is the node model; `select` answers queries on
 //! it (the rules above); `codec` reads and writes it as Tensile's
-//! MessagePack.
+//! MessagePack. Both import the model, and the model imports neither: it
+//! names only three leaves of `select` that import nothing of it (the
+//! query and hit types with [`SolutionId`], a table's compiled conditions,
+//! a GridBased table's index), and the crate takes the codec's context
+//! from `codec` itself.
 
-mod codec;
+pub(crate) mod codec;
 mod select;
 
 use std::collections::HashMap;
@@ -64,12 +68,9 @@ use crate::hardware::Hardware;
 use crate::predicate::{HardwarePredicate, ProblemPredicate};
 use crate::problem::Problem;
 
-pub(crate) use codec::Ctx;
-use select::Conditions;
-pub use select::{Hit, Query};
-
-/// A solution's position in its file's solution list.
-pub type SolutionId = u32;
+use select::conditions::Conditions;
+use select::grid_index::GridIndex;
+pub use select::query::{Hit, Query, SolutionId};
 
 /// A library node (`{type: ..., ...}` in the file), by Tensile's node type.
 #[derive(Debug)]
@@ -236,8 +237,8 @@ pub enum Distance {
     /// (distance 0).
     Equality,
     /// TensileLite's `GridBased` (keys M, N, batch, K): `|ΔK|` within the
-    /// grid cell a walk over M, then N, then batch finds (`select.rs`,
-    /// `grid_search`; TENSILELITE.md §8.4).
+    /// grid cell a walk over M, then N, then batch finds (`select/grid.rs`,
+    /// `Matching::grid_search`; TENSILELITE.md §8.4).
     GridBased,
 }
 
@@ -376,13 +377,45 @@ pub struct Matching {
     /// GridBased tables: each group's entry positions, ascending.
     pub group_positions: Box<[u32]>,
     /// GridBased tables: the runs and cells the fast walk searches.
-    grid: select::GridIndex,
+    grid: GridIndex,
     /// The tree that answers Euclidean and Manhattan tables (None for
     /// other distances, tables with sub-libraries, and tables outside the
     /// tree's exact limits: those are walked as Tensile walks them).
     boxes: Option<BoxTree>,
     /// The groups' conditions as masks over the table's leaves.
     conditions: Conditions,
+}
+
+// The table's layout, read by selection and by the codec alike: entry
+// `i`'s key is `keys[i * arity..(i + 1) * arity]`, entries sorted by key.
+impl Matching {
+    fn arity(&self) -> usize {
+        self.properties.len()
+    }
+
+    #[inline(always)]
+    fn key(&self, i: usize) -> &[i64] {
+        let n = self.arity();
+        &self.keys[i * n..(i + 1) * n]
+    }
+
+    fn len(&self) -> usize {
+        self.speeds.len()
+    }
+
+    /// First entry whose key is not less than `q`.
+    fn lower_bound(&self, q: &[i64]) -> usize {
+        let (mut lo, mut hi) = (0, self.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.key(mid) < q {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
 }
 
 /// A feature of a decision tree (`MLFeatures.hpp`), computed in f32.
