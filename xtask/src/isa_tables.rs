@@ -7,8 +7,11 @@
 //! once per target, and keeps the mnemonic it prints at each slot's
 //! address (`.long` = no such opcode). Slots keep a mis-sized decode from
 //! shifting the rest. The result is written to
-//! `sim/src/decode/opcodes.rs`; the simulator's decoder test checks real
-//! code objects against `llvm-objdump` again, operand by operand.
+//! `sim/src/decode/opcodes.rs`, each row once: where one format's opcodes
+//! open another's table (the VOPC compares in VOP3, see `PREFIXED`) the
+//! second table is built from the first's. The simulator's decoder test
+//! checks real code objects against `llvm-objdump` again, operand by
+//! operand.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -427,6 +430,36 @@ fn disassemble_probes(
         .collect())
 }
 
+/// A table whose opcode space starts with another format's opcodes under
+/// the same numbers: VOP3's first 0x100 are the VOPC compares (GFX9 ISA,
+/// "VOP3 Opcodes"; LLVM gives a compare one opcode for both encodings).
+/// Those rows are written once, in `from`'s table; `name`'s table is that
+/// table followed by its own rows from `own_from` on, joined at compile
+/// time (`OpName::concat`). The generator checks the disassembler agrees.
+struct Prefixed {
+    name: &'static str,
+    from: &'static str,
+    own_from: u32,
+}
+
+const PREFIXED: &[Prefixed] = &[Prefixed {
+    name: "VOP3",
+    from: "VOPC",
+    own_from: 0x100,
+}];
+
+/// A table row: opcode, gfx90a mnemonic, gfx942 mnemonic.
+type Row<'a> = (u32, &'a str, &'a str);
+
+/// `[pub ]const NAME: &[OpName] = &[rows];` (`vis` is `"pub "` or `""`).
+fn write_rows(src: &mut String, vis: &str, name: &str, rows: &[Row]) {
+    writeln!(src, "{vis}const {name}: &[OpName] = &[").ok();
+    for (op, a, b) in rows {
+        writeln!(src, "    OpName::new({op:#x}, {a:?}, {b:?}),").ok();
+    }
+    src.push_str("];\n");
+}
+
 /// Generates the table source.
 pub fn generate(workspace: &Path) -> Result<String, String> {
     let objdump = llvm_bin_dir(workspace)?.join("llvm-objdump");
@@ -436,6 +469,24 @@ pub fn generate(workspace: &Path) -> Result<String, String> {
         .iter()
         .map(|gfx| disassemble(&objdump, gfx, &scratch))
         .collect::<Result<_, _>>()?;
+    let slots = slots();
+    // The rows of each format: opcodes that are an instruction on a target.
+    let rows: Vec<Vec<Row>> = (0..FORMATS.len())
+        .map(|f| {
+            slots
+                .iter()
+                .enumerate()
+                .filter(|(_, (sf, _))| *sf == f)
+                .map(|(i, &(_, op))| {
+                    let a = columns[0][i].as_deref().unwrap_or("");
+                    let b = columns[1][i].as_deref().unwrap_or("");
+                    (op, a, b)
+                })
+                .filter(|(_, a, b)| !a.is_empty() || !b.is_empty())
+                .collect()
+        })
+        .collect();
+    let rows_of = |name: &str| &rows[FORMATS.iter().position(|f| f.name == name).unwrap()];
     let mut src = String::from(
         "//! Opcode tables of the GFX9 encodings for gfx90a and gfx942.\n\
          //!\n\
@@ -445,22 +496,30 @@ pub fn generate(workspace: &Path) -> Result<String, String> {
          //! instruction on that target). Mnemonics carry no `_e32`/`_e64` suffix.\n\n\
          use super::OpName;\n",
     );
-    let slots = slots();
     for (f, fmt) in FORMATS.iter().enumerate() {
-        writeln!(src, "\n/// {} opcodes.", fmt.name).ok();
-        writeln!(src, "pub const {}: &[OpName] = &[", fmt.name).ok();
-        for (i, &(sf, op)) in slots.iter().enumerate() {
-            if sf != f {
-                continue;
-            }
-            let a = columns[0][i].as_deref().unwrap_or("");
-            let b = columns[1][i].as_deref().unwrap_or("");
-            if a.is_empty() && b.is_empty() {
-                continue;
-            }
-            writeln!(src, "    OpName::new({op:#x}, {a:?}, {b:?}),").ok();
+        let Some(p) = PREFIXED.iter().find(|p| p.name == fmt.name) else {
+            writeln!(src, "\n/// {} opcodes.", fmt.name).ok();
+            write_rows(&mut src, "pub ", fmt.name, &rows[f]);
+            continue;
+        };
+        let (prefix, own) = rows[f].split_at(rows[f].partition_point(|r| r.0 < p.own_from));
+        if prefix != rows_of(p.from).as_slice() {
+            return Err(format!(
+                "{} opcodes below {:#x} are not the {} ones: the tables cannot share them",
+                p.name, p.own_from, p.from
+            ));
         }
-        src.push_str("];\n");
+        let own_name = format!("{}_OWN", p.name);
+        writeln!(
+            src,
+            "\n/// {} opcodes: the {} ones (the same numbers), then `{own_name}`.\n\
+             pub const {}: &[OpName] =\n    \
+             &OpName::concat::<{{ {}.len() + {own_name}.len() }}>({}, {own_name});",
+            p.name, p.from, p.name, p.from, p.from
+        )
+        .ok();
+        writeln!(src, "\n/// {} opcodes from {:#x} on.", p.name, p.own_from).ok();
+        write_rows(&mut src, "", &own_name, own);
     }
     Ok(src)
 }

@@ -43,6 +43,20 @@ impl OpName {
             gfx942,
         }
     }
+
+    /// The `N` rows of `a` then `b`, for a table that starts with another
+    /// format's rows ([`opcodes::VOP3`] with the VOPC compares); a compile
+    /// error unless `N` is both lengths.
+    pub(crate) const fn concat<const N: usize>(a: &[Self], b: &[Self]) -> [Self; N] {
+        assert!(a.len() + b.len() == N, "N must be both tables' rows");
+        let mut out = [Self::new(0, "", ""); N];
+        let mut i = 0;
+        while i < N {
+            out[i] = if i < a.len() { a[i] } else { b[i - a.len()] };
+            i += 1;
+        }
+        out
+    }
 }
 
 /// The targets this decoder knows.
