@@ -33,9 +33,10 @@ use crate::decode::Target;
 use crate::decode::inst::code;
 use crate::exec::{Ctx, Event};
 use crate::fault::{Fault, FaultReport};
+use crate::lanes::LANES;
 use crate::memory::MemoryError;
 use crate::program::Program;
-use crate::wave::{LANES, Scratch, Status, Wave};
+use crate::wave::{Scratch, Status, Wave};
 
 /// The fields of an AQL kernel dispatch packet the interpreter needs, and
 /// the addresses the runtime around it supplies.

@@ -20,6 +20,7 @@
 //! - [`decode`]: classification and operand decoding over opcode tables
 //!   read out of LLVM's disassembler;
 //! - [`exec`]: instruction semantics per family, keyed by mnemonic;
+//! - [`lanes`]: the 64 lanes of a wave, the leaf the rest builds on;
 //! - [`wave`]: a wavefront's registers and typed operand access;
 //! - [`memory`]: the valid-range table every device access goes through;
 //! - [`dispatch`]: initial kernel state and the workgroup scheduler.
@@ -45,6 +46,7 @@ pub mod exec;
 pub mod fault;
 pub mod float;
 pub mod hsa;
+pub mod lanes;
 pub mod memory;
 pub mod program;
 pub mod wave;

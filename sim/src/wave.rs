@@ -14,34 +14,9 @@
 
 use crate::decode::inst::code;
 use crate::decode::{Ext, Inst, Src};
+use crate::exec::{dpp, sdwa};
 use crate::fault::Fault;
-
-/// Lanes of a wavefront: GFX9 runs wave64 only.
-pub const LANES: usize = 64;
-/// One 32-bit value per lane.
-pub type Lanes = [u32; LANES];
-
-/// Runs `$body` with `$l` bound to each lane set in `$mask`, in lane
-/// order: a plain loop when all 64 are set (the common case, which the
-/// compiler can unroll and vectorise), else one step per set bit. A macro
-/// rather than a function taking a closure: the body is pasted into both
-/// loops, where a closure called from two places is not always inlined.
-macro_rules! for_lanes {
-    ($mask:expr, |$l:ident| $body:block) => {{
-        let mask: u64 = $mask;
-        if mask == u64::MAX {
-            for $l in 0..$crate::wave::LANES $body
-        } else {
-            let mut rest = mask;
-            while rest != 0 {
-                let $l = rest.trailing_zeros() as usize;
-                rest &= rest - 1;
-                $body
-            }
-        }
-    }};
-}
-pub(crate) use for_lanes;
+use crate::lanes::{LANES, Lanes};
 
 /// Operand types as far as inline constants and literals care.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -282,10 +257,10 @@ impl Wave {
                     _ => return Ok(out),
                 };
                 for x in &mut out {
-                    *x = crate::exec::sdwa::select(*x, sel, sext);
+                    *x = sdwa::select(*x, sel, sext);
                 }
             }
-            Ext::Dpp(d) if n == 0 => out = crate::exec::dpp::permute(&out, d.ctrl, d.bound_ctrl),
+            Ext::Dpp(d) if n == 0 => out = dpp::permute(&out, d.ctrl, d.bound_ctrl),
             Ext::Dpp(_) => {}
         }
         Ok(out)
@@ -306,9 +281,9 @@ impl Wave {
         };
         // DPP64 (gfx90a/gfx942) moves source 0's whole 64-bit lanes.
         Ok(match i.ext {
-            Ext::Dpp(d) if n == 0 => std::array::from_fn(|l| {
-                crate::exec::dpp::source_lane(d.ctrl, l).map_or(0, |s| v[s])
-            }),
+            Ext::Dpp(d) if n == 0 => {
+                std::array::from_fn(|l| dpp::source_lane(d.ctrl, l).map_or(0, |s| v[s]))
+            }
             _ => v,
         })
     }

@@ -494,7 +494,7 @@ pub fn generate(workspace: &Path) -> Result<String, String> {
          //! disassembler (see xtask/src/isa_tables.rs); do not edit by hand.\n\
          //! Each row: opcode, gfx90a mnemonic, gfx942 mnemonic (\"\" = not an\n\
          //! instruction on that target). Mnemonics carry no `_e32`/`_e64` suffix.\n\n\
-         use super::OpName;\n",
+         use super::op_name::OpName;\n",
     );
     for (f, fmt) in FORMATS.iter().enumerate() {
         let Some(p) = PREFIXED.iter().find(|p| p.name == fmt.name) else {

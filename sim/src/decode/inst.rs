@@ -9,7 +9,8 @@
 //! modifiers in [`Mods`], and the extension word in [`Ext`]. Memory formats
 //! use the same slots (see each field).
 
-use super::{Classified, DecodeError, Format, Target, classify};
+use super::format::{Classified, DecodeError, Format, classify};
+use super::target::Target;
 
 /// Scalar operand codes (8-bit SSRC/SDST, the low half of 9-bit SRC).
 pub mod code {

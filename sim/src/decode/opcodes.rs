@@ -5,7 +5,7 @@
 //! Each row: opcode, gfx90a mnemonic, gfx942 mnemonic ("" = not an
 //! instruction on that target). Mnemonics carry no `_e32`/`_e64` suffix.
 
-use super::OpName;
+use super::op_name::OpName;
 
 /// SOP2 opcodes.
 pub const SOP2: &[OpName] = &[

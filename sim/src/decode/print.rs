@@ -17,10 +17,11 @@
 
 use core::fmt::Write;
 
+use super::format::Format;
 use super::inst::{
     Dpp, Ext, Inst, Mai, Sdwa, Sel, Src, code, flag, is_mai, is_vop3b, vop2_reads_vcc,
 };
-use super::{Format, Target};
+use super::target::Target;
 
 // ---------------------------------------------------------------------------
 // Operand types
@@ -1484,7 +1485,7 @@ fn mubuf(p: &mut Printer, i: &Inst, target: Target) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decode::decode;
+    use crate::decode::inst::decode;
     use Target::{Gfx90a, Gfx942};
 
     /// Words of the formats the built kernels do not (yet) contain, and

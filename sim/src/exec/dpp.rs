@@ -9,7 +9,7 @@
 //! ROW_MASK and BANK_MASK disable writes to whole rows and banks.
 
 use crate::decode::inst::Dpp;
-use crate::wave::{LANES, Lanes};
+use crate::lanes::{LANES, Lanes};
 
 /// The source lane of `lane` under `ctrl`, or `None` when invalid.
 pub fn source_lane(ctrl: u16, lane: usize) -> Option<usize> {
@@ -58,10 +58,9 @@ pub fn write_mask(d: Dpp) -> u64 {
 
 #[cfg(test)]
 mod tests {
-
+    // The DPP forms' execution (write masks, 64-bit lanes) is tested with
+    // the VALU executors that apply them, in `valu`.
     use super::*;
-    use crate::decode::Target;
-    use crate::wave::Wave;
 
     #[test]
     fn source_lanes_follow_the_control_encodings() {
@@ -85,50 +84,5 @@ mod tests {
         assert_eq!(source_lane(0x142, 3), None);
         assert_eq!(source_lane(0x143, 40), Some(31));
         assert_eq!(source_lane(0x152, 37), Some(34));
-    }
-
-    fn run(w: &mut Wave, words: &[u32], mnemonic: &str) {
-        crate::exec::run_words(w, Target::Gfx90a, words, mnemonic, &mut []).expect("executes");
-    }
-
-    const POISON: u32 = 0xDEAD_BEEF;
-
-    #[test]
-    fn dpp_moves_sources_and_masks_writes() {
-        let mut w = Wave::new(8, 0);
-        w.set_exec(u64::MAX);
-        w.v[0] = [POISON; LANES];
-        w.v[1] = std::array::from_fn(|l| 100 + l as u32);
-        // v_mov_b32_dpp v0, v1 row_shr:1 row_mask:0xf bank_mask:0xf bound_ctrl:1
-        run(&mut w, &[0x7E00_02FA, 0xFF09_1101], "v_mov_b32");
-        for l in 0..LANES {
-            // bound_ctrl: the first lane of each row reads 0.
-            let want = if l % 16 == 0 { 0 } else { 100 + l as u32 - 1 };
-            assert_eq!(w.v[0][l], want, "lane {l}");
-        }
-        // v_add_u32_dpp v1, v2, v3 row_bcast:15 row_mask:0xa bank_mask:0x5:
-        // rows 1 and 3, banks 0 and 2 are written; row 0 has no source.
-        w.v[1] = [POISON; LANES];
-        w.v[2] = std::array::from_fn(|l| 1000 * l as u32);
-        w.v[3] = [7; LANES];
-        run(&mut w, &[0x6802_06FA, 0xA501_4202], "v_add_u32");
-        for l in 0..LANES {
-            let (row, bank) = (l / 16, (l % 16) / 4);
-            let written = (row == 1 || row == 3) && (bank == 0 || bank == 2);
-            let want = if written {
-                1000 * (16 * row as u32 - 1) + 7
-            } else {
-                POISON
-            };
-            assert_eq!(w.v[1][l], want, "lane {l}");
-        }
-        // v_ceil_f64_dpp v[0:1], v[2:3] row_newbcast:1: 64-bit lanes move whole.
-        w.v[2] = std::array::from_fn(|l| (l as f64 + 0.25).to_bits() as u32);
-        w.v[3] = std::array::from_fn(|l| ((l as f64 + 0.25).to_bits() >> 32) as u32);
-        run(&mut w, &[0x7E00_30FA, 0xFF01_5102], "v_ceil_f64");
-        for l in 0..LANES {
-            let got = f64::from_bits(u64::from(w.v[0][l]) | u64::from(w.v[1][l]) << 32);
-            assert_eq!(got, ((l & !15) + 1) as f64 + 1.0, "lane {l}");
-        }
     }
 }

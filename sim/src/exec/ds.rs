@@ -48,10 +48,11 @@
 
 use crate::decode::inst::flag;
 use crate::decode::{Inst, Src};
+use crate::exec::ctx::{Ctx, Exec};
 use crate::exec::flat::{Put, Rmw, d16, d16_keeps_other_half, extend};
-use crate::exec::{Ctx, Exec};
 use crate::fault::{Fault, Space};
-use crate::wave::{LANES, Lanes, Wave, for_lanes};
+use crate::lanes::{LANES, Lanes, for_lanes};
+use crate::wave::Wave;
 
 type R = Result<(), Fault>;
 

@@ -15,10 +15,11 @@
 
 use crate::decode::inst::flag;
 use crate::decode::{Format, Inst, Src};
-use crate::exec::{Ctx, Exec};
+use crate::exec::ctx::{Ctx, Exec};
 use crate::fault::{Fault, Space};
+use crate::lanes::{LANES, Lanes};
 use crate::memory::Access;
-use crate::wave::{LANES, Lanes, PRIVATE_APERTURE_HI, SHARED_APERTURE_HI, Wave};
+use crate::wave::{PRIVATE_APERTURE_HI, SHARED_APERTURE_HI, Wave};
 
 type R = Result<(), Fault>;
 

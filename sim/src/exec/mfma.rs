@@ -47,10 +47,11 @@
 use crate::decode::inst::Mai;
 use crate::decode::inst::flag;
 use crate::decode::{Ext, Inst, Src};
-use crate::exec::{Ctx, Exec};
+use crate::exec::ctx::{Ctx, Exec};
 use crate::fault::Fault;
 use crate::float::{bf8_fnuz_to_f32, bf16_to_f32, f16_to_f32, fp8_fnuz_to_f32};
-use crate::wave::{LANES, Lanes, Ty, Wave};
+use crate::lanes::{LANES, Lanes};
+use crate::wave::{Ty, Wave};
 use std::sync::OnceLock;
 
 type R = Result<(), Fault>;

@@ -8,6 +8,10 @@
 //! the same executor whether it came as VOP2, VOP3, SDWA or DPP, because the
 //! decoder normalised the operands (see `decode::inst`).
 //!
+//! What an executor is and may touch ([`Exec`], [`Ctx`], [`Event`]) is
+//! defined in the child `ctx`, which the family modules import; this module
+//! keeps the registry that imports the families.
+//!
 //! The sources of truth for semantics are AMD's CDNA2 and CDNA3 ISA
 //! documents (instruction descriptions) and LLVM's AMDGPUUsage (initial
 //! state, memory model); each module cites the sections it follows.
@@ -15,12 +19,15 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+#[cfg(test)]
 use crate::code_index::CodeIndex;
 use crate::decode::{Ext, Format, Inst, Mods, Src};
 use crate::fault::Fault;
+#[cfg(test)]
 use crate::memory::Memory;
 use crate::wave::Wave;
 
+mod ctx;
 pub mod dpp;
 pub mod ds;
 pub mod flat;
@@ -32,48 +39,7 @@ pub mod smem;
 pub mod valu;
 pub mod vop3p;
 
-/// Runs one instruction for one wave.
-pub type Exec = fn(&mut Wave, &Inst, &mut Ctx<'_>) -> Result<(), Fault>;
-
-/// Something a wave raised for the host to see.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Event {
-    /// `s_sendmsg` with its message id and M0 at the time (an interrupt,
-    /// `MSG_INTERRUPT` = 1, is how device code wakes host signal waiters).
-    Message {
-        /// SIMM16: the message id in bits 3:0, its operation above.
-        id: u16,
-        /// M0 when the message was sent.
-        m0: u32,
-    },
-}
-
-/// What an executor may touch beyond its wave.
-pub struct Ctx<'a> {
-    /// Where the running program's instructions start (branch targets).
-    pub code: &'a CodeIndex,
-    /// Device memory: every global, flat and scratch access goes through
-    /// it.
-    pub mem: &'a Memory,
-    /// The workgroup's LDS allocation.
-    pub lds: &'a mut [u8],
-    /// The processor the wave runs on.
-    pub target: crate::decode::Target,
-    /// Address of the executing instruction.
-    pub pc: u64,
-    /// Where events raised go (collected into the dispatch's
-    /// [`Stats::events`](crate::Stats::events)).
-    pub events: &'a mut Vec<Event>,
-}
-
-impl Ctx<'_> {
-    /// Jumps to the instruction at `address`.
-    #[inline]
-    pub fn jump(&self, w: &mut Wave, address: u64) -> Result<(), Fault> {
-        w.pc = self.code.index_of(address)?;
-        Ok(())
-    }
-}
+pub use ctx::{Ctx, Event, Exec};
 
 fn registry() -> &'static HashMap<&'static str, Exec> {
     static REGISTRY: OnceLock<HashMap<&'static str, Exec>> = OnceLock::new();

@@ -144,12 +144,13 @@
 use crate::decode::inst::code::M0;
 use crate::decode::inst::flag;
 use crate::decode::{Inst, Src};
+use crate::exec::ctx::{Ctx, Exec};
 use crate::exec::flat::{Loc, Port, Rmw, d16, d16_keeps_other_half, extend, rmw};
-use crate::exec::{Ctx, Exec};
 use crate::fault::{Fault, Space};
 use crate::float::f16_to_f32;
+use crate::lanes::{LANES, Lanes, for_lanes};
 use crate::memory::Access;
-use crate::wave::{LANES, Lanes, Ty, Wave, for_lanes};
+use crate::wave::{Ty, Wave};
 
 type R = Result<(), Fault>;
 

@@ -8,7 +8,7 @@
 
 use crate::decode::inst::code;
 use crate::decode::{Inst, Src};
-use crate::exec::{Ctx, Event, Exec};
+use crate::exec::ctx::{Ctx, Event, Exec};
 use crate::fault::Fault;
 use crate::wave::{PRIVATE_APERTURE_HI, SHARED_APERTURE_HI, Status, Ty, Wave};
 

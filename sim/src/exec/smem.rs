@@ -7,7 +7,7 @@
 
 use crate::decode::Inst;
 use crate::decode::inst::flag;
-use crate::exec::{Ctx, Exec};
+use crate::exec::ctx::{Ctx, Exec};
 use crate::fault::{Fault, Space};
 use crate::wave::{Ty, Wave};
 

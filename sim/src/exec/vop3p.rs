@@ -23,10 +23,12 @@
 
 use crate::decode::inst::code;
 use crate::decode::{Inst, Src};
-use crate::exec::{Ctx, Exec, valu};
+use crate::exec::ctx::{Ctx, Exec};
+use crate::exec::valu;
 use crate::fault::Fault;
 use crate::float::{f16_to_f32, f32_to_f16};
-use crate::wave::{LANES, Lanes, Ty, Wave, inline32};
+use crate::lanes::{LANES, Lanes};
+use crate::wave::{Ty, Wave, inline32};
 
 type R = Result<(), Fault>;
 
