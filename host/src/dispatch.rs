@@ -35,6 +35,7 @@ use aqueduct_abi::code_object::{KernelArg as ArgMetadata, KernelMetadata};
 use aqueduct_abi::command::{BufferRef, BufferRefKind};
 use aqueduct_abi::hsa::SignalCondition;
 use aqueduct_abi::packet::{DispatchLimits, KernelDispatch, Ordering};
+use zerocopy::{Immutable, IntoBytes};
 
 use crate::error::{Error, Result};
 use crate::executable::Kernel;
@@ -243,6 +244,47 @@ impl Kernargs {
         let start = arg.offset as usize;
         self.bytes[start..start + bytes.len()].copy_from_slice(&bytes);
         self.set[index] = true;
+        Ok(self)
+    }
+
+    /// Sets every explicit argument at once from `block`, a `repr(C)`
+    /// struct laid out as the compiler lays out the kernel's arguments (an
+    /// aqueduct-abi argument struct such as
+    /// [`aqueduct_abi::gemm::GemmArgs`], whose layout a test checks against
+    /// the kernels' metadata). Refuses a block that does not cover every
+    /// explicit argument, or that reaches past the kernarg segment with
+    /// anything but zeros (its trailing padding). Earlier
+    /// [`Kernargs::bind`] references are dropped: bind after it.
+    pub fn set_all(&mut self, block: &(impl IntoBytes + Immutable)) -> Result<&mut Self> {
+        let bytes = block.as_bytes();
+        let refuse = |problem: String| Error::InvalidArgument {
+            what: "kernel arguments",
+            problem: format!("{}: {problem}", self.kernel_name),
+        };
+        if let Some(arg) = self
+            .explicit
+            .iter()
+            .find(|a| a.offset + a.size > bytes.len() as u64)
+        {
+            return Err(refuse(format!(
+                "a block of {} bytes for the argument {} at offset {} of {} bytes",
+                bytes.len(),
+                arg.name.as_deref().unwrap_or("?"),
+                arg.offset,
+                arg.size
+            )));
+        }
+        let (inside, past) = bytes.split_at(bytes.len().min(self.bytes.len()));
+        if past.iter().any(|&b| b != 0) {
+            return Err(refuse(format!(
+                "a block of {} bytes with values past the {}-byte segment",
+                bytes.len(),
+                self.bytes.len()
+            )));
+        }
+        self.bytes[..inside.len()].copy_from_slice(inside);
+        self.set.fill(true);
+        self.patches.clear();
         Ok(self)
     }
 
@@ -830,6 +872,55 @@ mod tests {
         let err = k.finish(&Launch::linear(1, 1), 0).unwrap_err();
         assert!(
             err.to_string().contains("saxpy_f32: not set: a, x, y"),
+            "{err}"
+        );
+    }
+
+    /// The arguments of [`saxpy`] as one `repr(C)` block.
+    #[repr(C)]
+    #[derive(zerocopy::IntoBytes, zerocopy::Immutable)]
+    struct SaxpyArgs {
+        len: u64,
+        a: f32,
+        reserved: u32,
+        x: u64,
+        y: u64,
+    }
+
+    #[test]
+    fn a_block_sets_every_argument_and_binds_come_after_it() {
+        let meta = saxpy();
+        let block = SaxpyArgs {
+            len: 1000,
+            a: 2.5,
+            reserved: 0,
+            x: 0x1111_2222_3333,
+            y: 0x4444_5555_6666,
+        };
+        let mut k = Kernargs::new(&meta, OBJECT, 64).unwrap();
+        let slot = BufferRef::binding(3, 0, 4000);
+        k.bind("x", slot).unwrap();
+        k.set_all(&block).unwrap();
+        assert!(k.patches().is_empty(), "the block replaces earlier binds");
+        let seg = k.finish(&Launch::linear(1000, 256), 0).unwrap();
+        assert_eq!(&seg[..32], block.as_bytes());
+        assert_eq!(&seg[32..36], &3u32.to_le_bytes(), "hidden arguments");
+        k.bind("y", slot).unwrap();
+        assert_eq!(k.patches(), &[(24, slot)]);
+
+        let err = k.set_all(&[0u64; 3]).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("a block of 24 bytes for the argument y at offset 24 of 8 bytes"),
+            "{err}"
+        );
+        let mut long = [0u64; 9];
+        k.set_all(&long).unwrap();
+        long[8] = 1;
+        let err = k.set_all(&long).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("a block of 72 bytes with values past the 64-byte segment"),
             "{err}"
         );
     }

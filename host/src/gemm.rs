@@ -11,20 +11,20 @@
 //! recorded into a command buffer ([`GemmPlan::record`], with its buffers
 //! referenced directly, through binding-table slots or allocation handles).
 //!
-//! The kernels' arguments are aqueduct-gemm's common ones (by name, checked
-//! against the kernel's metadata): `a, b, c, d, m, n, k, lda, ldb, ldc,
-//! ldd, stride_a, stride_b, stride_c, stride_d, alpha, beta, flags` (bit 0
-//! A transposed, bit 1 B transposed); the launch comes from the solution's
+//! The kernels' arguments are aqueduct-gemm's common ones, one
+//! [`GemmArgs`] ([`Gemm::arguments`]); the launch comes from the solution's
 //! macro-tile and workgroup: `(ceil(M / MT0) · WG, ceil(N / MT1), batch)`.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use aqueduct_abi::gemm::{GemmArgs, GemmFlags};
+
 use crate::agent::Agent;
 use crate::catalog::{Catalog, CodeObjects, DataType, Hardware, Problem, Transpose};
 use crate::command_buffer::{BufferRef, BufferRefKind, CommandBufferBuilder, Workgroups};
-use crate::dispatch::{Dispatch, Kernargs, Launch};
+use crate::dispatch::{Dispatch, Launch};
 use crate::error::{Error, Result};
 use crate::executable::{Executable, Kernel};
 use crate::memory::{Buffer, Pod};
@@ -278,6 +278,33 @@ impl Gemm {
             f32.f32_xdl_math_op = DataType::Float;
             f32
         })
+    }
+
+    /// The kernel arguments for this problem on A, B, C and D at the
+    /// device addresses `[a, b, c, d]`.
+    pub fn arguments(&self, [a, b, c, d]: [u64; 4]) -> GemmArgs {
+        GemmArgs {
+            a,
+            b,
+            c,
+            d,
+            m: self.m,
+            n: self.n,
+            k: self.k,
+            lda: self.lda,
+            ldb: self.ldb,
+            ldc: self.ldc,
+            ldd: self.ldd,
+            reserved0: 0,
+            stride_a: self.stride_a,
+            stride_b: self.stride_b,
+            stride_c: self.stride_c,
+            stride_d: self.stride_d,
+            alpha: self.alpha,
+            beta: self.beta,
+            flags: GemmFlags::transposed(self.trans_a, self.trans_b),
+            reserved: 0,
+        }
     }
 
     /// The problem as Tensile poses it (what the catalog selects on).
@@ -542,9 +569,9 @@ impl GemmPlan {
         }
         let lens = [a.len(), b.len(), c.len(), d.len()].map(|l| l as u64);
         check_spans(gemm, lens, "elements")?;
+        let addresses = [a.address(), b.address(), c.address(), d.address()];
         let mut args = self.kernel.kernargs()?;
-        args.set("a", a)?.set("b", b)?.set("c", c)?.set("d", &*d)?;
-        self.scalars(&mut args, gemm)?;
+        args.set_all(&gemm.arguments(addresses))?;
         self.kernel
             .dispatch_launch(queue, &self.launch(gemm), &args, None)
     }
@@ -595,33 +622,15 @@ impl GemmPlan {
                 ));
             }
         }
+        // The matrices bound by name: a slot or a handle is resolved when
+        // the block issues.
         let mut args = self.kernel.kernargs()?;
-        args.bind("a", a)?
+        args.set_all(&gemm.arguments([0; 4]))?
+            .bind("a", a)?
             .bind("b", b)?
             .bind("c", c)?
             .bind("d", d)?;
-        self.scalars(&mut args, gemm)?;
         builder.dispatch(&self.kernel, self.workgroups(gemm), &args)
-    }
-
-    /// The kernel's scalar arguments for `gemm`.
-    fn scalars(&self, args: &mut Kernargs, gemm: &Gemm) -> Result<()> {
-        let flags = u32::from(gemm.trans_a) | u32::from(gemm.trans_b) << 1;
-        args.set("m", gemm.m)?
-            .set("n", gemm.n)?
-            .set("k", gemm.k)?
-            .set("lda", gemm.lda)?
-            .set("ldb", gemm.ldb)?
-            .set("ldc", gemm.ldc)?
-            .set("ldd", gemm.ldd)?
-            .set("stride_a", gemm.stride_a)?
-            .set("stride_b", gemm.stride_b)?
-            .set("stride_c", gemm.stride_c)?
-            .set("stride_d", gemm.stride_d)?
-            .set("alpha", gemm.alpha)?
-            .set("beta", gemm.beta)?
-            .set("flags", flags)?;
-        Ok(())
     }
 }
 

@@ -18,6 +18,7 @@
 //! - [`kernel_descriptor`]: the 64-byte AMDHSA kernel descriptor.
 //! - [`gfx`]: per-processor facts (waves, registers, LDS, matrix cores,
 //!   target features) and the GPU products behind PCI chip IDs.
+//! - [`gemm`]: the kernel arguments of aqueduct's GEMM kernels.
 //! - [`command`], [`scheduler`]: aqueduct's own command-buffer and scheduler
 //!   layouts, versioned by [`ABI_VERSION`].
 //! - [`view`]: typed views of the layouts in memory others also write (the
@@ -197,6 +198,7 @@ pub mod amd_signal;
 pub mod aql;
 pub mod aql_ring;
 pub mod command;
+pub mod gemm;
 pub mod gfx;
 pub mod global;
 pub mod hsa;

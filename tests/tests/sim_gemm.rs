@@ -15,9 +15,11 @@
 
 #![feature(f16)]
 
-use aqueduct_gemm::common::{ElementType, KernelInfo, TRANSPOSE_A, TRANSPOSE_B};
+use aqueduct_abi::gemm::{GemmArgs, GemmFlags};
+use aqueduct_gemm::common::{ElementType, KernelInfo};
 use aqueduct_gemm::{fma, mfma};
-use aqueduct_tests::{Args, Rng, Sim, simulated};
+use aqueduct_tests::{Rng, Sim, simulated};
+use zerocopy::IntoBytes;
 
 const GEMM: &str = "aqueduct-gemm";
 
@@ -211,26 +213,28 @@ fn run(sim: &Sim, kernel: Kernel, c: Case, values: &mut dyn FnMut() -> f32, exac
         Ty::F32 => sim.poisoned::<u32>(d_len),
         _ => sim.poisoned::<u16>(d_len),
     };
-    let flags = u32::from(c.trans_a) << TRANSPOSE_A | u32::from(c.trans_b) << TRANSPOSE_B;
-    let args = Args::default()
-        .u64(a_dev)
-        .u64(b_dev)
-        .u64(c_dev)
-        .u64(d_dev)
-        .u32(c.m)
-        .u32(c.n)
-        .u32(c.k)
-        .u32(lda)
-        .u32(ldb)
-        .u32(ldc)
-        .u32(ldd)
-        .u64(strides[0] as u64)
-        .u64(strides[1] as u64)
-        .u64(strides[2] as u64)
-        .u64(strides[3] as u64)
-        .arg(c.alpha)
-        .arg(c.beta)
-        .u32(flags);
+    let args = GemmArgs {
+        a: a_dev,
+        b: b_dev,
+        c: c_dev,
+        d: d_dev,
+        m: c.m,
+        n: c.n,
+        k: c.k,
+        lda,
+        ldb,
+        ldc,
+        ldd,
+        reserved0: 0,
+        stride_a: strides[0] as u64,
+        stride_b: strides[1] as u64,
+        stride_c: strides[2] as u64,
+        stride_d: strides[3] as u64,
+        alpha: c.alpha,
+        beta: c.beta,
+        flags: GemmFlags::transposed(c.trans_a, c.trans_b),
+        reserved: 0,
+    };
     let grid = [
         c.m.div_ceil(kernel.tile.0).max(1) * kernel.threads,
         c.n.div_ceil(kernel.tile.1).max(1),
@@ -242,7 +246,7 @@ fn run(sim: &Sim, kernel: Kernel, c: Case, values: &mut dyn FnMut() -> f32, exac
             kernel.name,
             grid,
             [kernel.threads as u16, 1, 1],
-            &args.0,
+            args.as_bytes(),
         )
         .unwrap_or_else(|e| panic!("{}: {e}", sim.at(&what)));
     let (out, poison): (Vec<u32>, u32) = match tout {
@@ -394,6 +398,81 @@ fn random_floats(sim: &Sim, kernel: Kernel, rng: &mut Rng) {
         beta: 0.5,
     };
     run(sim, kernel, case, &mut floats, false);
+}
+
+/// Every kernel of every aqueduct-gemm code object takes `GemmArgs`'
+/// fields, in order, where its metadata puts them (the host writes the
+/// struct: `GemmPlan::dispatch`), the matrices as pointers that a command
+/// buffer binds by name; and they are the kernels of the tables.
+#[test]
+fn every_kernel_takes_gemm_args_where_its_metadata_puts_them() {
+    use aqueduct::code_object::CodeObject;
+    use std::mem::{offset_of, size_of, size_of_val};
+    use zerocopy::FromZeros;
+    let zero = GemmArgs::new_zeroed();
+    macro_rules! fields {
+        ($($field:ident: $kind:literal),*) => {
+            [$((
+                stringify!($field),
+                offset_of!(GemmArgs, $field),
+                size_of_val(&zero.$field),
+                $kind,
+            )),*]
+        };
+    }
+    let want = fields!(
+        a: "global_buffer", b: "global_buffer", c: "global_buffer", d: "global_buffer",
+        m: "by_value", n: "by_value", k: "by_value",
+        lda: "by_value", ldb: "by_value", ldc: "by_value", ldd: "by_value",
+        stride_a: "by_value", stride_b: "by_value", stride_c: "by_value", stride_d: "by_value",
+        alpha: "by_value", beta: "by_value", flags: "by_value"
+    );
+    let code_objects: Vec<_> = aqueduct_tests::built_code_objects()
+        .into_iter()
+        .filter(|b| b.package == GEMM)
+        .collect();
+    assert!(!code_objects.is_empty());
+    for built in code_objects {
+        let bytes = std::fs::read(&built.path).expect("read");
+        let code = CodeObject::parse(&bytes).expect("parse");
+        let mut names: Vec<&str> = code
+            .kernels
+            .iter()
+            .map(|k| k.metadata.name.as_str())
+            .collect();
+        let mut table: Vec<&str> = fma::KERNELS
+            .iter()
+            .chain(mfma::KERNELS)
+            .filter(|k| k.built_for(built.gfx))
+            .map(|k| k.name)
+            .collect();
+        names.sort_unstable();
+        table.sort_unstable();
+        assert_eq!(names, table, "{}", built.gfx);
+        for kernel in &code.kernels {
+            let meta = &kernel.metadata;
+            let got: Vec<_> = meta
+                .args
+                .iter()
+                .map(|a| {
+                    (
+                        a.name.as_deref().unwrap_or("?"),
+                        a.offset as usize,
+                        a.size as usize,
+                        a.value_kind.as_str(),
+                    )
+                })
+                .collect();
+            assert_eq!(got, want, "{}: {}", built.gfx, meta.name);
+            assert!(
+                meta.kernarg_segment_size as usize <= size_of::<GemmArgs>(),
+                "{}: {} takes {} bytes",
+                built.gfx,
+                meta.name,
+                meta.kernarg_segment_size
+            );
+        }
+    }
 }
 
 #[test]

@@ -20,7 +20,9 @@
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
+use aqueduct_abi::gemm::{GemmArgs, GemmFlags};
 use aqueduct_sim::{Device, Program, Stats, Target};
+use zerocopy::IntoBytes;
 
 use crate::rng::Rng;
 
@@ -257,32 +259,29 @@ pub fn run_our_gemm(
         .flat_map(|&x| (x as f32).to_le_bytes())
         .collect();
     let m = GEMM_SIZE;
-    let ld = m.to_le_bytes();
-    let stride = (u64::from(m) * u64::from(m)).to_le_bytes();
-    let ka = kernargs(
-        &p,
-        kernel,
-        &[
-            &a_dev.to_le_bytes(),
-            &b_dev.to_le_bytes(),
-            &c_dev.to_le_bytes(),
-            &d_dev.to_le_bytes(),
-            &ld,
-            &ld,
-            &ld,
-            &ld,
-            &ld,
-            &ld,
-            &ld,
-            &stride,
-            &stride,
-            &stride,
-            &stride,
-            &1f32.to_le_bytes(),
-            &0f32.to_le_bytes(),
-            &0u32.to_le_bytes(),
-        ],
-    )?;
+    let stride = u64::from(m) * u64::from(m);
+    let args = GemmArgs {
+        a: a_dev,
+        b: b_dev,
+        c: c_dev,
+        d: d_dev,
+        m,
+        n: m,
+        k: m,
+        lda: m,
+        ldb: m,
+        ldc: m,
+        ldd: m,
+        reserved0: 0,
+        stride_a: stride,
+        stride_b: stride,
+        stride_c: stride,
+        stride_d: stride,
+        alpha: 1.0,
+        beta: 0.0,
+        flags: GemmFlags::empty(),
+        reserved: 0,
+    };
     let poison = vec![0xFF; n * n * 4];
     let grid = info.grid(m, m, 1);
     let sample = Sample {
@@ -302,8 +301,14 @@ pub fn run_our_gemm(
                 .map_err(|e| e.to_string())
         },
         || {
-            d.run(&p, kernel, grid, [info.threads as u16, 1, 1], &ka)
-                .map_err(|e| e.to_string())
+            d.run(
+                &p,
+                kernel,
+                grid,
+                [info.threads as u16, 1, 1],
+                args.as_bytes(),
+            )
+            .map_err(|e| e.to_string())
         },
         || first_difference(&download(&d, d_dev, n * n * 4)?, &want, 4),
     );

@@ -2,11 +2,15 @@
 //! ([`Layout`], the `flags` bits, element offsets), the element types and
 //! their conversions to and from the f32 the kernels accumulate in.
 //!
-//! Every kernel takes the same arguments, in this order: `a, b, c, d`
-//! (pointers), `m, n, k, lda, ldb, ldc, ldd` (u32), `stride_a, stride_b,
-//! stride_c, stride_d` (u64, elements between batches), `alpha, beta`
-//! (f32), `flags` (u32: bit [`TRANSPOSE_A`], bit [`TRANSPOSE_B`]); the
-//! matrices are column-major, and the batch is the launch's z.
+//! Every kernel takes the same arguments, the fields of
+//! [`aqueduct_abi::gemm::GemmArgs`] in order (the host writes that struct):
+//! `a, b, c, d` (pointers), `m, n, k, lda, ldb, ldc, ldd` (u32), `stride_a,
+//! stride_b, stride_c, stride_d` (u64, elements between batches), `alpha,
+//! beta` (f32), `flags` (u32: [`GemmFlags`] bits [`TRANSPOSE_A`] and
+//! [`TRANSPOSE_B`]); the matrices are column-major, and the batch is the
+//! launch's z.
+
+use aqueduct_abi::gemm::GemmFlags;
 
 /// How A or B is stored: as the problem's operand, or transposed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,10 +30,10 @@ impl Layout {
     }
 }
 
-/// The flags bit for a transposed A.
-pub const TRANSPOSE_A: u32 = 0;
-/// The flags bit for a transposed B.
-pub const TRANSPOSE_B: u32 = 1;
+/// The flags bit for a transposed A ([`GemmFlags::TRANSPOSE_A`]).
+pub const TRANSPOSE_A: u32 = GemmFlags::TRANSPOSE_A.bits().trailing_zeros();
+/// The flags bit for a transposed B ([`GemmFlags::TRANSPOSE_B`]).
+pub const TRANSPOSE_B: u32 = GemmFlags::TRANSPOSE_B.bits().trailing_zeros();
 
 /// Element `(row, col)` of a column-major operand with leading dimension
 /// `ld`, stored as is or transposed: its offset in elements.
@@ -121,7 +125,11 @@ impl Element for F16 {
     }
 }
 
-/// A kernel's arguments (module doc), as the generic bodies take them.
+/// A kernel's arguments ([`aqueduct_abi::gemm::GemmArgs`]' fields, the
+/// matrices as typed pointers), as the generic bodies take them. Its own
+/// fields rather than a `GemmArgs` and the pointers: with the struct
+/// nested, LLVM schedules the MFMA kernels' main loops differently (same
+/// registers, other code).
 #[derive(Clone, Copy)]
 pub struct Problem<In, Out> {
     pub a: *const In,
@@ -240,8 +248,9 @@ impl KernelInfo {
 }
 
 /// Defines `gpu-kernel` entry points with the common arguments (module
-/// doc), each calling a generic body with the leading arguments given and
-/// then the common ones: `name: In => Out = body::<..>(leading, ..);`.
+/// doc: [`aqueduct_abi::gemm::GemmArgs`]' fields, in order), each calling a generic body with
+/// the leading arguments given and then the common ones:
+/// `name: In => Out = body::<..>(leading, ..);`.
 #[cfg(target_arch = "amdgpu")]
 macro_rules! entry_points {
     ($($(#[$doc:meta])* $name:ident: $in:ty => $out:ty =
