@@ -6,7 +6,8 @@
 //! cargo rustc -p <crate> --target amdgcn-amd-amdhsa -Zbuild-std=core
 //!       --crate-type cdylib --profile device[-dev]   (CARGO_ENCODED_RUSTFLAGS=-Ctarget-cpu=<gfx>)
 //!       -- --emit=llvm-bc=<bc>,link                  -> the crate's LTO'd bitcode
-//! llvm-link <bc> <shared/llvm/*.ll device/*/llvm/*.ll> -> + IR shims (intrinsics Rust cannot declare)
+//! llvm-link <bc> <shared/llvm/*.ll device/*/llvm/*.ll> <crate's IR>
+//!                                                    -> + IR shims and the crate's IR (what Rust cannot declare)
 //! [llvm-dis; launch bounds]                          -> kernels' real workgroup sizes (DeviceCrate::launch_bounds)
 //! opt -O3 ; llc -mcpu=<gfx> -filetype=obj            -> object
 //! rust-lld -flavor gnu -shared                       -> target/amdgpu/<gfx>/<crate>.hsaco
@@ -20,8 +21,8 @@
 //! toolchain's `llvm-tools` component, so they match rustc's LLVM.
 //!
 //! Cargo decides what to recompile; the link steps rerun only when the
-//! bitcode, the shims, the target or the profile changed (a stamp beside the
-//! code object records a hash of them). Every code object is then read back
+//! bitcode, the shims, the crate's IR, the target or the profile changed
+//! (a stamp beside the code object records a hash of them). Every code object is then read back
 //! with the shared reader and refused if it is not for the requested target,
 //! or if a kernel spills or uses a dynamic stack without being allowed to.
 
@@ -38,6 +39,10 @@ use crate::targets::GfxTarget;
 
 /// A crate's launch bounds on one gfx target: (kernel, workgroup size).
 pub type LaunchBoundsOf = fn(&str) -> Vec<(&'static str, u32)>;
+
+/// LLVM IR a crate's code object links on one gfx target besides the
+/// shims: what the crate's own tables say Rust cannot declare.
+pub type IrOf = fn(&str) -> String;
 
 /// A device crate and what its kernels may do that others may not.
 #[derive(Clone, Copy, Debug)]
@@ -62,6 +67,9 @@ pub struct DeviceCrate {
     /// More launch bounds, per target: a crate whose kernels differ by
     /// target lists them here (the GEMM kernels: [`gemm_launch_bounds`]).
     pub launch_bounds_on_target: Option<LaunchBoundsOf>,
+    /// IR written for the target and linked with the shims into this
+    /// crate's code object only (the GEMM kernels' LDS: [`gemm_lds_ir`]).
+    pub ir_on_target: Option<IrOf>,
     /// Every kernel must use no scratch (private segment 0): the GEMM
     /// kernels, where scratch means an array the compiler could not keep
     /// in registers.
@@ -102,6 +110,14 @@ pub fn gemm_launch_bounds(gfx: &str) -> Vec<(&'static str, u32)> {
 /// The directory whose `llvm/` holds the IR behind `aqueduct-abi`'s
 /// device-side primitives ([`shim_files`]).
 const SHARED_SHIMS: &str = "shared";
+
+/// The LDS arrays of the GEMM kernels built for `gfx`, sized from
+/// `aqueduct_gemm`'s table of MFMA kernels (Rust cannot declare them).
+pub fn gemm_lds_ir(gfx: &str) -> String {
+    let mut ir = String::new();
+    aqueduct_gemm::mfma::write_lds_ir(&mut ir, gfx).expect("a String takes any text");
+    ir
+}
 
 /// Every device crate, in build order.
 pub const DEVICE_CRATES: &[DeviceCrate] = &[
@@ -146,6 +162,7 @@ pub const DEVICE_CRATES: &[DeviceCrate] = &[
             ("sched_tick", 64),
         ],
         launch_bounds_on_target: None,
+        ir_on_target: None,
         no_scratch: false,
     },
     DeviceCrate {
@@ -156,6 +173,7 @@ pub const DEVICE_CRATES: &[DeviceCrate] = &[
         only_for: &[],
         launch_bounds: &[],
         launch_bounds_on_target: Some(gemm_launch_bounds),
+        ir_on_target: Some(gemm_lds_ir),
         no_scratch: true,
     },
     DeviceCrate {
@@ -170,6 +188,7 @@ pub const DEVICE_CRATES: &[DeviceCrate] = &[
         // shows the launch-bound step end to end (sim_system).
         launch_bounds: &[("copy_u32", 64)],
         launch_bounds_on_target: None,
+        ir_on_target: None,
         no_scratch: false,
     },
     DeviceCrate {
@@ -180,6 +199,7 @@ pub const DEVICE_CRATES: &[DeviceCrate] = &[
         only_for: &[],
         launch_bounds: &[],
         launch_bounds_on_target: None,
+        ir_on_target: None,
         no_scratch: false,
     },
 ];
@@ -197,7 +217,7 @@ const STD_WITHOUT_ASSERTIONS: &[&str] = &[
 ];
 
 /// Bumped whenever the link pipeline changes, so old stamps go stale.
-const PIPELINE_VERSION: u32 = 3;
+const PIPELINE_VERSION: u32 = 4;
 
 pub const DEVICE_TRIPLE: &str = "amdgcn-amd-amdhsa";
 
@@ -558,7 +578,10 @@ fn build_one(
     let out = artifact_path(&opts.workspace, gfx, krate.package);
     let stamp_path = out.with_extension("hsaco.stamp");
     let bounds = krate.launch_bounds_on(target);
-    let stamp = stamp_of(&bc, shims, gfx, profile, &bounds)?;
+    let ir = krate
+        .ir_on_target
+        .map_or_else(String::new, |ir_of| ir_of(gfx));
+    let stamp = stamp_of(&bc, shims, &ir, gfx, profile, &bounds)?;
     let fresh =
         out.exists() && std::fs::read_to_string(&stamp_path).is_ok_and(|old| old.trim() == stamp);
     if fresh {
@@ -566,7 +589,7 @@ fn build_one(
     } else {
         // Checked under a temporary name, so a refused code object never
         // replaces the last good one.
-        let tmp = link(toolchain, &work, &bc, shims, &bounds, gfx, &stem, &out)?;
+        let tmp = link(toolchain, &work, &bc, shims, &ir, &bounds, gfx, &stem, &out)?;
         check(&tmp, target, krate)?;
         std::fs::rename(&tmp, &out).map_err(|e| format!("{}: {e}", out.display()))?;
         std::fs::write(&stamp_path, &stamp)
@@ -583,12 +606,13 @@ fn build_one(
 fn stamp_of(
     bc: &Path,
     shims: &[PathBuf],
+    ir: &str,
     gfx: &str,
     profile: &str,
     launch_bounds: &[(&str, u32)],
 ) -> Result<String, String> {
     let mut hasher = DefaultHasher::new();
-    (PIPELINE_VERSION, gfx, profile, launch_bounds).hash(&mut hasher);
+    (PIPELINE_VERSION, gfx, profile, launch_bounds, ir).hash(&mut hasher);
     for file in std::iter::once(bc).chain(shims.iter().map(PathBuf::as_path)) {
         std::fs::read(file)
             .map_err(|e| format!("{}: {e}", file.display()))?
@@ -603,13 +627,14 @@ fn link(
     work: &Path,
     bc: &Path,
     shims: &[PathBuf],
+    ir: &str,
     launch_bounds: &[(&str, u32)],
     gfx: &str,
     stem: &str,
     out: &Path,
 ) -> Result<PathBuf, String> {
-    // The shims are written without a data layout; give them rustc's so
-    // llvm-link sees one module shape.
+    // The shims, then the crate's own IR, are written without a data
+    // layout; give them rustc's so llvm-link sees one module shape.
     let shim = work.join("shims.ll");
     let mut text = format!("target datalayout = \"{}\"\n", toolchain.data_layout);
     text.push_str(&format!("target triple = \"{DEVICE_TRIPLE}\"\n"));
@@ -620,6 +645,7 @@ fn link(
         text.push_str(&body);
         text.push('\n');
     }
+    text.push_str(ir);
     std::fs::write(&shim, text).map_err(|e| format!("{}: {e}", shim.display()))?;
 
     let linked = work.join(format!("{stem}.linked.bc"));

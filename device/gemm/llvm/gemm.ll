@@ -17,34 +17,9 @@ define linkonce_odr ptr @aqueduct_gemm_fma_tiles_ptr() #0 {
   ret ptr %g
 }
 
-; The MFMA kernels' LDS, one array per macro-tile (aqueduct_gemm::mfma::Tile
-; lds_bytes: two buffers of (rows + columns) rows of 80 bytes, or of 64
-; swizzled bytes for 256 x 256), so each kernel's group segment is its own
-; tile's.
-@aqueduct_gemm_mfma_lds_64x64 = internal addrspace(3) global [20480 x i8] poison, align 16
-@aqueduct_gemm_mfma_lds_128x128 = internal addrspace(3) global [40960 x i8] poison, align 16
-@aqueduct_gemm_mfma_lds_256x128 = internal addrspace(3) global [61440 x i8] poison, align 16
-@aqueduct_gemm_mfma_lds_256x256 = internal addrspace(3) global [65536 x i8] poison, align 16
-
-define linkonce_odr ptr @aqueduct_gemm_mfma_lds_64x64_ptr() #0 {
-  %g = addrspacecast ptr addrspace(3) @aqueduct_gemm_mfma_lds_64x64 to ptr
-  ret ptr %g
-}
-
-define linkonce_odr ptr @aqueduct_gemm_mfma_lds_128x128_ptr() #0 {
-  %g = addrspacecast ptr addrspace(3) @aqueduct_gemm_mfma_lds_128x128 to ptr
-  ret ptr %g
-}
-
-define linkonce_odr ptr @aqueduct_gemm_mfma_lds_256x128_ptr() #0 {
-  %g = addrspacecast ptr addrspace(3) @aqueduct_gemm_mfma_lds_256x128 to ptr
-  ret ptr %g
-}
-
-define linkonce_odr ptr @aqueduct_gemm_mfma_lds_256x256_ptr() #0 {
-  %g = addrspacecast ptr addrspace(3) @aqueduct_gemm_mfma_lds_256x256 to ptr
-  ret ptr %g
-}
+; The MFMA kernels' LDS, one array per kernel of its macro-tile's size, is
+; not here: `cargo xtask build` writes it from the kernel table
+; (aqueduct_gemm::mfma::write_lds_ir).
 
 ; llvm.amdgcn.s.barrier is declared in device/runtime/llvm/intrinsics.ll.
 

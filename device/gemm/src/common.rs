@@ -194,6 +194,24 @@ impl ElementType {
     }
 }
 
+/// A stored element type's [`ElementType`]: what a kernel table's row,
+/// which names the Rust types its entry point takes, says to the host.
+pub trait Stored {
+    /// The type as the kernels store it.
+    const TYPE: ElementType;
+}
+
+/// [`Stored`] for each of `type => ElementType`.
+macro_rules! stored {
+    ($($ty:ty => $element:ident),* $(,)?) => {$(
+        impl Stored for $ty {
+            const TYPE: ElementType = ElementType::$element;
+        }
+    )*};
+}
+
+stored!(f32 => F32, F16 => F16, Bf16 => Bf16, Fp8 => Fp8, Bf8 => Bf8, Xf32 => Xf32);
+
 /// The matrix hardware a kernel runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Family {

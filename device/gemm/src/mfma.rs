@@ -12,13 +12,13 @@
 //! the B slice `B[k0 ..][col0 + c]`, so that eight lanes reading the same
 //! 16 bytes of eight consecutive rows hit 32 distinct banks
 //! ([`lds_offset`]): rows [`PADDED_ROW`] bytes apart (16 bytes of padding),
-//! or, for a tile whose padded buffers would not fit a workgroup's 64 KiB
-//! (256 × 256), [`SLICE_BYTES`] apart with the row's four 16-byte chunks
-//! swizzled, chunk `q` of row `r` stored at chunk `q ^ (r / 2 % 4)`. The
-//! padded rows keep a row-contiguous operand's element writes at constant
-//! offsets from one address (the swizzle costs each its own address, a
-//! few instructions in the main loop), so only the tile that needs it
-//! swizzles.
+//! or, for a tile whose padded buffers would not fit a workgroup's
+//! [`LDS_LIMIT`] (256 × 256), [`SLICE_BYTES`] apart with the row's four
+//! 16-byte chunks swizzled, chunk `q` of row `r` stored at chunk
+//! `q ^ (r / 2 % 4)`. The padded rows keep a row-contiguous operand's
+//! element writes at constant offsets from one address (the swizzle costs
+//! each its own address, a few instructions in the main loop), so only
+//! the tile that needs it swizzles.
 //!
 //! **The main loop.** A whole tile (inside M and N, operands 16-byte
 //! aligned with aligned leading dimensions) runs its slices inside K in a
@@ -53,8 +53,9 @@
 //! [`crate::common`]'s; the grid is `(ceil(M / MT_M) · 256, ceil(N /
 //! MT_N), batch)`.
 
-use crate::common::ElementType::{self, Bf8, Bf16, F16, F32, Fp8, Xf32};
-use crate::common::{Family, KernelInfo};
+use aqueduct_abi::gfx::{MatrixCore, TARGETS};
+
+use crate::common::{Bf8, Bf16, ElementType, F16, Family, Fp8, KernelInfo, Stored, Xf32};
 
 /// Work-items per workgroup (four waves, 2 × 2 over the macro-tile).
 pub const THREADS: u32 = 256;
@@ -66,8 +67,28 @@ pub const BLOCK: u32 = 32;
 pub const SLICE_BYTES: u32 = 64;
 /// Bytes from one LDS row to the next in a padded tile.
 pub const PADDED_ROW: u32 = SLICE_BYTES + 16;
-/// LDS bytes a workgroup may have (gfx90a, gfx942).
-pub const LDS_LIMIT: u32 = 64 * 1024;
+/// LDS bytes a workgroup may have on every target the MFMA kernels are
+/// built for: the smallest `lds_per_workgroup` of the per-gfx table's MFMA
+/// processors (64 KiB: gfx90a and gfx942; gfx950 has 160 KiB). One limit
+/// for all, not each target's own: a tile's LDS layout and size are one
+/// fact on every target (the kernel table, which the catalogs and the
+/// simulator's tests read on the host), so a tile fits the smallest.
+pub const LDS_LIMIT: u32 = mfma_lds_limit();
+
+/// The smallest `lds_per_workgroup` of the MFMA processors.
+const fn mfma_lds_limit() -> u32 {
+    let mut limit = u32::MAX;
+    let mut i = 0;
+    while i < TARGETS.len() {
+        let gfx = &TARGETS[i];
+        if matches!(gfx.matrix_core, MatrixCore::Mfma) && gfx.lds_per_workgroup < limit {
+            limit = gfx.lds_per_workgroup;
+        }
+        i += 1;
+    }
+    limit
+}
+
 /// Bytes in a vector: one 128-bit load or LDS access.
 pub const VECTOR: u32 = 16;
 
@@ -177,50 +198,87 @@ pub fn wave_place(w: u32, tile: Tile) -> (u32, u32) {
 }
 
 /// The macro-tiles: 64 × 64, 128 × 128, 256 × 128 and 256 × 256 (whose
-/// swizzled buffers fill a workgroup's 64 KiB of LDS; its 256
-/// accumulators per lane take AGPRs).
+/// swizzled buffers fill [`LDS_LIMIT`]; its 256 accumulators per lane take
+/// AGPRs).
 const T64: Tile = Tile { wm: 1, wn: 1 };
 const T128: Tile = Tile { wm: 2, wn: 2 };
 const T256: Tile = Tile { wm: 4, wn: 2 };
 const T256X256: Tile = Tile { wm: 4, wn: 4 };
 
-/// Every MFMA kernel, built for gfx90a, gfx942 and gfx950 unless its
-/// `only_on` says otherwise.
-pub const KERNELS: &[KernelInfo] = &[
-    mfma_kernel("gemm_f32_mfma_64x64", F32, F32, T64),
-    mfma_kernel("gemm_f32_mfma_128x128", F32, F32, T128),
-    mfma_kernel("gemm_f32_mfma_256x128", F32, F32, T256),
-    mfma_kernel("gemm_f32_mfma_256x256", F32, F32, T256X256),
-    mfma_kernel("gemm_f16_mfma_64x64", F16, F16, T64),
-    mfma_kernel("gemm_f16_mfma_128x128", F16, F16, T128),
-    mfma_kernel("gemm_f16_mfma_256x128", F16, F16, T256),
-    mfma_kernel("gemm_f16_mfma_256x256", F16, F16, T256X256),
-    mfma_kernel("gemm_f16_f32_mfma_64x64", F16, F32, T64),
-    mfma_kernel("gemm_f16_f32_mfma_128x128", F16, F32, T128),
-    mfma_kernel("gemm_f16_f32_mfma_256x128", F16, F32, T256),
-    mfma_kernel("gemm_f16_f32_mfma_256x256", F16, F32, T256X256),
-    mfma_kernel("gemm_bf16_mfma_64x64", Bf16, Bf16, T64),
-    mfma_kernel("gemm_bf16_mfma_128x128", Bf16, Bf16, T128),
-    mfma_kernel("gemm_bf16_mfma_256x128", Bf16, Bf16, T256),
-    mfma_kernel("gemm_bf16_mfma_256x256", Bf16, Bf16, T256X256),
-    mfma_kernel("gemm_bf16_f32_mfma_64x64", Bf16, F32, T64),
-    mfma_kernel("gemm_bf16_f32_mfma_128x128", Bf16, F32, T128),
-    mfma_kernel("gemm_bf16_f32_mfma_256x128", Bf16, F32, T256),
-    mfma_kernel("gemm_bf16_f32_mfma_256x256", Bf16, F32, T256X256),
-    gfx942_kernel("gemm_fp8_f32_mfma_64x64", Fp8, T64),
-    gfx942_kernel("gemm_fp8_f32_mfma_128x128", Fp8, T128),
-    gfx942_kernel("gemm_bf8_f32_mfma_64x64", Bf8, T64),
-    gfx942_kernel("gemm_bf8_f32_mfma_128x128", Bf8, T128),
-    gfx942_kernel("gemm_xf32_mfma_64x64", Xf32, T64),
-    gfx942_kernel("gemm_xf32_mfma_128x128", Xf32, T128),
-    gfx942_kernel("gemm_xf32_mfma_256x128", Xf32, T256),
-];
+/// Every MFMA kernel, one row each: the one place its name, its types
+/// and its macro-tile are written. A row is `name: In => Out, TILE;`, the
+/// types as its entry point stores them (`crate::common`'s, `f32` for
+/// f32) and one of the tiles above, then `, only_on "gfx..", ..` for a
+/// kernel built for those targets only (on every MFMA target otherwise).
+/// `mfma_kernels!(then)` gives the rows to macro `then`: here
+/// `kernel_infos`, which makes [`KERNELS`]; on the device
+/// `mfma_entry_points` (`device.rs`), which makes the kernels, each on its
+/// own LDS array, which `cargo xtask build` declares from [`KERNELS`]
+/// ([`write_lds_ir`]).
+///
+/// The FP8, BF8 and xf32 kernels (f32 out) are gfx942's only: the FNUZ
+/// formats are gfx942's (`v_mfma_f32_32x32x16_{fp8,bf8}_*`; gfx950's MFMAs
+/// of the same names take the OCP formats, which the simulator does not
+/// run), and xf32 (`v_mfma_f32_32x32x4_xf32`) is gfx942's only.
+macro_rules! mfma_kernels {
+    ($then:ident) => {
+        $then! {
+            gemm_f32_mfma_64x64: f32 => f32, T64;
+            gemm_f32_mfma_128x128: f32 => f32, T128;
+            gemm_f32_mfma_256x128: f32 => f32, T256;
+            gemm_f32_mfma_256x256: f32 => f32, T256X256;
+            gemm_f16_mfma_64x64: F16 => F16, T64;
+            gemm_f16_mfma_128x128: F16 => F16, T128;
+            gemm_f16_mfma_256x128: F16 => F16, T256;
+            gemm_f16_mfma_256x256: F16 => F16, T256X256;
+            gemm_f16_f32_mfma_64x64: F16 => f32, T64;
+            gemm_f16_f32_mfma_128x128: F16 => f32, T128;
+            gemm_f16_f32_mfma_256x128: F16 => f32, T256;
+            gemm_f16_f32_mfma_256x256: F16 => f32, T256X256;
+            gemm_bf16_mfma_64x64: Bf16 => Bf16, T64;
+            gemm_bf16_mfma_128x128: Bf16 => Bf16, T128;
+            gemm_bf16_mfma_256x128: Bf16 => Bf16, T256;
+            gemm_bf16_mfma_256x256: Bf16 => Bf16, T256X256;
+            gemm_bf16_f32_mfma_64x64: Bf16 => f32, T64;
+            gemm_bf16_f32_mfma_128x128: Bf16 => f32, T128;
+            gemm_bf16_f32_mfma_256x128: Bf16 => f32, T256;
+            gemm_bf16_f32_mfma_256x256: Bf16 => f32, T256X256;
+            gemm_fp8_f32_mfma_64x64: Fp8 => f32, T64, only_on "gfx942";
+            gemm_fp8_f32_mfma_128x128: Fp8 => f32, T128, only_on "gfx942";
+            gemm_bf8_f32_mfma_64x64: Bf8 => f32, T64, only_on "gfx942";
+            gemm_bf8_f32_mfma_128x128: Bf8 => f32, T128, only_on "gfx942";
+            gemm_xf32_mfma_64x64: Xf32 => f32, T64, only_on "gfx942";
+            gemm_xf32_mfma_128x128: Xf32 => f32, T128, only_on "gfx942";
+            gemm_xf32_mfma_256x128: Xf32 => f32, T256, only_on "gfx942";
+        }
+    };
+}
+
+/// [`KERNELS`] from the rows of `mfma_kernels!`.
+macro_rules! kernel_infos {
+    ($($name:ident: $in:ty => $out:ty, $tile:ident $(, only_on $($gfx:literal),+)?;)*) => {
+        /// Every MFMA kernel (`mfma_kernels!`), built for gfx90a, gfx942 and
+        /// gfx950 unless its `only_on` says otherwise.
+        pub const KERNELS: &[KernelInfo] = &[$(
+            mfma_kernel(
+                stringify!($name),
+                <$in as Stored>::TYPE,
+                <$out as Stored>::TYPE,
+                $tile,
+                &[$($($gfx),+)?],
+            )
+        ),*];
+    };
+}
+
+mfma_kernels!(kernel_infos);
 
 const fn mfma_kernel(
     name: &'static str,
     input: ElementType,
     output: ElementType,
     tile: Tile,
+    only_on: &'static [&'static str],
 ) -> KernelInfo {
     KernelInfo {
         name,
@@ -230,19 +288,49 @@ const fn mfma_kernel(
         tile_rows: tile.rows(),
         tile_cols: tile.cols(),
         threads: THREADS,
-        only_on: &[],
+        only_on,
     }
 }
 
-/// An FP8, BF8 or xf32 kernel (f32 out): gfx942 only. The FNUZ formats are
-/// gfx942's (`v_mfma_f32_32x32x16_{fp8,bf8}_*`; gfx950's MFMAs of the same
-/// names take the OCP formats, which the simulator does not run), and xf32
-/// (`v_mfma_f32_32x32x4_xf32`) is gfx942's only.
-const fn gfx942_kernel(name: &'static str, input: ElementType, tile: Tile) -> KernelInfo {
-    KernelInfo {
-        only_on: &["gfx942"],
-        ..mfma_kernel(name, input, F32, tile)
+/// The start of the name of each MFMA kernel's LDS accessor,
+/// `aqueduct_gemm_lds_<kernel>` (a macro: the entry points' `link_name`
+/// is a `concat!` of it).
+macro_rules! lds_accessor_prefix {
+    () => {
+        "aqueduct_gemm_lds_"
+    };
+}
+
+/// Writes the LLVM IR of the LDS of the MFMA kernels built for `gfx`, as
+/// [`KERNELS`] gives them. Rust cannot declare a static in address space
+/// 3 (LDS): for each kernel an internal array of its tile's
+/// [`Tile::lds_bytes`], 16-byte aligned, so that the kernel's group
+/// segment is its tile's, and the always-inlined function
+/// `aqueduct_gemm_lds_<kernel>` that its entry point calls for it, which
+/// returns it as a generic pointer (after inlining, LLVM's
+/// InferAddressSpaces turns the accesses back into DS instructions).
+/// `cargo xtask build` links it into the crate's code object with
+/// `llvm/gemm.ll`.
+pub fn write_lds_ir(out: &mut impl core::fmt::Write, gfx: &str) -> core::fmt::Result {
+    const PREFIX: &str = lds_accessor_prefix!();
+    for kernel in KERNELS.iter().filter(|k| k.built_for(gfx)) {
+        let (name, bytes) = (kernel.name, tile_of(kernel).lds_bytes());
+        writeln!(
+            out,
+            "@{PREFIX}{name}.array = internal addrspace(3) global [{bytes} x i8] poison, align 16\n"
+        )?;
+        writeln!(
+            out,
+            "define linkonce_odr ptr @{PREFIX}{name}() \
+             alwaysinline nounwind speculatable willreturn memory(none) {{"
+        )?;
+        writeln!(
+            out,
+            "  %g = addrspacecast ptr addrspace(3) @{PREFIX}{name}.array to ptr"
+        )?;
+        writeln!(out, "  ret ptr %g\n}}\n")?;
     }
+    Ok(())
 }
 
 /// The macro-tile of a kernel of this family.
@@ -358,6 +446,51 @@ mod tests {
         assert_eq!(T256X256.lds_bytes(), 65536, "all of a workgroup's LDS");
         let places: Vec<_> = (0..4).map(|w| wave_place(w, tile)).collect();
         assert_eq!(places, [(0, 0), (64, 0), (0, 64), (64, 64)]);
+    }
+
+    /// A kernel's name ends in its tile, and the tile's LDS fits a
+    /// workgroup on every target it is built for: [`LDS_LIMIT`] is the
+    /// smallest of them.
+    #[test]
+    fn each_kernel_is_named_for_its_tile_and_fits_its_targets_lds() {
+        use aqueduct_abi::gfx::TARGETS;
+        for kernel in KERNELS {
+            let tile = tile_of(kernel);
+            let suffix = std::format!("_mfma_{}x{}", tile.rows(), tile.cols());
+            assert!(kernel.name.ends_with(&suffix), "{}", kernel.name);
+            assert!(tile.lds_bytes() <= LDS_LIMIT, "{}", kernel.name);
+            for gfx in TARGETS.iter().filter(|g| kernel.built_for(g.name)) {
+                assert!(tile.lds_bytes() <= gfx.lds_per_workgroup, "{}", kernel.name);
+            }
+        }
+        assert_eq!(LDS_LIMIT, 64 * 1024, "gfx90a's and gfx942's");
+        assert!(TARGETS.iter().any(|g| g.lds_per_workgroup == LDS_LIMIT));
+    }
+
+    /// The IR declares one LDS array for each kernel built for the target,
+    /// of its tile's bytes, and its accessor: the name the entry point
+    /// links.
+    #[test]
+    fn the_lds_ir_has_each_kernel_of_the_target_at_its_tile_s_size() {
+        for gfx in ["gfx90a", "gfx942", "gfx1100"] {
+            let mut ir = std::string::String::new();
+            write_lds_ir(&mut ir, gfx).unwrap();
+            let arrays = ir.lines().filter(|l| l.contains(" global ")).count();
+            let built = KERNELS.iter().filter(|k| k.built_for(gfx));
+            assert_eq!(arrays, built.clone().count(), "{gfx}");
+            for kernel in built {
+                let bytes = tile_of(kernel).lds_bytes();
+                let name = std::format!("aqueduct_gemm_lds_{}", kernel.name);
+                let array = std::format!(
+                    "@{name}.array = internal addrspace(3) global [{bytes} x i8] poison, align 16"
+                );
+                assert!(ir.contains(&array), "{gfx}: {array}");
+                assert!(
+                    ir.contains(&std::format!("ptr @{name}() ")),
+                    "{gfx}: {name}"
+                );
+            }
+        }
     }
 
     /// Both layouts keep every element of a row in the row and apart from

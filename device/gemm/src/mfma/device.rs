@@ -60,11 +60,6 @@ unsafe extern "C" {
 pub struct F32x2([f32; 2]);
 
 unsafe extern "C" {
-    /// device/gemm/llvm/gemm.ll: the LDS of each macro-tile.
-    safe fn aqueduct_gemm_mfma_lds_64x64_ptr() -> *mut u8;
-    safe fn aqueduct_gemm_mfma_lds_128x128_ptr() -> *mut u8;
-    safe fn aqueduct_gemm_mfma_lds_256x128_ptr() -> *mut u8;
-    safe fn aqueduct_gemm_mfma_lds_256x256_ptr() -> *mut u8;
     /// device/gemm/llvm/gemm.ll: a workgroup barrier with fences.
     safe fn aqueduct_gemm_barrier();
 }
@@ -705,63 +700,32 @@ fn gemm_mfma<In: Input, Out: Element, const WM: usize, const WN: usize>(
     const { assert!(WM <= 4 && WN <= 4, "the epilogue covers up to 4 × 4 blocks") };
 }
 
-#[cfg(aqueduct_gfx = "gfx942")]
-crate::common::entry_points! {
-    /// FP8 (E4M3 FNUZ) in, f32 out, 64 × 64.
-    gemm_fp8_f32_mfma_64x64: Fp8 => f32 = gemm_mfma::<Fp8, f32, 1, 1>(aqueduct_gemm_mfma_lds_64x64_ptr());
-    /// FP8 in, f32 out, 128 × 128.
-    gemm_fp8_f32_mfma_128x128: Fp8 => f32 = gemm_mfma::<Fp8, f32, 2, 2>(aqueduct_gemm_mfma_lds_128x128_ptr());
-    /// BF8 (E5M2 FNUZ) in, f32 out, 64 × 64.
-    gemm_bf8_f32_mfma_64x64: Bf8 => f32 = gemm_mfma::<Bf8, f32, 1, 1>(aqueduct_gemm_mfma_lds_64x64_ptr());
-    /// BF8 in, f32 out, 128 × 128.
-    gemm_bf8_f32_mfma_128x128: Bf8 => f32 = gemm_mfma::<Bf8, f32, 2, 2>(aqueduct_gemm_mfma_lds_128x128_ptr());
-    /// f32 in and out, multiplied as xf32, 64 × 64.
-    gemm_xf32_mfma_64x64: Xf32 => f32 = gemm_mfma::<Xf32, f32, 1, 1>(aqueduct_gemm_mfma_lds_64x64_ptr());
-    /// f32 in and out, multiplied as xf32, 128 × 128.
-    gemm_xf32_mfma_128x128: Xf32 => f32 = gemm_mfma::<Xf32, f32, 2, 2>(aqueduct_gemm_mfma_lds_128x128_ptr());
-    /// f32 in and out, multiplied as xf32, 256 × 128.
-    gemm_xf32_mfma_256x128: Xf32 => f32 = gemm_mfma::<Xf32, f32, 4, 2>(aqueduct_gemm_mfma_lds_256x128_ptr());
+/// The entry points of the rows of `mfma_kernels!` (mfma.rs): each kernel
+/// is [`gemm_mfma`] of its types and tile on its own LDS array, reached
+/// through `aqueduct_gemm_lds_<kernel>`, which `cargo xtask build`
+/// declares in IR from the same table (`super::write_lds_ir`).
+macro_rules! mfma_entry_points {
+    ($($name:ident: $in:ty => $out:ty, $tile:ident $(, only_on $($gfx:literal),+)?;)*) => {$(
+        $(#[cfg(any($(aqueduct_gfx = $gfx),+))])?
+        crate::common::entry_points! {
+            #[doc = concat!(
+                "`", stringify!($in), "` in, `", stringify!($out), "` out, macro-tile ",
+                stringify!($tile), " (`mfma_kernels!`)."
+            )]
+            $name: $in => $out = gemm_mfma::<
+                $in,
+                $out,
+                { super::$tile.wm as usize },
+                { super::$tile.wn as usize }
+            >({
+                unsafe extern "C" {
+                    #[link_name = concat!(lds_accessor_prefix!(), stringify!($name))]
+                    safe fn lds() -> *mut u8;
+                }
+                lds()
+            });
+        }
+    )*};
 }
 
-crate::common::entry_points! {
-    /// f32 in and out, 64 × 64.
-    gemm_f32_mfma_64x64: f32 => f32 = gemm_mfma::<f32, f32, 1, 1>(aqueduct_gemm_mfma_lds_64x64_ptr());
-    /// f32 in and out, 128 × 128.
-    gemm_f32_mfma_128x128: f32 => f32 = gemm_mfma::<f32, f32, 2, 2>(aqueduct_gemm_mfma_lds_128x128_ptr());
-    /// f16 in and out (f32 accumulation), 64 × 64.
-    gemm_f16_mfma_64x64: F16 => F16 = gemm_mfma::<F16, F16, 1, 1>(aqueduct_gemm_mfma_lds_64x64_ptr());
-    /// f16 in and out (f32 accumulation), 128 × 128.
-    gemm_f16_mfma_128x128: F16 => F16 = gemm_mfma::<F16, F16, 2, 2>(aqueduct_gemm_mfma_lds_128x128_ptr());
-    /// f16 in, f32 out, 64 × 64.
-    gemm_f16_f32_mfma_64x64: F16 => f32 = gemm_mfma::<F16, f32, 1, 1>(aqueduct_gemm_mfma_lds_64x64_ptr());
-    /// f16 in, f32 out, 128 × 128.
-    gemm_f16_f32_mfma_128x128: F16 => f32 = gemm_mfma::<F16, f32, 2, 2>(aqueduct_gemm_mfma_lds_128x128_ptr());
-    /// bf16 in and out (f32 accumulation), 64 × 64.
-    gemm_bf16_mfma_64x64: Bf16 => Bf16 = gemm_mfma::<Bf16, Bf16, 1, 1>(aqueduct_gemm_mfma_lds_64x64_ptr());
-    /// bf16 in and out (f32 accumulation), 128 × 128.
-    gemm_bf16_mfma_128x128: Bf16 => Bf16 = gemm_mfma::<Bf16, Bf16, 2, 2>(aqueduct_gemm_mfma_lds_128x128_ptr());
-    /// bf16 in, f32 out, 64 × 64.
-    gemm_bf16_f32_mfma_64x64: Bf16 => f32 = gemm_mfma::<Bf16, f32, 1, 1>(aqueduct_gemm_mfma_lds_64x64_ptr());
-    /// bf16 in, f32 out, 128 × 128.
-    gemm_bf16_f32_mfma_128x128: Bf16 => f32 = gemm_mfma::<Bf16, f32, 2, 2>(aqueduct_gemm_mfma_lds_128x128_ptr());
-    /// f32 in and out, 256 × 128.
-    gemm_f32_mfma_256x128: f32 => f32 = gemm_mfma::<f32, f32, 4, 2>(aqueduct_gemm_mfma_lds_256x128_ptr());
-    /// f16 in and out (f32 accumulation), 256 × 128.
-    gemm_f16_mfma_256x128: F16 => F16 = gemm_mfma::<F16, F16, 4, 2>(aqueduct_gemm_mfma_lds_256x128_ptr());
-    /// f16 in, f32 out, 256 × 128.
-    gemm_f16_f32_mfma_256x128: F16 => f32 = gemm_mfma::<F16, f32, 4, 2>(aqueduct_gemm_mfma_lds_256x128_ptr());
-    /// bf16 in and out (f32 accumulation), 256 × 128.
-    gemm_bf16_mfma_256x128: Bf16 => Bf16 = gemm_mfma::<Bf16, Bf16, 4, 2>(aqueduct_gemm_mfma_lds_256x128_ptr());
-    /// bf16 in, f32 out, 256 × 128.
-    gemm_bf16_f32_mfma_256x128: Bf16 => f32 = gemm_mfma::<Bf16, f32, 4, 2>(aqueduct_gemm_mfma_lds_256x128_ptr());
-    /// f32 in and out, 256 × 256 (accumulators in AGPRs).
-    gemm_f32_mfma_256x256: f32 => f32 = gemm_mfma::<f32, f32, 4, 4>(aqueduct_gemm_mfma_lds_256x256_ptr());
-    /// f16 in and out (f32 accumulation), 256 × 256.
-    gemm_f16_mfma_256x256: F16 => F16 = gemm_mfma::<F16, F16, 4, 4>(aqueduct_gemm_mfma_lds_256x256_ptr());
-    /// f16 in, f32 out, 256 × 256.
-    gemm_f16_f32_mfma_256x256: F16 => f32 = gemm_mfma::<F16, f32, 4, 4>(aqueduct_gemm_mfma_lds_256x256_ptr());
-    /// bf16 in and out (f32 accumulation), 256 × 256.
-    gemm_bf16_mfma_256x256: Bf16 => Bf16 = gemm_mfma::<Bf16, Bf16, 4, 4>(aqueduct_gemm_mfma_lds_256x256_ptr());
-    /// bf16 in, f32 out, 256 × 256.
-    gemm_bf16_f32_mfma_256x256: Bf16 => f32 = gemm_mfma::<Bf16, f32, 4, 4>(aqueduct_gemm_mfma_lds_256x256_ptr());
-}
+mfma_kernels!(mfma_entry_points);
