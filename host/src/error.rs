@@ -79,7 +79,7 @@ pub enum Error {
         /// The command's kind: "fill", "copy", "dispatch", ...
         kind: &'static str,
         /// Why it was refused.
-        problem: crate::command_buffer::CommandError,
+        problem: crate::command_buffer::error::CommandError,
     },
 
     /// A caller-supplied value was refused before reaching HSA.

@@ -332,10 +332,7 @@ impl Queue {
         let n = u64::from(count);
         let size = u64::from(self.inner.size);
         let room = |write: u64, read: u64| has_room(write, read, n, size);
-        // Started at the first look at a full ring: a clock read costs as
-        // much as the rest of a reservation with room.
-        let mut start = None;
-        let mut spins = 0u32;
+        let mut wait = RoomWait::new(timeout);
         // First try the guessed write index against the read index seen
         // last, without a runtime call. The acquire load pairs with the
         // release `fetch_max` below, which follows the runtime's acquire
@@ -376,25 +373,17 @@ impl Queue {
                 write = seen;
                 continue;
             }
-            let start = *start.get_or_insert_with(Instant::now);
-            if start.elapsed() >= timeout {
-                return Err(Error::Timeout {
-                    what: format!(
-                        "room for {count} packets in queue {} (ring of {}, write index {write})",
-                        self.inner.id, self.inner.size
-                    ),
-                    condition: ">=",
-                    expected: write.wrapping_add(n).saturating_sub(size) as i64,
-                    observed: read as i64,
-                    waited: start.elapsed(),
-                });
-            }
-            spins += 1;
-            if spins < 64 {
-                std::hint::spin_loop();
-            } else {
-                std::thread::sleep(Duration::from_micros(50));
-            }
+            wait.check(|waited| Error::Timeout {
+                what: format!(
+                    "room for {count} packets in queue {} (ring of {}, write index {write})",
+                    self.inner.id, self.inner.size
+                ),
+                condition: ">=",
+                expected: write.wrapping_add(n).saturating_sub(size) as i64,
+                observed: read as i64,
+                waited,
+            })?;
+            wait.pause();
         }
     }
 
@@ -553,6 +542,50 @@ impl Reservation<'_> {
 impl Drop for Reservation<'_> {
     fn drop(&mut self) {
         self.finish();
+    }
+}
+
+/// Waiting for room in a ring, as every producer of aqueduct's host does
+/// when a ring is full: an AQL queue's packet slots ([`Queue::reserve`]),
+/// a command queue's kernarg ring, a device scheduler's mailbox and
+/// kernarg ring. The clock starts at the first full look (a clock read
+/// costs as much as a reservation with room); past the timeout the wait
+/// is an error that names what it waited for.
+pub(crate) struct RoomWait {
+    timeout: Duration,
+    start: Option<Instant>,
+    spins: u32,
+}
+
+impl RoomWait {
+    /// A wait of at most `timeout`.
+    pub(crate) fn new(timeout: Duration) -> Self {
+        Self {
+            timeout,
+            start: None,
+            spins: 0,
+        }
+    }
+
+    /// After a look that found no room: `Err(timeout(waited))` once the
+    /// wait has lasted its timeout.
+    pub(crate) fn check(&mut self, timeout: impl FnOnce(Duration) -> Error) -> Result<()> {
+        let waited = self.start.get_or_insert_with(Instant::now).elapsed();
+        if waited >= self.timeout {
+            return Err(timeout(waited));
+        }
+        Ok(())
+    }
+
+    /// Between two looks: a few spins (the consumer is usually a moment
+    /// away), then 50 µs sleeps, which leave the core to the consumer.
+    pub(crate) fn pause(&mut self) {
+        self.spins += 1;
+        if self.spins < 64 {
+            std::hint::spin_loop();
+        } else {
+            std::thread::sleep(Duration::from_micros(50));
+        }
     }
 }
 

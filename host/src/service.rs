@@ -18,13 +18,16 @@
 
 use std::ptr::NonNull;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, Ordering as MemOrdering};
 use std::time::Duration;
 
 use aqueduct_abi::aql::{AgentDispatchPacket, PACKET_SIZE, PacketHeader, PacketType};
-use aqueduct_abi::aql_ring::{consumed, is_published, slot_offset};
-use aqueduct_abi::hsa::{HsaQueue, QueueFeatures, QueueType, SignalCondition, SignalHandle};
-use zerocopy::FromBytes;
+use aqueduct_abi::aql_ring::{consumed, is_published};
+use aqueduct_abi::atomic::{self, Acquire, Relaxed};
+use aqueduct_abi::hsa::{
+    HsaQueue, PacketSlot, QueueFeatures, QueueType, SignalCondition, SignalHandle,
+};
+use aqueduct_abi::view::List;
+use zerocopy::{FromBytes, IntoBytes};
 
 use crate::error::{Error, Result};
 use crate::hsa::System;
@@ -107,6 +110,15 @@ impl HostQueue {
         self.raw
     }
 
+    /// The queue's ring, as its producers write it.
+    fn ring(&self) -> List<'_, PacketSlot> {
+        // SAFETY: the ring of the live soft queue `self` made (`size`
+        // 64-byte slots, checked non-null in `new`), which producers and
+        // this consumer access by the AQL protocol (a slot's first word
+        // atomically).
+        unsafe { List::from_raw(self.ring, u64::from(self.size)) }
+    }
+
     /// Waits up to `timeout` (zero: not at all) for the doorbell to move,
     /// then serves every
     /// packet published by now, in order: `handle` gets each AGENT_DISPATCH
@@ -134,21 +146,19 @@ impl HostQueue {
             };
         }
         let mut served = Served::default();
+        let ring = self.ring();
         loop {
-            let slot = self.ring + slot_offset(*next, u64::from(self.size));
-            // SAFETY: a 64-aligned slot of the live ring; producers publish
-            // its first word with a release store.
-            let first = unsafe { AtomicU32::from_ptr(slot as *mut u32) };
-            let word = first.load(MemOrdering::Acquire);
+            let slot = ring.slot(*next);
+            // Producers publish a slot's first word with a release store.
+            let first = slot.first_word();
+            let word = first.load(Acquire, atomic::System);
             if !is_published(word) {
                 break;
             }
-            let mut bytes = [0u8; PACKET_SIZE];
-            // SAFETY: the slot's 64 bytes, published (acquire above) and not
+            // The slot's 64 bytes, published (acquire above) and not
             // rewritten until the read index below frees it.
-            unsafe {
-                std::ptr::copy_nonoverlapping(slot as *const u8, bytes.as_mut_ptr(), PACKET_SIZE)
-            };
+            let mut bytes = [0u8; PACKET_SIZE];
+            bytes.copy_from_slice(slot.get().as_bytes());
             bytes[..4].copy_from_slice(&word.to_le_bytes());
             let Ok(packet) = AgentDispatchPacket::read_from_bytes(&bytes) else {
                 break; // 64 bytes always read; unreachable
@@ -159,7 +169,7 @@ impl HostQueue {
             } else {
                 served.rejected += 1;
             }
-            first.store(consumed(word), MemOrdering::Relaxed);
+            first.store(consumed(word), Relaxed, atomic::System);
             *next += 1;
             // SAFETY: the live soft queue this value made.
             unsafe {

@@ -10,7 +10,6 @@
 use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
 
 use crate::hsa::{SignalCondition, SignalHandle};
-use crate::view::{Array, Atomic, Plain};
 
 /// Size of every AQL packet.
 pub const PACKET_SIZE: usize = 64;
@@ -170,26 +169,6 @@ assert_layout!(
     header = 0,
     body = 2,
 );
-
-layout! {
-    /// A ring slot as its producer writes it: the body as dwords, then the
-    /// first dword — the 16-bit header and the 16 bits after it — stored
-    /// last, with release, to publish the packet (HSA PSA 1.2 section
-    /// 2.8.3: the packet processor reads a slot once its header says so).
-    #[repr(C, align(64))]
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-    pub struct PacketSlot {
-        /// Header and setup (or the body's first 16 bits): INVALID until
-        /// published; the packet processor reads it atomically.
-        pub first_word: u32 = 0 => Atomic,
-        /// Bytes 4..64: dword `k` is bytes `4 + 4k ..`.
-        pub body: [u32; 15] = 4 => Array<Plain>,
-    }
-    size = 64,
-    align = 64,
-    why = "one AQL ring slot: packets are 64 bytes, rings 64-byte aligned (HSA PSA 1.2 section \
-           2.9), and the first dword is what publishes one";
-}
 
 /// `hsa_kernel_dispatch_packet_t`.
 #[repr(C)]

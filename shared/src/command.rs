@@ -42,7 +42,6 @@ use crate::amd_queue::AmdQueue;
 use crate::aql::{FenceScope, KernelDispatchPacket};
 use crate::hsa::SignalHandle;
 use crate::packet::{KernelDispatch, Ordering, PacketError, Prepared};
-use crate::scheduler::QueueEntry;
 use crate::view::{Link, List, ListOf, Nested, Plain, Ref, View};
 
 /// Bytes of every command.
@@ -942,7 +941,7 @@ layout! {
         /// Device address of the scheduler's [`crate::scheduler::QueueEntry`]
         /// this submission runs (0: submitted by the host, no scheduler). With
         /// one, RETURN dispatches the control kernel, which retires the entry.
-        pub entry: u64 = 48 => Link<QueueEntry>,
+        pub entry: u64 = 48 => Plain,
         /// Pads the record to one 64-byte line; written as zero.
         pub reserved: u64 = 56,
     }

@@ -4,8 +4,7 @@
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 use crate::amd_signal::AmdSignal;
-use crate::aql::PacketSlot;
-use crate::view::{Link, ListOf, Plain};
+use crate::view::{Address, Array, Atomic, Link, ListOf, Plain, Word};
 
 /// `hsa_signal_t`: an opaque 64-bit handle. On ROCr (and in aqueduct's
 /// simulator) it is the address of the signal's [`AmdSignal`] in memory both
@@ -34,6 +33,38 @@ impl SignalHandle {
     /// handle hint bits removed (see [`crate::amd_signal::hint`]).
     pub const fn address(self) -> u64 {
         self.0 & !crate::amd_signal::hint::mask_of(self.0)
+    }
+}
+
+// A handle is a link to its signal (`Link<AmdSignal>` fields): its
+// address is the handle without ROCr's hint bits.
+impl Address for SignalHandle {
+    #[inline(always)]
+    fn address(self) -> u64 {
+        SignalHandle::address(self)
+    }
+    #[inline(always)]
+    fn from_address(address: u64) -> Self {
+        SignalHandle(address)
+    }
+}
+
+// A handle is one u64 word for the views' global and scalar loads.
+impl Word for SignalHandle {
+    #[inline(always)]
+    unsafe fn load_invariant(p: *const Self) -> Self {
+        // SAFETY: the caller's contract; a handle is a transparent u64.
+        SignalHandle(unsafe { u64::load_invariant(p.cast()) })
+    }
+    #[inline(always)]
+    unsafe fn load_global(p: *const Self) -> Self {
+        // SAFETY: as above.
+        SignalHandle(unsafe { u64::load_global(p.cast()) })
+    }
+    #[inline(always)]
+    unsafe fn store_global(p: *mut Self, value: Self) {
+        // SAFETY: as above.
+        unsafe { u64::store_global(p.cast(), value.0) }
     }
 }
 
@@ -123,6 +154,26 @@ layout! {
     align = 8,
     why = "hsa.h hsa_queue_t (ROCr's ABI), embedded at byte 0 of amd_queue_t: applications and \
            device code find the ring, doorbell and size through an hsa_queue_t pointer";
+}
+
+layout! {
+    /// A ring slot as its producer writes it: the body as dwords, then the
+    /// first dword — the 16-bit header and the 16 bits after it — stored
+    /// last, with release, to publish the packet (HSA PSA 1.2 section
+    /// 2.8.3: the packet processor reads a slot once its header says so).
+    #[repr(C, align(64))]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
+    pub struct PacketSlot {
+        /// Header and setup (or the body's first 16 bits): INVALID until
+        /// published; the packet processor reads it atomically.
+        pub first_word: u32 = 0 => Atomic,
+        /// Bytes 4..64: dword `k` is bytes `4 + 4k ..`.
+        pub body: [u32; 15] = 4 => Array<Plain>,
+    }
+    size = 64,
+    align = 64,
+    why = "one AQL ring slot: packets are 64 bytes, rings 64-byte aligned (HSA PSA 1.2 section \
+           2.9), and the first dword is what publishes one";
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 use crate::amd_queue::AmdQueue;
 use crate::command::{AllocationHandle, Command, Execution};
 use crate::hsa::SignalHandle;
-use crate::view::{Array, Atomic, AtomicLink, Link, ListOf, Nested, Plain, Ref};
+use crate::view::{Array, Atomic, AtomicLink, Link, ListOf, Nested, Plain, Ref, View};
 
 open_enum! {
     /// What a [`QueueEntry`] asks the scheduler to do.
@@ -510,6 +510,19 @@ impl TraceRecord {
     /// (`BLOCK`), else 0 (the high half of `header`).
     pub const fn flags(&self) -> u16 {
         (self.header >> 16) as u16
+    }
+}
+
+impl<'a> View<'a, Execution> {
+    /// The scheduler's entry the submission runs as (its `entry`; `None`
+    /// for a submission of the host's, outside a scheduler). Declared here,
+    /// not with the field: command buffers are below the scheduler, which
+    /// runs them.
+    #[inline(always)]
+    pub fn queue_entry(self) -> Option<View<'a, QueueEntry>> {
+        // SAFETY: the view's contract: an execution's `entry` is 0 or the
+        // address of the live QueueEntry that runs it (Execution's docs).
+        unsafe { View::at(self.entry().get()) }
     }
 }
 

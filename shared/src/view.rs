@@ -70,7 +70,6 @@ use core::marker::PhantomData;
 use core::ptr::NonNull;
 
 use crate::atomic::{self, AtomicWord, LoadOrdering, Ordering, Scope, StoreOrdering};
-use crate::hsa::SignalHandle;
 
 /// A `repr(C)` layout declared with `layout!`, which
 /// views reach through its typed field accessors.
@@ -484,24 +483,6 @@ macro_rules! word {
 word!(u32, load_invariant_u32, load_u32, store_u32);
 word!(u64, load_invariant_u64, load_u64, store_u64);
 
-impl Word for SignalHandle {
-    #[inline(always)]
-    unsafe fn load_invariant(p: *const Self) -> Self {
-        // SAFETY: the caller's contract; a handle is a transparent u64.
-        SignalHandle(unsafe { u64::load_invariant(p.cast()) })
-    }
-    #[inline(always)]
-    unsafe fn load_global(p: *const Self) -> Self {
-        // SAFETY: as above.
-        SignalHandle(unsafe { u64::load_global(p.cast()) })
-    }
-    #[inline(always)]
-    unsafe fn store_global(p: *mut Self, value: Self) {
-        // SAFETY: as above.
-        unsafe { u64::store_global(p.cast(), value.0) }
-    }
-}
-
 impl<F: Word> PlainField<'_, F> {
     /// The field's value, for a field that does not change while the
     /// kernel runs and that it did not write: at an address the whole wave
@@ -692,7 +673,7 @@ host_atomic!(
 );
 
 /// A field type that holds a device address: `u64`, or an HSA handle
-/// whose value is its object's address.
+/// whose value is its object's address (`SignalHandle`, in `hsa`).
 pub trait Address: Copy {
     /// The address (0: none).
     fn address(self) -> u64;
@@ -708,17 +689,6 @@ impl Address for u64 {
     #[inline(always)]
     fn from_address(address: u64) -> Self {
         address
-    }
-}
-
-impl Address for SignalHandle {
-    #[inline(always)]
-    fn address(self) -> u64 {
-        SignalHandle::address(self)
-    }
-    #[inline(always)]
-    fn from_address(address: u64) -> Self {
-        SignalHandle(address)
     }
 }
 

@@ -377,7 +377,7 @@ pub extern "gpu-kernel" fn cmd_branch(execution: *const Execution, command: *con
         // A RETURN dispatches this kernel only under a scheduler
         // (Execution::entry set), once the entry's work is done (barrier
         // bit).
-        if let Some(entry) = execution.entry().get() {
+        if let Some(entry) = execution.queue_entry() {
             crate::scheduler::retire(entry, &mut requester());
         }
         return;

@@ -13,7 +13,7 @@ use aqueduct_abi::scheduler::{QueueEntry, SchedulerState};
 use zerocopy::{FromZeros, IntoBytes};
 
 use crate::agent::Agent;
-use crate::command_buffer::{IssueKernels, KernargRing, SharedBytes};
+use crate::command_buffer::{IssueKernels, KernargRing};
 use crate::error::{Error, Result};
 use crate::executable::Executable;
 use crate::service::HostQueue;
@@ -151,11 +151,7 @@ impl Device {
             state,
             tick,
             producer: Mutex::new(Producer {
-                ring: KernargRing {
-                    storage: Arc::new(SharedBytes(storage)),
-                    write: 0,
-                    read: 0,
-                },
+                ring: KernargRing::new(storage),
             }),
             held: Mutex::new(std::collections::BTreeMap::new()),
             pool,

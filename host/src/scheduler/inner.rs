@@ -30,7 +30,7 @@ use aqueduct_abi::view::View;
 use aqueduct_device::scheduler as shared;
 
 use crate::agent::Agent;
-use crate::command_buffer::{CommandBuffer, IssueKernels, IssueMode, KernargRing, blame};
+use crate::command_buffer::{CommandBuffer, IssueKernels, IssueMode, KernargRing};
 use crate::error::{Error, Result};
 use crate::executable::Kernel;
 use crate::memory::HostBuffer;
@@ -212,7 +212,7 @@ impl DeviceInner {
                 .get(&id)
                 .and_then(|h| h.buffer.as_ref())
                 .zip(execution)
-                .map(|(buffer, execution)| blame(buffer, execution.issues().get(), at, again()))
+                .map(|(buffer, execution)| buffer.blame(execution.issues().get(), at, again()))
                 .unwrap_or_else(again);
             self.failures
                 .lock()

@@ -10,7 +10,7 @@
 //! reclaiming tick when a millisecond passes without progress.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use aqueduct_abi::atomic::{Acquire, Relaxed, Release, System};
 use aqueduct_abi::command::{BindingTableEntry, BufferRef};
@@ -20,9 +20,9 @@ use aqueduct_abi::scheduler::{
 };
 use zerocopy::{FromZeros, IntoBytes};
 
-use crate::command_buffer::{CommandBuffer, SubmissionLayout, SubmissionTarget, check_submission};
+use crate::command_buffer::{CommandBuffer, SubmissionPlan, SubmissionTarget};
 use crate::error::{Error, Result};
-use crate::queue::DEFAULT_SPACE_TIMEOUT;
+use crate::queue::{DEFAULT_SPACE_TIMEOUT, RoomWait};
 
 use super::allocation::Allocation;
 use super::inner::{DeviceInner, Held, RETIRE_NUDGE};
@@ -31,6 +31,53 @@ use super::semaphore::Semaphore;
 /// A semaphore and a payload: "wait until it reaches the value" in a wait
 /// list, "advance it to the value" in a signal list.
 pub type SemaphoreValue<'a> = (&'a Semaphore, u64);
+
+/// What a queue entry runs: its kind and what the kind needs (the
+/// entry's [`QueueEntryKind`]).
+#[derive(Clone, Copy)]
+enum EntryWork<'a> {
+    /// Nothing: complete once the waits are reached (BARRIER).
+    Barrier,
+    /// A command buffer with its binding table, checked (EXECUTE).
+    Execute(&'a SubmissionPlan<'a>),
+    /// A queue-ordered allocation's block taken (ALLOCA).
+    Alloca(&'a Allocation),
+    /// A queue-ordered allocation's block given back (DEALLOCA).
+    Dealloca(&'a Allocation),
+}
+
+impl<'a> EntryWork<'a> {
+    /// The entry's kind.
+    fn kind(self) -> QueueEntryKind {
+        match self {
+            Self::Barrier => QueueEntryKind::BARRIER,
+            Self::Execute(..) => QueueEntryKind::EXECUTE,
+            Self::Alloca(_) => QueueEntryKind::ALLOCA,
+            Self::Dealloca(_) => QueueEntryKind::DEALLOCA,
+        }
+    }
+
+    /// The submission an EXECUTE runs.
+    fn plan(self) -> Option<&'a SubmissionPlan<'a>> {
+        match self {
+            Self::Execute(plan) => Some(plan),
+            _ => None,
+        }
+    }
+
+    /// The command buffer an EXECUTE runs.
+    fn buffer(self) -> Option<&'a CommandBuffer> {
+        self.plan().map(SubmissionPlan::buffer)
+    }
+
+    /// The allocation an ALLOCA or DEALLOCA names.
+    fn allocation(self) -> Option<&'a Allocation> {
+        match self {
+            Self::Alloca(a) | Self::Dealloca(a) => Some(a),
+            _ => None,
+        }
+    }
+}
 
 /// Submits to a [`Device`](super::Device)'s execution queue: every call
 /// adds one entry that runs once its waits are reached and signals its
@@ -75,7 +122,7 @@ impl DeviceQueue {
         waits: &[SemaphoreValue<'_>],
         signals: &[SemaphoreValue<'_>],
     ) -> Result<u64> {
-        let id = self.add(waits, signals, None, None)?;
+        let id = self.add(waits, signals, EntryWork::Barrier)?;
         self.inner.request(SchedulerActions::INCOMING)?;
         Ok(id)
     }
@@ -145,12 +192,7 @@ impl DeviceQueue {
             });
         }
         let allocation = Allocation::new(d.execution().kernarg_pool(), length)?;
-        self.add(
-            waits,
-            signals,
-            None,
-            Some((QueueEntryKind::ALLOCA, &allocation)),
-        )?;
+        self.add(waits, signals, EntryWork::Alloca(&allocation))?;
         d.request(SchedulerActions::INCOMING)?;
         Ok(allocation)
     }
@@ -166,12 +208,7 @@ impl DeviceQueue {
         allocation: &Allocation,
         signals: &[SemaphoreValue<'_>],
     ) -> Result<u64> {
-        let id = self.add(
-            waits,
-            signals,
-            None,
-            Some((QueueEntryKind::DEALLOCA, allocation)),
-        )?;
+        let id = self.add(waits, signals, EntryWork::Dealloca(allocation))?;
         self.inner.request(SchedulerActions::INCOMING)?;
         Ok(id)
     }
@@ -207,19 +244,17 @@ impl DeviceQueue {
         bindings: &[BindingTableEntry],
         signals: &[SemaphoreValue<'_>],
     ) -> Result<u64> {
-        check_submission(buffer, bindings, &self.inner.execution())?;
-        self.add(waits, signals, Some((buffer, bindings)), None)
+        let plan = SubmissionPlan::new(buffer, bindings, &self.inner.execution())?;
+        self.add(waits, signals, EntryWork::Execute(&plan))
     }
 
-    /// Writes one entry into the mailbox: an EXECUTE of `work`, an ALLOCA
-    /// or DEALLOCA of `allocation`, else a BARRIER. The caller requests the
-    /// tick.
+    /// Writes one entry into the mailbox, of the kind `work` says. The
+    /// caller requests the tick.
     fn add(
         &self,
         waits: &[SemaphoreValue<'_>],
         signals: &[SemaphoreValue<'_>],
-        work: Option<(&CommandBuffer, &[BindingTableEntry])>,
-        allocation: Option<(QueueEntryKind, &Allocation)>,
+        work: EntryWork<'_>,
     ) -> Result<u64> {
         let d = &*self.inner;
         if waits.len() > usize::from(u16::MAX) || signals.len() > usize::from(u16::MAX) {
@@ -233,9 +268,9 @@ impl DeviceQueue {
             });
         }
         let lists = 16 * (waits.len() + signals.len()) as u64;
-        let layout = work.map(|(b, t)| SubmissionLayout::of(b, t));
+        let plan = work.plan();
         let state_at = lists.next_multiple_of(64);
-        let size = state_at + layout.as_ref().map_or(0, |l| l.size);
+        let size = state_at + plan.map_or(0, SubmissionPlan::size);
         let mut p = d.producer.lock().unwrap_or_else(|e| e.into_inner());
         if size.next_multiple_of(64) > p.ring.capacity() {
             return Err(Error::InvalidArgument {
@@ -251,12 +286,12 @@ impl DeviceQueue {
         // Room: a mailbox slot and kernarg space, both freed by ticks. A
         // retire asks for no tick, so ask for one (again after a
         // millisecond without progress).
-        let start = Instant::now();
+        let mut wait = RoomWait::new(DEFAULT_SPACE_TIMEOUT);
         let mut asked: Option<(Instant, u64)> = None;
         let (offset, ring_end) = loop {
             let retired = state.retire_index().load(Acquire, System);
             let read = state.kernarg().read_offset().load(Acquire, System);
-            p.ring.read = read;
+            p.ring.release_to(read);
             if id - retired < d.capacity
                 && let Some(r) = p.ring.reserve(size)
             {
@@ -267,21 +302,19 @@ impl DeviceQueue {
                 asked = Some((Instant::now(), retired));
                 d.request(SchedulerActions::RETIRE)?;
             }
-            if start.elapsed() > DEFAULT_SPACE_TIMEOUT {
-                return Err(Error::Timeout {
-                    what: format!(
-                        "room in the scheduler's mailbox and kernarg ring ({})",
-                        d.describe()
-                    ),
-                    condition: ">=",
-                    expected: size as i64,
-                    observed: (p.ring.capacity() - (p.ring.write - p.ring.read)) as i64,
-                    waited: start.elapsed(),
-                });
-            }
-            std::thread::sleep(Duration::from_micros(50));
+            wait.check(|waited| Error::Timeout {
+                what: format!(
+                    "room in the scheduler's mailbox and kernarg ring ({})",
+                    d.describe()
+                ),
+                condition: ">=",
+                expected: size as i64,
+                observed: p.ring.room() as i64,
+                waited,
+            })?;
+            wait.pause();
         };
-        let ring = p.ring.storage.clone();
+        let ring = p.ring.storage().clone();
         let o = offset as usize;
         let base = ring.address() + offset;
         let refs: Vec<SemaphoreRef> = waits
@@ -295,15 +328,12 @@ impl DeviceQueue {
         ring.write(o, refs.as_bytes());
         let slot = d.entry(id);
         let mut e = QueueEntry::new_zeroed();
-        e.kind = QueueEntryKind::BARRIER;
-        if let (Some((buffer, bindings)), Some(layout)) = (work, &layout) {
-            e.kind = QueueEntryKind::EXECUTE;
+        e.kind = work.kind();
+        if let Some(plan) = plan {
             e.execution = base + state_at;
-            layout.write(
+            plan.write(
                 &ring,
                 o + state_at as usize,
-                buffer,
-                bindings,
                 &SubmissionTarget {
                     kernels: &d.kernels,
                     queue: &d.execution(),
@@ -314,8 +344,7 @@ impl DeviceQueue {
                 },
             );
         }
-        if let Some((kind, a)) = allocation {
-            e.kind = kind;
+        if let EntryWork::Alloca(a) | EntryWork::Dealloca(a) = work {
             e.handle = a.handle();
         }
         e.wait_count = waits.len() as u16;
@@ -330,17 +359,17 @@ impl DeviceQueue {
         // above checked the retire index); nothing reads it until the
         // write index below says so.
         slot.set(e);
-        p.ring.write = ring_end;
+        p.ring.commit(ring_end);
         let keep = waits
             .iter()
             .chain(signals)
             .map(|(s, _)| s.keep_alive())
-            .chain(allocation.map(|(_, a)| a.keep_alive()))
+            .chain(work.allocation().map(Allocation::keep_alive))
             .collect();
         d.held.lock().unwrap_or_else(|p| p.into_inner()).insert(
             id,
             Held {
-                buffer: work.map(|(b, _)| b.clone()),
+                buffer: work.buffer().cloned(),
                 _keep_alive: keep,
             },
         );
@@ -377,7 +406,7 @@ impl Batch<'_> {
         waits: &[SemaphoreValue<'_>],
         signals: &[SemaphoreValue<'_>],
     ) -> Result<u64> {
-        let id = self.queue.add(waits, signals, None, None)?;
+        let id = self.queue.add(waits, signals, EntryWork::Barrier)?;
         self.added += 1;
         Ok(id)
     }

@@ -250,7 +250,7 @@ impl BlockIssuer<'_> {
     fn scheduled(&self) -> Result<bool, IssueError> {
         let execution = self.state().execution();
         check_aligned(execution.raw(), 64)?;
-        Ok(!execution.get().entry().is_none())
+        Ok(execution.get().entry().get() != 0)
     }
 
     /// Issues command `index`, whatever it is, checked: checks it against

@@ -12,11 +12,11 @@
 //!       count now, write the grid, publish the real packet (or a no-op)
 //! ```
 
-use aqueduct_abi::aql::PacketSlot;
 use aqueduct_abi::atomic::{Release, System};
 use aqueduct_abi::command::{
     BranchCommand, BufferRefKind, Command, CommandOpcode, CondBranchCommand, Execution, PatchArgs,
 };
+use aqueduct_abi::hsa::PacketSlot;
 use aqueduct_abi::packet::{KernelDispatch, Ordering};
 use aqueduct_abi::view::View;
 

@@ -8,9 +8,7 @@ use std::vec::Vec;
 
 use core::ptr::NonNull;
 
-use aqueduct_abi::aql::{
-    BarrierAndPacket, FenceScope, KernelDispatchPacket, PacketSlot, PacketType,
-};
+use aqueduct_abi::aql::{BarrierAndPacket, FenceScope, KernelDispatchPacket, PacketType};
 use aqueduct_abi::command::{
     AllocationHandle, BarrierCommand, BindingPatch, BindingTableEntry, BlockIssue, BufferRef,
     BufferRefKind, COMMAND_SIZE, Command, CommandBlockHeader, CommandBufferHeader, CommandFlags,
@@ -18,7 +16,7 @@ use aqueduct_abi::command::{
     FAST_ARGUMENT_BYTES, FAST_PATCHES, FillCommand, IssueShape, KERNARG_ALIGN, KernelInfo,
     PatchArgs, ReturnCommand, UpdateCommand,
 };
-use aqueduct_abi::hsa::SignalHandle;
+use aqueduct_abi::hsa::{PacketSlot, SignalHandle};
 use aqueduct_abi::view::View;
 
 use super::*;

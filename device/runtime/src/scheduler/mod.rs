@@ -76,7 +76,7 @@ mod tests;
 
 pub use entry::{claim_end, fail_entry, retire, state};
 pub use pool::{bucket_for, give_block, take_block, with_bucket};
-pub use requester::{Issuer, QueueRequester, Requester, request};
+pub use requester::{Issuer, QueueRequester, Requester, is_execution_queue, request};
 pub use semaphore::{Origin, Wait, add_waiter, fail, failure, payload, remove_waiter, signal};
-pub use tick::{TickReport, is_execution_queue, tick};
+pub use tick::{TickReport, tick};
 pub use trace::{trace, trace_block, trace_first_block};

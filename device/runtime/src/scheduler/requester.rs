@@ -8,17 +8,17 @@
 //! [`QueueRequester`] is the device's: plain Rust over the queues'
 //! `amd_queue_t` views, so the host tests run it too.
 
-use aqueduct_abi::atomic::{AcqRel, Release, System};
+use aqueduct_abi::atomic::{AcqRel, Relaxed, Release, System};
 use aqueduct_abi::command::Execution;
 use aqueduct_abi::hsa::SignalHandle;
-use aqueduct_abi::scheduler::{HostRequest, SchedulerActions, SchedulerState};
+use aqueduct_abi::scheduler::{
+    HostRequest, MAX_EXECUTION_QUEUES, SchedulerActions, SchedulerState,
+};
 use aqueduct_abi::view::View;
 
 use crate::command::{IssueError, dispatch_block};
 use crate::queue::Queue;
 use crate::signal::Signal;
-
-use super::tick::is_execution_queue;
 
 /// What the scheduler's shared functions need from where they run.
 pub trait Requester {
@@ -56,6 +56,19 @@ pub fn request(sched: View<'_, SchedulerState>, actions: SchedulerActions, r: &m
     if sched.actions().fetch_or(actions, AcqRel, System).is_empty() {
         r.enqueue_tick(sched);
     }
+}
+
+/// Whether `queue` is the address of one of the execution queues of
+/// `sched` now (the host replaces one that faulted).
+pub fn is_execution_queue(sched: View<'_, SchedulerState>, queue: u64) -> bool {
+    let count = sched.execution_count().get();
+    let slots = sched.execution_queues();
+    // The slots are stored atomically.
+    (0..count.min(MAX_EXECUTION_QUEUES as u64)).any(|k| {
+        slots
+            .get(k as usize)
+            .is_some_and(|slot| slot.load_address(Relaxed, System) == queue)
+    })
 }
 
 /// The device's [`Requester`] and [`Issuer`]: ticks go on the control

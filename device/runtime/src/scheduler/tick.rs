@@ -398,19 +398,6 @@ fn dealloca<'a, I: Issuer>(
     unstarve(sched, bucket);
 }
 
-/// Whether `queue` is the address of one of the execution queues of
-/// `sched` now (the host replaces one that faulted).
-pub fn is_execution_queue(sched: View<'_, SchedulerState>, queue: u64) -> bool {
-    let count = sched.execution_count().get();
-    let slots = sched.execution_queues();
-    // The slots are stored atomically.
-    (0..count.min(MAX_EXECUTION_QUEUES as u64)).any(|k| {
-        slots
-            .get(k as usize)
-            .is_some_and(|slot| slot.load_address(Relaxed, System) == queue)
-    })
-}
-
 /// Points a submission not issued yet at the next of the scheduler's
 /// execution queues, in turn: its execution and every block's issue state.
 /// (The host replaces a queue that faulted; entries submitted before named

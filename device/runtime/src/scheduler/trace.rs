@@ -71,7 +71,7 @@ pub fn trace(
 /// submission outside a scheduler.
 pub fn trace_block(execution: View<'_, Execution>, block: u32, r: &mut impl Requester) {
     // An execution's entry and scheduler are live while it runs.
-    let Some(entry) = execution.entry().get() else {
+    let Some(entry) = execution.queue_entry() else {
         return;
     };
     let sched = entry.scheduler().get();

@@ -38,9 +38,9 @@ use std::thread::JoinHandle;
 
 use aqueduct_abi::amd_queue::AmdQueue;
 use aqueduct_abi::amd_signal::AmdSignal;
-use aqueduct_abi::aql::{PACKET_SIZE, PacketHeader, PacketSlot};
+use aqueduct_abi::aql::{PACKET_SIZE, PacketHeader};
 use aqueduct_abi::aql_ring::{is_ring_size, slot_offset};
-use aqueduct_abi::hsa::{HsaQueue, QueueFeatures, QueueType, SignalHandle};
+use aqueduct_abi::hsa::{HsaQueue, PacketSlot, QueueFeatures, QueueType, SignalHandle};
 use aqueduct_abi::hsa_api::*;
 use aqueduct_abi::view::{List, View};
 use zerocopy::IntoBytes;
