@@ -1,9 +1,9 @@
 //! Why a wave stopped other than by `s_endpgm`, and where.
 //!
-//! The issue-5 contract: an unknown or unimplemented encoding, an access
-//! outside device memory, LDS or scratch, and a trap each stop the dispatch
-//! with a report naming the instruction word, the pc, the kernel and the
-//! wave, never a silent wrong answer.
+//! The simulator's fault contract: an unknown or unimplemented encoding,
+//! an access outside device memory, LDS or scratch, and a trap each stop
+//! the dispatch with a report naming the instruction word, the pc, the
+//! kernel and the wave, never a silent wrong answer.
 
 use crate::decode::DecodeError;
 

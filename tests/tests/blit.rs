@@ -1,4 +1,4 @@
-//! Blit suite (issue 7 point 4): the device library's `blit_fill` and
+//! Blit suite: the device library's `blit_fill` and
 //! `blit_copy` against CPU references at odd sizes and alignments.
 //!
 //! Two ways in:

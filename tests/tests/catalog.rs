@@ -1773,8 +1773,8 @@ fn a_placeholder_in_a_catalog_read_from_memory_is_a_no_directory_error() {
 }
 
 // ---------------------------------------------------------------------------
-// Hostile catalogs found by hand (issue 16): each was a crash or a silent
-// wrong answer before.
+// Hostile catalogs found by hand: each was a crash or a silent wrong
+// answer before.
 // ---------------------------------------------------------------------------
 
 /// A second `solutions` key after `library` replaced the list the library

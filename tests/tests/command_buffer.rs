@@ -1,4 +1,4 @@
-//! Command buffers end to end (issue 19): recorded on the host into memory
+//! Command buffers end to end: recorded on the host into memory
 //! the GPU reads, submitted once, issued on the device by the device
 //! library's `cmd_block_issue` (one work-item per command) into the
 //! execution queue, run, and checked against a CPU model of the same

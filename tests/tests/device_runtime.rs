@@ -1,4 +1,4 @@
-//! The device library's runtime layer (issue 7) executed through the host
+//! The device library's runtime layer executed through the host
 //! shim on every GPU agent the HSA runtime reports (gfx942 and gfx90a on
 //! the simulator): scoped atomics hammered from many waves, signal
 //! operations with an event mailbox, a dispatch enqueued by device code

@@ -1,4 +1,4 @@
-//! The host GEMM API end to end (issue 18): `aqueduct::GemmLibrary` opens
+//! The host GEMM API end to end: `aqueduct::GemmLibrary` opens
 //! the catalog `cargo xtask build` wrote for each agent's processor, selects
 //! through it for the agent's hardware (processor, CU count, chip ID), loads
 //! the kernel and runs it through the host shim — on ROCr with a GPU, else

@@ -1,4 +1,4 @@
-//! The static quality goal of issue 18, as `cargo xtask gemm-report`
+//! The static quality goal of our MFMA kernels, as `cargo xtask gemm-report`
 //! measures it: on gfx90a each of our MFMA kernels' main loop has at least
 //! the MFMA share of the kernel rocBLAS's own catalog runs for the same
 //! types and macro-tile (NT problems on an MI210; AMD's compiled kernels

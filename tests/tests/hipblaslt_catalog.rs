@@ -1,4 +1,4 @@
-//! hipBLASLt's TensileLite catalogs (issue 22) from Debian sid's
+//! The catalog reader on hipBLASLt's TensileLite catalogs from Debian sid's
 //! `libhipblaslt1`, fetched and cached by `xtask::hipblaslt_catalog` (no
 //! root). The counts are those `host/catalog/TENSILELITE.md` surveyed in
 //! 7.1.1+dfsg-4 with Python's msgpack, independently of this reader; a

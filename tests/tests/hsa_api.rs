@@ -1,4 +1,4 @@
-//! The host shim's whole public API through a real HSA runtime (issue 6):
+//! The host shim's whole public API through a real HSA runtime:
 //! every public function of `host/src` runs here or in `hsa_e2e.rs` on
 //! every GPU agent the runtime reports — gfx942 and gfx90a on the
 //! simulator's `libaqueduct_sim.so` — against expectations written down

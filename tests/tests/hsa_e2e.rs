@@ -1,4 +1,4 @@
-//! End-to-end suite (issue 6): aqueduct's host shim driving a whole HSA
+//! End-to-end suite: aqueduct's host shim driving a whole HSA
 //! runtime — ROCr when it finds an AMD GPU, the simulator's
 //! `libaqueduct_sim.so` otherwise (`aqueduct_tests::hsa_backend`; every test
 //! prints which ran). Each test runs on every GPU agent the runtime reports:

@@ -1,4 +1,4 @@
-//! The device scheduler end to end (issue 20): entries submitted to a
+//! The device scheduler end to end: entries submitted to a
 //! `Device`'s mailbox, accepted, ordered by timeline semaphores and issued
 //! by the device's tick (`sched_tick`), retired by their command buffer's
 //! RETURN — through the HSA C ABI, on ROCr with a GPU, else on the

@@ -1,5 +1,5 @@
 //! aqueduct's own GEMM kernels on the simulator (gfx90a and gfx942)
-//! against an f64 CPU reference (issue 18): the FMA fallback and the MFMA
+//! against an f64 CPU reference: the FMA fallback and the MFMA
 //! kernels (every macro-tile), for f32, and f16/bf16 inputs with
 //! f16/bf16/f32 output, and on gfx942 FP8/BF8 (FNUZ) inputs with f32
 //! output and xf32 (f32 multiplied at xf32 precision).

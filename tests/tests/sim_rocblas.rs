@@ -3,7 +3,7 @@
 //! the simulator with exactly sized buffers at odd sizes, against an exact
 //! CPU reference (`xtask::tensile_gemm`). Code this project did not write
 //! is the simulator's harder judge: these kernels found its d16, LDS-range,
-//! buffer-range and load-to-LDS defects (issue 17).
+//! buffer-range and load-to-LDS defects.
 
 use aqueduct_sim::{Device, Target};
 use aqueduct_tests::Rng;

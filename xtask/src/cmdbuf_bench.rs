@@ -1,5 +1,8 @@
-//! Issue 19's benchmarks of command buffers, through the host shim on an
-//! HSA runtime (the simulator's `libaqueduct_sim.so` unless told otherwise):
+//! Benchmarks of command buffers against their goals — host ns per
+//! recorded dispatch ([`DISPATCH_GOAL_NS`]) and per fill or copy
+//! ([`BLIT_GOAL_NS`]), device wave-instructions per issued command beyond a
+//! constant per block ([`ISSUE_GOAL`]) — through the host shim on an HSA
+//! runtime (the simulator's `libaqueduct_sim.so` unless told otherwise):
 //!
 //! ```text
 //!   record      host ns per recorded command, amortised over RECORDED
@@ -48,7 +51,7 @@ pub const RECORDED: u32 = 10_000;
 pub const RECORD_RUNS: u32 = 30;
 /// Commands in the block whose issue is counted.
 pub const ISSUED: u32 = 1_000;
-/// The goals (issue 19): host ns per dispatch and per fill/copy recorded,
+/// The goals: host ns per dispatch and per fill/copy recorded,
 /// device wave-instructions per command of the goal's block, amortised:
 /// the marginal cost of more commands, beside a constant for the block.
 pub const DISPATCH_GOAL_NS: f64 = 50.0;

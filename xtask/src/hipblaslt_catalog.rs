@@ -1,4 +1,5 @@
-//! hipBLASLt's TensileLite catalogs (issue 22): the `.dat` files of Debian
+//! hipBLASLt's TensileLite catalogs, the real input of the catalog tests
+//! and of `catalog-bench`: the `.dat` files of Debian
 //! sid's `libhipblaslt1` (hipBLASLt 7.1.1: a lazy root per processor —
 //! gfx908, gfx90a, gfx1100–1103, gfx1150/1151, gfx1200/1201 — their 717
 //! child catalogs and the lazy mapping file; `host/catalog/TENSILELITE.md`

@@ -1,6 +1,7 @@
-//! Issue 6's benchmarks of the host shim on an HSA runtime (the simulator's
+//! Benchmarks of the host shim on an HSA runtime (the simulator's
 //! `libaqueduct_sim.so` unless told otherwise): what a dispatch costs around
-//! the kernel, measured on `empty_kernel` (tests/kernels/src/bench.rs).
+//! the kernel, measured on `empty_kernel` (tests/kernels/src/bench.rs),
+//! against the goal of at most [`SUBMIT_TARGET_NS`] per packet on the host.
 //!
 //! ```text
 //!   round trip   Kernel::dispatch ─► packet processor ─► completion ─► wait

@@ -73,7 +73,7 @@ enum Command {
     /// release build (the numbers mean nothing in debug).
     #[command(verbatim_doc_comment)]
     SimBench,
-    /// Issue 6's benchmarks through the host shim on the simulator
+    /// Time dispatches and packet submission through the host shim
     ///
     /// On the simulator's HSA runtime (agents gfx942,gfx90a unless
     /// AQUEDUCT_SIM_AGENTS says otherwise): round trip of an empty kernel,
@@ -81,7 +81,7 @@ enum Command {
     /// build ns; runs itself and the simulator as release builds.
     #[command(verbatim_doc_comment)]
     HsaBench(ShimBenchArgs),
-    /// Issue 19's command-buffer benchmarks through the host shim
+    /// Time recording and issuing command buffers through the host shim
     ///
     /// On the simulator's HSA runtime: host ns per recorded dispatch, fill
     /// and copy (10k of each; goals ≤ 50 and ≤ 20 ns), the device issue's
@@ -90,7 +90,7 @@ enum Command {
     /// runs itself and the simulator as release builds.
     #[command(verbatim_doc_comment)]
     CmdbufBench(ShimBenchArgs),
-    /// Issue 20's device-scheduler benchmarks through the host shim
+    /// Count the device scheduler's ticks and costs through the host shim
     ///
     /// On the simulator's HSA runtime: ticks for chains of 10, 100 and 1,000
     /// dependent entries (goal ≤ N + 1) and for as many entries released
@@ -119,10 +119,11 @@ enum Command {
     /// rocBLAS's catalog is fetched from Debian trixie and cached (see
     /// xtask/src/rocblas_catalog.rs): eager load time and peak memory against
     /// Python's msgpack, selection with and without the result cache, lazy
-    /// loading (issue 8). hipBLASLt 7.1.1's catalogs come from Debian sid
+    /// loading. hipBLASLt 7.1.1's catalogs come from Debian sid
     /// (xtask/src/hipblaslt_catalog.rs): opening the mapping and a lazy root,
     /// the first query of each problem type, selection without the result
-    /// cache on each processor's catalog (issue 22). Runs itself as a
+    /// cache on each processor's catalog. Times and memory are judged
+    /// against targets (xtask/src/catalog_bench.rs). Runs itself as a
     /// release build.
     #[command(verbatim_doc_comment)]
     CatalogBench(CatalogBenchArgs),

@@ -37,7 +37,7 @@ pub const WORKGROUP: u16 = 256;
 pub const RUNS: usize = 5;
 
 /// The GEMM target: AMD's f16 GEMM kernel (f32 accumulation) at 512³ on
-/// gfx90a within this on one core (issue 17).
+/// gfx90a within this on one core.
 pub const GEMM_TARGET_SECONDS: f64 = 0.075;
 /// The GEMM row's problem size (M = N = K).
 pub const GEMM_SIZE: u32 = 512;

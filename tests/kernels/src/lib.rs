@@ -1,5 +1,5 @@
-//! Kernels that exist to exercise the simulator (issue 5's execution
-//! suite): each module holds kernels of one kind, and `tests/tests/`
+//! Kernels that exist to exercise the simulator (its execution suite):
+//! each module holds kernels of one kind, and `tests/tests/`
 //! runs them on the simulator for gfx90a and gfx942 against CPU
 //! references. They are built only for those two targets.
 //!

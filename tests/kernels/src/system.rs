@@ -2,11 +2,11 @@
 //! messages to the host, clocks, early ends, and accesses outside the
 //! memory a kernel owns.
 //!
-//! Issue 5 asks that `s_getpc`/`s_swappc`/`s_setpc`, `s_trap`,
+//! The simulator must run `s_getpc`/`s_swappc`/`s_setpc`, `s_trap`,
 //! `s_sethalt`, `s_sendmsg`, `s_sleep`, `s_memtime`/`s_memrealtime` and
-//! `s_endpgm` run as the hardware runs them, and that a global, LDS or
-//! scratch access out of range stops the wave with a fault report instead
-//! of touching host memory. These kernels produce each of those, most of
+//! `s_endpgm` as the hardware runs them, and a global, LDS or scratch
+//! access out of range must stop the wave with a fault report instead of
+//! touching host memory. These kernels produce each of those, most of
 //! them only when the test asks (a kernarg or an element says so), so the
 //! same kernel also shows the quiet path is unharmed.
 //!
