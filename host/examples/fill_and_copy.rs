@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use aqueduct::command_buffer::BufferRef;
 use aqueduct::device_code::load_device_library;
-use aqueduct::scheduler::DeviceOptions;
-use aqueduct::{Device, LoadOptions, PoolKind, System};
+use aqueduct::scheduler::PhysicalDeviceOptions;
+use aqueduct::{LoadOptions, PhysicalDevice, PoolKind, System};
 
 /// Elements of each buffer; the first `COPIED` come from the upload.
 const N: usize = 4096;
@@ -31,7 +31,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let gpu = system.gpus()?.into_iter().next().ok_or("no GPU agent")?;
     let (bytes, _) = load_device_library(&gpu.info().name)?;
     let library = gpu.load_code_object(&bytes)?;
-    let device = Device::new(&gpu, &library, DeviceOptions::default())?;
+    let device = PhysicalDevice::new(&gpu, &library, PhysicalDeviceOptions::default())?;
     let queue = device.queue();
 
     // Device memory (`src`, `dst`) and host memory the GPU reaches (`out`).

@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use aqueduct::command_buffer::{BindingTableEntry, BufferRef};
 use aqueduct::device_code::load_device_library;
-use aqueduct::scheduler::DeviceOptions;
-use aqueduct::{Device, LoadOptions, PoolKind, System, Workgroups};
+use aqueduct::scheduler::PhysicalDeviceOptions;
+use aqueduct::{LoadOptions, PhysicalDevice, PoolKind, System, Workgroups};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let system = System::open(&LoadOptions::default())?;
@@ -24,7 +24,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let library = gpu.load_code_object(&bytes)?;
 
     // One GPU with its scheduler: control queue, execution queue, mailbox.
-    let device = Device::new(&gpu, &library, DeviceOptions::default())?;
+    let device = PhysicalDevice::new(&gpu, &library, PhysicalDeviceOptions::default())?;
     let queue = device.queue();
 
     // Record once: y (slot 1) += 3 · x (slot 0).

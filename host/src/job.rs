@@ -6,7 +6,7 @@
 //! 1. The agent named by [`GemmJob::device`]; the GEMM catalog of its
 //!    processor chooses the kernel for the problem on its hardware
 //!    ([`GemmLibrary`]), and the device library starts a scheduler on it
-//!    ([`Device`]).
+//!    ([`PhysicalDevice`]).
 //! 2. One command buffer, recorded once: the device library's
 //!    `fill_pattern` writes A, B and C on the device with the pattern of
 //!    [`aqueduct_abi::pattern`] (values exact in every input type, no
@@ -39,8 +39,8 @@ use crate::catalog::DataType;
 use crate::command_buffer::BufferRef;
 use crate::device_code::load_device_library;
 use crate::memory::PoolKind;
-use crate::scheduler::DeviceOptions;
-use crate::{Device, Gemm, GemmLibrary, System, Workgroups};
+use crate::scheduler::PhysicalDeviceOptions;
+use crate::{Gemm, GemmLibrary, PhysicalDevice, System, Workgroups};
 
 /// What to run: the problem and where.
 #[derive(Clone, Debug, PartialEq)]
@@ -407,7 +407,7 @@ pub fn run(system: &System, job: &GemmJob) -> Result<JobReport, JobError> {
     let fill = device_library.kernel("fill_pattern")?;
     // A, B, C, D on the GPU; D's copy in host memory, poisoned. Allocated
     // before the scheduler starts, so they are freed after it stops: a
-    // dropped Device waits for the work in flight (a failed wait below
+    // dropped PhysicalDevice waits for the work in flight (a failed wait below
     // returns early with entries still running).
     let spans = gemm.spans();
     let sizes = [
@@ -435,11 +435,11 @@ pub fn run(system: &System, job: &GemmJob) -> Result<JobReport, JobError> {
     let mut d_host = host_pool.alloc_host::<u8>(sizes[3] as usize)?;
     d_host.fill(0xFF);
 
-    let options = DeviceOptions {
+    let options = PhysicalDeviceOptions {
         trace_records: if job.trace.is_some() { 4096 } else { 0 },
-        ..DeviceOptions::default()
+        ..PhysicalDeviceOptions::default()
     };
-    let device = Device::new(&gpu, &device_library, options)?;
+    let device = PhysicalDevice::new(&gpu, &device_library, options)?;
 
     // Record once: the operands, D poisoned, the GEMM, D to the host.
     let mut recording = device.command_buffer(8)?;

@@ -398,13 +398,13 @@ impl Drop for RawAllocation {
 
 /// Marker: memory the host may not dereference.
 #[derive(Debug)]
-pub enum Device {}
+pub enum DeviceOnly {}
 /// Marker: host-accessible memory.
 #[derive(Debug)]
 pub enum Host {}
 
 /// A typed allocation of `len` elements of `T` in a pool; `L` says whether
-/// the host may dereference it ([`Host`]) or not ([`Device`]).
+/// the host may dereference it ([`Host`]) or not ([`DeviceOnly`]).
 pub struct Buffer<T, L> {
     raw: RawAllocation,
     len: usize,
@@ -412,7 +412,7 @@ pub struct Buffer<T, L> {
 }
 
 /// A typed allocation in device memory.
-pub type DeviceBuffer<T> = Buffer<T, Device>;
+pub type DeviceBuffer<T> = Buffer<T, DeviceOnly>;
 /// A typed allocation in host-accessible memory.
 pub type HostBuffer<T> = Buffer<T, Host>;
 

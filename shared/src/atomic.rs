@@ -542,7 +542,7 @@ mod host {
 mod device {
     use super::{Op, Ordering, Rmw, Scope};
 
-    /// Calls the IR function `$name` of `llvm/atomics.ll`.
+    /// Calls the IR function `$name` of `shared/llvm/atomics.ll`.
     macro_rules! ir {
         ($name:expr; fn($($a:ident: $t:ty),*) $(-> $r:ty)?) => {{
             unsafe extern "C" {

@@ -64,8 +64,8 @@ layout! {
     #[repr(C)]
     #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
     pub struct SemaphoreRef {
-        /// Device address of the [`Semaphore`].
-        pub semaphore: u64 = 0 => Ref<Semaphore>,
+        /// Device address of the [`DeviceSemaphore`].
+        pub semaphore: u64 = 0 => Ref<DeviceSemaphore>,
         /// The payload: waited for until the semaphore's payload is at least
         /// this (wait list), or the one it is advanced to (signal list).
         pub value: u64 = 8 => Plain,
@@ -147,7 +147,7 @@ layout! {
 }
 
 flags_type! {
-    /// [`Semaphore::flags`].
+    /// [`DeviceSemaphore::flags`].
     pub struct SemaphoreFlags: u32 {
         /// The semaphore failed: `status` says why, and its mirror signal
         /// holds `i64::MAX` so that every host wait returns.
@@ -165,7 +165,7 @@ layout! {
     /// without it (an acquire load: a value reached stays reached).
     #[repr(C, align(64))]
     #[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, KnownLayout, Immutable)]
-    pub struct Semaphore {
+    pub struct DeviceSemaphore {
         /// Current payload; only increases.
         pub payload: u64 = 0 => Atomic,
         /// An HSA signal whose value mirrors `payload` (`i64::MAX` once

@@ -1106,7 +1106,7 @@ impl<'a, T> List<'a, T> {
 ///     /// A timeline semaphore.
 ///     #[repr(C, align(64))]
 ///     #[derive(Clone, Copy, Debug, FromBytes, IntoBytes, KnownLayout, Immutable)]
-///     pub struct Semaphore {
+///     pub struct DeviceSemaphore {
 ///         /// Current payload; only increases.
 ///         pub payload: u64 = 0 => Atomic,
 ///         /// Waiters, linked by their `wait_next`.

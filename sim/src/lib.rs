@@ -9,12 +9,12 @@
 //! Part 1 is the interpreter, with a Rust API:
 //!
 //! ```text
-//!   Device ── memory: Memory (valid-range table over host memory)
-//!     │
-//!     ├─ load(code object) → Program   segments placed in device memory,
-//!     │                                 every instruction decoded once
-//!     └─ dispatch(program, kernel, Launch) → Stats | DispatchError
-//!            workgroups on host threads → waves round-robin → executors
+//!   Gpu ── memory: Memory (valid-range table over host memory)
+//!    │
+//!    ├─ load(code object) → Program   segments placed in device memory,
+//!    │                                 every instruction decoded once
+//!    └─ dispatch(program, kernel, Launch) → Stats | DispatchError
+//!           workgroups on host threads → waves round-robin → executors
 //! ```
 //!
 //! - [`decode`]: classification and operand decoding over opcode tables
@@ -58,7 +58,7 @@ pub use memory::{Memory, MemoryError};
 pub use program::{LoadError, Program};
 
 /// One simulated GPU: a target and its memory.
-pub struct Device {
+pub struct Gpu {
     /// The processor simulated: which code objects load and how
     /// instructions decode and execute.
     pub target: Target,
@@ -66,8 +66,8 @@ pub struct Device {
     threads: usize,
 }
 
-impl Device {
-    /// A device of `target`, running workgroups on one host thread.
+impl Gpu {
+    /// A simulated GPU of `target`, running workgroups on one host thread.
     pub fn new(target: Target) -> Self {
         Self {
             target,
@@ -129,7 +129,7 @@ impl Device {
         self.run_observed(program, kernel, grid, workgroup, kernargs, &|_| {})
     }
 
-    /// [`Device::run`], calling `on_event` for each device event
+    /// [`Gpu::run`], calling `on_event` for each device event
     /// (`s_sendmsg`) while the kernel runs.
     pub fn run_observed(
         &self,

@@ -18,7 +18,7 @@
 //! no test can rely on what it reads there. Only an access outside every
 //! mapped range faults.
 //!
-//! Strict mode ([`Memory::set_strict`], `Device::strict`, or
+//! Strict mode ([`Memory::set_strict`], `Gpu::strict`, or
 //! `AQUEDUCT_SIM_STRICT=1` for the HSA runtime) narrows every allocation to
 //! the bytes requested, and makes an LDS access beyond the group segment a
 //! fault instead of the hardware's zero read or dropped write

@@ -126,19 +126,19 @@ fn words_to_bytes<T: Word>(values: &[T]) -> Vec<u8> {
 }
 
 /// Copies `bytes` into a new simulator allocation.
-pub fn upload(device: &aqueduct_sim::Device, bytes: &[u8]) -> u64 {
+pub fn upload(device: &aqueduct_sim::Gpu, bytes: &[u8]) -> u64 {
     device.memory().alloc_bytes(bytes).expect("alloc and write")
 }
 
 /// `len` elements at `a` of `device`'s memory.
-pub fn read<T: Word>(device: &aqueduct_sim::Device, a: u64, len: usize) -> Vec<T> {
+pub fn read<T: Word>(device: &aqueduct_sim::Gpu, a: u64, len: usize) -> Vec<T> {
     let bytes = device.memory().read_vec(a, len * T::SIZE).expect("read");
     bytes.chunks_exact(T::SIZE).map(T::get).collect()
 }
 
 /// One simulated device (`d`) with a code object (`p`) loaded on it.
 pub struct Sim {
-    pub d: aqueduct_sim::Device,
+    pub d: aqueduct_sim::Gpu,
     pub p: aqueduct_sim::Program,
 }
 
@@ -151,7 +151,7 @@ pub fn simulated(package: &str) -> Vec<Sim> {
         .filter_map(|b| {
             let target = aqueduct_sim::Target::from_name(b.gfx)?;
             let bytes = std::fs::read(&b.path).expect("read code object");
-            let d = aqueduct_sim::Device::new(target);
+            let d = aqueduct_sim::Gpu::new(target);
             let p = d.load(&bytes).expect("load code object");
             Some(Sim { d, p })
         })

@@ -12,7 +12,7 @@
 //! on its fake runtime (no runtime behaviour to check through a library).
 //!
 //! ```text
-//! System / Runtime / LoadOptions (hsa/system.rs, agent.rs, device.rs)
+//! System / Runtime / LoadOptions (hsa/system.rs, agent.rs, device_spec.rs)
 //!   System::open, LoadOptions::library .......... e2e (tests/src/lib.rs opens the backend)
 //!   System::with_runtime, Runtime::load ......... e2e (through System::open)
 //!   System::runtime, Runtime::path/api .......... e2e
@@ -24,7 +24,7 @@
 //!     private ticks_per_second is checked through Signal::wait's timeout)
 //!   System::agents, System::gpus ................ e2e; api: agents_report_their_products
 //!   System::select, DeviceSpec::resolve, FromStr  api: device_strings_select_agents
-//!   device::parse_list .......................... api: device_strings_select_agents (via select)
+//!   device_spec::parse_list ..................... api: device_strings_select_agents (via select)
 //!   Agent::info/handle/system/is_gpu ............ e2e (info, handle, is_gpu); api: agents_report_their_products
 //!   AgentInfo / GpuInfo fields .................. api: agents_report_their_products
 //!   PciAddress::from_bdfid ...................... api: agents_report_their_products

@@ -1,5 +1,5 @@
 //! The device scheduler end to end: entries submitted to a
-//! `Device`'s mailbox, accepted, ordered by timeline semaphores and issued
+//! `PhysicalDevice`'s mailbox, accepted, ordered by timeline semaphores and issued
 //! by the device's tick (`sched_tick`), retired by their command buffer's
 //! RETURN — through the HSA C ABI, on ROCr with a GPU, else on the
 //! simulator's runtime (an MI300X and an MI210). Outputs are poisoned
@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use aqueduct::command_buffer::BufferRef;
-use aqueduct::scheduler::DeviceOptions;
-use aqueduct::{CommandBuffer, CommandBufferBuilder, Device, Error, HostBuffer, Semaphore};
+use aqueduct::scheduler::PhysicalDeviceOptions;
+use aqueduct::{CommandBuffer, CommandBufferBuilder, Error, HostBuffer, PhysicalDevice, Semaphore};
 use aqueduct_tests::{announced_system, device_library, host_pool, hsa_gpus};
 
 mod scheduler_common;
@@ -64,9 +64,9 @@ fn a_chain_of_dependent_entries_completes_with_one_host_wait() {
         }
         // Across queues: with two execution queues the tick deals the
         // links out in turn, so each waits for one on the other queue.
-        let options = DeviceOptions {
+        let options = PhysicalDeviceOptions {
             execution_queues: 2,
-            ..DeviceOptions::default()
+            ..PhysicalDeviceOptions::default()
         };
         let two = device_with(&gpu, options);
         let (links, pattern) = chain_buffer(&host, 10);
@@ -299,7 +299,7 @@ fn trapping_buffer(
 
 /// The scheduler goes on after a fault: an entry copying link 0 to link
 /// 1 of `links` completes, and the control queue is fine.
-fn goes_on(device: &Device, buffer: &CommandBuffer, links: &HostBuffer<u8>, gfx: &str) {
+fn goes_on(device: &PhysicalDevice, buffer: &CommandBuffer, links: &HostBuffer<u8>, gfx: &str) {
     let u = device.semaphore(0).expect("semaphore");
     device
         .queue()
@@ -316,7 +316,7 @@ fn goes_on(device: &Device, buffer: &CommandBuffer, links: &HostBuffer<u8>, gfx:
 fn flag_waiter(
     gpu: &aqueduct::agent::Agent,
     host: &aqueduct::MemoryPool,
-    device: &Device,
+    device: &PhysicalDevice,
     then_trap: bool,
 ) -> (CommandBuffer, HostBuffer<u32>, aqueduct::Executable) {
     use aqueduct::Workgroups;
@@ -351,9 +351,9 @@ fn with_two_execution_queues_independent_entries_run_side_by_side() {
     for gpu in hsa_gpus(&system) {
         let gfx = gpu.info().name.clone();
         for queues in [2, 1] {
-            let options = DeviceOptions {
+            let options = PhysicalDeviceOptions {
                 execution_queues: queues,
-                ..DeviceOptions::default()
+                ..PhysicalDeviceOptions::default()
             };
             let device = device_with(&gpu, options);
             let queue = device.queue();
@@ -417,10 +417,10 @@ fn a_fault_while_the_tick_waits_for_room_in_the_full_queue_is_recovered() {
     let host = host_pool(&system);
     for gpu in hsa_gpus(&system) {
         let gfx = gpu.info().name.clone();
-        let options = DeviceOptions {
+        let options = PhysicalDeviceOptions {
             queue_size: gpu.info().queue_min_size,
             trace_records: 1024,
-            ..DeviceOptions::default()
+            ..PhysicalDeviceOptions::default()
         };
         let device = device_with(&gpu, options);
         let queue = device.queue();
@@ -496,11 +496,11 @@ fn back_pressure_waits_and_loses_nothing() {
     let host = host_pool(&system);
     for gpu in hsa_gpus(&system) {
         let gfx = gpu.info().name.clone();
-        let options = DeviceOptions {
+        let options = PhysicalDeviceOptions {
             entries: 8,
             kernarg_bytes: 4096,
             queue_size: 64,
-            ..DeviceOptions::default()
+            ..PhysicalDeviceOptions::default()
         };
         let device = device_with(&gpu, options);
         let queue = device.queue();
@@ -557,17 +557,18 @@ fn cross_device_waits_alternate_between_two_schedulers() {
     } else {
         "amdgpu://0,0"
     };
-    let logical = aqueduct::LogicalDevice::open(&system, spec, DeviceOptions::default(), |agent| {
-        Ok(device_library(agent))
-    })
-    .expect("logical device");
+    let logical =
+        aqueduct::LogicalDevice::open(&system, spec, PhysicalDeviceOptions::default(), |agent| {
+            Ok(device_library(agent))
+        })
+        .expect("logical device");
     let [a, b] = logical.devices() else {
         panic!("{spec} selected {} devices", logical.devices().len());
     };
     if gpus.len() > 1 {
         assert_ne!(a.agent().handle(), b.agent().handle(), "two GPUs");
     }
-    let record = |d: &Device| {
+    let record = |d: &PhysicalDevice| {
         let mut r = d.command_buffer(2).expect("builder");
         r.copy(
             BufferRef::binding(0, 0, LINK),
@@ -611,10 +612,10 @@ fn traced_chain(
     host: &aqueduct::MemoryPool,
     records: u32,
     n: u64,
-) -> (Device, Semaphore, HostBuffer<u8>, Vec<u8>) {
-    let options = DeviceOptions {
+) -> (PhysicalDevice, Semaphore, HostBuffer<u8>, Vec<u8>) {
+    let options = PhysicalDeviceOptions {
         trace_records: records,
-        ..DeviceOptions::default()
+        ..PhysicalDeviceOptions::default()
     };
     let device = device_with(gpu, options);
     let (_, _, buffer) = scheduler_on(gpu);
@@ -638,7 +639,7 @@ fn traced_chain(
 /// `records`. The tick that retires the last entry writes its own record
 /// when it ends, which can be after the entry's semaphore signal and
 /// release (a CI run saw 160 of 161 right after them).
-fn trace_of(device: &Device, records: u64) -> aqueduct::scheduler::DeviceTrace {
+fn trace_of(device: &PhysicalDevice, records: u64) -> aqueduct::scheduler::DeviceTrace {
     let start = std::time::Instant::now();
     loop {
         let t = device.trace().expect("tracing is on");
@@ -813,10 +814,10 @@ fn queue_ordered_allocations_come_from_a_device_pool_that_grows_and_trims() {
     let host = host_pool(&system);
     for gpu in hsa_gpus(&system) {
         let gfx = gpu.info().name.clone();
-        let options = DeviceOptions {
+        let options = PhysicalDeviceOptions {
             pool_block_sizes: [4096, 1 << 20],
             pool_blocks: 20,
-            ..DeviceOptions::default()
+            ..PhysicalDeviceOptions::default()
         };
         let device = device_with(&gpu, options);
         let queue = device.queue();

@@ -16,7 +16,7 @@
 #![feature(f16)]
 
 use aqueduct_abi::gemm::{GemmArgs, GemmFlags};
-use aqueduct_gemm::common::{ElementType, KernelInfo};
+use aqueduct_gemm::common::{ElementType, GemmKernel};
 use aqueduct_gemm::{fma, mfma};
 use aqueduct_tests::{Rng, Sim, simulated};
 use zerocopy::IntoBytes;
@@ -145,7 +145,7 @@ struct Kernel {
 }
 
 impl Kernel {
-    fn of(k: &KernelInfo) -> Self {
+    fn of(k: &GemmKernel) -> Self {
         let ty = |t: ElementType| match t {
             ElementType::F32 => Ty::F32,
             ElementType::F16 => Ty::F16,
@@ -170,7 +170,7 @@ impl Kernel {
 }
 
 /// The kernels of `list` built for `sim`'s target.
-fn built(list: &[KernelInfo], sim: &Sim) -> Vec<Kernel> {
+fn built(list: &[GemmKernel], sim: &Sim) -> Vec<Kernel> {
     let gfx = sim.d.target.name();
     list.iter()
         .filter(|k| k.built_for(gfx))

@@ -4,7 +4,7 @@
 //! so a kernel that skips or repeats an element fails.
 
 use aqueduct::device_code::DEVICE_LIBRARY;
-use aqueduct_sim::{Device, DispatchError, Fault, Target};
+use aqueduct_sim::{DispatchError, Fault, Gpu, Target};
 use aqueduct_tests::{Args, Rng, Sim, Word, built_code_objects, read, simulated, upload};
 
 #[test]
@@ -140,7 +140,7 @@ fn results_do_not_depend_on_how_many_threads_run_the_workgroups() {
         let bytes = std::fs::read(&built.path).expect("read code object");
         let outputs: Vec<Vec<u32>> = [1, 4]
             .map(|threads| {
-                let d = Device::new(target).with_threads(threads);
+                let d = Gpu::new(target).with_threads(threads);
                 let p = d.load(&bytes).expect("load");
                 let xa = upload(&d, &x);
                 let ya = upload(&d, &y);

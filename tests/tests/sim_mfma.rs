@@ -29,7 +29,7 @@
 //!
 //! D is poisoned before each run and has a poisoned guard after it.
 
-use aqueduct_sim::{Device, Program, Target};
+use aqueduct_sim::{Gpu, Program, Target};
 use aqueduct_tests::{Rng, Sim, TEST_KERNELS, Word, simulated, upload};
 
 const LANES: usize = 64;
@@ -466,7 +466,7 @@ fn check(target: Target, case: &Case, got: &[u8], want: &[Vec<(u64, f64)>]) {
 // Running
 // ---------------------------------------------------------------------------
 
-fn run_case(d: &Device, p: &Program, case: &Case, seed: u64) {
+fn run_case(d: &Gpu, p: &Program, case: &Case, seed: u64) {
     let mut rng = Rng(seed);
     let a = random_operand(case.ty, case.per_lane(), &mut rng);
     let b = random_operand(case.b_ty, case.per_lane(), &mut rng);

@@ -5,7 +5,7 @@
 //! is the simulator's harder judge: these kernels found its d16, LDS-range,
 //! buffer-range and load-to-LDS defects.
 
-use aqueduct_sim::{Device, Target};
+use aqueduct_sim::{Gpu, Target};
 use aqueduct_tests::Rng;
 use xtask::tensile_gemm::{Case, KERNELS, Problem};
 
@@ -14,7 +14,7 @@ fn amd_compiled_gemm_kernels_match_the_cpu_at_odd_sizes() {
     let path = xtask::rocblas_catalog::fetch_gemm_kernels()
         .unwrap_or_else(|e| panic!("AMD's GEMM kernels (needs network once): {e}"));
     let bytes = std::fs::read(&path).expect("read the kernels");
-    let device = Device::new(Target::Gfx90a).with_threads(2);
+    let device = Gpu::new(Target::Gfx90a).with_threads(2);
     let program = device.load(&bytes).expect("load");
     let mut rng = Rng(0x90A_6E33);
     for kernel in KERNELS {

@@ -28,7 +28,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use aqueduct_abi::gfx::MatrixCore;
-use aqueduct_gemm::common::{ElementType, KernelInfo};
+use aqueduct_gemm::common::{ElementType, GemmKernel};
 
 use crate::targets::GfxTarget;
 
@@ -96,7 +96,7 @@ pub fn product_rows(gfx: &str) -> (&'static [ProductRow], u32) {
 
 /// The kernels a target's catalog offers: the MFMA family where the
 /// target has matrix cores, else the FMA one.
-pub fn kernels_for(target: &GfxTarget) -> Vec<&'static KernelInfo> {
+pub fn kernels_for(target: &GfxTarget) -> Vec<&'static GemmKernel> {
     let family = if target.matrix_core == MatrixCore::Mfma {
         aqueduct_gemm::mfma::KERNELS
     } else {
@@ -187,7 +187,7 @@ pub fn description(target: &GfxTarget) -> String {
                 }
             }
             for (i, o) in types {
-                let of_type: Vec<&KernelInfo> = kernels
+                let of_type: Vec<&GemmKernel> = kernels
                     .iter()
                     .copied()
                     .filter(|k| (type_name(k.input), type_name(k.output)) == (i, o))

@@ -24,8 +24,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use aqueduct::command_buffer::{BindingTableEntry, BufferRef};
-use aqueduct::scheduler::DeviceOptions;
-use aqueduct::{CommandBufferBuilder, Device};
+use aqueduct::scheduler::PhysicalDeviceOptions;
+use aqueduct::{CommandBufferBuilder, PhysicalDevice};
 
 use crate::cmdbuf_bench::{kernel_counts, open_simulator};
 
@@ -65,7 +65,8 @@ pub fn run(
     for gpu in system.gpus().map_err(err)? {
         let gfx = gpu.info().name.clone();
         let lib = gpu.load_code_object(&device_library(&gfx)?).map_err(err)?;
-        let device = Device::new(&gpu, &lib, DeviceOptions::default()).map_err(err)?;
+        let device =
+            PhysicalDevice::new(&gpu, &lib, PhysicalDeviceOptions::default()).map_err(err)?;
         let queue = device.queue();
         let rq = gpu.create_queue(64).map_err(err)?;
         let mut b = CommandBufferBuilder::new(&rq, 2).map_err(err)?;

@@ -11,7 +11,7 @@
 //!
 //! Numbers are only meaningful with the simulator optimised: `cargo xtask`
 //! is a debug build, so `sim-bench` re-runs itself with `--release`.
-//! Times are of `Device::run` (kernargs placed, the dispatch run, kernargs
+//! Times are of `Gpu::run` (kernargs placed, the dispatch run, kernargs
 //! freed); buffer set-up and the reference check are outside them. Both
 //! wall time and the calling thread's CPU time are taken: on a busy machine
 //! wall time includes other processes' turns, so the target is judged on
@@ -21,7 +21,7 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use aqueduct_abi::gemm::{GemmArgs, GemmFlags};
-use aqueduct_sim::{Device, Program, Stats, Target};
+use aqueduct_sim::{Gpu, Program, Stats, Target};
 use zerocopy::IntoBytes;
 
 use crate::rng::Rng;
@@ -102,11 +102,11 @@ fn thread_cpu_time() -> Option<Duration> {
 }
 
 /// A device buffer holding `bytes`.
-fn upload(d: &Device, bytes: &[u8]) -> Result<u64, String> {
+fn upload(d: &Gpu, bytes: &[u8]) -> Result<u64, String> {
     d.memory().alloc_bytes(bytes).map_err(|e| e.to_string())
 }
 
-fn download(d: &Device, a: u64, len: usize) -> Result<Vec<u8>, String> {
+fn download(d: &Gpu, a: u64, len: usize) -> Result<Vec<u8>, String> {
     d.memory().read_vec(a, len).map_err(|e| e.to_string())
 }
 
@@ -151,7 +151,7 @@ fn kernargs(program: &Program, kernel: &str, values: &[&[u8]]) -> Result<Vec<u8>
 /// Runs `kernel` [`RUNS`] times over [`ELEMENTS`] work-items, calling
 /// `prepare` before and `verify` after each run (both untimed).
 fn time(
-    d: &Device,
+    d: &Gpu,
     program: &Program,
     kernel: &'static str,
     ka: &[u8],
@@ -226,7 +226,7 @@ pub fn run_our_gemm(
         .find(|k| k.name == kernel)
         .ok_or_else(|| format!("{kernel} is not an aqueduct-gemm kernel"))?;
     let n = GEMM_SIZE as usize;
-    let d = Device::new(Target::Gfx90a);
+    let d = Gpu::new(Target::Gfx90a);
     let p = d.load(code_object).map_err(|e| e.to_string())?;
     let mut rng = Rng(0x0512_F16F);
     let draw = |rng: &mut Rng| {
@@ -339,7 +339,7 @@ pub fn run_gemm(threads: usize) -> Result<Vec<Sample>, String> {
     };
     let mut out = Vec::new();
     for t in [1, threads.max(2)] {
-        let d = Device::new(Target::Gfx90a).with_threads(t);
+        let d = Gpu::new(Target::Gfx90a).with_threads(t);
         let p = d.load(&bytes).map_err(|e| e.to_string())?;
         let case = crate::tensile_gemm::Case::new(&d, &p, kernel, problem, &mut Rng(0x6E33_0512))?;
         let sample = Sample {
@@ -380,9 +380,9 @@ fn first_difference(got: &[u8], want: &[u8], elem: usize) -> Result<(), String> 
 
 /// The benchmark dispatches on one code object of `aqueduct-device`.
 pub fn run(target: Target, code_object: &[u8]) -> Result<Vec<Sample>, String> {
-    // One thread is `Device::new`'s default; said here because the target
+    // One thread is `Gpu::new`'s default; said here because the target
     // is per core.
-    let d = Device::new(target).with_threads(1);
+    let d = Gpu::new(target).with_threads(1);
     let p = d.load(code_object).map_err(|e| e.to_string())?;
     let mut rng = Rng(0x5A5A_1234_9876_ABCD);
     let len = ELEMENTS as u64;

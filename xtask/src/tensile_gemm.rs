@@ -16,7 +16,7 @@
 //! type, bf16 included: the check is exact, whatever order the MFMA
 //! accumulates in.
 
-use aqueduct_sim::{Device, Program, Stats};
+use aqueduct_sim::{Gpu, Program, Stats};
 
 use crate::rng::Rng;
 
@@ -250,7 +250,7 @@ impl Case {
     /// `p` for `kernel` on `device`, with inputs from `rng`; every buffer
     /// exactly the size the problem needs.
     pub fn new(
-        device: &Device,
+        device: &Gpu,
         program: &Program,
         kernel: &'static Kernel,
         p: Problem,
@@ -396,7 +396,7 @@ impl Case {
     }
 
     /// Runs the kernel once.
-    pub fn run(&self, device: &Device, program: &Program) -> Result<Stats, String> {
+    pub fn run(&self, device: &Gpu, program: &Program) -> Result<Stats, String> {
         device
             .run(
                 program,
@@ -409,7 +409,7 @@ impl Case {
     }
 
     /// Re-poisons D, for another run.
-    pub fn poison(&self, device: &Device) -> Result<(), String> {
+    pub fn poison(&self, device: &Gpu) -> Result<(), String> {
         let bytes = vec![0xFF; self.d_len * self.kernel.cd.bytes()];
         device
             .memory()
@@ -453,7 +453,7 @@ impl Case {
 
     /// D against the CPU, exactly: an error names the first few wrong
     /// elements and counts them.
-    pub fn check(&self, device: &Device) -> Result<(), String> {
+    pub fn check(&self, device: &Gpu) -> Result<(), String> {
         let ty = self.kernel.cd;
         let out = device
             .memory()
@@ -487,7 +487,7 @@ impl Case {
     }
 
     /// Frees the case's buffers.
-    pub fn free(self, device: &Device) {
+    pub fn free(self, device: &Gpu) {
         for a in self.buffers {
             let _ = device.memory().free(a);
         }

@@ -225,7 +225,7 @@ pub enum Family {
 /// `(ceil(M / tile_rows) · threads, ceil(N / tile_cols), batch)`
 /// work-items in workgroups of `(threads, 1, 1)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct KernelInfo {
+pub struct GemmKernel {
     pub name: &'static str,
     pub family: Family,
     /// A and B.
@@ -241,7 +241,7 @@ pub struct KernelInfo {
     pub only_on: &'static [&'static str],
 }
 
-impl KernelInfo {
+impl GemmKernel {
     /// Whether the kernel is built for `gfx`: FMA kernels everywhere, MFMA
     /// ones where the processor has MFMA (`aqueduct_abi::gfx`), each within
     /// its `only_on` targets.

@@ -13,7 +13,7 @@
 
 #[cfg(target_arch = "amdgpu")]
 use crate::common::{Bf16, Element, F16, Layout, Problem, offset};
-use crate::common::{ElementType, Family, KernelInfo};
+use crate::common::{ElementType, Family, GemmKernel};
 pub use crate::common::{TRANSPOSE_A, TRANSPOSE_B};
 
 /// Rows and columns of D one workgroup computes.
@@ -203,7 +203,7 @@ crate::common::entry_points! {
 }
 
 /// Every FMA kernel.
-pub const KERNELS: &[KernelInfo] = &[
+pub const KERNELS: &[GemmKernel] = &[
     fma_kernel("gemm_f32_fma", ElementType::F32, ElementType::F32),
     fma_kernel("gemm_f16_fma", ElementType::F16, ElementType::F16),
     fma_kernel("gemm_f16_f32_fma", ElementType::F16, ElementType::F32),
@@ -211,8 +211,8 @@ pub const KERNELS: &[KernelInfo] = &[
     fma_kernel("gemm_bf16_f32_fma", ElementType::Bf16, ElementType::F32),
 ];
 
-const fn fma_kernel(name: &'static str, input: ElementType, output: ElementType) -> KernelInfo {
-    KernelInfo {
+const fn fma_kernel(name: &'static str, input: ElementType, output: ElementType) -> GemmKernel {
+    GemmKernel {
         name,
         family: Family::Fma,
         input,

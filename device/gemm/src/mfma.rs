@@ -55,7 +55,7 @@
 
 use aqueduct_abi::gfx::{MatrixCore, TARGETS};
 
-use crate::common::{Bf8, Bf16, ElementType, F16, Family, Fp8, KernelInfo, Stored, Xf32};
+use crate::common::{Bf8, Bf16, ElementType, F16, Family, Fp8, GemmKernel, Stored, Xf32};
 
 /// Work-items per workgroup (four waves, 2 × 2 over the macro-tile).
 pub const THREADS: u32 = 256;
@@ -259,7 +259,7 @@ macro_rules! kernel_infos {
     ($($name:ident: $in:ty => $out:ty, $tile:ident $(, only_on $($gfx:literal),+)?;)*) => {
         /// Every MFMA kernel (`mfma_kernels!`), built for gfx90a, gfx942 and
         /// gfx950 unless its `only_on` says otherwise.
-        pub const KERNELS: &[KernelInfo] = &[$(
+        pub const KERNELS: &[GemmKernel] = &[$(
             mfma_kernel(
                 stringify!($name),
                 <$in as Stored>::TYPE,
@@ -279,8 +279,8 @@ const fn mfma_kernel(
     output: ElementType,
     tile: Tile,
     only_on: &'static [&'static str],
-) -> KernelInfo {
-    KernelInfo {
+) -> GemmKernel {
+    GemmKernel {
         name,
         family: Family::Mfma,
         input,
@@ -334,7 +334,7 @@ pub fn write_lds_ir(out: &mut impl core::fmt::Write, gfx: &str) -> core::fmt::Re
 }
 
 /// The macro-tile of a kernel of this family.
-pub const fn tile_of(kernel: &KernelInfo) -> Tile {
+pub const fn tile_of(kernel: &GemmKernel) -> Tile {
     Tile {
         wm: kernel.tile_rows / (2 * BLOCK),
         wn: kernel.tile_cols / (2 * BLOCK),

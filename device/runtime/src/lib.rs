@@ -8,8 +8,8 @@
 //!
 //! The split follows the house rule "device logic is plain Rust first": the
 //! logic is safe, host-testable Rust over [views](aqueduct_abi::view) of the
-//! shared layouts; only the thin layer of intrinsics ([`arch`]) and the
-//! `extern "gpu-kernel"` entry points ([`kernels`]) is
+//! shared layouts; only the thin layer of intrinsics (`arch`) and the
+//! `extern "gpu-kernel"` entry points (`kernels`) is
 //! `#[cfg(target_arch = "amdgpu")]`.
 //!
 //! | module | what it is |

@@ -1,5 +1,5 @@
 //! Models of the device scheduler's lock-free protocols
-//! (`src/scheduler.rs`), checked with loom over every interleaving of a
+//! (`src/scheduler/`), checked with loom over every interleaving of a
 //! few threads. Each model repeats the protocol's steps and orderings on
 //! loom's atomics (the scheduler's own code works on raw device addresses,
 //! which loom cannot track):
@@ -16,7 +16,7 @@
 //!   advances the payload and detaches the waiters under the lock. The
 //!   waiter is either told "reached" or woken, never neither;
 //! - the kernarg ring: the submitter reserves (the host's
-//!   `KernargRing::reserve` arithmetic) after reading the read offset with
+//!   `KernargProducer::reserve` arithmetic) after reading the read offset with
 //!   acquire, writes, publishes; the tick reads an entry's bytes, then
 //!   releases its range in order (`reclaim`: the read offset, release).
 //!   No byte is rewritten while it is being read (loom's cells check).
@@ -230,7 +230,7 @@ fn the_kernarg_ring_reuses_bytes_only_after_the_tick_released_them() {
             thread::spawn(move || {
                 let mut write = 0;
                 for k in 0..ENTRIES {
-                    // `KernargRing::reserve` of 64 bytes, waiting for room.
+                    // `KernargProducer::reserve` of 64 bytes, waiting for room.
                     let (start, end) = loop {
                         let read = ring.read_offset.load(Acquire);
                         let at = write % CAP;

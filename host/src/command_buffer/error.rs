@@ -7,7 +7,7 @@ use aqueduct_abi::command::MAX_BINDING_SLOTS;
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum CommandError {
     /// The kernel arguments do not fit the kernel (unset, wrong kind or
-    /// size: the message of [`Kernargs`]).
+    /// size: the message of [`Kernargs`](crate::Kernargs)).
     #[error("{0}")]
     Arguments(String),
     /// The launch does not fit the kernel or the agent.
@@ -94,7 +94,7 @@ pub enum CommandError {
     /// An unknown fence scope.
     #[error("fence scope {0} is not none, agent or system")]
     Scope(u8),
-    /// A branch condition that is not one of [`BranchCondition`]'s.
+    /// A branch condition that is not one of [`BranchCondition`](aqueduct_abi::command::BranchCondition)'s.
     #[error("branch condition {0} is unknown")]
     Condition(u32),
     /// A branch to a block the recording does not have.

@@ -47,13 +47,13 @@ impl SharedBytes {
 
 /// The producer of a kernarg ring: its storage and the bytes ever reserved
 /// and ever released (offsets mod the capacity).
-pub(crate) struct KernargRing {
+pub(crate) struct KernargProducer {
     storage: Arc<SharedBytes>,
     write: u64,
     read: u64,
 }
 
-impl KernargRing {
+impl KernargProducer {
     /// An empty ring over `storage`.
     pub(crate) fn new(storage: HostBuffer<u8>) -> Self {
         Self {
@@ -99,7 +99,7 @@ impl KernargRing {
         (end - self.read <= cap).then_some((start % cap, end))
     }
 
-    /// A reservation [`KernargRing::reserve`] gave is written: the next
+    /// A reservation [`KernargProducer::reserve`] gave is written: the next
     /// starts at `end`.
     pub(crate) fn commit(&mut self, end: u64) {
         self.write = end;

@@ -6,7 +6,7 @@
 //! arguments against the kernel's metadata, the launch against the
 //! kernel's and the agent's limits, buffer ranges, alignment, fill
 //! patterns, the block's capacity, branch targets. A refused command is an
-//! [`Error::Command`] naming its block and index; the recording keeps no
+//! [`Error::Command`](crate::Error::Command) naming its block and index; the recording keeps no
 //! command and no binding-slot need of it (data it put before the refusal
 //! stays unused in the recording's memory).
 //!
@@ -78,7 +78,7 @@ pub use aqueduct_abi::command::{
 };
 pub use aqueduct_abi::packet::Ordering;
 pub use error::{CommandError, UPDATE_MAX};
-pub(crate) use kernarg_ring::KernargRing;
+pub(crate) use kernarg_ring::KernargProducer;
 pub use queue::CommandQueue;
 pub use recorded::CommandBuffer;
 pub use recorder::transfer::PATTERN_SIZES;

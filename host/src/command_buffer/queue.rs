@@ -15,7 +15,7 @@ use crate::executable::Executable;
 use crate::queue::{DEFAULT_SPACE_TIMEOUT, Queue, RoomWait};
 use crate::signal::{LoadOrder, Signal};
 
-use super::kernarg_ring::KernargRing;
+use super::kernarg_ring::KernargProducer;
 use super::recorded::CommandBuffer;
 use super::submission::{
     ISSUE_WORKGROUP, IssueKernels, IssueMode, Submission, SubmissionPlan, SubmissionTarget,
@@ -29,7 +29,7 @@ pub struct CommandQueue {
     queue: Queue,
     kernels: IssueKernels,
     mode: IssueMode,
-    ring: KernargRing,
+    ring: KernargProducer,
     /// Submissions whose ring space is not released yet: their signal and
     /// the write position after them.
     pending: VecDeque<(Signal, u64)>,
@@ -48,7 +48,7 @@ impl CommandQueue {
             queue: queue.clone(),
             kernels,
             mode: IssueMode::Auto,
-            ring: KernargRing::new(storage),
+            ring: KernargProducer::new(storage),
             pending: VecDeque::new(),
         })
     }

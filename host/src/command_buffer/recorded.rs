@@ -166,7 +166,7 @@ impl CommandBuffer {
         &self.inner.slot_sizes
     }
 
-    /// Device address of the [`CommandBufferHeader`].
+    /// Device address of the [`CommandBufferHeader`](aqueduct_abi::command::CommandBufferHeader).
     pub fn address(&self) -> u64 {
         self.inner.header
     }

@@ -6,7 +6,7 @@
 //! command a fault stopped at.
 //!
 //! The device scheduler writes the same layout into its own kernarg ring
-//! ([`SubmissionLayout::write`] with a [`SubmissionTarget`] naming its
+//! (`SubmissionPlan::write` with a `SubmissionTarget` naming its
 //! entry); [`crate::command_buffer::CommandQueue`] writes it for a host
 //! submission.
 
@@ -92,7 +92,7 @@ pub enum IssueMode {
     /// `cmd_block_issue_serial`, the others by the branch that continues
     /// with them (for debugging: commands issue one at a time, in the
     /// block's issue order, grouped by kind unless
-    /// [`CommandBufferBuilder::set_sort_by_kind`] turned that off).
+    /// [`CommandBufferBuilder::set_sort_by_kind`](crate::CommandBufferBuilder::set_sort_by_kind) turned that off).
     Serial,
     /// A branch issues a block of at most this many commands itself,
     /// serially, saving the block-issue dispatch (to tune on hardware,

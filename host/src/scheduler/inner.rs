@@ -30,7 +30,7 @@ use aqueduct_abi::view::View;
 use aqueduct_device::scheduler as shared;
 
 use crate::agent::Agent;
-use crate::command_buffer::{CommandBuffer, IssueKernels, IssueMode, KernargRing};
+use crate::command_buffer::{CommandBuffer, IssueKernels, IssueMode, KernargProducer};
 use crate::error::{Error, Result};
 use crate::executable::Kernel;
 use crate::memory::HostBuffer;
@@ -43,7 +43,7 @@ use super::trace::Trace;
 
 /// The host's side of submitting: the write position of the kernarg ring.
 pub(super) struct Producer {
-    pub(super) ring: KernargRing,
+    pub(super) ring: KernargProducer,
 }
 
 /// What an entry keeps alive while the device may read it: its command

@@ -1,4 +1,4 @@
-//! The device scheduler from the host: a [`Device`] (one GPU with its
+//! The device scheduler from the host: a [`PhysicalDevice`] (one GPU with its
 //! scheduler), its [`DeviceQueue`], and timeline [`Semaphore`]s.
 //!
 //! Submitting writes one queue entry into the scheduler's mailbox ring in
@@ -20,18 +20,18 @@
 //! the host's way to enqueue a tick and store a signal.
 //!
 //! Back-pressure: a full mailbox or kernarg ring makes the submitter wait
-//! (up to [`DEFAULT_SPACE_TIMEOUT`]) until the tick reclaims retired
+//! (up to [`DEFAULT_SPACE_TIMEOUT`](crate::queue::DEFAULT_SPACE_TIMEOUT)) until the tick reclaims retired
 //! entries, polling the ring's read side every 50 µs.
 //!
 //! A service thread per device serves the device's requests to the host
-//! ([`HostRequest`]): device code posts them as AGENT_DISPATCH packets to
+//! ([`HostRequest`](aqueduct_abi::scheduler::HostRequest)): device code posts them as AGENT_DISPATCH packets to
 //! a soft queue the thread waits on with the runtime's signal wait
 //! (`crate::service`). A retiring entry asks the host to release what it
 //! kept alive for the device (the command buffer, the semaphores), at
 //! once rather than at the next submit; a trace ring that filled another
 //! half asks to be drained, which the thread also does every few
-//! milliseconds ([`DeviceOptions::trace_records`], [`Device::trace`],
-//! [`Device::write_trace`]). The thread also watches the execution
+//! milliseconds ([`PhysicalDeviceOptions::trace_records`], [`PhysicalDevice::trace`],
+//! [`PhysicalDevice::write_trace`]). The thread also watches the execution
 //! queues: when a kernel faults, the entries issued on its queue fail (and
 //! with them their semaphores and everything waiting on those), and a new
 //! queue takes its place.
@@ -39,10 +39,10 @@
 //! Queue-ordered allocations ([`DeviceQueue::alloca`], `dealloca`) come
 //! from a device block pool of two buckets of fixed-size blocks that the
 //! tick serves (`aqueduct_device::scheduler`); an empty bucket asks the
-//! host service to grow it ([`HostRequest::GROW`]), and
-//! [`Device::trim`] gives the free blocks back.
+//! host service to grow it ([`HostRequest::GROW`](aqueduct_abi::scheduler::HostRequest::GROW)), and
+//! [`PhysicalDevice::trim`] gives the free blocks back.
 //!
-//! [`DeviceOptions::execution_queues`] gives a device up to four execution
+//! [`PhysicalDeviceOptions::execution_queues`] gives a device up to four execution
 //! queues; the tick deals the entries out to them in turn, and a queue
 //! that faults is replaced alone.
 //!
@@ -51,8 +51,8 @@
 //!
 //! | module | what it holds |
 //! |---|---|
-//! | [`device`] | [`Device`]: starting a scheduler on a GPU, its counters, trace, pool and failures |
-//! | [`options`] | [`DeviceOptions`]: the scheduler's sizes and modes |
+//! | [`physical_device`] | [`PhysicalDevice`]: starting a scheduler on a GPU, its counters, trace, pool and failures |
+//! | [`options`] | [`PhysicalDeviceOptions`]: the scheduler's sizes and modes |
 //! | [`queue`] | [`DeviceQueue`] and [`Batch`]: writing entries into the mailbox |
 //! | [`semaphore`] | [`Semaphore`]: timeline semaphores, signalled and waited for from the host |
 //! | [`allocation`] | [`Allocation`]: queue-ordered allocations' handles |
@@ -62,19 +62,19 @@
 //! | [`logical`] | [`LogicalDevice`]: several GPUs as one |
 
 pub mod allocation;
-pub mod device;
 mod inner;
 pub mod logical;
 pub mod options;
+pub mod physical_device;
 mod pool;
 pub mod queue;
 pub mod semaphore;
 mod trace;
 
 pub use allocation::Allocation;
-pub use device::{Device, SchedulerStats};
 pub use logical::LogicalDevice;
-pub use options::DeviceOptions;
+pub use options::PhysicalDeviceOptions;
+pub use physical_device::{PhysicalDevice, SchedulerStats};
 pub use pool::PoolStats;
 pub use queue::{Batch, DeviceQueue, SemaphoreValue};
 pub use semaphore::{MAX_SEMAPHORE_VALUE, Semaphore};

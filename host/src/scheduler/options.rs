@@ -1,11 +1,11 @@
-//! The sizes and modes a [`Device`](super::Device)'s scheduler is made
+//! The sizes and modes a [`PhysicalDevice`](super::PhysicalDevice)'s scheduler is made
 //! with.
 
 use crate::command_buffer::IssueMode;
 
-/// Sizes of a [`Device`]'s scheduler.
+/// Sizes of a [`PhysicalDevice`](super::PhysicalDevice)'s scheduler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DeviceOptions {
+pub struct PhysicalDeviceOptions {
     /// Slots of the mailbox ring (a power of two): entries submitted and
     /// not yet reclaimed.
     pub entries: u32,
@@ -22,10 +22,10 @@ pub struct DeviceOptions {
     /// Records of the device trace ring (a power of two; 0: no tracing):
     /// ticks, entries issued, started and retired, blocks, with device
     /// timestamps, drained by the service thread when the device asks and
-    /// every few milliseconds ([`Device::write_trace`]).
+    /// every few milliseconds ([`PhysicalDevice::write_trace`](super::PhysicalDevice::write_trace)).
     pub trace_records: u32,
     /// Block sizes of the device block pool's small and large buckets
-    /// (bytes, small < large): an [`DeviceQueue::alloca`] takes a block of
+    /// (bytes, small < large): an [`DeviceQueue::alloca`](super::DeviceQueue::alloca) takes a block of
     /// the smaller one that holds it; more than the large size is refused.
     pub pool_block_sizes: [u64; 2],
     /// Most blocks each bucket holds: the pool grows (the device asks the
@@ -34,7 +34,7 @@ pub struct DeviceOptions {
     pub pool_blocks: u32,
 }
 
-impl Default for DeviceOptions {
+impl Default for PhysicalDeviceOptions {
     fn default() -> Self {
         Self {
             entries: 1024,

@@ -22,12 +22,12 @@ use crate::error::{Error, Result};
 use crate::memory::{DeviceBuffer, HostBuffer, MemoryPool, PoolKind};
 use crate::queue::Queue;
 
-use super::options::DeviceOptions;
+use super::options::PhysicalDeviceOptions;
 
 /// Blocks the pool's growth adds at a time, small and large bucket.
 const GROW_BLOCKS: [u32; 2] = [16, 1];
 
-/// One bucket of a device's block pool ([`Device::pool_stats`](super::Device::pool_stats)).
+/// One bucket of a device's block pool ([`PhysicalDevice::pool_stats`](super::PhysicalDevice::pool_stats)).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PoolStats {
     /// Bytes per block.
@@ -54,7 +54,11 @@ impl PoolMemory {
     /// (the buckets' sizes and empty free arrays of `options.pool_blocks`)
     /// and no block yet; the device asks for blocks as allocations need
     /// them.
-    pub(super) fn new(agent: &Agent, execution: &Queue, options: &DeviceOptions) -> Result<Self> {
+    pub(super) fn new(
+        agent: &Agent,
+        execution: &Queue,
+        options: &PhysicalDeviceOptions,
+    ) -> Result<Self> {
         let [small, large] = options.pool_block_sizes;
         if small == 0 || small >= large || options.pool_blocks == 0 {
             return Err(Error::InvalidArgument {

@@ -79,7 +79,7 @@ impl<'a> EntryWork<'a> {
     }
 }
 
-/// Submits to a [`Device`](super::Device)'s execution queue: every call
+/// Submits to a [`PhysicalDevice`](super::PhysicalDevice)'s execution queue: every call
 /// adds one entry that runs once its waits are reached and signals its
 /// semaphores when done.
 #[derive(Clone)]
@@ -187,7 +187,7 @@ impl DeviceQueue {
                 what: "alloca",
                 problem: format!(
                     "{length} bytes: the device pool's blocks hold 1 to {large} bytes \
-                     (DeviceOptions::pool_block_sizes)"
+                     (PhysicalDeviceOptions::pool_block_sizes)"
                 ),
             });
         }

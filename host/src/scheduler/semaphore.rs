@@ -1,5 +1,5 @@
 //! Timeline semaphores on the host's side: a [`Semaphore`] is device
-//! memory every agent reaches ([`aqueduct_abi::scheduler::Semaphore`])
+//! memory every agent reaches ([`aqueduct_abi::scheduler::DeviceSemaphore`])
 //! and an HSA signal that mirrors its payload, so host waits block in the
 //! runtime's own `hsa_signal_wait_scacquire`. Signalling and failing from
 //! the host run the very functions the device runs
@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aqueduct_abi::hsa::SignalCondition;
-use aqueduct_abi::scheduler::Semaphore as SemaphoreLayout;
+use aqueduct_abi::scheduler::DeviceSemaphore;
 use aqueduct_abi::view::View;
 use aqueduct_device::scheduler as shared;
 use zerocopy::{FromZeros, IntoBytes};
@@ -51,8 +51,8 @@ impl Semaphore {
     ) -> Result<Self> {
         check_value(initial)?;
         let mirror = Signal::new(system, initial as i64)?;
-        let mut memory = pool.alloc_host::<u8>(size_of::<SemaphoreLayout>())?;
-        let mut s = SemaphoreLayout::new_zeroed();
+        let mut memory = pool.alloc_host::<u8>(size_of::<DeviceSemaphore>())?;
+        let mut s = DeviceSemaphore::new_zeroed();
         s.payload = initial;
         s.signal = mirror.handle();
         memory.copy_from_slice(s.as_bytes());
@@ -71,7 +71,7 @@ impl Semaphore {
     }
 
     /// The semaphore, as the device's functions see it.
-    fn view(&self) -> View<'_, SemaphoreLayout> {
+    fn view(&self) -> View<'_, DeviceSemaphore> {
         // SAFETY: the buffer holds the Semaphore written in `new` (64-byte
         // aligned, kept by `self`); its waiters are entries of live
         // schedulers (each keeps its waits' semaphores alive until the
@@ -80,7 +80,7 @@ impl Semaphore {
         // (its lock).
         unsafe {
             View::from_ptr(NonNull::new_unchecked(
-                self.address() as *mut SemaphoreLayout
+                self.address() as *mut DeviceSemaphore
             ))
         }
     }

@@ -122,7 +122,7 @@ impl Trace {
     }
 }
 
-/// A device trace on the host's clock ([`Device::trace`]).
+/// A device trace on the host's clock ([`PhysicalDevice::trace`](super::PhysicalDevice::trace)).
 #[derive(Clone, Debug)]
 pub struct DeviceTrace {
     /// The host instant the events' times count from.

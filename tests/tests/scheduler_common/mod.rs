@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use aqueduct::command_buffer::{BindingTableEntry, BufferRef};
-use aqueduct::scheduler::DeviceOptions;
-use aqueduct::{CommandBuffer, Device, DeviceQueue, HostBuffer};
+use aqueduct::scheduler::PhysicalDeviceOptions;
+use aqueduct::{CommandBuffer, DeviceQueue, HostBuffer, PhysicalDevice};
 use aqueduct_tests::device_library;
 
 pub const TIMEOUT: Duration = Duration::from_secs(300);
@@ -15,15 +15,15 @@ pub const TIMEOUT: Duration = Duration::from_secs(300);
 pub const LINK: u64 = 16;
 pub const POISON: u8 = 0xA5;
 
-/// A `Device` on `gpu` with the device library and `options`.
-pub fn device_with(gpu: &aqueduct::agent::Agent, options: DeviceOptions) -> Device {
-    Device::new(gpu, &device_library(gpu), options).expect("device")
+/// A `PhysicalDevice` on `gpu` with the device library and `options`.
+pub fn device_with(gpu: &aqueduct::agent::Agent, options: PhysicalDeviceOptions) -> PhysicalDevice {
+    PhysicalDevice::new(gpu, &device_library(gpu), options).expect("device")
 }
 
 /// A scheduler on `gpu`, its queue, and a command buffer that copies
 /// binding slot 0 to slot 1 (16 bytes).
-pub fn scheduler_on(gpu: &aqueduct::agent::Agent) -> (Device, DeviceQueue, CommandBuffer) {
-    let device = device_with(gpu, DeviceOptions::default());
+pub fn scheduler_on(gpu: &aqueduct::agent::Agent) -> (PhysicalDevice, DeviceQueue, CommandBuffer) {
+    let device = device_with(gpu, PhysicalDeviceOptions::default());
     let mut b = device.command_buffer(2).expect("builder");
     b.copy(
         BufferRef::binding(0, 0, LINK),

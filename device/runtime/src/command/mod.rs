@@ -1,12 +1,12 @@
 //! Command-buffer issue: one command of a recorded block ([`aqueduct_abi::command`])
 //! turned into its AQL packets in the execution queue.
 //!
-//! The block-issue kernel (`cmd_block_issue` in [`crate::kernels`]) runs one work-item
+//! The block-issue kernel (`cmd_block_issue` in `kernels.rs`) runs one work-item
 //! per command, in any order; each issues its own command
 //! ([`BlockIssuer::issue_work_item`]: the fast path for a dispatch the
 //! recorder vouched for, else the checked [`BlockIssuer::issue`]) and looks
 //! at no other. In the serial issue
-//! ([`Execution::serial_threshold`]) one work-item issues a block's commands
+//! ([`Execution::serial_threshold`](aqueduct_abi::command::Execution::serial_threshold)) one work-item issues a block's commands
 //! one after another in its issue order ([`BlockIssuer::issue_serially`]):
 //! `cmd_block_issue_serial` for a submission's entry block, or the branch
 //! continuing with a small block itself ([`issue_block`]).
@@ -22,13 +22,13 @@
 //!
 //! | command  | packet                                                        |
 //! |----------|---------------------------------------------------------------|
-//! | DISPATCH | a kernel dispatch of its kernel, arguments from the template with the bindings patched in: a direct one with workgroups copies the packet the host prepared ([`DispatchCommand::packet`]) with the kernarg address filled in, the others build it here; INDIRECT_STATIC reads the workgroup count here |
-//! | DISPATCH, INDIRECT_DYNAMIC | two: a dispatch of the patch kernel (`cmd_patch_dispatch`, [`PatchArgs`], barrier bit), then the dispatch's packet, written but not published: the patch reads the count when it runs and publishes it ([`patch_dispatch`]) |
-//! | FILL     | a dispatch of the library's `blit_fill` ([`FillArgs`])        |
-//! | COPY, UPDATE | a dispatch of `blit_copy` ([`CopyArgs`]); UPDATE copies from the recording's own data |
+//! | DISPATCH | a kernel dispatch of its kernel, arguments from the template with the bindings patched in: a direct one with workgroups copies the packet the host prepared ([`DispatchCommand::packet`](aqueduct_abi::command::DispatchCommand::packet)) with the kernarg address filled in, the others build it here; INDIRECT_STATIC reads the workgroup count here |
+//! | DISPATCH, INDIRECT_DYNAMIC | two: a dispatch of the patch kernel (`cmd_patch_dispatch`, [`PatchArgs`](aqueduct_abi::command::PatchArgs), barrier bit), then the dispatch's packet, written but not published: the patch reads the count when it runs and publishes it ([`patch_dispatch`]) |
+//! | FILL     | a dispatch of the library's `blit_fill` ([`FillArgs`](aqueduct_abi::command::FillArgs))        |
+//! | COPY, UPDATE | a dispatch of `blit_copy` ([`CopyArgs`](aqueduct_abi::command::CopyArgs)); UPDATE copies from the recording's own data |
 //! | BARRIER  | a barrier-AND without dependencies, barrier bit set           |
-//! | BRANCH, COND_BRANCH | a dispatch of the control kernel (`cmd_branch`, [`BranchArgs`], barrier bit), which picks the next block ([`branch_target`]) and issues it ([`issue_block`]) |
-//! | RETURN   | a barrier-AND, barrier bit set, that decrements the issue's completion signal; under the device scheduler ([`Execution::entry`]) a dispatch of the control kernel instead, which retires the entry ([`crate::scheduler::retire`]) and decrements the signal too |
+//! | BRANCH, COND_BRANCH | a dispatch of the control kernel (`cmd_branch`, [`BranchArgs`](aqueduct_abi::command::BranchArgs), barrier bit), which picks the next block ([`branch_target`]) and issues it ([`issue_block`]) |
+//! | RETURN   | a barrier-AND, barrier bit set, that decrements the issue's completion signal; under the device scheduler ([`Execution::entry`](aqueduct_abi::command::Execution::entry)) a dispatch of the control kernel instead, which retires the entry ([`crate::scheduler::retire`]) and decrements the signal too |
 //!
 //! A dispatch with no work (a workgroup count of 0, a blit of 0 bytes) still
 //! publishes its slot, as a barrier-AND with the command's ordering: the

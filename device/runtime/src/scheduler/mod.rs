@@ -30,9 +30,9 @@
 //! | [`requester`] | what the shared functions need from where they run ([`Requester`], [`Issuer`]), the device's own ([`QueueRequester`]), and [`request`]: asking for a tick |
 //! | [`semaphore`] | timeline semaphores: waiter lists, [`signal`], [`fail`], waking entries onto their scheduler's wake stack |
 //! | [`entry`]     | a queue entry's life after its issue: [`claim_end`], [`retire`], [`fail_entry`] |
-//! | [`tick`]      | the tick: accept, wake, issue in id order (BARRIER, EXECUTE, ALLOCA, DEALLOCA), reclaim |
+//! | [`tick`](mod@tick) | the tick: accept, wake, issue in id order (BARRIER, EXECUTE, ALLOCA, DEALLOCA), reclaim |
 //! | [`pool`]      | the block pool's buckets, which the tick and the host's growth share |
-//! | [`trace`]     | trace records into the scheduler's ring                            |
+//! | [`trace`](mod@trace) | trace records into the scheduler's ring                            |
 //! | `list`        | the one ordered-list insertion the waiter and ready lists share     |
 //!
 //! Host and device run these functions: the device's tick and control

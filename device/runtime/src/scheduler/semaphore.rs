@@ -1,5 +1,5 @@
 //! Timeline semaphores in device memory
-//! ([`aqueduct_abi::scheduler::Semaphore`]): a payload that only grows,
+//! ([`aqueduct_abi::scheduler::DeviceSemaphore`]): a payload that only grows,
 //! and the entries waiting for it, in value order.
 //!
 //! ```text
@@ -20,7 +20,7 @@
 use aqueduct_abi::atomic::{Acquire, Relaxed, Release, System};
 use aqueduct_abi::hsa::SignalHandle;
 use aqueduct_abi::scheduler::{
-    QueueEntry, SchedulerActions, SchedulerState, Semaphore, SemaphoreFlags,
+    DeviceSemaphore, QueueEntry, SchedulerActions, SchedulerState, SemaphoreFlags,
 };
 use aqueduct_abi::view::View;
 
@@ -44,7 +44,7 @@ pub enum Wait {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Origin {
     /// Device address of the entry's
-    /// [`SchedulerState`](aqueduct_abi::scheduler::SchedulerState).
+    /// [`SchedulerState`].
     pub scheduler: u64,
     pub entry: u64,
 }
@@ -60,7 +60,7 @@ impl Origin {
 
     /// The origin recorded in a failed semaphore (the fields are written
     /// before the flag).
-    pub fn of_semaphore(sem: View<'_, Semaphore>) -> Self {
+    pub fn of_semaphore(sem: View<'_, DeviceSemaphore>) -> Self {
         Self {
             scheduler: sem.failed_scheduler().get(),
             entry: sem.failed_entry().get(),
@@ -69,7 +69,7 @@ impl Origin {
 }
 
 /// Takes the semaphore's lock.
-fn lock(sem: View<'_, Semaphore>, r: &mut impl Requester) {
+fn lock(sem: View<'_, DeviceSemaphore>, r: &mut impl Requester) {
     let l = sem.lock();
     while l.compare_exchange(0, 1, Acquire, System).is_err() {
         r.pause();
@@ -77,18 +77,18 @@ fn lock(sem: View<'_, Semaphore>, r: &mut impl Requester) {
 }
 
 /// Releases the lock the caller holds.
-fn unlock(sem: View<'_, Semaphore>) {
+fn unlock(sem: View<'_, DeviceSemaphore>) {
     sem.lock().store(0, Release, System);
 }
 
 /// The semaphore's payload (acquire: what its signaller wrote before is
 /// visible).
-pub fn payload(sem: View<'_, Semaphore>) -> u64 {
+pub fn payload(sem: View<'_, DeviceSemaphore>) -> u64 {
     sem.payload().load(Acquire, System)
 }
 
 /// The semaphore's failure status, if it failed.
-pub fn failure(sem: View<'_, Semaphore>) -> Option<u32> {
+pub fn failure(sem: View<'_, DeviceSemaphore>) -> Option<u32> {
     let flags = sem.flags().load(Acquire, System);
     // Written before the flag's release store, read after its acquire
     // load.
@@ -101,7 +101,7 @@ pub fn failure(sem: View<'_, Semaphore>) -> Option<u32> {
 /// on its waiter list (in value order) to be woken when it does. `entry`
 /// is on no waiter list, and its `scheduler` is set.
 pub fn add_waiter<'a>(
-    sem: View<'a, Semaphore>,
+    sem: View<'a, DeviceSemaphore>,
     entry: View<'a, QueueEntry>,
     value: u64,
     r: &mut impl Requester,
@@ -127,7 +127,7 @@ pub fn add_waiter<'a>(
 
 /// Links `entry` into the waiter list of `sem` after every entry waiting
 /// for at most `value`. Under the lock; `entry` is on no list.
-fn insert_waiter<'a>(sem: View<'a, Semaphore>, entry: View<'a, QueueEntry>, value: u64) {
+fn insert_waiter<'a>(sem: View<'a, DeviceSemaphore>, entry: View<'a, QueueEntry>, value: u64) {
     entry.wait_value().set(value);
     let (head, tail) = (sem.waiters_head(), sem.waiters_tail());
     match tail.get() {
@@ -151,7 +151,7 @@ fn insert_waiter<'a>(sem: View<'a, Semaphore>, entry: View<'a, QueueEntry>, valu
 /// scheduler that goes away while its entries wait, so that no later
 /// signal reaches memory that is gone. Returns whether it was there.
 pub fn remove_waiter<'a>(
-    sem: View<'a, Semaphore>,
+    sem: View<'a, DeviceSemaphore>,
     entry: View<'a, QueueEntry>,
     r: &mut impl Requester,
 ) -> bool {
@@ -184,7 +184,7 @@ pub fn remove_waiter<'a>(
 /// with `u64::MAX`) and returns the first (linked by `wait_next`). Under
 /// the lock.
 pub(super) fn detach_waiters<'a>(
-    sem: View<'a, Semaphore>,
+    sem: View<'a, DeviceSemaphore>,
     value: u64,
 ) -> Option<View<'a, QueueEntry>> {
     let head = sem.waiters_head();
@@ -273,7 +273,11 @@ fn push_wake<'a>(sched: View<'a, SchedulerState>, entry: View<'a, QueueEntry>) {
 /// Advances `sem` to `value` (a smaller value changes nothing), mirrors it
 /// into the semaphore's HSA signal and wakes the waiters it satisfies.
 /// `Err(status)` if the semaphore had failed: it stays failed.
-pub fn signal(sem: View<'_, Semaphore>, value: u64, r: &mut impl Requester) -> Result<(), u32> {
+pub fn signal(
+    sem: View<'_, DeviceSemaphore>,
+    value: u64,
+    r: &mut impl Requester,
+) -> Result<(), u32> {
     lock(sem, r);
     if let Some(status) = failure(sem) {
         unlock(sem);
@@ -297,7 +301,7 @@ pub fn signal(sem: View<'_, Semaphore>, value: u64, r: &mut impl Requester) -> R
 /// Fails `sem` with `status` (nothing if it already failed): its mirror
 /// goes to `i64::MAX` so that host waits return, and every waiter wakes to
 /// find it failed. It records `origin`.
-pub fn fail(sem: View<'_, Semaphore>, status: u32, origin: Origin, r: &mut impl Requester) {
+pub fn fail(sem: View<'_, DeviceSemaphore>, status: u32, origin: Origin, r: &mut impl Requester) {
     lock(sem, r);
     if failure(sem).is_some() {
         unlock(sem);

@@ -17,8 +17,8 @@ use aqueduct_abi::hsa_api::{
     HSA_STATUS_ERROR_OUT_OF_RESOURCES,
 };
 use aqueduct_abi::scheduler::{
-    BlockPool, HostRequest, PoolBucket, QueueEntry, QueueEntryKind, QueueEntryState,
-    SchedulerActions, SchedulerState, Semaphore, SemaphoreRef, TraceKind,
+    BlockPool, DeviceSemaphore, HostRequest, PoolBucket, QueueEntry, QueueEntryKind,
+    QueueEntryState, SchedulerActions, SchedulerState, SemaphoreRef, TraceKind,
 };
 use aqueduct_abi::view::View;
 use zerocopy::FromZeros;
@@ -112,7 +112,7 @@ impl Issuer for Mock {
 struct Rig {
     state: Box<SchedulerState>,
     entries: Vec<QueueEntry>,
-    sems: Vec<Semaphore>,
+    sems: Vec<DeviceSemaphore>,
     /// Wait and signal lists, 2 refs per entry each.
     lists: Vec<SemaphoreRef>,
     /// Each slot's execution, of a command buffer of two blocks.
@@ -126,7 +126,7 @@ impl Rig {
         let mut r = Rig {
             state: Box::new(SchedulerState::new_zeroed()),
             entries: vec![QueueEntry::new_zeroed(); capacity],
-            sems: vec![Semaphore::new_zeroed(); semaphores],
+            sems: vec![DeviceSemaphore::new_zeroed(); semaphores],
             lists: vec![SemaphoreRef::new_zeroed(); 4 * capacity],
             execs: vec![Execution::new_zeroed(); capacity],
             issues: vec![[BlockIssue::new_zeroed(); 2]; capacity],

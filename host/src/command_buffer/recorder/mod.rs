@@ -5,9 +5,9 @@
 //! | module | what it records |
 //! |---|---|
 //! | here | blocks, buffer references and binding-slot needs, the finished recording |
-//! | [`dispatch`] | dispatches: kernel arguments, launches, prepared packets, the fast layout the device's fast path issues |
+//! | `dispatch` | dispatches: kernel arguments, launches, prepared packets, the fast layout the device's fast path issues |
 //! | [`transfer`] | fills, copies, updates and barriers |
-//! | [`control`] | branches, conditional branches and returns, which end a block |
+//! | `control` | branches, conditional branches and returns, which end a block |
 
 use aqueduct_abi::command::{
     BindingPatch, BufferRef, BufferRefKind, COMMAND_SIZE, Command, CommandFlags, CommandHeader,

@@ -1,4 +1,4 @@
-//! One GPU with its device scheduler, from the host: the [`Device`]
+//! One GPU with its device scheduler, from the host: the [`PhysicalDevice`]
 //! starts the scheduler (the device library, a control queue for the
 //! ticks, execution queues, the scheduler's state, mailbox and kernarg
 //! ring, the block pool, the trace ring, the host service thread) and
@@ -13,13 +13,13 @@ use aqueduct_abi::scheduler::{QueueEntry, SchedulerState};
 use zerocopy::{FromZeros, IntoBytes};
 
 use crate::agent::Agent;
-use crate::command_buffer::{IssueKernels, KernargRing};
+use crate::command_buffer::{IssueKernels, KernargProducer};
 use crate::error::{Error, Result};
 use crate::executable::Executable;
 use crate::service::HostQueue;
 
 use super::inner::{DeviceInner, HostRequester, Producer, SCHEDULERS, SERVICE_QUEUE_SIZE, serve};
-use super::options::DeviceOptions;
+use super::options::PhysicalDeviceOptions;
 use super::pool::{PoolMemory, PoolStats};
 use super::queue::DeviceQueue;
 use super::semaphore::Semaphore;
@@ -29,13 +29,13 @@ use super::trace::{DeviceTrace, Trace};
 /// for the scheduler's ticks, an execution queue, the scheduler's state,
 /// mailbox and kernarg ring. Cheap to clone; `Send + Sync`.
 #[derive(Clone)]
-pub struct Device {
+pub struct PhysicalDevice {
     inner: Arc<DeviceInner>,
 }
 
-impl std::fmt::Debug for Device {
+impl std::fmt::Debug for PhysicalDevice {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Device")
+        f.debug_struct("PhysicalDevice")
             .field("agent", &self.inner.agent.info().name)
             .field("scheduler", &format_args!("{:#x}", self.inner.sched()))
             .finish()
@@ -63,10 +63,14 @@ pub struct SchedulerStats {
     pub held: usize,
 }
 
-impl Device {
+impl PhysicalDevice {
     /// Starts a scheduler on `agent` with the device library `library`
     /// (loaded on it).
-    pub fn new(agent: &Agent, library: &Executable, options: DeviceOptions) -> Result<Self> {
+    pub fn new(
+        agent: &Agent,
+        library: &Executable,
+        options: PhysicalDeviceOptions,
+    ) -> Result<Self> {
         let capacity = u64::from(options.entries);
         if !capacity.is_power_of_two() {
             return Err(Error::InvalidArgument {
@@ -151,7 +155,7 @@ impl Device {
             state,
             tick,
             producer: Mutex::new(Producer {
-                ring: KernargRing::new(storage),
+                ring: KernargProducer::new(storage),
             }),
             held: Mutex::new(std::collections::BTreeMap::new()),
             pool,
@@ -230,7 +234,7 @@ impl Device {
         self.inner.check_control()
     }
 
-    /// The trace so far (tracing on: [`DeviceOptions::trace_records`]),
+    /// The trace so far (tracing on: [`PhysicalDeviceOptions::trace_records`]),
     /// drained from the device's ring: each record with its time on the
     /// host's clock, and the records the ring had no room for.
     pub fn trace(&self) -> Option<DeviceTrace> {
