@@ -110,6 +110,16 @@ impl Resolved {
     }
 }
 
+/// Binding-table slot `slot`, or why there is none.
+#[inline(always)]
+fn binding(table: List<'_, BindingTableEntry>, slot: u32) -> Result<BindingTableEntry, IssueError> {
+    let entry = table.get(u64::from(slot)).ok_or(IssueError::Binding {
+        slot,
+        count: table.len() as u32,
+    })?;
+    Ok(entry.get())
+}
+
 /// Resolves a buffer reference to a device address, checking that the
 /// referenced range lies inside what it points through: `table`, the
 /// binding table; an allocation reference's address, the handle (whose
@@ -123,13 +133,7 @@ pub fn resolve(r: &BufferRef, table: List<'_, BindingTableEntry>) -> Result<Reso
             });
         }
         BufferRefKind::BINDING => {
-            let entry = table
-                .get(u64::from(r.slot))
-                .ok_or(IssueError::Binding {
-                    slot: r.slot,
-                    count: table.len() as u32,
-                })?
-                .get();
+            let entry = binding(table, r.slot)?;
             (entry.address, entry.length)
         }
         BufferRefKind::ALLOCATION => {
@@ -562,14 +566,7 @@ impl BlockIssuer<'_> {
     fn patch_address(&self, patch: &BindingPatch) -> Result<u64, IssueError> {
         match BufferRefKind(u32::from(patch.kind)) {
             BufferRefKind::BINDING => {
-                let table = self.table();
-                let entry = table
-                    .get(u64::from(patch.slot))
-                    .ok_or(IssueError::Binding {
-                        slot: patch.slot,
-                        count: table.len() as u32,
-                    })?
-                    .get();
+                let entry = binding(self.table(), patch.slot)?;
                 Ok(entry.address.wrapping_add(patch.value))
             }
             BufferRefKind::ALLOCATION => {
