@@ -344,8 +344,15 @@ impl Product {
     }
 }
 
-/// AMD Instinct MI300X (gfx942, 304 CUs, 2100 MHz, 192 GiB HBM3) and MI210
-/// (gfx90a, 104 CUs, 1700 MHz, 64 GiB HBM2e).
+/// AMD Instinct MI300X (gfx942, 304 CUs, 2100 MHz, 192 GiB HBM3), MI210
+/// (gfx90a, 104 CUs, 1700 MHz, 64 GiB HBM2e) and MI355X (gfx950, 256 CUs,
+/// 2400 MHz, 288 GiB HBM3E: eight 36 GiB stacks, which AMD writes "288 GB").
+///
+/// Sources: the chip IDs, `CHIPS` (for the MI355X, the seed
+/// `hipblaslt-pci-chip-id-predicates.txt`: 0x75a3 and 0x75a2, 256 CUs in
+/// its rank example); CUs, peak engine clock and memory, AMD's product
+/// data sheets (MI355X: "256 compute units", "peak engine clock 2400 MHz",
+/// "288 GB HBM3E").
 pub const PRODUCTS: &[Product] = &[
     Product {
         key: "mi300x",
@@ -360,6 +367,13 @@ pub const PRODUCTS: &[Product] = &[
         compute_units: 104,
         max_clock_mhz: 1700,
         memory_bytes: 64 << 30,
+    },
+    Product {
+        key: "mi355x",
+        chip: 0x75a3,
+        compute_units: 256,
+        max_clock_mhz: 2400,
+        memory_bytes: 288 << 30,
     },
 ];
 

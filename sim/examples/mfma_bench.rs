@@ -97,7 +97,7 @@ fn main() {
     let mut lds = [0u8; 0];
     let mut events = Vec::new();
     for name in SHAPES.iter().filter(|n| n.contains(filter.as_str())) {
-        let Some(op) = VOP3P.iter().find(|o| o.gfx90a == *name) else {
+        let Some(op) = VOP3P.iter().find(|o| o.on(Target::Gfx90a) == *name) else {
             eprintln!("{name}: not in the opcode table");
             std::process::exit(1);
         };

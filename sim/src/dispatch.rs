@@ -1,13 +1,13 @@
 //! Running a kernel dispatch: workgroups, waves and their initial state.
 //!
 //! The initial state follows LLVM AMDGPUUsage, "Initial Kernel Execution
-//! State" for GFX9 (gfx90a, gfx942):
+//! State" for GFX9 (gfx90a, gfx942, gfx950):
 //! - user SGPRs from s0, in this order, each only when the descriptor's
 //!   kernel_code_properties enable it: private segment buffer (4; not with
-//!   architected flat scratch, i.e. gfx942), dispatch ptr (2), queue ptr
+//!   architected flat scratch, i.e. gfx942 and gfx950), dispatch ptr (2), queue ptr
 //!   (2), kernarg segment ptr (2), dispatch id (2), flat scratch init (2;
-//!   not on gfx942), private segment size (1); then preloaded kernarg
-//!   dwords (gfx942 KERNARG_PRELOAD) up to COMPUTE_PGM_RSRC2.USER_SGPR_COUNT;
+//!   not on gfx942/gfx950), private segment size (1); then preloaded kernarg
+//!   dwords (gfx942/gfx950 KERNARG_PRELOAD) up to COMPUTE_PGM_RSRC2.USER_SGPR_COUNT;
 //! - system SGPRs right after: workgroup id X, Y, Z and workgroup info
 //!   (each when enabled in RSRC2), then the private segment wave byte offset
 //!   (when ENABLE_PRIVATE_SEGMENT);
@@ -15,7 +15,7 @@
 //!   Y and Z only when ENABLE_VGPR_WORKITEM_ID asks for them);
 //! - EXEC has one bit per work-item of the wave (a wave at the end of a
 //!   partial workgroup has fewer); MODE comes from RSRC1's float modes;
-//!   on gfx942 FLAT_SCRATCH holds the wave's scratch base.
+//!   on gfx942/gfx950 FLAT_SCRATCH holds the wave's scratch base.
 //!
 //! Work-group sizes and the grid come from the AQL packet fields in
 //! [`Launch`]; the last workgroup in a dimension is partial when the grid
@@ -29,7 +29,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use aqueduct_abi::code_object::Kernel;
 
-use crate::decode::Target;
 use crate::decode::inst::code;
 use crate::exec::{Ctx, Event};
 use crate::fault::{Fault, FaultReport};
@@ -149,7 +148,9 @@ fn shape(program: &Program, kernel: &Kernel, launch: &Launch) -> Result<Shape, D
     let (r1, r2, r3, p) = (d.rsrc1(), d.rsrc2(), d.rsrc3(), d.properties());
     let bad = |s: String| DispatchError::BadLaunch(s);
     if p.enable_wavefront_size32() {
-        return Err(bad("wave32 kernels do not run on gfx90a/gfx942".into()));
+        return Err(bad(
+            "wave32 kernels do not run on GFX9 (gfx90a, gfx942, gfx950)".into(),
+        ));
     }
     let total = (r1.granulated_workitem_vgpr_count() as usize + 1) * 8;
     let arch = if r3.0 != 0 {
@@ -177,7 +178,7 @@ fn shape(program: &Program, kernel: &Kernel, launch: &Launch) -> Result<Shape, D
         .private_segment_fixed_size
         .max(launch.private_segment_size)
         .next_multiple_of(4);
-    let architected_scratch = program.target == Target::Gfx942;
+    let architected_scratch = program.target.gfx940_insts();
     let kernarg = launch.kernarg_address;
     let mut user = Vec::new();
     let push2 = |user: &mut Vec<(u8, u32)>, v: u64| {

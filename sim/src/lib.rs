@@ -2,9 +2,9 @@
 //!
 //! No machine aqueduct is developed on has an AMD GPU, so the simulator is
 //! how every device-side claim gets executed: an interpreter of GFX9-family
-//! (gfx90a, gfx942) machine code that runs the very code objects the hardware
-//! would, behind a C API identical to `libhsa-runtime64` (part 2), so the
-//! host shim loads it exactly as it loads ROCr.
+//! (gfx90a, gfx942, gfx950) machine code that runs the very code objects
+//! the hardware would, behind a C API identical to `libhsa-runtime64`
+//! (part 2), so the host shim loads it exactly as it loads ROCr.
 //!
 //! Part 1 is the interpreter, with a Rust API:
 //!

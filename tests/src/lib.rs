@@ -142,8 +142,9 @@ pub struct Sim {
     pub p: aqueduct_sim::Program,
 }
 
-/// `package`'s code objects for the simulated targets (gfx90a, gfx942),
-/// each loaded on a fresh simulated device of its target.
+/// `package`'s code objects for the simulated targets (every
+/// `aqueduct_sim::Target` the package builds for), each loaded on a fresh
+/// simulated device of its target.
 pub fn simulated(package: &str) -> Vec<Sim> {
     let out: Vec<_> = built_code_objects()
         .into_iter()
@@ -156,7 +157,20 @@ pub fn simulated(package: &str) -> Vec<Sim> {
             Some(Sim { d, p })
         })
         .collect();
-    assert_eq!(out.len(), 2, "expected {package} for gfx90a and gfx942");
+    let expected: Vec<&str> = aqueduct_sim::Target::ALL
+        .iter()
+        .map(|t| t.name())
+        .filter(|gfx| {
+            DEVICE_CRATES
+                .iter()
+                .any(|k| k.package == package && k.builds_for(gfx))
+        })
+        .collect();
+    assert_eq!(
+        out.iter().map(|s| s.d.target.name()).collect::<Vec<_>>(),
+        expected,
+        "{package}: a code object for each simulated target it builds for"
+    );
     out
 }
 
@@ -291,9 +305,9 @@ pub fn assert_same<T: PartialEq + std::fmt::Debug>(got: &[T], want: &[T], what: 
 // (one `System`, never dropped) for every test of the binary: the
 // simulator reads `AQUEDUCT_SIM_AGENTS` only at its first `hsa_init`.
 
-/// `AQUEDUCT_SIM_AGENTS` for the end-to-end tests: an MI300X and an MI210,
-/// so every test runs on both simulated targets.
-pub const SIM_AGENTS: &str = "gfx942,gfx90a";
+/// `AQUEDUCT_SIM_AGENTS` for the end-to-end tests: an MI300X, an MI210 and
+/// an MI355X, so every test runs on each simulated target.
+pub const SIM_AGENTS: &str = "gfx942,gfx90a,gfx950";
 
 /// Longest an end-to-end test waits for one dispatch or copy: the
 /// simulator interprets every instruction (in a debug build, for

@@ -1,4 +1,4 @@
-//! Every instruction aqueduct builds for gfx90a and gfx942 is one the
+//! Every instruction aqueduct builds for the simulated targets is one the
 //! simulator implements (`cargo xtask sim-coverage` prints the table; this
 //! keeps CI at 100 %). The code objects are the ones the build script made,
 //! profile `device`; `cargo xtask sim-coverage` also checks `device-dev`.

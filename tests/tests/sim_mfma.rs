@@ -1,11 +1,12 @@
 //! MFMA on the simulator, end to end: the kernels of
 //! tests/kernels/src/mfma.rs load A, B and C from memory, run one
 //! `v_mfma_*` with fixed CBSZ/ABID/BLGP and store D; this test runs them
-//! for gfx90a and gfx942 on random non-zero inputs and checks every D
+//! for gfx90a, gfx942 and gfx950 on random non-zero inputs and checks every D
 //! register of every lane against a scalar model of the documented layout.
-//! The forms both targets have run on both ([`CASES`]); each target's own
-//! forms ([`GFX942_CASES`], [`GFX90A_CASES`]) run on it alone, as the
-//! kernel crate builds them only for it.
+//! The forms every target has run on each ([`CASES`]); the others
+//! ([`GFX942_CASES`], [`GFX940_CASES`] of gfx942 and gfx950,
+//! [`GFX950_CASES`], [`GFX90A_CASES`]) run where the kernel crate builds
+//! them.
 //!
 //! The model is written here from AMD's matrix instruction calculator
 //! (github.com/ROCm/amd_matrix_instruction_calculator, `--detail-
@@ -208,9 +209,9 @@ const CASES: &[Case] = &[
     case("mfma_f64_4x4x4f64_plain", (4, 4, 4), F64, (0, 0, 0)),
 ];
 
-/// The gfx942-only kernels. xf32, fp8/bf8 and the K-doubled i8 shapes
-/// have no CBSZ/ABID/BLGP (calculator: "not supported"); the f64 ones
-/// carry BLGP as NEG (A, B, C in bits 0-2).
+/// The gfx942-only kernels: xf32 (gone on gfx950) and fp8/bf8 in the FNUZ
+/// formats (gfx950 reads the same forms as OCP formats). They have no
+/// CBSZ/ABID/BLGP (calculator: "not supported").
 #[rustfmt::skip]
 const GFX942_CASES: &[Case] = &[
     case("mfma_f32_16x16x8_xf32_plain", (16, 8, 1), Xf32, (0, 0, 0)),
@@ -223,11 +224,26 @@ const GFX942_CASES: &[Case] = &[
     mixed("mfma_f32_32x32x16_fp8_bf8_plain", (32, 16, 1), (Fp8, Bf8), (0, 0, 0)),
     mixed("mfma_f32_32x32x16_bf8_fp8_plain", (32, 16, 1), (Bf8, Fp8), (0, 0, 0)),
     mixed("mfma_f32_32x32x16_bf8_bf8_plain", (32, 16, 1), (Bf8, Bf8), (0, 0, 0)),
+];
+
+/// The kernels of gfx942 and gfx950: the K-doubled i8 shapes (no
+/// CBSZ/ABID/BLGP) and f64 with BLGP as NEG (A, B, C in bits 0-2).
+#[rustfmt::skip]
+const GFX940_CASES: &[Case] = &[
     case("mfma_i32_16x16x32_i8_plain", (16, 32, 1), I8, (0, 0, 0)),
     case("mfma_i32_32x32x16_i8_plain", (32, 16, 1), I8, (0, 0, 0)),
     case("mfma_f64_16x16x4f64_neg_a", (16, 4, 1), F64, (0, 0, 1)),
     case("mfma_f64_16x16x4f64_neg_b_c", (16, 4, 1), F64, (0, 0, 6)),
     case("mfma_f64_4x4x4f64_neg_c", (4, 4, 4), F64, (0, 0, 4)),
+];
+
+/// The gfx950-only kernels: f16 and i8 with K doubled (no CBSZ/ABID/BLGP).
+#[rustfmt::skip]
+const GFX950_CASES: &[Case] = &[
+    case("mfma_f32_32x32x16_f16_plain", (32, 16, 1), F16, (0, 0, 0)),
+    case("mfma_f32_16x16x32_f16_plain", (16, 32, 1), F16, (0, 0, 0)),
+    case("mfma_i32_32x32x32_i8_plain", (32, 32, 1), I8, (0, 0, 0)),
+    case("mfma_i32_16x16x64_i8_plain", (16, 64, 1), I8, (0, 0, 0)),
 ];
 
 /// The gfx90a-only kernels: single-block i8 (BLGP but no CBSZ/ABID) and
@@ -248,11 +264,12 @@ const GFX90A_CASES: &[Case] = &[
 
 /// The kernels built for `target`.
 fn cases(target: Target) -> impl Iterator<Item = &'static Case> {
-    let own = match target {
-        Target::Gfx90a => GFX90A_CASES,
-        Target::Gfx942 => GFX942_CASES,
+    let own: &[&[Case]] = match target {
+        Target::Gfx90a => &[GFX90A_CASES],
+        Target::Gfx942 => &[GFX942_CASES, GFX940_CASES],
+        Target::Gfx950 => &[GFX940_CASES, GFX950_CASES],
     };
-    CASES.iter().chain(own)
+    CASES.iter().chain(own.iter().copied().flatten())
 }
 
 // ---------------------------------------------------------------------------

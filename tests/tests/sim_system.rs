@@ -17,7 +17,7 @@ use aqueduct_abi::aql::KernelDispatchPacket;
 use aqueduct_sim::exec::Event;
 use aqueduct_sim::memory::TAIL_POISON;
 use aqueduct_sim::wave::PRIVATE_APERTURE_HI;
-use aqueduct_sim::{Fault, Space};
+use aqueduct_sim::{Fault, Space, Target};
 use aqueduct_tests::{Args, Rng, TEST_KERNELS, Word, assert_same, simulated};
 use zerocopy::{FromZeros, IntoBytes};
 
@@ -521,15 +521,24 @@ fn lds_read_past_the_group_segment_reads_zero_and_faults_in_strict_mode() {
 /// (writes land, reads see them); past the granule a write is dropped and
 /// a read gives 0 (CDNA3 ISA §3.6.1). Strict mode keeps the segment's
 /// exact size. A launch asks for 4 bytes beyond the kernel's 4 KiB
-/// (`group_segment_size` 4100), so the allocation is 4608 bytes.
+/// (`group_segment_size` 4100), so the allocation is 4608 bytes (gfx950:
+/// 5120).
 #[test]
 fn lds_past_the_group_segment_inside_its_granule_is_in_range() {
     for sim in simulated(TEST_KERNELS) {
-        assert_eq!(sim.d.target.gfx().lds_granule, LDS_GRANULE);
+        // AMDGPUUsage, COMPUTE_PGM_RSRC2.LDS_SIZE: GFX7-GFX10 (and so
+        // gfx90a, gfx942) roundup(lds-size / (128 * 4)), GFX950
+        // roundup(lds-size / (320 * 4)).
+        let granule = if sim.d.target == Target::Gfx950 {
+            1280
+        } else {
+            LDS_GRANULE
+        };
+        assert_eq!(sim.d.target.gfx().lds_granule, granule);
         let len = 64;
         let dst = sim.poisoned::<u32>(len);
-        let allocated = (LDS_BYTES + 4).next_multiple_of(LDS_GRANULE);
-        assert_eq!(allocated, 4608);
+        let allocated = (LDS_BYTES + 4).next_multiple_of(granule);
+        assert_eq!(allocated, if granule == 1280 { 5120 } else { 4608 });
         let run = |address: u32| {
             let args = Args::default()
                 .u64(dst)

@@ -104,6 +104,14 @@ pub fn processor_name(mach: u32) -> Option<&'static str> {
         .map(|&(_, name)| name)
 }
 
+/// The `EF_AMDGPU_MACH` value of a processor name.
+pub fn mach_of(processor: &str) -> Option<u32> {
+    MACH_TABLE
+        .iter()
+        .find(|&&(_, name)| name == processor)
+        .map(|&(m, _)| m)
+}
+
 /// The register-layout family of a processor (which descriptor bit
 /// assignments apply), or `None` for processors before GFX9.
 pub fn family(processor: &str) -> Option<GfxFamily> {

@@ -226,13 +226,7 @@ pub fn classify(code: &[u32], target: Target) -> Result<Classified, DecodeError>
         .table()
         .binary_search_by_key(&opcode, |o| o.opcode)
         .ok()
-        .map(|i| {
-            let o = format.table()[i];
-            match target {
-                Target::Gfx90a => o.gfx90a,
-                Target::Gfx942 => o.gfx942,
-            }
-        })
+        .map(|i| format.table()[i].on(target))
         .filter(|m| !m.is_empty())
         .ok_or(DecodeError::UnknownOpcode {
             format,

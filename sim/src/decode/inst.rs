@@ -406,7 +406,7 @@ pub fn decode(code: &[u32], target: Target) -> Result<Inst, DecodeError> {
     // after the instruction (VOP formats: after any extension word, but a
     // literal and an extension never come together).
     let literal = (words > 1 && !format.two_words()).then_some(w1);
-    let gfx942 = target == Target::Gfx942;
+    let gfx942 = target.gfx940_insts();
     match format {
         Format::Sop2 => {
             i.sdst = bits(w0, 16, 7) as u8;
@@ -570,6 +570,15 @@ pub fn decode(code: &[u32], target: Target) -> Result<Inst, DecodeError> {
             }
             if is_mac(mnemonic) {
                 i.src[2] = Src::Vgpr(i.vdst);
+            }
+            if mnemonic.starts_with("v_bitop3_") {
+                // gfx950's ternary bit operation keeps its 8-bit truth
+                // table where the float modifiers would be: bits 2:0 in
+                // NEG, 5:3 in ABS, 7:6 in OMOD (LLVM's VOP3 BITOP3
+                // encoding; checked against `llvm-objdump`, which prints
+                // it as `bitop3:0x..`). The instruction has no modifiers.
+                i.imm = i32::from(i.mods.neg | i.mods.abs << 3 | i.mods.omod << 6);
+                (i.mods.neg, i.mods.abs, i.mods.omod) = (0, 0, 0);
             }
         }
         Format::Vop3p => {

@@ -1,4 +1,4 @@
-//! Instruction decoding for the GFX9 encodings (gfx90a, gfx942).
+//! Instruction decoding for the GFX9 encodings (gfx90a, gfx942, gfx950).
 //!
 //! Step one is classification ([`classify`]): the first word names the
 //! microcode format, the format the opcode and size, and the opcode tables

@@ -191,6 +191,7 @@ fn vop3_sources(m: &str) -> usize {
         "v_perm",
         "v_dot",
         "v_cvt_pk_u8_f32",
+        "v_bitop3",
     ];
     if THREE.iter().any(|p| m.starts_with(p)) {
         3
@@ -610,11 +611,11 @@ fn hwreg(out: &mut String, simm: u32, target: Target) {
         (17, _) => Some("HW_REG_TBA_HI"),
         (18, _) => Some("HW_REG_TMA_LO"),
         (19, _) => Some("HW_REG_TMA_HI"),
-        (20, Target::Gfx942) => Some("HW_REG_XCC_ID"),
-        (21, Target::Gfx942) => Some("HW_REG_SQ_PERF_SNAPSHOT_DATA"),
-        (22, Target::Gfx942) => Some("HW_REG_SQ_PERF_SNAPSHOT_DATA1"),
-        (23, Target::Gfx942) => Some("HW_REG_SQ_PERF_SNAPSHOT_PC_LO"),
-        (24, Target::Gfx942) => Some("HW_REG_SQ_PERF_SNAPSHOT_PC_HI"),
+        (20, t) if t.gfx940_insts() => Some("HW_REG_XCC_ID"),
+        (21, t) if t.gfx940_insts() => Some("HW_REG_SQ_PERF_SNAPSHOT_DATA"),
+        (22, t) if t.gfx940_insts() => Some("HW_REG_SQ_PERF_SNAPSHOT_DATA1"),
+        (23, t) if t.gfx940_insts() => Some("HW_REG_SQ_PERF_SNAPSHOT_PC_LO"),
+        (24, t) if t.gfx940_insts() => Some("HW_REG_SQ_PERF_SNAPSHOT_PC_HI"),
         _ => None,
     };
     out.push_str("hwreg(");
@@ -908,6 +909,9 @@ fn valu(p: &mut Printer, i: &Inst, target: Target) {
                 p.modifier("clamp");
             }
             omod(p, i.mods.omod);
+            if m.starts_with("v_bitop3_") && i.imm != 0 {
+                let _ = write!(p.out, " bitop3:{:#x}", i.imm);
+            }
         }
     }
 }
@@ -1158,7 +1162,7 @@ fn mai(p: &mut Printer, i: &Inst, target: Target) {
         let _ = write!(p.out, " abid:{abid}");
     }
     // gfx940 reuses BLGP as per-source negation for the f64 operations.
-    if blgp != 0 && target == Target::Gfx942 && i.mnemonic.contains("f64") {
+    if blgp != 0 && target.gfx940_insts() && i.mnemonic.contains("f64") {
         let _ = write!(
             p.out,
             " neg:[{},{},{}]",
@@ -1372,11 +1376,12 @@ fn mtbuf_format(out: &mut String, fmt: u8) {
     }
 }
 
-/// Cache-policy modifiers: gfx90a `glc slc scc`, gfx942 `sc0 sc1 nt`.
+/// Cache-policy modifiers: gfx90a `glc slc scc`, gfx942/gfx950 `sc0 sc1 nt`.
 fn cache_policy(p: &mut Printer, flags: u16, target: Target) {
-    let names: &[(u16, &str)] = match target {
-        Target::Gfx90a => &[(flag::GLC, "glc"), (flag::SLC, "slc"), (flag::SCC, "scc")],
-        Target::Gfx942 => &[(flag::GLC, "sc0"), (flag::NT, "nt"), (flag::SLC, "sc1")],
+    let names: &[(u16, &str)] = if target.gfx940_insts() {
+        &[(flag::GLC, "sc0"), (flag::NT, "nt"), (flag::SLC, "sc1")]
+    } else {
+        &[(flag::GLC, "glc"), (flag::SLC, "slc"), (flag::SCC, "scc")]
     };
     for (f, n) in names {
         if flags & f != 0 {
@@ -1470,11 +1475,11 @@ fn mubuf(p: &mut Printer, i: &Inst, target: Target) {
         }
     }
     // The cache maintenance ops take no policy on gfx90a and only the scope
-    // (SC0/SC1) on gfx942.
-    let flags = match (no_data, target) {
+    // (SC0/SC1) on gfx942/gfx950.
+    let flags = match (no_data, target.gfx940_insts()) {
         (false, _) => i.flags,
-        (true, Target::Gfx90a) => 0,
-        (true, Target::Gfx942) => i.flags & (flag::GLC | flag::SLC),
+        (true, false) => 0,
+        (true, true) => i.flags & (flag::GLC | flag::SLC),
     };
     cache_policy(p, flags, target);
     if i.flags & flag::LDS != 0 && !no_data {
@@ -1486,7 +1491,7 @@ fn mubuf(p: &mut Printer, i: &Inst, target: Target) {
 mod tests {
     use super::*;
     use crate::decode::inst::decode;
-    use Target::{Gfx90a, Gfx942};
+    use Target::{Gfx90a, Gfx942, Gfx950};
 
     /// Words of the formats the built kernels do not (yet) contain, and
     /// their text from `llvm-objdump -d --mcpu=<gfx>` of the pinned
@@ -1696,6 +1701,18 @@ mod tests {
             &[0xD3D90007, 0x180000C1],
             "v_accvgpr_write_b32 a7, -1",
         ),
+        // gfx950's bitop3: the truth table in NEG (2:0), ABS (5:3) and
+        // OMOD (7:6); words from the gfx950 device library.
+        (
+            Gfx950,
+            &[0xD2340503, 0x8AC2090A],
+            "v_bitop3_b32 v3, v10, v4, 48 bitop3:0x6c",
+        ),
+        (
+            Gfx950,
+            &[0xD2330723, 0xDC142304],
+            "v_bitop3_b16 v35, v4, s17, v5 bitop3:0xfe",
+        ),
     ];
 
     #[test]
@@ -1717,5 +1734,10 @@ mod tests {
         assert_eq!(mai_shape("v_mfma_f32_4x4x4_16b_f16"), (2, 2, 4));
         assert_eq!(mai_shape("v_mfma_f64_4x4x4_4b_f64"), (2, 2, 2));
         assert_eq!(mai_shape("v_mfma_f32_32x32x16_fp8_bf8"), (2, 2, 16));
+        // gfx950's K-doubled forms: eight halves, sixteen bytes per lane.
+        assert_eq!(mai_shape("v_mfma_f32_32x32x16_f16"), (4, 4, 16));
+        assert_eq!(mai_shape("v_mfma_f32_16x16x32_bf16"), (4, 4, 4));
+        assert_eq!(mai_shape("v_mfma_i32_32x32x32_i8"), (4, 4, 16));
+        assert_eq!(mai_shape("v_mfma_i32_16x16x64_i8"), (4, 4, 4));
     }
 }

@@ -1,4 +1,12 @@
-//! The processors the decoder knows.
+//! The processors the simulator knows, and the ISA family each belongs to.
+//!
+//! A target's family decides its encodings and the executors that run
+//! them; within a family, targets differ by feature (LLVM's `AMDGPU.td`
+//! subtarget features: `FeatureGFX940Insts` for gfx942 and gfx950,
+//! `FeatureGFX950Insts` for gfx950 alone).
+
+use aqueduct_abi::code_object::target::family;
+use aqueduct_abi::kernel_descriptor::GfxFamily;
 
 /// The targets this decoder knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -7,21 +15,41 @@ pub enum Target {
     Gfx90a,
     /// gfx942 (CDNA3: MI300 series), with architected flat scratch.
     Gfx942,
+    /// gfx950 (CDNA4: MI350 series): gfx942's ISA plus the CDNA4
+    /// instructions (`v_bitop3_*`, doubled-K and scaled MFMA forms, …),
+    /// 160 KiB of LDS.
+    Gfx950,
 }
 
 impl Target {
     /// Every target the simulator runs.
-    pub const ALL: [Self; 2] = [Self::Gfx90a, Self::Gfx942];
+    pub const ALL: [Self; 3] = [Self::Gfx90a, Self::Gfx942, Self::Gfx950];
 
     /// The processor name.
     pub const fn name(self) -> &'static str {
         match self {
             Self::Gfx90a => "gfx90a",
             Self::Gfx942 => "gfx942",
+            Self::Gfx950 => "gfx950",
         }
     }
 
-    /// By processor name (`gfx90a`, `gfx942`).
+    /// The ISA family (`aqueduct_abi`'s, from the processor name): its
+    /// encodings and executors. GFX9 is wave64 only (AMDGPUUsage,
+    /// "Processors": no `wavefrontsize32` feature before GFX10).
+    pub fn family(self) -> GfxFamily {
+        family(self.name()).expect("every simulated processor has a family (a test checks it)")
+    }
+
+    /// LLVM's `FeatureGFX940Insts` (gfx942, gfx950): the SC0/SC1/NT cache
+    /// policy bits in place of GLC/SLC/SCC, architected flat scratch, the
+    /// `buffer_inv`/`buffer_wbl2 sc0 sc1` cache controls, SCRATCH's SVE
+    /// bit, the FP8/BF8 and xf32 MFMA encodings of CDNA3.
+    pub const fn gfx940_insts(self) -> bool {
+        matches!(self, Self::Gfx942 | Self::Gfx950)
+    }
+
+    /// By processor name (`gfx90a`, `gfx942`, `gfx950`).
     pub fn from_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|t| t.name() == name)
     }
@@ -29,8 +57,9 @@ impl Target {
     /// The processor's facts (`aqueduct_abi::gfx`); looked up by name once
     /// (executors ask per instruction).
     pub fn gfx(self) -> &'static aqueduct_abi::gfx::Gfx {
-        static BY_TARGET: std::sync::OnceLock<[&'static aqueduct_abi::gfx::Gfx; 2]> =
-            std::sync::OnceLock::new();
+        static BY_TARGET: std::sync::OnceLock<
+            [&'static aqueduct_abi::gfx::Gfx; Target::ALL.len()],
+        > = std::sync::OnceLock::new();
         BY_TARGET.get_or_init(|| {
             Self::ALL.map(|t| {
                 aqueduct_abi::gfx::gfx(t.name())
@@ -51,5 +80,6 @@ mod tests {
             assert_eq!(Target::from_name(t.name()), Some(t));
         }
         assert_eq!(Target::from_name("gfx1100"), None);
+        assert!(Target::ALL.iter().all(|t| t.family() == GfxFamily::Gfx9Mai));
     }
 }

@@ -49,6 +49,8 @@ use crate::decode::inst::flag;
 use crate::decode::{Ext, Inst, Src};
 use crate::exec::ctx::{Ctx, Exec};
 use crate::fault::Fault;
+use aqueduct_abi::gfx::Fp8Format;
+
 use crate::float::{bf8_fnuz_to_f32, bf16_to_f32, f16_to_f32, fp8_fnuz_to_f32};
 use crate::lanes::{LANES, Lanes};
 use crate::wave::{Ty, Wave};
@@ -896,14 +898,30 @@ fn run_on(w: &mut Wave, i: &Inst, s: &Shape, layout: &Layout, isa: Isa) -> R {
     Ok(())
 }
 
+/// The FP8/BF8 shapes read FNUZ bytes (gfx942); gfx950's same mnemonics
+/// read the OCP formats E4M3FN and E5M2 (`aqueduct_abi::gfx::Fp8Format`),
+/// which the simulator does not model yet: refused by name, not guessed.
+#[inline(always)]
+fn refuse_ocp_fp8(i: &Inst, s: &Shape, ctx: &Ctx<'_>) -> R {
+    let fp8 = |t: In| matches!(t, In::Fp8 | In::Bf8);
+    if (fp8(s.a) || fp8(s.b)) && ctx.target.gfx().fp8 != Fp8Format::Fnuz {
+        return Err(Fault::UnimplementedCase {
+            mnemonic: i.mnemonic,
+            case: "FP8/BF8 in the OCP formats (gfx950)",
+        });
+    }
+    Ok(())
+}
+
 /// Defines one executor per mnemonic and the table of shapes.
 macro_rules! mfma {
     ($($name:ident => $shape:expr;)*) => {
-        $(fn $name(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+        $(fn $name(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>) -> R {
             const LAYOUT: Layout = Layout::of(&$shape);
+            refuse_ocp_fp8(i, &$shape, ctx)?;
             run(w, i, &$shape, &LAYOUT)
         })*
-        /// Every MFMA shape by mnemonic (gfx90a and gfx942 spellings).
+        /// Every MFMA shape by mnemonic (gfx90a, gfx942 and gfx950 spellings).
         pub const SHAPES: &[(&str, Shape)] = &[$((stringify!($name), $shape)),*];
         const TABLE: &[(&str, Exec)] = &[$((stringify!($name), $name as Exec)),*];
     };
@@ -973,6 +991,14 @@ mfma! {
     v_mfma_f32_32x32x16_bf8_fp8 => shape(32, 16, 1, Bf8, Fp8);
     v_mfma_f32_32x32x16_fp8_bf8 => shape(32, 16, 1, Fp8, Bf8);
     v_mfma_f32_32x32x16_fp8_fp8 => shape(32, 16, 1, Fp8, Fp8);
+    // gfx950 (CDNA4 ISA): f16, bf16 and i8 with K doubled, eight 16-bit
+    // or sixteen 8-bit elements per lane.
+    v_mfma_f32_32x32x16_f16 => shape(32, 16, 1, F16, F16);
+    v_mfma_f32_16x16x32_f16 => shape(16, 32, 1, F16, F16);
+    v_mfma_f32_32x32x16_bf16 => shape(32, 16, 1, Bf16, Bf16);
+    v_mfma_f32_16x16x32_bf16 => shape(16, 32, 1, Bf16, Bf16);
+    v_mfma_i32_32x32x32_i8 => shape(32, 32, 1, I8, I8);
+    v_mfma_i32_16x16x64_i8 => shape(16, 64, 1, I8, I8);
 }
 
 /// Every MFMA executor. The sparse `v_smfmac_*` of gfx942 are not here.
@@ -1402,13 +1428,10 @@ mod tests {
         VOP3P
             .iter()
             .find_map(|o| {
-                if o.gfx942 == name {
-                    Some((Target::Gfx942, o.opcode))
-                } else if o.gfx90a == name {
-                    Some((Target::Gfx90a, o.opcode))
-                } else {
-                    None
-                }
+                [Target::Gfx942, Target::Gfx90a, Target::Gfx950]
+                    .into_iter()
+                    .find(|&t| o.on(t) == name)
+                    .map(|t| (t, o.opcode))
             })
             .expect("MFMA in the opcode table")
     }

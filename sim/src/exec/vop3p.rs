@@ -561,7 +561,7 @@ mod tests {
         const VOP3P_ENC: u32 = 0xD380_0000;
         let op = VOP3P
             .iter()
-            .find(|o| o.gfx942 == e.op)
+            .find(|o| o.on(Target::Gfx942) == e.op)
             .expect("opcode")
             .opcode;
         [

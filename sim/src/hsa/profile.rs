@@ -67,7 +67,7 @@ impl Profile {
 }
 
 /// The products the simulator models, in the table's order: AMD Instinct
-/// MI300X (gfx942) and MI210 (gfx90a).
+/// MI300X (gfx942), MI210 (gfx90a) and MI355X (gfx950).
 pub fn profiles() -> impl Iterator<Item = Profile> {
     PRODUCTS.iter().filter_map(Profile::of)
 }

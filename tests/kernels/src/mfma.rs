@@ -16,13 +16,15 @@
 //! passes as an LLVM vector (`<16 x float>`, `<4 x half>`, ...), and
 //! CBSZ/ABID/BLGP are `immarg`s, written as literals at each call.
 //!
-//! The forms gfx90a and gfx942 share come first. The others are compiled
-//! only for their target, under `cfg(aqueduct_gfx = "...")`, which this
-//! crate's build.rs sets from `-Ctarget-cpu` (rustc has no target-feature
-//! cfgs for amdgcn, and LLVM cannot select an intrinsic the processor lacks):
-//! gfx942's xf32, fp8/bf8 and K-doubled i8 shapes and its f64 BLGP-as-
-//! negation; gfx90a's single-block i8 shapes and the bf16 forms older than
-//! `_1k`. Modifier settings are ones AMD's matrix instruction calculator
+//! The forms gfx90a, gfx942 and gfx950 share come first. The others are
+//! compiled only for their targets, under `cfg(aqueduct_gfx = "...")`,
+//! which this crate's build.rs sets from `-Ctarget-cpu` (rustc has no
+//! target-feature cfgs for amdgcn, and LLVM cannot select an intrinsic the
+//! processor lacks): gfx942's xf32 shapes (gone on gfx950) and fp8/bf8 ones
+//! (FNUZ on gfx942; gfx950 reads the same forms as the OCP formats, which
+//! the simulator does not model yet); the K-doubled i8 shapes and the f64
+//! BLGP-as-negation of gfx942 and gfx950; gfx90a's single-block i8 shapes
+//! and the bf16 forms older than `_1k`. Modifier settings are ones AMD's matrix instruction calculator
 //! lists as supported for the instruction (`--detail-instruction`,
 //! "CBSZ and ABID bits supported", "BLGP bits supported"); the gfx942-only
 //! xf32, fp8/bf8 and i8 shapes support none, so they run plain.
@@ -48,6 +50,7 @@ vectors! {
     I32x16 = [i32; 16];
     I32x32 = [i32; 32];
     F16x4 = [f16; 4];
+    F16x8 = [f16; 8];
     I16x2 = [i16; 2];
     I16x4 = [i16; 4];
     F64x4 = [f64; 4];
@@ -180,7 +183,7 @@ mfma! {
 }
 
 // ---------------------------------------------------------------------------
-// gfx942 only (CDNA3)
+// gfx942 only (CDNA3): xf32, and fp8/bf8 in the FNUZ formats
 // ---------------------------------------------------------------------------
 
 #[cfg(aqueduct_gfx = "gfx942")]
@@ -218,6 +221,14 @@ mfma! {
     "llvm.amdgcn.mfma.f32.32x32x16.bf8.bf8" fn mfma_f32_32x32x16_bf8_bf8(i64, F32x16) {
         mfma_f32_32x32x16_bf8_bf8_plain: 0, 0, 0;
     }
+}
+
+// ---------------------------------------------------------------------------
+// gfx942 and gfx950 (CDNA3 and CDNA4)
+// ---------------------------------------------------------------------------
+
+#[cfg(any(aqueduct_gfx = "gfx942", aqueduct_gfx = "gfx950"))]
+mfma! {
     // i8 with K doubled (the gfx90a single-block shapes' successors):
     // eight i8 per lane, packed in an i64.
     "llvm.amdgcn.mfma.i32.16x16x32.i8" fn mfma_i32_16x16x32_i8(i64, I32x4) {
@@ -232,8 +243,9 @@ mfma! {
 // bit 2 C (CDNA3 ISA; LLVM prints it as `neg:[a,b,c]`). The same
 // intrinsics as the shared f64 kernels, so declared under other names.
 // Negating A and negating B give the same D, so the settings tell apart
-// the product's sign from C's: A only, B and C, C only.
-#[cfg(aqueduct_gfx = "gfx942")]
+// the product's sign from C's: A only, B and C, C only. gfx950 reads the
+// field alike (CDNA4 ISA).
+#[cfg(any(aqueduct_gfx = "gfx942", aqueduct_gfx = "gfx950"))]
 mfma! {
     "llvm.amdgcn.mfma.f64.16x16x4f64" fn mfma_f64_16x16x4f64_neg(f64, F64x4) {
         mfma_f64_16x16x4f64_neg_a: 0, 0, 1;
@@ -241,6 +253,28 @@ mfma! {
     }
     "llvm.amdgcn.mfma.f64.4x4x4f64" fn mfma_f64_4x4x4f64_neg(f64, f64) {
         mfma_f64_4x4x4f64_neg_c: 0, 0, 4;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// gfx950 only (CDNA4): K doubled. f16 and i8 here; the bf16 forms take
+// `<8 x bfloat>`, a type Rust cannot name, so the simulator's own scalar
+// model checks those (sim/src/exec/mfma.rs).
+// ---------------------------------------------------------------------------
+
+#[cfg(aqueduct_gfx = "gfx950")]
+mfma! {
+    "llvm.amdgcn.mfma.f32.32x32x16.f16" fn mfma_f32_32x32x16_f16(F16x8, F32x16) {
+        mfma_f32_32x32x16_f16_plain: 0, 0, 0;
+    }
+    "llvm.amdgcn.mfma.f32.16x16x32.f16" fn mfma_f32_16x16x32_f16(F16x8, F32x4) {
+        mfma_f32_16x16x32_f16_plain: 0, 0, 0;
+    }
+    "llvm.amdgcn.mfma.i32.32x32x32.i8" fn mfma_i32_32x32x32_i8(I32x4, I32x16) {
+        mfma_i32_32x32x32_i8_plain: 0, 0, 0;
+    }
+    "llvm.amdgcn.mfma.i32.16x16x64.i8" fn mfma_i32_16x16x64_i8(I32x4, I32x4) {
+        mfma_i32_16x16x64_i8_plain: 0, 0, 0;
     }
 }
 
