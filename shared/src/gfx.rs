@@ -349,10 +349,9 @@ impl Product {
 /// 2400 MHz, 288 GiB HBM3E: eight 36 GiB stacks, which AMD writes "288 GB").
 ///
 /// Sources: the chip IDs, `CHIPS` (for the MI355X, the seed
-/// `hipblaslt-pci-chip-id-predicates.txt`: 0x75a3 and 0x75a2, 256 CUs in
-/// its rank example); CUs, peak engine clock and memory, AMD's product
-/// data sheets (MI355X: "256 compute units", "peak engine clock 2400 MHz",
-/// "288 GB HBM3E").
+/// `hipblaslt-pci-chip-id-predicates.txt`: 0x75a3 and 0x75a2, a 256-CU
+/// row in its rank example); CUs, peak engine clock and memory, AMD's
+/// product specifications for each card.
 pub const PRODUCTS: &[Product] = &[
     Product {
         key: "mi300x",

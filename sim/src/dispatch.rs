@@ -4,10 +4,11 @@
 //! State" for GFX9 (gfx90a, gfx942, gfx950):
 //! - user SGPRs from s0, in this order, each only when the descriptor's
 //!   kernel_code_properties enable it: private segment buffer (4; not with
-//!   architected flat scratch, i.e. gfx942 and gfx950), dispatch ptr (2), queue ptr
-//!   (2), kernarg segment ptr (2), dispatch id (2), flat scratch init (2;
-//!   not on gfx942/gfx950), private segment size (1); then preloaded kernarg
-//!   dwords (gfx942/gfx950 KERNARG_PRELOAD) up to COMPUTE_PGM_RSRC2.USER_SGPR_COUNT;
+//!   architected flat scratch, i.e. gfx942 and gfx950), dispatch ptr (2),
+//!   queue ptr (2), kernarg segment ptr (2), dispatch id (2), flat scratch
+//!   init (2; not on gfx942/gfx950), private segment size (1); then
+//!   preloaded kernarg dwords (gfx942/gfx950 KERNARG_PRELOAD) up to
+//!   COMPUTE_PGM_RSRC2.USER_SGPR_COUNT;
 //! - system SGPRs right after: workgroup id X, Y, Z and workgroup info
 //!   (each when enabled in RSRC2), then the private segment wave byte offset
 //!   (when ENABLE_PRIVATE_SEGMENT);

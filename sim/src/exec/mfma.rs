@@ -44,13 +44,13 @@
 //! 16 to 64 lanes of A and B), so all lanes are read and written whatever
 //! EXEC holds.
 
+use aqueduct_abi::gfx::Fp8Format;
+
 use crate::decode::inst::Mai;
 use crate::decode::inst::flag;
 use crate::decode::{Ext, Inst, Src};
 use crate::exec::ctx::{Ctx, Exec};
 use crate::fault::Fault;
-use aqueduct_abi::gfx::Fp8Format;
-
 use crate::float::{bf8_fnuz_to_f32, bf16_to_f32, f16_to_f32, fp8_fnuz_to_f32};
 use crate::lanes::{LANES, Lanes};
 use crate::wave::{Ty, Wave};
@@ -1575,6 +1575,29 @@ mod tests {
             .unwrap();
             let d = f64::from_bits(u64::from(w.v[4][0]) | u64::from(w.v[5][0]) << 32);
             assert_eq!(d, if negated { -4.0 } else { 4.0 }, "{name}");
+        }
+    }
+
+    #[test]
+    fn fp8_on_gfx950_is_refused_by_name_not_read_as_fnuz() {
+        // gfx950 reads these bytes as OCP E4M3FN/E5M2, which is not
+        // modelled: the executor refuses before touching a register.
+        let (_, op) = target_and_opcode("v_mfma_f32_16x16x32_fp8_fp8");
+        let words = encode(op, 0, true, 0, 2, 0, 0, 0, 0, 0);
+        for (target, refused) in [(Target::Gfx942, false), (Target::Gfx950, true)] {
+            let mut w = Wave::new(8, 8);
+            let r = crate::exec::run_words(
+                &mut w,
+                target,
+                &words,
+                "v_mfma_f32_16x16x32_fp8_fp8",
+                &mut [],
+            );
+            let want = refused.then_some(Fault::UnimplementedCase {
+                mnemonic: "v_mfma_f32_16x16x32_fp8_fp8",
+                case: "FP8/BF8 in the OCP formats (gfx950)",
+            });
+            assert_eq!(r.err(), want, "{target:?}");
         }
     }
 

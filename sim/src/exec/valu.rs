@@ -1395,6 +1395,7 @@ pub const OPS: &[&[(&str, Exec)]] = &[
 mod tests {
 
     use super::*;
+    use crate::decode::Target;
 
     #[test]
     fn bitop3_reads_its_table_at_the_sources_bits() {
@@ -1416,7 +1417,6 @@ mod tests {
             assert_eq!(bitop3(0, a, b, c), 0);
         }
     }
-    use crate::decode::Target;
 
     fn run(w: &mut Wave, words: &[u32], mnemonic: &str) -> R {
         crate::exec::run_words(w, Target::Gfx942, words, mnemonic, &mut [])
