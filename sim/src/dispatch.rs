@@ -33,7 +33,7 @@ use aqueduct_abi::code_object::Kernel;
 use crate::decode::inst::code;
 use crate::exec::{Ctx, Event};
 use crate::fault::{Fault, FaultReport};
-use crate::lanes::LANES;
+use crate::lanes::{LANES, WaveSize};
 use crate::memory::MemoryError;
 use crate::program::Program;
 use crate::wave::{Scratch, Status, Wave};
@@ -142,17 +142,27 @@ struct Shape {
     /// gfx90a: where the flat scratch init pair goes.
     flat_scratch_init_at: Option<u8>,
     entry: usize,
+    /// The descriptor's wave size.
+    wave: WaveSize,
 }
 
 fn shape(program: &Program, kernel: &Kernel, launch: &Launch) -> Result<Shape, DispatchError> {
     let d = &kernel.descriptor;
     let (r1, r2, r3, p) = (d.rsrc1(), d.rsrc2(), d.rsrc3(), d.properties());
     let bad = |s: String| DispatchError::BadLaunch(s);
-    if p.enable_wavefront_size32() {
-        return Err(bad(
-            "wave32 kernels do not run on GFX9 (gfx90a, gfx942, gfx950)".into(),
-        ));
-    }
+    // AMDGPUUsage, "Kernel Descriptor": ENABLE_WAVEFRONT_SIZE32 is
+    // reserved (must be 0) on GFX6-GFX9; GFX10+ kernels choose.
+    let wave = if p.enable_wavefront_size32() {
+        if !program.target.wave32() {
+            return Err(bad(format!(
+                "a wave32 kernel cannot run on {}: GFX9 runs wave64 only",
+                program.target.name()
+            )));
+        }
+        WaveSize::W32
+    } else {
+        WaveSize::W64
+    };
     let total = (r1.granulated_workitem_vgpr_count() as usize + 1) * 8;
     let arch = if r3.0 != 0 {
         (r3.accum_offset_vgprs() as usize).min(total)
@@ -277,6 +287,7 @@ fn shape(program: &Program, kernel: &Kernel, launch: &Launch) -> Result<Shape, D
         segment_buffer,
         flat_scratch_init_at,
         entry,
+        wave,
     })
 }
 
@@ -323,7 +334,7 @@ pub fn run_observed(
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let result: Mutex<Result<Stats, DispatchError>> = Mutex::new(Ok(Stats::default()));
-    let waves_per_group = wg_items.div_ceil(LANES as u32) as usize;
+    let waves_per_group = wg_items.div_ceil(s.wave.lanes() as u32) as usize;
     let worker = || {
         let mut local = Stats::default();
         let mut lds = vec![0u8; s.lds];
@@ -422,7 +433,8 @@ fn run_group(
         w.min(launch.grid[d] - id[d] * w)
     });
     let items = ext[0] * ext[1] * ext[2];
-    let n_waves = items.div_ceil(LANES as u32) as usize;
+    let lanes = s.wave.lanes();
+    let n_waves = items.div_ceil(lanes as u32) as usize;
     waves.truncate(n_waves);
     while waves.len() < n_waves {
         waves.push(Wave::new(s.vgprs, s.agprs));
@@ -436,6 +448,7 @@ fn run_group(
         w.mode = s.mode;
         w.trapsts = 0;
         w.id = k as u32;
+        w.size = s.wave;
         w.executed = 0;
         if w.v.len() != s.vgprs {
             w.v.resize(s.vgprs, [0; LANES]);
@@ -467,7 +480,7 @@ fn run_group(
         // The first lane's id is divided out once and the others counted
         // up from it: three divisions per lane were a tenth of the time of
         // a small kernel (sim-bench).
-        let first = k as u32 * LANES as u32;
+        let first = (k * lanes) as u32;
         let mut exec = 0u64;
         let (mut x, mut y, mut z) = (
             first % ext[0],
@@ -475,7 +488,7 @@ fn run_group(
             first / (ext[0] * ext[1]),
         );
         if let Some(v0) = w.v.first_mut() {
-            for l in 0..LANES {
+            for l in 0..lanes {
                 let t = first + l as u32;
                 if t >= items {
                     v0[l] = 0;

@@ -1,22 +1,62 @@
-//! Lanes: a wavefront's 64 work-items as the vector registers, the EXEC
-//! mask and the cross-lane operations (DPP) see them. A leaf: the wave's
-//! state and the executors build on it.
+//! Lanes: a wavefront's work-items as the vector registers, the EXEC mask
+//! and the cross-lane operations (DPP, permutes) see them. A leaf: the
+//! wave's state and the executors build on it.
+//!
+//! Storage is always 64 lanes; a wave32 wave (GFX10 and later, chosen per
+//! kernel by the descriptor's `ENABLE_WAVEFRONT_SIZE32`: AMDGPUUsage,
+//! "Kernel Descriptor") uses the low 32. Its EXEC reads as 32 bits
+//! ([`crate::wave::Wave::exec`]), so every loop over EXEC's lanes stops at
+//! lane 31 by itself; what names a lane by number (permutes, `readlane`)
+//! wraps at [`WaveSize::lanes`], and lane masks written to SGPRs take one
+//! register instead of a pair ([`crate::wave::Wave::set_lane_mask`]).
 
-/// Lanes of a wavefront: GFX9 runs wave64 only.
+/// Lanes of the register storage: the widest wave.
 pub const LANES: usize = 64;
 /// One 32-bit value per lane.
 pub type Lanes = [u32; LANES];
 
+/// A wave's width: GFX9 runs wave64 only; GFX10+ kernels choose.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WaveSize {
+    /// 32 lanes: lane masks are one SGPR.
+    W32,
+    /// 64 lanes: lane masks are an SGPR pair.
+    #[default]
+    W64,
+}
+
+impl WaveSize {
+    /// Work-items per wave.
+    #[inline]
+    pub const fn lanes(self) -> usize {
+        match self {
+            Self::W32 => 32,
+            Self::W64 => 64,
+        }
+    }
+
+    /// The mask of every lane.
+    #[inline]
+    pub const fn full(self) -> u64 {
+        match self {
+            Self::W32 => 0xFFFF_FFFF,
+            Self::W64 => u64::MAX,
+        }
+    }
+}
+
 /// Runs `$body` with `$l` bound to each lane set in `$mask`, in lane
-/// order: a plain loop when all 64 are set (the common case, which the
-/// compiler can unroll and vectorise), else one step per set bit. A macro
-/// rather than a function taking a closure: the body is pasted into both
-/// loops, where a closure called from two places is not always inlined.
+/// order: a plain loop when the set lanes are a prefix `0..n` (the common
+/// case: a full wave64 or wave32, or a partial last wave; the compiler can
+/// vectorise it), else one step per set bit. A macro rather than a
+/// function taking a closure: the body is pasted into both loops, where a
+/// closure called from two places is not always inlined.
 macro_rules! for_lanes {
     ($mask:expr, |$l:ident| $body:block) => {{
         let mask: u64 = $mask;
-        if mask == u64::MAX {
-            for $l in 0..$crate::lanes::LANES $body
+        if mask & mask.wrapping_add(1) == 0 {
+            // 0, or 0..n all set: n = 64 - leading zeros.
+            for $l in 0..(64 - mask.leading_zeros() as usize) $body
         } else {
             let mut rest = mask;
             while rest != 0 {
@@ -28,3 +68,32 @@ macro_rules! for_lanes {
     }};
 }
 pub(crate) use for_lanes;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn visited(mask: u64) -> Vec<usize> {
+        let mut v = Vec::new();
+        for_lanes!(mask, |l| { v.push(l) });
+        v
+    }
+
+    #[test]
+    fn for_lanes_visits_exactly_the_set_lanes_in_order() {
+        for mask in [
+            0,
+            1,
+            u64::MAX,
+            WaveSize::W32.full(),
+            0x0000_0000_0000_FFFF,
+            0x8000_0000_0000_0000,
+            0xF0F0_0000_0000_0001,
+            u64::MAX - 1,
+            u64::MAX >> 1,
+        ] {
+            let want: Vec<usize> = (0..64).filter(|l| mask >> l & 1 != 0).collect();
+            assert_eq!(visited(mask), want, "mask {mask:#x}");
+        }
+    }
+}

@@ -16,7 +16,7 @@ use crate::decode::inst::code;
 use crate::decode::{Ext, Inst, Src};
 use crate::exec::{dpp, sdwa};
 use crate::fault::Fault;
-use crate::lanes::{LANES, Lanes};
+use crate::lanes::{LANES, Lanes, WaveSize};
 
 /// Operand types as far as inline constants and literals care.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,7 +58,9 @@ pub enum Status {
 /// The per-lane private (scratch) segment of a wave: lane `l`'s byte `o`
 /// lives at `base + (o / 4) * 256 + l * 4 + o % 4` — the hardware's
 /// swizzle with 4-byte elements and a 64-lane stride, so MUBUF accesses
-/// through a swizzled V# and flat/scratch accesses agree.
+/// through a swizzled V# and flat/scratch accesses agree. A wave32 wave
+/// keeps the same stride (the upper half of each 256-byte row unused): the
+/// layout is the simulator's, seen only through the instructions.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Scratch {
     /// Device address of the wave's scratch block (lane 0's byte 0).
@@ -102,6 +104,8 @@ pub struct Wave {
     pub status: Status,
     /// Wave index within its workgroup.
     pub id: u32,
+    /// 32 or 64 lanes (the kernel descriptor's choice; GFX9: 64).
+    pub size: WaveSize,
     /// Where the lanes' private segments are.
     pub scratch: Scratch,
     /// Instructions executed.
@@ -122,27 +126,68 @@ impl Wave {
             trapsts: 0,
             status: Status::Running,
             id: 0,
+            size: WaveSize::W64,
             scratch: Scratch::default(),
             executed: 0,
         }
     }
 
-    /// The 64-bit EXEC mask.
+    /// The EXEC mask: 64 bits in wave64, EXEC_LO in wave32 (EXEC_HI is
+    /// not a lane mask there, RDNA3 ISA "Wave32 and Wave64").
     #[inline]
     pub fn exec(&self) -> u64 {
-        u64::from(self.s[code::EXEC_LO as usize]) | u64::from(self.s[code::EXEC_HI as usize]) << 32
+        (u64::from(self.s[code::EXEC_LO as usize])
+            | u64::from(self.s[code::EXEC_HI as usize]) << 32)
+            & self.size.full()
     }
 
-    /// Sets the EXEC mask.
+    /// Sets the EXEC mask (EXEC_LO only in wave32).
     #[inline]
     pub fn set_exec(&mut self, v: u64) {
-        self.set_s64(code::EXEC_LO, v);
+        self.set_lane_mask(code::EXEC_LO, v);
     }
 
-    /// The 64-bit VCC mask.
+    /// The VCC mask (VCC_LO in wave32).
     #[inline]
     pub fn vcc(&self) -> u64 {
-        self.s64(code::VCC_LO)
+        self.lane_mask_at(code::VCC_LO)
+    }
+
+    /// The lane mask in the scalar register(s) at operand code `r`: an
+    /// SGPR pair in wave64, one SGPR in wave32.
+    #[inline]
+    pub fn lane_mask_at(&self, r: u8) -> u64 {
+        match self.size {
+            WaveSize::W64 => self.s64(r),
+            WaveSize::W32 => u64::from(self.s[usize::from(r & 0x7F)]),
+        }
+    }
+
+    /// A lane-mask source operand (a carry in, `v_cndmask_b32`'s
+    /// selector): 64 bits in wave64, 32 in wave32.
+    #[inline]
+    pub fn lane_mask(&self, src: Src) -> Result<u64, Fault> {
+        match self.size {
+            WaveSize::W64 => self.s64_of(src, Ty::U64),
+            WaveSize::W32 => self.s32_of(src, Ty::B32).map(u64::from),
+        }
+    }
+
+    /// Writes a lane mask to the scalar register(s) at `r`: a pair in
+    /// wave64, one SGPR in wave32 (the VOPC/VOP3 `sdst` of RDNA's wave32).
+    #[inline]
+    pub fn set_lane_mask(&mut self, r: u8, v: u64) {
+        match self.size {
+            WaveSize::W64 => self.set_s64(r, v),
+            WaveSize::W32 => self.set_s32(r, v as u32),
+        }
+    }
+
+    /// The lane a lane-select operand names (`v_readlane_b32`'s SSRC1,
+    /// a permute's address / 4): its low 5 or 6 bits.
+    #[inline]
+    pub fn lane_select(&self, v: u32) -> usize {
+        v as usize & (self.size.lanes() - 1)
     }
 
     /// The 64-bit value of the scalar pair at operand code `r` (rounded
@@ -294,6 +339,10 @@ impl Wave {
         let d = self.vreg_mut(r, false)?;
         if mask == u64::MAX {
             *d = *vals;
+        } else if mask & (mask + 1) == 0 {
+            // Lanes 0..n: a full wave32 or a partial last wave.
+            let n = mask.trailing_ones() as usize;
+            d[..n].copy_from_slice(&vals[..n]);
         } else {
             for l in 0..LANES {
                 if mask >> l & 1 != 0 {

@@ -1,6 +1,6 @@
 //! Execution suite, part 3: program control and the system side of a
-//! wave, with the kernels of `tests/kernels/src/system.rs`, on gfx90a and
-//! gfx942.
+//! wave, with the kernels of `tests/kernels/src/system.rs`, on every
+//! simulated target.
 //!
 //! Calls (`s_getpc_b64` / `s_swappc_b64` / `s_setpc_b64`, direct and
 //! through a per-lane function pointer) match CPU references. The ways a
@@ -659,4 +659,65 @@ fn private_read_past_the_segment_faults_in_scratch() {
         assert_eq!((report.workgroup, report.wave), ([0, 0, 0], 0));
         sim.free(&[value, place]);
     }
+}
+
+/// AMDGPUUsage, "Kernel Descriptor": ENABLE_WAVEFRONT_SIZE32 is reserved
+/// on GFX9. A GFX9 code object whose descriptor sets it (patched into a
+/// built one) loads, and its dispatch is refused by name, not run as
+/// wave64.
+#[test]
+fn a_wave32_descriptor_is_refused_on_gfx9() {
+    use aqueduct_abi::code_object::CodeObject;
+    use aqueduct_abi::kernel_descriptor::KernelDescriptor;
+    let mut checked = Vec::new();
+    for built in aqueduct_tests::built_code_objects() {
+        let Some(target) = Target::from_name(built.gfx) else {
+            continue;
+        };
+        if built.package != TEST_KERNELS || target.wave32() {
+            continue;
+        }
+        let mut bytes = std::fs::read(&built.path).expect("read code object");
+        let co = CodeObject::parse(&bytes).expect("parse");
+        let kernel = co.kernel("copy_u32").expect("copy_u32");
+        let seg = co
+            .segments
+            .iter()
+            .find(|s| (s.vaddr..s.vaddr + s.filesz).contains(&kernel.descriptor_address))
+            .expect("the descriptor is in a loaded segment");
+        let at = (seg.file_offset + kernel.descriptor_address - seg.vaddr) as usize
+            + std::mem::offset_of!(KernelDescriptor, kernel_code_properties);
+        // Bit 10 of the little-endian u16: bit 2 of its second byte.
+        bytes[at + 1] |= 1 << 2;
+        let d = aqueduct_sim::Gpu::new(target);
+        let p = d.load(&bytes).expect("load");
+        assert!(
+            p.kernel("copy_u32")
+                .expect("copy_u32")
+                .descriptor
+                .properties()
+                .enable_wavefront_size32()
+        );
+        let sim = aqueduct_tests::Sim { d, p };
+        let src = sim.upload(&[7u32; 64]);
+        let dst = sim.poisoned::<u32>(64);
+        let args = Args::default().u64(src).u64(dst).u64(64);
+        match sim.try_run("copy_u32", (64, 64), &args) {
+            Err(e) => assert!(
+                e.to_string()
+                    .contains(&format!("wave32 kernel cannot run on {}", built.gfx)),
+                "{e}"
+            ),
+            Ok(_) => panic!("{}: a wave32 kernel ran", sim.at("copy_u32")),
+        }
+        assert_same(
+            &sim.read::<u32>(dst, 64),
+            &[u32::POISON; 64],
+            &sim.at("dst"),
+        );
+        sim.free(&[src, dst]);
+        checked.push(target);
+    }
+    let gfx9: Vec<Target> = Target::ALL.into_iter().filter(|t| !t.wave32()).collect();
+    assert_eq!(checked, gfx9, "every GFX9 target checked");
 }

@@ -38,6 +38,16 @@ impl Target {
         matches!(self, Self::Gfx942 | Self::Gfx950)
     }
 
+    /// Whether kernels may choose wave32 (GFX10 and later; AMDGPUUsage,
+    /// "Kernel Descriptor", ENABLE_WAVEFRONT_SIZE32).
+    pub fn wave32(self) -> bool {
+        use aqueduct_abi::kernel_descriptor::GfxFamily;
+        !matches!(
+            aqueduct_abi::code_object::target::family(self.name()),
+            Some(GfxFamily::Gfx9 | GfxFamily::Gfx9Mai) | None
+        )
+    }
+
     /// By processor name (`gfx90a`, `gfx942`, `gfx950`).
     pub fn from_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|t| t.name() == name)
@@ -69,5 +79,7 @@ mod tests {
             assert_eq!(Target::from_name(t.name()), Some(t));
         }
         assert_eq!(Target::from_name("gfx1100"), None);
+        // GFX9 runs wave64 only.
+        assert!(Target::ALL.iter().all(|t| !t.wave32()));
     }
 }

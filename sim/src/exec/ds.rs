@@ -659,9 +659,10 @@ fn swizzle(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     w.write_regs(i.vdst, acc, &[out], exec)
 }
 
-/// The lane a permute names: (ADDR + OFFSET) / 4, high bits ignored.
-fn permute_lane(addr: &Lanes, i: &Inst, l: usize) -> usize {
-    (addr[l].wrapping_add(i.imm as u32 & 0xFFFF) / 4) as usize % LANES
+/// The lane a permute names: (ADDR + OFFSET) / 4, the bits above the
+/// wave's lane count ignored.
+fn permute_lane(w: &Wave, addr: &Lanes, i: &Inst, l: usize) -> usize {
+    w.lane_select(addr[l].wrapping_add(i.imm as u32 & 0xFFFF) / 4)
 }
 
 /// `ds_permute_b32` (push): each active lane sends DATA0 to the lane its
@@ -674,7 +675,7 @@ fn permute(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     let src = *w.vreg(data_reg(i, 1)?, acc)?;
     let mut out = [0u32; LANES];
     for l in (0..LANES).filter(|l| exec >> l & 1 != 0) {
-        out[permute_lane(&addr, i, l)] = src[l];
+        out[permute_lane(w, &addr, i, l)] = src[l];
     }
     w.write_regs(i.vdst, acc, &[out], exec)
 }
@@ -687,7 +688,7 @@ fn bpermute(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     let addr = address_lanes(w, i)?;
     let src = *w.vreg(data_reg(i, 1)?, acc)?;
     let out: Lanes = std::array::from_fn(|l| {
-        let j = permute_lane(&addr, i, l);
+        let j = permute_lane(w, &addr, i, l);
         if exec >> j & 1 != 0 { src[j] } else { 0 }
     });
     w.write_regs(i.vdst, acc, &[out], exec)
@@ -1250,7 +1251,7 @@ mod tests {
     }
 
     #[test]
-    fn bpermute_pulls_by_byte_address_modulo_the_wave() {
+    fn bpermute_pulls_by_byte_address_modulo_the_wave_size() {
         let mut lds = Vec::new();
         let off: u64 = !(1 << 9);
         let mut w = wave(off);
@@ -1273,6 +1274,27 @@ mod tests {
                 _ => 1000 + src as u32,
             };
             assert_eq!(w.v[4][l], want, "lane {l}");
+        }
+        // In wave32 the lane wraps at 32: lane l names l + 33, which is
+        // lane (l + 1) % 32; lanes 32..64 are not the wave's.
+        w.size = crate::lanes::WaveSize::W32;
+        w.set_exec(u64::MAX);
+        w.v[4] = [POISON; LANES];
+        w.v[1] = std::array::from_fn(|l| 4 * (l as u32 + 33));
+        run(
+            &mut w,
+            [0xD87E0000, 0x04000201],
+            "ds_bpermute_b32",
+            &mut lds,
+        )
+        .unwrap();
+        for l in 0..LANES {
+            let want = if l < 32 {
+                1000 + (l as u32 + 1) % 32
+            } else {
+                POISON
+            };
+            assert_eq!(w.v[4][l], want, "wave32 lane {l}");
         }
     }
 

@@ -785,7 +785,7 @@ const CONVERSIONS: &[(&str, Exec)] = &[
 /// Writes a per-lane condition to the scalar destination `sdst` (VCC for
 /// the short forms): bits of inactive lanes are 0.
 fn write_sdst(w: &mut Wave, sdst: u8, bits: u64) {
-    w.set_s64(sdst, bits & w.exec());
+    w.set_lane_mask(sdst, bits & w.exec());
 }
 
 macro_rules! carry_ops {
@@ -793,7 +793,7 @@ macro_rules! carry_ops {
         $(fn $name(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
             let $a = u32_src(w, i, 0)?;
             let $b = u32_src(w, i, 1)?;
-            let cin: u64 = if $carry_in { w.s64_of(i.src[2], Ty::U64)? } else { 0 };
+            let cin: u64 = if $carry_in { w.lane_mask(i.src[2])? } else { 0 };
             let mut out = [0u32; LANES];
             let mut carry = 0u64;
             for l in 0..LANES {
@@ -893,7 +893,7 @@ fn v_cndmask_b32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     // Float modifiers apply (VOP3 abs/neg on src0/src1 as f32 bits).
     let a = f32_src_bits(w, i, 0)?;
     let b = f32_src_bits(w, i, 1)?;
-    let m = w.s64_of(i.src[2], Ty::U64)?;
+    let m = w.lane_mask(i.src[2])?;
     write(
         w,
         i,
@@ -1020,7 +1020,7 @@ fn v_mbcnt_hi_u32_b32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
 // ---------------------------------------------------------------------------
 
 fn v_readlane_b32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-    let lane = (w.s32_of(i.src[1], Ty::B32)? & 63) as usize;
+    let lane = w.lane_select(w.s32_of(i.src[1], Ty::B32)?);
     let Src::Vgpr(r) = i.src[0] else {
         return Err(Fault::Operand { code: 0 });
     };
@@ -1032,7 +1032,7 @@ fn v_readlane_b32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
 
 fn v_writelane_b32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     let v = w.s32_of(i.src[0], Ty::B32)?;
-    let lane = (w.s32_of(i.src[1], Ty::B32)? & 63) as usize;
+    let lane = w.lane_select(w.s32_of(i.src[1], Ty::B32)?);
     w.vreg_mut(i.vdst, false)?[lane] = v;
     Ok(())
 }
@@ -1091,7 +1091,7 @@ const OTHER: &[(&str, Exec)] = &[
 /// EXEC too for `v_cmpx` (gfx9 writes both).
 fn compare_result(w: &mut Wave, i: &Inst, bits: u64, x: bool) {
     let bits = bits & w.exec();
-    w.set_s64(i.sdst, bits);
+    w.set_lane_mask(i.sdst, bits);
     if x {
         w.set_exec(bits);
     }
@@ -1396,6 +1396,7 @@ mod tests {
 
     use super::*;
     use crate::decode::Target;
+    use crate::decode::inst::code;
 
     #[test]
     fn bitop3_reads_its_table_at_the_sources_bits() {
@@ -1551,5 +1552,59 @@ mod tests {
             let got = f64::from_bits(u64::from(w.v[0][l]) | u64::from(w.v[1][l]) << 32);
             assert_eq!(got, ((l & !15) + 1) as f64 + 1.0, "lane {l}");
         }
+    }
+
+    /// The wave-size seam: the same executors on a wave32 wave (as GFX10+
+    /// kernels choose) read EXEC_LO and VCC_LO only, write lane masks to
+    /// one SGPR, and wrap lane selects at 32. GFX9 encodings stand in for
+    /// the instructions (the executors do not see encodings); words from
+    /// LLVM's disassembler (`llvm-objdump --mcpu=gfx942`).
+    #[test]
+    fn a_wave32_wave_reads_and_writes_one_sgpr_of_lane_mask() {
+        let mut w = Wave::new(8, 0);
+        w.size = crate::lanes::WaveSize::W32;
+        // EXEC_HI and VCC_HI hold garbage a wave32 wave must not see.
+        w.s[code::EXEC_LO as usize] = u32::MAX;
+        w.s[code::EXEC_HI as usize] = POISON;
+        w.s[code::VCC_HI as usize] = POISON;
+        w.s[11] = POISON;
+        assert_eq!(w.exec(), 0xFFFF_FFFF);
+        w.v[1] = std::array::from_fn(|l| l as u32);
+        w.v[2] = [16; LANES];
+        w.v[3] = [POISON; LANES];
+        w.v[4] = [100; LANES];
+        w.v[5] = [200; LANES];
+        w.v[7] = [0xFFFF_FFF0; LANES];
+        // v_cmp_gt_u32_e32 vcc, v1, v2: lanes 17..31.
+        run(&mut w, &[0x7D98_0501], "v_cmp_gt_u32").unwrap();
+        assert_eq!(w.s[code::VCC_LO as usize], 0xFFFE_0000);
+        assert_eq!(w.s[code::VCC_HI as usize], POISON);
+        assert_eq!(w.vcc(), 0xFFFE_0000);
+        // v_cndmask_b32_e32 v3, v4, v5, vcc: the selector is VCC_LO.
+        run(&mut w, &[0x0006_0B04], "v_cndmask_b32").unwrap();
+        for l in 0..LANES {
+            let want = match l {
+                0..=16 => 100,
+                17..=31 => 200,
+                _ => POISON,
+            };
+            assert_eq!(w.v[3][l], want, "lane {l}");
+        }
+        // v_cmp_gt_u32_e64 s[10:11], v1, v2: one SGPR, s10.
+        run(&mut w, &[0xD0CC_000A, 0x0002_0501], "v_cmp_gt_u32").unwrap();
+        assert_eq!((w.s[10], w.s[11]), (0xFFFE_0000, POISON));
+        // v_add_co_u32_e32 v6, vcc, v7, v1: carry out of lanes 16..31.
+        run(&mut w, &[0x320C_0307], "v_add_co_u32").unwrap();
+        assert_eq!(w.s[code::VCC_LO as usize], 0xFFFF_0000);
+        assert_eq!(w.s[code::VCC_HI as usize], POISON);
+        // v_readlane_b32 s8, v1, s9: lane 35 wraps to lane 3.
+        w.s[9] = 35;
+        run(&mut w, &[0xD289_0008, 0x0000_1301], "v_readlane_b32").unwrap();
+        assert_eq!(w.s[8], 3);
+        // The same compare in wave64 sets lanes 17..63 across the pair.
+        w.size = crate::lanes::WaveSize::W64;
+        w.s[code::EXEC_HI as usize] = u32::MAX;
+        run(&mut w, &[0x7D98_0501], "v_cmp_gt_u32").unwrap();
+        assert_eq!(w.vcc(), 0xFFFF_FFFF_FFFE_0000);
     }
 }
