@@ -1,6 +1,8 @@
 //! Decoder oracle: the simulator decodes every instruction of every code
-//! object `cargo xtask build` made for gfx90a and gfx942 the way the
-//! toolchain's `llvm-objdump` does.
+//! object `cargo xtask build` made for the targets it knows the way the
+//! toolchain's `llvm-objdump` does: classification on all five (GFX9,
+//! GFX11, GFX12), operands on the GFX9 ones (the GFX11/GFX12 operand
+//! decoder is not written yet).
 //!
 //! Two stages. Classification: same mnemonic, same size; the words come
 //! from objdump's own listing, so a wrong size in the simulator
@@ -11,7 +13,7 @@
 //! executors read is checked against LLVM's disassembler.
 
 use aqueduct_sim::decode::print::print;
-use aqueduct_sim::decode::{Target, classify, decode};
+use aqueduct_sim::decode::{Encoding, Target, classify, decode};
 use aqueduct_tests::{built_code_objects, run_llvm_tool};
 
 /// One instruction of objdump's listing: its text (operands included,
@@ -24,12 +26,22 @@ struct Listed {
 impl Listed {
     /// The mnemonic without the encoding suffix objdump adds.
     fn base_mnemonic(&self) -> &str {
-        let mnemonic = self.text.split(' ').next().unwrap_or("");
-        ["_e32", "_e64", "_sdwa", "_dpp"]
-            .iter()
-            .find_map(|s| mnemonic.strip_suffix(s))
-            .unwrap_or(mnemonic)
+        base(self.text.split(' ').next().unwrap_or(""))
     }
+
+    /// A VOPD pair's second (Y) mnemonic: the one after `::`.
+    fn paired_mnemonic(&self) -> Option<&str> {
+        let (_, y) = self.text.split_once(" :: ")?;
+        Some(base(y.split(' ').next().unwrap_or("")))
+    }
+}
+
+/// `mnemonic` without the encoding suffix objdump adds.
+fn base(mnemonic: &str) -> &str {
+    ["_e32", "_e64", "_sdwa", "_dpp"]
+        .iter()
+        .find_map(|s| mnemonic.strip_suffix(s))
+        .unwrap_or(mnemonic)
 }
 
 /// Whitespace collapsed to single spaces: objdump pads the operand column
@@ -61,8 +73,8 @@ fn listing(text: &str) -> Vec<Listed> {
         .collect()
 }
 
-/// objdump's listing of every built gfx90a/gfx942 code object, with the
-/// target and the object's path.
+/// objdump's listing of every built code object of a target the decoder
+/// knows, with the target and the object's path.
 fn built_listings() -> Vec<(Target, String, Vec<Listed>)> {
     built_code_objects()
         .into_iter()
@@ -82,6 +94,7 @@ fn built_listings() -> Vec<(Target, String, Vec<Listed>)> {
 #[test]
 fn every_built_instruction_classifies_like_llvm_objdump() {
     let mut checked = 0;
+    let mut per_target = std::collections::BTreeMap::new();
     for (target, path, lines) in built_listings() {
         let code: Vec<u32> = lines.iter().flat_map(|l| l.words.iter().copied()).collect();
         let mut at = 0;
@@ -89,16 +102,26 @@ fn every_built_instruction_classifies_like_llvm_objdump() {
             let c = classify(&code[at..], target)
                 .unwrap_or_else(|e| panic!("{path} word {at}: {e} (objdump: {})", line.text));
             assert_eq!(
-                (c.mnemonic, c.words),
-                (line.base_mnemonic(), line.words.len()),
+                (c.mnemonic, c.paired, c.words),
+                (
+                    line.base_mnemonic(),
+                    line.paired_mnemonic(),
+                    line.words.len()
+                ),
                 "{path} word {at}: {:08x?}",
                 line.words
             );
             at += c.words;
             checked += 1;
+            *per_target.entry(target.name()).or_insert(0) += 1;
         }
     }
     assert!(checked > 100, "only {checked} instructions checked");
+    for t in Target::ALL {
+        let n = per_target.get(t.name()).copied().unwrap_or(0);
+        assert!(n > 1000, "{}: only {n} instructions classified", t.name());
+    }
+    eprintln!("{checked} instructions classify like llvm-objdump: {per_target:?}");
 }
 
 #[test]
@@ -106,7 +129,11 @@ fn every_built_instruction_decodes_to_llvm_objdump_operands() {
     let mut checked = 0;
     let mut distinct = std::collections::BTreeSet::new();
     let mut wrong = Vec::new();
-    for (target, path, lines) in built_listings() {
+    // GFX11/GFX12 operands are not decoded yet (`DecodeError::OperandsUnread`).
+    let gfx9 = built_listings()
+        .into_iter()
+        .filter(|(t, _, _)| Encoding::of(*t) == Encoding::Gfx9);
+    for (target, path, lines) in gfx9 {
         for line in &lines {
             // Each instruction alone: a wrong size cannot hide behind the
             // next instruction's words.

@@ -671,7 +671,7 @@ fn a_wave32_descriptor_is_refused_on_gfx9() {
     use aqueduct_abi::kernel_descriptor::KernelDescriptor;
     let mut checked = Vec::new();
     for built in aqueduct_tests::built_code_objects() {
-        let Some(target) = Target::from_name(built.gfx) else {
+        let Some(target) = Target::from_name(built.gfx).filter(|t| t.runs()) else {
             continue;
         };
         if built.package != TEST_KERNELS || target.wave32() {
@@ -720,4 +720,51 @@ fn a_wave32_descriptor_is_refused_on_gfx9() {
     }
     let gfx9: Vec<Target> = Target::ALL.into_iter().filter(|t| !t.wave32()).collect();
     assert_eq!(checked, gfx9, "every GFX9 target checked");
+}
+
+/// gfx1100 and gfx1201 code loads and decodes, but the simulator does not
+/// execute GFX11/GFX12 yet: a dispatch is refused by name, before any
+/// instruction runs or any memory is written.
+#[test]
+fn a_dispatch_on_a_target_the_simulator_only_decodes_is_refused() {
+    use aqueduct::device_code::DEVICE_LIBRARY;
+    let mut checked = Vec::new();
+    for built in aqueduct_tests::built_code_objects() {
+        let Some(target) = Target::from_name(built.gfx).filter(|t| !t.runs()) else {
+            continue;
+        };
+        if built.package != DEVICE_LIBRARY {
+            continue;
+        }
+        let bytes = std::fs::read(&built.path).expect("read code object");
+        let d = aqueduct_sim::Gpu::new(target);
+        let p = d.load(&bytes).expect("the code object loads");
+        assert!(
+            p.instructions().all(|(_, i)| i.is_err()),
+            "{}: no instruction should be runnable",
+            built.gfx
+        );
+        let sim = aqueduct_tests::Sim { d, p };
+        let dst = sim.poisoned::<u32>(64);
+        // fill_u32(dst, len, value)
+        let args = Args::default().u64(dst).u64(64).u32(7);
+        match sim.try_run("fill_u32", (64, 64), &args) {
+            Err(e) => assert!(
+                e.to_string().contains(&format!(
+                    "decodes {} code but does not execute it yet",
+                    built.gfx
+                )),
+                "{e}"
+            ),
+            Ok(_) => panic!("{}: fill_u32 ran", built.gfx),
+        }
+        assert_same(
+            &sim.read::<u32>(dst, 64),
+            &[u32::POISON; 64],
+            &sim.at("dst"),
+        );
+        checked.push(target);
+    }
+    let decoded_only: Vec<Target> = Target::ALL.into_iter().filter(|t| !t.runs()).collect();
+    assert_eq!(checked, decoded_only);
 }

@@ -1,6 +1,6 @@
 //! `cargo xtask isa-tables`: the simulator's opcode tables for the GFX9
-//! encodings of gfx90a, gfx942 and gfx950, read out of LLVM's AMDGPU
-//! disassembler.
+//! encodings (gfx90a, gfx942, gfx950), the GFX11 ones (gfx1100) and the
+//! GFX12 ones (gfx1201), read out of LLVM's AMDGPU disassembler.
 //!
 //! For every encoding format the generator places one instruction per
 //! opcode value (with harmless, aligned register operands) in a 16-byte
@@ -31,8 +31,40 @@ const VGPR: u32 = 4;
 /// `v4` as a 9-bit source operand.
 const VSRC: u32 = 256 + VGPR;
 
-/// A probe instruction: first word, and the second for 64-bit formats.
-pub type Probe = (u32, Option<u32>);
+/// A probe instruction: one to three words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Probe {
+    words: [u32; 3],
+    len: usize,
+}
+
+impl Probe {
+    /// A 32-bit instruction.
+    const fn one(w0: u32) -> Self {
+        Self {
+            words: [w0, 0, 0],
+            len: 1,
+        }
+    }
+    /// A 64-bit instruction.
+    const fn two(w0: u32, w1: u32) -> Self {
+        Self {
+            words: [w0, w1, 0],
+            len: 2,
+        }
+    }
+    /// A 96-bit instruction (GFX12's VFLAT/VGLOBAL/VSCRATCH/VBUFFER).
+    const fn three(w0: u32, w1: u32, w2: u32) -> Self {
+        Self {
+            words: [w0, w1, w2],
+            len: 3,
+        }
+    }
+    /// The words.
+    pub fn words(&self) -> &[u32] {
+        &self.words[..self.len]
+    }
+}
 
 /// One encoding format: its name, the opcodes to try, and the probe
 /// instruction for an opcode (second word `None` for 32-bit formats) in
@@ -42,6 +74,8 @@ pub type Probe = (u32, Option<u32>);
 /// `saddr`), so formats with such fields try each subset of them zeroed.
 pub struct Format {
     pub name: &'static str,
+    /// The targets whose disassembler reads this format's fields.
+    pub targets: &'static [Target],
     pub opcodes: u32,
     pub probe: fn(u32, u32) -> Option<Probe>,
 }
@@ -55,7 +89,10 @@ const VARIANTS: u32 = 16;
 fn one(v: u32, keep: u32, words: Probe) -> Option<Probe> {
     match v {
         0 => Some(words),
-        1 => Some((words.0 & keep, words.1.map(|_| 0))),
+        1 => Some(Probe {
+            words: [words.words[0] & keep, 0, 0],
+            len: words.len,
+        }),
         _ => None,
     }
 }
@@ -66,23 +103,29 @@ fn one(v: u32, keep: u32, words: Probe) -> Option<Probe> {
 fn smem(op: u32, v: u32) -> Option<Probe> {
     let base = 0xC000_0000 | op << 18;
     match v {
-        0 => Some((base | 1 << 17 | SGPR << 6 | SGPR >> 1, Some(0x10))),
-        1 => Some((base | 1 << 17, Some(0))),
-        2 => Some((base, Some(0))),
-        3 => Some((base | SGPR << 6, Some(0))),
+        0 => Some(Probe::two(base | 1 << 17 | SGPR << 6 | SGPR >> 1, 0x10)),
+        1 => Some(Probe::two(base | 1 << 17, 0)),
+        2 => Some(Probe::two(base, 0)),
+        3 => Some(Probe::two(base | SGPR << 6, 0)),
         _ => None,
     }
 }
 
 /// VOP3/VOP3P sources: all VGPRs (0), all SGPRs (2), src1 an SGPR (3, for
-/// lane selects such as `v_readlane_b32`), or no operands at all (1).
+/// lane selects such as `v_readlane_b32`), or no operands at all (1); all
+/// VGPRs with VOP3P's OP_SEL_HI set for every source (4: GFX12's WMMA
+/// accepts no other).
 fn vop3(v: u32, word0: u32) -> Option<Probe> {
     let s = SGPR;
     match v {
-        0 => Some((word0, Some(VSRC | VSRC << 9 | VSRC << 18))),
-        1 => Some((word0 & 0xFFFF_0000, Some(0))),
-        2 => Some((word0, Some(s | s << 9 | s << 18))),
-        3 => Some((word0, Some(VSRC | s << 9 | VSRC << 18))),
+        0 => Some(Probe::two(word0, VSRC | VSRC << 9 | VSRC << 18)),
+        1 => Some(Probe::two(word0 & 0xFFFF_0000, 0)),
+        2 => Some(Probe::two(word0, s | s << 9 | s << 18)),
+        3 => Some(Probe::two(word0, VSRC | s << 9 | VSRC << 18)),
+        4 => Some(Probe::two(
+            word0 | 1 << 14,
+            VSRC | VSRC << 9 | VSRC << 18 | 3 << 27,
+        )),
         _ => None,
     }
 }
@@ -97,185 +140,399 @@ fn zero_some(fields: [u32; 4], v: u32) -> u32 {
         .fold(0, |a, b| a | b)
 }
 
-/// The GFX9 encoding formats (bit positions from the CDNA2/CDNA3 ISA
-/// documents' "Microcode Formats" chapter).
+/// The GFX9 targets: the tables of the GFX9 encodings are probed on these.
+const GFX9: &[Target] = &[Target::Gfx90a, Target::Gfx942, Target::Gfx950];
+/// The targets whose encodings of a format are GFX11's (the scalar and
+/// vector ALU formats, DS: the same fields on gfx1100 and gfx1201).
+const GFX11_12: &[Target] = &[Target::Gfx1100, Target::Gfx1201];
+/// Formats GFX12 changed (SMEM, the FLAT family, buffers): GFX11's form.
+const GFX11: &[Target] = &[Target::Gfx1100];
+/// GFX12's own forms of those.
+const GFX12: &[Target] = &[Target::Gfx1201];
+
+/// FLAT/SCRATCH/GLOBAL (GFX9, GFX11): one opcode space under the segment
+/// bits of `word0`; variants zero VADDR, DATA, SADDR (else "off": `off`)
+/// and VDST in turn.
+fn flat(word0: u32, off: u32, v: u32) -> Option<Probe> {
+    (v < 8).then(|| {
+        Probe::two(
+            word0,
+            zero_some(
+                [VGPR, VGPR, if v & 4 == 0 { off } else { 0 }, VGPR],
+                v & 0b1011,
+            ),
+        )
+    })
+}
+
+/// GFX12 VFLAT/VGLOBAL/VSCRATCH (96 bits): SADDR null (0x7C) in word 0;
+/// VDST in word 1 bits 7:0, VDATA in 30:23; VADDR in word 2 bits 7:0
+/// (llvm-objdump on gfx1201 code objects). Variants zero VDST and VDATA.
+fn flat12(seg: u32, op: u32, v: u32) -> Option<Probe> {
+    (v < 4).then(|| {
+        let vdst = if v & 1 == 0 { VGPR } else { 0 };
+        let data = if v & 2 == 0 { VGPR << 23 } else { 0 };
+        Probe::three(0xEC00_007C | seg << 24 | op << 14, vdst | data, VGPR)
+    })
+}
+
+/// The encoding formats (bit positions from the ISA documents' "Microcode
+/// Formats" chapters: CDNA2/CDNA3 for GFX9, RDNA3 for GFX11, RDNA4 for
+/// GFX12), each probed on the targets that share its fields.
 pub const FORMATS: &[Format] = &[
     Format {
         name: "SOP2",
+        targets: GFX9,
         opcodes: 0x60,
-        probe: |op, v| {
-            one(
-                v,
-                0xFF80_0000,
-                (0x8000_0000 | op << 23 | SGPR << 16 | SGPR << 8 | SGPR, None),
-            )
-        },
+        probe: sop2,
     },
     Format {
         name: "SOPK",
+        targets: GFX9,
         opcodes: 0x1D,
-        probe: |op, v| one(v, 0xFF80_0000, (0xB000_0000 | op << 23 | SGPR << 16, None)),
+        probe: sopk,
     },
     Format {
         name: "SOP1",
+        targets: GFX9,
         opcodes: 0x100,
-        probe: |op, v| {
-            one(
-                v,
-                0xFF80_FF00,
-                (0xBE80_0000 | SGPR << 16 | op << 8 | SGPR, None),
-            )
-        },
+        probe: sop1,
     },
     Format {
         name: "SOPC",
+        targets: GFX9,
         opcodes: 0x80,
-        probe: |op, v| {
-            one(
-                v,
-                0xFFFF_0000,
-                (0xBF00_0000 | op << 16 | SGPR << 8 | SGPR, None),
-            )
-        },
+        probe: sopc,
     },
     Format {
         name: "SOPP",
+        targets: GFX9,
         opcodes: 0x80,
-        probe: |op, v| one(v, 0xFFFF_0000, (0xBF80_0000 | op << 16, None)),
+        probe: sopp,
     },
     // imm = 1 (bit 17): the offset is the second word.
     Format {
         name: "SMEM",
+        targets: GFX9,
         opcodes: 0x100,
-        probe: |op, v| smem(op, v),
+        probe: smem,
     },
     Format {
         name: "VOP2",
+        targets: GFX9,
         opcodes: 0x3E,
-        probe: |op, v| {
-            one(
-                v,
-                0xFE00_0000,
-                (op << 25 | VGPR << 17 | VGPR << 9 | VSRC, None),
-            )
-        },
+        probe: vop2,
     },
     Format {
         name: "VOP1",
+        targets: GFX9,
         opcodes: 0x100,
-        probe: |op, v| {
-            one(
-                v,
-                0xFE01_FE00,
-                (0x7E00_0000 | VGPR << 17 | op << 9 | VSRC, None),
-            )
-        },
+        probe: vop1,
     },
     Format {
         name: "VOPC",
+        targets: GFX9,
         opcodes: 0x100,
-        probe: |op, v| {
-            one(
-                v,
-                0xFFFE_0000,
-                (0x7C00_0000 | op << 17 | VGPR << 9 | VSRC, None),
-            )
-        },
+        probe: vopc,
     },
     Format {
         name: "VOP3",
+        targets: GFX9,
         opcodes: 0x380,
         probe: |op, v| vop3(v, 0xD000_0000 | op << 16 | VGPR),
     },
     Format {
         name: "VOP3P",
+        targets: GFX9,
         opcodes: 0x80,
         probe: |op, v| vop3(v, 0xD380_0000 | op << 16 | VGPR),
     },
     Format {
         name: "DS",
+        targets: GFX9,
         opcodes: 0x100,
-        probe: |op, v| Some((0xD800_0000 | op << 17, Some(zero_some([VGPR; 4], v)))),
+        probe: |op, v| Some(Probe::two(0xD800_0000 | op << 17, zero_some([VGPR; 4], v))),
     },
     // FLAT, SCRATCH, GLOBAL: one opcode space, seg in bits 15:14; saddr off.
     Format {
         name: "FLAT",
+        targets: GFX9,
         opcodes: 0x80,
-        probe: |op, v| {
-            (v < 8).then(|| {
-                (
-                    0xDC00_0000 | op << 18,
-                    Some(zero_some(
-                        [VGPR, VGPR, if v & 4 == 0 { 0x7F } else { 0 }, VGPR],
-                        v & 0b1011,
-                    )),
-                )
-            })
-        },
+        probe: |op, v| flat(0xDC00_0000 | op << 18, 0x7F, v),
     },
     Format {
         name: "SCRATCH",
+        targets: GFX9,
         opcodes: 0x80,
-        probe: |op, v| {
-            (v < 8).then(|| {
-                (
-                    0xDC00_4000 | op << 18,
-                    Some(zero_some(
-                        [VGPR, VGPR, if v & 4 == 0 { 0x7F } else { 0 }, VGPR],
-                        v & 0b1011,
-                    )),
-                )
-            })
-        },
+        probe: |op, v| flat(0xDC00_4000 | op << 18, 0x7F, v),
     },
     Format {
         name: "GLOBAL",
+        targets: GFX9,
         opcodes: 0x80,
-        probe: |op, v| {
-            (v < 8).then(|| {
-                (
-                    0xDC00_8000 | op << 18,
-                    Some(zero_some(
-                        [VGPR, VGPR, if v & 4 == 0 { 0x7F } else { 0 }, VGPR],
-                        v & 0b1011,
-                    )),
-                )
-            })
-        },
+        probe: |op, v| flat(0xDC00_8000 | op << 18, 0x7F, v),
     },
     // srsrc s[4:7] (field holds the SGPR number / 4), soffset 0 (inline 128);
     // variant 2 sets the LDS bit (16) with no VDATA, as the disassembler
     // wants for `buffer_store_lds_dword` (gfx90a), which has no other form.
     Format {
         name: "MUBUF",
+        targets: GFX9,
         opcodes: 0x80,
         probe: |op, v| {
             let srsrc = (SGPR / 4) << 16 | 0x80 << 24;
             match v {
-                2 => Some((0xE001_0000 | op << 18, Some(srsrc))),
+                2 => Some(Probe::two(0xE001_0000 | op << 18, srsrc)),
                 _ => one(
                     v,
                     0xFFFC_0000,
-                    (0xE000_0000 | op << 18, Some(VGPR | VGPR << 8 | srsrc)),
+                    Probe::two(0xE000_0000 | op << 18, VGPR | VGPR << 8 | srsrc),
                 ),
             }
         },
     },
     Format {
         name: "MTBUF",
+        targets: GFX9,
         opcodes: 0x10,
         probe: |op, v| {
             one(
                 v,
                 0xFFFF_8000,
-                (
+                Probe::two(
                     0xE800_0000 | 1 << 19 | op << 15,
-                    Some(VGPR | VGPR << 8 | (SGPR / 4) << 16 | 0x80 << 24),
+                    VGPR | VGPR << 8 | (SGPR / 4) << 16 | 0x80 << 24,
                 ),
             )
         },
     },
+    // GFX11 and GFX12: the scalar and VALU formats keep GFX9's fields
+    // (VOP3 moves to 0b110101 with a 10-bit opcode, VOP3P to 0xCC), DS
+    // moves its opcode to bits 25:18.
+    Format {
+        name: "RDNA_SOP2",
+        targets: GFX11_12,
+        opcodes: 0x60,
+        probe: sop2,
+    },
+    Format {
+        name: "RDNA_SOPK",
+        targets: GFX11_12,
+        opcodes: 0x1D,
+        probe: sopk,
+    },
+    Format {
+        name: "RDNA_SOP1",
+        targets: GFX11_12,
+        opcodes: 0x100,
+        probe: sop1,
+    },
+    Format {
+        name: "RDNA_SOPC",
+        targets: GFX11_12,
+        opcodes: 0x80,
+        probe: sopc,
+    },
+    Format {
+        name: "RDNA_SOPP",
+        targets: GFX11_12,
+        opcodes: 0x80,
+        probe: sopp,
+    },
+    Format {
+        name: "RDNA_VOP2",
+        targets: GFX11_12,
+        opcodes: 0x3E,
+        probe: vop2,
+    },
+    Format {
+        name: "RDNA_VOP1",
+        targets: GFX11_12,
+        opcodes: 0x100,
+        probe: vop1,
+    },
+    Format {
+        name: "RDNA_VOPC",
+        targets: GFX11_12,
+        opcodes: 0x100,
+        probe: vopc,
+    },
+    Format {
+        name: "RDNA_VOP3",
+        targets: GFX11_12,
+        opcodes: 0x400,
+        probe: |op, v| vop3(v, 0xD400_0000 | op << 16 | VGPR),
+    },
+    Format {
+        name: "RDNA_VOP3P",
+        targets: GFX11_12,
+        opcodes: 0x80,
+        probe: |op, v| vop3(v, 0xCC00_0000 | op << 16 | VGPR),
+    },
+    // VOPD: OPX in word 0 bits 25:22 with OPY = v_dual_mov_b32 (0x10);
+    // OPY in bits 21:17 with OPX = v_dual_mov_b32 (8). Sources v2/v3,
+    // destinations v0/v1 (VDSTY's low bit is the inverse of VDSTX's).
+    Format {
+        name: "RDNA_VOPDX",
+        targets: GFX11_12,
+        opcodes: 0x10,
+        probe: |op, v| {
+            (v == 0).then(|| Probe::two(0xC800_0000 | op << 22 | 0x10 << 17 | 0x102, 0x103))
+        },
+    },
+    Format {
+        name: "RDNA_VOPDY",
+        targets: GFX11_12,
+        opcodes: 0x20,
+        probe: |op, v| {
+            (v == 0).then(|| Probe::two(0xC800_0000 | 8 << 22 | op << 17 | 0x102, 0x103))
+        },
+    },
+    Format {
+        name: "RDNA_DS",
+        targets: GFX11_12,
+        opcodes: 0x100,
+        probe: |op, v| Some(Probe::two(0xD800_0000 | op << 18, zero_some([VGPR; 4], v))),
+    },
+    // GFX11 SMEM: 0b111101, opcode 25:18, SDATA 12:6, SBASE 5:0; word 1:
+    // SOFFSET 31:25 (null = 0x7C), OFFSET 20:0.
+    Format {
+        name: "GFX11_SMEM",
+        targets: GFX11,
+        opcodes: 0x100,
+        probe: |op, v| smem_rdna(0xF400_0000 | op << 18, v),
+    },
+    Format {
+        name: "GFX11_FLAT",
+        targets: GFX11,
+        opcodes: 0x80,
+        probe: |op, v| flat(0xDC00_0000 | op << 18, 0x7C, v),
+    },
+    Format {
+        name: "GFX11_SCRATCH",
+        targets: GFX11,
+        opcodes: 0x80,
+        probe: |op, v| flat(0xDC01_0000 | op << 18, 0x7C, v),
+    },
+    Format {
+        name: "GFX11_GLOBAL",
+        targets: GFX11,
+        opcodes: 0x80,
+        probe: |op, v| flat(0xDC02_0000 | op << 18, 0x7C, v),
+    },
+    Format {
+        name: "GFX11_MUBUF",
+        targets: GFX11,
+        opcodes: 0x100,
+        probe: |op, v| {
+            one(
+                v,
+                0xFFFC_0000,
+                Probe::two(
+                    0xE000_0000 | op << 18,
+                    VGPR | VGPR << 8 | (SGPR / 4) << 16 | 0x80 << 24,
+                ),
+            )
+        },
+    },
+    // GFX12 SMEM: opcode 18:13; word 1: SOFFSET 31:25, OFFSET 23:0.
+    Format {
+        name: "GFX12_SMEM",
+        targets: GFX12,
+        opcodes: 0x40,
+        probe: |op, v| smem_rdna(0xF400_0000 | op << 13, v),
+    },
+    Format {
+        name: "GFX12_FLAT",
+        targets: GFX12,
+        opcodes: 0x100,
+        probe: |op, v| flat12(0, op, v),
+    },
+    Format {
+        name: "GFX12_SCRATCH",
+        targets: GFX12,
+        opcodes: 0x100,
+        probe: |op, v| flat12(1, op, v),
+    },
+    Format {
+        name: "GFX12_GLOBAL",
+        targets: GFX12,
+        opcodes: 0x100,
+        probe: |op, v| flat12(2, op, v),
+    },
 ];
+
+fn sop2(op: u32, v: u32) -> Option<Probe> {
+    one(
+        v,
+        0xFF80_0000,
+        Probe::one(0x8000_0000 | op << 23 | SGPR << 16 | SGPR << 8 | SGPR),
+    )
+}
+
+fn sopk(op: u32, v: u32) -> Option<Probe> {
+    one(
+        v,
+        0xFF80_0000,
+        Probe::one(0xB000_0000 | op << 23 | SGPR << 16),
+    )
+}
+
+fn sop1(op: u32, v: u32) -> Option<Probe> {
+    one(
+        v,
+        0xFF80_FF00,
+        Probe::one(0xBE80_0000 | SGPR << 16 | op << 8 | SGPR),
+    )
+}
+
+fn sopc(op: u32, v: u32) -> Option<Probe> {
+    one(
+        v,
+        0xFFFF_0000,
+        Probe::one(0xBF00_0000 | op << 16 | SGPR << 8 | SGPR),
+    )
+}
+
+fn sopp(op: u32, v: u32) -> Option<Probe> {
+    one(v, 0xFFFF_0000, Probe::one(0xBF80_0000 | op << 16))
+}
+
+fn vop2(op: u32, v: u32) -> Option<Probe> {
+    one(
+        v,
+        0xFE00_0000,
+        Probe::one(op << 25 | VGPR << 17 | VGPR << 9 | VSRC),
+    )
+}
+
+fn vop1(op: u32, v: u32) -> Option<Probe> {
+    one(
+        v,
+        0xFE01_FE00,
+        Probe::one(0x7E00_0000 | VGPR << 17 | op << 9 | VSRC),
+    )
+}
+
+fn vopc(op: u32, v: u32) -> Option<Probe> {
+    one(
+        v,
+        0xFFFE_0000,
+        Probe::one(0x7C00_0000 | op << 17 | VGPR << 9 | VSRC),
+    )
+}
+
+/// GFX11/GFX12 SMEM with the opcode placed in `base`: sdata s[4..], sbase
+/// s[4:5], SOFFSET null and offset 0x10 (0); no data (1); data but offset
+/// 0 (2).
+fn smem_rdna(base: u32, v: u32) -> Option<Probe> {
+    match v {
+        0 => Some(Probe::two(base | SGPR << 6 | SGPR >> 1, 0xF800_0010)),
+        1 => Some(Probe::two(base, 0xF800_0000)),
+        2 => Some(Probe::two(base | SGPR << 6, 0xF800_0000)),
+        _ => None,
+    }
+}
 
 /// The targets the tables cover, in column order: the simulator's.
 pub const TARGETS: [Target; Target::ALL.len()] = Target::ALL;
@@ -345,7 +602,7 @@ pub fn base_mnemonic(m: &str) -> &str {
         .unwrap_or(m)
 }
 
-/// Mnemonic per slot address from `llvm-objdump -d` output.
+/// Instruction text per slot address from `llvm-objdump -d` output.
 fn mnemonics_by_address(disassembly: &str) -> BTreeMap<u64, String> {
     let mut out = BTreeMap::new();
     for line in disassembly.lines() {
@@ -358,16 +615,18 @@ fn mnemonics_by_address(disassembly: &str) -> BTreeMap<u64, String> {
         let Ok(address) = u64::from_str_radix(address.trim(), 16) else {
             continue;
         };
-        if let Some(m) = insn.split_whitespace().next() {
-            out.insert(address, m.to_string());
-        }
+        out.insert(address, insn.trim().to_string());
     }
     out
 }
 
 /// Disassembles the probes for `gfx`: per slot, the mnemonic of the first
 /// variant that decodes, or `None`.
-fn disassemble(objdump: &Path, gfx: &str, scratch: &Path) -> Result<Vec<Option<String>>, String> {
+fn disassemble(
+    objdump: &Path,
+    target: Target,
+    scratch: &Path,
+) -> Result<Vec<Option<String>>, String> {
     let slots = slots();
     let mut found: Vec<Option<String>> = vec![None; slots.len()];
     for variant in 0..VARIANTS {
@@ -375,10 +634,19 @@ fn disassemble(objdump: &Path, gfx: &str, scratch: &Path) -> Result<Vec<Option<S
             .iter()
             .enumerate()
             .filter(|(i, _)| found[*i].is_none())
+            .filter(|(_, (f, _))| FORMATS[*f].targets.contains(&target))
             .filter_map(|(i, &(f, op))| (FORMATS[f].probe)(op, variant).map(|w| (i, w)))
             .collect();
-        for (i, name) in disassemble_probes(objdump, gfx, scratch, &probes)? {
-            found[i] = Some(name);
+        for (i, text) in disassemble_probes(objdump, target.name(), scratch, &probes)? {
+            // A VOPD pair prints `X ... :: Y ...`; VOPDY's probes name Y.
+            let part = if FORMATS[slots[i].0].name.ends_with("VOPDY") {
+                text.split_once("::").map(|(_, y)| y)
+            } else {
+                Some(text.as_str())
+            };
+            if let Some(m) = part.and_then(|p| p.split_whitespace().next()) {
+                found[i] = Some(base_mnemonic(m).to_string());
+            }
         }
     }
     Ok(found)
@@ -397,8 +665,10 @@ fn disassemble_probes(
         return Ok(Vec::new());
     }
     let mut code = Vec::new();
-    for &(_, (w0, w1)) in probes {
-        for w in [w0, w1.unwrap_or(S_NOP), S_NOP, S_NOP] {
+    for (_, probe) in probes {
+        let words = probe.words();
+        for k in 0..4 {
+            let w = words.get(k).copied().unwrap_or(S_NOP);
             code.extend_from_slice(&w.to_le_bytes());
         }
     }
@@ -427,14 +697,15 @@ fn disassemble_probes(
             by_address
                 .get(&(k as u64 * 16))
                 .filter(|m| !m.starts_with('.'))
-                .map(|m| (i, base_mnemonic(m).to_string()))
+                .map(|m| (i, m.clone()))
         })
         .collect())
 }
 
 /// A table whose opcode space starts with another format's opcodes under
 /// the same numbers: VOP3's first 0x100 are the VOPC compares (GFX9 ISA,
-/// "VOP3 Opcodes"; LLVM gives a compare one opcode for both encodings).
+/// "VOP3 Opcodes"; LLVM gives a compare one opcode for both encodings), and
+/// VOPD's Y opcodes start with its X ones.
 /// Those rows are written once, in `from`'s table; `name`'s table is that
 /// table followed by its own rows from `own_from` on, joined at compile
 /// time (`OpName::concat`). The generator checks the disassembler agrees.
@@ -444,11 +715,25 @@ struct Prefixed {
     own_from: u32,
 }
 
-const PREFIXED: &[Prefixed] = &[Prefixed {
-    name: "VOP3",
-    from: "VOPC",
-    own_from: 0x100,
-}];
+const PREFIXED: &[Prefixed] = &[
+    Prefixed {
+        name: "VOP3",
+        from: "VOPC",
+        own_from: 0x100,
+    },
+    Prefixed {
+        name: "RDNA_VOP3",
+        from: "RDNA_VOPC",
+        own_from: 0x100,
+    },
+    // VOPD's Y operations are the X ones plus three of its own from 0x10
+    // (LLVM's VOPDYOnlyPseudosCommon).
+    Prefixed {
+        name: "RDNA_VOPDY",
+        from: "RDNA_VOPDX",
+        own_from: 0x10,
+    },
+];
 
 /// A table row: opcode, then the mnemonic on each target in column order.
 type Row<'a> = (u32, Vec<&'a str>);
@@ -469,7 +754,7 @@ pub fn generate(workspace: &Path) -> Result<String, String> {
     std::fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
     let columns: Vec<Vec<Option<String>>> = TARGETS
         .iter()
-        .map(|t| disassemble(&objdump, t.name(), &scratch))
+        .map(|t| disassemble(&objdump, *t, &scratch))
         .collect::<Result<_, _>>()?;
     let slots = slots();
     // The rows of each format: opcodes that are an instruction on a target.
@@ -493,7 +778,11 @@ pub fn generate(workspace: &Path) -> Result<String, String> {
     let rows_of = |name: &str| &rows[FORMATS.iter().position(|f| f.name == name).unwrap()];
     let names = TARGETS.map(Target::name).join(", ");
     let mut src = format!(
-        "//! Opcode tables of the GFX9 encodings for {names}.\n\
+        "//! Opcode tables of the GFX9, GFX11 and GFX12 encodings for {names}.\n\
+         //!\n\
+         //! GFX9 tables carry the GFX9 names (`SOP2`); `RDNA_` tables the\n\
+         //! formats GFX11 and GFX12 share, `GFX11_`/`GFX12_` those they do not.\n\
+         //! A column is filled only for the targets that use the table.\n\
          //!\n\
          //! Generated by `cargo xtask isa-tables` from the toolchain's LLVM AMDGPU\n\
          //! disassembler (see xtask/src/isa_tables.rs); do not edit by hand.\n\

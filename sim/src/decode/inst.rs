@@ -9,7 +9,7 @@
 //! modifiers in [`Mods`], and the extension word in [`Ext`]. Memory formats
 //! use the same slots (see each field).
 
-use super::format::{Classified, DecodeError, Format, classify};
+use super::format::{Classified, DecodeError, Encoding, Format, classify};
 use super::target::Target;
 
 /// Scalar operand codes (8-bit SSRC/SDST, the low half of 9-bit SRC).
@@ -382,7 +382,11 @@ pub fn decode(code: &[u32], target: Target) -> Result<Inst, DecodeError> {
         opcode,
         mnemonic,
         words,
+        ..
     } = classify(code, target)?;
+    if Encoding::of(target) != Encoding::Gfx9 {
+        return Err(DecodeError::OperandsUnread { mnemonic, target });
+    }
     let w0 = code[0];
     let w1 = code.get(1).copied().unwrap_or(0);
     let mut i = Inst {
@@ -689,6 +693,8 @@ pub fn decode(code: &[u32], target: Target) -> Result<Inst, DecodeError> {
             };
             i.vdst = bits(w1, 24, 8) as u16;
         }
+        // GFX11+ only: the early return above took it.
+        Format::Vopd => return Err(DecodeError::OperandsUnread { mnemonic, target }),
         Format::Mubuf | Format::Mtbuf => {
             i.imm = bits(w0, 0, 12) as i32;
             if w0 & (1 << 12) != 0 {

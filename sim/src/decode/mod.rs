@@ -1,4 +1,6 @@
-//! Instruction decoding for the GFX9 encodings (gfx90a, gfx942, gfx950).
+//! Instruction decoding: the GFX9 encodings (gfx90a, gfx942, gfx950) in
+//! full; the GFX11 (gfx1100) and GFX12 (gfx1201) ones classified (format,
+//! mnemonic, size), their operands not yet read.
 //!
 //! Step one is classification ([`classify`]): the first word names the
 //! microcode format, the format the opcode and size, and the opcode tables
@@ -19,7 +21,7 @@ pub mod opcodes;
 pub mod print;
 mod target;
 
-pub use format::{Classified, DecodeError, Format, classify};
+pub use format::{Classified, DecodeError, Encoding, Format, classify};
 pub use inst::{Ext, Inst, Mods, Src, decode};
 pub use op_name::OpName;
 pub use target::Target;

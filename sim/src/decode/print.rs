@@ -453,6 +453,8 @@ pub fn print(inst: &Inst, target: Target) -> String {
             p.out.push_str(m);
             flat(&mut p, inst, target);
         }
+        // GFX11+, whose operands the decoder does not read yet.
+        Format::Vopd => p.out.push_str(m),
         Format::Mubuf | Format::Mtbuf => {
             p.out.push_str(m);
             mubuf(&mut p, inst, target);

@@ -1,8 +1,13 @@
-//! The processors the simulator knows: all of the GFX9 family (one set of
-//! encodings, wave64 only), told apart by feature where they differ (LLVM's
-//! `AMDGPU.td` subtarget features: `FeatureGFX940Insts` for gfx942 and
-//! gfx950; the gfx950-only instructions are simply rows only its opcode
-//! column names).
+//! The processors the simulator knows. The GFX9 family (gfx90a, gfx942,
+//! gfx950: one set of encodings, wave64 only) is told apart by feature
+//! where it differs (LLVM's `AMDGPU.td` subtarget features:
+//! `FeatureGFX940Insts` for gfx942 and gfx950; the gfx950-only
+//! instructions are simply rows only its opcode column names). gfx1100
+//! (GFX11) and gfx1201 (GFX12) have encodings of their own
+//! ([`Target::family`]); the decoder knows them, and [`Target::RUNS`] says
+//! which targets the simulator also executes.
+
+use aqueduct_abi::kernel_descriptor::GfxFamily;
 
 /// The targets this decoder knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -15,11 +20,27 @@ pub enum Target {
     /// instructions (`v_bitop3_*`, doubled-K and scaled MFMA forms, …),
     /// 160 KiB of LDS.
     Gfx950,
+    /// gfx1100 (RDNA3: Radeon RX 7900 XTX/XT, PRO W7900): GFX11
+    /// encodings, wave32 and wave64, WMMA.
+    Gfx1100,
+    /// gfx1201 (RDNA4: Radeon RX 9070 XT): GFX12 encodings.
+    Gfx1201,
 }
 
 impl Target {
-    /// Every target the simulator runs.
-    pub const ALL: [Self; 3] = [Self::Gfx90a, Self::Gfx942, Self::Gfx950];
+    /// Every target the decoder knows (the opcode tables' columns).
+    pub const ALL: [Self; 5] = [
+        Self::Gfx90a,
+        Self::Gfx942,
+        Self::Gfx950,
+        Self::Gfx1100,
+        Self::Gfx1201,
+    ];
+
+    /// The targets the simulator executes: products, dispatches and the
+    /// execution suites cover these. GFX11 and GFX12 are decoded but not
+    /// yet executed; a dispatch on them is refused by name.
+    pub const RUNS: [Self; 3] = [Self::Gfx90a, Self::Gfx942, Self::Gfx950];
 
     /// The processor name.
     pub const fn name(self) -> &'static str {
@@ -27,7 +48,24 @@ impl Target {
             Self::Gfx90a => "gfx90a",
             Self::Gfx942 => "gfx942",
             Self::Gfx950 => "gfx950",
+            Self::Gfx1100 => "gfx1100",
+            Self::Gfx1201 => "gfx1201",
         }
+    }
+
+    /// The encoding family (the shared descriptor families: GFX9 with or
+    /// without MAI decode alike).
+    pub fn family(self) -> GfxFamily {
+        match self {
+            Self::Gfx90a | Self::Gfx942 | Self::Gfx950 => GfxFamily::Gfx9Mai,
+            Self::Gfx1100 => GfxFamily::Gfx11,
+            Self::Gfx1201 => GfxFamily::Gfx12,
+        }
+    }
+
+    /// Whether the simulator executes this target ([`Self::RUNS`]).
+    pub fn runs(self) -> bool {
+        Self::RUNS.contains(&self)
     }
 
     /// LLVM's `FeatureGFX940Insts` (gfx942, gfx950): the SC0/SC1/NT cache
@@ -41,11 +79,7 @@ impl Target {
     /// Whether kernels may choose wave32 (GFX10 and later; AMDGPUUsage,
     /// "Kernel Descriptor", ENABLE_WAVEFRONT_SIZE32).
     pub fn wave32(self) -> bool {
-        use aqueduct_abi::kernel_descriptor::GfxFamily;
-        !matches!(
-            aqueduct_abi::code_object::target::family(self.name()),
-            Some(GfxFamily::Gfx9 | GfxFamily::Gfx9Mai) | None
-        )
+        !matches!(self.family(), GfxFamily::Gfx9 | GfxFamily::Gfx9Mai)
     }
 
     /// By processor name (`gfx90a`, `gfx942`, `gfx950`).
@@ -78,8 +112,13 @@ mod tests {
             assert_eq!(t.gfx().name, t.name());
             assert_eq!(Target::from_name(t.name()), Some(t));
         }
-        assert_eq!(Target::from_name("gfx1100"), None);
-        // GFX9 runs wave64 only.
-        assert!(Target::ALL.iter().all(|t| !t.wave32()));
+        assert_eq!(Target::from_name("gfx1030"), None);
+        // The family agrees with the shared reader's, and GFX9 runs
+        // wave64 only.
+        for t in Target::ALL {
+            let family = aqueduct_abi::code_object::target::family(t.name());
+            assert_eq!(Some(t.family()), family, "{}", t.name());
+            assert_eq!(t.wave32(), t.family() != GfxFamily::Gfx9Mai);
+        }
     }
 }

@@ -42,7 +42,7 @@ impl Profile {
         Some(Self {
             key: product.key,
             product: chip.name,
-            target: Target::from_name(chip.gfx)?,
+            target: Target::from_name(chip.gfx).filter(|t| t.runs())?,
             compute_units: product.compute_units,
             chip_id: product.chip,
             max_clock_mhz: product.max_clock_mhz,
