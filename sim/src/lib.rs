@@ -4,7 +4,9 @@
 //! how every device-side claim gets executed: an interpreter of GFX9-family
 //! (gfx90a, gfx942, gfx950) machine code that runs the very code objects
 //! the hardware would, behind a C API identical to `libhsa-runtime64`
-//! (part 2), so the host shim loads it exactly as it loads ROCr.
+//! (part 2), so the host shim loads it exactly as it loads ROCr. GFX11
+//! (gfx1100) and GFX12 (gfx1201) code is decoded but not yet executed
+//! ([`Target::RUNS`]).
 //!
 //! Part 1 is the interpreter, with a Rust API:
 //!
@@ -20,7 +22,7 @@
 //! - [`decode`]: classification and operand decoding over opcode tables
 //!   read out of LLVM's disassembler;
 //! - [`exec`]: instruction semantics per family, keyed by mnemonic;
-//! - [`lanes`]: the 64 lanes of a wave, the leaf the rest builds on;
+//! - [`lanes`]: a wave's lanes (32 or 64), the leaf the rest builds on;
 //! - [`wave`]: a wavefront's registers and typed operand access;
 //! - [`memory`]: the valid-range table every device access goes through;
 //! - [`dispatch`]: initial kernel state and the workgroup scheduler.

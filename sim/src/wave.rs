@@ -306,7 +306,14 @@ impl Wave {
                 }
             }
             Ext::Dpp(d) if n == 0 => out = dpp::permute(&out, d.ctrl, d.bound_ctrl),
-            Ext::Dpp(_) => {}
+            // A VOPD's X sources are the instruction's own.
+            Ext::Dpp(_) | Ext::Vopd(_) => {}
+            // GFX11+ lane movement: decoded, not yet executed.
+            Ext::Dpp8(_) => {
+                return Err(Fault::Unimplemented {
+                    mnemonic: "DPP8 (GFX11+)",
+                });
+            }
         }
         Ok(out)
     }

@@ -13,7 +13,7 @@
 //! executors read is checked against LLVM's disassembler.
 
 use aqueduct_sim::decode::print::print;
-use aqueduct_sim::decode::{Encoding, Target, classify, decode};
+use aqueduct_sim::decode::{Target, classify, decode};
 use aqueduct_tests::{built_code_objects, run_llvm_tool};
 
 /// One instruction of objdump's listing: its text (operands included,
@@ -129,11 +129,7 @@ fn every_built_instruction_decodes_to_llvm_objdump_operands() {
     let mut checked = 0;
     let mut distinct = std::collections::BTreeSet::new();
     let mut wrong = Vec::new();
-    // GFX11/GFX12 operands are not decoded yet (`DecodeError::OperandsUnread`).
-    let gfx9 = built_listings()
-        .into_iter()
-        .filter(|(t, _, _)| Encoding::of(*t) == Encoding::Gfx9);
-    for (target, path, lines) in gfx9 {
+    for (target, path, lines) in built_listings() {
         for line in &lines {
             // Each instruction alone: a wrong size cannot hide behind the
             // next instruction's words.

@@ -255,6 +255,11 @@ pub fn vopd_y_opcode(word: u32) -> u16 {
     ((word >> 17) & 0x1F) as u16
 }
 
+/// The mnemonic of VOPD Y operation `opcode` on `target`.
+pub(crate) fn vopd_y_mnemonic(opcode: u16, target: Target) -> Option<&'static str> {
+    lookup(opcodes::RDNA_VOPDY, opcode, target)
+}
+
 /// Operand value naming a 32-bit literal after the instruction.
 const LITERAL: u32 = 255;
 /// VOP1/VOP2/VOPC src0 values selecting the SDWA and DPP extension words.
@@ -370,7 +375,7 @@ pub fn classify(code: &[u32], target: Target) -> Result<Classified, DecodeError>
     let mnemonic = lookup(format.table(enc), opcode, target).ok_or(unknown(opcode))?;
     let paired = if format == Format::Vopd {
         let y = vopd_y_opcode(word);
-        Some(lookup(opcodes::RDNA_VOPDY, y, target).ok_or(unknown(y))?)
+        Some(vopd_y_mnemonic(y, target).ok_or(unknown(y))?)
     } else {
         None
     };

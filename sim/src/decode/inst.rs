@@ -197,10 +197,75 @@ pub struct Dpp {
     /// BOUND_CTRL: a lane whose source lane is out of range reads 0 and is
     /// written, instead of keeping its old value.
     pub bound_ctrl: bool,
+    /// FI (GFX11+): a source lane outside EXEC gives its register's value
+    /// instead of 0 / the old value (GFX9: always clear).
+    pub fi: bool,
     /// BANK_MASK: bit b enables lanes `4b..4b+4` of each row of 16.
     pub bank_mask: u8,
     /// ROW_MASK: bit r enables lanes `16r..16r+16`.
     pub row_mask: u8,
+}
+
+/// DPP8 extension word (GFX11+): within each group of eight lanes, lane
+/// `i` reads lane `sel[3i+2:3i]` of its group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dpp8 {
+    /// The eight 3-bit lane selects, lane 0's in bits 2:0 of the first
+    /// byte (bytes, not a `u32`: an [`Inst`] stays as small as before).
+    pub sel: [u8; 3],
+    /// FI: a source lane outside EXEC gives its value rather than 0.
+    pub fi: bool,
+}
+
+impl Dpp8 {
+    /// From the extension word's bits 31:8.
+    pub fn new(selects: u32, fi: bool) -> Self {
+        let [a, b, c, _] = selects.to_le_bytes();
+        Self { sel: [a, b, c], fi }
+    }
+
+    /// The lane of its group of eight that lane `l % 8` reads.
+    pub fn select(&self, l: usize) -> usize {
+        let bits = u32::from_le_bytes([self.sel[0], self.sel[1], self.sel[2], 0]);
+        (bits >> (3 * (l % 8)) & 7) as usize
+    }
+}
+
+/// The second (Y) operation of a VOPD instruction; X is the instruction's
+/// own fields, and a literal both may use is in [`Inst::imm`]. Both read
+/// their sources before either writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VopdY {
+    /// OPY, its row in the Y table ([`VopdY::mnemonic`]).
+    pub opcode: u8,
+    /// Destination VGPR.
+    pub vdst: u8,
+    /// SRC0's 9-bit operand field (read on use, [`VopdY::sources`]: kept
+    /// raw, an [`Inst`] stays as small as the GFX9 ones).
+    pub src0: u16,
+    /// VSRC1's VGPR.
+    pub vsrc1: u8,
+}
+
+impl VopdY {
+    /// LLVM's mnemonic on `target` (`v_dual_mov_b32`).
+    pub fn mnemonic(&self, target: Target) -> &'static str {
+        super::format::vopd_y_mnemonic(u16::from(self.opcode), target).unwrap_or("")
+    }
+
+    /// The sources normalised as X's are (the accumulator of `fmac`/
+    /// `dot2acc`, `fmamk`/`fmaak`'s K from the instruction `i`, VCC_LO of
+    /// `cndmask`).
+    pub fn sources(&self, i: &Inst, target: Target) -> [Src; 3] {
+        let literal = (i.words > 2).then_some(i.imm as u32);
+        super::rdna::vopd_sources(
+            self.mnemonic(target),
+            self.vdst.into(),
+            super::rdna::vector(self.src0.into(), literal),
+            self.vsrc1.into(),
+            literal,
+        )
+    }
 }
 
 /// Matrix-core (MAI) fields.
@@ -226,6 +291,10 @@ pub enum Ext {
     Dpp(Dpp),
     /// The matrix-core fields of a VOP3P MAI instruction.
     Mai(Mai),
+    /// The DPP8 word of a GFX11+ VALU instruction.
+    Dpp8(Dpp8),
+    /// The Y operation of a VOPD instruction.
+    Vopd(VopdY),
 }
 
 /// Cache-policy and addressing bits of memory instructions.
@@ -259,6 +328,8 @@ pub mod flag {
     pub const ACC_CD: u16 = 1 << 11;
     /// SCC bit of gfx90a MUBUF/FLAT (system coherence).
     pub const SCC: u16 = 1 << 12;
+    /// DLC (GFX11 SMEM, FLAT, MUBUF): device-level coherence.
+    pub const DLC: u16 = 1 << 13;
 }
 
 /// A decoded instruction.
@@ -308,9 +379,70 @@ pub struct Inst {
     pub ext: Ext,
     /// MTBUF format: data format in bits 3:0, numeric format in 6:4.
     pub fmt: u8,
+    /// GFX12 cache policy of memory instructions: TH in bits 2:0, SCOPE
+    /// (0 CU, 1 SE, 2 device, 3 system) in bits 4:3.
+    pub cpol: u8,
 }
 
 impl Inst {
+    /// An instruction of `c` with no operand decoded yet: every slot
+    /// empty, OP_SEL_HI at its default (all set).
+    pub(super) fn blank(c: &Classified) -> Self {
+        Self {
+            format: c.format,
+            opcode: c.opcode,
+            mnemonic: c.mnemonic,
+            words: c.words as u8,
+            vdst: 0,
+            sdst: 0,
+            src: [Src::None; 3],
+            imm: 0,
+            mods: Mods {
+                op_sel_hi: 0b111,
+                ..Mods::default()
+            },
+            flags: 0,
+            ext: Ext::None,
+            fmt: 0,
+            cpol: 0,
+        }
+    }
+
+    /// FLAT-family operand slots: ADDR (`None` when absent), DATA, SADDR
+    /// (`None` when off).
+    pub(super) fn set_flat_operands(&mut self, vaddr: Option<u16>, data: Src, saddr: Option<u8>) {
+        self.src = [
+            vaddr.map_or(Src::None, Src::Vgpr),
+            data,
+            saddr.map_or(Src::None, Src::Sgpr),
+        ];
+    }
+
+    /// A VOP2's operands its short encoding implies, once VDST, SRC0 and
+    /// VSRC1 are in place: VCC as carry/condition in and out, the
+    /// accumulator of `mac`/`fmac`, and `madmk`/`madak`'s K literal (D =
+    /// S0 · K + S1, D = S0 · S1 + K).
+    pub(super) fn vop2_implied(&mut self, literal: Option<u32>) {
+        let m = self.mnemonic;
+        if vop2_reads_vcc(m) {
+            self.src[2] = Src::Sgpr(code::VCC_LO);
+        }
+        if vop2_writes_vcc(m) {
+            self.sdst = code::VCC_LO;
+        }
+        if is_mac(m) {
+            self.src[2] = Src::Vgpr(self.vdst);
+        }
+        if let Some(k) = literal {
+            if m.ends_with("mk_f32") || m.ends_with("mk_f16") {
+                self.src[2] = self.src[1];
+                self.src[1] = Src::Literal(k);
+            } else if m.ends_with("ak_f32") || m.ends_with("ak_f16") {
+                self.src[2] = Src::Literal(k);
+            }
+        }
+    }
+
     /// Whether the data and destination registers of a memory or MAI
     /// instruction are AGPRs (the ACC bit).
     pub fn acc(&self) -> bool {
@@ -318,11 +450,11 @@ impl Inst {
     }
 }
 
-fn bits(w: u32, lo: u32, n: u32) -> u32 {
+pub(super) fn bits(w: u32, lo: u32, n: u32) -> u32 {
     (w >> lo) & ((1 << n) - 1)
 }
 
-fn sext(v: u32, n: u32) -> i32 {
+pub(super) fn sext(v: u32, n: u32) -> i32 {
     ((v << (32 - n)) as i32) >> (32 - n)
 }
 
@@ -341,33 +473,45 @@ pub(crate) fn is_vop3b(mnemonic: &str) -> bool {
             | "v_div_scale_f64"
             | "v_mad_u64_u32"
             | "v_mad_i64_i32"
+            // GFX11+ names.
+            | "v_add_co_ci_u32"
+            | "v_sub_co_ci_u32"
+            | "v_subrev_co_ci_u32"
+            | "v_mad_co_u64_u32"
+            | "v_mad_co_i64_i32"
     )
 }
 
+/// VOP2 add/subtract with a carry in (GFX9 names, then GFX11+'s): VCC in
+/// the short encoding, and VCC out.
+const CARRY_IN: [&str; 6] = [
+    "v_addc_co_u32",
+    "v_subb_co_u32",
+    "v_subbrev_co_u32",
+    "v_add_co_ci_u32",
+    "v_sub_co_ci_u32",
+    "v_subrev_co_ci_u32",
+];
+
 /// VOP2 ops that read VCC as a third operand in the short encoding.
 pub(crate) fn vop2_reads_vcc(mnemonic: &str) -> bool {
-    matches!(
-        mnemonic,
-        "v_cndmask_b32" | "v_addc_co_u32" | "v_subb_co_u32" | "v_subbrev_co_u32"
-    )
+    mnemonic == "v_cndmask_b32" || CARRY_IN.contains(&mnemonic)
 }
 
 /// VOP2 ops that write VCC as carry-out in the short encoding.
 fn vop2_writes_vcc(mnemonic: &str) -> bool {
     matches!(
         mnemonic,
-        "v_add_co_u32"
-            | "v_sub_co_u32"
-            | "v_subrev_co_u32"
-            | "v_addc_co_u32"
-            | "v_subb_co_u32"
-            | "v_subbrev_co_u32"
-    )
+        "v_add_co_u32" | "v_sub_co_u32" | "v_subrev_co_u32"
+    ) || CARRY_IN.contains(&mnemonic)
 }
 
-/// `v_mac`/`v_fmac`: the destination is also the addend.
-fn is_mac(mnemonic: &str) -> bool {
-    mnemonic.starts_with("v_mac_") || mnemonic.starts_with("v_fmac_")
+/// `v_mac`/`v_fmac` (and GFX11's `v_dot2acc`): the destination is also
+/// the addend.
+pub(super) fn is_mac(mnemonic: &str) -> bool {
+    mnemonic.starts_with("v_mac_")
+        || mnemonic.starts_with("v_fmac_")
+        || mnemonic.starts_with("v_dot2acc_")
 }
 
 /// MAI (matrix) instructions of the VOP3P encoding space.
@@ -377,35 +521,20 @@ pub fn is_mai(mnemonic: &str) -> bool {
 
 /// Decodes the instruction at the start of `code`.
 pub fn decode(code: &[u32], target: Target) -> Result<Inst, DecodeError> {
+    let c = classify(code, target)?;
+    if Encoding::of(target) != Encoding::Gfx9 {
+        return super::rdna::decode(c, code, target);
+    }
+    let mut i = Inst::blank(&c);
     let Classified {
         format,
         opcode,
         mnemonic,
         words,
         ..
-    } = classify(code, target)?;
-    if Encoding::of(target) != Encoding::Gfx9 {
-        return Err(DecodeError::OperandsUnread { mnemonic, target });
-    }
+    } = c;
     let w0 = code[0];
     let w1 = code.get(1).copied().unwrap_or(0);
-    let mut i = Inst {
-        format,
-        opcode,
-        mnemonic,
-        words: words as u8,
-        vdst: 0,
-        sdst: 0,
-        src: [Src::None; 3],
-        imm: 0,
-        mods: Mods {
-            op_sel_hi: 0b111,
-            ..Mods::default()
-        },
-        flags: 0,
-        ext: Ext::None,
-        fmt: 0,
-    };
     // The literal, for the short formats that may carry one, is the word
     // after the instruction (VOP formats: after any extension word, but a
     // literal and an extension never come together).
@@ -492,6 +621,7 @@ pub fn decode(code: &[u32], target: Target) -> Result<Inst, DecodeError> {
                     i.src[0] = Src::Vgpr((ext & 0xFF) as u16);
                     i.ext = Ext::Dpp(Dpp {
                         ctrl: bits(ext, 8, 9) as u16,
+                        fi: false,
                         bound_ctrl: ext & (1 << 19) != 0,
                         bank_mask: bits(ext, 24, 4) as u8,
                         row_mask: bits(ext, 28, 4) as u8,
@@ -513,24 +643,7 @@ pub fn decode(code: &[u32], target: Target) -> Result<Inst, DecodeError> {
                 Format::Vop2 => {
                     i.vdst = bits(w0, 17, 8) as u16;
                     i.src[1] = Src::Vgpr(bits(w0, 9, 8) as u16);
-                    if vop2_reads_vcc(mnemonic) {
-                        i.src[2] = Src::Sgpr(code::VCC_LO);
-                    }
-                    if vop2_writes_vcc(mnemonic) {
-                        i.sdst = code::VCC_LO;
-                    }
-                    if is_mac(mnemonic) {
-                        i.src[2] = Src::Vgpr(i.vdst);
-                    }
-                    // madmk: D = S0 * K + S1; madak: D = S0 * S1 + K.
-                    if let Some(k) = literal {
-                        if mnemonic.ends_with("mk_f32") || mnemonic.ends_with("mk_f16") {
-                            i.src[2] = i.src[1];
-                            i.src[1] = Src::Literal(k);
-                        } else if mnemonic.ends_with("ak_f32") || mnemonic.ends_with("ak_f16") {
-                            i.src[2] = Src::Literal(k);
-                        }
-                    }
+                    i.vop2_implied(literal);
                 }
                 _ => {
                     i.src[1] = Src::Vgpr(bits(w0, 9, 8) as u16);
@@ -680,17 +793,11 @@ pub fn decode(code: &[u32], target: Target) -> Result<Inst, DecodeError> {
             if format == Format::Scratch && gfx942 {
                 i.flags &= !flag::LDS;
             }
-            i.src[0] = if has_vaddr {
-                Src::Vgpr(bits(w1, 0, 8) as u16)
-            } else {
-                Src::None
-            };
-            i.src[1] = Src::vreg(bits(w1, 8, 8), acc);
-            i.src[2] = if has_saddr {
-                Src::Sgpr(saddr as u8)
-            } else {
-                Src::None
-            };
+            i.set_flat_operands(
+                has_vaddr.then_some(bits(w1, 0, 8) as u16),
+                Src::vreg(bits(w1, 8, 8), acc),
+                has_saddr.then_some(saddr as u8),
+            );
             i.vdst = bits(w1, 24, 8) as u16;
         }
         // GFX11+ only: the early return above took it.

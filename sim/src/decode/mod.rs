@@ -1,6 +1,8 @@
-//! Instruction decoding: the GFX9 encodings (gfx90a, gfx942, gfx950) in
-//! full; the GFX11 (gfx1100) and GFX12 (gfx1201) ones classified (format,
-//! mnemonic, size), their operands not yet read.
+//! Instruction decoding: the GFX9 encodings (gfx90a, gfx942, gfx950), the
+//! GFX11 (gfx1100) and GFX12 (gfx1201) ones (the child `rdna`: the same [`Inst`]
+//! model, scalar codes and true16 halves normalised). Not read on GFX11+:
+//! buffer loads and stores through a V#, images, exports, VINTERP and
+//! LDSDIR (refused by name: no compute code of ours has them).
 //!
 //! Step one is classification ([`classify`]): the first word names the
 //! microcode format, the format the opcode and size, and the opcode tables
@@ -19,9 +21,10 @@ pub mod opcodes;
 /// `llvm-objdump`), so the product does not compile it.
 #[cfg(any(test, feature = "llvm-syntax"))]
 pub mod print;
+mod rdna;
 mod target;
 
 pub use format::{Classified, DecodeError, Encoding, Format, classify};
-pub use inst::{Ext, Inst, Mods, Src, decode};
+pub use inst::{Dpp8, Ext, Inst, Mods, Src, VopdY, decode};
 pub use op_name::OpName;
 pub use target::Target;

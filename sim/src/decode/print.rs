@@ -17,11 +17,30 @@
 
 use core::fmt::Write;
 
-use super::format::Format;
+use super::format::{Encoding, Format};
 use super::inst::{
-    Dpp, Ext, Inst, Mai, Sdwa, Sel, Src, code, flag, is_mai, is_vop3b, vop2_reads_vcc,
+    Dpp, Dpp8, Ext, Inst, Mai, Sdwa, Sel, Src, code, flag, is_mai, is_vop3b, vop2_reads_vcc,
 };
 use super::target::Target;
+
+std::thread_local! {
+    /// Whether the instruction being printed is GFX11/GFX12's (set by
+    /// [`print`]): what differs in the syntax (s102..s105 are SGPRs, lane
+    /// masks are one SGPR as in LLVM's default wave32 disassembly) is
+    /// decided below without passing it through every helper.
+    static RDNA: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+}
+
+/// Whether the instruction being printed is GFX11+.
+fn rdna() -> bool {
+    RDNA.with(core::cell::Cell::get)
+}
+
+/// Dwords of a lane mask: a pair on GFX9 (wave64); one in LLVM's default
+/// (wave32) GFX11+ disassembly.
+fn mask_dwords() -> u8 {
+    if rdna() { 1 } else { 2 }
+}
 
 // ---------------------------------------------------------------------------
 // Operand types
@@ -77,6 +96,8 @@ fn ty_token(t: &str) -> Option<Ty> {
 /// Number in a mnemonic's `dwordxN` / `_xN` width token.
 fn dword_count(m: &str) -> u8 {
     for (token, n) in [
+        ("b512", 16),
+        ("b256", 8),
         ("x16", 16),
         ("x8", 8),
         ("x4", 4),
@@ -131,7 +152,11 @@ fn valu_types(m: &str) -> (Ty, [Ty; 3]) {
     if m == "v_lshl_add_u64" {
         srcs[1] = Ty::I32;
     }
-    if m.starts_with("v_mad_u64") || m.starts_with("v_mad_i64") {
+    if m.starts_with("v_mad_u64")
+        || m.starts_with("v_mad_i64")
+        || m.starts_with("v_mad_co_u64")
+        || m.starts_with("v_mad_co_i64")
+    {
         srcs[2] = dst;
     }
     if m.starts_with("v_ldexp") || m.contains("_class_") || m == "v_trig_preop_f64" {
@@ -192,7 +217,12 @@ fn vop3_sources(m: &str) -> usize {
         "v_dot",
         "v_cvt_pk_u8_f32",
         "v_bitop3",
+        "v_cndmask_b16",
     ];
+    // GFX12's scalar transcendentals (`v_s_rcp_f32 s0, s1`) take one.
+    if m.starts_with("v_s_") {
+        return 1;
+    }
     if THREE.iter().any(|p| m.starts_with(p)) {
         3
     } else {
@@ -218,6 +248,8 @@ fn range(out: &mut String, prefix: &str, first: u32, n: u8) {
 fn sreg(out: &mut String, c: u8, n: u8) {
     let text = match (c, n) {
         (0..=code::SGPR_LAST, _) => return range(out, "s", c.into(), n),
+        // GFX11+ has no FLAT_SCRATCH/XNACK_MASK operands: s102..s105.
+        (102..=105, _) if rdna() => return range(out, "s", c.into(), n),
         (code::TTMP0..=code::TTMP_LAST, _) => {
             return range(out, "ttmp", u32::from(c - code::TTMP0), n);
         }
@@ -393,8 +425,20 @@ fn src(out: &mut String, s: Src, ty: Ty) {
     }
 }
 
-/// A source with VOP3/SDWA/DPP modifiers: `-`, `|..|`, `sext(..)`.
-fn src_mods(out: &mut String, s: Src, ty: Ty, neg: bool, abs: bool, sext: bool) {
+/// A GFX11+ 16-bit VGPR operand's half: `v1.l`, `v1.h`.
+fn half_reg(out: &mut String, r: u16, hi: bool) {
+    let _ = write!(out, "v{r}.{}", if hi { 'h' } else { 'l' });
+}
+
+/// A source with VOP3/SDWA/DPP modifiers: `-`, `|..|`, `sext(..)`; `half`
+/// prints a VGPR as its GFX11+ true16 half.
+fn src_mods(
+    out: &mut String,
+    s: Src,
+    ty: Ty,
+    (neg, abs, sext): (bool, bool, bool),
+    half: Option<bool>,
+) {
     // A negated constant prints as `neg(..)`: `-1` would be another value.
     let neg_call = neg && !abs && matches!(s, Src::Inline(_) | Src::Literal(_));
     if neg_call {
@@ -408,7 +452,10 @@ fn src_mods(out: &mut String, s: Src, ty: Ty, neg: bool, abs: bool, sext: bool) 
     if sext {
         out.push_str("sext(");
     }
-    src(out, s, ty);
+    match (s, half) {
+        (Src::Vgpr(r), Some(hi)) => half_reg(out, r, hi),
+        _ => src(out, s, ty),
+    }
     if sext {
         out.push(')');
     }
@@ -428,6 +475,7 @@ fn src_mods(out: &mut String, s: Src, ty: Ty, neg: bool, abs: bool, sext: bool) 
 /// address/encoding comment). Operands are separated by `", "`, modifiers by
 /// one space.
 pub fn print(inst: &Inst, target: Target) -> String {
+    RDNA.with(|r| r.set(Encoding::of(target) != Encoding::Gfx9));
     let mut p = Printer {
         out: String::new(),
         first: true,
@@ -440,7 +488,7 @@ pub fn print(inst: &Inst, target: Target) -> String {
         }
         Format::Smem => {
             p.out.push_str(m);
-            smem(&mut p, inst);
+            smem(&mut p, inst, target);
         }
         Format::Vop1 | Format::Vop2 | Format::Vopc | Format::Vop3 | Format::Vop3p => {
             valu(&mut p, inst, target);
@@ -453,8 +501,9 @@ pub fn print(inst: &Inst, target: Target) -> String {
             p.out.push_str(m);
             flat(&mut p, inst, target);
         }
-        // GFX11+, whose operands the decoder does not read yet.
-        Format::Vopd => p.out.push_str(m),
+        Format::Vopd => vopd(&mut p, inst, target),
+        // GFX11's cache invalidations have no operands.
+        Format::Mubuf if rdna() => p.out.push_str(m),
         Format::Mubuf | Format::Mtbuf => {
             p.out.push_str(m);
             mubuf(&mut p, inst, target);
@@ -528,6 +577,15 @@ fn salu(p: &mut Printer, i: &Inst, target: Target) {
             src(p.op(), i.src[1], srcs[1]);
         }
         Format::Sop1 => match m {
+            "s_sendmsg_rtn_b32" | "s_sendmsg_rtn_b64" => {
+                sreg(p.op(), i.sdst, d.dwords());
+                let id = match i.src[0] {
+                    Src::Sgpr(c) | Src::Inline(c) | Src::Special(c) => u32::from(c),
+                    _ => 0,
+                };
+                sendmsg_gfx11(p.op(), id);
+            }
+            "s_barrier_signal" | "s_barrier_signal_isfirst" => src(p.op(), i.src[0], Ty::I32),
             "s_getpc_b64" => sreg(p.op(), i.sdst, 2),
             "s_setpc_b64" | "s_rfe_b64" => src(p.op(), i.src[0], Ty::I64),
             "s_cbranch_join" | "s_set_gpr_idx_idx" => src(p.op(), i.src[0], Ty::I32),
@@ -635,6 +693,9 @@ fn hwreg(out: &mut String, simm: u32, target: Target) {
 
 fn sopp(p: &mut Printer, i: &Inst) {
     let simm = i.imm as u32 & 0xFFFF;
+    if rdna() {
+        return sopp_rdna(p, i.mnemonic, simm);
+    }
     match i.mnemonic {
         "s_waitcnt" => waitcnt(p.op(), simm),
         // `s_endpgm` shows its (meaningless) immediate only when set.
@@ -657,6 +718,157 @@ fn sopp(p: &mut Printer, i: &Inst) {
             let _ = write!(p.op(), "{simm}");
         }
         _ => u16_imm(p.op(), simm),
+    }
+}
+
+/// GFX11/GFX12 SOPP operands: the new counters and hints have their own
+/// syntax (LLVM's `printWaitFlag`, `printDelayFlag`, `printDepCtr`); the
+/// split GFX12 waits and the clause/prefetch hints print in hex.
+fn sopp_rdna(p: &mut Printer, m: &str, simm: u32) {
+    match m {
+        "s_waitcnt" => waitcnt_gfx11(p.op(), simm),
+        "s_delay_alu" => delay_alu(p.op(), simm),
+        "s_waitcnt_depctr" | "s_wait_alu" => depctr(p.op(), simm),
+        "s_sendmsg" | "s_sendmsghalt" => sendmsg_gfx11(p.op(), simm),
+        "s_endpgm" if simm != 0 => {
+            let _ = write!(p.op(), "{simm}");
+        }
+        "s_endpgm"
+        | "s_code_end"
+        | "s_barrier"
+        | "s_icache_inv"
+        | "s_wakeup"
+        | "s_ttracedata"
+        | "s_endpgm_saved"
+        | "s_endpgm_ordered_ps_done"
+        | "s_wait_idle"
+        | "s_barrier_leave" => {}
+        m if m.starts_with("s_branch") || m.starts_with("s_cbranch") => {
+            let _ = write!(p.op(), "{simm}");
+        }
+        m if m.starts_with("s_wait_")
+            || matches!(
+                m,
+                "s_clause" | "s_set_inst_prefetch_distance" | "s_barrier_wait"
+            ) =>
+        {
+            let _ = write!(p.op(), "{simm:#x}");
+        }
+        _ => u16_imm(p.op(), simm),
+    }
+}
+
+/// GFX11 `s_waitcnt`: EXP_CNT in bits 2:0, LGKM_CNT 9:4, VM_CNT 15:10
+/// (LLVM `AMDGPUBaseInfo.cpp`, the GFX11 bit shifts and widths). As on
+/// GFX9, the counters that wait print, or all three when none does.
+fn waitcnt_gfx11(out: &mut String, simm: u32) {
+    let (vm, exp, lgkm) = (simm >> 10 & 0x3F, simm & 7, simm >> 4 & 0x3F);
+    let all = vm == 0x3F && exp == 7 && lgkm == 0x3F;
+    let mut parts = Vec::new();
+    if vm != 0x3F || all {
+        parts.push(format!("vmcnt({vm})"));
+    }
+    if exp != 7 || all {
+        parts.push(format!("expcnt({exp})"));
+    }
+    if lgkm != 0x3F || all {
+        parts.push(format!("lgkmcnt({lgkm})"));
+    }
+    out.push_str(&parts.join(" "));
+}
+
+/// `s_delay_alu`: INSTID0 in bits 3:0, INSTSKIP 6:4, INSTID1 10:7 (RDNA3
+/// ISA, S_DELAY_ALU); fields that are zero are left out.
+fn delay_alu(out: &mut String, simm: u32) {
+    const IDS: [&str; 12] = [
+        "NO_DEP",
+        "VALU_DEP_1",
+        "VALU_DEP_2",
+        "VALU_DEP_3",
+        "VALU_DEP_4",
+        "TRANS32_DEP_1",
+        "TRANS32_DEP_2",
+        "TRANS32_DEP_3",
+        "FMA_ACCUM_CYCLE_1",
+        "SALU_CYCLE_1",
+        "SALU_CYCLE_2",
+        "SALU_CYCLE_3",
+    ];
+    const SKIPS: [&str; 6] = ["SAME", "NEXT", "SKIP_1", "SKIP_2", "SKIP_3", "SKIP_4"];
+    let name = |table: &[&str], v: u32| {
+        table
+            .get(v as usize)
+            .map_or_else(|| v.to_string(), |s| (*s).to_string())
+    };
+    let mut parts = Vec::new();
+    let (id0, skip, id1) = (simm & 0xF, simm >> 4 & 7, simm >> 7 & 0xF);
+    if id0 != 0 {
+        parts.push(format!("instid0({})", name(&IDS, id0)));
+    }
+    if skip != 0 {
+        parts.push(format!("instskip({})", name(&SKIPS, skip)));
+    }
+    if id1 != 0 {
+        parts.push(format!("instid1({})", name(&IDS, id1)));
+    }
+    if parts.is_empty() {
+        out.push('0');
+    } else {
+        out.push_str(&parts.join(" | "));
+    }
+}
+
+/// `s_waitcnt_depctr` / GFX12's `s_wait_alu`: the dependency counters
+/// that wait (below their maximum) by name, in LLVM's table order
+/// (`AMDGPUAsmUtils.cpp` DepCtr): hold_cnt [7], sa_sdst [0], va_vdst
+/// [15:12], va_sdst [11:9], va_ssrc [8], va_vcc [1], vm_vsrc [4:2].
+fn depctr(out: &mut String, simm: u32) {
+    const FIELDS: [(&str, u32, u32); 7] = [
+        ("depctr_hold_cnt", 7, 1),
+        ("depctr_sa_sdst", 0, 1),
+        ("depctr_va_vdst", 12, 4),
+        ("depctr_va_sdst", 9, 3),
+        ("depctr_va_ssrc", 8, 1),
+        ("depctr_va_vcc", 1, 1),
+        ("depctr_vm_vsrc", 2, 3),
+    ];
+    let parts: Vec<String> = FIELDS
+        .iter()
+        .filter_map(|&(name, at, width)| {
+            let max = (1 << width) - 1;
+            let v = simm >> at & max;
+            (v != max).then(|| format!("{name}({v})"))
+        })
+        .collect();
+    if parts.is_empty() {
+        let _ = write!(out, "{simm:#x}");
+    } else {
+        out.push_str(&parts.join(" "));
+    }
+}
+
+/// GFX11+ `sendmsg(...)`: message ids differ from GFX9's (RDNA3 ISA,
+/// "Message Types"); ours send only MSG_INTERRUPT and the `_rtn` ones.
+fn sendmsg_gfx11(out: &mut String, simm: u32) {
+    let name = match simm {
+        1 => "MSG_INTERRUPT",
+        2 => "MSG_HS_TESSFACTOR",
+        3 => "MSG_DEALLOC_VGPRS",
+        5 => "MSG_STALL_WAVE_GEN",
+        6 => "MSG_HALT_WAVES",
+        9 => "MSG_GS_ALLOC_REQ",
+        0x80 => "MSG_RTN_GET_DOORBELL",
+        0x81 => "MSG_RTN_GET_DDID",
+        0x82 => "MSG_RTN_GET_TMA",
+        0x83 => "MSG_RTN_GET_REALTIME",
+        0x84 => "MSG_RTN_SAVE_WAVE",
+        0x85 => "MSG_RTN_GET_TBA",
+        _ => "",
+    };
+    if name.is_empty() {
+        let _ = write!(out, "{simm}");
+    } else {
+        let _ = write!(out, "sendmsg({name})");
     }
 }
 
@@ -735,7 +947,10 @@ fn waitcnt(out: &mut String, simm: u32) {
     out.push_str(&parts.join(" "));
 }
 
-fn smem(p: &mut Printer, i: &Inst) {
+fn smem(p: &mut Printer, i: &Inst, target: Target) {
+    if rdna() {
+        return smem_rdna(p, i, target);
+    }
     let m = i.mnemonic;
     let n = dword_count(m) * if m.contains("cmpswap") { 2 } else { 1 };
     let base = if m.starts_with("s_buffer") || m == "s_atc_probe_buffer" {
@@ -773,6 +988,104 @@ fn smem(p: &mut Printer, i: &Inst) {
     }
 }
 
+/// GFX11/GFX12 SMEM: the offset operand is SOFFSET (`null` when absent)
+/// when the immediate is 0 on GFX11, the immediate otherwise, both as
+/// `sN offset:..`; GFX11 adds `glc dlc`, GFX12 its cache policy.
+fn smem_rdna(p: &mut Printer, i: &Inst, target: Target) {
+    let m = i.mnemonic;
+    let n = dword_count(m) * if m.contains("cmpswap") { 2 } else { 1 };
+    let base = if m.starts_with("s_buffer") || m == "s_atc_probe_buffer" {
+        4
+    } else {
+        2
+    };
+    let n = if m.ends_with("_b64") { 2 } else { n };
+    let sdata = i.vdst as u8;
+    if matches!(m, "s_dcache_inv" | "s_gl1_inv") {
+        return;
+    }
+    if m.starts_with("s_atc_probe") || m.starts_with("s_prefetch") {
+        let _ = write!(p.op(), "{sdata}");
+    } else {
+        sreg(p.op(), sdata, n);
+    }
+    src(p.op(), i.src[0], Ty::Regs(base));
+    let gfx12 = Encoding::of(target) == Encoding::Gfx12;
+    if i.flags & flag::SOE != 0 {
+        src(p.op(), i.src[1], Ty::I32);
+        if i.imm != 0 || gfx12 {
+            p.out.push_str(" offset:");
+            signed_hex(&mut p.out, i.imm);
+        }
+    } else if i.imm == 0 && !gfx12 {
+        sreg(p.op(), code::NULL, 1);
+    } else {
+        signed_hex(p.op(), i.imm);
+    }
+    if gfx12 {
+        cpol_gfx12(p, m, i.cpol);
+    } else {
+        for (f, name) in [(flag::GLC, "glc"), (flag::DLC, "dlc")] {
+            if i.flags & f != 0 {
+                p.modifier(name);
+            }
+        }
+    }
+}
+
+/// GFX12 `th:` and `scope:` (LLVM `SIDefines.h` CPol; defaults left out):
+/// TH names by kind (load, store, atomic), SCOPE CU/SE/DEV/SYS.
+fn cpol_gfx12(p: &mut Printer, m: &str, cpol: u8) {
+    let th = cpol & 7;
+    let scope = cpol >> 3 & 3;
+    let atomic = m.contains("_atomic_");
+    let store = m.contains("_store") || matches!(m, "global_wb" | "global_wbinv");
+    if th != 0 {
+        let name = if atomic {
+            match th {
+                1 => "TH_ATOMIC_RETURN",
+                2 => "TH_ATOMIC_NT",
+                3 => "TH_ATOMIC_NT_RETURN",
+                4 => "TH_ATOMIC_CASCADE_RT",
+                6 => "TH_ATOMIC_CASCADE_NT",
+                _ => "",
+            }
+        } else if store {
+            match th {
+                1 => "TH_STORE_NT",
+                2 => "TH_STORE_HT",
+                3 if scope == 3 => "TH_STORE_BYPASS",
+                3 => "TH_STORE_RT_WB",
+                4 => "TH_STORE_NT_RT",
+                5 => "TH_STORE_RT_NT",
+                6 => "TH_STORE_NT_HT",
+                7 => "TH_STORE_NT_WB",
+                _ => "",
+            }
+        } else {
+            match th {
+                1 => "TH_LOAD_NT",
+                2 => "TH_LOAD_HT",
+                3 if scope == 3 => "TH_LOAD_BYPASS",
+                3 => "TH_LOAD_LU",
+                4 => "TH_LOAD_NT_RT",
+                5 => "TH_LOAD_RT_NT",
+                6 => "TH_LOAD_NT_HT",
+                _ => "",
+            }
+        };
+        if name.is_empty() {
+            let _ = write!(p.out, " th:{th}");
+        } else {
+            let _ = write!(p.out, " th:{name}");
+        }
+    }
+    if scope != 0 {
+        let name = ["SCOPE_CU", "SCOPE_SE", "SCOPE_DEV", "SCOPE_SYS"][usize::from(scope)];
+        let _ = write!(p.out, " scope:{name}");
+    }
+}
+
 fn signed_hex(out: &mut String, v: i32) {
     if v < 0 {
         let _ = write!(out, "-{:#x}", v.unsigned_abs());
@@ -804,15 +1117,15 @@ fn valu(p: &mut Printer, i: &Inst, target: Target) {
     // and the `_e64` suffix: GFX9 VOP3 opcodes are the VOPC opcode, 0x100 +
     // the VOP2 one, 0x140 + the VOP1 one, and VOP3-only from 0x1C0 (GFX9
     // ISA, "VOP3 Opcodes").
-    let family = if i.format == Format::Vop3 {
-        match i.opcode {
-            0..=0xFF => Format::Vopc,
-            0x100..=0x13F => Format::Vop2,
-            0x140..=0x1BF => Format::Vop1,
-            _ => Format::Vop3,
-        }
-    } else {
-        i.format
+    // GFX11+ puts VOP1 at 0x180 + its opcode and VOP3-only from 0x200
+    // (RDNA3 ISA, "VOP3 Opcodes").
+    let family = match (i.format, i.opcode, rdna()) {
+        (Format::Vop3, 0..=0xFF, _) => Format::Vopc,
+        (Format::Vop3, 0x100..=0x13F, _) => Format::Vop2,
+        (Format::Vop3, 0x140..=0x1BF, false) => Format::Vop1,
+        (Format::Vop3, 0x180..=0x1FF, true) => Format::Vop1,
+        (Format::Vop3, _, _) => Format::Vop3,
+        (f, _, _) => f,
     };
     p.out.push_str(m);
     // Without operands there is nothing for SDWA/DPP/VOP3 to modify.
@@ -821,7 +1134,8 @@ fn valu(p: &mut Printer, i: &Inst, target: Target) {
     }
     match (i.format, i.ext) {
         (_, Ext::Sdwa(_)) => p.out.push_str("_sdwa"),
-        (_, Ext::Dpp(_)) => p.out.push_str("_dpp"),
+        (Format::Vop3, Ext::Dpp(_) | Ext::Dpp8(_)) => p.out.push_str("_e64_dpp"),
+        (_, Ext::Dpp(_) | Ext::Dpp8(_)) => p.out.push_str("_dpp"),
         (Format::Vop1 | Format::Vop2 | Format::Vopc, _) if !e32_without_suffix(m) => {
             p.out.push_str("_e32");
         }
@@ -839,15 +1153,22 @@ fn valu(p: &mut Printer, i: &Inst, target: Target) {
         Format::Vop2 | Format::Vopc => 2,
         _ => vop3_sources(m),
     };
-    // Destination(s).
+    // GFX11+ true16: 16-bit VGPR operands print as their halves, the half
+    // from OP_SEL (source k: bit k, destination: bit 3).
+    let t16 = |t: Ty| rdna() && matches!(t, Ty::I16 | Ty::F16);
+    let op_sel = |b: usize| i.mods.op_sel & (1 << b) != 0;
+    // Destination(s). GFX11+ `v_cmpx` writes EXEC only and names none.
     match (family, m) {
-        (Format::Vopc, _) => sreg(p.op(), i.sdst, 2),
+        (Format::Vopc, _) if rdna() && m.starts_with("v_cmpx") => {}
+        (Format::Vopc, _) => sreg(p.op(), i.sdst, mask_dwords()),
         (_, "v_readfirstlane_b32" | "v_readlane_b32") => sreg(p.op(), i.vdst as u8, 1),
+        _ if m.starts_with("v_s_") => sreg(p.op(), i.vdst as u8, 1),
         (_, "v_accvgpr_mov_b32") => range(p.op(), "a", i.vdst.into(), 1),
+        _ if t16(dty) => half_reg(p.op(), i.vdst, op_sel(3)),
         _ => {
             range(p.op(), "v", i.vdst.into(), dty.dwords());
             if is_vop3b(m) {
-                sreg(p.op(), i.sdst, 2);
+                sreg(p.op(), i.sdst, mask_dwords());
             }
         }
     }
@@ -880,15 +1201,18 @@ fn valu(p: &mut Printer, i: &Inst, target: Target) {
             p.op(),
             i.src[k],
             ty,
-            bit(neg, true),
-            bit(abs, true),
-            bit(sext, false),
+            (bit(neg, true), bit(abs, true), bit(sext, false)),
+            t16(ty).then(|| op_sel(k)),
         );
     }
     // The carry-in / condition mask: VCC in the short encoding, an SGPR pair
-    // in VOP3.
+    // in VOP3 (one SGPR in GFX11+'s wave32).
     if vop2_reads_vcc(m) {
-        src(p.op(), i.src[2], Ty::I64);
+        let mask = if rdna() { Ty::I32 } else { Ty::I64 };
+        src(p.op(), i.src[2], mask);
+    }
+    if rdna() {
+        return valu_mods_rdna(p, i, family, nsrc);
     }
     match i.ext {
         Ext::Sdwa(s) => sdwa(p, i, &s, family),
@@ -914,6 +1238,81 @@ fn valu(p: &mut Printer, i: &Inst, target: Target) {
             if m.starts_with("v_bitop3_") && i.imm != 0 {
                 let _ = write!(p.out, " bitop3:{:#x}", i.imm);
             }
+        }
+    }
+}
+
+/// GFX11+ VALU modifiers: OP_SEL of the VOP3 encoding (sources, then
+/// the destination) whenever set, clamp, omod, then DPP16/DPP8.
+fn valu_mods_rdna(p: &mut Printer, i: &Inst, family: Format, nsrc: usize) {
+    let m = i.mnemonic;
+    // `v_cndmask_b16` shows its halves by the registers alone.
+    if i.format == Format::Vop3 && i.mods.op_sel != 0 && m != "v_cndmask_b16" {
+        let bits: Vec<String> = (0..=nsrc)
+            .map(|b| {
+                let bit = if b == nsrc { 3 } else { b };
+                ((i.mods.op_sel >> bit) & 1).to_string()
+            })
+            .collect();
+        let _ = write!(p.out, " op_sel:[{}]", bits.join(","));
+    }
+    if i.mods.clamp {
+        p.modifier("clamp");
+    }
+    if family != Format::Vopc {
+        omod(p, i.mods.omod);
+    }
+    match i.ext {
+        Ext::Dpp(d) => dpp(p, &d),
+        Ext::Dpp8(d) => dpp8(p, &d),
+        _ => {}
+    }
+}
+
+/// `dpp8:[..]` and `fi:1` (GFX11+).
+fn dpp8(p: &mut Printer, d: &Dpp8) {
+    let sel: Vec<String> = (0..8).map(|l| d.select(l).to_string()).collect();
+    let _ = write!(p.out, " dpp8:[{}]", sel.join(","));
+    if d.fi {
+        p.modifier("fi:1");
+    }
+}
+
+/// VOPD: `X vdst, srcs :: Y vdst, srcs`. The accumulator of `fmac`/
+/// `dot2acc` and `cndmask`'s VCC_LO are implied; `fmamk`/`fmaak` show K.
+fn vopd(p: &mut Printer, i: &Inst, target: Target) {
+    vopd_op(p, i.mnemonic, i.vdst, &i.src);
+    p.out.push_str(" :: ");
+    p.first = true;
+    match i.ext {
+        Ext::Vopd(y) => vopd_op(p, y.mnemonic(target), y.vdst.into(), &y.sources(i, target)),
+        _ => p.out.push('?'),
+    }
+}
+
+fn vopd_op(p: &mut Printer, m: &str, vdst: u16, srcs: &[Src; 3]) {
+    p.out.push_str(m);
+    let op = m.strip_prefix("v_dual_").unwrap_or(m);
+    let ty = if op.contains("dot2acc") {
+        Ty::V2F16
+    } else if op.ends_with("_f32") {
+        Ty::F32
+    } else {
+        Ty::I32
+    };
+    let n = match op {
+        "mov_b32" => 1,
+        "fmamk_f32" | "fmaak_f32" => 3,
+        _ => 2,
+    };
+    range(p.op(), "v", vdst.into(), 1);
+    for (k, s) in srcs.iter().enumerate().take(n) {
+        let k_operand = (op == "fmamk_f32" && k == 1) || (op == "fmaak_f32" && k == 2);
+        match s {
+            Src::Literal(l) if k_operand => {
+                let _ = write!(p.op(), "{l:#x}");
+            }
+            _ => src(p.op(), *s, ty),
         }
     }
 }
@@ -978,6 +1377,8 @@ fn dpp(p: &mut Printer, d: &Dpp) {
         0x141 => "row_half_mirror".into(),
         0x142 => "row_bcast:15".into(),
         0x143 => "row_bcast:31".into(),
+        0x150..=0x15F if rdna() => format!("row_share:{}", c & 0xF),
+        0x160..=0x16F if rdna() => format!("row_xmask:{}", c & 0xF),
         0x150..=0x15F => format!("row_newbcast:{}", c & 0xF),
         _ => format!("?dpp{c:#x}"),
     };
@@ -989,6 +1390,9 @@ fn dpp(p: &mut Printer, d: &Dpp) {
     );
     if d.bound_ctrl {
         p.modifier("bound_ctrl:1");
+    }
+    if d.fi {
+        p.modifier("fi:1");
     }
 }
 
@@ -1037,7 +1441,7 @@ fn vop3p(p: &mut Printer, i: &Inst, dty: Ty, sty: [Ty; 3], target: Target) {
     for (k, ty) in sty.iter().enumerate().take(nsrc) {
         let neg = mix && i.mods.neg & (1 << k) != 0;
         let abs = mix && i.mods.neg_hi & (1 << k) != 0;
-        src_mods(p.op(), i.src[k], *ty, neg, abs, false);
+        src_mods(p.op(), i.src[k], *ty, (neg, abs, false), None);
     }
     // The integer dot products have no OP_SEL operands.
     let no_op_sel = m.starts_with("v_dot4_") || m.starts_with("v_dot8_");
@@ -1207,12 +1611,21 @@ fn ds(p: &mut Printer, i: &Inst) {
     let m = i.mnemonic;
     let gds = i.flags & flag::GDS != 0;
     let n = mem_dwords(m);
-    // Two addresses (OFFSET0/OFFSET1 apart): read2, write2, wrxchg2.
-    let two = ["ds_read2", "ds_write2", "ds_wrxchg2"]
-        .iter()
-        .any(|p| m.starts_with(p));
+    // Two addresses (OFFSET0/OFFSET1 apart): read2, write2, wrxchg2 (GFX11
+    // names: load_2addr, store_2addr, storexchg_2addr).
+    let two = [
+        "ds_read2",
+        "ds_write2",
+        "ds_wrxchg2",
+        "ds_load_2addr",
+        "ds_store_2addr",
+        "ds_storexchg_2addr",
+    ]
+    .iter()
+    .any(|p| m.starts_with(p));
+    let load = m.starts_with("ds_read") || m.starts_with("ds_load");
     let rtn = m.contains("_rtn_")
-        || m.starts_with("ds_read")
+        || load
         || matches!(
             m,
             "ds_swizzle_b32" | "ds_permute_b32" | "ds_bpermute_b32" | "ds_append" | "ds_consume"
@@ -1224,7 +1637,7 @@ fn ds(p: &mut Printer, i: &Inst) {
     };
     let acc = i.flags & flag::ACC != 0;
     if rtn {
-        let dn = if m.starts_with("ds_read2") || m.starts_with("ds_wrxchg2") {
+        let dn = if two && (load || m.contains("xchg")) {
             n * 2
         } else if m == "ds_condxchg32_rtn_b64" {
             2
@@ -1241,7 +1654,7 @@ fn ds(p: &mut Printer, i: &Inst) {
         range(p.op(), pre, r.into(), 1);
     } else {
         src(p.op(), i.src[0], Ty::I32);
-        let ndata = if m.starts_with("ds_read") || matches!(m, "ds_swizzle_b32" | "ds_nop") {
+        let ndata = if load || matches!(m, "ds_swizzle_b32" | "ds_nop") {
             0
         } else if two || m.contains("cmpst") || m.contains("mskor") || m == "ds_wrap_rtn_b32" {
             2
@@ -1394,6 +1807,10 @@ fn cache_policy(p: &mut Printer, flags: u16, target: Target) {
 
 fn flat(p: &mut Printer, i: &Inst, target: Target) {
     let m = i.mnemonic;
+    // GFX12's cache controls (VGLOBAL encodings) have no operands.
+    if matches!(m, "global_inv" | "global_wb" | "global_wbinv") {
+        return cpol_gfx12(p, m, i.cpol);
+    }
     let acc = i.flags & flag::ACC != 0;
     let vreg = if acc { "a" } else { "v" };
     let n = mem_dwords(m);
@@ -1429,6 +1846,18 @@ fn flat(p: &mut Printer, i: &Inst, target: Target) {
     }
     if i.imm != 0 {
         let _ = write!(p.out, " offset:{}", i.imm);
+    }
+    match Encoding::of(target) {
+        Encoding::Gfx12 => return cpol_gfx12(p, m, i.cpol),
+        Encoding::Gfx11 => {
+            for (f, name) in [(flag::GLC, "glc"), (flag::SLC, "slc"), (flag::DLC, "dlc")] {
+                if i.flags & f != 0 {
+                    p.modifier(name);
+                }
+            }
+            return;
+        }
+        Encoding::Gfx9 => {}
     }
     cache_policy(p, i.flags, target);
     if i.flags & flag::LDS != 0 && !lds {
@@ -1493,13 +1922,73 @@ fn mubuf(p: &mut Printer, i: &Inst, target: Target) {
 mod tests {
     use super::*;
     use crate::decode::inst::decode;
-    use Target::{Gfx90a, Gfx942, Gfx950};
+    use Target::{Gfx90a, Gfx942, Gfx950, Gfx1100, Gfx1201};
 
     /// Words of the formats the built kernels do not (yet) contain, and
     /// their text from `llvm-objdump -d --mcpu=<gfx>` of the pinned
     /// toolchain (nightly-2026-10-25, LLVM 23), run once on a bare AMDGPU
     /// ELF holding the words (as `xtask/src/isa_tables.rs` builds them).
     const LLVM_OBJDUMP: &[(Target, &[u32], &str)] = &[
+        // GFX11/GFX12: VOPD with and without the shared literal, a VOP3
+        // literal, DPP16 with FI, DPP8 in VOP3, true16 halves in a 32-bit
+        // encoding, VOP3P modifiers, SMEM with SGPR and immediate offsets,
+        // VGLOBAL/VFLAT's 24-bit offsets and cache policy.
+        (
+            Gfx1100,
+            &[0xC9060501, 0x00020B04],
+            "v_dual_add_f32 v0, v1, v2 :: v_dual_mul_f32 v3, v4, v5",
+        ),
+        (
+            Gfx1100,
+            &[0xC8830282, 0x00020B04, 0x12345678],
+            "v_dual_fmamk_f32 v0, 2, 0x12345678, v129 :: v_dual_fmaak_f32 v3, v4, v5, 0x12345678",
+        ),
+        (
+            Gfx1100,
+            &[0xD6130005, 0x03FE0501, 0x12345678],
+            "v_fma_f32 v5, v1, v2, 0x12345678",
+        ),
+        (
+            Gfx1100,
+            &[0x7E0A02FA, 0xA50CB101],
+            "v_mov_b32_dpp v5, v1 quad_perm:[1,0,3,2] row_mask:0xa bank_mask:0x5 bound_ctrl:1 fi:1",
+        ),
+        (
+            Gfx1100,
+            &[0xD6130005, 0x040E04E9, 0xFAC68801],
+            "v_fma_f32_e64_dpp v5, v1, v2, v3 dpp8:[0,1,2,3,4,5,6,7]",
+        ),
+        (Gfx1100, &[0x650B0581], "v_add_f16_e32 v5.h, v1.h, v2.h"),
+        (
+            Gfx1100,
+            &[0xD5038105, 0x2A020501],
+            "v_add_f32_e64 v5, -|v1|, v2 clamp mul:2",
+        ),
+        (
+            Gfx1100,
+            &[0xCC0FCA05, 0x32020501],
+            "v_pk_add_f16 v5, v1, v2 op_sel:[1,0] op_sel_hi:[0,1] neg_lo:[1,0] neg_hi:[0,1] clamp",
+        ),
+        (
+            Gfx1100,
+            &[0xF4000141, 0x0E1FFFF8],
+            "s_load_b32 s5, s[2:3], s7 offset:-0x8",
+        ),
+        (
+            Gfx1201,
+            &[0xF4002101, 0x0E000010],
+            "s_load_b64 s[4:5], s[2:3], s7 offset:0x10",
+        ),
+        (
+            Gfx1201,
+            &[0xEE050004, 0x006C0001, 0x7FFFFF02],
+            "global_load_b32 v1, v2, s[4:5] offset:8388607 th:TH_LOAD_NT_HT scope:SCOPE_SYS",
+        ),
+        (
+            Gfx1201,
+            &[0xEC05007C, 0x00000001, 0xFFFFF002],
+            "flat_load_b32 v1, v[2:3] offset:-16",
+        ),
         // DS: offsets, two-address forms, AGPR data (ACC), permutes.
         (
             Gfx90a,

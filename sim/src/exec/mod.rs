@@ -101,6 +101,7 @@ pub(crate) fn invalid_inst() -> Inst {
         flags: 0,
         ext: Ext::None,
         fmt: 0,
+        cpol: 0,
     }
 }
 
