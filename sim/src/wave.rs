@@ -199,19 +199,24 @@ impl Wave {
     }
 
     /// Writes the scalar pair starting at operand code `r`; a pair starting
-    /// at 127 is ignored.
+    /// at 127, or NULL, is ignored.
     #[inline]
     pub fn set_s64(&mut self, r: u8, v: u64) {
         let r = usize::from(r & 0x7F);
-        if r < 127 {
+        if r < 127 && r != usize::from(code::NULL) {
             self.s[r] = v as u32;
             self.s[r + 1] = (v >> 32) as u32;
         }
     }
 
-    /// Writes the scalar at operand code `r` (codes past 127 are ignored).
+    /// Writes the scalar at operand code `r` (codes past 127 and NULL, which
+    /// reads as zero, are ignored: GFX11+ code names NULL as a destination
+    /// it does not want, e.g. a carry out).
     #[inline]
     pub fn set_s32(&mut self, r: u8, v: u32) {
+        if r == code::NULL {
+            return;
+        }
         if let Some(x) = self.s.get_mut(usize::from(r)) {
             *x = v;
         }

@@ -190,6 +190,9 @@ pub(super) fn decode(c: Classified, code: &[u32], target: Target) -> Result<Inst
             } else {
                 i.mods.abs = bits(w0, 8, 3) as u8;
                 i.mods.op_sel = bits(w0, 11, 4) as u8;
+                if halves(m).0 {
+                    i.flags |= flag::T16;
+                }
             }
             // These write an SGPR (GFX12's `v_s_*` transcendentals too).
             if matches!(m, "v_readlane_b32" | "v_readfirstlane_b32") || m.starts_with("v_s_") {
@@ -357,6 +360,7 @@ fn short_valu(i: &mut Inst, code: &[u32]) -> Result<(), DecodeError> {
     }
     let mut vdst = bits(w0, 17, 8) as u16;
     if dst16 && i.format != Format::Vopc {
+        i.flags |= flag::T16;
         let (r, hi) = t16(vdst);
         vdst = r;
         i.mods.op_sel |= u8::from(hi) << 3;

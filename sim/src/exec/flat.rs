@@ -658,8 +658,8 @@ fn buffer_wbl2(_: &mut Wave, _: &Inst, _: &mut Ctx<'_>) -> R {
     Ok(())
 }
 
-/// Cache maintenance: functional no-ops (the model has no caches).
-/// `buffer_invl2` is gfx90a's L2 invalidate, which LLVM emits after a
+/// Cache maintenance: functional no-ops (the model has no caches; every
+/// access goes to the one memory). `buffer_invl2` is gfx90a's L2 invalidate, which LLVM emits after a
 /// system-scope acquire (AMDGPUUsage, "Memory Model GFX90A": `buffer_invl2;
 /// buffer_wbinvl1_vol`); gfx942 spells it `buffer_inv sc1`.
 const CACHE: &[(&str, Exec)] = &[
@@ -668,6 +668,13 @@ const CACHE: &[(&str, Exec)] = &[
     ("buffer_invl2", buffer_wbl2),
     ("buffer_wbinvl1", buffer_wbl2),
     ("buffer_wbinvl1_vol", buffer_wbl2),
+    // GFX11's GL0/GL1 invalidates and GFX12's scoped invalidate and
+    // write-back (AMDGPUUsage, "Memory Model GFX10-GFX11", "... GFX12").
+    ("buffer_gl0_inv", buffer_wbl2),
+    ("buffer_gl1_inv", buffer_wbl2),
+    ("global_inv", buffer_wbl2),
+    ("global_wb", buffer_wbl2),
+    ("global_wbinv", buffer_wbl2),
 ];
 
 /// Every FLAT/GLOBAL/SCRATCH executor.

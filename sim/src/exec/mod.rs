@@ -33,11 +33,15 @@ pub mod ds;
 pub mod flat;
 pub mod mfma;
 pub mod mubuf;
+pub mod names;
+#[cfg(test)]
+mod rdna_tests;
 pub mod salu;
 pub mod sdwa;
 pub mod smem;
 pub mod valu;
 pub mod vop3p;
+pub mod vopd;
 
 pub use ctx::{Ctx, Event, Exec};
 
@@ -53,6 +57,7 @@ fn registry() -> &'static HashMap<&'static str, Exec> {
             ds::OPS,
             mubuf::OPS,
             mfma::OPS,
+            vopd::OPS,
         ]
         .into_iter()
         .flatten()
@@ -61,14 +66,18 @@ fn registry() -> &'static HashMap<&'static str, Exec> {
     })
 }
 
-/// The executor of a mnemonic, if the simulator implements it.
+/// The executor of a mnemonic, if the simulator implements it: its own,
+/// or for a GFX11+ rename the GFX9 operation's ([`names`]).
 pub fn lookup(mnemonic: &str) -> Option<Exec> {
-    registry().get(mnemonic).copied()
+    let registry = registry();
+    registry.get(mnemonic).copied().or_else(|| {
+        names::gfx9_equivalent(mnemonic).and_then(|old| registry.get(old.as_str()).copied())
+    })
 }
 
 /// Whether the simulator implements a mnemonic.
 pub fn implemented(mnemonic: &str) -> bool {
-    registry().contains_key(mnemonic)
+    lookup(mnemonic).is_some()
 }
 
 /// The executor of decoded instructions without an implementation.

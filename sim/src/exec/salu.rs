@@ -303,23 +303,42 @@ sop1! { SOP1_64_TO_32:
 }
 
 /// `s_*_saveexec_b64` / `s_*_wrexec_b64`: D = old EXEC (saveexec) or the
-/// new EXEC (wrexec); SCC = new EXEC != 0.
+/// new EXEC (wrexec); SCC = new EXEC != 0. The `_b32` forms (GFX10+, for
+/// wave32) work on EXEC_LO: the wave's lane mask ([`Wave::exec`] and
+/// [`Wave::lane_mask`] read one SGPR in wave32).
 macro_rules! exec_ops {
-    ($($name:ident($wr:expr) => |$s:ident, $e:ident| $body:expr;)*) => {
+    ($table:ident; $($name:ident($wr:expr) => |$s:ident, $e:ident| $body:expr;)*) => {
         $(fn $name(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-            let $s = w.s64_of(i.src[0], Ty::U64)?;
+            let $s = w.lane_mask(i.src[0])?;
             let $e = w.exec();
-            let new: u64 = $body;
+            let new: u64 = ($body) & w.size.full();
             w.set_exec(new);
-            w.set_s64(i.sdst, if $wr { new } else { $e });
+            w.set_lane_mask(i.sdst, if $wr { new } else { $e });
             w.scc = new != 0;
             Ok(())
         })*
-        const EXEC_OPS: &[(&str, Exec)] = &[$((stringify!($name), $name as Exec)),*];
+        const $table: &[(&str, Exec)] = &[$((stringify!($name), $name as Exec)),*];
     };
 }
 
 exec_ops! {
+    EXEC_OPS_32;
+    s_and_saveexec_b32(false) => |s, e| s & e;
+    s_or_saveexec_b32(false) => |s, e| s | e;
+    s_xor_saveexec_b32(false) => |s, e| s ^ e;
+    s_and_not1_saveexec_b32(false) => |s, e| s & !e;
+    s_or_not1_saveexec_b32(false) => |s, e| s | !e;
+    s_nand_saveexec_b32(false) => |s, e| !(s & e);
+    s_nor_saveexec_b32(false) => |s, e| !(s | e);
+    s_xnor_saveexec_b32(false) => |s, e| !(s ^ e);
+    s_and_not0_saveexec_b32(false) => |s, e| !s & e;
+    s_or_not0_saveexec_b32(false) => |s, e| !s | e;
+    s_and_not0_wrexec_b32(true) => |s, e| !s & e;
+    s_and_not1_wrexec_b32(true) => |s, e| s & !e;
+}
+
+exec_ops! {
+    EXEC_OPS;
     s_and_saveexec_b64(false) => |s, e| s & e;
     s_or_saveexec_b64(false) => |s, e| s | e;
     s_xor_saveexec_b64(false) => |s, e| s ^ e;
@@ -690,6 +709,28 @@ fn s_memrealtime(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
 const SOPP: &[(&str, Exec)] = &[
     ("s_nop", nop),
     ("s_waitcnt", nop),
+    // GFX11+: the split counters (SOPK waits of GFX10/GFX11, GFX12's
+    // s_wait_*), and the scheduling hints (instruction-dependency delays,
+    // clauses, prefetch distance, hazard waits on dependency counters).
+    ("s_waitcnt_vscnt", nop),
+    ("s_waitcnt_vmcnt", nop),
+    ("s_waitcnt_expcnt", nop),
+    ("s_waitcnt_lgkmcnt", nop),
+    ("s_wait_loadcnt", nop),
+    ("s_wait_storecnt", nop),
+    ("s_wait_samplecnt", nop),
+    ("s_wait_bvhcnt", nop),
+    ("s_wait_expcnt", nop),
+    ("s_wait_dscnt", nop),
+    ("s_wait_kmcnt", nop),
+    ("s_wait_loadcnt_dscnt", nop),
+    ("s_wait_storecnt_dscnt", nop),
+    ("s_wait_idle", nop),
+    ("s_delay_alu", nop),
+    ("s_clause", nop),
+    ("s_waitcnt_depctr", nop),
+    ("s_wait_alu", nop),
+    ("s_set_inst_prefetch_distance", nop),
     ("s_sleep", nop),
     ("s_setprio", nop),
     ("s_icache_inv", nop),
@@ -721,6 +762,7 @@ pub const OPS: &[&[(&str, Exec)]] = &[
     SOP1_64,
     SOP1_64_TO_32,
     EXEC_OPS,
+    EXEC_OPS_32,
     SOP1_OTHER,
     SOPC,
     SOPK_CMP,

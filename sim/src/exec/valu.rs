@@ -15,6 +15,7 @@
 //! unfused, denormal-flushing multiply-add. Round modes other than nearest
 //! even are refused rather than approximated.
 
+use crate::decode::inst::flag;
 use crate::decode::{Ext, Inst, Src};
 use crate::exec::ctx::{Ctx, Exec};
 use crate::exec::{dpp, sdwa};
@@ -229,6 +230,11 @@ fn write_b16(w: &mut Wave, i: &Inst, h: Lanes) -> R {
     if i.mods.op_sel & 8 != 0 {
         let old = *w.vreg(i.vdst, false)?;
         let out: Lanes = std::array::from_fn(|l| (old[l] & 0xFFFF) | (h[l] & 0xFFFF) << 16);
+        write(w, i, &out)
+    } else if i.flags & flag::T16 != 0 {
+        // GFX11+ true16: the high half stays.
+        let old = *w.vreg(i.vdst, false)?;
+        let out: Lanes = std::array::from_fn(|l| (old[l] & 0xFFFF_0000) | (h[l] & 0xFFFF));
         write(w, i, &out)
     } else {
         let out: Lanes = std::array::from_fn(|l| h[l] & 0xFFFF);
@@ -860,6 +866,53 @@ unsigned_saturating! {
     v_subrev_u16(u16_src -> write_u16, i64::from(u16::MAX)) => |a, b| b - a;
 }
 
+/// GFX11+ true16 moves and bit operations on 16-bit halves (RDNA3 ISA,
+/// V_MOV_B16, V_AND_B16, ...): sources by OP_SEL, results by OP_SEL[3]
+/// with the other half kept ([`flag::T16`]).
+macro_rules! bits16 {
+    ($($name:ident($($s:ident),*) => $body:expr;)*) => {
+        $(fn $name(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+            let mut k = 0;
+            $( let $s = u16_src(w, i, { let n = k; k += 1; n })?; )*
+            let _ = k;
+            let out: [u16; LANES] = std::array::from_fn(|l| { $( let $s = $s[l]; )* $body });
+            write_u16(w, i, out)
+        })*
+        const BITS16: &[(&str, Exec)] = &[$((stringify!($name), $name as Exec)),*];
+    };
+}
+
+bits16! {
+    v_mov_b16(a) => a;
+    v_not_b16(a) => !a;
+    v_and_b16(a, b) => a & b;
+    v_or_b16(a, b) => a | b;
+    v_xor_b16(a, b) => a ^ b;
+}
+
+/// `v_cndmask_b16` (GFX11+): a 16-bit select by the lane mask in SRC2.
+fn v_cndmask_b16(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let a = u16_src(w, i, 0)?;
+    let b = u16_src(w, i, 1)?;
+    let m = w.lane_mask(i.src[2])?;
+    write_u16(
+        w,
+        i,
+        std::array::from_fn(|l| if m >> l & 1 != 0 { b[l] } else { a[l] }),
+    )
+}
+
+/// `v_cvt_u32_u16` / `v_cvt_i32_i16` (GFX11+): a 16-bit half widened.
+fn v_cvt_u32_u16(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let a = u16_src(w, i, 0)?;
+    write(w, i, &a.map(u32::from))
+}
+
+fn v_cvt_i32_i16(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    let a = u16_src(w, i, 0)?;
+    write(w, i, &a.map(|h| h as i16 as i32 as u32))
+}
+
 /// `v_add_i32`/`v_sub_i32` (VOP3, gfx9): wrap, or saturate with clamp.
 fn v_add_i32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     let a = u32_src(w, i, 0)?;
@@ -1068,6 +1121,9 @@ fn v_swap_b32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
 }
 
 const OTHER: &[(&str, Exec)] = &[
+    ("v_cndmask_b16", v_cndmask_b16),
+    ("v_cvt_u32_u16", v_cvt_u32_u16),
+    ("v_cvt_i32_i16", v_cvt_i32_i16),
     ("v_add_i32", v_add_i32),
     ("v_sub_i32", v_sub_i32),
     ("v_cndmask_b32", v_cndmask_b32),
@@ -1368,6 +1424,7 @@ const BITOP3: &[(&str, Exec)] = &[
 
 /// Every VALU executor of this module.
 pub const OPS: &[&[(&str, Exec)]] = &[
+    BITS16,
     F32,
     F64,
     F16,
