@@ -346,12 +346,14 @@ impl Product {
 
 /// AMD Instinct MI300X (gfx942, 304 CUs, 2100 MHz, 192 GiB HBM3), MI210
 /// (gfx90a, 104 CUs, 1700 MHz, 64 GiB HBM2e) and MI355X (gfx950, 256 CUs,
-/// 2400 MHz, 288 GiB HBM3E: eight 36 GiB stacks, which AMD writes "288 GB").
+/// 2400 MHz, 288 GiB HBM3E: eight 36 GiB stacks, which AMD writes "288 GB");
+/// AMD Radeon RX 7900 XTX (gfx1100, 96 CUs, boost 2500 MHz, 24 GiB GDDR6)
+/// and RX 9070 XT (gfx1201, 64 CUs, boost 2970 MHz, 16 GiB GDDR6).
 ///
 /// Sources: the chip IDs, `CHIPS` (for the MI355X, the seed
 /// `hipblaslt-pci-chip-id-predicates.txt`: 0x75a3 and 0x75a2, a 256-CU
-/// row in its rank example); CUs, peak engine clock and memory, AMD's
-/// product specifications for each card.
+/// row in its rank example; the Radeon IDs, pci.ids); CUs, peak engine
+/// clock and memory, AMD's product specifications for each card.
 pub const PRODUCTS: &[Product] = &[
     Product {
         key: "mi300x",
@@ -373,6 +375,20 @@ pub const PRODUCTS: &[Product] = &[
         compute_units: 256,
         max_clock_mhz: 2400,
         memory_bytes: 288 << 30,
+    },
+    Product {
+        key: "rx7900xtx",
+        chip: 0x744c,
+        compute_units: 96,
+        max_clock_mhz: 2500,
+        memory_bytes: 24 << 30,
+    },
+    Product {
+        key: "rx9070xt",
+        chip: 0x7550,
+        compute_units: 64,
+        max_clock_mhz: 2970,
+        memory_bytes: 16 << 30,
     },
 ];
 
@@ -423,8 +439,11 @@ mod tests {
         for p in PRODUCTS {
             let c = p.chip();
             assert!(gfx(c.gfx).is_some(), "{}", p.key);
+            // The chip's name lists the product's model (`MI300X`; the
+            // Radeon chips name several: `RX 7900 XT/7900 XTX/...`).
+            let model = p.key[2..].to_uppercase();
             assert!(
-                c.name.ends_with(&p.key[2..].to_uppercase()),
+                c.name.replace(' ', "").contains(&model),
                 "{} {}",
                 p.key,
                 c.name

@@ -29,6 +29,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use aqueduct_abi::code_object::Kernel;
+use aqueduct_abi::kernel_descriptor::GfxFamily;
 
 use crate::decode::inst::code;
 use crate::exec::{Ctx, Event};
@@ -137,6 +138,12 @@ struct Shape {
     sgpr_wave_offset: Option<u8>,
     workitem_dims: u32,
     architected_scratch: bool,
+    /// gfx942/gfx950: architected scratch's base is the FLAT_SCRATCH pair.
+    scratch_pair: bool,
+    /// GFX12: the workgroup ids arrive in TTMP9 (X) and TTMP7 (Y in bits
+    /// 15:0, Z in 31:16), LLVM's "architected SGPRs" (`SIISelLowering`
+    /// `getPreloadedValue`; on by default for gfx1201).
+    ttmp_workgroup_ids: bool,
     /// gfx90a: the private segment buffer V# is in s[0:3].
     segment_buffer: bool,
     /// gfx90a: where the flat scratch init pair goes.
@@ -150,7 +157,7 @@ fn shape(program: &Program, kernel: &Kernel, launch: &Launch) -> Result<Shape, D
     let d = &kernel.descriptor;
     let (r1, r2, r3, p) = (d.rsrc1(), d.rsrc2(), d.rsrc3(), d.properties());
     let bad = |s: String| DispatchError::BadLaunch(s);
-    if !program.target.runs() {
+    if !program.target.runs() && !program.unverified_ok {
         return Err(bad(format!(
             "the simulator decodes {} code but does not execute it yet",
             program.target.name()
@@ -169,8 +176,15 @@ fn shape(program: &Program, kernel: &Kernel, launch: &Launch) -> Result<Shape, D
     } else {
         WaveSize::W64
     };
-    let total = (r1.granulated_workitem_vgpr_count() as usize + 1) * 8;
-    let arch = if r3.0 != 0 {
+    // AMDGPUUsage, COMPUTE_PGM_RSRC1.GRANULATED_WORKITEM_VGPR_COUNT:
+    // granules of 8 (GFX90A+ with AGPRs; GFX10+ wave32), of 4 (GFX10+
+    // wave64). COMPUTE_PGM_RSRC3's ACCUM_OFFSET splits VGPRs from AGPRs
+    // on GFX90A+ only (GFX10+ keep other fields there).
+    let family = program.target.family();
+    let gfx9 = matches!(family, GfxFamily::Gfx9 | GfxFamily::Gfx9Mai);
+    let granule = if gfx9 || wave == WaveSize::W32 { 8 } else { 4 };
+    let total = (r1.granulated_workitem_vgpr_count() as usize + 1) * granule;
+    let arch = if family == GfxFamily::Gfx9Mai && r3.0 != 0 {
         (r3.accum_offset_vgprs() as usize).min(total)
     } else {
         total
@@ -195,7 +209,11 @@ fn shape(program: &Program, kernel: &Kernel, launch: &Launch) -> Result<Shape, D
         .private_segment_fixed_size
         .max(launch.private_segment_size)
         .next_multiple_of(4);
-    let architected_scratch = program.target.gfx940_insts();
+    // Architected flat scratch (AMDGPUUsage, "Flat Scratch"): gfx942 and
+    // gfx950 (with a FLAT_SCRATCH SGPR pair) and GFX11+ (no such operand):
+    // no private segment buffer or flat scratch init.
+    let architected_scratch = program.target.gfx940_insts() || !gfx9;
+    let scratch_pair = program.target.gfx940_insts();
     let kernarg = launch.kernarg_address;
     let mut user = Vec::new();
     let push2 = |user: &mut Vec<(u8, u32)>, v: u64| {
@@ -290,6 +308,8 @@ fn shape(program: &Program, kernel: &Kernel, launch: &Launch) -> Result<Shape, D
         sgpr_wave_offset,
         workitem_dims: r2.enable_vgpr_workitem_id(),
         architected_scratch,
+        scratch_pair,
+        ttmp_workgroup_ids: family == GfxFamily::Gfx12,
         segment_buffer,
         flat_scratch_init_at,
         entry,
@@ -476,6 +496,10 @@ fn run_group(
                 w.s[usize::from(r)] = id[d];
             }
         }
+        if s.ttmp_workgroup_ids {
+            w.s[usize::from(code::TTMP0 + 9)] = id[0];
+            w.s[usize::from(code::TTMP0 + 7)] = id[1] & 0xFFFF | id[2] << 16;
+        }
         if let Some(r) = s.sgpr_wg_info {
             w.s[usize::from(r)] = 0;
         }
@@ -553,7 +577,9 @@ fn run_group(
 /// init (gfx90a), FLAT_SCRATCH (gfx942).
 fn init_scratch_sgprs(w: &mut Wave, s: &Shape, region: u64, wave_offset: u64) {
     if s.architected_scratch {
-        w.set_s64(code::FLAT_SCRATCH_LO, region + wave_offset);
+        if s.scratch_pair {
+            w.set_s64(code::FLAT_SCRATCH_LO, region + wave_offset);
+        }
         return;
     }
     if s.segment_buffer {

@@ -66,6 +66,7 @@ pub struct Gpu {
     pub target: Target,
     memory: Arc<Memory>,
     threads: usize,
+    unverified: bool,
 }
 
 impl Gpu {
@@ -75,7 +76,18 @@ impl Gpu {
             target,
             memory: Arc::new(Memory::new()),
             threads: 1,
+            unverified: false,
         }
+    }
+
+    /// Lets dispatches run on a target the simulator decodes but whose
+    /// execution its suites do not yet verify (not in [`Target::RUNS`]:
+    /// gfx1100, gfx1201). For bringing such a target up; its results are
+    /// not to be trusted the way [`Target::RUNS`]' are. Products and the
+    /// HSA runtime never use it.
+    pub fn unverified(mut self) -> Self {
+        self.unverified = true;
+        self
     }
 
     /// Runs workgroups on `n` host threads (results do not depend on it).
@@ -100,7 +112,9 @@ impl Gpu {
 
     /// Loads and decodes a code object built for this device's target.
     pub fn load(&self, code_object: &[u8]) -> Result<Program, LoadError> {
-        Program::load(Arc::clone(&self.memory), self.target, code_object)
+        let mut program = Program::load(Arc::clone(&self.memory), self.target, code_object)?;
+        program.unverified_ok = self.unverified;
+        Ok(program)
     }
 
     /// Runs `kernel` (by name) of `program` to completion.

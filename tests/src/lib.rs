@@ -174,6 +174,33 @@ pub fn simulated(package: &str) -> Vec<Sim> {
     out
 }
 
+/// `package`'s code objects for `targets`, targets the simulator decodes
+/// but does not yet verify (not [`aqueduct_sim::Target::RUNS`]), each on a
+/// fresh [`aqueduct_sim::Gpu::unverified`] device: the kernels a bring-up
+/// has reached, run beside the verified targets.
+pub fn bring_up(package: &str, targets: &[aqueduct_sim::Target]) -> Vec<Sim> {
+    let out: Vec<Sim> = built_code_objects()
+        .into_iter()
+        .filter(|b| b.package == package)
+        .filter_map(|b| {
+            let target = aqueduct_sim::Target::from_name(b.gfx)?;
+            targets.contains(&target).then(|| {
+                assert!(!target.runs(), "{}: a verified target", b.gfx);
+                let bytes = std::fs::read(&b.path).expect("read code object");
+                let d = aqueduct_sim::Gpu::new(target).unverified();
+                let p = d.load(&bytes).expect("load code object");
+                Sim { d, p }
+            })
+        })
+        .collect();
+    assert_eq!(
+        out.len(),
+        targets.len(),
+        "{package}: a code object per target"
+    );
+    out
+}
+
 impl Sim {
     /// A new allocation holding `values`.
     pub fn upload<T: Word>(&self, values: &[T]) -> u64 {

@@ -1,15 +1,28 @@
 //! Execution suite: the device crates' kernels run on the simulator for
-//! gfx90a and gfx942 and match CPU references on random inputs. Outputs are
+//! every verified target and for gfx1100 and gfx1201 (wave32, being
+//! brought up: see [`RDNA`]), and match CPU references on random inputs.
+//! Outputs are
 //! poisoned before each run, lengths are odd and grids do not divide them,
 //! so a kernel that skips or repeats an element fails.
 
 use aqueduct::device_code::DEVICE_LIBRARY;
 use aqueduct_sim::{DispatchError, Fault, Gpu, Target};
-use aqueduct_tests::{Args, Rng, Sim, Word, built_code_objects, read, simulated, upload};
+use aqueduct_tests::{Args, Rng, Sim, Word, bring_up, built_code_objects, read, simulated, upload};
+
+/// The RDNA targets these kernels run on before the simulator verifies the
+/// whole suite there (`Target::RUNS`).
+const RDNA: &[Target] = &[Target::Gfx1100, Target::Gfx1201];
+
+/// The device library on every verified target and on [`RDNA`].
+fn device_library() -> Vec<Sim> {
+    let mut sims = simulated(DEVICE_LIBRARY);
+    sims.extend(bring_up(DEVICE_LIBRARY, RDNA));
+    sims
+}
 
 #[test]
 fn fill_u32_writes_exactly_the_requested_elements() {
-    for Sim { d, p } in simulated(DEVICE_LIBRARY) {
+    for Sim { d, p } in device_library() {
         for (len, grid, wg) in [
             (1u64, 64u32, 64u16),
             (1000, 256, 64),
@@ -48,7 +61,7 @@ fn fill_u32_writes_exactly_the_requested_elements() {
 #[test]
 fn copy_bytes_copies_odd_lengths() {
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
-    for Sim { d, p } in simulated(DEVICE_LIBRARY) {
+    for Sim { d, p } in device_library() {
         for len in [1usize, 3, 255, 1001] {
             let src_bytes: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
             let src = upload(&d, &src_bytes);
@@ -74,7 +87,7 @@ fn copy_bytes_copies_odd_lengths() {
 #[test]
 fn saxpy_f32_matches_the_cpu_bit_for_bit() {
     let mut rng = Rng(42);
-    for Sim { d, p } in simulated(DEVICE_LIBRARY) {
+    for Sim { d, p } in device_library() {
         let len = 3001usize;
         let a = rng.f32();
         let x: Vec<f32> = (0..len).map(|_| rng.f32()).collect();
@@ -97,7 +110,7 @@ fn saxpy_f32_matches_the_cpu_bit_for_bit() {
 
 #[test]
 fn a_wild_pointer_stops_the_dispatch_with_a_memory_fault() {
-    for Sim { d, p } in simulated(DEVICE_LIBRARY) {
+    for Sim { d, p } in device_library() {
         // A host address the simulator never handed out.
         let wild = 0x10u64;
         let ka = Args::default().arg(wild).arg(8u64).arg(1u32).0;

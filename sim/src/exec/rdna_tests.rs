@@ -124,3 +124,17 @@ fn true16_results_write_one_half_and_keep_the_other() {
     run(&mut w, &[0xD738_4003, 0x0202_088B], "v_lshlrev_b16").unwrap();
     assert_eq!(w.v[3][0], 0x1800_2222);
 }
+
+#[test]
+fn sendmsg_rtn_answers_the_realtime_clock_and_refuses_the_rest() {
+    let mut w = wave32();
+    // s_sendmsg_rtn_b64 s[4:5], sendmsg(MSG_RTN_GET_REALTIME)
+    run(&mut w, &[0xBE84_4D83], "s_sendmsg_rtn_b64").unwrap();
+    let first = u64::from(w.s[4]) | u64::from(w.s[5]) << 32;
+    run(&mut w, &[0xBE84_4D83], "s_sendmsg_rtn_b64").unwrap();
+    let second = u64::from(w.s[4]) | u64::from(w.s[5]) << 32;
+    assert!(first > 0 && second >= first, "{first} then {second}");
+    // s_sendmsg_rtn_b32 s0, sendmsg(MSG_RTN_GET_DOORBELL): no doorbell here.
+    let err = run(&mut w, &[0xBE80_4C80], "s_sendmsg_rtn_b32").unwrap_err();
+    assert!(matches!(err, Fault::Unimplemented { .. }), "{err}");
+}

@@ -706,6 +706,37 @@ fn s_memrealtime(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     Ok(())
 }
 
+/// `s_sendmsg_rtn_b32/b64` (GFX11+): a message whose answer lands in
+/// SDST; the message id is SRC0's field (RDNA3 ISA, "Message Types").
+/// GET_REALTIME is the constant-rate clock `s_memrealtime` reads on GFX9;
+/// the others (doorbell, trap handler addresses, ...) have nothing behind
+/// them here and are refused by name.
+fn s_sendmsg_rtn(w: &mut Wave, i: &Inst, wide: bool) -> R {
+    const MSG_RTN_GET_REALTIME: u8 = 0x83;
+    match i.src[0] {
+        Src::Inline(MSG_RTN_GET_REALTIME) => {
+            let t = crate::clock::realtime_ticks();
+            if wide {
+                w.set_s64(i.sdst, t);
+            } else {
+                w.set_s32(i.sdst, t as u32);
+            }
+            Ok(())
+        }
+        _ => Err(Fault::Unimplemented {
+            mnemonic: "s_sendmsg_rtn (a message other than MSG_RTN_GET_REALTIME)",
+        }),
+    }
+}
+
+fn s_sendmsg_rtn_b32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    s_sendmsg_rtn(w, i, false)
+}
+
+fn s_sendmsg_rtn_b64(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    s_sendmsg_rtn(w, i, true)
+}
+
 const SOPP: &[(&str, Exec)] = &[
     ("s_nop", nop),
     ("s_waitcnt", nop),
@@ -740,6 +771,8 @@ const SOPP: &[(&str, Exec)] = &[
     ("s_code_end", nop),
     ("s_wakeup", nop),
     ("s_endpgm", s_endpgm),
+    ("s_sendmsg_rtn_b32", s_sendmsg_rtn_b32),
+    ("s_sendmsg_rtn_b64", s_sendmsg_rtn_b64),
     ("s_barrier", s_barrier),
     ("s_trap", s_trap),
     ("s_sethalt", s_sethalt),
