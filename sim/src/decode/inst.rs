@@ -330,7 +330,7 @@ pub mod flag {
     pub const SCC: u16 = 1 << 12;
     /// DLC (GFX11 SMEM, FLAT, MUBUF): device-level coherence.
     pub const DLC: u16 = 1 << 13;
-    /// GFX11+ true16 result: a 16-bit result goes to the half OP_SEL[3]
+    /// GFX11+ true16 result: a 16-bit result goes to the half OP_SEL bit 3
     /// names and the other half keeps its bits (GFX9 zeroes the high half
     /// of a low-half result).
     pub const T16: u16 = 1 << 14;

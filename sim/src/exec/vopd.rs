@@ -21,7 +21,7 @@ type R = Result<(), Fault>;
 macro_rules! vopd_ops {
     ($(($dual:literal, $op:literal),)*) => {
         const PAIRS: &[(&str, &str)] = &[$(($dual, $op)),*];
-        /// Every VOPD mnemonic runs [`vopd`].
+        /// Every VOPD mnemonic runs `vopd`.
         pub const OPS: &[&[(&str, Exec)]] = &[&[$(($dual, vopd as Exec)),*]];
     };
 }
