@@ -5,8 +5,9 @@
 //! (gfx90a, gfx942, gfx950) machine code that runs the very code objects
 //! the hardware would, behind a C API identical to `libhsa-runtime64`
 //! (part 2), so the host shim loads it exactly as it loads ROCr. GFX11
-//! (gfx1100) and GFX12 (gfx1201) code is decoded but not yet executed
-//! ([`Target::RUNS`]).
+//! (gfx1100) and GFX12 (gfx1201) code is decoded; it executes only on a
+//! bring-up device ([`Gpu::unverified`]), as the suites do not yet verify
+//! those targets ([`Target::RUNS`]).
 //!
 //! Part 1 is the interpreter, with a Rust API:
 //!

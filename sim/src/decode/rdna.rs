@@ -166,7 +166,7 @@ pub(super) fn decode(c: Classified, code: &[u32], target: Target) -> Result<Inst
             }
         }
         Format::Vop1 | Format::Vop2 | Format::Vopc => {
-            short_valu(&mut i, code)?;
+            short_valu(&mut i, code);
         }
         Format::Vop3 => {
             i.flags |= flag::E64;
@@ -322,7 +322,7 @@ fn sources3(i: &mut Inst, w1: u32, w2: u32, words: usize) {
 }
 
 /// VOP1/VOP2/VOPC: operands, DPP16/DPP8, implied VCC, true16 halves.
-fn short_valu(i: &mut Inst, code: &[u32]) -> Result<(), DecodeError> {
+fn short_valu(i: &mut Inst, code: &[u32]) {
     let m = i.mnemonic;
     let w0 = code[0];
     let ext = code.get(1).copied().unwrap_or(0);
@@ -387,7 +387,6 @@ fn short_valu(i: &mut Inst, code: &[u32]) -> Result<(), DecodeError> {
             };
         }
     }
-    Ok(())
 }
 
 /// One VOPD operation's sources from its SRC0, VSRC1 and the shared

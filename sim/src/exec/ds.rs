@@ -1259,13 +1259,10 @@ mod tests {
         w.v[1] = std::array::from_fn(|l| ((5 * l as u32 + 7) % 64) * 4 + 256 * (l as u32 % 3));
         w.v[2] = std::array::from_fn(|l| 1000 + l as u32);
         // ds_bpermute_b32 v4, v1, v2
-        run(
-            &mut w,
-            [0xD87E0000, 0x04000201],
-            "ds_bpermute_b32",
-            &mut lds,
-        )
-        .unwrap();
+        let bpermute = |w: &mut Wave, lds: &mut Vec<u8>| {
+            run(w, [0xD87E0000, 0x04000201], "ds_bpermute_b32", lds).unwrap();
+        };
+        bpermute(&mut w, &mut lds);
         for l in 0..LANES {
             let src = (5 * l + 7) % 64;
             let want = match (l, src) {
@@ -1281,13 +1278,7 @@ mod tests {
         w.set_exec(u64::MAX);
         w.v[4] = [POISON; LANES];
         w.v[1] = std::array::from_fn(|l| 4 * (l as u32 + 33));
-        run(
-            &mut w,
-            [0xD87E0000, 0x04000201],
-            "ds_bpermute_b32",
-            &mut lds,
-        )
-        .unwrap();
+        bpermute(&mut w, &mut lds);
         for l in 0..LANES {
             let want = if l < 32 {
                 1000 + (l as u32 + 1) % 32
