@@ -157,12 +157,6 @@ fn shape(program: &Program, kernel: &Kernel, launch: &Launch) -> Result<Shape, D
     let d = &kernel.descriptor;
     let (r1, r2, r3, p) = (d.rsrc1(), d.rsrc2(), d.rsrc3(), d.properties());
     let bad = |s: String| DispatchError::BadLaunch(s);
-    if !program.target.runs() && !program.unverified_ok {
-        return Err(bad(format!(
-            "the simulator decodes {} code but does not execute it yet",
-            program.target.name()
-        )));
-    }
     // AMDGPUUsage, "Kernel Descriptor": ENABLE_WAVEFRONT_SIZE32 is
     // reserved (must be 0) on GFX6-GFX9; GFX10+ kernels choose.
     let wave = if p.enable_wavefront_size32() {

@@ -1,13 +1,12 @@
 //! aqueduct-sim: aqueduct's software AMD GPU.
 //!
 //! No machine aqueduct is developed on has an AMD GPU, so the simulator is
-//! how every device-side claim gets executed: an interpreter of GFX9-family
-//! (gfx90a, gfx942, gfx950) machine code that runs the very code objects
-//! the hardware would, behind a C API identical to `libhsa-runtime64`
-//! (part 2), so the host shim loads it exactly as it loads ROCr. GFX11
-//! (gfx1100) and GFX12 (gfx1201) code is decoded; it executes only on a
-//! bring-up device ([`Gpu::unverified`]), as the suites do not yet verify
-//! those targets ([`Target::RUNS`]).
+//! how every device-side claim gets executed: an interpreter of the
+//! machine code of the GFX9 family (gfx90a, gfx942, gfx950: wave64),
+//! GFX11 (gfx1100) and GFX12 (gfx1201, both wave32 or wave64, as the
+//! kernel descriptor says) that runs the very code objects the hardware
+//! would, behind a C API identical to `libhsa-runtime64` (part 2), so the
+//! host shim loads it exactly as it loads ROCr.
 //!
 //! Part 1 is the interpreter, with a Rust API:
 //!
@@ -67,7 +66,6 @@ pub struct Gpu {
     pub target: Target,
     memory: Arc<Memory>,
     threads: usize,
-    unverified: bool,
 }
 
 impl Gpu {
@@ -77,18 +75,7 @@ impl Gpu {
             target,
             memory: Arc::new(Memory::new()),
             threads: 1,
-            unverified: false,
         }
-    }
-
-    /// Lets dispatches run on a target the simulator decodes but whose
-    /// execution its suites do not yet verify (not in [`Target::RUNS`]:
-    /// gfx1100, gfx1201). For bringing such a target up; its results are
-    /// not to be trusted the way [`Target::RUNS`]' are. Products and the
-    /// HSA runtime never use it.
-    pub fn unverified(mut self) -> Self {
-        self.unverified = true;
-        self
     }
 
     /// Runs workgroups on `n` host threads (results do not depend on it).
@@ -113,9 +100,7 @@ impl Gpu {
 
     /// Loads and decodes a code object built for this device's target.
     pub fn load(&self, code_object: &[u8]) -> Result<Program, LoadError> {
-        let mut program = Program::load(Arc::clone(&self.memory), self.target, code_object)?;
-        program.unverified_ok = self.unverified;
-        Ok(program)
+        Program::load(Arc::clone(&self.memory), self.target, code_object)
     }
 
     /// Runs `kernel` (by name) of `program` to completion.

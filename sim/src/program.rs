@@ -90,9 +90,6 @@ pub struct Program {
     /// The slot starting at each word of the executable range.
     pub(crate) code: CodeIndex,
     kernels: HashMap<String, usize>,
-    /// Dispatches run although the target is not one the simulator's
-    /// suites verify ([`Target::RUNS`]): set by [`crate::Gpu::unverified`].
-    pub(crate) unverified_ok: bool,
 }
 
 impl Program {
@@ -125,7 +122,6 @@ impl Program {
             slots: Vec::new(),
             code: CodeIndex::default(),
             kernels: HashMap::new(),
-            unverified_ok: false,
         };
         // The image is zero-filled; copy each segment's file part.
         for s in &program.code_object.segments {

@@ -7,5 +7,8 @@ mod gfx_cfg;
 fn main() {
     // The targets xtask builds this crate for (`only_for` in
     // xtask/src/device_build.rs).
-    gfx_cfg::emit("aqueduct-test-kernels", &["gfx90a", "gfx942", "gfx950"]);
+    gfx_cfg::emit(
+        "aqueduct-test-kernels",
+        &["gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1201"],
+    );
 }

@@ -2,7 +2,7 @@
 //! the catalog `cargo xtask build` wrote for each agent's processor, selects
 //! through it for the agent's hardware (processor, CU count, chip ID), loads
 //! the kernel and runs it through the host shim — on ROCr with a GPU, else
-//! on the simulator's runtime (an MI300X and an MI210) — against an f64 CPU
+//! on the simulator's runtime (the agents of `aqueduct_tests::SIM_AGENTS`) — against an f64 CPU
 //! reference. Inputs are small integers, so every result is exact in the
 //! output type; D is poisoned before each run.
 
@@ -30,6 +30,10 @@ fn selection_follows_the_hardware_rows_and_the_size_table() {
     for gpu in hsa_gpus(&system) {
         let lib = library(&gpu);
         let cus = lib.hardware().cu_count;
+        if !has_mfma(&lib.hardware().processor) {
+            fma_only_selection(&lib);
+            continue;
+        }
         for (m, n, k) in [
             (256, 256, 256),
             (2048, 2048, 256),
@@ -83,6 +87,43 @@ fn selection_follows_the_hardware_rows_and_the_size_table() {
             assert_eq!(plan.name, "gemm_f16_mfma_64x64");
         }
     }
+}
+
+/// Whether `gfx` has MFMA matrix cores (the shared product facts).
+fn has_mfma(gfx: &str) -> bool {
+    aqueduct_abi::gfx::gfx(gfx)
+        .expect("a known processor")
+        .matrix_core
+        == aqueduct_abi::gfx::MatrixCore::Mfma
+}
+
+/// A processor without MFMA (RDNA) has only the FMA kernels in its
+/// catalog, one 64 × 64 tile for every size.
+fn fma_only_selection(lib: &GemmLibrary) {
+    let gfx = &lib.hardware().processor;
+    for (m, n, k) in [(256, 256, 256), (4096, 4096, 256)] {
+        for (input, output, name) in [
+            (DataType::Half, DataType::Float, "gemm_f16_f32_fma"),
+            (DataType::Half, DataType::Half, "gemm_f16_fma"),
+            (DataType::BFloat16, DataType::BFloat16, "gemm_bf16_fma"),
+            (DataType::Float, DataType::Float, "gemm_f32_fma"),
+        ] {
+            let gemm = Gemm::new(m, n, k, input, output).transposed(false, true);
+            let plan = lib
+                .select(&gemm)
+                .unwrap_or_else(|e| panic!("{gfx}: {gemm}: {e}"));
+            assert_eq!(plan.name, name, "{gfx}: {gemm}");
+            assert_eq!(plan.macro_tile, [64, 64], "{gfx}: {gemm}");
+            assert_eq!(plan.workgroup, 256, "{gfx}: {gemm}");
+            assert!(lib.explain(&gemm).contains(name), "{gfx}: {gemm}");
+        }
+    }
+    let xf32 = Gemm::new(4096, 4096, 256, DataType::Float, DataType::Float)
+        .with_f32_math(DataType::XFloat32);
+    // xf32 math runs as f32 where there is no xf32 hardware (as on
+    // gfx90a).
+    let plan = lib.select(&xf32).expect("select xf32");
+    assert_eq!(plan.name, "gemm_f32_fma", "{gfx}: {xf32}");
 }
 
 #[test]

@@ -18,7 +18,7 @@ use aqueduct_sim::exec::Event;
 use aqueduct_sim::memory::TAIL_POISON;
 use aqueduct_sim::wave::PRIVATE_APERTURE_HI;
 use aqueduct_sim::{Fault, Space, Target};
-use aqueduct_tests::{Args, Rng, TEST_KERNELS, Word, assert_same, simulated};
+use aqueduct_tests::{Args, Rng, Sim, TEST_KERNELS, Word, assert_same, simulated};
 use zerocopy::{FromZeros, IntoBytes};
 
 // ---------------------------------------------------------------------------
@@ -184,7 +184,7 @@ fn trap_stops_the_dispatch_naming_its_id_workgroup_and_wave() {
         assert_same(&sim.output(dst, len, "no trap"), &want, &sim.at("no trap"));
 
         // Element 700 asks: workgroup 700 / 256 = 2, its wave
-        // (700 - 512) / 64 = 2.
+        // (700 - 512) / 64 = 2 (wave64), / 32 = 5 (wave32).
         src[700] = trap_on;
         let s2 = sim.upload(&src);
         let args = Args::default()
@@ -200,8 +200,20 @@ fn trap_stops_the_dispatch_naming_its_id_workgroup_and_wave() {
             sim.at("trap")
         );
         assert_eq!(report.workgroup, [2, 0, 0], "{}", sim.at("trap"));
-        assert_eq!(report.wave, 2, "{}", sim.at("trap"));
-        assert_eq!(report.word, 0xBF92_0000 | u32::from(LLVM_TRAP_ID));
+        assert_eq!(
+            report.wave,
+            (700 - 512) / wave_size(&sim),
+            "{}",
+            sim.at("trap")
+        );
+        // s_trap is SOPP opcode 0x12 on GFX9, 0x10 on GFX11/GFX12
+        // (llvm-objdump).
+        let sopp = if sim.d.target.wave32() {
+            0xBF90_0000
+        } else {
+            0xBF92_0000
+        };
+        assert_eq!(report.word, sopp | u32::from(LLVM_TRAP_ID));
         sim.output::<u32>(dst, len, "trap");
         sim.free(&[s, s2, dst]);
     }
@@ -225,7 +237,14 @@ fn sethalt_stops_the_dispatch_with_a_halt_fault() {
         // wave is the first to halt.
         assert_eq!(report.workgroup, [3, 0, 0], "{}", sim.at("halt"));
         assert_eq!(report.wave, 0, "{}", sim.at("halt"));
-        assert_eq!(report.word, 0xBF8D_0001, "{}", sim.at("halt"));
+        // s_sethalt 1: SOPP opcode 0xD on GFX9, 0x2 on GFX11/GFX12
+        // (llvm-objdump).
+        let word = if sim.d.target.wave32() {
+            0xBF82_0001
+        } else {
+            0xBF8D_0001
+        };
+        assert_eq!(report.word, word, "{}", sim.at("halt"));
         sim.output::<u32>(dst, len, "halt");
         sim.free(&[dst]);
     }
@@ -238,7 +257,12 @@ fn endpgm_ends_waves_before_they_write() {
         let dst = sim.poisoned::<u32>(len);
         let args = Args::default().u64(dst).u64(len as u64).u32(2);
         let stats = sim.run("end_from_workgroup", (640, 128), &args);
-        assert_eq!(stats.waves, 10, "{}", sim.at("waves"));
+        assert_eq!(
+            stats.waves,
+            u64::from(640 / wave_size(&sim)),
+            "{}",
+            sim.at("waves")
+        );
         let want: Vec<u32> = (0..len as u32)
             .map(|i| if i < 256 { i } else { u32::POISON })
             .collect();
@@ -255,7 +279,8 @@ fn endpgm_ends_waves_before_they_write() {
 fn each_wave_raises_one_interrupt_with_its_m0() {
     let base = 0x0051_6E00;
     for sim in simulated(TEST_KERNELS) {
-        // 300 work-items in 128-item workgroups: 2 + 2 + 1 waves.
+        // 300 work-items in 128-item workgroups: 2 + 2 + 1 waves of 64,
+        // 4 + 4 + 2 of 32.
         let stats = sim.run("interrupt_per_wave", (300, 128), &Args::default().u32(base));
         let mut m0s: Vec<u32> = stats
             .events
@@ -268,13 +293,14 @@ fn each_wave_raises_one_interrupt_with_its_m0() {
             })
             .collect();
         m0s.sort_unstable();
-        assert_eq!(
-            m0s,
-            [base, base, base + 1, base + 1, base + 2],
-            "{}",
-            sim.at("interrupts")
-        );
-        assert_eq!(stats.waves, 5, "{}", sim.at("waves"));
+        let per_group = 128 / wave_size(&sim) as usize;
+        let last = (300 - 256usize).div_ceil(wave_size(&sim) as usize);
+        let want: Vec<u32> = (0..2)
+            .flat_map(|g| [base + g; 8].into_iter().take(per_group))
+            .chain([base + 2; 8].into_iter().take(last))
+            .collect();
+        assert_eq!(m0s, want, "{}", sim.at("interrupts"));
+        assert_eq!(stats.waves, want.len() as u64, "{}", sim.at("waves"));
         // The same events reach an observer while the kernel runs (how the
         // HSA layer wakes signal waiters on a device interrupt).
         let seen = std::sync::Mutex::new(Vec::new());
@@ -298,10 +324,23 @@ fn each_wave_raises_one_interrupt_with_its_m0() {
     }
 }
 
+/// Lanes per wave of the test kernels on `sim`'s target: the compiler
+/// builds them wave64 for GFX9 and wave32 for RDNA.
+fn wave_size(sim: &Sim) -> u32 {
+    if sim.d.target.wave32() { 32 } else { 64 }
+}
+
 #[test]
 fn clocks_never_run_backwards_across_sleep() {
     let workgroups = 4;
     for sim in simulated(TEST_KERNELS) {
+        // The shader-clock counter is 64 bits wide on GFX9 (`s_memtime`)
+        // and GFX12 (SHADER_CYCLES_HI/LO), 20 bits on GFX11
+        // (SHADER_CYCLES, RDNA3 ISA "Hardware Registers"): it wraps there
+        // about every millisecond, longer than the sleep takes on a slow
+        // host, so on GFX11 it is checked for its width and for moving,
+        // not for order.
+        let wide = sim.d.target.family() != aqueduct_abi::kernel_descriptor::GfxFamily::Gfx11;
         let dst = sim.upload(&vec![0u32; workgroups * 8]);
         let args = Args::default().u64(dst).u32(50);
         sim.run("clocks_around_sleep", (64 * workgroups as u32, 64), &args);
@@ -311,19 +350,33 @@ fn clocks_never_run_backwards_across_sleep() {
                 unreachable!()
             };
             let what = sim.at(&format!("workgroup {g}: {:?}", &t[g * 4..g * 4 + 4]));
-            assert!(cycles0 > 0 && ticks0 > 0, "{what}: a clock read 0");
-            assert!(cycles1 >= cycles0, "{what}: s_memtime ran backwards");
-            assert!(ticks1 >= ticks0, "{what}: s_memrealtime ran backwards");
+            assert!(ticks0 > 0, "{what}: the real-time clock read 0");
+            assert!(
+                ticks1 >= ticks0,
+                "{what}: the real-time clock ran backwards"
+            );
             // One clock for the whole device: a later workgroup never
             // reads an earlier time than one that finished before it.
             if g > 0 {
                 assert!(
-                    cycles0 >= t[g * 4 - 2],
-                    "{what}: s_memtime across workgroups"
-                );
-                assert!(
                     ticks0 >= t[g * 4 - 1],
-                    "{what}: s_memrealtime across workgroups"
+                    "{what}: the real-time clock across workgroups"
+                );
+            }
+            if !wide {
+                assert!(
+                    cycles0 < 1 << 20 && cycles1 < 1 << 20,
+                    "{what}: past 20 bits"
+                );
+                assert_ne!(cycles0, cycles1, "{what}: the shader clock stood still");
+                continue;
+            }
+            assert!(cycles0 > 0, "{what}: the shader clock read 0");
+            assert!(cycles1 >= cycles0, "{what}: the shader clock ran backwards");
+            if g > 0 {
+                assert!(
+                    cycles0 >= t[g * 4 - 2],
+                    "{what}: the shader clock across workgroups"
                 );
             }
         }
@@ -671,7 +724,7 @@ fn a_wave32_descriptor_is_refused_on_gfx9() {
     use aqueduct_abi::kernel_descriptor::KernelDescriptor;
     let mut checked = Vec::new();
     for built in aqueduct_tests::built_code_objects() {
-        let Some(target) = Target::from_name(built.gfx).filter(|t| t.runs()) else {
+        let Some(target) = Target::from_name(built.gfx) else {
             continue;
         };
         if built.package != TEST_KERNELS || target.wave32() {
@@ -720,53 +773,4 @@ fn a_wave32_descriptor_is_refused_on_gfx9() {
     }
     let gfx9: Vec<Target> = Target::ALL.into_iter().filter(|t| !t.wave32()).collect();
     assert_eq!(checked, gfx9, "every GFX9 target checked");
-}
-
-/// gfx1100 and gfx1201 code loads and decodes, but the simulator does not
-/// execute GFX11/GFX12 yet: a dispatch is refused by name, before any
-/// instruction runs or any memory is written.
-#[test]
-fn a_dispatch_on_a_target_the_simulator_only_decodes_is_refused() {
-    use aqueduct::device_code::DEVICE_LIBRARY;
-    let mut checked = Vec::new();
-    for built in aqueduct_tests::built_code_objects() {
-        let Some(target) = Target::from_name(built.gfx).filter(|t| !t.runs()) else {
-            continue;
-        };
-        if built.package != DEVICE_LIBRARY {
-            continue;
-        }
-        let bytes = std::fs::read(&built.path).expect("read code object");
-        let d = aqueduct_sim::Gpu::new(target);
-        let p = d.load(&bytes).expect("the code object loads");
-        // Every instruction decodes (the decoder oracle checks how); none
-        // runs.
-        assert!(
-            p.instructions().all(|(_, i)| i.is_ok()),
-            "{}: an instruction does not decode",
-            built.gfx
-        );
-        let sim = aqueduct_tests::Sim { d, p };
-        let dst = sim.poisoned::<u32>(64);
-        // fill_u32(dst, len, value)
-        let args = Args::default().u64(dst).u64(64).u32(7);
-        match sim.try_run("fill_u32", (64, 64), &args) {
-            Err(e) => assert!(
-                e.to_string().contains(&format!(
-                    "decodes {} code but does not execute it yet",
-                    built.gfx
-                )),
-                "{e}"
-            ),
-            Ok(_) => panic!("{}: fill_u32 ran", built.gfx),
-        }
-        assert_same(
-            &sim.read::<u32>(dst, 64),
-            &[u32::POISON; 64],
-            &sim.at("dst"),
-        );
-        checked.push(target);
-    }
-    let decoded_only: Vec<Target> = Target::ALL.into_iter().filter(|t| !t.runs()).collect();
-    assert_eq!(checked, decoded_only);
 }

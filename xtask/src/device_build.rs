@@ -183,7 +183,7 @@ pub const DEVICE_CRATES: &[DeviceCrate] = &[
         // device-dev profile only, where debug assertions add live values.
         allow_spills: &["enqueue_barriers"],
         allow_dynamic_stack: &["call_hash", "call_indirect"],
-        only_for: &["gfx90a", "gfx942", "gfx950"],
+        only_for: &[],
         // The tests launch copy_u32 in workgroups of 64 only; its bound
         // shows the launch-bound step end to end (sim_system).
         launch_bounds: &[("copy_u32", 64)],

@@ -658,7 +658,14 @@ fn hwreg(out: &mut String, simm: u32, target: Target) {
     let id = simm & 0x3F;
     let offset = (simm >> 6) & 0x1F;
     let size = ((simm >> 11) & 0x1F) + 1;
+    let gfx12 = target.family() == aqueduct_abi::kernel_descriptor::GfxFamily::Gfx12;
     let name = match (id, target) {
+        // GFX11+ ids that differ from GFX9's (LLVM's SIDefines.h): only
+        // those our objects use; others print as numbers.
+        (29, _) if gfx12 => Some("HW_REG_SHADER_CYCLES_LO"),
+        (29, _) if rdna() => Some("HW_REG_SHADER_CYCLES"),
+        (30, _) if gfx12 => Some("HW_REG_SHADER_CYCLES_HI"),
+        (4..=24, _) if rdna() => None,
         (1, _) => Some("HW_REG_MODE"),
         (2, _) => Some("HW_REG_STATUS"),
         (3, _) => Some("HW_REG_TRAPSTS"),
@@ -1112,7 +1119,12 @@ fn e32_without_suffix(m: &str) -> bool {
 
 fn valu(p: &mut Printer, i: &Inst, target: Target) {
     let m = i.mnemonic;
-    let (dty, sty) = valu_types(m);
+    let (dty, mut sty) = valu_types(m);
+    // GFX11+ reads the shift of `v_alignbit_b32`/`v_alignbyte_b32` as a
+    // 16-bit operand (LLVM's true16 VOP3 profile for them).
+    if rdna() && matches!(m, "v_alignbit_b32" | "v_alignbyte_b32") {
+        sty[2] = Ty::I16;
+    }
     // The operation's short-encoding family, which fixes the source count
     // and the `_e64` suffix: GFX9 VOP3 opcodes are the VOPC opcode, 0x100 +
     // the VOP2 one, 0x140 + the VOP1 one, and VOP3-only from 0x1C0 (GFX9

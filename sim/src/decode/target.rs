@@ -4,8 +4,7 @@
 //! `FeatureGFX940Insts` for gfx942 and gfx950; the gfx950-only
 //! instructions are simply rows only its opcode column names). gfx1100
 //! (GFX11) and gfx1201 (GFX12) have encodings of their own
-//! ([`Target::family`]); the decoder knows them, and [`Target::RUNS`] says
-//! which targets the simulator also executes.
+//! ([`Target::family`]). The simulator decodes and executes all five.
 
 use aqueduct_abi::kernel_descriptor::GfxFamily;
 
@@ -28,7 +27,8 @@ pub enum Target {
 }
 
 impl Target {
-    /// Every target the decoder knows (the opcode tables' columns).
+    /// Every target the simulator decodes and executes (the opcode tables'
+    /// columns; products, dispatches and the execution suites cover each).
     pub const ALL: [Self; 5] = [
         Self::Gfx90a,
         Self::Gfx942,
@@ -36,13 +36,6 @@ impl Target {
         Self::Gfx1100,
         Self::Gfx1201,
     ];
-
-    /// The targets the simulator executes: products, dispatches and the
-    /// execution suites cover these. GFX11 and GFX12 are decoded; a
-    /// dispatch on them is refused by name unless the device is a bring-up
-    /// one (`Gpu::unverified`), on which the device library's fill, copy
-    /// and saxpy kernels run (`tests/tests/sim_kernels.rs`).
-    pub const RUNS: [Self; 3] = [Self::Gfx90a, Self::Gfx942, Self::Gfx950];
 
     /// The processor name.
     pub const fn name(self) -> &'static str {
@@ -60,11 +53,6 @@ impl Target {
     pub fn family(self) -> GfxFamily {
         aqueduct_abi::code_object::target::family(self.name())
             .expect("every simulated processor has a family (a test checks it)")
-    }
-
-    /// Whether the simulator executes this target ([`Self::RUNS`]).
-    pub fn runs(self) -> bool {
-        Self::RUNS.contains(&self)
     }
 
     /// LLVM's `FeatureGFX940Insts` (gfx942, gfx950): the SC0/SC1/NT cache

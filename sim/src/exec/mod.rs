@@ -37,6 +37,7 @@ pub mod names;
 #[cfg(test)]
 mod rdna_tests;
 pub mod salu;
+pub mod salu_float;
 pub mod sdwa;
 pub mod smem;
 pub mod valu;
@@ -50,6 +51,7 @@ fn registry() -> &'static HashMap<&'static str, Exec> {
     REGISTRY.get_or_init(|| {
         [
             salu::OPS,
+            salu_float::OPS,
             smem::OPS,
             valu::OPS,
             vop3p::OPS,

@@ -58,6 +58,7 @@ const RENAMED: &[(&str, &str)] = &[
     ("s_sub_co_u32", "s_sub_u32"),
     ("s_add_co_i32", "s_add_i32"),
     ("s_sub_co_i32", "s_sub_i32"),
+    ("s_addk_co_i32", "s_addk_i32"),
     ("s_add_co_ci_u32", "s_addc_u32"),
     ("s_sub_co_ci_u32", "s_subb_u32"),
     ("s_load_b32", "s_load_dword"),

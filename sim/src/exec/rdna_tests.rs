@@ -138,3 +138,146 @@ fn sendmsg_rtn_answers_the_realtime_clock_and_refuses_the_rest() {
     let err = run(&mut w, &[0xBE80_4C80], "s_sendmsg_rtn_b32").unwrap_err();
     assert!(matches!(err, Fault::Unimplemented { .. }), "{err}");
 }
+
+#[test]
+fn sixteen_bit_operands_read_the_half_op_sel_names() {
+    // Found by the block-issue kernel on gfx1100: the 16-bit compares read
+    // the low half whatever OP_SEL said, so a command's high-half field
+    // compared as its neighbour.
+    let mut w = wave32();
+    // Lane l: low half 1, high half l % 2.
+    w.v[1] = std::array::from_fn(|l| ((l % 2) as u32) << 16 | 1);
+    // v_cmp_ne_u16_e64 s3, 0, v1.h op_sel:[0,1,0]
+    run(&mut w, &[0xD43D_1003, 0x0202_0280], "v_cmp_ne_u16").unwrap();
+    assert_eq!(w.s[3], 0xAAAA_AAAA, "odd lanes have a nonzero high half");
+    // v_alignbit_b32 v8, v8, v8, v10.l and .h op_sel:[0,0,1,0]: the shift
+    // is a 16-bit operand on GFX11.
+    w.v[10] = [8 << 16 | 4; LANES];
+    for (word, shift) in [(0xD616_0008, 4), (0xD616_2008, 8)] {
+        w.v[8] = [0x1234_5678; LANES];
+        run(&mut w, &[word, 0x042A_1108], "v_alignbit_b32").unwrap();
+        assert_eq!(
+            w.v[8][3],
+            0x1234_5678u32.rotate_right(shift),
+            "shift {shift}"
+        );
+    }
+}
+
+#[test]
+fn shader_cycles_read_twenty_bits_on_gfx11_and_sixty_four_on_gfx12() {
+    let mut w = wave32();
+    // s_getreg_b32 s2, hwreg(HW_REG_SHADER_CYCLES, 0, 20)
+    w.s[2] = POISON;
+    run(&mut w, &[0xB882_981D], "s_getreg_b32").unwrap();
+    assert!(w.s[2] < 1 << 20, "{:#x}", w.s[2]);
+    // gfx1201: s_getreg_b32 s2, hwreg(HW_REG_SHADER_CYCLES_HI), then s4
+    // LO, then s3 HI again (LLVM's readcyclecounter): a 64-bit count
+    // that moves forward.
+    let gfx12 = |w: &mut Wave, word: u32| {
+        super::run_words(w, Target::Gfx1201, &[word], "s_getreg_b32", &mut []).unwrap()
+    };
+    let before = crate::clock::shader_cycles();
+    gfx12(&mut w, 0xB882_F81E);
+    gfx12(&mut w, 0xB884_F81D);
+    gfx12(&mut w, 0xB883_F81E);
+    assert_eq!(w.s[2], w.s[3], "the high half did not move between reads");
+    let cycles = u64::from(w.s[3]) << 32 | u64::from(w.s[4]);
+    assert!(cycles >= before && cycles <= crate::clock::shader_cycles());
+    // A GFX9 register id means something else on RDNA: refused.
+    // s_getreg_b32 s2, hwreg(4) (GFX9's HW_ID)
+    let refused = run(&mut w, &[0xB882_F804], "s_getreg_b32");
+    assert!(
+        matches!(refused, Err(Fault::Operand { code: 4 })),
+        "{refused:?}"
+    );
+}
+
+fn run12(w: &mut Wave, words: &[u32], mnemonic: &str) -> Result<(), Fault> {
+    super::run_words(w, Target::Gfx1201, words, mnemonic, &mut [])
+}
+
+#[test]
+fn gfx12_scalar_floats_follow_ieee_and_set_scc() {
+    let mut w = wave32();
+    let f = |x: f32| x.to_bits();
+    // The u64 division prologue LLVM emits on gfx1201: s_cvt_f32_u32,
+    // s_fmac_f32 with a literal, v_s_rcp_f32, s_mul_f32, s_trunc_f32,
+    // s_cvt_u32_f32.
+    w.s[2] = 3;
+    run12(&mut w, &[0xBE80_6502], "s_cvt_f32_u32").unwrap();
+    assert_eq!(w.s[0], f(3.0));
+    w.s[5] = f(0.5);
+    // s_fmac_f32 s0, s5, 0x4f800000 (2^32): s0 = 0.5 * 2^32 + 3.
+    run12(&mut w, &[0xA380_FF05, 0x4F80_0000], "s_fmac_f32").unwrap();
+    assert_eq!(w.s[0], f(0.5f32.mul_add(4_294_967_296.0, 3.0)));
+    w.s[0] = f(4.0);
+    // v_s_rcp_f32 s0, s0
+    run12(&mut w, &[0xD684_0000, 0x0201_0000], "v_s_rcp_f32").unwrap();
+    assert_eq!(w.s[0], f(0.25));
+    // s_mul_f32 s0, s0, 0x5f7ffffc
+    run12(&mut w, &[0xA200_FF00, 0x5F7F_FFFC], "s_mul_f32").unwrap();
+    assert_eq!(w.s[0], f(0.25 * f32::from_bits(0x5F7F_FFFC)));
+    w.s[5] = f(-7.75);
+    // s_trunc_f32 s5, s5; s_cvt_u32_f32 s7, s5: -7 saturates to 0.
+    run12(&mut w, &[0xBE85_6205], "s_trunc_f32").unwrap();
+    assert_eq!(w.s[5], f(-7.0));
+    run12(&mut w, &[0xBE87_6705], "s_cvt_u32_f32").unwrap();
+    assert_eq!(w.s[7], 0);
+    w.s[5] = f(1e10);
+    run12(&mut w, &[0xBE87_6705], "s_cvt_u32_f32").unwrap();
+    assert_eq!(w.s[7], u32::MAX, "saturates");
+    // s_cmp_neq_f32 s25, 0 and s_cmp_eq_f32 s24, 0: a NaN is not equal,
+    // and -0 equals 0.
+    for (value, neq) in [(f32::NAN, true), (-0.0, false), (1.5, true)] {
+        w.s[25] = f(value);
+        w.s[24] = f(value);
+        run12(&mut w, &[0xBF4D_8019], "s_cmp_neq_f32").unwrap();
+        assert_eq!(w.scc, neq, "{value} != 0");
+        run12(&mut w, &[0xBF42_8018], "s_cmp_eq_f32").unwrap();
+        assert_eq!(w.scc, !neq && !value.is_nan(), "{value} == 0");
+    }
+}
+
+#[test]
+fn gfx12_scalar_u64_arithmetic_leaves_scc_alone() {
+    let mut w = wave32();
+    let set = |w: &mut Wave, r: usize, v: u64| {
+        w.s[r] = v as u32;
+        w.s[r + 1] = (v >> 32) as u32;
+    };
+    let get = |w: &Wave, r: usize| u64::from(w.s[r]) | u64::from(w.s[r + 1]) << 32;
+    w.scc = true;
+    set(&mut w, 4, 0xFFFF_FFFF_FFFF_FFF0);
+    // s_add_nc_u64 s[0:1], s[4:5], 32: wraps, no carry out.
+    run12(&mut w, &[0xA980_A004], "s_add_nc_u64").unwrap();
+    assert_eq!(get(&w, 0), 0x10);
+    assert!(w.scc, "SCC unchanged");
+    // s_sub_nc_u64 s[8:9], 4, s[16:17]
+    set(&mut w, 16, 5);
+    run12(&mut w, &[0xAA08_1084], "s_sub_nc_u64").unwrap();
+    assert_eq!(get(&w, 8), u64::MAX);
+    // s_mul_u64 s[4:5], s[6:7], s[4:5]: the low 64 bits.
+    set(&mut w, 4, 0x1_0000_0003);
+    set(&mut w, 6, 0x2_0000_0005);
+    run12(&mut w, &[0xAA84_0406], "s_mul_u64").unwrap();
+    assert_eq!(get(&w, 4), 0x1_0000_0003u64.wrapping_mul(0x2_0000_0005));
+    assert!(w.scc);
+}
+
+#[test]
+fn gfx12_split_barrier_holds_the_wave_at_its_signal() {
+    let mut w = wave32();
+    // s_barrier_signal -1
+    run12(&mut w, &[0xBE80_4EC1], "s_barrier_signal").unwrap();
+    assert_eq!(w.status, crate::wave::Status::Barrier);
+    w.status = crate::wave::Status::Running;
+    // s_barrier_wait 0xffff
+    run12(&mut w, &[0xBF94_FFFF], "s_barrier_wait").unwrap();
+    assert_eq!(w.status, crate::wave::Status::Running);
+    // s_barrier_wait 1: a named barrier, refused.
+    assert!(matches!(
+        run12(&mut w, &[0xBF94_0001], "s_barrier_wait"),
+        Err(Fault::Unimplemented { .. })
+    ));
+}

@@ -562,7 +562,32 @@ fn hwreg_field(simm: i32) -> (u32, u32, u32) {
     (id, offset, mask)
 }
 
-fn getreg(w: &Wave, id: u32) -> Result<u32, Fault> {
+/// GFX11 and GFX12 hardware registers that GFX9 does not have (LLVM's
+/// `SIDefines.h` Hwreg ids, as `llvm-objdump` names them).
+mod hwreg_rdna {
+    /// GFX11 SHADER_CYCLES: a free-running 20-bit shader-clock counter
+    /// (RDNA3 ISA, "Hardware Registers"); GFX12 SHADER_CYCLES_LO: its
+    /// low 32 bits (RDNA4 ISA).
+    pub const SHADER_CYCLES: u32 = 29;
+    /// GFX12 SHADER_CYCLES_HI: the counter's high 32 bits.
+    pub const SHADER_CYCLES_HI: u32 = 30;
+}
+
+fn getreg(w: &Wave, id: u32, target: crate::Target) -> Result<u32, Fault> {
+    use aqueduct_abi::kernel_descriptor::GfxFamily;
+    let family = target.family();
+    let cycles = crate::clock::shader_cycles;
+    match (family, id) {
+        (GfxFamily::Gfx11, hwreg_rdna::SHADER_CYCLES) => return Ok(cycles() as u32 & 0xF_FFFF),
+        (GfxFamily::Gfx12, hwreg_rdna::SHADER_CYCLES) => return Ok(cycles() as u32),
+        (GfxFamily::Gfx12, hwreg_rdna::SHADER_CYCLES_HI) => return Ok((cycles() >> 32) as u32),
+        // MODE, STATUS and TRAPSTS keep their ids; GFX9's others mean
+        // other registers (or nothing) on RDNA: refused by id rather
+        // than read as GFX9's.
+        (GfxFamily::Gfx11 | GfxFamily::Gfx12, hwreg::MODE | hwreg::STATUS | hwreg::TRAPSTS) => {}
+        (GfxFamily::Gfx11 | GfxFamily::Gfx12, _) => return Err(Fault::Operand { code: id as u8 }),
+        _ => {}
+    }
     Ok(match id {
         hwreg::MODE => w.mode,
         // STATUS: SCC (bit 0), EXECZ (9), VCCZ (10), IN_BARRIER (12)...
@@ -584,9 +609,9 @@ fn getreg(w: &Wave, id: u32) -> Result<u32, Fault> {
     })
 }
 
-fn s_getreg_b32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+fn s_getreg_b32(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>) -> R {
     let (id, offset, mask) = hwreg_field(i.imm);
-    let v = (getreg(w, id)? & mask) >> offset;
+    let v = (getreg(w, id, ctx.target)? & mask) >> offset;
     w.set_s32(i.sdst, v);
     Ok(())
 }
@@ -666,6 +691,31 @@ fn s_endpgm(w: &mut Wave, _: &Inst, _: &mut Ctx<'_>) -> R {
 
 fn s_barrier(w: &mut Wave, _: &Inst, _: &mut Ctx<'_>) -> R {
     w.status = Status::Barrier;
+    Ok(())
+}
+
+/// GFX12's split workgroup barrier (RDNA4 ISA, "Barriers"):
+/// `s_barrier_signal -1` marks the wave arrived at the workgroup barrier,
+/// `s_barrier_wait -1` waits until every wave has. The model holds a wave
+/// at its signal until all have signalled, which is one of the orders the
+/// split allows; the wait then has nothing left to wait for. Named
+/// barriers (another id) are refused by name.
+fn s_barrier_signal(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    if w.s32_of(i.src[0], Ty::B32)? != u32::MAX {
+        return Err(Fault::Unimplemented {
+            mnemonic: "s_barrier_signal of a named barrier",
+        });
+    }
+    w.status = Status::Barrier;
+    Ok(())
+}
+
+fn s_barrier_wait(_: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    if i.imm & 0xFFFF != 0xFFFF {
+        return Err(Fault::Unimplemented {
+            mnemonic: "s_barrier_wait on a named barrier",
+        });
+    }
     Ok(())
 }
 
@@ -774,6 +824,8 @@ const SOPP: &[(&str, Exec)] = &[
     ("s_sendmsg_rtn_b32", s_sendmsg_rtn_b32),
     ("s_sendmsg_rtn_b64", s_sendmsg_rtn_b64),
     ("s_barrier", s_barrier),
+    ("s_barrier_signal", s_barrier_signal),
+    ("s_barrier_wait", s_barrier_wait),
     ("s_trap", s_trap),
     ("s_sethalt", s_sethalt),
     ("s_sendmsg", s_sendmsg),

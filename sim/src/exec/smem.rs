@@ -99,6 +99,8 @@ macro_rules! sized {
 sized! {
     s_load_dword => load(1);
     s_load_dwordx2 => load(2);
+    // GFX12's three-dword load (RDNA4 ISA, S_LOAD_B96).
+    s_load_b96 => load(3);
     s_load_dwordx4 => load(4);
     s_load_dwordx8 => load(8);
     s_load_dwordx16 => load(16);
@@ -107,6 +109,7 @@ sized! {
     s_store_dwordx4 => store(4);
     s_buffer_load_dword => buffer_load(1);
     s_buffer_load_dwordx2 => buffer_load(2);
+    s_buffer_load_b96 => buffer_load(3);
     s_buffer_load_dwordx4 => buffer_load(4);
     s_buffer_load_dwordx8 => buffer_load(8);
     s_buffer_load_dwordx16 => buffer_load(16);

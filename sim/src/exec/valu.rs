@@ -266,6 +266,27 @@ macro_rules! vop {
     };
 }
 
+/// `v_alignbit_b32`/`v_alignbyte_b32`: the dword at bit (byte) `shift` of
+/// `a:b`. GFX11+ reads the shift as a 16-bit operand, its half chosen by
+/// OP_SEL bit 2 (LLVM's true16 profile); GFX9 never sets that bit.
+fn align(w: &mut Wave, i: &Inst, unit: u32, mask: u32) -> R {
+    let a = u32_src(w, i, 0)?;
+    let b = u32_src(w, i, 1)?;
+    let c = u16_src(w, i, 2)?;
+    let out = std::array::from_fn(|l| {
+        ((u64::from(a[l]) << 32 | u64::from(b[l])) >> (unit * (u32::from(c[l]) & mask))) as u32
+    });
+    write_u32(w, i, out)
+}
+
+fn v_alignbit_b32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    align(w, i, 1, 31)
+}
+
+fn v_alignbyte_b32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+    align(w, i, 8, 3)
+}
+
 /// A 16-bit integer source: the low half, or the high one with op_sel.
 fn u16_src(w: &Wave, i: &Inst, n: usize) -> Result<[u16; LANES], Fault> {
     let raw = w.lanes(i, n, Ty::B16)?;
@@ -584,8 +605,6 @@ vop! { U32, u32_src -> write_u32, float: false;
     v_bfe_u32(a, b, c) => bfe(a, b, c, false);
     v_bfe_i32(a, b, c) => bfe(a, b, c, true);
     v_bfi_b32(a, b, c) => (a & b) | (!a & c);
-    v_alignbit_b32(a, b, c) => ((u64::from(a) << 32 | u64::from(b)) >> (c & 31)) as u32;
-    v_alignbyte_b32(a, b, c) => ((u64::from(a) << 32 | u64::from(b)) >> (8 * (c & 3))) as u32;
     v_min3_i32(a, b, c) => (a as i32).min(b as i32).min(c as i32) as u32;
     v_max3_i32(a, b, c) => (a as i32).max(b as i32).max(c as i32) as u32;
     v_med3_i32(a, b, c) => med3_i(a as i32, b as i32, c as i32) as u32;
@@ -710,12 +729,12 @@ fn v_cvt_f64_u32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
 }
 
 fn v_cvt_f16_u16(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-    let a = u32_src(w, i, 0)?;
-    write_f16(w, i, std::array::from_fn(|l| f32::from(a[l] as u16)))
+    let a = u16_src(w, i, 0)?;
+    write_f16(w, i, std::array::from_fn(|l| f32::from(a[l])))
 }
 
 fn v_cvt_f16_i16(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-    let a = u32_src(w, i, 0)?;
+    let a = u16_src(w, i, 0)?;
     write_f16(w, i, std::array::from_fn(|l| f32::from(a[l] as i16)))
 }
 
@@ -1123,6 +1142,8 @@ fn v_swap_b32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
 const OTHER: &[(&str, Exec)] = &[
     ("v_cndmask_b16", v_cndmask_b16),
     ("v_cvt_u32_u16", v_cvt_u32_u16),
+    ("v_alignbit_b32", v_alignbit_b32),
+    ("v_alignbyte_b32", v_alignbyte_b32),
     ("v_cvt_i32_i16", v_cvt_i32_i16),
     ("v_add_i32", v_add_i32),
     ("v_sub_i32", v_sub_i32),
@@ -1175,13 +1196,12 @@ fn cmp_u32(w: &Wave, i: &Inst, n: usize) -> Result<[u32; LANES], Fault> {
 }
 
 fn cmp_i16(w: &Wave, i: &Inst, n: usize) -> Result<[i16; LANES], Fault> {
-    let v = w.lanes(i, n, Ty::B16)?;
+    let v = u16_src(w, i, n)?;
     Ok(std::array::from_fn(|l| v[l] as i16))
 }
 
 fn cmp_u16(w: &Wave, i: &Inst, n: usize) -> Result<[u16; LANES], Fault> {
-    let v = w.lanes(i, n, Ty::B16)?;
-    Ok(std::array::from_fn(|l| v[l] as u16))
+    u16_src(w, i, n)
 }
 
 fn cmp_i64(w: &Wave, i: &Inst, n: usize) -> Result<[i64; LANES], Fault> {
@@ -1337,9 +1357,9 @@ fn class_bits(w: &Wave, i: &Inst) -> Result<u64, Fault> {
             bits |= u64::from(mask[l] >> c & 1) << l;
         }
     } else if mn.ends_with("f16") {
-        let raw = w.lanes(i, 0, Ty::B16)?;
+        let raw = u16_src(w, i, 0)?;
         for l in 0..LANES {
-            let mut h = raw[l] as u16;
+            let mut h = raw[l];
             if i.mods.abs & 1 != 0 {
                 h &= 0x7FFF;
             }

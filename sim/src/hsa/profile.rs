@@ -42,7 +42,7 @@ impl Profile {
         Some(Self {
             key: product.key,
             product: chip.name,
-            target: Target::from_name(chip.gfx).filter(|t| t.runs())?,
+            target: Target::from_name(chip.gfx)?,
             compute_units: product.compute_units,
             chip_id: product.chip,
             max_clock_mhz: product.max_clock_mhz,
@@ -174,10 +174,16 @@ mod tests {
             (p.compute_units, p.chip_id, p.target),
             (80, 0x74b5, Target::Gfx942)
         );
+        // Every target has a profile; a processor the simulator does not
+        // run is refused, naming the ones it has.
+        for t in Target::ALL {
+            let v = AgentSpec::parse_list(t.name()).unwrap_or_else(|e| panic!("{t:?}: {e}"));
+            assert_eq!(v[0].profile().target, t);
+        }
+        let e = AgentSpec::parse_list("gfx1010").unwrap_err();
         assert!(
-            AgentSpec::parse_list("gfx1100")
-                .unwrap_err()
-                .contains("mi300x (gfx942)")
+            e.contains("mi300x (gfx942)") && e.contains("rx9070xt (gfx1201)"),
+            "{e}"
         );
         assert!(AgentSpec::parse_list("mi210:cu=0").is_err());
         assert!(AgentSpec::parse_list("mi210:speed=3").is_err());

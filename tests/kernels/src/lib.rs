@@ -1,7 +1,8 @@
 //! Kernels that exist to exercise the simulator (its execution suite):
 //! each module holds kernels of one kind, and `tests/tests/`
-//! runs them on the simulator for gfx90a and gfx942 against CPU
-//! references. They are built only for those two targets.
+//! runs them on the simulator for every target against CPU references.
+//! The MFMA kernels are built only where the instructions exist
+//! (gfx90a, gfx942, gfx950).
 //!
 //! Like the device library, the crate compiles for the host too (where it
 //! is empty), so `cargo test --workspace` builds it.
@@ -35,7 +36,11 @@ pub mod device_runtime;
 pub mod int64;
 #[cfg(target_arch = "amdgpu")]
 pub mod lds;
-#[cfg(target_arch = "amdgpu")]
+#[cfg(any(
+    aqueduct_gfx = "gfx90a",
+    aqueduct_gfx = "gfx942",
+    aqueduct_gfx = "gfx950"
+))]
 pub mod mfma;
 #[cfg(target_arch = "amdgpu")]
 pub mod scratch;

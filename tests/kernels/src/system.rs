@@ -3,8 +3,10 @@
 //! memory a kernel owns.
 //!
 //! The simulator must run `s_getpc`/`s_swappc`/`s_setpc`, `s_trap`,
-//! `s_sethalt`, `s_sendmsg`, `s_sleep`, `s_memtime`/`s_memrealtime` and
-//! `s_endpgm` as the hardware runs them, and a global, LDS or scratch
+//! `s_sethalt`, `s_sendmsg`, `s_sleep`, the clocks (`s_memtime`/
+//! `s_memrealtime` on GFX9; `s_getreg_b32` SHADER_CYCLES and
+//! `s_sendmsg_rtn_b64` GET_REALTIME on GFX11/GFX12) and `s_endpgm` as
+//! the hardware runs them, and a global, LDS or scratch
 //! access out of range must stop the wave with a fault report instead of
 //! touching host memory. These kernels produce each of those, most of
 //! them only when the test asks (a kernarg or an element says so), so the
@@ -15,17 +17,22 @@
 //! compiler cannot see); everything else is the code rustc emits for
 //! ordinary Rust, which is what the simulator has to run.
 
-use core::arch::amdgpu::{s_memrealtime, s_sleep};
+use core::arch::amdgpu::s_sleep;
 use core::arch::asm;
 use core::hint::black_box;
 
 use crate::work_item_x;
 
 unsafe extern "C" {
-    /// The 64-bit shader-clock counter (`s_memtime`); stdarch wraps only
-    /// `s_memrealtime`.
-    #[link_name = "llvm.amdgcn.s.memtime"]
-    safe fn s_memtime() -> u64;
+    /// The shader-clock counter: `s_memtime` on GFX9, `s_getreg_b32`
+    /// SHADER_CYCLES (20 bits) on GFX11, SHADER_CYCLES_HI/LO (64 bits)
+    /// on GFX12 (LLVM's lowering of `llvm.readcyclecounter`).
+    #[link_name = "llvm.readcyclecounter"]
+    safe fn shader_cycles() -> u64;
+    /// The constant-rate real-time clock (device/runtime/llvm/clock.ll,
+    /// which every code object links): `s_memrealtime` on GFX9,
+    /// `s_sendmsg_rtn_b64 MSG_RTN_GET_REALTIME` on GFX11 and later.
+    safe fn aqueduct_realtime() -> u64;
     /// The workgroup's 1024 u32 of LDS (`llvm/workgroup.ll`).
     safe fn aqueduct_test_lds_u32() -> *mut u32;
     /// `s_barrier` between workgroup-scope release and acquire fences.
@@ -272,18 +279,18 @@ pub extern "gpu-kernel" fn interrupt_per_wave(base: u32) {
 }
 
 /// Work-item 0 of each workgroup `g` stores four u64 at `dst[4g..]`:
-/// `s_memtime` and `s_memrealtime`, then the same two again after
-/// `spins` rounds of `s_sleep 1`.
+/// the shader-clock counter and the real-time clock, then the same two
+/// again after `spins` rounds of `s_sleep 1`.
 #[unsafe(no_mangle)]
 pub extern "gpu-kernel" fn clocks_around_sleep(dst: *mut u64, spins: u32) {
     let item = work_item_x();
-    let cycles_before = s_memtime();
-    let ticks_before = s_memrealtime();
+    let cycles_before = shader_cycles();
+    let ticks_before = aqueduct_realtime();
     for _ in 0..black_box(spins) {
         s_sleep::<1>();
     }
-    let cycles_after = s_memtime();
-    let ticks_after = s_memrealtime();
+    let cycles_after = shader_cycles();
+    let ticks_after = aqueduct_realtime();
     if item.local_id == 0 {
         let at = item.workgroup_id as usize * 4;
         // SAFETY: the test gives `dst` four elements per workgroup.
