@@ -115,18 +115,7 @@ fn fnuz_to_f32(b: u8, man_bits: u32, bias: i32) -> f32 {
     if b == FNUZ_NAN {
         return f32::NAN;
     }
-    let sign = if b & 0x80 != 0 { -1.0 } else { 1.0 };
-    let exp = i32::from((b & 0x7F) >> man_bits);
-    let man = f32::from(b & ((1 << man_bits) - 1));
-    let scale = (1u32 << man_bits) as f32;
-    // Exact: every FNUZ value is a small integer times a power of two
-    // that f32 represents.
-    let magnitude = if exp == 0 {
-        man / scale * 2f32.powi(1 - bias)
-    } else {
-        (1.0 + man / scale) * 2f32.powi(exp - bias)
-    };
-    sign * magnitude
+    finite_8bit_to_f32(b, man_bits, bias)
 }
 
 /// gfx942 FP8 (E4M3 FNUZ: bias 8, no infinities, 0x80 is the only NaN)
@@ -139,6 +128,47 @@ pub fn fp8_fnuz_to_f32(b: u8) -> f32 {
 /// bits to f32 (exact).
 pub fn bf8_fnuz_to_f32(b: u8) -> f32 {
     fnuz_to_f32(b, 2, BF8_BIAS)
+}
+
+/// OCP FP8 E4M3 (the "FN" variant of gfx950 and gfx12: bias 7, no
+/// infinities, S.1111.111 the only NaNs; OCP 8-bit Floating Point
+/// Specification, 2023) bits to f32 (exact).
+pub fn fp8_ocp_to_f32(b: u8) -> f32 {
+    if b & 0x7F == 0x7F {
+        return f32::NAN;
+    }
+    finite_8bit_to_f32(b, 3, 7)
+}
+
+/// OCP BF8 E5M2 (IEEE-like: bias 15, exponent 31 is infinity or NaN) bits
+/// to f32 (exact).
+pub fn bf8_ocp_to_f32(b: u8) -> f32 {
+    if b & 0x7C == 0x7C {
+        let sign = if b & 0x80 != 0 { -1.0 } else { 1.0 };
+        return if b & 3 == 0 {
+            sign * f32::INFINITY
+        } else {
+            f32::NAN
+        };
+    }
+    finite_8bit_to_f32(b, 2, 15)
+}
+
+/// A finite 8-bit float (FNUZ or OCP): sign, then exponent and `man_bits`
+/// mantissa bits with `bias`; exponent 0 is subnormal. Exact: every such
+/// value is a small integer times a power of two that f32 represents.
+/// The sign bit of a zero gives -0 (OCP has negative zero; FNUZ spends
+/// that code on its NaN before calling this).
+fn finite_8bit_to_f32(b: u8, man_bits: u32, bias: i32) -> f32 {
+    let exp = i32::from((b & 0x7F) >> man_bits);
+    let man = f32::from(b & ((1 << man_bits) - 1));
+    let scale = (1u32 << man_bits) as f32;
+    let magnitude = if exp == 0 {
+        man / scale * 2f32.powi(1 - bias)
+    } else {
+        (1.0 + man / scale) * 2f32.powi(exp - bias)
+    };
+    if b & 0x80 != 0 { -magnitude } else { magnitude }
 }
 
 #[cfg(test)]
@@ -216,5 +246,33 @@ mod tests {
         assert_eq!(bf8_fnuz_to_f32(0x01), 2f32.powi(-17));
         assert_eq!(bf8_fnuz_to_f32(0xC2), -1.5);
         assert!(bf8_fnuz_to_f32(0x80).is_nan());
+    }
+
+    #[test]
+    fn ocp_eight_bit_floats_match_the_specification_table() {
+        // OCP 8-bit Floating Point Specification (2023), table 1: E4M3
+        // max normal 448 (S.1111.110), min normal 2^-6, min subnormal
+        // 2^-9, NaN S.1111.111; E5M2 max normal 57344 (S.11110.11), min
+        // subnormal 2^-16, infinities S.11111.00.
+        assert_eq!(fp8_ocp_to_f32(0x7E), 448.0);
+        assert_eq!(fp8_ocp_to_f32(0xFE), -448.0);
+        assert_eq!(fp8_ocp_to_f32(0x08), 2f32.powi(-6));
+        assert_eq!(fp8_ocp_to_f32(0x01), 2f32.powi(-9));
+        assert_eq!(fp8_ocp_to_f32(0x38), 1.0);
+        assert!(fp8_ocp_to_f32(0x7F).is_nan() && fp8_ocp_to_f32(0xFF).is_nan());
+        assert!(fp8_ocp_to_f32(0x80).is_sign_negative() && fp8_ocp_to_f32(0x80) == 0.0);
+        assert_eq!(bf8_ocp_to_f32(0x7B), 57344.0);
+        assert_eq!(bf8_ocp_to_f32(0x01), 2f32.powi(-16));
+        assert_eq!(bf8_ocp_to_f32(0x3C), 1.0);
+        assert_eq!(bf8_ocp_to_f32(0x7C), f32::INFINITY);
+        assert_eq!(bf8_ocp_to_f32(0xFC), f32::NEG_INFINITY);
+        assert!(bf8_ocp_to_f32(0x7D).is_nan());
+        // Every E5M2 value is the top byte of the f16 with the same bits
+        // (E5M2 is f16 with the mantissa cut to two bits).
+        for b in 0..=u8::MAX {
+            let f = bf8_ocp_to_f32(b);
+            let h = f16_to_f32(u16::from(b) << 8);
+            assert!(f == h || (f.is_nan() && h.is_nan()), "{b:#x}: {f} vs {h}");
+        }
     }
 }

@@ -175,6 +175,22 @@ pub fn simulated(package: &str) -> Vec<Sim> {
 }
 
 impl Sim {
+    /// The program's kernels whose names start with `prefix`, sorted: what
+    /// a suite compares with its list of cases, so a kernel added to the
+    /// crate is not left unchecked.
+    pub fn kernels_named(&self, prefix: &str) -> Vec<&str> {
+        let mut names: Vec<&str> = self
+            .p
+            .code_object
+            .kernels
+            .iter()
+            .map(|k| k.name())
+            .filter(|k| k.starts_with(prefix))
+            .collect();
+        names.sort_unstable();
+        names
+    }
+
     /// A new allocation holding `values`.
     pub fn upload<T: Word>(&self, values: &[T]) -> u64 {
         upload(&self.d, &words_to_bytes(values))

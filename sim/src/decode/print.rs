@@ -1413,6 +1413,9 @@ fn vop3p(p: &mut Printer, i: &Inst, dty: Ty, sty: [Ty; 3], target: Target) {
     if is_mai(m) {
         return mai(p, i, target);
     }
+    if m.starts_with("v_wmma_") {
+        return wmma(p, i, target);
+    }
     match m {
         "v_accvgpr_write_b32" => {
             range(p.op(), "a", i.vdst.into(), 1);
@@ -1590,6 +1593,43 @@ fn mai(p: &mut Printer, i: &Inst, target: Target) {
         );
     } else if blgp != 0 {
         let _ = write!(p.out, " blgp:{blgp}");
+    }
+}
+
+/// GFX11/GFX12 WMMA: D, A, B and C as register ranges of the
+/// instruction's widths (the executor's, `exec::wmma`), then OP_SEL,
+/// NEG_LO, NEG_HI over the three sources and clamp. OPSEL_HI is not
+/// printed (LLVM writes ones there and shows none).
+fn wmma(p: &mut Printer, i: &Inst, target: Target) {
+    use crate::exec::wmma::{Out, ab_regs, cd_regs, shape};
+    let Some(s) = shape(i.mnemonic) else {
+        let _ = write!(p.out, "{}", i.mnemonic);
+        return;
+    };
+    let family = target.family();
+    let d = cd_regs(family, s.out) as u8;
+    range(p.op(), "v", i.vdst.into(), d);
+    src(p.op(), i.src[0], Ty::Regs(ab_regs(family, s.a, s.k) as u8));
+    src(p.op(), i.src[1], Ty::Regs(ab_regs(family, s.b, s.k) as u8));
+    let cty = match (i.src[2], s.out) {
+        (Src::Vgpr(_), _) => Ty::Regs(d),
+        (_, Out::F32 | Out::Bf16) => Ty::F32,
+        (_, Out::F16) => Ty::F16,
+        (_, Out::I32) => Ty::I32,
+    };
+    src(p.op(), i.src[2], cty);
+    let three = |bits: u8| format!("[{},{},{}]", bits & 1, (bits >> 1) & 1, (bits >> 2) & 1);
+    if i.mods.op_sel & 7 != 0 {
+        let _ = write!(p.out, " op_sel:{}", three(i.mods.op_sel));
+    }
+    if i.mods.neg != 0 {
+        let _ = write!(p.out, " neg_lo:{}", three(i.mods.neg));
+    }
+    if i.mods.neg_hi != 0 {
+        let _ = write!(p.out, " neg_hi:{}", three(i.mods.neg_hi));
+    }
+    if i.mods.clamp {
+        p.modifier("clamp");
     }
 }
 

@@ -43,6 +43,7 @@ pub mod smem;
 pub mod valu;
 pub mod vop3p;
 pub mod vopd;
+pub mod wmma;
 
 pub use ctx::{Ctx, Event, Exec};
 
@@ -60,6 +61,7 @@ fn registry() -> &'static HashMap<&'static str, Exec> {
             mubuf::OPS,
             mfma::OPS,
             vopd::OPS,
+            wmma::OPS,
         ]
         .into_iter()
         .flatten()

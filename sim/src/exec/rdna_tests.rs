@@ -281,3 +281,32 @@ fn gfx12_split_barrier_holds_the_wave_at_its_signal() {
         Err(Fault::Unimplemented { .. })
     ));
 }
+
+#[test]
+fn wmma_refuses_what_the_hardware_leaves_undefined() {
+    // v_wmma_f32_16x16x16_f16 v[16:23], v[0:7], v[8:15], v[16:23]
+    let word = [0xCC40_4010, 0x1C42_1100];
+    let mut w = wave32();
+    // Identical copies in both lane halves: runs. A = 1.0 everywhere, B =
+    // 2.0, C = 0.5: every D element is 16 · 2 + 0.5.
+    for r in 0..8 {
+        w.v[r] = [0x3C00_3C00; LANES];
+        w.v[8 + r] = [0x4000_4000; LANES];
+        w.v[16 + r] = [0.5f32.to_bits(); LANES];
+    }
+    run(&mut w, &word, "v_wmma_f32_16x16x16_f16").unwrap();
+    assert!((0..8).all(|r| w.v[16 + r][..32].iter().all(|&d| d == 32.5f32.to_bits())));
+    // Lane 20's copy of row 4 differs from lane 4's: refused.
+    w.v[3][20] ^= 1;
+    assert!(matches!(
+        run(&mut w, &word, "v_wmma_f32_16x16x16_f16"),
+        Err(Fault::Unimplemented { mnemonic }) if mnemonic.contains("copies differ")
+    ));
+    w.v[3][20] ^= 1;
+    // A wave64 WMMA (other layouts; ours are wave32): refused.
+    w.size = WaveSize::W64;
+    assert!(matches!(
+        run(&mut w, &word, "v_wmma_f32_16x16x16_f16"),
+        Err(Fault::Unimplemented { mnemonic }) if mnemonic.contains("wave64")
+    ));
+}

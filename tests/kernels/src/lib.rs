@@ -1,8 +1,8 @@
 //! Kernels that exist to exercise the simulator (its execution suite):
 //! each module holds kernels of one kind, and `tests/tests/`
 //! runs them on the simulator for every target against CPU references.
-//! The MFMA kernels are built only where the instructions exist
-//! (gfx90a, gfx942, gfx950).
+//! The matrix kernels are built only where the instructions exist (MFMA
+//! on gfx90a/gfx942/gfx950, WMMA on gfx1100/gfx1201).
 //!
 //! Like the device library, the crate compiles for the host too (where it
 //! is empty), so `cargo test --workspace` builds it.
@@ -21,6 +21,18 @@
     )
 )]
 #![cfg_attr(target_arch = "amdgpu", allow(internal_features))]
+
+/// `<2 x T>`, `<4 x T>`, ... as LLVM vectors (`#[repr(simd)]` over an
+/// array is the form rustc lowers to a vector type): the matrix
+/// intrinsics' operands (`mfma`, `wmma`).
+#[cfg(target_arch = "amdgpu")]
+macro_rules! vectors {
+    ($($name:ident = [$t:ty; $n:literal];)*) => {$(
+        #[repr(simd)]
+        #[derive(Clone, Copy)]
+        pub struct $name([$t; $n]);
+    )*};
+}
 
 #[cfg(target_arch = "amdgpu")]
 pub mod atomics;
@@ -46,6 +58,8 @@ pub mod mfma;
 pub mod scratch;
 #[cfg(target_arch = "amdgpu")]
 pub mod system;
+#[cfg(any(aqueduct_gfx = "gfx1100", aqueduct_gfx = "gfx1201"))]
+pub mod wmma;
 
 /// This work-item's place in the x dimension of the current dispatch; the
 /// kernels are grid-stride over it (see `aqueduct_device::grid`).

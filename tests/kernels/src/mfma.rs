@@ -31,16 +31,6 @@
 
 use core::arch::amdgpu::workitem_id_x;
 
-/// `<2 x T>`, `<4 x T>`, ... as LLVM vectors (`#[repr(simd)]` over an
-/// array is the form rustc lowers to a vector type).
-macro_rules! vectors {
-    ($($name:ident = [$t:ty; $n:literal];)*) => {$(
-        #[repr(simd)]
-        #[derive(Clone, Copy)]
-        pub struct $name([$t; $n]);
-    )*};
-}
-
 vectors! {
     F32x2 = [f32; 2];
     F32x4 = [f32; 4];
