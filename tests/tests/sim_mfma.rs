@@ -4,7 +4,7 @@
 //! for gfx90a, gfx942 and gfx950 on random non-zero inputs and checks every D
 //! register of every lane against a scalar model of the documented layout.
 //! The forms every target has run on each ([`CASES`]); the others
-//! ([`GFX942_CASES`], [`GFX940_CASES`] of gfx942 and gfx950,
+//! ([`GFX942_CASES`], [`GFX940_CASES`] and [`FP8_CASES`] of gfx942 and gfx950,
 //! [`GFX950_CASES`], [`GFX90A_CASES`]) run where the kernel crate builds
 //! them.
 //!
@@ -23,7 +23,9 @@
 //! sim/src/exec/mfma.rs takes from MMA-Sim (arXiv:2511.10909; not checked
 //! here against hardware, which if it rounded xf32 inputs would need a
 //! wider tolerance than f32's); fp8 and bf8 are the FNUZ encodings CDNA3
-//! uses (decoded here, see [`fnuz`]); and on gfx942 an f64 MFMA's BLGP
+//! uses on gfx942 and the OCP ones (E4M3FN, E5M2) on gfx950, the same
+//! kernels read both ways (decoded here, see [`eight_bit`]); and on
+//! gfx942 an f64 MFMA's BLGP
 //! field negates A, B and C (bits 0, 1 and 2, CDNA3 ISA "Matrix
 //! Arithmetic Instructions"; the calculator's `negate` handling) instead
 //! of choosing B lanes.
@@ -48,15 +50,21 @@ enum In {
     Fp8,
     /// gfx942's BF8: E5M2 FNUZ.
     Bf8,
+    /// gfx950's FP8: OCP E4M3FN.
+    Fp8Ocp,
+    /// gfx950's BF8: OCP E5M2.
+    Bf8Ocp,
     F64,
 }
 
-/// The value of an FNUZ 8-bit float ("finite, no negative zero": 0x80 is
-/// the only NaN and there are no infinities) with `man_bits` of mantissa
-/// and exponent bias `bias` (CDNA3 ISA, FP8/BF8 data formats); the bias
-/// is one more than OCP's E4M3/E5M2 (8 and 16 against 7 and 15).
-fn fnuz(raw: u8, man_bits: u32, bias: i32) -> f64 {
-    assert_ne!(raw, 0x80, "the FNUZ NaN is never generated");
+/// The value of a finite 8-bit float with `man_bits` of mantissa and
+/// exponent bias `bias`: FNUZ ("finite, no negative zero": 0x80 is the
+/// only NaN and there are no infinities; CDNA3 ISA, FP8/BF8 data formats)
+/// or OCP (OCP 8-bit Floating Point Specification: E4M3FN's NaNs are
+/// S.1111.111, E5M2's exponent 31 is infinity or NaN). FNUZ's biases are
+/// one more than OCP's (8 and 16 against 7 and 15). [`In::random`] never
+/// draws a NaN or an infinity.
+fn eight_bit(raw: u8, man_bits: u32, bias: i32) -> f64 {
     let man = f64::from(raw & ((1 << man_bits) - 1));
     let exp = i32::from((raw & 0x7F) >> man_bits);
     let scale = f64::from(1u32 << man_bits);
@@ -72,13 +80,17 @@ fn fnuz(raw: u8, man_bits: u32, bias: i32) -> f64 {
 const FP8: (u32, i32) = (3, 8);
 /// E5M2 FNUZ: two mantissa bits, bias 16.
 const BF8: (u32, i32) = (2, 16);
+/// OCP E4M3FN: three mantissa bits, bias 7.
+const FP8_OCP: (u32, i32) = (3, 7);
+/// OCP E5M2: two mantissa bits, bias 15.
+const BF8_OCP: (u32, i32) = (2, 15);
 
 impl In {
     const fn bytes(self) -> usize {
         match self {
             In::F32 | In::Xf32 => 4,
             In::F16 | In::Bf16 => 2,
-            In::I8 | In::Fp8 | In::Bf8 => 1,
+            In::I8 | In::Fp8 | In::Bf8 | In::Fp8Ocp | In::Bf8Ocp => 1,
             In::F64 => 8,
         }
     }
@@ -95,8 +107,10 @@ impl In {
             }
             In::Bf16 => f64::from(f32::from_bits((raw as u32) << 16)),
             In::I8 => f64::from(raw as u8 as i8),
-            In::Fp8 => fnuz(raw as u8, FP8.0, FP8.1),
-            In::Bf8 => fnuz(raw as u8, BF8.0, BF8.1),
+            In::Fp8 => eight_bit(raw as u8, FP8.0, FP8.1),
+            In::Bf8 => eight_bit(raw as u8, BF8.0, BF8.1),
+            In::Fp8Ocp => eight_bit(raw as u8, FP8_OCP.0, FP8_OCP.1),
+            In::Bf8Ocp => eight_bit(raw as u8, BF8_OCP.0, BF8_OCP.1),
             In::F64 => f64::from_bits(raw),
         }
     }
@@ -120,6 +134,18 @@ impl In {
                 0x00 | 0x80 => u64::from((r >> 16) as u8 & 0x7F | 1),
                 b => u64::from(b),
             },
+            // OCP: no zeros, and no NaN or infinity (E4M3FN's x.1111.111,
+            // E5M2's exponent 31): the top magnitudes fold down.
+            In::Fp8Ocp | In::Bf8Ocp => {
+                let b = (r >> 8) as u8;
+                let top = if self == In::Fp8Ocp { 0x7E } else { 0x7B };
+                let magnitude = match b & 0x7F {
+                    0 => 1,
+                    m if m > top => m - 0x10,
+                    m => m,
+                };
+                u64::from(b & 0x80 | magnitude)
+            }
             In::F64 => sign << 63 | (1021 + r % 3) << 52 | (r >> 8) & 0xF_FFFF_FFFF_FFFF,
         }
     }
@@ -128,6 +154,7 @@ impl In {
 /// One kernel of tests/kernels/src/mfma.rs: shape M×M×K with `blocks`
 /// blocks (calculator `--detail-instruction`), A and B element types, and
 /// the modifiers it was compiled with.
+#[derive(Clone, Copy)]
 struct Case {
     kernel: &'static str,
     m: usize,
@@ -209,13 +236,17 @@ const CASES: &[Case] = &[
     case("mfma_f64_4x4x4f64_plain", (4, 4, 4), F64, (0, 0, 0)),
 ];
 
-/// The gfx942-only kernels: xf32 (gone on gfx950) and fp8/bf8 in the FNUZ
-/// formats (gfx950 reads the same forms as OCP formats). They have no
-/// CBSZ/ABID/BLGP (calculator: "not supported").
+/// The gfx942-only kernels: xf32 (gone on gfx950). They have no
+/// CBSZ/ABID/BLGP (calculator: "not supported"), nor do the FP8/BF8 ones.
 #[rustfmt::skip]
 const GFX942_CASES: &[Case] = &[
     case("mfma_f32_16x16x8_xf32_plain", (16, 8, 1), Xf32, (0, 0, 0)),
     case("mfma_f32_32x32x4_xf32_plain", (32, 4, 1), Xf32, (0, 0, 0)),
+];
+
+/// The FP8/BF8 kernels of gfx942 (FNUZ) and gfx950 (OCP, by [`cases`]).
+#[rustfmt::skip]
+const FP8_CASES: &[Case] = &[
     mixed("mfma_f32_16x16x32_fp8_fp8_plain", (16, 32, 1), (Fp8, Fp8), (0, 0, 0)),
     mixed("mfma_f32_16x16x32_fp8_bf8_plain", (16, 32, 1), (Fp8, Bf8), (0, 0, 0)),
     mixed("mfma_f32_16x16x32_bf8_fp8_plain", (16, 32, 1), (Bf8, Fp8), (0, 0, 0)),
@@ -262,16 +293,31 @@ const GFX90A_CASES: &[Case] = &[
     case("mfma_f32_16x16x8bf16_blgp7", (16, 8, 1), Bf16, (0, 0, 7)),
 ];
 
-/// The kernels built for `target`.
-fn cases(target: Target) -> impl Iterator<Item = &'static Case> {
-    let (common, own): (&'static [Case], &[&'static [Case]]) = match target {
-        Target::Gfx90a => (CASES, &[GFX90A_CASES]),
-        Target::Gfx942 => (CASES, &[GFX942_CASES, GFX940_CASES]),
-        Target::Gfx950 => (CASES, &[GFX940_CASES, GFX950_CASES]),
+/// The kernels built for `target`: the FP8/BF8 ones of gfx950 read the
+/// OCP formats.
+fn cases(target: Target) -> Vec<Case> {
+    let lists: &[&[Case]] = match target {
+        Target::Gfx90a => &[CASES, GFX90A_CASES],
+        Target::Gfx942 => &[CASES, GFX942_CASES, GFX940_CASES, FP8_CASES],
+        Target::Gfx950 => &[CASES, GFX940_CASES, GFX950_CASES, FP8_CASES],
         // No MFMA on RDNA (WMMA instead): the test kernels build none.
-        Target::Gfx1100 | Target::Gfx1201 => (&[], &[]),
+        Target::Gfx1100 | Target::Gfx1201 => &[],
     };
-    common.iter().chain(own.iter().copied().flatten())
+    let ocp = |t: In| match (target, t) {
+        (Target::Gfx950, Fp8) => In::Fp8Ocp,
+        (Target::Gfx950, Bf8) => In::Bf8Ocp,
+        _ => t,
+    };
+    lists
+        .iter()
+        .copied()
+        .flatten()
+        .map(|c| Case {
+            ty: ocp(c.ty),
+            b_ty: ocp(c.b_ty),
+            ..*c
+        })
+        .collect()
 }
 
 // ---------------------------------------------------------------------------
@@ -522,7 +568,7 @@ fn run_case(d: &Gpu, p: &Program, case: &Case, seed: u64) {
 #[test]
 fn mfma_kernels_match_the_documented_layout_with_cbsz_abid_blgp() {
     for Sim { d, p } in simulated(TEST_KERNELS) {
-        for (n, case) in cases(d.target).enumerate() {
+        for (n, case) in cases(d.target).iter().enumerate() {
             for seed in [1, 2] {
                 run_case(&d, &p, case, 0x9E37_79B9_7F4A_7C15 ^ (n as u64) << 8 ^ seed);
             }
@@ -536,7 +582,7 @@ fn every_mfma_kernel_has_a_case() {
     // kernel added to tests/kernels/src/mfma.rs (for both targets or for
     // one) is not silently left unchecked.
     for sim in simulated(TEST_KERNELS) {
-        let mut want: Vec<&str> = cases(sim.d.target).map(|c| c.kernel).collect();
+        let mut want: Vec<&str> = cases(sim.d.target).iter().map(|c| c.kernel).collect();
         want.sort_unstable();
         assert_eq!(sim.kernels_named("mfma_"), want, "{:?}", sim.d.target);
     }

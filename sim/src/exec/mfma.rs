@@ -38,7 +38,8 @@
 //! accumulation on CDNA3), so tests compare with a tolerance. f64 shapes
 //! fuse in K order from C; i8 shapes wrap in i32. `xf32` inputs are taken
 //! as full f32, as MMA-Sim reports for the multiply stage. Denormals are
-//! kept regardless of MODE.
+//! kept regardless of MODE. The FP8/BF8 shapes read FNUZ bytes on
+//! gfx942 and OCP ones on gfx950 ([`ocp`]).
 //!
 //! EXEC: an MFMA is one operation of the whole wave (every D element reads
 //! 16 to 64 lanes of A and B), so all lanes are read and written whatever
@@ -51,7 +52,9 @@ use crate::decode::inst::flag;
 use crate::decode::{Ext, Inst, Src};
 use crate::exec::ctx::{Ctx, Exec};
 use crate::fault::Fault;
-use crate::float::{bf8_fnuz_to_f32, bf16_to_f32, f16_to_f32, fp8_fnuz_to_f32};
+use crate::float::{
+    bf8_fnuz_to_f32, bf8_ocp_to_f32, bf16_to_f32, f16_to_f32, fp8_fnuz_to_f32, fp8_ocp_to_f32,
+};
 use crate::lanes::{LANES, Lanes};
 use crate::wave::{Ty, Wave};
 use std::sync::OnceLock;
@@ -75,6 +78,10 @@ pub enum In {
     Fp8,
     /// gfx942 BF8, E5M2 FNUZ.
     Bf8,
+    /// gfx950 FP8: the same mnemonics' bytes read as OCP E4M3 ([`ocp`]).
+    Fp8Ocp,
+    /// gfx950 BF8: OCP E5M2.
+    Bf8Ocp,
     /// f64.
     F64,
 }
@@ -84,7 +91,7 @@ impl In {
         match self {
             In::F32 | In::Xf32 => 32,
             In::F16 | In::Bf16 => 16,
-            In::I8 | In::Fp8 | In::Bf8 => 8,
+            In::I8 | In::Fp8 | In::Bf8 | In::Fp8Ocp | In::Bf8Ocp => 8,
             In::F64 => 64,
         }
     }
@@ -101,6 +108,8 @@ impl In {
             In::I8 => f64::from(raw as u8 as i8),
             In::Fp8 => f64::from(fp8_fnuz_to_f32(raw as u8)),
             In::Bf8 => f64::from(bf8_fnuz_to_f32(raw as u8)),
+            In::Fp8Ocp => f64::from(fp8_ocp_to_f32(raw as u8)),
+            In::Bf8Ocp => f64::from(bf8_ocp_to_f32(raw as u8)),
             In::F64 => f64::from_bits(raw),
         }
     }
@@ -512,6 +521,21 @@ fn byte_table(decode: fn(u8) -> f32) -> [f64; 256] {
     std::array::from_fn(|b| f64::from(decode(b as u8)))
 }
 
+/// The value of every byte of an 8-bit float type, built once.
+fn byte_values(t: In) -> &'static [f64; 256] {
+    static FP8: OnceLock<[f64; 256]> = OnceLock::new();
+    static BF8: OnceLock<[f64; 256]> = OnceLock::new();
+    static FP8_OCP: OnceLock<[f64; 256]> = OnceLock::new();
+    static BF8_OCP: OnceLock<[f64; 256]> = OnceLock::new();
+    let (cell, decode): (_, fn(u8) -> f32) = match t {
+        In::Bf8 => (&BF8, bf8_fnuz_to_f32),
+        In::Fp8Ocp => (&FP8_OCP, fp8_ocp_to_f32),
+        In::Bf8Ocp => (&BF8_OCP, bf8_ocp_to_f32),
+        _ => (&FP8, fp8_fnuz_to_f32),
+    };
+    cell.get_or_init(|| byte_table(decode))
+}
+
 /// `v` negated if `negate`: the NEG modifier of gfx942's f64 shapes as a
 /// sign flip, NaNs included, as the hardware's modifiers work. The
 /// reference multiplies by ±1, which leaves a NaN's sign to the compiler
@@ -533,8 +557,6 @@ fn convert_float<'v, const F16C: bool>(
     block_of: impl Fn(usize) -> usize,
     negate: bool,
 ) -> Converted<'v, f64> {
-    static FP8: OnceLock<[f64; 256]> = OnceLock::new();
-    static BF8: OnceLock<[f64; 256]> = OnceLock::new();
     let (l, b) = (layout, block_of);
     match t {
         #[cfg(target_arch = "x86_64")]
@@ -543,14 +565,8 @@ fn convert_float<'v, const F16C: bool>(
         In::Xf32 => convert::<_, 32>(s, l, regs, out, b, |r| signed(In::Xf32.value(r), negate)),
         In::F16 => convert::<_, 16>(s, l, regs, out, b, |r| signed(f16_to_f64(r as u16), negate)),
         In::Bf16 => convert::<_, 16>(s, l, regs, out, b, |r| signed(In::Bf16.value(r), negate)),
-        In::Fp8 => {
-            let table = FP8.get_or_init(|| byte_table(fp8_fnuz_to_f32));
-            convert::<_, 8>(s, l, regs, out, b, |r| {
-                signed(table[r as u8 as usize], negate)
-            })
-        }
-        In::Bf8 => {
-            let table = BF8.get_or_init(|| byte_table(bf8_fnuz_to_f32));
+        In::Fp8 | In::Bf8 | In::Fp8Ocp | In::Bf8Ocp => {
+            let table = byte_values(t);
             convert::<_, 8>(s, l, regs, out, b, |r| {
                 signed(table[r as u8 as usize], negate)
             })
@@ -898,19 +914,24 @@ fn run_on(w: &mut Wave, i: &Inst, s: &Shape, layout: &Layout, isa: Isa) -> R {
     Ok(())
 }
 
-/// The FP8/BF8 shapes read FNUZ bytes (gfx942); gfx950's same mnemonics
-/// read the OCP formats E4M3FN and E5M2 (`aqueduct_abi::gfx::Fp8Format`),
-/// which the simulator does not model yet: refused by name, not guessed.
+/// The FP8/BF8 shapes read FNUZ bytes on gfx942; gfx950's same mnemonics
+/// read the OCP formats E4M3FN and E5M2 (`aqueduct_abi::gfx::Fp8Format`,
+/// from LLVM's `AMDGPU.td`): `s` with its 8-bit float types as the target
+/// reads them.
 #[inline(always)]
-fn refuse_ocp_fp8(i: &Inst, s: &Shape, ctx: &Ctx<'_>) -> R {
-    let fp8 = |t: In| matches!(t, In::Fp8 | In::Bf8);
-    if (fp8(s.a) || fp8(s.b)) && ctx.target.gfx().fp8 != Fp8Format::Fnuz {
-        return Err(Fault::UnimplementedCase {
-            mnemonic: i.mnemonic,
-            case: "FP8/BF8 in the OCP formats (gfx950)",
-        });
+pub const fn ocp(s: Shape, format: Fp8Format) -> Shape {
+    const fn read(t: In, format: Fp8Format) -> In {
+        match (t, format) {
+            (In::Fp8, Fp8Format::Ocp) => In::Fp8Ocp,
+            (In::Bf8, Fp8Format::Ocp) => In::Bf8Ocp,
+            _ => t,
+        }
     }
-    Ok(())
+    Shape {
+        a: read(s.a, format),
+        b: read(s.b, format),
+        ..s
+    }
 }
 
 /// Defines one executor per mnemonic and the table of shapes.
@@ -918,8 +939,7 @@ macro_rules! mfma {
     ($($name:ident => $shape:expr;)*) => {
         $(fn $name(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>) -> R {
             const LAYOUT: Layout = Layout::of(&$shape);
-            refuse_ocp_fp8(i, &$shape, ctx)?;
-            run(w, i, &$shape, &LAYOUT)
+            run(w, i, &ocp($shape, ctx.target.gfx().fp8), &LAYOUT)
         })*
         /// Every MFMA shape by mnemonic (gfx90a, gfx942 and gfx950 spellings).
         pub const SHAPES: &[(&str, Shape)] = &[$((stringify!($name), $shape)),*];
@@ -1289,6 +1309,8 @@ mod tests {
             In::I8 => f64::from(raw as u8 as i8),
             In::Fp8 => f64::from(fp8_fnuz_to_f32(raw as u8)),
             In::Bf8 => f64::from(bf8_fnuz_to_f32(raw as u8)),
+            In::Fp8Ocp => f64::from(fp8_ocp_to_f32(raw as u8)),
+            In::Bf8Ocp => f64::from(bf8_ocp_to_f32(raw as u8)),
             In::F64 => f64::from_bits(raw),
         }
     }
@@ -1304,8 +1326,10 @@ mod tests {
                     In::F16 => u64::from(f32_to_f16(rng.unit())),
                     In::Bf16 => u64::from(f32_to_bf16(rng.unit())),
                     In::I8 => u64::from(rng.next() as u8),
-                    // Any byte but the NaN 0x80, and no tiny subnormals.
-                    In::Fp8 | In::Bf8 => {
+                    // Any byte but the FNUZ NaN 0x80 or an OCP NaN or
+                    // infinity (magnitudes 0x08..0x77), and no tiny
+                    // subnormals.
+                    In::Fp8 | In::Bf8 | In::Fp8Ocp | In::Bf8Ocp => {
                         u64::from((rng.next() % 0x70 + 8) as u8 | (rng.next() as u8 & 0x80))
                     }
                     In::F64 => f64::from(rng.unit()).to_bits() ^ u64::from(rng.next() & 0xFFFF),
@@ -1579,25 +1603,32 @@ mod tests {
     }
 
     #[test]
-    fn fp8_on_gfx950_is_refused_by_name_not_read_as_fnuz() {
-        // gfx950 reads these bytes as OCP E4M3FN/E5M2, which is not
-        // modelled: the executor refuses before touching a register.
+    fn fp8_reads_fnuz_on_gfx942_and_ocp_on_gfx950() {
+        // Byte 0x38 is 0.5 in E4M3 FNUZ (bias 8) and 1.0 in OCP E4M3
+        // (bias 7): with A = B = 0x38 everywhere and C = 0, every D of
+        // the K = 32 shape is 32 · 0.25 on gfx942 and 32 · 1 on gfx950.
         let (_, op) = target_and_opcode("v_mfma_f32_16x16x32_fp8_fp8");
         let words = encode(op, 0, true, 0, 2, 0, 0, 0, 0, 0);
-        for (target, refused) in [(Target::Gfx942, false), (Target::Gfx950, true)] {
+        for (target, want) in [(Target::Gfx942, 8.0f32), (Target::Gfx950, 32.0)] {
             let mut w = Wave::new(8, 8);
-            let r = crate::exec::run_words(
+            for r in 0..4 {
+                w.v[r] = [0x3838_3838; LANES];
+            }
+            crate::exec::run_words(
                 &mut w,
                 target,
                 &words,
                 "v_mfma_f32_16x16x32_fp8_fp8",
                 &mut [],
-            );
-            let want = refused.then_some(Fault::UnimplementedCase {
-                mnemonic: "v_mfma_f32_16x16x32_fp8_fp8",
-                case: "FP8/BF8 in the OCP formats (gfx950)",
-            });
-            assert_eq!(r.err(), want, "{target:?}");
+            )
+            .unwrap();
+            for r in 0..4 {
+                assert!(
+                    w.a[r].iter().all(|&d| f32::from_bits(d) == want),
+                    "{target:?}: {}",
+                    f32::from_bits(w.a[r][0])
+                );
+            }
         }
     }
 
@@ -1636,14 +1667,25 @@ mod tests {
             In::Bf16 => (8, 7),
             // FNUZ bytes: every byte is a value or the NaN 0x80, and a
             // random byte is a denormal one time in 8 or 16; i8 likewise.
-            In::Fp8 | In::Bf8 | In::I8 => {
+            In::Fp8 | In::Bf8 | In::Fp8Ocp | In::Bf8Ocp | In::I8 => {
                 let byte = match rng.next() % 32 {
                     0 => 0x80,
                     1 => 0,
                     _ => rng.next() as u8,
                 };
-                let nan = byte == 0x80 && t != In::I8;
-                return if nan && !specials { 0 } else { u64::from(byte) };
+                // NaNs and infinities: FNUZ's 0x80; OCP E4M3's S.1111.111,
+                // E5M2's exponent 31.
+                let special = match t {
+                    In::Fp8 | In::Bf8 => byte == 0x80,
+                    In::Fp8Ocp => byte & 0x7F == 0x7F,
+                    In::Bf8Ocp => byte & 0x7C == 0x7C,
+                    _ => false,
+                };
+                return if special && !specials {
+                    0
+                } else {
+                    u64::from(byte)
+                };
             }
         };
         let random = u64::from(rng.next()) | u64::from(rng.next()) << 32;
@@ -1843,7 +1885,14 @@ mod tests {
     fn every_mfma_matches_the_reference_executor_bit_for_bit() {
         use crate::decode::inst::{Mai, code};
         let mut rng = Rng(0x2545_F491_4F6C_DD1D);
-        for (name, shape) in SHAPES {
+        // gfx950's OCP readings of the FP8/BF8 shapes too.
+        let ocp_shapes: Vec<(&str, Shape)> = SHAPES
+            .iter()
+            .map(|&(name, shape)| (name, ocp(shape, Fp8Format::Ocp)))
+            .filter(|(name, shape)| SHAPES.iter().all(|s| s.0 != *name || s.1 != *shape))
+            .collect();
+        assert_eq!(ocp_shapes.len(), 8, "the eight FP8/BF8 shapes");
+        for (name, shape) in SHAPES.iter().chain(&ocp_shapes) {
             let (target, op) = target_and_opcode(name);
             let base = decode(
                 &encode(op, D_REG, false, A_REG, B_REG, C_REG, 0, 0, 0, 0),

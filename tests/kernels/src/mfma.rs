@@ -20,14 +20,15 @@
 //! compiled only for their targets, under `cfg(aqueduct_gfx = "...")`,
 //! which this crate's build.rs sets from `-Ctarget-cpu` (rustc has no
 //! target-feature cfgs for amdgcn, and LLVM cannot select an intrinsic the
-//! processor lacks): gfx942's xf32 shapes (gone on gfx950) and fp8/bf8 ones
-//! (FNUZ on gfx942; gfx950 reads the same forms as the OCP formats, which
-//! the simulator does not model yet); the K-doubled i8 shapes and the f64
-//! BLGP-as-negation of gfx942 and gfx950; gfx90a's single-block i8 shapes
-//! and the bf16 forms older than `_1k`. Modifier settings are ones AMD's matrix instruction calculator
-//! lists as supported for the instruction (`--detail-instruction`,
-//! "CBSZ and ABID bits supported", "BLGP bits supported"); the gfx942-only
-//! xf32, fp8/bf8 and i8 shapes support none, so they run plain.
+//! processor lacks): gfx942's xf32 shapes (gone on gfx950); the fp8/bf8
+//! ones of gfx942 and gfx950 (the same kernels: gfx942 reads the bytes as
+//! the FNUZ formats, gfx950 as the OCP ones); the K-doubled i8 shapes and
+//! the f64 BLGP-as-negation of gfx942 and gfx950; gfx90a's single-block
+//! i8 shapes and the bf16 forms older than `_1k`. Modifier settings are
+//! ones AMD's matrix instruction calculator lists as supported for the
+//! instruction (`--detail-instruction`, "CBSZ and ABID bits supported",
+//! "BLGP bits supported"); the xf32, fp8/bf8 and K-doubled i8 shapes
+//! support none, so they run plain.
 
 use core::arch::amdgpu::workitem_id_x;
 
@@ -173,7 +174,7 @@ mfma! {
 }
 
 // ---------------------------------------------------------------------------
-// gfx942 only (CDNA3): xf32, and fp8/bf8 in the FNUZ formats
+// gfx942 only (CDNA3): xf32
 // ---------------------------------------------------------------------------
 
 #[cfg(aqueduct_gfx = "gfx942")]
@@ -185,7 +186,15 @@ mfma! {
     "llvm.amdgcn.mfma.f32.32x32x4.xf32" fn mfma_f32_32x32x4_xf32(F32x2, F32x16) {
         mfma_f32_32x32x4_xf32_plain: 0, 0, 0;
     }
-    // fp8/bf8 (FNUZ): eight per lane, packed in an i64; the first type
+}
+
+// ---------------------------------------------------------------------------
+// gfx942 and gfx950: fp8/bf8 (FNUZ on gfx942, OCP on gfx950)
+// ---------------------------------------------------------------------------
+
+#[cfg(any(aqueduct_gfx = "gfx942", aqueduct_gfx = "gfx950"))]
+mfma! {
+    // fp8/bf8: eight per lane, packed in an i64; the first type
     // named is A's, the second B's.
     "llvm.amdgcn.mfma.f32.16x16x32.fp8.fp8" fn mfma_f32_16x16x32_fp8_fp8(i64, F32x4) {
         mfma_f32_16x16x32_fp8_fp8_plain: 0, 0, 0;
