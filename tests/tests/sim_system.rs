@@ -774,3 +774,91 @@ fn a_wave32_descriptor_is_refused_on_gfx9() {
     let gfx9: Vec<Target> = Target::ALL.into_iter().filter(|t| !t.wave32()).collect();
     assert_eq!(checked, gfx9, "every GFX9 target checked");
 }
+
+/// gfx1100 and gfx1201 run wave64 code too (the kernel descriptor's
+/// ENABLE_WAVEFRONT_SIZE32 = 0): a small kernel in LLVM IR
+/// (tests/ir/wave64_probe.ll), compiled here by the toolchain's `llc` with
+/// `+wavefrontsize64` and linked by `rust-lld`, takes a ballot of odd
+/// inputs, reads lane 0 and lane 5, and branches divergently, over two
+/// full waves and a partial one; every result is checked against the
+/// host's reading of 64-lane waves.
+#[test]
+fn rdna_runs_wave64_kernels_with_64_lane_masks() {
+    let dir = std::env::temp_dir().join(format!("aqueduct-wave64-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let ir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("ir/wave64_probe.ll");
+    for target in [Target::Gfx1100, Target::Gfx1201] {
+        let object = dir.join(format!("{}.o", target.name()));
+        let hsaco = dir.join(format!("{}.hsaco", target.name()));
+        let path = |p: &std::path::Path| p.to_str().expect("UTF-8 path").to_string();
+        aqueduct_tests::run_llvm_tool(
+            "llc",
+            &[
+                "-O2",
+                "-mtriple=amdgcn-amd-amdhsa",
+                &format!("-mcpu={}", target.name()),
+                "-mattr=+wavefrontsize64",
+                "-filetype=obj",
+                &path(&ir),
+                "-o",
+                &path(&object),
+            ],
+        );
+        aqueduct_tests::run_llvm_tool(
+            "rust-lld",
+            &[
+                "-flavor",
+                "gnu",
+                "-shared",
+                &path(&object),
+                "-o",
+                &path(&hsaco),
+            ],
+        );
+        let d = aqueduct_sim::Gpu::new(target);
+        let p = d.load(&std::fs::read(&hsaco).expect("read")).expect("load");
+        let kernel = p.kernel("wave64_probe").expect("wave64_probe");
+        assert!(!kernel.descriptor.properties().enable_wavefront_size32());
+        let sim = Sim { d, p };
+
+        // Two full waves and one of 36 lanes (grid 164, workgroups of 64).
+        let n = 164;
+        let mut rng = Rng::new(0x64 + target as u64);
+        let input: Vec<u32> = (0..n).map(|_| rng.u32() % 1000).collect();
+        let src = sim.upload(&input);
+        let dst = sim.poisoned::<u32>(4 * n);
+        let stats = sim.run(
+            "wave64_probe",
+            (n as u32, 64),
+            &Args::default().u64(dst).u64(src),
+        );
+        assert_eq!(stats.waves, 3, "{}", sim.at("waves of 64"));
+        let out = sim.output::<u32>(dst, 4 * n, &sim.at("wave64_probe"));
+        for (wave, lanes) in input.chunks(64).enumerate() {
+            let ballot = lanes
+                .iter()
+                .enumerate()
+                .filter(|(_, x)| *x % 2 == 1)
+                .fold(0u64, |m, (l, _)| m | 1 << l);
+            for (l, &x) in lanes.iter().enumerate() {
+                let g = 64 * wave + l;
+                let what = sim.at(&format!("work-item {g}"));
+                let got = &out[4 * g..4 * g + 4];
+                assert_eq!(
+                    u64::from(got[0]) | u64::from(got[1]) << 32,
+                    ballot,
+                    "{what}: ballot"
+                );
+                assert_eq!(got[2], lanes[0], "{what}: readfirstlane");
+                let want = if x % 2 == 1 {
+                    x * 3 + l as u32
+                } else {
+                    x + lanes[5]
+                };
+                assert_eq!(got[3], want, "{what}: the branch's value");
+            }
+        }
+        sim.free(&[src, dst]);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
