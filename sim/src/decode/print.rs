@@ -503,7 +503,9 @@ pub fn print(inst: &Inst, target: Target) -> String {
         }
         Format::Vopd => vopd(&mut p, inst, target),
         // GFX11's cache invalidations have no operands.
-        Format::Mubuf if rdna() => p.out.push_str(m),
+        Format::Mubuf if rdna() && matches!(m, "buffer_gl0_inv" | "buffer_gl1_inv") => {
+            p.out.push_str(m)
+        }
         Format::Mubuf | Format::Mtbuf => {
             p.out.push_str(m);
             mubuf(&mut p, inst, target);
@@ -1901,19 +1903,21 @@ fn flat(p: &mut Printer, i: &Inst, target: Target) {
     }
     match Encoding::of(target) {
         Encoding::Gfx12 => return cpol_gfx12(p, m, i.cpol),
-        Encoding::Gfx11 => {
-            for (f, name) in [(flag::GLC, "glc"), (flag::SLC, "slc"), (flag::DLC, "dlc")] {
-                if i.flags & f != 0 {
-                    p.modifier(name);
-                }
-            }
-            return;
-        }
+        Encoding::Gfx11 => return cpol_gfx11(p, i.flags),
         Encoding::Gfx9 => {}
     }
     cache_policy(p, i.flags, target);
     if i.flags & flag::LDS != 0 && !lds {
         p.modifier("lds");
+    }
+}
+
+/// GFX11's cache policy bits, in LLVM's order.
+fn cpol_gfx11(p: &mut Printer, flags: u16) {
+    for (f, name) in [(flag::GLC, "glc"), (flag::SLC, "slc"), (flag::DLC, "dlc")] {
+        if flags & f != 0 {
+            p.modifier(name);
+        }
     }
 }
 
@@ -1957,6 +1961,9 @@ fn mubuf(p: &mut Printer, i: &Inst, target: Target) {
             let _ = write!(p.out, " offset:{}", i.imm);
         }
     }
+    if rdna() {
+        return cpol_gfx11(p, i.flags);
+    }
     // The cache maintenance ops take no policy on gfx90a and only the scope
     // (SC0/SC1) on gfx942/gfx950.
     let flags = match (no_data, target.gfx940_insts()) {
@@ -1985,6 +1992,53 @@ mod tests {
         // literal, DPP16 with FI, DPP8 in VOP3, true16 halves in a 32-bit
         // encoding, VOP3P modifiers, SMEM with SGPR and immediate offsets,
         // VGLOBAL/VFLAT's 24-bit offsets and cache policy.
+        // GFX11 MUBUF: offen/idxen pairs, null and inline SOFFSET, stores,
+        // a returning atomic, cmpswap's data pair, d16.
+        (
+            Gfx1100,
+            &[0xE0507010, 0x03410501],
+            "buffer_load_b32 v5, v1, s[4:7], s3 offen offset:16 glc slc dlc",
+        ),
+        (
+            Gfx1100,
+            &[0xE05C0FFF, 0x7CC20401],
+            "buffer_load_b128 v[4:7], v[1:2], s[8:11], null idxen offen offset:4095",
+        ),
+        (
+            Gfx1100,
+            &[0xE0540000, 0x80020400],
+            "buffer_load_b64 v[4:5], off, s[8:11], 0",
+        ),
+        (
+            Gfx1100,
+            &[0xE0680000, 0x03410501],
+            "buffer_store_b32 v5, v1, s[4:7], s3 offen",
+        ),
+        (
+            Gfx1100,
+            &[0xE0640006, 0x02030500],
+            "buffer_store_b16 v5, off, s[12:15], s2 offset:6",
+        ),
+        (
+            Gfx1100,
+            &[0xE0480000, 0x03810501],
+            "buffer_load_u16 v5, v1, s[4:7], s3 idxen",
+        ),
+        (
+            Gfx1100,
+            &[0xE0D44000, 0x03410501],
+            "buffer_atomic_add_u32 v5, v1, s[4:7], s3 offen glc",
+        ),
+        (
+            Gfx1100,
+            &[0xE0D00000, 0x03410401],
+            "buffer_atomic_cmpswap_b32 v[4:5], v1, s[4:7], s3 offen",
+        ),
+        (
+            Gfx1100,
+            &[0xE08C0000, 0x03410501],
+            "buffer_load_d16_hi_b16 v5, v1, s[4:7], s3 offen",
+        ),
         (
             Gfx1100,
             &[0xC9060501, 0x00020B04],

@@ -288,10 +288,30 @@ pub(super) fn decode(c: Classified, code: &[u32], target: Target) -> Result<Inst
             );
             i.vdst = bits(w1, 24, 8) as u16;
         }
-        // The cache invalidations have no operands; the loads and stores
-        // through a buffer resource are not read yet (no compute code of
-        // ours has them on GFX11).
+        // The cache invalidations have no operands.
         Format::Mubuf if matches!(m, "buffer_gl0_inv" | "buffer_gl1_inv") => {}
+        // GFX11 MUBUF (MUBUF_Real_gfx11): OFFSET [11:0], SLC [12], DLC
+        // [13], GLC [14]; word 1: VADDR [7:0], VDATA [15:8], SRSRC/4
+        // [20:16], TFE [21], OFFEN [22], IDXEN [23], SOFFSET [31:24].
+        // TFE (a status dword after the data) is not read: refused.
+        Format::Mubuf if w1 & (1 << 21) == 0 => {
+            i.imm = bits(w0, 0, 12) as i32;
+            for (bit, f) in [(12, flag::SLC), (13, flag::DLC), (14, flag::GLC)] {
+                if w0 & (1 << bit) != 0 {
+                    i.flags |= f;
+                }
+            }
+            if w1 & (1 << 22) != 0 {
+                i.flags |= flag::OFFEN;
+            }
+            if w1 & (1 << 23) != 0 {
+                i.flags |= flag::IDXEN;
+            }
+            i.src[0] = Src::Vgpr(bits(w1, 0, 8) as u16);
+            i.vdst = bits(w1, 8, 8) as u16;
+            i.src[1] = Src::Sgpr((bits(w1, 16, 5) * 4) as u8);
+            i.src[2] = scalar(bits(w1, 24, 8), None);
+        }
         Format::Mubuf | Format::Mtbuf => {
             return Err(DecodeError::OperandsUnread {
                 mnemonic: m,
