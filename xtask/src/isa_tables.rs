@@ -460,6 +460,19 @@ pub const FORMATS: &[Format] = &[
         opcodes: 0x100,
         probe: |op, v| flat12(2, op, v),
     },
+    // GFX12 VBUFFER (96 bits): SOFFSET 6:0 (NULL), OP 21:14; word 1:
+    // VDATA 7:0, RSRC 17:9 (an SGPR number), FORMAT 29:23 (1, as LLVM
+    // writes for untyped ops); word 2: VADDR 7:0. Variant 1 without
+    // VDATA (the cache ops).
+    Format {
+        name: "GFX12_VBUFFER",
+        targets: GFX12,
+        opcodes: 0x100,
+        probe: |op, v| {
+            let data = if v == 0 { VGPR } else { 0 };
+            (v < 2).then(|| Probe::three(0xC400_007C | op << 14, data | SGPR << 9 | 1 << 23, VGPR))
+        },
+    },
 ];
 
 fn sop2(op: u32, v: u32) -> Option<Probe> {

@@ -130,8 +130,9 @@ impl Format {
     }
 
     /// GFX11/GFX12. Not classified (an `UnknownFormat`, refused by
-    /// name): MTBUF, MIMG/VIMAGE/VSAMPLE, EXP, VINTERP, LDSDIR and GFX12's
-    /// VBUFFER — no compute code of ours reaches them.
+    /// name): MTBUF, MIMG/VIMAGE/VSAMPLE, EXP, VINTERP and LDSDIR — no
+    /// compute code of ours reaches them. GFX12's VBUFFER is MUBUF's
+    /// successor (MTBUF's too: its typed ops are opcodes 0x80 and up).
     fn of_rdna(word: u32, enc: Encoding) -> Option<Self> {
         if word >> 24 == 0xCC {
             return Some(Self::Vop3p);
@@ -150,6 +151,7 @@ impl Format {
             (0b11_0111, Encoding::Gfx11) => flat_seg((word >> 16) & 3),
             (0b11_1000, Encoding::Gfx11) => Some(Self::Mubuf),
             (0b11_1011, Encoding::Gfx12) => flat_seg((word >> 24) & 3),
+            (0b11_0001, Encoding::Gfx12) => Some(Self::Mubuf),
             _ => None,
         }
     }
@@ -174,6 +176,7 @@ impl Format {
             Self::Ds => (17, 8),
             Self::Flat | Self::Scratch | Self::Global if enc == Encoding::Gfx12 => (14, 8),
             Self::Flat | Self::Scratch | Self::Global => (18, 7),
+            Self::Mubuf if enc == Encoding::Gfx12 => (14, 8),
             Self::Mubuf if rdna => (18, 8),
             Self::Mubuf => (18, 7),
             Self::Mtbuf => (15, 4),
@@ -220,16 +223,18 @@ impl Format {
             (Encoding::Gfx11, Self::Scratch) => GFX11_SCRATCH,
             (Encoding::Gfx11, Self::Global) => GFX11_GLOBAL,
             (Encoding::Gfx11, Self::Mubuf) => GFX11_MUBUF,
+            (Encoding::Gfx12, Self::Mubuf) => GFX12_VBUFFER,
             (_, Self::Smem) => GFX12_SMEM,
             (_, Self::Flat) => GFX12_FLAT,
             (_, Self::Scratch) => GFX12_SCRATCH,
             (_, Self::Global) => GFX12_GLOBAL,
-            (_, Self::Mubuf | Self::Mtbuf) => &[],
+            (_, Self::Mtbuf) => &[],
         }
     }
 
     /// Words of the encoding before any literal or DPP word: 1 for the
-    /// scalar and short vector formats, 3 for GFX12's FLAT family, else 2.
+    /// scalar and short vector formats, 3 for GFX12's FLAT family and
+    /// VBUFFER, else 2.
     pub(crate) fn base_words(self, enc: Encoding) -> usize {
         match self {
             Self::Sop2
@@ -240,7 +245,7 @@ impl Format {
             | Self::Vop2
             | Self::Vop1
             | Self::Vopc => 1,
-            Self::Flat | Self::Scratch | Self::Global if enc == Encoding::Gfx12 => 3,
+            Self::Flat | Self::Scratch | Self::Global | Self::Mubuf if enc == Encoding::Gfx12 => 3,
             _ => 2,
         }
     }

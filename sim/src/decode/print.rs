@@ -1961,8 +1961,10 @@ fn mubuf(p: &mut Printer, i: &Inst, target: Target) {
             let _ = write!(p.out, " offset:{}", i.imm);
         }
     }
-    if rdna() {
-        return cpol_gfx11(p, i.flags);
+    match Encoding::of(target) {
+        Encoding::Gfx12 => return cpol_gfx12(p, m, i.cpol),
+        Encoding::Gfx11 => return cpol_gfx11(p, i.flags),
+        Encoding::Gfx9 => {}
     }
     // The cache maintenance ops take no policy on gfx90a and only the scope
     // (SC0/SC1) on gfx942/gfx950.
@@ -1992,6 +1994,37 @@ mod tests {
         // literal, DPP16 with FI, DPP8 in VOP3, true16 halves in a 32-bit
         // encoding, VOP3P modifiers, SMEM with SGPR and immediate offsets,
         // VGLOBAL/VFLAT's 24-bit offsets and cache policy.
+        // GFX12 VBUFFER: 96 bits, TH/SCOPE, a 23-bit offset, NULL SOFFSET.
+        (
+            Gfx1201,
+            &[0xC4050003, 0x40800805, 0x00001001],
+            "buffer_load_b32 v5, v1, s[4:7], s3 offen offset:16",
+        ),
+        (
+            Gfx1201,
+            &[0xC405C003, 0xC0981004, 0x00000002],
+            "buffer_load_b128 v[4:7], v[2:3], s[8:11], s3 idxen offen th:TH_LOAD_NT scope:SCOPE_DEV",
+        ),
+        (
+            Gfx1201,
+            &[0xC405407C, 0x00801004, 0x7FFFFF00],
+            "buffer_load_b64 v[4:5], off, s[8:11], null offset:8388607",
+        ),
+        (
+            Gfx1201,
+            &[0xC4068003, 0x40800805, 0x00000001],
+            "buffer_store_b32 v5, v1, s[4:7], s3 offen",
+        ),
+        (
+            Gfx1201,
+            &[0xC40D4003, 0x40900805, 0x00000001],
+            "buffer_atomic_add_u32 v5, v1, s[4:7], s3 offen th:TH_ATOMIC_RETURN",
+        ),
+        (
+            Gfx1201,
+            &[0xC4064002, 0x00801805, 0x00000600],
+            "buffer_store_b16 v5, off, s[12:15], s2 offset:6",
+        ),
         // GFX11 MUBUF: offen/idxen pairs, null and inline SOFFSET, stores,
         // a returning atomic, cmpswap's data pair, d16.
         (

@@ -294,7 +294,30 @@ pub(super) fn decode(c: Classified, code: &[u32], target: Target) -> Result<Inst
         // [13], GLC [14]; word 1: VADDR [7:0], VDATA [15:8], SRSRC/4
         // [20:16], TFE [21], OFFEN [22], IDXEN [23], SOFFSET [31:24].
         // TFE (a status dword after the data) is not read: refused.
-        Format::Mubuf if w1 & (1 << 21) == 0 => {
+        // GFX12 VBUFFER (XML ENC_VBUFFER): SOFFSET [6:0], TFE [22]; word
+        // 1: VDATA [7:0], RSRC [17:9] (an SGPR number), SCOPE [19:18], TH
+        // [22:20], FORMAT [29:23], OFFEN [30], IDXEN [31]; word 2: VADDR
+        // [7:0], IOFFSET [31:8] (the assembler takes 0..=0x7FFFFF). TH and
+        // SCOPE go to `cpol` as VFLAT's do. TFE is refused.
+        Format::Mubuf if enc == Encoding::Gfx12 && w0 & (1 << 22) == 0 => {
+            let th = bits(w1, 20, 3);
+            i.cpol = (th | bits(w1, 18, 2) << 3) as u8;
+            if m.contains("_atomic_") && th & 1 != 0 {
+                i.flags |= flag::GLC;
+            }
+            if w1 & (1 << 30) != 0 {
+                i.flags |= flag::OFFEN;
+            }
+            if w1 & (1 << 31) != 0 {
+                i.flags |= flag::IDXEN;
+            }
+            i.imm = bits(w2, 8, 24) as i32;
+            i.src[0] = Src::Vgpr(bits(w2, 0, 8) as u16);
+            i.vdst = bits(w1, 0, 8) as u16;
+            i.src[1] = Src::Sgpr(bits(w1, 9, 7) as u8);
+            i.src[2] = scalar(bits(w0, 0, 7), None);
+        }
+        Format::Mubuf if enc == Encoding::Gfx11 && w1 & (1 << 21) == 0 => {
             i.imm = bits(w0, 0, 12) as i32;
             for (bit, f) in [(12, flag::SLC), (13, flag::DLC), (14, flag::GLC)] {
                 if w0 & (1 << bit) != 0 {
