@@ -784,42 +784,10 @@ fn a_wave32_descriptor_is_refused_on_gfx9() {
 /// host's reading of 64-lane waves.
 #[test]
 fn rdna_runs_wave64_kernels_with_64_lane_masks() {
-    let dir = std::env::temp_dir().join(format!("aqueduct-wave64-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let ir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("ir/wave64_probe.ll");
     for target in [Target::Gfx1100, Target::Gfx1201] {
-        let object = dir.join(format!("{}.o", target.name()));
-        let hsaco = dir.join(format!("{}.hsaco", target.name()));
-        let path = |p: &std::path::Path| p.to_str().expect("UTF-8 path").to_string();
-        aqueduct_tests::run_llvm_tool(
-            "llc",
-            &[
-                "-O2",
-                "-mtriple=amdgcn-amd-amdhsa",
-                &format!("-mcpu={}", target.name()),
-                "-mattr=+wavefrontsize64",
-                "-filetype=obj",
-                &path(&ir),
-                "-o",
-                &path(&object),
-            ],
-        );
-        aqueduct_tests::run_llvm_tool(
-            "rust-lld",
-            &[
-                "-flavor",
-                "gnu",
-                "-shared",
-                &path(&object),
-                "-o",
-                &path(&hsaco),
-            ],
-        );
-        let d = aqueduct_sim::Gpu::new(target);
-        let p = d.load(&std::fs::read(&hsaco).expect("read")).expect("load");
-        let kernel = p.kernel("wave64_probe").expect("wave64_probe");
+        let sim = compile_ir("wave64_probe", target, "+wavefrontsize64");
+        let kernel = sim.p.kernel("wave64_probe").expect("wave64_probe");
         assert!(!kernel.descriptor.properties().enable_wavefront_size32());
-        let sim = Sim { d, p };
 
         // Two full waves and one of 36 lanes (grid 164, workgroups of 64).
         let n = 164;
@@ -860,5 +828,132 @@ fn rdna_runs_wave64_kernels_with_64_lane_masks() {
         }
         sim.free(&[src, dst]);
     }
-    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// tests/ir/`name`.ll compiled by the toolchain's `llc` for `target` (with
+/// `attrs`, e.g. `+wavefrontsize64`, or none) and linked by `rust-lld`,
+/// loaded on a fresh simulated device: kernels the device crates cannot
+/// express.
+fn compile_ir(name: &str, target: Target, attrs: &str) -> Sim {
+    let dir = std::env::temp_dir().join(format!("aqueduct-ir-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let ir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("ir/{name}.ll"));
+    let stem = format!("{name}-{}{attrs}", target.name());
+    let (object, hsaco) = (
+        dir.join(format!("{stem}.o")),
+        dir.join(format!("{stem}.hsaco")),
+    );
+    let path = |p: &std::path::Path| p.to_str().expect("UTF-8 path").to_string();
+    let cpu = format!("-mcpu={}", target.name());
+    let mut args = vec!["-O2", "-mtriple=amdgcn-amd-amdhsa", &cpu, "-filetype=obj"];
+    let mattr = format!("-mattr={attrs}");
+    if !attrs.is_empty() {
+        args.push(&mattr);
+    }
+    let (ir, object_path, hsaco_path) = (path(&ir), path(&object), path(&hsaco));
+    args.extend([ir.as_str(), "-o", object_path.as_str()]);
+    aqueduct_tests::run_llvm_tool("llc", &args);
+    aqueduct_tests::run_llvm_tool(
+        "rust-lld",
+        &["-flavor", "gnu", "-shared", &object_path, "-o", &hsaco_path],
+    );
+    let d = aqueduct_sim::Gpu::new(target);
+    let p = d.load(&std::fs::read(&hsaco).expect("read")).expect("load");
+    let _ = std::fs::remove_file(&object);
+    let _ = std::fs::remove_file(&hsaco);
+    Sim { d, p }
+}
+
+/// Buffer loads and stores on GFX11 and GFX12 through V#s the test
+/// describes (tests/ir/buffer_probe.ll: `buffer_load_b128`,
+/// `buffer_load_u8`, `buffer_store_b32`, raw, with OFFEN and a SOFFSET),
+/// for each OUT_OF_BOUNDS_SELECT and an unbound resource, lanes walking
+/// across NUM_RECORDS. The expectations are the RDNA3.5 ISA's "Range
+/// Checking" table (out of range when: 0, the index reaches NUM_RECORDS or
+/// offset + payload passes STRIDE; 1, the index reaches NUM_RECORDS; 2,
+/// NUM_RECORDS is 0; 3, offset + payload passes NUM_RECORDS - SOFFSET),
+/// checked per dword for the 128-bit load, and its "unbound resource"
+/// (FORMAT 0 without ADD_TID: nothing in range). Word 3 values are what
+/// AMD's own libraries build: hipBLASLt's gfx11 0x31004000 and gfx12
+/// 0x30020000 (OOB_SELECT 3).
+#[test]
+fn rdna_buffer_accesses_follow_the_out_of_bounds_select() {
+    const RECORDS: u32 = 100;
+    const SOFFSET: u32 = 8;
+    const BYTES: usize = 256;
+    let word3 = |oob: u32, format: u32| oob << 28 | format << 12;
+    for target in [Target::Gfx1100, Target::Gfx1201] {
+        let sim = compile_ir("buffer_probe", target, "");
+        let amd = if target == Target::Gfx1100 {
+            0x3100_4000
+        } else {
+            0x3002_0000
+        };
+        for (flags, mode) in [
+            (amd, Some(3)),
+            (word3(0, 4), Some(0)),
+            (word3(1, 4), Some(1)),
+            (word3(2, 4), Some(2)),
+            (word3(3, 0), None),
+        ] {
+            let what = sim.at(&format!("word 3 {flags:#010x}"));
+            // In range? (offset, payload) of one access, by the ISA table;
+            // raw buffers have index 0 and the V# stride is 0.
+            // (The V#'s STRIDE is 0: mode 0 takes nothing.)
+            let ok = |offset: u32, payload: u32| match mode {
+                Some(0) => offset + payload == 0,
+                Some(1) => 0 < RECORDS,
+                Some(2) => RECORDS != 0,
+                Some(_) => offset + payload <= RECORDS - SOFFSET,
+                None => false,
+            };
+            let bytes: Vec<u8> = (0..BYTES).map(|b| (b * 7 + 3) as u8).collect();
+            let src = sim.upload(&bytes);
+            let dst = sim.poisoned::<u8>(BYTES);
+            let out = sim.poisoned::<u32>(5 * 32);
+            let (first, step) = (60u32, 4u32);
+            let args = Args::default()
+                .u64(out)
+                .u64(src)
+                .u64(dst)
+                .u32(RECORDS)
+                .u32(flags)
+                .u32(first)
+                .u32(step)
+                .u32(SOFFSET);
+            sim.run("buffer_probe", (32, 32), &args);
+            let got = sim.output::<u32>(out, 5 * 32, &what);
+            let stored = sim.output::<u8>(dst, BYTES, &what);
+            let word =
+                |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
+            let mut want_dst = vec![u8::POISON; BYTES];
+            for l in 0..32u32 {
+                let vo = first + l * step;
+                let at = (SOFFSET + vo) as usize;
+                for k in 0..4 {
+                    let want = if ok(vo + 4 * k, 4) {
+                        word(at + 4 * k as usize)
+                    } else {
+                        0
+                    };
+                    assert_eq!(
+                        got[(5 * l + k) as usize],
+                        want,
+                        "{what}: lane {l} dword {k}"
+                    );
+                }
+                let byte = if ok(vo + 1, 1) {
+                    u32::from(bytes[at + 1])
+                } else {
+                    0
+                };
+                assert_eq!(got[(5 * l + 4) as usize], byte, "{what}: lane {l} u8");
+                if ok(vo, 4) {
+                    want_dst[at..at + 4].copy_from_slice(&(l + 1).to_le_bytes());
+                }
+            }
+            assert_same(&stored, &want_dst, &format!("{what}: stores"));
+            sim.free(&[src, dst, out]);
+        }
+    }
 }

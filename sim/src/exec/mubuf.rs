@@ -66,6 +66,26 @@
 //! the valid-range table; outside it the wave stops with a memory fault in
 //! [`Space::Global`].
 //!
+//! **GFX11 and GFX12** (MUBUF on gfx1100, VBUFFER on gfx1201) take the
+//! same address; their V# is laid out anew ([`Rsrc::from_words_rdna`]: a
+//! 2-bit SWIZZLE_ENABLE that gives the element size, a unified FORMAT, no
+//! ELEMENT_SIZE) and its OUT_OF_BOUNDS_SELECT picks the check (RDNA3.5 ISA
+//! "Range Checking", the same table as Mesa's `ac_descriptors.c` comment
+//! for GFX11+; no RDNA4 text was found, and Mesa treats GFX12 alike):
+//!
+//! | OOB_SELECT | out of range when                                        |
+//! |------------|----------------------------------------------------------|
+//! | 0          | `index >= NumRecords` or `offset + payload > stride`     |
+//! | 1          | `index >= NumRecords`                                    |
+//! | 2          | `NumRecords == 0`                                        |
+//! | 3          | `offset + payload > NumRecords - SOFFSET` (saturating); as 0 when swizzled with a stride |
+//!
+//! "payload" is the access's bytes, so the check is exact; 64- to 128-bit
+//! accesses are checked per dword. A FORMAT of 0 without ADD_TID is an
+//! unbound resource, every access out of range (the ISA says so for
+//! untyped accesses too). Format loads through such a V# (the unified
+//! format table) are refused; there are no loads to LDS on GFX11/GFX12.
+//!
 //! With ADD_TID_ENABLE the V#'s DATA_FORMAT field holds stride bits 17:14
 //! (GFX9 scratch descriptors need strides above 16 KiB); gem5's Vega model
 //! reads it the same way.
@@ -185,6 +205,22 @@ pub struct Rsrc {
     pub index_stride: u32,
     /// ADD_TID_ENABLE, bit 119: the lane id is added to the index.
     pub add_tid: bool,
+    /// GFX11/GFX12 only: OUT_OF_BOUNDS_SELECT (bits 125:124) and whether
+    /// the unified FORMAT (bits 113:108) is 0, INVALID (see [`Rdna`]).
+    pub rdna: Option<Rdna>,
+}
+
+/// The GFX11/GFX12 fields of a V# that decide range checking (RDNA3.5
+/// ISA, "Buffer Resource" table and "Range Checking"; the same layout as
+/// ROCr's `resource_gfx11.h` and `resource_gfx12.h`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rdna {
+    /// OOB_SELECT: 0 structured with the offset checked against the
+    /// stride, 1 the index only, 2 only an empty buffer, 3 raw.
+    pub oob_select: u8,
+    /// FORMAT 0 with ADD_TID_ENABLE 0: an unbound resource, which the ISA
+    /// says reads 0 and drops writes, untyped accesses included.
+    pub unbound: bool,
 }
 
 impl Rsrc {
@@ -208,11 +244,54 @@ impl Rsrc {
             element_size: 2 << (w[3] >> 19 & 3),
             index_stride: 8 << (w[3] >> 21 & 3),
             add_tid,
+            rdna: None,
         }
     }
 
-    /// Which range check applies (see the module doc's table).
+    /// Decodes a GFX11/GFX12 V# (module doc, "GFX11 and GFX12"): BASE
+    /// 47:0, STRIDE 61:48, SWIZZLE_ENABLE 63:62 (0 off, 1 elements of 4
+    /// bytes, 3 of 16; 2 reserved), NUM_RECORDS 95:64, DST_SEL 107:96,
+    /// FORMAT 113:108, INDEX_STRIDE 118:117, ADD_TID_ENABLE 119,
+    /// OOB_SELECT 125:124.
+    pub fn from_words_rdna(w: [u32; 4]) -> Result<Self, Fault> {
+        let swizzle = w[1] >> 30;
+        if swizzle == 2 {
+            return Err(Fault::UnimplementedCase {
+                mnemonic: "buffer access",
+                case: "a V# with the reserved SWIZZLE_ENABLE 2",
+            });
+        }
+        let add_tid = w[3] >> 23 & 1 != 0;
+        Ok(Self {
+            base: u64::from(w[0]) | u64::from(w[1] & 0xFFFF) << 32,
+            stride: w[1] >> 16 & 0x3FFF,
+            swizzle: swizzle != 0,
+            num_records: w[2],
+            dst_sel: [0, 3, 6, 9].map(|at| (w[3] >> at & 7) as u8),
+            num_format: 0,
+            data_format: 0,
+            element_size: if swizzle == 3 { 16 } else { 4 },
+            index_stride: 8 << (w[3] >> 21 & 3),
+            add_tid,
+            rdna: Some(Rdna {
+                oob_select: (w[3] >> 28 & 3) as u8,
+                unbound: w[3] >> 12 & 0x3F == 0 && !add_tid,
+            }),
+        })
+    }
+
+    /// Which range check applies (see the module doc's tables).
     fn check(&self, idxen: bool) -> Check {
+        if let Some(r) = self.rdna {
+            return match r.oob_select {
+                _ if r.unbound => Check::Unbound,
+                0 => Check::StructuredWithOffset,
+                1 => Check::Structured,
+                2 => Check::EmptyOnly,
+                _ if self.swizzle && self.stride != 0 => Check::StructuredWithOffset,
+                _ => Check::RawPayload,
+            };
+        }
         if self.add_tid && !idxen {
             Check::Private
         } else if idxen && self.stride != 0 {
@@ -236,9 +315,22 @@ impl Rsrc {
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Check {
+    /// GFX9 private (ADD_TID without IDXEN): no check.
     Private,
+    /// `index < NUM_RECORDS` (GFX9 structured; GFX11+ OOB_SELECT 1).
     Structured,
+    /// GFX9 raw: the access's first byte, SOFFSET included (module doc).
     Raw,
+    /// GFX11+ OOB_SELECT 0 (and 3 when swizzled with a stride):
+    /// `index < NUM_RECORDS` and `offset + payload <= STRIDE`.
+    StructuredWithOffset,
+    /// GFX11+ OOB_SELECT 2: out of range only when NUM_RECORDS is 0.
+    EmptyOnly,
+    /// GFX11+ OOB_SELECT 3: `offset + payload <= NUM_RECORDS - SOFFSET`
+    /// (saturating), payload-exact.
+    RawPayload,
+    /// GFX11+ FORMAT 0 without ADD_TID: every access is out of range.
+    Unbound,
 }
 
 /// One lane's index and offset.
@@ -256,13 +348,18 @@ struct Buffer {
 }
 
 impl Buffer {
-    fn of(w: &Wave, i: &Inst) -> Result<Self, Fault> {
+    fn of(w: &Wave, i: &Inst, target: crate::Target) -> Result<Self, Fault> {
         let Src::Sgpr(s) = i.src[1] else {
             return Err(Fault::Operand { code: 0 });
         };
         let s = usize::from(s);
         let words = w.s.get(s..s + 4).ok_or(Fault::Operand { code: s as u8 })?;
-        let rsrc = Rsrc::from_words([words[0], words[1], words[2], words[3]]);
+        let words = [words[0], words[1], words[2], words[3]];
+        let rsrc = if target.wave32() {
+            Rsrc::from_words_rdna(words)?
+        } else {
+            Rsrc::from_words(words)
+        };
         Ok(Self {
             rsrc,
             soffset: u64::from(w.s32_of(i.src[2], Ty::B32)?),
@@ -286,17 +383,24 @@ impl Buffer {
         };
         Lane {
             index,
-            offset: voffset + u64::from(i.imm as u32 & 0xFFF),
+            // OFFSET: 12 bits on GFX9 and GFX11, 24 on GFX12 (decoded so).
+            offset: voffset + u64::from(i.imm as u32),
         }
     }
 
-    /// Whether the byte at `extra` past the lane's offset is in range.
-    fn in_range(&self, lane: Lane, extra: u64) -> bool {
+    /// Whether the `size` bytes at `extra` past the lane's offset are in
+    /// range: GFX9 checks their first byte, GFX11+ the whole payload.
+    fn in_range(&self, lane: Lane, extra: u64, size: u32) -> bool {
         let n = u64::from(self.rsrc.num_records);
+        let end = lane.offset + extra + u64::from(size);
         match self.check {
             Check::Private => true,
             Check::Structured => lane.index < n,
             Check::Raw => self.soffset + lane.offset + extra < n,
+            Check::StructuredWithOffset => lane.index < n && end <= u64::from(self.rsrc.stride),
+            Check::EmptyOnly => n != 0,
+            Check::RawPayload => end <= n.saturating_sub(self.soffset),
+            Check::Unbound => false,
         }
     }
 
@@ -417,7 +521,7 @@ fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
     }
     let exec = w.exec();
     let acc = i.acc();
-    let buf = Buffer::of(w, i)?;
+    let buf = Buffer::of(w, i, ctx.target)?;
     let format = match put {
         Put::Format { n, typed } => Some(Format::of(i, &buf.rsrc, n, typed)?),
         _ => None,
@@ -438,7 +542,7 @@ fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
         let lane = buf.lane(&va, i, l);
         if let Put::Dwords(n) = put
             && !buf.rsrc.swizzle
-            && buf.in_range(lane, 4 * (u64::from(n) - 1))
+            && buf.in_range(lane, 4 * (u64::from(n) - 1), 4)
         {
             // The common case: every dword in range (the range grows with
             // the offset) and all in one valid range of memory.
@@ -455,7 +559,7 @@ fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
             Put::Dwords(_) => {
                 for (k, reg) in dst.iter_mut().enumerate() {
                     let extra = 4 * k as u64;
-                    reg[l] = if buf.in_range(lane, extra) {
+                    reg[l] = if buf.in_range(lane, extra, 4) {
                         get(extra, 4)?
                     } else {
                         0
@@ -464,21 +568,21 @@ fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
             }
             Put::Format { .. } => {
                 if let Some(f) = &format {
-                    let v = f.lane(&mut get, buf.in_range(lane, 0))?;
+                    let v = f.lane(&mut get, buf.in_range(lane, 0, 4))?;
                     for (reg, v) in dst.iter_mut().zip(v) {
                         reg[l] = v;
                     }
                 }
             }
             Put::Extend { size, signed } => {
-                dst[0][l] = if buf.in_range(lane, 0) {
+                dst[0][l] = if buf.in_range(lane, 0, size) {
                     extend(get(0, size)?, size, signed)
                 } else {
                     0
                 };
             }
             Put::D16 { size, signed, hi } => {
-                let v = if buf.in_range(lane, 0) {
+                let v = if buf.in_range(lane, 0, size) {
                     extend(get(0, size)?, size, signed)
                 } else {
                     0
@@ -496,7 +600,7 @@ fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
 /// writes that many bytes (4 for `format_x`) to LDS at `M0[15:0] + OFFSET
 /// + 4 * lane`; no VGPR is written (module doc).
 fn load_to_lds(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
-    let buf = Buffer::of(w, i)?;
+    let buf = Buffer::of(w, i, ctx.target)?;
     let (size, format) = match put {
         Put::Dwords(1) => (4, None),
         Put::Extend { size, .. } => (size, None),
@@ -531,8 +635,8 @@ fn load_to_lds(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
         let mut v = 0;
         if let Some(f) = &format {
             let mut get = |extra: u64, size: u32| buf.read(&mut m, lane, extra, size);
-            v = f.lane(&mut get, buf.in_range(lane, 0))?[0];
-        } else if buf.in_range(lane, 0) {
+            v = f.lane(&mut get, buf.in_range(lane, 0, 4))?[0];
+        } else if buf.in_range(lane, 0, size) {
             let (pieces, n) = buf.pieces(lane, 0, size);
             for &(a, size, shift) in &pieces[..n] {
                 m.check(a, u64::from(size))
@@ -563,7 +667,7 @@ fn store(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, take: Take) -> R {
     refuse_lds(i)?;
     let exec = w.exec();
     let acc = i.acc();
-    let buf = Buffer::of(w, i)?;
+    let buf = Buffer::of(w, i, ctx.target)?;
     let va = vaddr(w, i)?;
     let dwords = match take {
         Take::Dwords(n) | Take::Typed(n) => n,
@@ -576,12 +680,15 @@ fn store(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, take: Take) -> R {
     let mut m = ctx.mem.access();
     for l in (0..LANES).filter(|l| exec >> l & 1 != 0) {
         let lane = buf.lane(&va, i, l);
-        let all = buf.in_range(lane, 0);
+        let all = match take {
+            Take::Part { size, .. } => buf.in_range(lane, 0, size),
+            _ => buf.in_range(lane, 0, 4 * dwords),
+        };
         for k in 0..dwords {
             let extra = 4 * u64::from(k);
             let v = w.vreg(i.vdst + k as u16, acc)?[l];
             let (ok, size, v) = match take {
-                Take::Dwords(_) => (buf.in_range(lane, extra), 4, v),
+                Take::Dwords(_) => (buf.in_range(lane, extra, 4), 4, v),
                 Take::Typed(_) => (all, 4, v),
                 Take::Part { size, hi } => (all, size, if hi { v >> 16 } else { v }),
             };
@@ -609,7 +716,7 @@ fn atomic(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, op: Rmw, wide: bool) -> R {
     refuse_lds(i)?;
     let exec = w.exec();
     let acc = i.acc();
-    let buf = Buffer::of(w, i)?;
+    let buf = Buffer::of(w, i, ctx.target)?;
     let va = vaddr(w, i)?;
     let size: u64 = if wide { 8 } else { 4 };
     let n: u16 = if wide { 2 } else { 1 };
@@ -633,7 +740,7 @@ fn atomic(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, op: Rmw, wide: bool) -> R {
     let mut todo = Vec::new();
     for l in (0..LANES).filter(|l| exec >> l & 1 != 0) {
         let lane = buf.lane(&va, i, l);
-        if !buf.in_range(lane, 0) {
+        if !buf.in_range(lane, 0, size as u32) {
             continue;
         }
         let a = buf.address(lane, 0);
@@ -728,6 +835,12 @@ impl Format {
             mnemonic: i.mnemonic,
             case,
         };
+        // GFX11+'s unified FORMAT codes are another table, not modelled.
+        if rsrc.rdna.is_some() {
+            return Err(refuse(
+                "a format load through a GFX11+ V# (unified formats)",
+            ));
+        }
         let n = n as usize;
         let (dfmt, nfmt) = if typed {
             (i.fmt & 0xF, i.fmt >> 4)

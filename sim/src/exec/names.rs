@@ -73,12 +73,12 @@ const RENAMED: &[(&str, &str)] = &[
     ("s_buffer_load_b512", "s_buffer_load_dwordx16"),
 ];
 
-/// FLAT/GLOBAL/SCRATCH and DS data names: `load_b32` ↔ `load_dword`,
+/// FLAT/GLOBAL/SCRATCH, MUBUF and DS data names: `load_b32` ↔ `load_dword`,
 /// `load_u8` ↔ `load_ubyte`, `load_d16_hi_b16` ↔ `load_short_d16_hi`,
 /// `atomic_add_u64` ↔ `atomic_add_x2`, `ds_load_2addr_stride64_b32` ↔
 /// `ds_read2st64_b32`.
 fn memory(m: &str) -> Option<String> {
-    let (space, rest) = ["flat_", "global_", "scratch_", "ds_"]
+    let (space, rest) = ["flat_", "global_", "scratch_", "buffer_", "ds_"]
         .iter()
         .find_map(|s| m.strip_prefix(s).map(|r| (*s, r)))?;
     let old = if space == "ds_" {
