@@ -866,7 +866,8 @@ fn compile_ir(name: &str, target: Target, attrs: &str) -> Sim {
 
 /// Buffer loads and stores on GFX11 and GFX12 through V#s the test
 /// describes (tests/ir/buffer_probe.ll: `buffer_load_b128`,
-/// `buffer_load_u8`, `buffer_store_b32`, raw, with OFFEN and a SOFFSET),
+/// `buffer_load_u8`, `buffer_store_b32` and a returning
+/// `buffer_atomic_add_u32`, raw, with OFFEN and a SOFFSET),
 /// for each OUT_OF_BOUNDS_SELECT and an unbound resource, lanes walking
 /// across NUM_RECORDS. The expectations are the RDNA3.5 ISA's "Range
 /// Checking" table (out of range when: 0, the index reaches NUM_RECORDS or
@@ -910,7 +911,7 @@ fn rdna_buffer_accesses_follow_the_out_of_bounds_select() {
             let bytes: Vec<u8> = (0..BYTES).map(|b| (b * 7 + 3) as u8).collect();
             let src = sim.upload(&bytes);
             let dst = sim.poisoned::<u8>(BYTES);
-            let out = sim.poisoned::<u32>(5 * 32);
+            let out = sim.poisoned::<u32>(6 * 32);
             let (first, step) = (60u32, 4u32);
             let args = Args::default()
                 .u64(out)
@@ -922,7 +923,7 @@ fn rdna_buffer_accesses_follow_the_out_of_bounds_select() {
                 .u32(step)
                 .u32(SOFFSET);
             sim.run("buffer_probe", (32, 32), &args);
-            let got = sim.output::<u32>(out, 5 * 32, &what);
+            let got = sim.output::<u32>(out, 6 * 32, &what);
             let stored = sim.output::<u8>(dst, BYTES, &what);
             let word =
                 |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
@@ -937,7 +938,7 @@ fn rdna_buffer_accesses_follow_the_out_of_bounds_select() {
                         0
                     };
                     assert_eq!(
-                        got[(5 * l + k) as usize],
+                        got[(6 * l + k) as usize],
                         want,
                         "{what}: lane {l} dword {k}"
                     );
@@ -947,9 +948,13 @@ fn rdna_buffer_accesses_follow_the_out_of_bounds_select() {
                 } else {
                     0
                 };
-                assert_eq!(got[(5 * l + 4) as usize], byte, "{what}: lane {l} u8");
+                assert_eq!(got[(6 * l + 4) as usize], byte, "{what}: lane {l} u8");
+                // The store, then the atomic's 100 on top; an atomic out
+                // of range returns 0.
+                let (old, stored) = if ok(vo, 4) { (l + 1, l + 101) } else { (0, 0) };
+                assert_eq!(got[(6 * l + 5) as usize], old, "{what}: lane {l} atomic");
                 if ok(vo, 4) {
-                    want_dst[at..at + 4].copy_from_slice(&(l + 1).to_le_bytes());
+                    want_dst[at..at + 4].copy_from_slice(&stored.to_le_bytes());
                 }
             }
             assert_same(&stored, &want_dst, &format!("{what}: stores"));
