@@ -313,12 +313,8 @@ impl Wave {
             Ext::Dpp(d) if n == 0 => out = dpp::permute(&out, d.ctrl, d.bound_ctrl),
             // A VOPD's X sources are the instruction's own.
             Ext::Dpp(_) | Ext::Vopd(_) => {}
-            // GFX11+ lane movement: decoded, not yet executed.
-            Ext::Dpp8(_) => {
-                return Err(Fault::Unimplemented {
-                    mnemonic: "DPP8 (GFX11+)",
-                });
-            }
+            Ext::Dpp8(d) if n == 0 => out = dpp::permute8(&out, d, self.exec()),
+            Ext::Dpp8(_) => {}
         }
         Ok(out)
     }

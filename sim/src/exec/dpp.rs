@@ -36,6 +36,22 @@ pub fn source_lane(ctrl: u16, lane: usize) -> Option<usize> {
     }
 }
 
+/// GFX11+ DPP8 (RDNA3.5 ISA §7.7.2 "DPP8"): lane `l` takes the value of
+/// lane `8·⌊l/8⌋ + SEL[l % 8]` (the eight 3-bit selects, lane 0's lowest).
+/// Every source lane is in range; one outside EXEC gives 0, or its value
+/// with FI (the DPP8FI form). DPP8 masks no destination lanes.
+pub fn permute8(src: &Lanes, d: crate::decode::inst::Dpp8, exec: u64) -> Lanes {
+    let sel = u32::from(d.sel[0]) | u32::from(d.sel[1]) << 8 | u32::from(d.sel[2]) << 16;
+    std::array::from_fn(|l| {
+        let from = (l & !7) | (sel >> (3 * (l % 8)) & 7) as usize;
+        if d.fi || exec >> from & 1 != 0 {
+            src[from]
+        } else {
+            0
+        }
+    })
+}
+
 /// `src` moved per `ctrl`; invalid sources read 0 (their lanes are masked
 /// off by [`write_mask`] unless BOUND_CTRL is set).
 pub fn permute(src: &Lanes, ctrl: u16, _bound_ctrl: bool) -> Lanes {

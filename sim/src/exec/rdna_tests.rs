@@ -310,3 +310,40 @@ fn wmma_refuses_what_the_hardware_leaves_undefined() {
         Err(Fault::Unimplemented { mnemonic }) if mnemonic.contains("wave64")
     ));
 }
+
+#[test]
+fn dpp8_moves_lanes_within_groups_of_eight_and_reads_inactive_ones_as_zero() {
+    let mut w = wave32();
+    w.v[1] = std::array::from_fn(|l| 100 + l as u32);
+    w.v[3] = [1000; LANES];
+    // v_mov_b32_dpp v0, v1 dpp8:[7,6,5,4,3,2,1,0]: each group reversed.
+    run(&mut w, &[0x7E00_02E9, 0x0539_7701], "v_mov_b32").unwrap();
+    for l in 0..32 {
+        assert_eq!(w.v[0][l], 100 + ((l & !7) + 7 - l % 8) as u32, "lane {l}");
+    }
+    // v_add_nc_u32_dpp v2, v1, v3 dpp8:[3,2,1,0,7,6,5,4] with lane 1 of
+    // each group outside EXEC: lanes reading it get 0 (RDNA3.5 ISA,
+    // "DPP8"), and lanes outside EXEC keep their value.
+    let exec = !0x0202_0202u32;
+    w.s[code::EXEC_LO as usize] = exec;
+    w.v[2] = [POISON; LANES];
+    run(&mut w, &[0x4A04_06E9, 0x9770_5301], "v_add_nc_u32").unwrap();
+    let sel = [3, 2, 1, 0, 7, 6, 5, 4];
+    for l in 0..32 {
+        let from = (l & !7) + sel[l % 8];
+        let want = if exec >> l & 1 == 0 {
+            POISON
+        } else if exec >> from & 1 == 0 {
+            1000
+        } else {
+            1000 + 100 + from as u32
+        };
+        assert_eq!(w.v[2][l], want, "lane {l}");
+    }
+    // v_mov_b32_dpp v0, v1 dpp8:[1,1,1,1,1,1,1,1] fi:1: the inactive lane
+    // 1 of each group is read anyway.
+    run(&mut w, &[0x7E00_02EA, 0x2492_4901], "v_mov_b32").unwrap();
+    for l in (0..32).filter(|l| exec >> l & 1 != 0) {
+        assert_eq!(w.v[0][l], 100 + (l & !7) as u32 + 1, "lane {l}");
+    }
+}

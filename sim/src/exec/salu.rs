@@ -566,8 +566,10 @@ fn hwreg_field(simm: i32) -> (u32, u32, u32) {
 /// `SIDefines.h` Hwreg ids, as `llvm-objdump` names them).
 mod hwreg_rdna {
     /// GFX11 SHADER_CYCLES: a free-running 20-bit shader-clock counter
-    /// (RDNA3 ISA, "Hardware Registers"); GFX12 SHADER_CYCLES_LO: its
-    /// low 32 bits (RDNA4 ISA).
+    /// (LLVM lowers `llvm.readcyclecounter` on gfx1100 to
+    /// `s_getreg_b32 hwreg(HW_REG_SHADER_CYCLES, 0, 20)`); GFX12
+    /// SHADER_CYCLES_LO: the low 32 bits of a 64-bit one (gfx1201's
+    /// lowering reads HI, LO, HI).
     pub const SHADER_CYCLES: u32 = 29;
     /// GFX12 SHADER_CYCLES_HI: the counter's high 32 bits.
     pub const SHADER_CYCLES_HI: u32 = 30;
@@ -694,9 +696,10 @@ fn s_barrier(w: &mut Wave, _: &Inst, _: &mut Ctx<'_>) -> R {
     Ok(())
 }
 
-/// GFX12's split workgroup barrier (RDNA4 ISA, "Barriers"):
-/// `s_barrier_signal -1` marks the wave arrived at the workgroup barrier,
-/// `s_barrier_wait -1` waits until every wave has. The model holds a wave
+/// GFX12's split workgroup barrier, which LLVM emits for a workgroup
+/// barrier on gfx1201 as `s_barrier_signal -1` then `s_barrier_wait -1`
+/// (SOPInstructions.td): the signal marks the wave arrived, the wait
+/// waits until every wave has. The model holds a wave
 /// at its signal until all have signalled, which is one of the orders the
 /// split allows; the wait then has nothing left to wait for. Named
 /// barriers (another id) are refused by name.

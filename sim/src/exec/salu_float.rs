@@ -1,8 +1,9 @@
-//! GFX12's scalar float and 64-bit arithmetic (RDNA4 ISA, "Scalar ALU
-//! Operations"): `s_add/sub/mul/fmac_f32`, the float compares that set
-//! SCC, conversions and roundings, `s_add/sub_nc_u64`, `s_mul_u64`, and
-//! the `v_s_*` transcendentals (VOP3 encodings that read and write one
-//! SGPR).
+//! GFX12's scalar float and 64-bit arithmetic (LLVM's
+//! `SOPInstructions.td` GFX12 entries, each the scalar twin of a VALU
+//! operation of the same name): `s_add/sub/mul/fmac_f32`, the float
+//! compares that set SCC, conversions and roundings, `s_add/sub_nc_u64`
+//! (no carry out), `s_mul_u64`, and the `v_s_*` transcendentals (VOP3
+//! encodings that read and write one SGPR).
 //!
 //! Floats follow the VALU's rules (`super::valu`): IEEE round to nearest
 //! even (another MODE round is refused), f32 denormals flushed on input
@@ -120,7 +121,8 @@ macro_rules! sopc_f32 {
 }
 
 // The ordered compares are false on a NaN; the `n` forms are their
-// negations, true on a NaN (RDNA4 ISA, S_CMP_*_F32).
+// negations, true on a NaN (as the VALU's `v_cmp_*_f32` of the same
+// names).
 sopc_f32! {
     s_cmp_lt_f32 => |a, b| is(a, b, &[Less]);
     s_cmp_eq_f32 => |a, b| is(a, b, &[Equal]);

@@ -99,7 +99,7 @@ macro_rules! sized {
 sized! {
     s_load_dword => load(1);
     s_load_dwordx2 => load(2);
-    // GFX12's three-dword load (RDNA4 ISA, S_LOAD_B96).
+    // GFX12's three-dword load (SMEM opcode 5 on gfx1201, llvm-objdump).
     s_load_b96 => load(3);
     s_load_dwordx4 => load(4);
     s_load_dwordx8 => load(8);
