@@ -161,6 +161,8 @@
 //! UINT/SINT/FLOAT components. Cache maintenance (`buffer_wbl2`,
 //! `buffer_inv`, `buffer_wbinvl1*`) lives in `exec::flat`.
 
+use aqueduct_abi::kernel_descriptor::GfxFamily;
+
 use crate::decode::inst::code::M0;
 use crate::decode::inst::flag;
 use crate::decode::{Inst, Src};
@@ -355,7 +357,9 @@ impl Buffer {
         let s = usize::from(s);
         let words = w.s.get(s..s + 4).ok_or(Fault::Operand { code: s as u8 })?;
         let words = [words[0], words[1], words[2], words[3]];
-        let rsrc = if target.wave32() {
+        // GFX11 and GFX12 lay the V# out anew (module doc).
+        let gfx9 = matches!(target.family(), GfxFamily::Gfx9 | GfxFamily::Gfx9Mai);
+        let rsrc = if !gfx9 {
             Rsrc::from_words_rdna(words)?
         } else {
             Rsrc::from_words(words)

@@ -347,3 +347,19 @@ fn dpp8_moves_lanes_within_groups_of_eight_and_reads_inactive_ones_as_zero() {
         assert_eq!(w.v[0][l], 100 + (l & !7) as u32 + 1, "lane {l}");
     }
 }
+
+#[test]
+fn format_loads_through_an_rdna_buffer_resource_are_refused_by_name() {
+    let mut w = wave32();
+    // A V# as hipBLASLt builds it on gfx11 (word 3 0x31004000: FORMAT 4,
+    // OOB_SELECT 3): its unified format table is not modelled.
+    w.s[4..8].copy_from_slice(&[0x1000, 0, 256, 0x3100_4000]);
+    w.s[3] = 0;
+    w.v[1] = [0; LANES];
+    // buffer_load_format_x v5, v1, s[4:7], s3 offen
+    let r = run(&mut w, &[0xE000_0000, 0x0341_0501], "buffer_load_format_x");
+    assert!(
+        matches!(r, Err(Fault::UnimplementedCase { case, .. }) if case.contains("unified formats")),
+        "{r:?}"
+    );
+}

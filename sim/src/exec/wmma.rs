@@ -131,23 +131,9 @@ pub struct Shape {
     pub k: usize,
 }
 
-/// The shape of a WMMA mnemonic.
+/// The shape of a WMMA mnemonic ([`SHAPES`]).
 pub fn shape(mnemonic: &str) -> Option<Shape> {
-    let s = |a, b, out, k| Some(Shape { a, b, out, k });
-    match mnemonic {
-        "v_wmma_f32_16x16x16_f16" => s(In::F16, In::F16, Out::F32, 16),
-        "v_wmma_f32_16x16x16_bf16" => s(In::Bf16, In::Bf16, Out::F32, 16),
-        "v_wmma_f16_16x16x16_f16" => s(In::F16, In::F16, Out::F16, 16),
-        "v_wmma_bf16_16x16x16_bf16" => s(In::Bf16, In::Bf16, Out::Bf16, 16),
-        "v_wmma_i32_16x16x16_iu8" => s(In::Iu8, In::Iu8, Out::I32, 16),
-        "v_wmma_i32_16x16x16_iu4" => s(In::Iu4, In::Iu4, Out::I32, 16),
-        "v_wmma_i32_16x16x32_iu4" => s(In::Iu4, In::Iu4, Out::I32, 32),
-        "v_wmma_f32_16x16x16_fp8_fp8" => s(In::Fp8, In::Fp8, Out::F32, 16),
-        "v_wmma_f32_16x16x16_fp8_bf8" => s(In::Fp8, In::Bf8, Out::F32, 16),
-        "v_wmma_f32_16x16x16_bf8_fp8" => s(In::Bf8, In::Fp8, Out::F32, 16),
-        "v_wmma_f32_16x16x16_bf8_bf8" => s(In::Bf8, In::Bf8, Out::F32, 16),
-        _ => None,
-    }
+    SHAPES.iter().find(|(m, _)| *m == mnemonic).map(|&(_, s)| s)
 }
 
 /// Where an element of an operand lives in wave32: register (from the
@@ -275,10 +261,6 @@ fn v_wmma(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>) -> R {
     if m.op_sel & !allowed_op_sel != 0 {
         return Err(refuse("OP_SEL on a v_wmma_* that has none"));
     }
-    let Src::Vgpr(_) = i.src[0] else {
-        return Err(refuse("a WMMA A/B operand that is not a VGPR"));
-    };
-
     let ab = |n: usize, t: In| operand(w, i, n, ab_regs(family, t, s.k), Ty::B32);
     let (a_regs, b_regs) = (ab(0, s.a)?, ab(1, s.b)?);
     let c_ty = if matches!(s.out, Out::F16 | Out::Bf16) {
@@ -369,8 +351,8 @@ fn v_wmma(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>) -> R {
             };
         }
     }
-    // GFX11 16-bit outputs: both lane halves' rows are written above;
-    // write D whole (registers the instruction owns).
+    // D's registers whole: every element was placed above, and a GFX11
+    // 16-bit output's other half keeps C's bits (copied in `d_regs`).
     for (k, regs) in d_regs.iter().enumerate() {
         let lanes = w.vreg_mut(i.vdst + k as u16, false)?;
         lanes[..32].copy_from_slice(regs);
@@ -378,17 +360,28 @@ fn v_wmma(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>) -> R {
     Ok(())
 }
 
-macro_rules! wmma_ops {
-    ($($name:literal)*) => {
+/// Defines every form's shape and its executor, one list.
+macro_rules! wmma_forms {
+    ($($name:literal => $a:ident, $b:ident, $out:ident, $k:literal;)*) => {
+        /// Every WMMA form by mnemonic: A's and B's types, the output's, K.
+        pub const SHAPES: &[(&str, Shape)] =
+            &[$(($name, Shape { a: In::$a, b: In::$b, out: Out::$out, k: $k })),*];
         const TABLE: &[(&str, Exec)] = &[$(($name, v_wmma as Exec)),*];
     };
 }
 
-wmma_ops! {
-    "v_wmma_f32_16x16x16_f16" "v_wmma_f32_16x16x16_bf16" "v_wmma_f16_16x16x16_f16"
-    "v_wmma_bf16_16x16x16_bf16" "v_wmma_i32_16x16x16_iu8" "v_wmma_i32_16x16x16_iu4"
-    "v_wmma_i32_16x16x32_iu4" "v_wmma_f32_16x16x16_fp8_fp8" "v_wmma_f32_16x16x16_fp8_bf8"
-    "v_wmma_f32_16x16x16_bf8_fp8" "v_wmma_f32_16x16x16_bf8_bf8"
+wmma_forms! {
+    "v_wmma_f32_16x16x16_f16" => F16, F16, F32, 16;
+    "v_wmma_f32_16x16x16_bf16" => Bf16, Bf16, F32, 16;
+    "v_wmma_f16_16x16x16_f16" => F16, F16, F16, 16;
+    "v_wmma_bf16_16x16x16_bf16" => Bf16, Bf16, Bf16, 16;
+    "v_wmma_i32_16x16x16_iu8" => Iu8, Iu8, I32, 16;
+    "v_wmma_i32_16x16x16_iu4" => Iu4, Iu4, I32, 16;
+    "v_wmma_i32_16x16x32_iu4" => Iu4, Iu4, I32, 32;
+    "v_wmma_f32_16x16x16_fp8_fp8" => Fp8, Fp8, F32, 16;
+    "v_wmma_f32_16x16x16_fp8_bf8" => Fp8, Bf8, F32, 16;
+    "v_wmma_f32_16x16x16_bf8_fp8" => Bf8, Fp8, F32, 16;
+    "v_wmma_f32_16x16x16_bf8_bf8" => Bf8, Bf8, F32, 16;
 }
 
 /// Every WMMA executor.
