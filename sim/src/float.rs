@@ -160,7 +160,14 @@ pub fn bf8_ocp_to_f32(b: u8) -> f32 {
 /// The sign bit of a zero gives -0 (OCP has negative zero; FNUZ spends
 /// that code on its NaN before calling this).
 fn finite_8bit_to_f32(b: u8, man_bits: u32, bias: i32) -> f32 {
-    let exp = i32::from((b & 0x7F) >> man_bits);
+    minifloat_to_f32(b, 8, man_bits, bias)
+}
+
+/// A finite float of `width` bits (sign in the top bit, then exponent and
+/// `man_bits` of mantissa with `bias`; exponent 0 is subnormal), exactly.
+fn minifloat_to_f32(b: u8, width: u32, man_bits: u32, bias: i32) -> f32 {
+    let sign = 1 << (width - 1);
+    let exp = i32::from((b & (sign - 1)) >> man_bits);
     let man = f32::from(b & ((1 << man_bits) - 1));
     let scale = (1u32 << man_bits) as f32;
     let magnitude = if exp == 0 {
@@ -168,12 +175,64 @@ fn finite_8bit_to_f32(b: u8, man_bits: u32, bias: i32) -> f32 {
     } else {
         (1.0 + man / scale) * 2f32.powi(exp - bias)
     };
-    if b & 0x80 != 0 { -magnitude } else { magnitude }
+    if b & sign != 0 { -magnitude } else { magnitude }
+}
+
+/// OCP FP6 E2M3 (bits 5:0 of `b`: sign, 2 exponent bits, 3 mantissa bits,
+/// bias 1; no infinities or NaNs, largest ±7.5) to f32, exactly (CDNA4
+/// ISA §7.3 Table 30; OCP Microscaling Formats v1.0).
+pub fn fp6_e2m3_to_f32(b: u8) -> f32 {
+    minifloat_to_f32(b & 0x3F, 6, 3, 1)
+}
+
+/// OCP BF6 E3M2 (bits 5:0: sign, 3 exponent bits, 2 mantissa bits, bias
+/// 3; no infinities or NaNs, largest ±28) to f32, exactly (CDNA4 ISA §7.3).
+pub fn bf6_e3m2_to_f32(b: u8) -> f32 {
+    minifloat_to_f32(b & 0x3F, 6, 2, 3)
+}
+
+/// OCP FP4 E2M1 (bits 3:0: sign, 2 exponent bits, 1 mantissa bit, bias 1;
+/// the values 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives) to f32
+/// (CDNA4 ISA §7.3).
+pub fn fp4_e2m1_to_f32(b: u8) -> f32 {
+    minifloat_to_f32(b & 0xF, 4, 1, 1)
+}
+
+/// An OCP E8M0 block scale: the unsigned byte `s` is 2^(s−127), from
+/// 2^-127 (0x00) to 2^127 (0xFE); 0xFF is NaN (CDNA4 ISA §7.2: "8-bit
+/// exponent (bias 127) … 0xFF is NaN"). As f64, where every one is exact.
+pub fn e8m0_to_f64(s: u8) -> f64 {
+    if s == 0xFF {
+        f64::NAN
+    } else {
+        2f64.powi(i32::from(s) - 127)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    // The codes are written sign_exponent_mantissa.
+    #[allow(clippy::unusual_byte_groupings)]
+    fn microscaling_element_formats_have_the_ocp_values() {
+        // CDNA4 ISA §7.3 Table 30 and the OCP MX v1.0 tables: FP4 E2M1's
+        // eight magnitudes, the extremes of FP6 E2M3 and BF6 E3M2.
+        let fp4: Vec<f32> = (0..8).map(fp4_e2m1_to_f32).collect();
+        assert_eq!(fp4, [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]);
+        assert_eq!(fp4_e2m1_to_f32(0xF), -6.0);
+        assert_eq!(fp6_e2m3_to_f32(0b0_11_111), 7.5);
+        assert_eq!(fp6_e2m3_to_f32(0b1_00_001), -0.125);
+        assert_eq!(fp6_e2m3_to_f32(0b0_01_000), 1.0);
+        assert_eq!(bf6_e3m2_to_f32(0b0_111_11), 28.0);
+        assert_eq!(bf6_e3m2_to_f32(0b0_000_01), 0.0625);
+        assert_eq!(bf6_e3m2_to_f32(0b0_001_00), 0.25);
+        assert_eq!(e8m0_to_f64(127), 1.0);
+        assert_eq!(e8m0_to_f64(0), 2f64.powi(-127));
+        assert_eq!(e8m0_to_f64(0xFE), 2f64.powi(127));
+        assert!(e8m0_to_f64(0xFF).is_nan());
+    }
 
     #[test]
     fn every_f16_round_trips_through_f32() {

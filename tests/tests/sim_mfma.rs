@@ -6,7 +6,8 @@
 //! The forms every target has run on each ([`CASES`]); the others
 //! ([`GFX942_CASES`], [`GFX940_CASES`] and [`FP8_CASES`] of gfx942 and gfx950,
 //! [`GFX950_CASES`], [`GFX90A_CASES`]) run where the kernel crate builds
-//! them.
+//! them; gfx950's `f8f6f4` kernels with OCP Microscaling block scales
+//! ([`MX_CASES`]) have a model of their own, from the CDNA4 ISA.
 //!
 //! The model is written here from AMD's matrix instruction calculator
 //! (github.com/ROCm/amd_matrix_instruction_calculator, `--detail-
@@ -585,5 +586,259 @@ fn every_mfma_kernel_has_a_case() {
         let mut want: Vec<&str> = cases(sim.d.target).iter().map(|c| c.kernel).collect();
         want.sort_unstable();
         assert_eq!(sim.kernels_named("mfma_"), want, "{:?}", sim.d.target);
+    }
+}
+
+// ---------------------------------------------------------------------------
+// gfx950's f8f6f4 forms with OCP Microscaling block scales
+// ---------------------------------------------------------------------------
+//
+// Written from the CDNA4 ISA (§7.1.4 packing, §7.1.5.1 register tables,
+// §7.2 block scaling, §7.3 Table 30 formats), independently of
+// sim/src/exec/mfma_mx.rs: there a matrix element is looked up by (row,
+// k); here each lane's items are walked and told which k they hold.
+
+/// An element format, by its CBSZ/BLGP code: (bits, mantissa bits, bias).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Mx {
+    /// 0: OCP FP8 E4M3 (S.1111.111 is NaN, never drawn).
+    Fp8,
+    /// 1: OCP BF8 E5M2 (exponent 31 is infinity or NaN, never drawn).
+    Bf8,
+    /// 2: FP6 E2M3, no specials.
+    Fp6,
+    /// 3: BF6 E3M2, no specials.
+    Bf6,
+    /// 4: FP4 E2M1, no specials.
+    Fp4,
+}
+
+impl Mx {
+    fn bits(self) -> usize {
+        match self {
+            Mx::Fp8 | Mx::Bf8 => 8,
+            Mx::Fp6 | Mx::Bf6 => 6,
+            Mx::Fp4 => 4,
+        }
+    }
+
+    /// The value of `raw`: sign in the top bit, then exponent and mantissa
+    /// (Table 30: E = 0 is 2^(1−bias)·M/2^m, else 2^(E−bias)·(1 + M/2^m)).
+    fn value(self, raw: u8) -> f64 {
+        let (man_bits, bias) = match self {
+            Mx::Fp8 => (3, 7),
+            Mx::Bf8 => (2, 15),
+            Mx::Fp6 => (3, 1),
+            Mx::Bf6 => (2, 3),
+            Mx::Fp4 => (1, 1),
+        };
+        let width = self.bits() as u32;
+        let sign = raw >> (width - 1) & 1;
+        let exp = i32::from(raw >> man_bits) & ((1 << (width - 1 - man_bits)) - 1);
+        let man = f64::from(raw & ((1 << man_bits) - 1)) / f64::from(1u32 << man_bits);
+        let mag = if exp == 0 {
+            man * 2f64.powi(1 - bias)
+        } else {
+            (1.0 + man) * 2f64.powi(exp - bias)
+        };
+        if sign == 1 { -mag } else { mag }
+    }
+
+    /// A random element: any code for the six- and four-bit formats, any
+    /// finite one for FP8 and BF8 (the top magnitudes fold down).
+    fn random(self, rng: &mut Rng) -> u8 {
+        let r = (rng.next_u64() >> 24) as u8;
+        match self {
+            Mx::Fp8 if r & 0x7F == 0x7F => r & 0xF7,
+            Mx::Bf8 if r & 0x7C == 0x7C => r & 0xBF,
+            Mx::Fp8 | Mx::Bf8 => r,
+            _ => r & ((1 << self.bits()) - 1),
+        }
+    }
+}
+
+/// One `mx_*` kernel: shape M×M×K, A's and B's formats, and the scale
+/// bytes it reads (`None`: the unscaled instruction, scale 1).
+struct MxCase {
+    kernel: &'static str,
+    m: usize,
+    k: usize,
+    a: Mx,
+    b: Mx,
+    sel: Option<(u32, u32)>,
+}
+
+#[rustfmt::skip]
+const MX_CASES: &[MxCase] = &[
+    mx("mx_16x16x128_fp8_fp8_sel1_2", 16, (Mx::Fp8, Mx::Fp8), Some((1, 2))),
+    mx("mx_16x16x128_bf8_fp8_sel3_0", 16, (Mx::Bf8, Mx::Fp8), Some((3, 0))),
+    mx("mx_16x16x128_fp6_fp4_sel0_3", 16, (Mx::Fp6, Mx::Fp4), Some((0, 3))),
+    mx("mx_32x32x64_bf8_bf6_sel2_1", 32, (Mx::Bf8, Mx::Bf6), Some((2, 1))),
+    mx("mx_32x32x64_fp4_bf8_sel0_0", 32, (Mx::Fp4, Mx::Bf8), Some((0, 0))),
+    mx("mx_16x16x128_fp8_bf8_unscaled", 16, (Mx::Fp8, Mx::Bf8), None),
+];
+
+const fn mx(kernel: &'static str, m: usize, (a, b): (Mx, Mx), sel: Option<(u32, u32)>) -> MxCase {
+    MxCase {
+        kernel,
+        m,
+        k: 2048 / m,
+        a,
+        b,
+        sel,
+    }
+}
+
+impl MxCase {
+    /// The k of item `e` (0..32) of `lane`, in format `f` (§7.1.5.1): the
+    /// lane's group g = lane / M; FP8/BF8 items 0-15 are k = 16·g + e and
+    /// items 16-31 the same in K's second half; FP6/BF6/FP4 items are
+    /// k = 32·g + e.
+    fn k_of(&self, f: Mx, lane: usize, e: usize) -> usize {
+        let g = lane / self.m;
+        match f {
+            Mx::Fp8 | Mx::Bf8 if e < 16 => 16 * g + e,
+            Mx::Fp8 | Mx::Bf8 => self.k / 2 + 16 * g + e - 16,
+            _ => 32 * g + e,
+        }
+    }
+
+    /// The single-block C/D slot, as the calculator gives it.
+    fn cd_slot(&self, i: usize, j: usize) -> (usize, usize) {
+        case("", (self.m, self.k, 1), F32, (0, 0, 0)).cd_slot(i, j, 0)
+    }
+}
+
+/// Packs each lane's 32 items LSB first (§7.1.4) into `bits` dwords, each
+/// lane's padded to a power of two as the kernels' SIMD types are (an FP6
+/// operand, `<6 x i32>`, takes 32 bytes in memory).
+fn mx_bytes(f: Mx, items: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for lane in items {
+        let mut words = vec![0u32; f.bits().next_power_of_two()];
+        for (e, &raw) in lane.iter().enumerate() {
+            let bit = e * f.bits();
+            let v = u64::from(raw) << (bit % 32);
+            words[bit / 32] |= v as u32;
+            if bit % 32 + f.bits() > 32 {
+                words[bit / 32 + 1] |= (v >> 32) as u32;
+            }
+        }
+        out.extend(words.iter().flat_map(|w| w.to_le_bytes()));
+    }
+    out
+}
+
+fn run_mx(d: &Gpu, p: &Program, case: &MxCase, seed: u64) {
+    let mut rng = Rng(seed);
+    let items = |f: Mx, rng: &mut Rng| -> Vec<Vec<u8>> {
+        (0..LANES)
+            .map(|_| (0..32).map(|_| f.random(rng)).collect())
+            .collect()
+    };
+    let (a, b) = (items(case.a, &mut rng), items(case.b, &mut rng));
+    let cd = case.m * case.m / LANES;
+    let c: Vec<u32> = (0..LANES * cd)
+        .map(|_| F32.random(&mut rng) as u32)
+        .collect();
+    // Every byte of every scale register a plausible scale, 2^-7 to 2^7,
+    // so reading the wrong byte or lane shows.
+    let mut scales = || -> Vec<u32> {
+        (0..LANES)
+            .map(|_| u32::from_le_bytes(std::array::from_fn(|_| 120 + (rng.next_u64() % 15) as u8)))
+            .collect()
+    };
+    let (sa, sb) = (scales(), scales());
+
+    // The model: A[i][k], B[k][j] from the lanes; scales by (row, block).
+    let mut am = vec![vec![0f64; case.k]; case.m];
+    let mut bm = vec![vec![0f64; case.m]; case.k];
+    for lane in 0..LANES {
+        for e in 0..32 {
+            am[lane % case.m][case.k_of(case.a, lane, e)] = case.a.value(a[lane][e]);
+            bm[case.k_of(case.b, lane, e)][lane % case.m] = case.b.value(b[lane][e]);
+        }
+    }
+    let scale = |regs: &[u32], row: usize, block: usize, sel: u32| match case.sel {
+        // §7.2: lane row + M·block holds the scale, 2^(s − 127).
+        Some(_) => 2f64.powi((regs[row + case.m * block] >> (8 * sel) & 0xFF) as i32 - 127),
+        None => 1.0,
+    };
+    let (sel_a, sel_b) = case.sel.unwrap_or((0, 0));
+    let mut want = vec![(0f32, 0f64); LANES * cd];
+    for (i, a_row) in am.iter().enumerate() {
+        for j in 0..case.m {
+            let (reg, lane) = case.cd_slot(i, j);
+            let cv = f64::from(f32::from_bits(c[lane * cd + reg]));
+            let (mut sum, mut mag) = (cv, cv.abs());
+            for (k, (x, b_row)) in a_row.iter().zip(&bm).enumerate() {
+                let s = scale(&sa, i, k / 32, sel_a) * scale(&sb, j, k / 32, sel_b);
+                let term = s * x * b_row[j];
+                sum += term;
+                mag += term.abs();
+            }
+            want[lane * cd + reg] = (sum as f32, mag);
+        }
+    }
+
+    let c_raw: Vec<u8> = c.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let d_len = c_raw.len();
+    let poison: Vec<u8> = u32::POISON.to_le_bytes().repeat(d_len / 4 + 1);
+    let words = |v: &[u32]| -> Vec<u8> { v.iter().flat_map(|w| w.to_le_bytes()).collect() };
+    let mut buffers = vec![
+        upload(d, &mx_bytes(case.a, &a)),
+        upload(d, &mx_bytes(case.b, &b)),
+        upload(d, &c_raw),
+        upload(d, &poison),
+    ];
+    if case.sel.is_some() {
+        buffers.push(upload(d, &words(&sa)));
+        buffers.push(upload(d, &words(&sb)));
+    }
+    let kernarg: Vec<u8> = buffers.iter().flat_map(|p| p.to_le_bytes()).collect();
+    d.run(p, case.kernel, [64, 1, 1], [64, 1, 1], &kernarg)
+        .unwrap_or_else(|e| panic!("{:?} {}: {e}", d.target, case.kernel));
+    let mut got = vec![0u8; d_len + 4];
+    d.memory().read_bytes(buffers[3], &mut got).expect("read D");
+    assert_eq!(
+        got[d_len..],
+        u32::POISON.to_le_bytes(),
+        "{}: wrote past D",
+        case.kernel
+    );
+    for (n, &(w, mag)) in want.iter().enumerate() {
+        let g = f32::from_le_bytes(got[4 * n..][..4].try_into().expect("4 bytes"));
+        let tol = mag * 4.0 * f64::from(f32::EPSILON);
+        assert!(
+            (f64::from(g) - f64::from(w)).abs() <= tol,
+            "{} lane {} element {}: {g} vs {w} (±{tol})",
+            case.kernel,
+            n / cd,
+            n % cd
+        );
+    }
+    for a in buffers {
+        d.memory().free(a).expect("free");
+    }
+}
+
+#[test]
+fn gfx950_f8f6f4_mfma_match_the_microscaling_model() {
+    for sim in simulated(TEST_KERNELS) {
+        let want: Vec<&str> = if sim.d.target == Target::Gfx950 {
+            let mut v: Vec<&str> = MX_CASES.iter().map(|c| c.kernel).collect();
+            v.sort_unstable();
+            v
+        } else {
+            Vec::new()
+        };
+        assert_eq!(sim.kernels_named("mx_"), want, "{:?}", sim.d.target);
+        let Sim { d, p } = sim;
+        if d.target != Target::Gfx950 {
+            continue;
+        }
+        for (n, case) in MX_CASES.iter().enumerate() {
+            run_mx(&d, &p, case, 0x5EED_0000 ^ (n as u64) << 8);
+        }
     }
 }

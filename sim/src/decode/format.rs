@@ -402,12 +402,44 @@ pub fn classify(code: &[u32], target: Target) -> Result<Classified, DecodeError>
             available: code.len(),
         });
     }
+    if let Some(scaled) = scaled_mfma(code, mnemonic, enc) {
+        return Ok(scaled);
+    }
     Ok(Classified {
         format,
         opcode,
         mnemonic,
         paired,
         words,
+    })
+}
+
+/// gfx950's block-scaled MFMA: a `v_mfma_ld_scale_b32` dword pair (the
+/// scales of A and B) directly followed by an `f8f6f4` MFMA pair whose
+/// ABID is 1 is one 128-bit instruction, `v_mfma_scale_f32_*_f8f6f4`
+/// (CDNA4 ISA §7.2.1: "two back-to-back VOP3P's, where the first has the
+/// constant 0xD3AC"; LLVM's `VOP3PX_Real_ScaledMFMA`). Any other ABID
+/// leaves two instructions, as `llvm-objdump` decodes them: a stand-alone
+/// `v_mfma_ld_scale_b32` and the unscaled MFMA (ABID 0), or words it does
+/// not decode.
+fn scaled_mfma(code: &[u32], mnemonic: &'static str, enc: Encoding) -> Option<Classified> {
+    if enc != Encoding::Gfx9 || mnemonic != "v_mfma_ld_scale_b32" {
+        return None;
+    }
+    let &[_, _, w2, _, ..] = code else {
+        return None;
+    };
+    let name = match w2 >> 16 {
+        0xD3AD => "v_mfma_scale_f32_16x16x128_f8f6f4",
+        0xD3AE => "v_mfma_scale_f32_32x32x64_f8f6f4",
+        _ => return None,
+    };
+    (w2 >> 11 & 0xF == 1).then_some(Classified {
+        format: Format::Vop3p,
+        opcode: (w2 >> 16 & 0x7F) as u16,
+        mnemonic: name,
+        paired: None,
+        words: 4,
     })
 }
 

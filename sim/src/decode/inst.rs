@@ -276,7 +276,8 @@ pub struct Mai {
     /// ABID: which block of its group each block reads A from.
     pub abid: u8,
     /// BLGP: B's lane broadcast or rotation pattern (on gfx942's f64
-    /// shapes: negation of A, B and C).
+    /// shapes: negation of A, B and C). gfx950's `f8f6f4` forms read CBSZ
+    /// as A's and BLGP as B's element format.
     pub blgp: u8,
 }
 
@@ -349,6 +350,11 @@ pub mod flag {
 ///   `src[0..3]`; the short encodings' implied VCC is explicit. MAI:
 ///   `src[0..3]` = A, B, C (AGPRs where the ACC bits say); `v_smfmac_*`
 ///   accumulate into `vdst` and have the sparsity-index VGPR in `src[2]`.
+///   gfx950's block-scaled `v_mfma_scale_*` keep their prefix's fields:
+///   `imm` = the A and B scale operands' 9-bit source fields (bits 8:0
+///   and 17:9, [`Inst::scale_sources`]), `mods.op_sel`/`op_sel_hi` bit 0
+///   (A) and bit 1 (B) = the low and high bits of the scale byte each
+///   reads (CDNA4 ISA §7.2.1).
 /// - DS: `vdst`, `src[0]` = ADDR, `src[1]` = DATA0, `src[2]` = DATA1,
 ///   `imm` = OFFSET0 | OFFSET1 << 8.
 /// - FLAT/GLOBAL/SCRATCH: `vdst`, `src[0]` = ADDR (`None` when off),
@@ -447,6 +453,17 @@ impl Inst {
         }
     }
 
+    /// The A and B scale operands of a block-scaled MFMA and the byte of
+    /// each 32-bit scale that applies, 0 (bits 7:0) to 3 (bits 31:24).
+    pub fn scale_sources(&self) -> [(Src, u8); 2] {
+        let (op_sel, hi) = (self.mods.op_sel, self.mods.op_sel_hi);
+        [0, 1].map(|x| {
+            let code = bits(self.imm as u32, 9 * x, 9);
+            let byte = (op_sel >> x & 1) | (hi >> x & 1) << 1;
+            (Src::vector(code, None), byte)
+        })
+    }
+
     /// Whether the data and destination registers of a memory or MAI
     /// instruction are AGPRs (the ACC bit).
     pub fn acc(&self) -> bool {
@@ -520,7 +537,8 @@ pub(super) fn is_mac(mnemonic: &str) -> bool {
 
 /// MAI (matrix) instructions of the VOP3P encoding space.
 pub fn is_mai(mnemonic: &str) -> bool {
-    mnemonic.starts_with("v_mfma") || mnemonic.starts_with("v_smfmac")
+    (mnemonic.starts_with("v_mfma") || mnemonic.starts_with("v_smfmac"))
+        && mnemonic != "v_mfma_ld_scale_b32"
 }
 
 /// Decodes the instruction at the start of `code`.
@@ -703,6 +721,14 @@ pub fn decode(code: &[u32], target: Target) -> Result<Inst, DecodeError> {
             }
         }
         Format::Vop3p => {
+            // A block-scaled MFMA is the scale prefix's dword pair, then
+            // the MFMA's ([`super::format::classify`]).
+            let scaled = words == 4 && is_mai(mnemonic);
+            let (prefix, w0, w1) = if scaled {
+                (Some((w0, w1)), code[2], code[3])
+            } else {
+                (None, w0, w1)
+            };
             i.vdst = bits(w0, 0, 8) as u16;
             if is_mai(mnemonic) {
                 let acc = bits(w1, 27, 2);
@@ -719,6 +745,13 @@ pub fn decode(code: &[u32], target: Target) -> Result<Inst, DecodeError> {
                 }
                 if acc_cd {
                     i.flags |= flag::ACC_CD;
+                }
+                if let Some((p0, p1)) = prefix {
+                    // The scale prefix's fields, where a VOP3P keeps them
+                    // (slot table above).
+                    i.imm = bits(p1, 0, 18) as i32;
+                    i.mods.op_sel = bits(p0, 11, 2) as u8;
+                    i.mods.op_sel_hi = bits(p1, 27, 2) as u8;
                 }
                 i.ext = Ext::Mai(Mai {
                     cbsz: bits(w0, 8, 3) as u8,

@@ -1454,7 +1454,10 @@ fn vop3p(p: &mut Printer, i: &Inst, dty: Ty, sty: [Ty; 3], target: Target) {
     } else {
         (dty, sty)
     };
-    range(p.op(), "v", i.vdst.into(), dty.dwords());
+    // gfx950's stand-alone scale load has no destination operand.
+    if m != "v_mfma_ld_scale_b32" {
+        range(p.op(), "v", i.vdst.into(), dty.dwords());
+    }
     for (k, ty) in sty.iter().enumerate().take(nsrc) {
         let neg = mix && i.mods.neg & (1 << k) != 0;
         let abs = mix && i.mods.neg_hi & (1 << k) != 0;
@@ -1559,6 +1562,9 @@ fn mai_shape(m: &str) -> (u8, u8, u8) {
 }
 
 fn mai(p: &mut Printer, i: &Inst, target: Target) {
+    if i.mnemonic.ends_with("_f8f6f4") {
+        return mai_f8f6f4(p, i);
+    }
     let (a, b, d) = mai_shape(i.mnemonic);
     let acc_cd = i.flags & flag::ACC_CD != 0;
     range(p.op(), if acc_cd { "a" } else { "v" }, i.vdst.into(), d);
@@ -1595,6 +1601,48 @@ fn mai(p: &mut Printer, i: &Inst, target: Target) {
         );
     } else if blgp != 0 {
         let _ = write!(p.out, " blgp:{blgp}");
+    }
+}
+
+/// gfx950's `f8f6f4` MFMA, scaled or not: A and B as wide as the formats
+/// CBSZ and BLGP name (`exec::mfma_mx`; `llvm-objdump` prints the tuple
+/// from them too), then the two scale VGPRs with their byte selects as
+/// OP_SEL/OP_SEL_HI (whose third bit is always clear, so OP_SEL_HI always
+/// prints), then the formats. ABID, 1 in every scaled form, is not shown.
+fn mai_f8f6f4(p: &mut Printer, i: &Inst) {
+    use crate::exec::mfma_mx::{Format, Op};
+    let Ext::Mai(mai) = i.ext else {
+        return;
+    };
+    let Some(op) = Op::of(i.mnemonic) else {
+        return;
+    };
+    let acc_cd = i.flags & flag::ACC_CD != 0;
+    let d = op.cd_regs() as u8;
+    range(p.op(), if acc_cd { "a" } else { "v" }, i.vdst.into(), d);
+    let regs = |code: u8| Format::of(code).map_or(8, Format::regs) as u8;
+    src(p.op(), i.src[0], Ty::Regs(regs(mai.cbsz)));
+    src(p.op(), i.src[1], Ty::Regs(regs(mai.blgp)));
+    let cty = if matches!(i.src[2], Src::Vgpr(_) | Src::Agpr(_)) {
+        Ty::Regs(d)
+    } else {
+        Ty::F32
+    };
+    src(p.op(), i.src[2], cty);
+    if op.scaled {
+        let [(sa, a), (sb, b)] = i.scale_sources();
+        src(p.op(), sa, Ty::I32);
+        src(p.op(), sb, Ty::I32);
+        if (a | b) & 1 != 0 {
+            let _ = write!(p.out, " op_sel:[{},{},0]", a & 1, b & 1);
+        }
+        let _ = write!(p.out, " op_sel_hi:[{},{},0]", a >> 1, b >> 1);
+    }
+    if mai.cbsz != 0 {
+        let _ = write!(p.out, " cbsz:{}", mai.cbsz);
+    }
+    if mai.blgp != 0 {
+        let _ = write!(p.out, " blgp:{}", mai.blgp);
     }
 }
 
@@ -2342,6 +2390,59 @@ mod tests {
             Gfx950,
             &[0xD2330723, 0xDC142304],
             "v_bitop3_b16 v35, v4, s17, v5 bitop3:0xfe",
+        ),
+        // gfx950's f8f6f4 MFMAs: the 128-bit scaled form, tuples from
+        // CBSZ/BLGP (`llvm-objdump --mcpu=gfx950` of these words).
+        (
+            Gfx950,
+            &[0xD3AC0000, 0x00022B14, 0xD3AD0800, 0x04021904],
+            "v_mfma_scale_f32_16x16x128_f8f6f4 v[0:3], v[4:11], v[12:19], v[0:3], v20, v21 \
+             op_sel_hi:[0,0,0]",
+        ),
+        (
+            Gfx950,
+            &[0xD3AC1800, 0x18022B14, 0xD3AD0B00, 0x84021904],
+            "v_mfma_scale_f32_16x16x128_f8f6f4 v[0:3], v[4:9], v[12:15], v[0:3], v20, v21 \
+             op_sel:[1,1,0] op_sel_hi:[1,1,0] cbsz:3 blgp:4",
+        ),
+        (
+            Gfx950,
+            &[0xD3AC0000, 0x00024320, 0xD3AE0800, 0x04023110],
+            "v_mfma_scale_f32_32x32x64_f8f6f4 v[0:15], v[16:23], v[24:31], v[0:15], v32, v33 \
+             op_sel_hi:[0,0,0]",
+        ),
+        (
+            Gfx950,
+            &[0xD3AC0000, 0x00022B14, 0xD3AD8800, 0x04021904],
+            "v_mfma_scale_f32_16x16x128_f8f6f4 a[0:3], v[4:11], v[12:19], a[0:3], v20, v21 \
+             op_sel_hi:[0,0,0]",
+        ),
+        (
+            Gfx950,
+            &[0xD3AC0000, 0x00022B14, 0xD3AD0800, 0x1C021904],
+            "v_mfma_scale_f32_16x16x128_f8f6f4 v[0:3], a[4:11], a[12:19], v[0:3], v20, v21 \
+             op_sel_hi:[0,0,0]",
+        ),
+        // ABID 0: a stand-alone scale load, then the unscaled MFMA.
+        (
+            Gfx950,
+            &[0xD3AC4000, 0x18020501, 0xD3AD0000, 0x04021904],
+            "v_mfma_ld_scale_b32 v1, v2",
+        ),
+        (
+            Gfx950,
+            &[0xD3AD0000, 0x04021904],
+            "v_mfma_f32_16x16x128_f8f6f4 v[0:3], v[4:11], v[12:19], v[0:3]",
+        ),
+        (
+            Gfx950,
+            &[0xD3AD0400, 0x84021904],
+            "v_mfma_f32_16x16x128_f8f6f4 v[0:3], v[4:7], v[12:15], v[0:3] cbsz:4 blgp:4",
+        ),
+        (
+            Gfx950,
+            &[0xD3AE0100, 0x24023110],
+            "v_mfma_f32_32x32x64_f8f6f4 v[0:15], v[16:23], v[24:31], v[0:15] cbsz:1 blgp:1",
         ),
     ];
 

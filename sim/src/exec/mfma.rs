@@ -326,7 +326,7 @@ impl Layout {
 /// The words of a non-register MAI operand (SrcC may be an inline
 /// constant) for even and odd registers: the value in each 32-bit
 /// register, or its halves in each pair for f64.
-fn constant(w: &Wave, src: Src, f64: bool) -> Result<[u32; 2], Fault> {
+pub(super) fn constant(w: &Wave, src: Src, f64: bool) -> Result<[u32; 2], Fault> {
     if f64 {
         let v = w.s64_of(src, Ty::F64)?;
         Ok([v as u32, (v >> 32) as u32])
@@ -338,7 +338,7 @@ fn constant(w: &Wave, src: Src, f64: bool) -> Result<[u32; 2], Fault> {
 
 /// `count` registers from `r` of the VGPRs or (`acc`) AGPRs, faulting on
 /// the first that does not exist.
-fn registers(w: &Wave, r: u16, count: usize, acc: bool) -> Result<&[Lanes], Fault> {
+pub(super) fn registers(w: &Wave, r: u16, count: usize, acc: bool) -> Result<&[Lanes], Fault> {
     for n in 0..count {
         w.vreg(r + n as u16, acc)?;
     }
@@ -706,7 +706,7 @@ fn rows_i32<const W: usize>(
 
 /// Where C comes from.
 #[derive(Clone, Copy)]
-enum CSource {
+pub(super) enum CSource {
     /// Registers from `at` of the VGPRs or (`acc`) AGPRs.
     Registers { at: usize, acc: bool },
     /// A [`constant`]'s words for even and odd registers.
@@ -715,7 +715,13 @@ enum CSource {
 
 /// Copies C into the `count` registers from `at` of the VGPRs or (`acc`)
 /// AGPRs, which C may overlap, and gives those registers.
-fn c_into_d(w: &mut Wave, c: CSource, at: usize, count: usize, acc: bool) -> &mut [Lanes] {
+pub(super) fn c_into_d(
+    w: &mut Wave,
+    c: CSource,
+    at: usize,
+    count: usize,
+    acc: bool,
+) -> &mut [Lanes] {
     match c {
         CSource::Constant(words) => {
             let file = if acc { &mut w.a } else { &mut w.v };

@@ -32,6 +32,7 @@ pub mod dpp;
 pub mod ds;
 pub mod flat;
 pub mod mfma;
+pub mod mfma_mx;
 pub mod mubuf;
 pub mod names;
 #[cfg(test)]
@@ -60,6 +61,7 @@ fn registry() -> &'static HashMap<&'static str, Exec> {
             ds::OPS,
             mubuf::OPS,
             mfma::OPS,
+            mfma_mx::OPS,
             vopd::OPS,
             wmma::OPS,
         ]

@@ -28,7 +28,9 @@
 //! ones AMD's matrix instruction calculator lists as supported for the
 //! instruction (`--detail-instruction`, "CBSZ and ABID bits supported",
 //! "BLGP bits supported"); the xf32, fp8/bf8 and K-doubled i8 shapes
-//! support none, so they run plain.
+//! support none, so they run plain. gfx950's `f8f6f4` forms (the `mx_*`
+//! kernels) read CBSZ and BLGP as A's and B's formats and take per-lane
+//! block scales as two more buffers.
 
 use core::arch::amdgpu::workitem_id_x;
 
@@ -38,6 +40,8 @@ vectors! {
     F32x16 = [f32; 16];
     F32x32 = [f32; 32];
     I32x4 = [i32; 4];
+    I32x6 = [i32; 6];
+    I32x8 = [i32; 8];
     I32x16 = [i32; 16];
     I32x32 = [i32; 32];
     F16x4 = [f16; 4];
@@ -274,6 +278,114 @@ mfma! {
     }
     "llvm.amdgcn.mfma.i32.16x16x64.i8" fn mfma_i32_16x16x64_i8(I32x4, I32x4) {
         mfma_i32_16x16x64_i8_plain: 0, 0, 0;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// gfx950 only (CDNA4): the f8f6f4 forms with OCP Microscaling block scales
+// ---------------------------------------------------------------------------
+
+/// Declares each `llvm.amdgcn.mfma.scale.*.f8f6f4` overload once (A's and
+/// B's vector widths: 8, 6 or 4 dwords for FP8/BF8, FP6/BF6, FP4), and for
+/// each a list of kernels `name: cbsz, blgp, sel_a, sel_b`: A's and B's
+/// formats (0 FP8, 1 BF8, 2 FP6, 3 BF6, 4 FP4) and the byte of each scale
+/// register that holds the scale, all `immarg`s. The kernels are `fn(a,
+/// b, c, d, scale_a, scale_b)`, the scales one u32 per lane.
+#[cfg(aqueduct_gfx = "gfx950")]
+macro_rules! mfma_scale {
+    ($($intrinsic:literal fn $f:ident($a:ty, $b:ty, $cd:ty) {
+        $($kernel:ident: $cbsz:literal, $blgp:literal, $sel_a:literal, $sel_b:literal;)*
+    })*) => {
+        unsafe extern "C" {
+            $(
+                #[link_name = $intrinsic]
+                fn $f(a: $a, b: $b, c: $cd, cbsz: i32, blgp: i32, sel_a: i32, scale_a: u32,
+                    sel_b: i32, scale_b: u32) -> $cd;
+            )*
+        }
+        $($(
+            #[doc = concat!("`", $intrinsic, "` with CBSZ ", $cbsz, ", BLGP ", $blgp,
+                ", scale bytes ", $sel_a, " and ", $sel_b, " (one wave, operands by lane).")]
+            #[unsafe(no_mangle)]
+            pub extern "gpu-kernel" fn $kernel(
+                a: *const $a,
+                b: *const $b,
+                c: *const $cd,
+                d: *mut $cd,
+                scale_a: *const u32,
+                scale_b: *const u32,
+            ) {
+                let lane = workitem_id_x() as usize;
+                // SAFETY: the test gives every buffer one element per lane
+                // of the single 64-lane wave it launches. The intrinsic's
+                // types are LLVM's and its immargs literals.
+                unsafe {
+                    let r = $f(
+                        a.add(lane).read(),
+                        b.add(lane).read(),
+                        c.add(lane).read(),
+                        $cbsz,
+                        $blgp,
+                        $sel_a,
+                        scale_a.add(lane).read(),
+                        $sel_b,
+                        scale_b.add(lane).read(),
+                    );
+                    d.add(lane).write(r);
+                }
+            }
+        )*)*
+    };
+}
+
+#[cfg(aqueduct_gfx = "gfx950")]
+mfma_scale! {
+    "llvm.amdgcn.mfma.scale.f32.16x16x128.f8f6f4.v8i32.v8i32"
+    fn mfma_scale_16x16x128_8_8(I32x8, I32x8, F32x4) {
+        mx_16x16x128_fp8_fp8_sel1_2: 0, 0, 1, 2;
+        mx_16x16x128_bf8_fp8_sel3_0: 1, 0, 3, 0;
+    }
+    "llvm.amdgcn.mfma.scale.f32.16x16x128.f8f6f4.v6i32.v4i32"
+    fn mfma_scale_16x16x128_6_4(I32x6, I32x4, F32x4) {
+        mx_16x16x128_fp6_fp4_sel0_3: 2, 4, 0, 3;
+    }
+    "llvm.amdgcn.mfma.scale.f32.32x32x64.f8f6f4.v8i32.v6i32"
+    fn mfma_scale_32x32x64_8_6(I32x8, I32x6, F32x16) {
+        mx_32x32x64_bf8_bf6_sel2_1: 1, 3, 2, 1;
+    }
+    "llvm.amdgcn.mfma.scale.f32.32x32x64.f8f6f4.v4i32.v8i32"
+    fn mfma_scale_32x32x64_4_8(I32x4, I32x8, F32x16) {
+        mx_32x32x64_fp4_bf8_sel0_0: 4, 1, 0, 0;
+    }
+}
+
+/// The unscaled `v_mfma_f32_16x16x128_f8f6f4`: LLVM has no intrinsic of
+/// its own and selects it for the scaled one with both scales the
+/// constant 0 and byte 0. The instruction scales by 1 (CDNA4 ISA §7.1.5),
+/// so the scale operands here never reach the machine.
+#[cfg(aqueduct_gfx = "gfx950")]
+#[unsafe(no_mangle)]
+pub extern "gpu-kernel" fn mx_16x16x128_fp8_bf8_unscaled(
+    a: *const I32x8,
+    b: *const I32x8,
+    c: *const F32x4,
+    d: *mut F32x4,
+) {
+    let lane = workitem_id_x() as usize;
+    // SAFETY: as the kernels above; 0 and 1 are FP8 and BF8.
+    unsafe {
+        let r = mfma_scale_16x16x128_8_8(
+            a.add(lane).read(),
+            b.add(lane).read(),
+            c.add(lane).read(),
+            0,
+            1,
+            0,
+            0,
+            0,
+            0,
+        );
+        d.add(lane).write(r);
     }
 }
 
