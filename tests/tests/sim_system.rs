@@ -838,7 +838,11 @@ fn compile_ir(name: &str, target: Target, attrs: &str) -> Sim {
     let dir = std::env::temp_dir().join(format!("aqueduct-ir-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let ir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("ir/{name}.ll"));
-    let stem = format!("{name}-{}{attrs}", target.name());
+    // Tests running side by side may compile the same file: each build
+    // gets its own name.
+    static BUILDS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = BUILDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let stem = format!("{name}-{}{attrs}-{n}", target.name());
     let (object, hsaco) = (
         dir.join(format!("{stem}.o")),
         dir.join(format!("{stem}.hsaco")),
@@ -960,5 +964,114 @@ fn rdna_buffer_accesses_follow_the_out_of_bounds_select() {
             assert_same(&stored, &want_dst, &format!("{what}: stores"));
             sim.free(&[src, dst, out]);
         }
+    }
+}
+
+/// gfx950's transposing LDS reads (tests/ir/gfx950_lds_probe.ll: one
+/// wave, LDS filled with random words, each lane reading at a random
+/// address). Within each 16-lane group the lanes' chunks (64 bits, 96 for
+/// b6) form a matrix of `bits`-wide elements, E to a chunk: row n is the
+/// chunks of lanes n·R..n·R+R−1 side by side (R = 16/E), and lane c
+/// receives column c, its n-th element from row n. That is the layout
+/// AMD's hardware test of these reads expects (rocRoller's
+/// `TransposeLoadsTest`) and Triton's `lowerDsReadTr` states ("lane 0
+/// receives [t0,t4,t8,t12]" for b16); the CDNA4 ISA (§12.12, §11.4)
+/// gives no formula.
+#[test]
+fn gfx950_transposing_lds_reads_give_each_lane_a_column() {
+    let sim = compile_ir("gfx950_lds_probe", Target::Gfx950, "");
+    let mut rng = Rng::new(0x7A95);
+    for (kernel, bits, chunk_bytes) in [
+        ("tr4", 4, 8),
+        ("tr8", 8, 8),
+        ("tr16", 16, 8),
+        ("tr6", 6, 12),
+    ] {
+        let lds: Vec<u32> = (0..1024).map(|_| rng.u32()).collect();
+        // b64 reads 8-byte aligned; b96 16-byte aligned, as rocRoller pads.
+        let align = if bits == 6 { 16 } else { 8 };
+        let addr: Vec<u32> = (0..64)
+            .map(|_| rng.u32() % (4096 / align - 1) * align)
+            .collect();
+        let (input, addresses) = (sim.upload(&lds), sim.upload(&addr));
+        let out = sim.poisoned::<u32>(4 * 64);
+        sim.run(
+            kernel,
+            (64, 64),
+            &Args::default().u64(out).u64(input).u64(addresses),
+        );
+        let got = sim.output::<u32>(out, 4 * 64, &sim.at(kernel));
+        let bytes: Vec<u8> = lds.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let chunk = |lane: usize| -> u128 {
+            let at = addr[lane] as usize;
+            (0..chunk_bytes).fold(0, |v, k| v | u128::from(bytes[at + k]) << (8 * k))
+        };
+        let per_chunk = if bits == 6 { 16 } else { 64 / bits };
+        let element = |x: u128, e: usize| (x >> (bits * e)) & ((1 << bits) - 1);
+        for lane in 0..64 {
+            let (group, c) = (lane / 16 * 16, lane % 16);
+            let mut want = 0u128;
+            for n in 0..per_chunk {
+                // Row n, column c: chunk ⌊c/E⌋ of the row, element c mod E.
+                let row_lane = group + n * (16 / per_chunk) + c / per_chunk;
+                want |= element(chunk(row_lane), c % per_chunk) << (bits * n);
+            }
+            let dwords = chunk_bytes / 4;
+            let got = (0..dwords).fold(0u128, |v, k| v | u128::from(got[4 * lane + k]) << (32 * k));
+            assert_eq!(got, want, "{} lane {lane}", sim.at(kernel));
+        }
+        // Triton's b16 example, from the chunks themselves.
+        if bits == 16 {
+            let halves: Vec<u128> = [0, 4, 8, 12].map(|t| element(chunk(t), 0)).to_vec();
+            let lane0 = u128::from(got[0]) | u128::from(got[1]) << 32;
+            assert_eq!(
+                (0..4).map(|n| element(lane0, n)).collect::<Vec<_>>(),
+                halves
+            );
+        }
+        sim.free(&[input, addresses, out]);
+    }
+}
+
+/// gfx950's loads to LDS (tests/ir/gfx950_lds_probe.ll): `global_load_lds_
+/// dword/x3/x4` and `buffer_load_dwordx3/x4 ... lds`, M0 = 256, each lane
+/// reading src at its own random dword. Lane l's data lands at LDS byte
+/// 256 + offset + 4·l (one dword) or + 16·l (three or four dwords; CDNA4
+/// ISA §10.3, §9.1.9), the offset moving the source and LDS address alike
+/// (LLVM's `global.load.lds`: "applied to both global and LDS address");
+/// a three-dword load leaves its slot's fourth dword as it was ("writes 3
+/// dwords and skips the 4th"), and every other LDS byte keeps its value.
+#[test]
+fn gfx950_loads_to_lds_place_lanes_by_their_width() {
+    let sim = compile_ir("gfx950_lds_probe", Target::Gfx950, "");
+    let mut rng = Rng::new(0xD3A);
+    for (kernel, dwords, offset) in [
+        ("dma4", 1, 0),
+        ("dma12", 3, 0),
+        ("dma16", 4, 32),
+        ("buf12", 3, 0),
+        ("buf16", 4, 32),
+    ] {
+        let bg: Vec<u32> = (0..1024).map(|_| rng.u32()).collect();
+        let src: Vec<u32> = (0..2048).map(|_| rng.u32()).collect();
+        let idx: Vec<u32> = (0..64).map(|_| rng.u32() % 2000).collect();
+        let (b, s, i) = (sim.upload(&bg), sim.upload(&src), sim.upload(&idx));
+        let out = sim.poisoned::<u32>(1024);
+        sim.run(
+            kernel,
+            (64, 64),
+            &Args::default().u64(out).u64(b).u64(s).u64(i),
+        );
+        let got = sim.output::<u32>(out, 1024, &sim.at(kernel));
+        let mut want = bg.clone();
+        let stride = if dwords == 1 { 1 } else { 4 };
+        for (lane, &at) in idx.iter().enumerate() {
+            let first = (256 + offset) / 4 + stride * lane;
+            for k in 0..dwords {
+                want[first + k] = src[at as usize + offset / 4 + k];
+            }
+        }
+        assert_eq!(got, want, "{}", sim.at(kernel));
+        sim.free(&[b, s, i, out]);
     }
 }

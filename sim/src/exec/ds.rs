@@ -181,9 +181,14 @@ fn all_in_range(lds: &[u8], addr: &Lanes, i: &Inst, mask: u64, bytes: u32) -> bo
     u64::from(highest) + u64::from(i.imm as u32 & 0xFFFF) + u64::from(bytes) <= lds.len() as u64
 }
 
-/// A lane's byte address: ADDR + the instruction's 16-bit offset.
+/// A lane's byte address: ADDR + the instruction's 16-bit offset, modulo
+/// 2^32. LLVM folds an offset into DS instructions whatever the sign of
+/// the base from CI on (`AMDGPUDAGToDAGISel::isDSOffsetLegal` refuses only
+/// Southern Islands, where "a negative base value and an offset don't
+/// seem to work"), so its loops address LDS byte 0 as ADDR 0xFFFFFFC0
+/// with OFFSET 64 (tests/ir/gfx950_lds_probe.ll compiles to that).
 fn lane_address(addr: &Lanes, i: &Inst, l: usize) -> u64 {
-    u64::from(addr[l]) + u64::from(i.imm as u32 & 0xFFFF)
+    u64::from(addr[l].wrapping_add(i.imm as u32 & 0xFFFF))
 }
 
 // ---------------------------------------------------------------------
@@ -377,8 +382,8 @@ fn pair_addresses(addr: &Lanes, i: &Inst, l: usize, elem: u64, st64: bool) -> [u
     let scale = elem * if st64 { ST64 } else { 1 };
     let o0 = u64::from(i.imm as u32 & 0xFF);
     let o1 = u64::from(i.imm as u32 >> 8 & 0xFF);
-    let a = u64::from(addr[l]);
-    [a + o0 * scale, a + o1 * scale]
+    // Modulo 2^32, as [`lane_address`].
+    [o0, o1].map(|o| u64::from(addr[l].wrapping_add((o * scale) as u32)))
 }
 
 fn read2(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, elem: u64, st64: bool) -> R {
@@ -699,6 +704,68 @@ fn nop(_: &mut Wave, _: &Inst, _: &mut Ctx<'_>) -> R {
 }
 
 // ---------------------------------------------------------------------
+// gfx950's transposing reads
+// ---------------------------------------------------------------------
+
+/// `ds_read_b64_tr_b{4,8,16}` and `ds_read_b96_tr_b6` (gfx950): each lane
+/// reads a 64-bit (96-bit for b6) chunk at its address, and every group
+/// of 16 lanes transposes its chunks as a matrix of `bits`-wide elements.
+///
+/// ```text
+///   E = elements per chunk (4 b16, 8 b8, 16 b4, 16 b6), R = 16 / E
+///   group G = lanes 16G..16G+15; chunk X_p read at lane p's address
+///   rows: row n = the chunks of lanes 16G + n·R .. 16G + n·R + R − 1
+///   lane 16G + c, element n  =  element (c mod E) of X_{16G + n·R + ⌊c/E⌋}
+///   (b16: lane 0 gets element 0 of lanes 0, 4, 8, 12)
+/// ```
+///
+/// CDNA4 ISA §12.12 (opcodes 224–227: "interpret the data as a matrix …
+/// and transpose") and §11.4 (their use for column-major A or row-major
+/// B) give no lane formula; the one above is what AMD's hardware test of
+/// these reads expects (rocRoller `TransposeLoadsTest`), as Triton's
+/// `lowerDsReadTr` ("lane 0 receives [t0,t4,t8,t12]") and rocjitsu's
+/// corrected model agree. Elements are packed from bit 0 of a chunk and
+/// of the destination registers (§7.1.4). EXEC must be all ones (§11.4);
+/// other masks are refused. Addresses out of range read zero per dword
+/// (the module's rule), and alignment is not checked, as for plain reads.
+fn read_transposed(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, bits: u32) -> R {
+    no_gds(i)?;
+    if w.exec() != u64::MAX {
+        return Err(Fault::UnimplementedCase {
+            mnemonic: i.mnemonic,
+            case: "EXEC not all ones (CDNA4 ISA §11.4: it must be)",
+        });
+    }
+    let dwords = if bits == 6 { 3 } else { 2 };
+    let per_chunk = if bits == 6 { 16 } else { 64 / bits as usize };
+    let rows_per = 16 / per_chunk;
+    let addr = address_lanes(w, i)?;
+    let (lds, strict) = (&*ctx.lds, ctx.mem.is_strict());
+    let mut chunks = [0u128; LANES];
+    for (l, x) in chunks.iter_mut().enumerate() {
+        let a = lane_address(&addr, i, l);
+        for k in 0..dwords {
+            let at = check(lds, strict, a + 4 * k as u64, 4, false)?;
+            *x |= u128::from(load_at(lds, at, 4)) << (32 * k);
+        }
+    }
+    let mask = (1u128 << bits) - 1;
+    let bits = bits as usize;
+    let dst = regs_mut(w, i.vdst, dwords, i.acc())?;
+    for lane in 0..LANES {
+        let (group, c) = (lane & !15, lane & 15);
+        let v = (0..per_chunk).fold(0u128, |v, n| {
+            let x = chunks[group + n * rows_per + c / per_chunk];
+            v | (x >> (bits * (c % per_chunk)) & mask) << (bits * n)
+        });
+        for (k, reg) in dst.iter_mut().enumerate() {
+            reg[lane] = (v >> (32 * k)) as u32;
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------
 // The table
 // ---------------------------------------------------------------------
 
@@ -749,6 +816,10 @@ ds_ops! {
     "ds_permute_b32" => |w, i, c| permute(w, i, c);
     "ds_bpermute_b32" => |w, i, c| bpermute(w, i, c);
     "ds_nop" => |w, i, c| nop(w, i, c);
+    "ds_read_b64_tr_b4" => |w, i, c| read_transposed(w, i, c, 4);
+    "ds_read_b64_tr_b8" => |w, i, c| read_transposed(w, i, c, 8);
+    "ds_read_b64_tr_b16" => |w, i, c| read_transposed(w, i, c, 16);
+    "ds_read_b96_tr_b6" => |w, i, c| read_transposed(w, i, c, 6);
 }
 
 /// The atomics: (stem, op) for each 32-bit op, with and without `_rtn`.

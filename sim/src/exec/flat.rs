@@ -9,10 +9,15 @@
 //! - SCRATCH: a per-lane private offset from VADDR and/or SADDR plus the
 //!   offset, into the wave's private segment.
 //!
+//! - Loads to LDS (`global_load_lds_*`, `scratch_load_lds_*`, gfx90a's
+//!   LDS bit): the data goes to LDS at an M0-based place per lane instead
+//!   of to registers ([`load_to_lds`]).
+//!
 //! Cache-policy bits (glc/slc/sc0/sc1/nt) are accepted and have no
 //! functional effect, except that atomics return the old value only when
 //! GLC (SC0 on gfx942) is set, as the hardware does.
 
+use crate::decode::inst::code::M0;
 use crate::decode::inst::flag;
 use crate::decode::{Format, Inst, Src};
 use crate::exec::ctx::{Ctx, Exec};
@@ -287,6 +292,15 @@ fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
         Put::Dwords(n) => (4 * n, n),
         Put::Extend { size, .. } | Put::D16 { size, .. } => (size, 1),
     };
+    // gfx90a spells a load to LDS as the plain load with the LDS bit.
+    if i.flags & flag::LDS != 0 {
+        return match put {
+            Put::Dwords(1) | Put::Extend { .. } => load_to_lds(w, i, ctx, bytes),
+            _ => Err(Fault::Unimplemented {
+                mnemonic: i.mnemonic,
+            }),
+        };
+    }
     // Destination registers exist before anything is read.
     w.vreg(i.vdst + dwords as u16 - 1, acc)?;
     let mut out = [[0u32; LANES]; 4];
@@ -318,6 +332,66 @@ fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
     }
     drop(port);
     w.write_regs(i.vdst, acc, &out[..dwords as usize], exec)
+}
+
+/// Loads to LDS ("LDS DMA": `global_load_lds_*`, `scratch_load_lds_*`,
+/// and gfx90a's loads with the LDS bit): each lane in EXEC reads `size`
+/// bytes (1, 2, 4; 12 or 16 on gfx950) at its address as the load would,
+/// and writes them to LDS at `M0[17:2]·4 + OFFSET + lane·4`, `lane·16`
+/// for the 12- and 16-byte forms, whose 12-byte one leaves the slot's
+/// fourth dword as it was; no register is written.
+///
+/// CDNA4 ISA §10.3 (`LDS_ADDR = LDSbase + M0[17:2]*4 + INST.OFFSET +
+/// ThreadID*4`, `ThreadID*16` for DWORDX4) and §9.1.9 ("LOAD_DWORDX3
+/// writes 3 dwords and skips the 4th"); LLVM's `global.load.lds`
+/// intrinsic adds its offset to "both global and LDS address". A byte or
+/// short load writes its own size, as the buffer form does
+/// (`exec::mubuf`). Every lane reads before any LDS byte is written. An
+/// LDS place out of range is skipped (§3.11: LDS DMA "masks off EXEC
+/// bits" rather than faulting) and faults in strict mode, before
+/// anything is read.
+fn load_to_lds(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, size: u32) -> R {
+    let exec = w.exec();
+    let stride: u64 = if size > 4 { 16 } else { 4 };
+    let base = u64::from(w.s[usize::from(M0)] & 0x3_FFFC).wrapping_add(i64::from(i.imm) as u64);
+    let place = |l: usize| base.wrapping_add(stride * l as u64);
+    let lds_len = ctx.lds.len() as u64;
+    let lanes = (0..LANES).filter(|l| exec >> l & 1 != 0);
+    let past = |l: &usize| place(*l).saturating_add(u64::from(size)) > lds_len;
+    if let Some(l) = lanes.clone().find(past)
+        && ctx.mem.is_strict()
+    {
+        return Err(Fault::Memory {
+            space: Space::Lds,
+            address: place(l),
+            size: u64::from(size),
+            write: true,
+        });
+    }
+    let mut data = [[0u32; 4]; LANES];
+    let mut port = Port {
+        m: ctx.mem.access(),
+        lds: ctx.lds,
+    };
+    let (space, at) = (space_of(i), addressing(w, i));
+    for l in lanes.clone() {
+        let loc = at.clone()?.lane(l, u64::from(size))?;
+        port.check(loc, u64::from(size), false, space)?;
+        for (k, d) in data[l]
+            .iter_mut()
+            .enumerate()
+            .take(size.div_ceil(4) as usize)
+        {
+            *d = port.load(advance(loc, 4 * k as u32), size.min(4));
+        }
+    }
+    for l in lanes.filter(|l| !past(l)) {
+        for (k, &d) in data[l].iter().enumerate().take(size.div_ceil(4) as usize) {
+            let o = place(l) + 4 * k as u64;
+            port.store(Loc::Lds(o as u32), size.min(4), d);
+        }
+    }
+    Ok(())
 }
 
 /// `v`'s low `size` bytes, sign-extended when `signed`.
@@ -677,8 +751,29 @@ const CACHE: &[(&str, Exec)] = &[
     ("global_wbinv", buffer_wbl2),
 ];
 
+/// The loads to LDS of gfx942 and gfx950 (separate opcodes there), by
+/// GLOBAL and SCRATCH, and the bytes each moves ([`load_to_lds`]).
+macro_rules! lds_dma {
+    ($($suffix:literal => $size:literal;)*) => {
+        const LDS_DMA: &[(&str, Exec)] = &[$(
+            (concat!("global_load_lds_", $suffix), |w, i, c| load_to_lds(w, i, c, $size)),
+            (concat!("scratch_load_lds_", $suffix), |w, i, c| load_to_lds(w, i, c, $size)),
+        )*];
+    };
+}
+
+lds_dma! {
+    "ubyte" => 1;
+    "sbyte" => 1;
+    "ushort" => 2;
+    "sshort" => 2;
+    "dword" => 4;
+    "dwordx3" => 12;
+    "dwordx4" => 16;
+}
+
 /// Every FLAT/GLOBAL/SCRATCH executor.
-pub const OPS: &[&[(&str, Exec)]] = &[MEM, CACHE];
+pub const OPS: &[&[(&str, Exec)]] = &[MEM, CACHE, LDS_DMA];
 
 #[cfg(test)]
 mod tests {

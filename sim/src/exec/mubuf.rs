@@ -108,7 +108,10 @@
 //! INST.OFFSET + ThreadID*4`). AMD's direct-to-LDS GEMM kernels use
 //! OFFSET 0, so their results do not depend on it. An LDS address out of
 //! range masks the lane ("does NOT return a memory violation", §3.11), a
-//! fault in strict mode.
+//! fault in strict mode. gfx950 adds `buffer_load_dwordx3/x4 ... lds`
+//! and an 18-bit M0 offset (CDNA4 ISA §9.1.9: "M0\[17:0\]"; lanes
+//! "TIDinWave × 16" apart for 3 and 4 dwords, and "LOAD_DWORDX3 writes 3
+//! dwords and skips the 4th"), each dword range-checked on its own.
 //!
 //! The byte and short loads to LDS (`buffer_load_ubyte/sbyte/ushort/sshort
 //! ... lds`) use the same per-lane LDS address, `4 * lane` apart ("for
@@ -153,8 +156,8 @@
 //! SCALED with 32-bit ones).
 //!
 //! Not implemented (no executor, or a fault when the bits ask for it):
-//! multi-dword loads to LDS (they exist from gfx950, which the simulator
-//! does not model), `buffer_store_lds_dword` (gfx90a only: it decodes, but
+//! loads to LDS of two dwords or of other formats than `format_x`,
+//! `buffer_store_lds_dword` (gfx90a only: it decodes, but
 //! the ISA text gives no LDS address for it), `buffer_store_format_*`
 //! (what DST_SEL means for a store is not documented), the d16 format
 //! forms, and MTBUF stores other than their count of 32-bit
@@ -605,8 +608,11 @@ fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
 /// + 4 * lane`; no VGPR is written (module doc).
 fn load_to_lds(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
     let buf = Buffer::of(w, i, ctx.target)?;
+    let gfx950 = ctx.target == crate::decode::Target::Gfx950;
     let (size, format) = match put {
         Put::Dwords(1) => (4, None),
+        // gfx950's wide forms (CDNA4 ISA §9.1.9).
+        Put::Dwords(n @ (3 | 4)) if gfx950 => (4 * n, None),
         Put::Extend { size, .. } => (size, None),
         Put::Format { n: 1, typed: false } => (4, Some(Format::of(i, &buf.rsrc, 1, false)?)),
         _ => {
@@ -618,17 +624,22 @@ fn load_to_lds(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
     let exec = w.exec();
     let va = vaddr(w, i)?;
     let strict = ctx.mem.is_strict();
-    let base = u64::from(w.s[usize::from(M0)] & 0xFFFF) + (i.imm as u64 & 0xFFF);
+    // CDNA4 widens the M0 offset to 18 bits for its 160 KiB LDS (§9.1.9:
+    // "18-bit unsigned byte offset from M0[17:0]"), and its 3- and
+    // 4-dword forms place lanes 16 bytes apart ("(TIDinWave * 16)").
+    let m0_mask = if gfx950 { 0x3_FFFF } else { 0xFFFF };
+    let stride: u64 = if size > 4 { 16 } else { 4 };
+    let base = u64::from(w.s[usize::from(M0)] & m0_mask) + (i.imm as u64 & 0xFFF);
     let lanes = (0..LANES).filter(|l| exec >> l & 1 != 0);
     // Strict mode: every lane's LDS place checked before any is written.
     if let Some(l) = lanes
         .clone()
-        .find(|&l| base + 4 * l as u64 + u64::from(size) > ctx.lds.len() as u64)
+        .find(|&l| base + stride * l as u64 + u64::from(size) > ctx.lds.len() as u64)
         && strict
     {
         return Err(Fault::Memory {
             space: Space::Lds,
-            address: base + 4 * l as u64,
+            address: base + stride * l as u64,
             size: u64::from(size),
             write: true,
         });
@@ -636,22 +647,33 @@ fn load_to_lds(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
     let mut m = ctx.mem.access();
     for l in lanes {
         let lane = buf.lane(&va, i, l);
-        let mut v = 0;
+        let mut v = [0u32; 4];
         if let Some(f) = &format {
             let mut get = |extra: u64, size: u32| buf.read(&mut m, lane, extra, size);
-            v = f.lane(&mut get, buf.in_range(lane, 0, 4))?[0];
-        } else if buf.in_range(lane, 0, size) {
-            let (pieces, n) = buf.pieces(lane, 0, size);
-            for &(a, size, shift) in &pieces[..n] {
-                m.check(a, u64::from(size))
-                    .map_err(|_| memory_fault(a, u64::from(size), false))?;
-                v |= m.load_small(a, size) << shift;
+            v[0] = f.lane(&mut get, buf.in_range(lane, 0, 4))?[0];
+        } else {
+            // Each dword in or out of range on its own (§9.1.5.1).
+            for (k, v) in v.iter_mut().enumerate().take(size.div_ceil(4) as usize) {
+                let (extra, piece) = (4 * k as u64, size.min(4));
+                if !buf.in_range(lane, extra, piece) {
+                    continue;
+                }
+                let (pieces, n) = buf.pieces(lane, extra, piece);
+                for &(a, size, shift) in &pieces[..n] {
+                    m.check(a, u64::from(size))
+                        .map_err(|_| memory_fault(a, u64::from(size), false))?;
+                    *v |= m.load_small(a, size) << shift;
+                }
             }
         }
         // "Memory Buffer to LDS does NOT return a memory violation if the
         // LDS address is out of range, but masks off EXEC bits" (§3.11).
-        let at = (base + 4 * l as u64) as usize;
-        let bytes = v.to_le_bytes();
+        // A 3-dword load leaves its slot's fourth dword as it was.
+        let at = (base + stride * l as u64) as usize;
+        let mut bytes = [0u8; 16];
+        for (b, d) in bytes.as_chunks_mut::<4>().0.iter_mut().zip(v) {
+            *b = d.to_le_bytes();
+        }
         if let Some(dst) = ctx.lds.get_mut(at..at + size as usize) {
             dst.copy_from_slice(&bytes[..size as usize]);
         }
