@@ -8,8 +8,8 @@
 //! Otherwise — these machines run bookworm — the package is fetched from
 //! trixie with `crate::debian` (nothing installed) and unpacked into a scratch
 //! directory (2.3 GB, removed afterwards: only the catalog and small code
-//! objects of chosen gfx90a GEMM kernels, `crate::rocblas_kernels`, are
-//! kept in the cache, `crate::debian::cache_dir`), so a machine downloads
+//! objects of chosen gfx90a and gfx1100 GEMM kernels,
+//! `crate::rocblas_kernels`, are kept in the cache, `crate::debian::cache_dir`), so a machine downloads
 //! it once.
 
 use std::path::PathBuf;
@@ -35,6 +35,22 @@ pub fn gemm_kernels_path() -> PathBuf {
     cache_dir()
         .join("rocblas-trixie")
         .join("gemm-kernels-gfx90a.co")
+}
+
+/// Where the chosen gfx1100 GEMM kernels land
+/// (`crate::tensile_gemm::KERNELS_GFX1100`).
+pub fn gfx1100_gemm_kernels_path() -> PathBuf {
+    cache_dir()
+        .join("rocblas-trixie")
+        .join("gemm-kernels-gfx1100.co")
+}
+
+/// The path of a code object holding AMD's compiled gfx1100 GEMM kernels
+/// `crate::tensile_gemm::KERNELS_GFX1100`, taken out of the package if
+/// not cached.
+pub fn fetch_gfx1100_gemm_kernels() -> Result<PathBuf, String> {
+    fetch_package()?;
+    Ok(gfx1100_gemm_kernels_path())
 }
 
 /// Where the AMD kernels `cargo xtask gemm-report` compares ours with
@@ -83,6 +99,7 @@ pub fn fetch_gemm_kernels() -> Result<PathBuf, String> {
 /// chosen kernels, unless both are cached.
 fn fetch_package() -> Result<(), String> {
     let (catalog, kernels, report) = (path(), gemm_kernels_path(), report_kernels_path());
+    let rdna = gfx1100_gemm_kernels_path();
     let dir = catalog
         .parent()
         .ok_or("cache path has no parent")?
@@ -92,7 +109,7 @@ fn fetch_package() -> Result<(), String> {
     // machine once ran in two of them at once and failed. The later caller
     // finds the cache filled.
     let _one = crate::debian::lock_entry(&dir)?;
-    if catalog.is_file() && kernels.is_file() && report.is_file() {
+    if catalog.is_file() && kernels.is_file() && report.is_file() && rdna.is_file() {
         return Ok(());
     }
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -121,16 +138,13 @@ fn fetch_package() -> Result<(), String> {
     };
     // Written beside, then renamed within the cache directory, so a
     // reader never sees half a file.
+    // The gfx1100 kernels, out of the 223 MB code object of all 4844.
+    let co = std::fs::read(library.join("TensileLibrary_gfx1100.co"))
+        .map_err(|e| format!("the package's gfx1100 kernels: {e}"))?;
+    keep(&co, crate::tensile_gemm::KERNELS_GFX1100, &work, &rdna)?;
     let co = std::fs::read(library.join("TensileLibrary_gfx90a.co"))
         .map_err(|e| format!("the package's gfx90a kernels: {e}"))?;
-    let names: Vec<&str> = crate::tensile_gemm::KERNELS
-        .iter()
-        .map(|k| k.name)
-        .collect();
-    let small = crate::rocblas_kernels::extract(&co, &names)?;
-    let part = work.join("gemm-kernels.part");
-    std::fs::write(&part, small).map_err(|e| format!("{}: {e}", part.display()))?;
-    std::fs::rename(&part, &kernels).map_err(|e| format!("{}: {e}", kernels.display()))?;
+    keep(&co, crate::tensile_gemm::KERNELS, &work, &kernels)?;
     // The GEMM report's AMD kernels: those the package's catalog
     // selects, and by name for any type and tile it selects none of.
     let all = aqueduct_abi::code_object::CodeObject::parse(&co)
@@ -166,6 +180,22 @@ fn fetch_package() -> Result<(), String> {
     std::fs::copy(library.join("TensileLibrary.dat"), &part)
         .map_err(|e| format!("{}: {e}", part.display()))?;
     std::fs::rename(&part, &catalog).map_err(|e| format!("{}: {e}", catalog.display()))
+}
+
+/// Writes a code object of `kernels`, taken out of the package's `co`,
+/// to `to`: beside it in `work` first, then renamed, so a reader never
+/// sees half a file.
+fn keep(
+    co: &[u8],
+    kernels: &[crate::tensile_gemm::Kernel],
+    work: &std::path::Path,
+    to: &std::path::Path,
+) -> Result<(), String> {
+    let names: Vec<&str> = kernels.iter().map(|k| k.name).collect();
+    let small = crate::rocblas_kernels::extract(co, &names)?;
+    let part = work.join("gemm-kernels.part");
+    std::fs::write(&part, small).map_err(|e| format!("{}: {e}", part.display()))?;
+    std::fs::rename(&part, to).map_err(|e| format!("{}: {e}", to.display()))
 }
 
 /// The library directory of an installed `librocblas0` of exactly

@@ -196,6 +196,72 @@ pub const KERNELS: &[Kernel] = &[
     },
 ];
 
+/// rocBLAS 5.5.1's gfx1100 kernels the same package carries (one plain
+/// code object, `TensileLibrary_gfx1100.co`, whose 4844 kernels take the
+/// gfx90a kernels' 176-byte arguments, names and offsets alike): WMMA
+/// (`v_wmma_f32_16x16x16_f16/bf16`, wave32) in f16 and bf16, NN and NT,
+/// and a wave64 f32 one, the smallest macro-tiles of each kind. The same
+/// launch and arguments as [`KERNELS`]; their StaggerU stride shift is
+/// log2(`SUS` / (DepthU × element bytes)) as there.
+pub const KERNELS_GFX1100: &[Kernel] = &[
+    Kernel {
+        what: "f16 NN, f32 compute, WMMA",
+        name: "Cijk_Ailk_Bljk_HHS_BH_MT32x32x16_MI16x16x16x1_SN_1LDSB0_APM1_AF0EM1_AF1EM1_AMAS0_ASE_ASGT_ASAE01_ASCE01_ASEM1_BL1_BS1_DTL0_DTVA0_DVO0_ETSP_EPS1_FL0_GRVW4_GSU1_GSUASB_GLS0_ISA1100_IU1_K1_KLA_LBSPP128_LPA0_LPB8_LDL1_LRVW16_LWPMn1_LDW0_FMA_MIAV1_MDA2_NTA0_NTB0_NTC0_NTD0_NEPBS0_NLCA1_NLCB1_ONLL1_OPLV0_PK0_PAP0_PGR1_PLR1_SIA1_SS1_SU0_SUM0_SUS0_SCIUI1_SPO0_SRVW0_SSO0_SVW1_SNLL0_TT1_16_TLDS1_USFGROn1_VAW2_VSn1_VW1_WSGRA1_WSGRB1_WS32_WG32_4_1_WGM4",
+        ab: Ty::F16,
+        cd: Ty::F16,
+        scalar: Ty::F32,
+        trans_a: false,
+        trans_b: false,
+        tile: [32, 32, 16],
+        threads: 128,
+        wgm: 4,
+        stagger_u: 0,
+        stagger_shift: 0,
+    },
+    Kernel {
+        what: "f16 NT, f32 compute, WMMA",
+        name: "Cijk_Ailk_Bjlk_HHS_BH_MT32x32x32_MI16x16x16x1_SN_1LDSB0_APM1_AF0EM1_AF1EM1_AMAS0_ASE_ASGT_ASAE01_ASCE01_ASEM1_BL1_BS1_DTL0_DTVA0_DVO0_ETSP_EPS1_FL0_GRVW8_GSU1_GSUASB_GLS0_ISA1100_IU1_K1_KLA_LBSPP0_LPA0_LPB0_LDL1_LRVW16_LWPMn1_LDW0_FMA_MIAV1_MDA2_NTA0_NTB0_NTC0_NTD0_NEPBS0_NLCA1_NLCB1_ONLL1_OPLV0_PK0_PAP0_PGR1_PLR1_SIA1_SS1_SU0_SUM0_SUS0_SCIUI1_SPO0_SRVW0_SSO0_SVW1_SNLL0_TT1_16_TLDS0_USFGROn1_VAW2_VSn1_VW1_WSGRA1_WSGRB1_WS32_WG32_4_1_WGM4",
+        ab: Ty::F16,
+        cd: Ty::F16,
+        scalar: Ty::F32,
+        trans_a: false,
+        trans_b: true,
+        tile: [32, 32, 32],
+        threads: 128,
+        wgm: 4,
+        stagger_u: 0,
+        stagger_shift: 0,
+    },
+    Kernel {
+        what: "bf16 NN, f32 compute, WMMA",
+        name: "Cijk_Ailk_Bljk_BBS_BH_MT32x32x16_MI16x16x16x1_SN_1LDSB0_APM1_AF0EM1_AF1EM1_AMAS0_ASE_ASGT_ASAE01_ASCE01_ASEM1_BL1_BS1_DTL0_DTVA0_DVO0_ETSP_EPS1_FL0_GRVW4_GSU1_GSUASB_GLS0_ISA1100_IU1_K1_KLA_LBSPP128_LPA0_LPB8_LDL1_LRVW16_LWPMn1_LDW0_FMA_MIAV1_MDA2_NTA0_NTB0_NTC0_NTD0_NEPBS0_NLCA1_NLCB1_ONLL1_OPLV0_PK0_PAP0_PGR1_PLR1_SIA1_SS1_SU0_SUM0_SUS0_SCIUI1_SPO0_SRVW0_SSO0_SVW1_SNLL0_TT1_16_TLDS1_USFGROn1_VAW1_VSn1_VW1_WSGRA1_WSGRB1_WS32_WG32_4_1_WGM4",
+        ab: Ty::Bf16,
+        cd: Ty::Bf16,
+        scalar: Ty::F32,
+        trans_a: false,
+        trans_b: false,
+        tile: [32, 32, 16],
+        threads: 128,
+        wgm: 4,
+        stagger_u: 0,
+        stagger_shift: 0,
+    },
+    Kernel {
+        what: "f32 NN, FMA, wave64",
+        name: "Cijk_Ailk_Bljk_SB_MT32x32x8_SN_1LDSB0_APM1_AF0EM1_AF1EM1_AMAS0_ASE_ASGT_ASAE01_ASCE01_ASEM1_BL1_BS1_DTL0_DTVA0_DVO0_ETSP_EPS0_FL0_GRVW1_GSU1_GSUASB_GLS0_ISA1100_IU1_K1_KLA_LBSPP0_LPA0_LPB0_LDL1_LRVW1_LWPMn1_LDW0_FMA_MIAV0_MDA2_NTA0_NTB0_NTC0_NTD0_NEPBS0_NLCA1_NLCB1_ONLL1_OPLV0_PK0_PAP0_PGR0_PLR1_SIA1_SS0_SU32_SUM0_SUS256_SCIUI1_SPO0_SRVW0_SSO0_SVW4_SNLL0_TT2_2_TLDS0_USFGROn1_VAW1_VSn1_VW1_WSGRA0_WSGRB0_WS64_WG16_16_1_WGM8",
+        ab: Ty::F32,
+        cd: Ty::F32,
+        scalar: Ty::F32,
+        trans_a: false,
+        trans_b: false,
+        tile: [32, 32, 8],
+        threads: 256,
+        wgm: 8,
+        stagger_u: 32,
+        stagger_shift: 3,
+    },
+];
+
 /// A GEMM problem: D = alpha A B + beta C, column-major as rocBLAS's.
 #[derive(Clone, Copy, Debug)]
 pub struct Problem {

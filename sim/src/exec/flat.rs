@@ -11,7 +11,7 @@
 //!
 //! - Loads to LDS (`global_load_lds_*`, `scratch_load_lds_*`, gfx90a's
 //!   LDS bit): the data goes to LDS at an M0-based place per lane instead
-//!   of to registers ([`load_to_lds`]).
+//!   of to registers (`load_to_lds`).
 //!
 //! Cache-policy bits (glc/slc/sc0/sc1/nt) are accepted and have no
 //! functional effect, except that atomics return the old value only when
