@@ -1,6 +1,7 @@
 //! GEMM kernels compiled by AMD's toolchain (rocBLAS 5.5.1's Tensile
 //! assembly kernels for gfx90a and gfx1100, from Debian trixie's
-//! `librocblas0`) run on
+//! `librocblas0`, and hipBLASLt 7.1.1's TensileLite ones for gfx1201, from
+//! sid's `libhipblaslt1`) run on
 //! the simulator with exactly sized buffers at odd sizes, against an exact
 //! CPU reference (`xtask::tensile_gemm`). Code this project did not write
 //! is the simulator's harder judge: these kernels found its d16, LDS-range,
@@ -8,7 +9,7 @@
 
 use aqueduct_sim::{Gpu, Target};
 use aqueduct_tests::Rng;
-use xtask::tensile_gemm::{Case, KERNELS, KERNELS_GFX1100, Kernel, Problem};
+use xtask::tensile_gemm::{Case, KERNELS, KERNELS_GFX1100, KERNELS_GFX1201, Kernel, Problem};
 
 /// Runs each of `kernels` (in the code object at `path`, on a simulated
 /// `target`) on an odd problem (M, N and K tails, batches, beta nonzero)
@@ -27,11 +28,17 @@ fn run_all(
     let program = device.load(&bytes).expect("load");
     let mut rng = Rng(seed);
     for kernel in kernels {
-        let [m, n, k] = big;
+        // Sizes the kernel's predicates accept (`asserted_multiples`).
+        let [mm, nm] = kernel.asserted_multiples();
+        let [m, n, k] = [
+            big[0].next_multiple_of(mm),
+            big[1].next_multiple_of(nm),
+            big[2],
+        ];
         for p in [
             Problem {
-                m: 37,
-                n: 21,
+                m: 37u32.next_multiple_of(mm),
+                n: 21u32.next_multiple_of(nm),
                 k: 9,
                 batch: 2,
                 alpha: 2,
@@ -78,5 +85,25 @@ fn amd_compiled_gfx1100_gemm_kernels_match_the_cpu_at_odd_sizes() {
         KERNELS_GFX1100,
         [130, 70, 50],
         0x1100_6E33,
+    );
+}
+
+/// hipBLASLt 7.1.1's gfx1201 kernels (Debian sid's `libhipblaslt1`, taken
+/// out of their compressed offload bundles): WMMA in f16 (NN, NT) and
+/// bf16 with their epilogues switched off, a wave64 f32 one and a plain
+/// f32 one, on a simulated RX 9070 XT, launched 1-D with the TensileLite
+/// argument header (`xtask::tensile_gemm::Abi::UserArgs`). They use
+/// GFX12's VBUFFER loads and stores, split waits and barriers, `s_delay_alu`,
+/// long jumps and calls (`s_swappc_b64` into the activation stub) and
+/// WMMA with GFX12's operand layout.
+#[test]
+fn hipblaslt_compiled_gfx1201_gemm_kernels_match_the_cpu_at_odd_sizes() {
+    let path = xtask::hipblaslt_catalog::fetch_gfx1201_gemm_kernels();
+    run_all(
+        Target::Gfx1201,
+        path,
+        KERNELS_GFX1201,
+        [70, 90, 50],
+        0x1201_6E33,
     );
 }

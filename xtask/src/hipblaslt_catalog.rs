@@ -5,8 +5,9 @@
 //! child catalogs and the lazy mapping file; `host/catalog/TENSILELITE.md`
 //! surveys them), fetched with `crate::debian` (nothing installed) and
 //! kept in the cache as `<cache>/hipblaslt-sid/`, with the package
-//! version in `VERSION`. The package's code objects (`.co`, `.hsaco`) are
-//! not kept.
+//! version in `VERSION`. Of the package's code objects (`.co`, `.hsaco`)
+//! only a few gfx1201 GEMM kernels are kept, as one small code object
+//! (`crate::tensile_gemm::KERNELS_GFX1201`).
 
 use std::path::{Path, PathBuf};
 
@@ -86,6 +87,20 @@ pub fn fetch() -> Result<(PathBuf, String), String> {
             "{PACKAGE} {version} has no {MAPPING} in {LIBRARY} ({kept} catalogs)"
         ));
     }
+    // The gfx1201 GEMM kernels the simulator runs, out of their bundles.
+    let mut elves = Vec::new();
+    for kernel in crate::tensile_gemm::KERNELS_GFX1201 {
+        let path = library.join(kernel.file);
+        let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let elf = crate::offload_bundle::device_elf(&bytes, "gfx1201")
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        elves.push((elf, kernel.name));
+    }
+    let sources: Vec<(&[u8], [&str; 1])> = elves.iter().map(|(e, n)| (&e[..], [*n])).collect();
+    let sources: Vec<(&[u8], &[&str])> = sources.iter().map(|(e, n)| (*e, &n[..])).collect();
+    let kernels = crate::rocblas_kernels::extract_from(&sources)?;
+    std::fs::write(staged.join(GFX1201_KERNELS), kernels)
+        .map_err(|e| format!("{}: {e}", staged.display()))?;
     std::fs::write(staged.join("VERSION"), &version)
         .map_err(|e| format!("{}: {e}", staged.display()))?;
     std::fs::rename(&staged, &dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -95,9 +110,19 @@ pub fn fetch() -> Result<(PathBuf, String), String> {
 /// The version of a complete cache entry.
 fn complete(dir: &Path) -> Option<String> {
     let version = std::fs::read_to_string(dir.join("VERSION")).ok()?;
-    dir.join(MAPPING)
-        .is_file()
+    (dir.join(MAPPING).is_file() && dir.join(GFX1201_KERNELS).is_file())
         .then(|| version.trim().to_string())
+}
+
+/// The code object of the gfx1201 GEMM kernels in the cache entry
+/// (`crate::tensile_gemm::KERNELS_GFX1201`).
+const GFX1201_KERNELS: &str = "gemm-kernels-gfx1201.co";
+
+/// The path of a code object holding hipBLASLt's compiled gfx1201 GEMM
+/// kernels `crate::tensile_gemm::KERNELS_GFX1201`, fetched with the
+/// catalogs unless cached.
+pub fn fetch_gfx1201_gemm_kernels() -> Result<PathBuf, String> {
+    Ok(fetch()?.0.join(GFX1201_KERNELS))
 }
 
 /// The version in the name of the one `.deb` apt downloaded into `work`

@@ -19,6 +19,7 @@ pub mod gemm_catalog;
 pub mod gemm_report;
 pub mod hipblaslt_catalog;
 pub mod isa_tables;
+pub mod offload_bundle;
 pub mod report;
 pub mod rng;
 pub mod rocblas_catalog;

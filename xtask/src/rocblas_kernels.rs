@@ -68,6 +68,29 @@ fn kernel_notes(bytes: &[u8]) -> Result<BTreeMap<String, Vec<u8>>, String> {
 /// A code object holding the kernels `names` of the code object `bytes`
 /// (one metadata note per kernel, as rocBLAS's are linked).
 pub fn extract(bytes: &[u8], names: &[&str]) -> Result<Vec<u8>, String> {
+    Ok(write(bytes, &pieces(bytes, names)?))
+}
+
+/// A code object holding kernels of several code objects of one processor
+/// (hipBLASLt keeps each type and layout in a file of its own): each
+/// source's chosen kernels, its ELF header taken from the first.
+pub fn extract_from(sources: &[(&[u8], &[&str])]) -> Result<Vec<u8>, String> {
+    let first = sources
+        .first()
+        .ok_or("no code object to take kernels from")?
+        .0;
+    let mut all = Vec::new();
+    for (bytes, names) in sources {
+        if bytes.get(48..52) != first.get(48..52) {
+            return Err("the code objects are for different processors (e_flags)".into());
+        }
+        all.extend(pieces(bytes, names)?);
+    }
+    Ok(write(first, &all))
+}
+
+/// The kernels `names` of the code object `bytes`, each ready to copy.
+fn pieces(bytes: &[u8], names: &[&str]) -> Result<Vec<Piece>, String> {
     let co = CodeObject::parse(bytes).map_err(|e| format!("the package's code object: {e}"))?;
     let notes = kernel_notes(bytes)?;
     // Every kernel's entry, sorted: a kernel's code runs to the next one,
@@ -117,7 +140,7 @@ pub fn extract(bytes: &[u8], names: &[&str]) -> Result<Vec<u8>, String> {
             descriptor_address: k.descriptor_address,
         });
     }
-    Ok(write(bytes, &pieces))
+    Ok(pieces)
 }
 
 /// Lays out the new ELF: header, three program headers, notes, descriptors

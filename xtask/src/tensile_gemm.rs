@@ -89,6 +89,35 @@ pub struct Kernel {
     /// StaggerU and the catalog's staggerStrideShift.
     pub stagger_u: u32,
     pub stagger_shift: u32,
+    /// How it takes its arguments and is launched.
+    pub abi: Abi,
+    /// The package's code object that holds it.
+    pub file: &'static str,
+}
+
+/// How a kernel takes its arguments and is launched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Abi {
+    /// rocBLAS 5.5.1 (Tensile 4.36): tensor sizes and offsets, host-made
+    /// WorkGroupMapping and StaggerU values (module doc); launched
+    /// `(ceil(M / MT0) · threads, ceil(N / MT1), batch)`.
+    Tensile,
+    /// hipBLASLt 7.1.1 (TensileLite "UserArgs", kernel-argument version
+    /// 2): a 16-byte header — `Gemm info` = the GEMM count (1) with the
+    /// argument mode in bits 31:30 (0: the arguments follow), `kernel
+    /// info0` = GSU in bits 13:0 (1) with StaggerU settings above (0:
+    /// none), `kernel info1` = WorkGroupMapping in bits 15:0, `numWG` =
+    /// the workgroup count — then sizes, pointers, strides, alpha and
+    /// beta, and the epilogue's arguments, zero (no bias, scale vector or
+    /// activation). The kernel makes every derived value itself. It is
+    /// launched as Tensile's are, `(ceil(M / MT0) · threads, ceil(N /
+    /// MT1), batch)`: launched 1-D instead (one workgroup row of all
+    /// tiles), only the first `ceil(M / MT0)` workgroups write anything
+    /// (the test `sim_rocblas` saw it), so the single-GEMM path reads the
+    /// workgroup ids y and z. hipBLASLt's `ContractionSolution::
+    /// kernelArgs` and the kernels' own prologues, which read the header
+    /// with these masks.
+    UserArgs,
 }
 
 /// The kernels `crate::rocblas_kernels` keeps (rocBLAS 5.5.1, gfx90a; all
@@ -109,6 +138,8 @@ pub const KERNELS: &[Kernel] = &[
         wgm: 1,
         stagger_u: 0,
         stagger_shift: 0,
+        abi: Abi::Tensile,
+        file: "TensileLibrary_gfx90a.co",
     },
     Kernel {
         what: "f16 NN, f32 compute",
@@ -123,6 +154,8 @@ pub const KERNELS: &[Kernel] = &[
         wgm: 1,
         stagger_u: 0,
         stagger_shift: 0,
+        abi: Abi::Tensile,
+        file: "TensileLibrary_gfx90a.co",
     },
     Kernel {
         what: "bf16 NN, f32 compute",
@@ -137,6 +170,8 @@ pub const KERNELS: &[Kernel] = &[
         wgm: 1,
         stagger_u: 0,
         stagger_shift: 0,
+        abi: Abi::Tensile,
+        file: "TensileLibrary_gfx90a.co",
     },
     Kernel {
         what: "i8 NN, i32 out",
@@ -151,6 +186,8 @@ pub const KERNELS: &[Kernel] = &[
         wgm: 1,
         stagger_u: 0,
         stagger_shift: 0,
+        abi: Abi::Tensile,
+        file: "TensileLibrary_gfx90a.co",
     },
     Kernel {
         what: "f64 NN, WorkGroupMapping 5",
@@ -165,6 +202,8 @@ pub const KERNELS: &[Kernel] = &[
         wgm: 5,
         stagger_u: 0,
         stagger_shift: 0,
+        abi: Abi::Tensile,
+        file: "TensileLibrary_gfx90a.co",
     },
     Kernel {
         what: "f32 NN, StaggerU 32, WorkGroupMapping 2",
@@ -179,6 +218,8 @@ pub const KERNELS: &[Kernel] = &[
         wgm: 2,
         stagger_u: 32,
         stagger_shift: 0,
+        abi: Abi::Tensile,
+        file: "TensileLibrary_gfx90a.co",
     },
     Kernel {
         what: "f32 TT, direct-to-LDS, StaggerU 32, WorkGroupMapping 4",
@@ -193,6 +234,8 @@ pub const KERNELS: &[Kernel] = &[
         wgm: 4,
         stagger_u: 32,
         stagger_shift: 3,
+        abi: Abi::Tensile,
+        file: "TensileLibrary_gfx90a.co",
     },
 ];
 
@@ -217,6 +260,8 @@ pub const KERNELS_GFX1100: &[Kernel] = &[
         wgm: 4,
         stagger_u: 0,
         stagger_shift: 0,
+        abi: Abi::Tensile,
+        file: "TensileLibrary_gfx1100.co",
     },
     Kernel {
         what: "f16 NT, f32 compute, WMMA",
@@ -231,6 +276,8 @@ pub const KERNELS_GFX1100: &[Kernel] = &[
         wgm: 4,
         stagger_u: 0,
         stagger_shift: 0,
+        abi: Abi::Tensile,
+        file: "TensileLibrary_gfx1100.co",
     },
     Kernel {
         what: "bf16 NN, f32 compute, WMMA",
@@ -245,6 +292,8 @@ pub const KERNELS_GFX1100: &[Kernel] = &[
         wgm: 4,
         stagger_u: 0,
         stagger_shift: 0,
+        abi: Abi::Tensile,
+        file: "TensileLibrary_gfx1100.co",
     },
     Kernel {
         what: "f32 NN, FMA, wave64",
@@ -259,6 +308,99 @@ pub const KERNELS_GFX1100: &[Kernel] = &[
         wgm: 8,
         stagger_u: 32,
         stagger_shift: 3,
+        abi: Abi::Tensile,
+        file: "TensileLibrary_gfx1100.co",
+    },
+];
+
+/// hipBLASLt 7.1.1's gfx1201 kernels (Debian sid's `libhipblaslt1`, one
+/// code object per type and layout, in compressed offload bundles,
+/// `crate::offload_bundle`): WMMA (`v_wmma_f32_16x16x16_f16/bf16`, wave32)
+/// in f16 NN and NT and bf16 NN, with their bias, scale-vector and
+/// activation epilogues present and switched off, a wave64 f32 one and the
+/// plain f32 kind with no epilogue arguments; the smallest macro-tiles.
+/// Launched and given arguments as [`Abi::UserArgs`] says; WorkGroupMapping
+/// is a run-time value there, chosen here.
+pub const KERNELS_GFX1201: &[Kernel] = &[
+    Kernel {
+        what: "f16 NN, f32 compute, WMMA",
+        name: "Cijk_Ailk_Bljk_HHS_BH_Bias_HA_S_SAV_UserArgs_MT16x16x32_MI16x16x1_SN_LDSB0_AFC1_AFEM1_AFEM1_ASEM1_CLR0_CADS0_DTLA0_DTLB0_DTVA0_DTVB0_EPS0_FDSI0_GRPM1_GRVWA1_GRVWB1_GSUAMB_GLS0_ISA1201_IU1_K1_LBSPPA128_LBSPPB128_LBSPPM0_LPA16_LPB16_LPM0_LRVW8_LWPMn1_MIAV1_MIWT1_1_MO40_NTn1_NTA0_NTB0_NTC0_NTD0_NTM0_NEPBS0_NLCA1_NLCB1_ONLL1_PGR1_PLR0_PKA0_SIA1_SS0_SPO0_SRVW0_SSO0_SVW8_SK0_SKXCCM0_TLDS2_ULSGRO0_USL1_UIOFGRO0_USFGROn1_VSn1_VWA1_VWB1_WSGRA0_WSGRB0_WS32_WG16_2_1",
+        ab: Ty::F16,
+        cd: Ty::F16,
+        scalar: Ty::F32,
+        trans_a: false,
+        trans_b: false,
+        tile: [16, 16, 32],
+        threads: 32,
+        wgm: 1,
+        stagger_u: 0,
+        stagger_shift: 0,
+        abi: Abi::UserArgs,
+        file: "TensileLibrary_HH_HH_HA_Bias_SAV_UA_Type_HH_HPA_Contraction_l_Ailk_Bljk_Cijk_Dijk_gfx1201.co",
+    },
+    Kernel {
+        what: "f16 NT, f32 compute, WMMA",
+        name: "Cijk_Ailk_Bjlk_HHS_BH_Bias_HA_S_SAV_UserArgs_MT16x16x32_MI16x16x1_SN_LDSB0_AFC1_AFEM1_AFEM1_ASEM1_CLR0_CADS0_DTLA0_DTLB0_DTVA0_DTVB0_EPS0_FDSI0_GRPM1_GRVWA1_GRVWB1_GSUAMB_GLS0_ISA1201_IU1_K1_LBSPPA128_LBSPPB128_LBSPPM0_LPA16_LPB16_LPM0_LRVW8_LWPMn1_MIAV1_MIWT1_1_MO40_NTn1_NTA0_NTB0_NTC0_NTD0_NTM0_NEPBS0_NLCA1_NLCB1_ONLL1_PGR1_PLR0_PKA0_SIA1_SS0_SPO0_SRVW0_SSO0_SVW8_SK0_SKXCCM0_TLDS2_ULSGRO0_USL1_UIOFGRO0_USFGROn1_VSn1_VWA1_VWB1_WSGRA0_WSGRB0_WS32_WG16_2_1",
+        ab: Ty::F16,
+        cd: Ty::F16,
+        scalar: Ty::F32,
+        trans_a: false,
+        trans_b: true,
+        tile: [16, 16, 32],
+        threads: 32,
+        wgm: 3,
+        stagger_u: 0,
+        stagger_shift: 0,
+        abi: Abi::UserArgs,
+        file: "TensileLibrary_HH_HH_HA_Bias_SAV_UA_Type_HH_HPA_Contraction_l_Ailk_Bjlk_Cijk_Dijk_gfx1201.co",
+    },
+    Kernel {
+        what: "bf16 NN, f32 compute, WMMA",
+        name: "Cijk_Ailk_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT16x16x32_MI16x16x1_SN_LDSB0_AFC1_AFEM1_AFEM1_ASEM1_CLR0_CADS0_DTLA0_DTLB0_DTVA0_DTVB0_EPS0_FDSI0_GRPM1_GRVWA1_GRVWB1_GSUAMB_GLS0_ISA1201_IU1_K1_LBSPPA128_LBSPPB128_LBSPPM0_LPA16_LPB16_LPM0_LRVW8_LWPMn1_MIAV1_MIWT1_1_MO40_NTn1_NTA0_NTB0_NTC0_NTD0_NTM0_NEPBS0_NLCA1_NLCB1_ONLL1_PGR1_PLR0_PKA0_SIA1_SS0_SPO0_SRVW0_SSO0_SVW8_SK0_SKXCCM0_TLDS2_ULSGRO0_USL1_UIOFGRO0_USFGROn1_VSn1_VWA1_VWB1_WSGRA0_WSGRB0_WS32_WG16_2_1",
+        ab: Ty::Bf16,
+        cd: Ty::Bf16,
+        scalar: Ty::F32,
+        trans_a: false,
+        trans_b: false,
+        tile: [16, 16, 32],
+        threads: 32,
+        wgm: 1,
+        stagger_u: 0,
+        stagger_shift: 0,
+        abi: Abi::UserArgs,
+        file: "TensileLibrary_BB_BB_HA_Bias_SAV_UA_Type_BB_HPA_Contraction_l_Ailk_Bljk_Cijk_Dijk_gfx1201.co",
+    },
+    Kernel {
+        what: "f32 NN, FMA, wave64",
+        name: "Cijk_Ailk_Bljk_S_B_Bias_HA_S_SAV_UserArgs_MT8x8x8_SN_LDSB0_AFC1_AFEM1_AFEM1_ASEM1_CLR0_CADS0_DTLA0_DTLB0_DTVA0_DTVB0_EPS1_FDSI0_GRPM1_GRVWA1_GRVWB1_GSUAMB_GLS0_ISA1201_IU1_K1_LBSPPA0_LBSPPB0_LBSPPM0_LPA0_LPB0_LPM0_LRVW1_LWPMn1_MIAV0_MO40_NTn1_NTA0_NTB0_NTC0_NTD0_NTM0_NEPBS0_NLCA1_NLCB1_ONLL1_PGR1_PLR0_PKA0_SIA1_SS0_SPO0_SRVW0_SSO0_SVW1_SK0_SKXCCM0_TT1_1_TLDS0_ULSGRO0_USL1_UIOFGRO0_USFGROn1_VSn1_VWA1_VWB1_WSGRA0_WSGRB0_WS64_WG8_8_1",
+        ab: Ty::F32,
+        cd: Ty::F32,
+        scalar: Ty::F32,
+        trans_a: false,
+        trans_b: false,
+        tile: [8, 8, 8],
+        threads: 64,
+        wgm: 1,
+        stagger_u: 0,
+        stagger_shift: 0,
+        abi: Abi::UserArgs,
+        file: "TensileLibrary_SS_SS_HA_Bias_SAV_UA_Type_SS_Contraction_l_Ailk_Bljk_Cijk_Dijk_gfx1201.co",
+    },
+    Kernel {
+        what: "f32 NN, FMA, no epilogue",
+        name: "Cijk_Ailk_Bljk_S_B_UserArgs_MT32x64x16_SN_LDSB0_AFC0_AFEM4_AFEM4_ASEM1_CLR0_CADS0_DTLA0_DTLB0_DTVA0_DTVB0_EPS0_FDSI0_GRPM1_GRVWA4_GRVWB4_GSUAMB_GLS0_ISA1201_IU1_K1_LBSPPA0_LBSPPB0_LBSPPM0_LPA0_LPB0_LPM0_LRVW4_LWPMn1_MIAV0_MO40_NTn1_NTA0_NTB0_NTC0_NTD0_NTM0_NEPBS0_NLCA1_NLCB1_ONLL1_PGR2_PLR1_PKA0_SIA1_SS0_SPO0_SRVW0_SSO0_SVW2_SK0_SKXCCM0_TT8_8_TLDS0_ULSGRO0_USL1_UIOFGRO0_USFGROn1_VSn1_VWA4_VWB4_WSGRA0_WSGRB0_WS32_WG4_8_1",
+        ab: Ty::F32,
+        cd: Ty::F32,
+        scalar: Ty::F32,
+        trans_a: false,
+        trans_b: false,
+        tile: [32, 64, 16],
+        threads: 32,
+        wgm: 2,
+        stagger_u: 0,
+        stagger_shift: 0,
+        abi: Abi::UserArgs,
+        file: "TensileLibrary_SS_SS_UA_Type_SS_Contraction_l_Ailk_Bljk_Cijk_Dijk_gfx1201.co",
     },
 ];
 
@@ -288,6 +430,60 @@ fn stagger_iter(k: u32, depth_u: u32, stagger_u: u32, shift: u32) -> u32 {
         s /= 2;
     }
     s.saturating_sub(1)
+}
+
+impl Kernel {
+    /// The multiples of M and N its predicates assert (Tensile's
+    /// `AssertFree0ElementMultiple`/`AssertFree1ElementMultiple`, written
+    /// `AF0EM<a>_AF1EM<b>` in Tensile 4.36 names and `AFEM<a>_AFEM<b>` in
+    /// TensileLite ones): a problem that breaks them is not the kernel's
+    /// (its wide stores would run past M into the next column).
+    pub fn asserted_multiples(&self) -> [u32; 2] {
+        let after = |key: &str| -> Vec<u32> {
+            self.name
+                .split('_')
+                .filter_map(|part| part.strip_prefix(key)?.parse().ok())
+                .collect()
+        };
+        match (after("AF0EM").as_slice(), after("AF1EM").as_slice()) {
+            ([a], [b]) => [*a, *b],
+            _ => match after("AFEM").as_slice() {
+                [a, b, ..] => [*a, *b],
+                _ => [1, 1],
+            },
+        }
+    }
+}
+
+/// The Tensile 4.36 arguments the host derives: the StaggerU mask and the
+/// WorkGroupMapping counts, remainder and its magic number (2^31 / r + 1).
+fn tensile_arguments(
+    kernel: &Kernel,
+    p: Problem,
+    (nwg0, nwg1): (u32, u32),
+    put: &mut impl FnMut(&str, &[u8]) -> Result<(), String>,
+) -> Result<(), String> {
+    let (full, rem) = match kernel.wgm {
+        0 => (nwg1, 0),
+        w => (nwg1 / w, if nwg1 % w == 0 { w } else { nwg1 % w }),
+    };
+    let magic = if rem == 0 {
+        0
+    } else {
+        ((1u64 << 31) / u64::from(rem) + 1) as u32
+    };
+    let stagger = stagger_iter(p.k, kernel.tile[2], kernel.stagger_u, kernel.stagger_shift);
+    for (name, v) in [
+        ("OrigStaggerUIter", stagger),
+        ("NumWorkGroups0", nwg0),
+        ("NumWorkGroups1", nwg1),
+        ("NumFullBlocks", full),
+        ("WgmRemainder1", rem),
+        ("MagicNumberWgmRemainder1", magic),
+    ] {
+        put(name, &v.to_le_bytes())?;
+    }
+    Ok(())
 }
 
 /// One problem set up on a device: inputs uploaded, D poisoned (0xFF
@@ -327,6 +523,12 @@ impl Case {
             .ok_or_else(|| format!("no kernel {} in the code object", kernel.what))?
             .metadata;
         let what = format!("{} {}x{}x{} batch {}", kernel.what, p.m, p.n, p.k, p.batch);
+        let [m_multiple, n_multiple] = kernel.asserted_multiples();
+        if !p.m.is_multiple_of(m_multiple) || !p.n.is_multiple_of(n_multiple) {
+            return Err(format!(
+                "{what}: the kernel asserts M a multiple of {m_multiple} and N of {n_multiple}"
+            ));
+        }
         // Column-major operands: A is M×K (K×M transposed), B K×N (N×K).
         let (a_rows, a_cols) = if kernel.trans_a {
             (p.k, p.m)
@@ -372,7 +574,7 @@ impl Case {
         }
         let [a_dev, b_dev, c_dev, d_dev] = buffers;
 
-        let [mt0, mt1, depth_u] = kernel.tile;
+        let [mt0, mt1, _] = kernel.tile;
         let (nwg0, nwg1) = (p.m.div_ceil(mt0), p.n.div_ceil(mt1));
         let mut kargs = vec![0u8; meta.kernarg_segment_size as usize];
         let mut put = |name: &str, bytes: &[u8]| -> Result<(), String> {
@@ -396,26 +598,11 @@ impl Case {
             kernel.scalar.encode(v, &mut out);
             out
         };
-        put("sizeC", &(total(2) as u64).to_le_bytes())?;
-        put("sizeA", &sizes[0].to_le_bytes())?;
-        put("sizeB", &sizes[1].to_le_bytes())?;
         for (name, v) in [("D", d_dev), ("C", c_dev), ("A", a_dev), ("B", b_dev)] {
             put(name, &v.to_le_bytes())?;
         }
-        for name in ["OffsetD", "OffsetC", "OffsetA", "OffsetB"] {
-            put(name, &0u64.to_le_bytes())?;
-        }
         put("alpha", &scalar(p.alpha))?;
         put("beta", &scalar(p.beta))?;
-        let (full, rem) = match kernel.wgm {
-            0 => (nwg1, 0),
-            w => (nwg1 / w, if nwg1 % w == 0 { w } else { nwg1 % w }),
-        };
-        let magic = if rem == 0 {
-            0
-        } else {
-            ((1u64 << 31) / u64::from(rem) + 1) as u32
-        };
         for (name, v) in [
             ("strideD0", ldc),
             ("strideD1", strides[2] as u32),
@@ -429,18 +616,35 @@ impl Case {
             ("SizesFree1", p.n),
             ("SizesFree2", p.batch),
             ("SizesSum0", p.k),
-            (
-                "OrigStaggerUIter",
-                stagger_iter(p.k, depth_u, kernel.stagger_u, kernel.stagger_shift),
-            ),
-            ("NumWorkGroups0", nwg0),
-            ("NumWorkGroups1", nwg1),
-            ("NumFullBlocks", full),
-            ("WgmRemainder1", rem),
-            ("MagicNumberWgmRemainder1", magic),
         ] {
             put(name, &v.to_le_bytes())?;
         }
+        let threads = u32::from(kernel.threads);
+        match kernel.abi {
+            Abi::UserArgs => {
+                let groups = nwg0 * nwg1 * p.batch;
+                // One GEMM, its arguments inline; GSU 1, no StaggerU;
+                // WorkGroupMapping in the low half (module doc of `Abi`).
+                for (name, v) in [
+                    ("Gemm info", 1),
+                    ("kernel info0", 1),
+                    ("kernel info1", kernel.wgm & 0xFFFF),
+                    ("numWG", groups),
+                ] {
+                    put(name, &u32::to_le_bytes(v))?;
+                }
+            }
+            Abi::Tensile => {
+                put("sizeC", &(total(2) as u64).to_le_bytes())?;
+                put("sizeA", &sizes[0].to_le_bytes())?;
+                put("sizeB", &sizes[1].to_le_bytes())?;
+                for name in ["OffsetD", "OffsetC", "OffsetA", "OffsetB"] {
+                    put(name, &0u64.to_le_bytes())?;
+                }
+                tensile_arguments(kernel, p, (nwg0, nwg1), &mut put)?;
+            }
+        }
+        let grid = [nwg0 * threads, nwg1, p.batch];
         Ok(Case {
             what,
             kernel,
@@ -456,7 +660,7 @@ impl Case {
             d_len: total(2),
             kargs,
             reference: std::sync::OnceLock::new(),
-            grid: [nwg0 * u32::from(kernel.threads), nwg1, p.batch],
+            grid,
             workgroup: [kernel.threads, 1, 1],
         })
     }
@@ -557,5 +761,25 @@ impl Case {
         for a in self.buffers {
             let _ = device.memory().free(a);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn predicates_in_the_names_give_the_asserted_multiples() {
+        // Tensile 4.36 (AF0EM/AF1EM) and TensileLite (AFEM, AFEM) names.
+        let all = KERNELS.iter().chain(KERNELS_GFX1100).chain(KERNELS_GFX1201);
+        for k in all {
+            let want = if k.name.contains("AFEM4_AFEM4") {
+                [4, 4]
+            } else {
+                [1, 1]
+            };
+            assert_eq!(k.asserted_multiples(), want, "{}", k.what);
+        }
+        assert_eq!(KERNELS_GFX1201[4].asserted_multiples(), [4, 4]);
     }
 }

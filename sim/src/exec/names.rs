@@ -31,6 +31,10 @@ const RENAMED: &[(&str, &str)] = &[
     ("v_sub_co_ci_u32", "v_subb_co_u32"),
     ("v_subrev_co_ci_u32", "v_subbrev_co_u32"),
     ("v_add_nc_u32", "v_add_u32"),
+    // Signed, saturating with clamp (RDNA3.5 ISA V_ADD_NC_I32; GFX9's
+    // VOP3 V_ADD_I32); hipBLASLt's gfx1201 kernels use it.
+    ("v_add_nc_i32", "v_add_i32"),
+    ("v_sub_nc_i32", "v_sub_i32"),
     ("v_add_nc_u16", "v_add_u16"),
     ("v_sub_nc_u16", "v_sub_u16"),
     ("v_sub_nc_u32", "v_sub_u32"),
