@@ -1,7 +1,7 @@
 //! GEMM kernels compiled by AMD's toolchain (rocBLAS 5.5.1's Tensile
 //! assembly kernels for gfx90a and gfx1100, from Debian trixie's
-//! `librocblas0`, and hipBLASLt 7.1.1's TensileLite ones for gfx1201, from
-//! sid's `libhipblaslt1`) run on
+//! `librocblas0`, and hipBLASLt 7.1.1's TensileLite ones for gfx1100 and
+//! gfx1201, from sid's `libhipblaslt1`) run on
 //! the simulator with exactly sized buffers at odd sizes, against an exact
 //! CPU reference (`xtask::tensile_gemm`). Code this project did not write
 //! is the simulator's harder judge: these kernels found its d16, LDS-range,
@@ -9,7 +9,9 @@
 
 use aqueduct_sim::{Gpu, Target};
 use aqueduct_tests::Rng;
-use xtask::tensile_gemm::{Case, KERNELS, KERNELS_GFX1100, KERNELS_GFX1201, Kernel, Problem};
+use xtask::tensile_gemm::{
+    Case, HIPBLASLT_GFX1100, HIPBLASLT_GFX1201, KERNELS, KERNELS_GFX1100, Kernel, Problem,
+};
 
 /// Runs each of `kernels` (in the code object at `path`, on a simulated
 /// `target`) on an odd problem (M, N and K tails, batches, beta nonzero)
@@ -91,19 +93,34 @@ fn amd_compiled_gfx1100_gemm_kernels_match_the_cpu_at_odd_sizes() {
 /// hipBLASLt 7.1.1's gfx1201 kernels (Debian sid's `libhipblaslt1`, taken
 /// out of their compressed offload bundles): WMMA in f16 (NN, NT) and
 /// bf16 with their epilogues switched off, a wave64 f32 one and a plain
-/// f32 one, on a simulated RX 9070 XT, launched 1-D with the TensileLite
+/// f32 one, on a simulated RX 9070 XT, launched with the TensileLite
 /// argument header (`xtask::tensile_gemm::Abi::UserArgs`). They use
 /// GFX12's VBUFFER loads and stores, split waits and barriers, `s_delay_alu`,
 /// long jumps and calls (`s_swappc_b64` into the activation stub) and
 /// WMMA with GFX12's operand layout.
 #[test]
 fn hipblaslt_compiled_gfx1201_gemm_kernels_match_the_cpu_at_odd_sizes() {
-    let path = xtask::hipblaslt_catalog::fetch_gfx1201_gemm_kernels();
+    let path = xtask::hipblaslt_catalog::fetch_gemm_kernels("gfx1201");
     run_all(
         Target::Gfx1201,
         path,
-        KERNELS_GFX1201,
+        HIPBLASLT_GFX1201,
         [70, 90, 50],
         0x1201_6E33,
+    );
+}
+
+/// hipBLASLt 7.1.1's gfx1100 kernels, the same way: WMMA in f16 (NN, NT,
+/// TN) and bf16, WorkGroupMapping 4 and 2 on two of them, and a wave64 f32
+/// one, on a simulated RX 7900 XTX.
+#[test]
+fn hipblaslt_compiled_gfx1100_gemm_kernels_match_the_cpu_at_odd_sizes() {
+    let path = xtask::hipblaslt_catalog::fetch_gemm_kernels("gfx1100");
+    run_all(
+        Target::Gfx1100,
+        path,
+        HIPBLASLT_GFX1100,
+        [130, 70, 50],
+        0x1100_B1A5,
     );
 }

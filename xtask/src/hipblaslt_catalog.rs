@@ -6,8 +6,9 @@
 //! surveys them), fetched with `crate::debian` (nothing installed) and
 //! kept in the cache as `<cache>/hipblaslt-sid/`, with the package
 //! version in `VERSION`. Of the package's code objects (`.co`, `.hsaco`)
-//! only a few gfx1201 GEMM kernels are kept, as one small code object
-//! (`crate::tensile_gemm::KERNELS_GFX1201`).
+//! only a few gfx1100 and gfx1201 GEMM kernels are kept, as one small
+//! code object per processor (`crate::tensile_gemm::HIPBLASLT_GFX1100`,
+//! `HIPBLASLT_GFX1201`).
 
 use std::path::{Path, PathBuf};
 
@@ -87,20 +88,12 @@ pub fn fetch() -> Result<(PathBuf, String), String> {
             "{PACKAGE} {version} has no {MAPPING} in {LIBRARY} ({kept} catalogs)"
         ));
     }
-    // The gfx1201 GEMM kernels the simulator runs, out of their bundles.
-    let mut elves = Vec::new();
-    for kernel in crate::tensile_gemm::KERNELS_GFX1201 {
-        let path = library.join(kernel.file);
-        let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let elf = crate::offload_bundle::device_elf(&bytes, "gfx1201")
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        elves.push((elf, kernel.name));
+    // The GEMM kernels the simulator runs, out of their bundles.
+    for (gfx, kernels) in GEMM_KERNELS {
+        let co = gemm_kernels(&library, gfx, kernels)?;
+        let to = staged.join(kernels_file(gfx));
+        std::fs::write(&to, co).map_err(|e| format!("{}: {e}", to.display()))?;
     }
-    let sources: Vec<(&[u8], [&str; 1])> = elves.iter().map(|(e, n)| (&e[..], [*n])).collect();
-    let sources: Vec<(&[u8], &[&str])> = sources.iter().map(|(e, n)| (*e, &n[..])).collect();
-    let kernels = crate::rocblas_kernels::extract_from(&sources)?;
-    std::fs::write(staged.join(GFX1201_KERNELS), kernels)
-        .map_err(|e| format!("{}: {e}", staged.display()))?;
     std::fs::write(staged.join("VERSION"), &version)
         .map_err(|e| format!("{}: {e}", staged.display()))?;
     std::fs::rename(&staged, &dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -110,19 +103,50 @@ pub fn fetch() -> Result<(PathBuf, String), String> {
 /// The version of a complete cache entry.
 fn complete(dir: &Path) -> Option<String> {
     let version = std::fs::read_to_string(dir.join("VERSION")).ok()?;
-    (dir.join(MAPPING).is_file() && dir.join(GFX1201_KERNELS).is_file())
-        .then(|| version.trim().to_string())
+    let kernels = GEMM_KERNELS
+        .iter()
+        .all(|(gfx, _)| dir.join(kernels_file(gfx)).is_file());
+    (dir.join(MAPPING).is_file() && kernels).then(|| version.trim().to_string())
 }
 
-/// The code object of the gfx1201 GEMM kernels in the cache entry
-/// (`crate::tensile_gemm::KERNELS_GFX1201`).
-const GFX1201_KERNELS: &str = "gemm-kernels-gfx1201.co";
+/// The GEMM kernels kept per processor, as one small code object each.
+const GEMM_KERNELS: [(&str, &[crate::tensile_gemm::Kernel]); 2] = [
+    ("gfx1100", crate::tensile_gemm::HIPBLASLT_GFX1100),
+    ("gfx1201", crate::tensile_gemm::HIPBLASLT_GFX1201),
+];
 
-/// The path of a code object holding hipBLASLt's compiled gfx1201 GEMM
-/// kernels `crate::tensile_gemm::KERNELS_GFX1201`, fetched with the
-/// catalogs unless cached.
-pub fn fetch_gfx1201_gemm_kernels() -> Result<PathBuf, String> {
-    Ok(fetch()?.0.join(GFX1201_KERNELS))
+/// The name of `gfx`'s GEMM kernels in the cache entry.
+fn kernels_file(gfx: &str) -> String {
+    format!("gemm-kernels-{gfx}.co")
+}
+
+/// One code object of `kernels`, each taken out of its package file's
+/// bundle for `gfx`.
+fn gemm_kernels(
+    library: &Path,
+    gfx: &str,
+    kernels: &[crate::tensile_gemm::Kernel],
+) -> Result<Vec<u8>, String> {
+    let mut elves = Vec::new();
+    for kernel in kernels {
+        let path = library.join(kernel.file);
+        let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let elf = crate::offload_bundle::device_elf(&bytes, gfx)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        elves.push((elf, [kernel.name]));
+    }
+    let sources: Vec<(&[u8], &[&str])> = elves.iter().map(|(e, n)| (&e[..], &n[..])).collect();
+    crate::rocblas_kernels::extract_from(&sources)
+}
+
+/// The path of a code object holding hipBLASLt's compiled GEMM kernels
+/// for `gfx` (gfx1100: `crate::tensile_gemm::HIPBLASLT_GFX1100`, gfx1201:
+/// `HIPBLASLT_GFX1201`), fetched with the catalogs unless cached.
+pub fn fetch_gemm_kernels(gfx: &str) -> Result<PathBuf, String> {
+    if !GEMM_KERNELS.iter().any(|(g, _)| *g == gfx) {
+        return Err(format!("no hipBLASLt GEMM kernels are kept for {gfx}"));
+    }
+    Ok(fetch()?.0.join(kernels_file(gfx)))
 }
 
 /// The version in the name of the one `.deb` apt downloaded into `work`

@@ -109,14 +109,18 @@ pub enum Abi {
     /// none), `kernel info1` = WorkGroupMapping in bits 15:0, `numWG` =
     /// the workgroup count — then sizes, pointers, strides, alpha and
     /// beta, and the epilogue's arguments, zero (no bias, scale vector or
-    /// activation). The kernel makes every derived value itself. It is
-    /// launched as Tensile's are, `(ceil(M / MT0) · threads, ceil(N /
-    /// MT1), batch)`: launched 1-D instead (one workgroup row of all
-    /// tiles), only the first `ceil(M / MT0)` workgroups write anything
-    /// (the test `sim_rocblas` saw it), so the single-GEMM path reads the
-    /// workgroup ids y and z. hipBLASLt's `ContractionSolution::
-    /// kernelArgs` and the kernels' own prologues, which read the header
-    /// with these masks.
+    /// activation; a zero `biasType` is f32, one the kernels list). The
+    /// kernel makes every derived value itself. hipBLASLt launches the
+    /// GFX11 kernels 1-D, `ceil(M / MT0) · ceil(N / MT1) · batch`
+    /// workgroups that the kernel splits into tiles and batch, and the
+    /// GFX12 ones as Tensile's are, `(ceil(M / MT0), ceil(N / MT1),
+    /// batch)` (its host code skips the flattening for gfx12; each kind
+    /// launched the other way writes only part of D, as `sim_rocblas`
+    /// saw); `numWG` is the launch's workgroup count in x.
+    /// hipBLASLt's `ContractionSolution::kernelArgs` and its 7.1.1
+    /// `libhipblaslt.so`, and the kernels' own prologues, which read the
+    /// header with these masks (`s_and_b32 …, 0x3fff`, `0xffff`,
+    /// `s_lshr_b32 …, 30`).
     UserArgs,
 }
 
@@ -313,6 +317,93 @@ pub const KERNELS_GFX1100: &[Kernel] = &[
     },
 ];
 
+/// hipBLASLt 7.1.1's gfx1100 kernels (the same package and argument
+/// header as [`HIPBLASLT_GFX1201`]): WMMA (`v_wmma_f32_16x16x16_f16/bf16`,
+/// wave32) in f16 NN, NT and TN and bf16 NN, their epilogues switched off,
+/// and a wave64 f32 one; the smallest macro-tiles.
+pub const HIPBLASLT_GFX1100: &[Kernel] = &[
+    Kernel {
+        what: "f16 NN, f32 compute, WMMA",
+        name: "Cijk_Ailk_Bljk_HHS_BH_Bias_HA_S_SAV_UserArgs_MT32x32x32_MI16x16x1_SN_LDSB0_AFC1_AFEM1_AFEM1_ASEM1_CLR1_CADS0_DTLA0_DTLB0_DTVA0_DTVB0_EPS0_FDSI0_GRPM1_GRVWA1_GRVWB1_GSUAMB_GLS0_ISA1100_IU1_K1_LBSPPA1024_LBSPPB128_LBSPPM0_LPA16_LPB16_LPM0_LRVW16_LWPMn1_MIAV1_MIWT1_1_MO40_NTn1_NTA0_NTB0_NTC0_NTD0_NTM0_NEPBS0_NLCA1_NLCB1_ONLL1_PGR2_PLR1_PKA0_SIA3_SS0_SPO0_SRVW0_SSO0_SVW1_SK0_SKXCCM0_TLDS1_ULSGRO0_USL1_UIOFGRO0_USFGROn1_VSn1_VWA1_VWB1_WSGRA0_WSGRB0_WS32_WG32_4_1",
+        ab: Ty::F16,
+        cd: Ty::F16,
+        scalar: Ty::F32,
+        trans_a: false,
+        trans_b: false,
+        tile: [32, 32, 32],
+        threads: 128,
+        wgm: 4,
+        stagger_u: 0,
+        stagger_shift: 0,
+        abi: Abi::UserArgs,
+        file: "TensileLibrary_HH_HH_HA_Bias_SAV_UA_Type_HH_HPA_Contraction_l_Ailk_Bljk_Cijk_Dijk_gfx1100.co",
+    },
+    Kernel {
+        what: "f16 NT, f32 compute, WMMA",
+        name: "Cijk_Ailk_Bjlk_HHS_BH_Bias_HA_S_SAV_UserArgs_MT32x32x32_MI16x16x1_SN_LDSB0_AFC1_AFEM1_AFEM1_ASEM1_CLR1_CADS0_DTLA0_DTLB0_DTVA0_DTVB0_EPS0_FDSI0_GRPM1_GRVWA1_GRVWB1_GSUAMB_GLS0_ISA1100_IU1_K1_LBSPPA1024_LBSPPB1024_LBSPPM0_LPA16_LPB16_LPM0_LRVW16_LWPMn1_MIAV1_MIWT1_1_MO40_NTn1_NTA0_NTB0_NTC0_NTD0_NTM0_NEPBS0_NLCA1_NLCB1_ONLL1_PGR2_PLR1_PKA0_SIA3_SS1_SPO0_SRVW0_SSO0_SVW1_SK0_SKXCCM0_TLDS0_ULSGRO0_USL1_UIOFGRO0_USFGROn1_VSn1_VWA1_VWB1_WSGRA0_WSGRB0_WS32_WG32_4_1",
+        ab: Ty::F16,
+        cd: Ty::F16,
+        scalar: Ty::F32,
+        trans_a: false,
+        trans_b: true,
+        tile: [32, 32, 32],
+        threads: 128,
+        wgm: 1,
+        stagger_u: 0,
+        stagger_shift: 0,
+        abi: Abi::UserArgs,
+        file: "TensileLibrary_HH_HH_HA_Bias_SAV_UA_Type_HH_HPA_Contraction_l_Ailk_Bjlk_Cijk_Dijk_gfx1100.co",
+    },
+    Kernel {
+        what: "f16 TN, f32 compute, WMMA",
+        name: "Cijk_Alik_Bljk_HHS_BH_Bias_HA_S_SAV_UserArgs_MT32x32x32_MI16x16x1_SN_LDSB0_AFC1_AFEM1_AFEM1_ASEM1_CLR1_CADS0_DTLA0_DTLB0_DTVA0_DTVB0_EPS0_FDSI0_GRPM1_GRVWA1_GRVWB1_GSUAMB_GLS0_ISA1100_IU1_K1_LBSPPA128_LBSPPB128_LBSPPM0_LPA16_LPB16_LPM0_LRVW16_LWPMn1_MIAV1_MIWT1_1_MO40_NTn1_NTA0_NTB0_NTC0_NTD0_NTM0_NEPBS0_NLCA1_NLCB1_ONLL1_PGR2_PLR1_PKA0_SIA3_SS0_SPO0_SRVW0_SSO0_SVW1_SK0_SKXCCM0_TLDS1_ULSGRO0_USL1_UIOFGRO0_USFGROn1_VSn1_VWA1_VWB1_WSGRA0_WSGRB0_WS32_WG32_4_1",
+        ab: Ty::F16,
+        cd: Ty::F16,
+        scalar: Ty::F32,
+        trans_a: true,
+        trans_b: false,
+        tile: [32, 32, 32],
+        threads: 128,
+        wgm: 2,
+        stagger_u: 0,
+        stagger_shift: 0,
+        abi: Abi::UserArgs,
+        file: "TensileLibrary_HH_HH_HA_Bias_SAV_UA_Type_HH_HPA_Contraction_l_Alik_Bljk_Cijk_Dijk_gfx1100.co",
+    },
+    Kernel {
+        what: "bf16 NN, f32 compute, WMMA",
+        name: "Cijk_Ailk_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT32x32x32_MI16x16x1_SN_LDSB0_AFC1_AFEM1_AFEM1_ASEM1_CLR1_CADS0_DTLA0_DTLB0_DTVA0_DTVB0_EPS0_FDSI0_GRPM1_GRVWA1_GRVWB1_GSUAMB_GLS0_ISA1100_IU1_K1_LBSPPA1024_LBSPPB128_LBSPPM0_LPA16_LPB16_LPM0_LRVW16_LWPMn1_MIAV1_MIWT1_1_MO40_NTn1_NTA0_NTB0_NTC0_NTD0_NTM0_NEPBS0_NLCA1_NLCB1_ONLL1_PGR2_PLR1_PKA0_SIA3_SS1_SPO0_SRVW0_SSO0_SVW1_SK0_SKXCCM0_TLDS1_ULSGRO0_USL1_UIOFGRO0_USFGROn1_VSn1_VWA1_VWB1_WSGRA0_WSGRB0_WS32_WG32_4_1",
+        ab: Ty::Bf16,
+        cd: Ty::Bf16,
+        scalar: Ty::F32,
+        trans_a: false,
+        trans_b: false,
+        tile: [32, 32, 32],
+        threads: 128,
+        wgm: 1,
+        stagger_u: 0,
+        stagger_shift: 0,
+        abi: Abi::UserArgs,
+        file: "TensileLibrary_BB_BB_HA_Bias_SAV_UA_Type_BB_HPA_Contraction_l_Ailk_Bljk_Cijk_Dijk_gfx1100.co",
+    },
+    Kernel {
+        what: "f32 NN, FMA, wave64",
+        name: "Cijk_Ailk_Bljk_S_B_Bias_HA_S_SAV_UserArgs_MT8x8x8_SN_LDSB0_AFC1_AFEM1_AFEM1_ASEM1_CLR0_CADS0_DTLA0_DTLB0_DTVA0_DTVB0_EPS1_FDSI0_GRPM1_GRVWA1_GRVWB1_GSUAMB_GLS0_ISA1100_IU1_K1_LBSPPA0_LBSPPB0_LBSPPM0_LPA0_LPB0_LPM0_LRVW1_LWPMn1_MIAV0_MO40_NTn1_NTA0_NTB0_NTC0_NTD0_NTM0_NEPBS0_NLCA1_NLCB1_ONLL1_PGR1_PLR0_PKA0_SIA1_SS0_SPO0_SRVW0_SSO0_SVW1_SK0_SKXCCM0_TT1_1_TLDS0_ULSGRO0_USL1_UIOFGRO0_USFGROn1_VSn1_VWA1_VWB1_WSGRA0_WSGRB0_WS64_WG8_8_1",
+        ab: Ty::F32,
+        cd: Ty::F32,
+        scalar: Ty::F32,
+        trans_a: false,
+        trans_b: false,
+        tile: [8, 8, 8],
+        threads: 64,
+        wgm: 1,
+        stagger_u: 0,
+        stagger_shift: 0,
+        abi: Abi::UserArgs,
+        file: "TensileLibrary_SS_SS_HA_Bias_SAV_UA_Type_SS_Contraction_l_Ailk_Bljk_Cijk_Dijk_gfx1100.co",
+    },
+];
+
 /// hipBLASLt 7.1.1's gfx1201 kernels (Debian sid's `libhipblaslt1`, one
 /// code object per type and layout, in compressed offload bundles,
 /// `crate::offload_bundle`): WMMA (`v_wmma_f32_16x16x16_f16/bf16`, wave32)
@@ -321,7 +412,7 @@ pub const KERNELS_GFX1100: &[Kernel] = &[
 /// plain f32 kind with no epilogue arguments; the smallest macro-tiles.
 /// Launched and given arguments as [`Abi::UserArgs`] says; WorkGroupMapping
 /// is a run-time value there, chosen here.
-pub const KERNELS_GFX1201: &[Kernel] = &[
+pub const HIPBLASLT_GFX1201: &[Kernel] = &[
     Kernel {
         what: "f16 NN, f32 compute, WMMA",
         name: "Cijk_Ailk_Bljk_HHS_BH_Bias_HA_S_SAV_UserArgs_MT16x16x32_MI16x16x1_SN_LDSB0_AFC1_AFEM1_AFEM1_ASEM1_CLR0_CADS0_DTLA0_DTLB0_DTVA0_DTVB0_EPS0_FDSI0_GRPM1_GRVWA1_GRVWB1_GSUAMB_GLS0_ISA1201_IU1_K1_LBSPPA128_LBSPPB128_LBSPPM0_LPA16_LPB16_LPM0_LRVW8_LWPMn1_MIAV1_MIWT1_1_MO40_NTn1_NTA0_NTB0_NTC0_NTD0_NTM0_NEPBS0_NLCA1_NLCB1_ONLL1_PGR1_PLR0_PKA0_SIA1_SS0_SPO0_SRVW0_SSO0_SVW8_SK0_SKXCCM0_TLDS2_ULSGRO0_USL1_UIOFGRO0_USFGROn1_VSn1_VWA1_VWB1_WSGRA0_WSGRB0_WS32_WG16_2_1",
@@ -620,16 +711,21 @@ impl Case {
             put(name, &v.to_le_bytes())?;
         }
         let threads = u32::from(kernel.threads);
+        // Tensile's grid, and hipBLASLt's on GFX12; GFX11 flattens it.
+        let mut grid = [nwg0 * threads, nwg1, p.batch];
         match kernel.abi {
             Abi::UserArgs => {
-                let groups = nwg0 * nwg1 * p.batch;
+                if device.target != aqueduct_sim::Target::Gfx1201 {
+                    grid = [nwg0 * nwg1 * p.batch * threads, 1, 1];
+                }
                 // One GEMM, its arguments inline; GSU 1, no StaggerU;
-                // WorkGroupMapping in the low half (module doc of `Abi`).
+                // WorkGroupMapping in the low half (module doc of `Abi`);
+                // the launch's workgroup count in x.
                 for (name, v) in [
                     ("Gemm info", 1),
                     ("kernel info0", 1),
                     ("kernel info1", kernel.wgm & 0xFFFF),
-                    ("numWG", groups),
+                    ("numWG", grid[0] / threads),
                 ] {
                     put(name, &u32::to_le_bytes(v))?;
                 }
@@ -644,7 +740,6 @@ impl Case {
                 tensile_arguments(kernel, p, (nwg0, nwg1), &mut put)?;
             }
         }
-        let grid = [nwg0 * threads, nwg1, p.batch];
         Ok(Case {
             what,
             kernel,
@@ -771,7 +866,8 @@ mod tests {
     #[test]
     fn predicates_in_the_names_give_the_asserted_multiples() {
         // Tensile 4.36 (AF0EM/AF1EM) and TensileLite (AFEM, AFEM) names.
-        let all = KERNELS.iter().chain(KERNELS_GFX1100).chain(KERNELS_GFX1201);
+        let all = KERNELS.iter().chain(KERNELS_GFX1100);
+        let all = all.chain(HIPBLASLT_GFX1100).chain(HIPBLASLT_GFX1201);
         for k in all {
             let want = if k.name.contains("AFEM4_AFEM4") {
                 [4, 4]
@@ -780,6 +876,6 @@ mod tests {
             };
             assert_eq!(k.asserted_multiples(), want, "{}", k.what);
         }
-        assert_eq!(KERNELS_GFX1201[4].asserted_multiples(), [4, 4]);
+        assert_eq!(HIPBLASLT_GFX1201[4].asserted_multiples(), [4, 4]);
     }
 }
