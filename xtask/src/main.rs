@@ -68,9 +68,11 @@ enum Command {
     /// Time the device library's kernels and the GEMMs on the simulator
     ///
     /// Builds (profile device) and times fill, copy and a 1 Mi-element saxpy
-    /// on the simulator on one thread, AMD's f16 GEMM kernel at 512³ on one
-    /// and two, and ours on one, checked against the CPU; runs itself as a
-    /// release build (the numbers mean nothing in debug).
+    /// on the simulator on one thread for every target, AMD's f16 GEMM
+    /// kernel at 512³ on gfx90a on one and two threads and its WMMA
+    /// counterparts on gfx1100 and gfx1201 on one, and ours on one, checked
+    /// against the CPU; runs itself as a release build (the numbers mean
+    /// nothing in debug).
     #[command(verbatim_doc_comment)]
     SimBench,
     /// Time dispatches and packet submission through the host shim
@@ -478,6 +480,7 @@ fn sim_bench_command() -> Result<(), String> {
         samples.extend(sim_bench::run(target, &bytes)?);
     }
     samples.extend(sim_bench::run_gemm(2)?);
+    samples.extend(sim_bench::run_rdna_gemms()?);
     let ours = artifacts
         .iter()
         .find(|a| a.package == "aqueduct-gemm" && a.gfx == "gfx90a")

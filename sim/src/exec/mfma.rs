@@ -493,7 +493,7 @@ fn f16_lanes_to_f64(words: &Lanes, high: bool, out: &mut [f64; LANES]) {
 /// subnormal one is its mantissa times 2^-24 (exact, and a normal f32),
 /// and infinities and NaNs keep their mantissa, NaNs made quiet.
 #[inline(always)]
-fn f16_to_f64(h: u16) -> f64 {
+pub(crate) fn f16_to_f64(h: u16) -> f64 {
     /// f32 exponent bias minus f16's, at the f32 exponent field.
     const REBIAS: u32 = (127 - 15) << 23;
     /// 2^-24, the unit of an f16 subnormal's mantissa.

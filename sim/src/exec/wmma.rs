@@ -91,9 +91,10 @@ impl In {
     }
 
     /// The element's value, exactly, as f64; integers by `signed`.
+    #[inline(always)]
     fn value(self, raw: u32, signed: bool) -> f64 {
         match self {
-            In::F16 => f64::from(f16_to_f32(raw as u16)),
+            In::F16 => crate::exec::mfma::f16_to_f64(raw as u16),
             In::Bf16 => f64::from(bf16_to_f32(raw as u16)),
             In::Fp8 => f64::from(fp8_ocp_to_f32(raw as u8)),
             In::Bf8 => f64::from(bf8_ocp_to_f32(raw as u8)),
@@ -218,28 +219,76 @@ fn refuse(what: &'static str) -> Fault {
     Fault::Unimplemented { mnemonic: what }
 }
 
-/// Reads operand `n`'s `regs` registers (a VGPR range; C may be an inline
-/// constant or literal, the same in every register and lane).
-fn operand(w: &Wave, i: &Inst, n: usize, regs: usize, ty: Ty) -> Result<Vec<[u32; 32]>, Fault> {
+/// Registers of the largest operand.
+const MAX_REGS: usize = 8;
+/// Elements of the largest A or B (16 × K, K at most 32).
+const MAX_AB: usize = M * 32;
+
+/// Operand `n`'s `regs` registers (a VGPR range; C may be an inline
+/// constant or literal, the same in every register and lane) into `out`.
+fn operand(w: &Wave, i: &Inst, n: usize, out: &mut [[u32; 32]], ty: Ty) -> R {
     match i.src[n] {
-        Src::Vgpr(r) => (0..regs)
-            .map(|k| {
-                let lanes = w.vreg(r + k as u16, false)?;
-                Ok(std::array::from_fn(|l| lanes[l]))
-            })
-            .collect(),
+        Src::Vgpr(r) => {
+            for (k, reg) in out.iter_mut().enumerate() {
+                reg.copy_from_slice(&w.vreg(r + k as u16, false)?[..32]);
+            }
+        }
         Src::Inline(_) | Src::Literal(_) if n == 2 => {
             let c = w.lanes(i, 2, ty)?[0];
-            Ok(vec![[c; 32]; regs])
+            out.fill([c; 32]);
         }
-        _ => Err(refuse("a WMMA A/B operand that is not a VGPR")),
+        _ => return Err(refuse("a WMMA A/B operand that is not a VGPR")),
     }
+    Ok(())
 }
 
-/// `v_wmma_*` (module doc).
-fn v_wmma(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>) -> R {
+/// A or B gathered from its registers into `out`, `out[row·K + k]` for A
+/// (`row` = B's column), each element's value exactly, NEG applied to
+/// floats; checks GFX11's lane copies.
+#[inline(always)]
+fn gather(
+    family: GfxFamily,
+    s: &Shape,
+    regs: &[[u32; 32]],
+    t: In,
+    signed: bool,
+    (neg, neg_hi, which): (u8, u8, u8),
+    out: &mut [f64],
+) -> R {
+    // GFX11: lanes l and l + 16 hold the same row, every bit of every
+    // register (the elements tile the dwords), so whole halves compare.
+    if family == GfxFamily::Gfx11 && regs.iter().any(|r| r[..16] != r[16..]) {
+        return Err(refuse(
+            "a GFX11 v_wmma_* whose A/B lane copies differ (lanes l and l+16 must hold the same row)",
+        ));
+    }
+    let mask = (1u32 << t.bits()) - 1;
+    for row in 0..M {
+        for k in 0..s.k {
+            let p = ab_place(family, t, s.k, row, k);
+            out[row * s.k + k] = t.value((regs[p.reg][p.lane] >> p.shift) & mask, signed);
+        }
+    }
+    // NEG (NEG_HI for the high halves) negates float elements; rarely set.
+    let (lo, hi) = (neg & which != 0, neg_hi & which != 0);
+    if !t.integer() && (lo || hi) {
+        for row in 0..M {
+            for k in 0..s.k {
+                let high = ab_place(family, t, s.k, row, k).shift == 16;
+                if (high && hi) || (!high && lo) {
+                    out[row * s.k + k] = -out[row * s.k + k];
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `v_wmma_*` of shape `s` (module doc); inlined into each form's
+/// executor, where `s` is a constant.
+#[inline(always)]
+fn v_wmma(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, s: &Shape) -> R {
     let family = ctx.target.family();
-    let s = shape(i.mnemonic).ok_or(refuse("an unknown v_wmma_* form"))?;
     if w.size != WaveSize::W32 {
         return Err(refuse("a wave64 v_wmma_* (ours are wave32)"));
     }
@@ -261,58 +310,55 @@ fn v_wmma(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>) -> R {
     if m.op_sel & !allowed_op_sel != 0 {
         return Err(refuse("OP_SEL on a v_wmma_* that has none"));
     }
-    let ab = |n: usize, t: In| operand(w, i, n, ab_regs(family, t, s.k), Ty::B32);
-    let (a_regs, b_regs) = (ab(0, s.a)?, ab(1, s.b)?);
+    // Registers on the stack: an instruction allocates nothing.
+    let mut a_regs = [[0u32; 32]; MAX_REGS];
+    let a_regs = &mut a_regs[..ab_regs(family, s.a, s.k)];
+    operand(w, i, 0, a_regs, Ty::B32)?;
+    let mut b_regs = [[0u32; 32]; MAX_REGS];
+    let b_regs = &mut b_regs[..ab_regs(family, s.b, s.k)];
+    operand(w, i, 1, b_regs, Ty::B32)?;
     let c_ty = if matches!(s.out, Out::F16 | Out::Bf16) {
         Ty::B16
     } else {
         Ty::B32
     };
-    let c_regs = operand(w, i, 2, cd_regs(family, s.out), c_ty)?;
+    let mut c_regs = [[0u32; 32]; MAX_REGS];
+    let c_regs = &mut c_regs[..cd_regs(family, s.out)];
+    operand(w, i, 2, c_regs, c_ty)?;
 
-    // Gather A (row-major, 16 × K) and B (column-major: B[k][j] at
-    // j·K + k), checking GFX11's lane copies.
-    let gather = |regs: &[[u32; 32]], t: In, signed: bool, neg: u8, neg_hi: u8, which: u8| {
-        let mut out = vec![0f64; M * s.k];
-        for row in 0..M {
-            for k in 0..s.k {
-                let p = ab_place(family, t, s.k, row, k);
-                let mask = (1u32 << t.bits()) - 1;
-                let raw = (regs[p.reg][p.lane] >> p.shift) & mask;
-                if family == GfxFamily::Gfx11 {
-                    let copy = (regs[p.reg][p.lane + 16] >> p.shift) & mask;
-                    if copy != raw {
-                        return Err(refuse(
-                            "a GFX11 v_wmma_* whose A/B lane copies differ (lanes l and l+16 must hold the same row)",
-                        ));
-                    }
-                }
-                let mut v = t.value(raw, signed);
-                let hi = p.shift == 16;
-                let negate = if hi {
-                    neg_hi & which != 0
-                } else {
-                    neg & which != 0
-                };
-                if !t.integer() && negate {
-                    v = -v;
-                }
-                out[row * s.k + k] = v;
-            }
-        }
-        Ok(out)
-    };
-    let a = gather(&a_regs, s.a, m.neg & 1 != 0, m.neg, m.neg_hi, 1)?;
-    let b = gather(&b_regs, s.b, m.neg & 2 != 0, m.neg, m.neg_hi, 2)?;
+    // A row-major (16 × K), B by column (B[k][j] at j·K + k).
+    let mods = |which| (m.neg, m.neg_hi, which);
+    let mut a = [0f64; MAX_AB];
+    gather(family, s, a_regs, s.a, m.neg & 1 != 0, mods(1), &mut a)?;
+    let mut b = [0f64; MAX_AB];
+    gather(family, s, b_regs, s.b, m.neg & 2 != 0, mods(2), &mut b)?;
 
     let half_shift = if gfx11_half && m.op_sel & 4 != 0 {
         16
     } else {
         0
     };
-    let mut d_regs = c_regs.clone();
+    let mut d_regs = [[0u32; 32]; MAX_REGS];
+    let d_regs = &mut d_regs[..c_regs.len()];
+    d_regs.copy_from_slice(c_regs);
+    let kk = s.k;
+    // B by row of K, its 16 columns side by side.
+    let mut bt = [0f64; MAX_AB];
+    for (k, bt) in bt.as_chunks_mut::<M>().0.iter_mut().take(kk).enumerate() {
+        for (j, v) in bt.iter_mut().enumerate() {
+            *v = b[j * kk + k];
+        }
+    }
     for row in 0..M {
-        for col in 0..M {
+        // Sixteen sums side by side, each in K order from -0 as an
+        // iterator's sum is (the products are exact in f64).
+        let mut dots = [-0.0f64; M];
+        for (&x, bt) in a[row * kk..][..kk].iter().zip(bt.as_chunks::<M>().0) {
+            for (dot, y) in dots.iter_mut().zip(bt) {
+                *dot += x * y;
+            }
+        }
+        for (col, dot) in dots.into_iter().enumerate() {
             let p = cd_place(family, s.out, row, col);
             let shift = p.shift + half_shift;
             let c_raw = c_regs[p.reg][p.lane] >> shift;
@@ -330,7 +376,6 @@ fn v_wmma(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>) -> R {
                     c = -c;
                 }
             }
-            let dot: f64 = (0..s.k).map(|k| a[row * s.k + k] * b[col * s.k + k]).sum();
             let sum = dot + c;
             let bits = match s.out {
                 Out::F32 => (sum as f32).to_bits(),
@@ -366,7 +411,13 @@ macro_rules! wmma_forms {
         /// Every WMMA form by mnemonic: A's and B's types, the output's, K.
         pub const SHAPES: &[(&str, Shape)] =
             &[$(($name, Shape { a: In::$a, b: In::$b, out: Out::$out, k: $k })),*];
-        const TABLE: &[(&str, Exec)] = &[$(($name, v_wmma as Exec)),*];
+        const TABLE: &[(&str, Exec)] = &[$(($name, {
+            fn f(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>) -> R {
+                const SHAPE: Shape = Shape { a: In::$a, b: In::$b, out: Out::$out, k: $k };
+                v_wmma(w, i, ctx, &SHAPE)
+            }
+            f as Exec
+        })),*];
     };
 }
 
