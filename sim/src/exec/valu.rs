@@ -821,7 +821,8 @@ macro_rules! carry_ops {
             let cin: u64 = if $carry_in { w.lane_mask(i.src[2])? } else { 0 };
             let mut out = [0u32; LANES];
             let mut carry = 0u64;
-            for l in 0..LANES {
+            // The wave's lanes only: the others are never in EXEC.
+            for l in 0..w.size.lanes() {
                 let ($a, $b, $c) = (u64::from($a[l]), u64::from($b[l]), cin >> l & 1);
                 let (d, co): (u64, bool) = $body;
                 out[l] = d as u32;
@@ -1269,14 +1270,14 @@ macro_rules! cmp_table {
             fn $name(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
                 let $a = $src(w, i, 0)?;
                 let $b = $src(w, i, 1)?;
-                let bits = (0..LANES).fold(0u64, |m, l| { let ($a, $b) = ($a[l], $b[l]); m | u64::from($body) << l });
+                let bits = (0..w.size.lanes()).fold(0u64, |m, l| { let ($a, $b) = ($a[l], $b[l]); m | u64::from($body) << l });
                 compare_result(w, i, bits, false);
                 Ok(())
             }
             fn $xname(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
                 let $a = $src(w, i, 0)?;
                 let $b = $src(w, i, 1)?;
-                let bits = (0..LANES).fold(0u64, |m, l| { let ($a, $b) = ($a[l], $b[l]); m | u64::from($body) << l });
+                let bits = (0..w.size.lanes()).fold(0u64, |m, l| { let ($a, $b) = ($a[l], $b[l]); m | u64::from($body) << l });
                 compare_result(w, i, bits, true);
                 Ok(())
             }
