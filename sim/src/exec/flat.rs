@@ -1010,6 +1010,79 @@ mod tests {
         }
     }
 
+    /// gfx942's byte, short and dword loads to LDS (words from `llc`
+    /// and `llvm-objdump --mcpu=gfx942`): each lane's bytes land at
+    /// M0 + OFFSET + 4·lane, only their own size, the rest of the slot
+    /// kept; the offset moves the source too, and SADDR forms add the
+    /// lane's 32-bit VGPR offset. An LDS place past the end is skipped.
+    #[test]
+    fn sub_dword_loads_to_lds_write_their_own_size_at_m0_plus_four_per_lane() {
+        let memory = Memory::new();
+        let base = memory.alloc(4096, 256).unwrap();
+        let bytes: Vec<u8> = (0..4096u32).map(|b| (b * 7 + 3) as u8).collect();
+        memory.write_bytes(base, &bytes).unwrap();
+        // (mnemonic, words, bytes moved, offset, SADDR form)
+        let forms: [(&str, [u32; 2], usize, i64, bool); 3] = [
+            (
+                "global_load_lds_ushort",
+                [0xDCA0_8008, 0x007F_0002],
+                2,
+                8,
+                false,
+            ),
+            (
+                "global_load_lds_dword",
+                [0xDCA8_9FFC, 0x0004_0002],
+                4,
+                -4,
+                true,
+            ),
+            (
+                "global_load_lds_sbyte",
+                [0xDC9C_8000, 0x007F_0002],
+                1,
+                0,
+                false,
+            ),
+        ];
+        for (mnemonic, words, size, offset, saddr) in forms {
+            let mut w = Wave::new(8, 0);
+            w.set_exec(0xFFFF_FFFF_FFFF_FFF0); // lanes 0-3 off
+            // Lane l reads at base + 16 + 12·l (+ offset).
+            for l in 0..LANES {
+                let a = base + 16 + 12 * l as u64;
+                if saddr {
+                    w.v[2][l] = (a - base) as u32;
+                } else {
+                    (w.v[2][l], w.v[3][l]) = (a as u32, (a >> 32) as u32);
+                }
+            }
+            w.s[4..6].copy_from_slice(&[base as u32, (base >> 32) as u32]);
+            w.s[usize::from(M0)] = 0x40;
+            let mut lds = vec![0xEEu8; 0x40 + 4 * 60 + 2];
+            run_words_in(&memory, Target::Gfx942, &mut w, &words, mnemonic, &mut lds)
+                .unwrap_or_else(|e| panic!("{mnemonic}: {e}"));
+            for l in 0..LANES {
+                let slot = (0x40 + offset + 4 * l as i64) as usize;
+                let from = (16 + 12 * l as i64 + offset) as usize;
+                for k in 0..4 {
+                    let Some(&got) = lds.get(slot + k) else {
+                        continue;
+                    };
+                    // Lanes off, bytes past the size and places past the
+                    // end keep their value; lane 60's dword does not fit.
+                    let fits = slot + size <= lds.len();
+                    let want = if l >= 4 && k < size && fits {
+                        bytes[from + k]
+                    } else {
+                        0xEE
+                    };
+                    assert_eq!(got, want, "{mnemonic} lane {l} byte {k}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn a_processor_without_sramecc_keeps_the_other_half() {
         assert_eq!(d16(true, 0x1234_5678, 0xFF81, false), 0x1234_FF81);
