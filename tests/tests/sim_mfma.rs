@@ -537,33 +537,35 @@ fn run_case(d: &Gpu, p: &Program, case: &Case, seed: u64) {
     let a = random_operand(case.ty, case.per_lane(), &mut rng);
     let b = random_operand(case.b_ty, case.per_lane(), &mut rng);
     let c = random_c(case, &mut rng);
-    let c_raw = c_bytes(case, &c);
-    let d_len = c_raw.len();
+    let (a_raw, b_raw) = (operand_bytes(case.ty, &a), operand_bytes(case.b_ty, &b));
+    let got = run_wave(d, p, case.kernel, [&a_raw, &b_raw, &c_bytes(case, &c)], &[]);
+    check(d.target, case, &got, &reference(case, &a, &b, &c));
+}
 
+/// Runs one 64-lane wave of `kernel` with the arguments `a, b, c, d` and
+/// then each of `extra`, all uploaded, D poisoned with a poisoned guard
+/// after it (as long as C); D as the kernel left it, the guard checked.
+fn run_wave(d: &Gpu, p: &Program, kernel: &str, [a, b, c]: [&[u8]; 3], extra: &[&[u8]]) -> Vec<u8> {
+    let d_len = c.len();
     let poison: Vec<u8> = u32::POISON.to_le_bytes().repeat(d_len / 4 + 1);
-    let buffers = [
-        upload(d, &operand_bytes(case.ty, &a)),
-        upload(d, &operand_bytes(case.b_ty, &b)),
-        upload(d, &c_raw),
-        upload(d, &poison),
-    ];
+    let mut buffers = vec![upload(d, a), upload(d, b), upload(d, c), upload(d, &poison)];
+    buffers.extend(extra.iter().map(|e| upload(d, e)));
     let kernarg: Vec<u8> = buffers.iter().flat_map(|p| p.to_le_bytes()).collect();
-    d.run(p, case.kernel, [64, 1, 1], [64, 1, 1], &kernarg)
-        .unwrap_or_else(|e| panic!("{:?} {}: {e}", d.target, case.kernel));
-
+    d.run(p, kernel, [64, 1, 1], [64, 1, 1], &kernarg)
+        .unwrap_or_else(|e| panic!("{:?} {kernel}: {e}", d.target));
     let mut got = vec![0u8; d_len + 4];
     d.memory().read_bytes(buffers[3], &mut got).expect("read D");
     assert_eq!(
         got[d_len..],
         u32::POISON.to_le_bytes(),
-        "{:?} {}: wrote past D",
-        d.target,
-        case.kernel
+        "{:?} {kernel}: wrote past D",
+        d.target
     );
-    check(d.target, case, &got[..d_len], &reference(case, &a, &b, &c));
     for a in buffers {
         d.memory().free(a).expect("free");
     }
+    got.truncate(d_len);
+    got
 }
 
 #[test]
@@ -782,30 +784,14 @@ fn run_mx(d: &Gpu, p: &Program, case: &MxCase, seed: u64) {
     }
 
     let c_raw: Vec<u8> = c.iter().flat_map(|w| w.to_le_bytes()).collect();
-    let d_len = c_raw.len();
-    let poison: Vec<u8> = u32::POISON.to_le_bytes().repeat(d_len / 4 + 1);
     let words = |v: &[u32]| -> Vec<u8> { v.iter().flat_map(|w| w.to_le_bytes()).collect() };
-    let mut buffers = vec![
-        upload(d, &mx_bytes(case.a, &a)),
-        upload(d, &mx_bytes(case.b, &b)),
-        upload(d, &c_raw),
-        upload(d, &poison),
-    ];
-    if case.sel.is_some() {
-        buffers.push(upload(d, &words(&sa)));
-        buffers.push(upload(d, &words(&sb)));
-    }
-    let kernarg: Vec<u8> = buffers.iter().flat_map(|p| p.to_le_bytes()).collect();
-    d.run(p, case.kernel, [64, 1, 1], [64, 1, 1], &kernarg)
-        .unwrap_or_else(|e| panic!("{:?} {}: {e}", d.target, case.kernel));
-    let mut got = vec![0u8; d_len + 4];
-    d.memory().read_bytes(buffers[3], &mut got).expect("read D");
-    assert_eq!(
-        got[d_len..],
-        u32::POISON.to_le_bytes(),
-        "{}: wrote past D",
-        case.kernel
-    );
+    let scales = [words(&sa), words(&sb)];
+    let extra: Vec<&[u8]> = match case.sel {
+        Some(_) => scales.iter().map(Vec::as_slice).collect(),
+        None => Vec::new(),
+    };
+    let (a_raw, b_raw) = (mx_bytes(case.a, &a), mx_bytes(case.b, &b));
+    let got = run_wave(d, p, case.kernel, [&a_raw, &b_raw, &c_raw], &extra);
     for (n, &(w, mag)) in want.iter().enumerate() {
         let g = f32::from_le_bytes(got[4 * n..][..4].try_into().expect("4 bytes"));
         let tol = mag * 4.0 * f64::from(f32::EPSILON);
@@ -816,9 +802,6 @@ fn run_mx(d: &Gpu, p: &Program, case: &MxCase, seed: u64) {
             n / cd,
             n % cd
         );
-    }
-    for a in buffers {
-        d.memory().free(a).expect("free");
     }
 }
 

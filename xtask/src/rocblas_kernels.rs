@@ -1,7 +1,8 @@
 //! A small code object holding a chosen few of the GEMM kernels AMD's
 //! toolchain compiled for rocBLAS (Debian trixie's `librocblas0`, rocBLAS
 //! 5.5.1 / Tensile 4.36): the simulator's test inputs that this project did
-//! not write.
+//! not write. hipBLASLt's gfx1100/gfx1201 kernels are kept the same way
+//! ([`extract_from`], after `crate::offload_bundle` unbundles them).
 //!
 //! The package links all 14 075 gfx90a assembly kernels into one 396 MB
 //! ELF (`TensileLibrary_gfx90a.co`) with one `NT_AMDGPU_METADATA` note per
