@@ -35,6 +35,36 @@ impl WaveSize {
         }
     }
 
+    /// `out[l] = f(l)` for each of the wave's lanes; lanes past the wave
+    /// (32..64 in wave32) are left as they are: EXEC never names them, so
+    /// nothing reads or writes them back. A loop of constant trip count
+    /// per size, so wave32 computes half the lanes and each loop
+    /// vectorises as a 64-lane one does.
+    #[inline(always)]
+    pub fn fill<T>(self, out: &mut [T; LANES], mut f: impl FnMut(usize) -> T) {
+        match self {
+            Self::W64 => {
+                for (l, o) in out.iter_mut().enumerate() {
+                    *o = f(l);
+                }
+            }
+            Self::W32 => {
+                for (l, o) in out[..32].iter_mut().enumerate() {
+                    *o = f(l);
+                }
+            }
+        }
+    }
+
+    /// [`Self::fill`] into a new array whose lanes past the wave hold
+    /// `T::default()`.
+    #[inline(always)]
+    pub fn map<T: Copy + Default>(self, f: impl FnMut(usize) -> T) -> [T; LANES] {
+        let mut out = [T::default(); LANES];
+        self.fill(&mut out, f);
+        out
+    }
+
     /// The mask of every lane.
     #[inline]
     pub const fn full(self) -> u64 {

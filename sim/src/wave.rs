@@ -292,72 +292,102 @@ impl Wave {
     /// movement applied (source `n` of `i`), no float modifiers.
     #[inline]
     pub fn lanes(&self, i: &Inst, n: usize, ty: Ty) -> Result<Lanes, Fault> {
+        self.lanes_in(i, n, ty, &mut None).copied()
+    }
+
+    /// [`Self::lanes`] without a copy where it can: the register itself
+    /// when nothing changes it (most sources), else the lanes built in
+    /// `buf` (a scalar broadcast, SDWA selection, DPP movement). Moving
+    /// 256-byte arrays through return values was most of a simple VALU
+    /// instruction's cost, the same in wave32 as in wave64.
+    #[inline(always)]
+    pub fn lanes_in<'a>(
+        &'a self,
+        i: &Inst,
+        n: usize,
+        ty: Ty,
+        buf: &'a mut Option<Lanes>,
+    ) -> Result<&'a Lanes, Fault> {
         let src = i.src[n];
-        let mut out = match src {
+        let moved = match i.ext {
+            Ext::Sdwa(_) => n < 2,
+            Ext::Dpp(_) | Ext::Dpp8(_) => n == 0,
+            // A VOPD's X sources are the instruction's own.
+            Ext::None | Ext::Mai(_) | Ext::Vopd(_) => false,
+        };
+        if !moved {
+            return match src {
+                Src::Vgpr(r) => self.vreg(r, false),
+                Src::Agpr(r) => self.vreg(r, true),
+                _ => Ok(buf.insert([self.s32_of(src, ty)?; LANES])),
+            };
+        }
+        let raw = match src {
             Src::Vgpr(r) => *self.vreg(r, false)?,
             Src::Agpr(r) => *self.vreg(r, true)?,
             _ => [self.s32_of(src, ty)?; LANES],
         };
-        match i.ext {
-            Ext::None | Ext::Mai(_) => {}
+        Ok(buf.insert(match i.ext {
             Ext::Sdwa(s) => {
-                let (sel, sext) = match n {
-                    0 => (s.src0_sel, s.src0_sext),
-                    1 => (s.src1_sel, s.src1_sext),
-                    _ => return Ok(out),
+                let (sel, sext) = if n == 0 {
+                    (s.src0_sel, s.src0_sext)
+                } else {
+                    (s.src1_sel, s.src1_sext)
                 };
-                for x in &mut out {
-                    *x = sdwa::select(*x, sel, sext);
-                }
+                raw.map(|x| sdwa::select(x, sel, sext))
             }
-            Ext::Dpp(d) if n == 0 => out = dpp::permute(&out, d.ctrl, d.bound_ctrl),
-            // A VOPD's X sources are the instruction's own.
-            Ext::Dpp(_) | Ext::Vopd(_) => {}
-            Ext::Dpp8(d) if n == 0 => out = dpp::permute8(&out, d, self.exec()),
-            Ext::Dpp8(_) => {}
-        }
-        Ok(out)
+            Ext::Dpp(d) => dpp::permute(&raw, d.ctrl, d.bound_ctrl),
+            Ext::Dpp8(d) => dpp::permute8(&raw, d, self.exec()),
+            Ext::None | Ext::Mai(_) | Ext::Vopd(_) => raw,
+        }))
     }
 
     /// A vector 64-bit source as lanes (register pairs).
     #[inline]
     pub fn lanes64(&self, i: &Inst, n: usize, ty: Ty) -> Result<[u64; LANES], Fault> {
+        let mut out = [0; LANES];
+        self.lanes64_in(i, n, ty, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`Self::lanes64`] written into `out` (the wave's lanes only).
+    #[inline(always)]
+    pub fn lanes64_in(
+        &self,
+        i: &Inst,
+        n: usize,
+        ty: Ty,
+        out: &mut [u64; LANES],
+    ) -> Result<(), Fault> {
         let src = i.src[n];
-        let v = match src {
+        match src {
             Src::Vgpr(r) | Src::Agpr(r) => {
                 let acc = matches!(src, Src::Agpr(_));
                 let lo = self.vreg(r, acc)?;
                 let hi = self.vreg(r + 1, acc)?;
-                std::array::from_fn(|l| u64::from(lo[l]) | u64::from(hi[l]) << 32)
+                self.size
+                    .fill(out, |l| u64::from(lo[l]) | u64::from(hi[l]) << 32);
             }
-            _ => [self.s64_of(src, ty)?; LANES],
-        };
+            _ => {
+                let x = self.s64_of(src, ty)?;
+                self.size.fill(out, |_| x);
+            }
+        }
         // DPP64 (gfx90a/gfx942) moves source 0's whole 64-bit lanes.
-        Ok(match i.ext {
-            Ext::Dpp(d) if n == 0 => {
-                std::array::from_fn(|l| dpp::source_lane(d.ctrl, l).map_or(0, |s| v[s]))
-            }
-            _ => v,
-        })
+        if let Ext::Dpp(d) = i.ext
+            && n == 0
+        {
+            let v = *out;
+            self.size
+                .fill(out, |l| dpp::source_lane(d.ctrl, l).map_or(0, |s| v[s]));
+        }
+        Ok(())
     }
 
     /// Writes `vals` to VGPR `r` in the lanes of `mask`.
     #[inline]
     pub fn write_lanes(&mut self, r: u16, vals: &Lanes, mask: u64) -> Result<(), Fault> {
-        let d = self.vreg_mut(r, false)?;
-        if mask == u64::MAX {
-            *d = *vals;
-        } else if mask & (mask + 1) == 0 {
-            // Lanes 0..n: a full wave32 or a partial last wave.
-            let n = mask.trailing_ones() as usize;
-            d[..n].copy_from_slice(&vals[..n]);
-        } else {
-            for l in 0..LANES {
-                if mask >> l & 1 != 0 {
-                    d[l] = vals[l];
-                }
-            }
-        }
+        put_lanes(self.vreg_mut(r, false)?, vals, mask);
         Ok(())
     }
 
@@ -376,12 +406,7 @@ impl Wave {
         }
         self.vreg(first + out.len() as u16 - 1, acc)?;
         for (k, vals) in out.iter().enumerate() {
-            let d = self.vreg_mut(first + k as u16, acc)?;
-            for l in 0..LANES {
-                if mask >> l & 1 != 0 {
-                    d[l] = vals[l];
-                }
-            }
+            put_lanes(self.vreg_mut(first + k as u16, acc)?, vals, mask);
         }
         Ok(())
     }
@@ -389,12 +414,33 @@ impl Wave {
     /// Writes a 64-bit result to the VGPR pair at `r` in the lanes of `mask`.
     #[inline]
     pub fn write_lanes64(&mut self, r: u16, vals: &[u64; LANES], mask: u64) -> Result<(), Fault> {
-        let lo: Lanes = std::array::from_fn(|l| vals[l] as u32);
-        let hi: Lanes = std::array::from_fn(|l| (vals[l] >> 32) as u32);
+        let lo: Lanes = self.size.map(|l| vals[l] as u32);
+        let hi: Lanes = self.size.map(|l| (vals[l] >> 32) as u32);
         // Check both before writing either, so a fault leaves no half write.
         self.vreg(r + 1, false)?;
         self.write_lanes(r, &lo, mask)?;
         self.write_lanes(r + 1, &hi, mask)
+    }
+}
+
+/// `d[l] = vals[l]` for the lanes of `mask`: a copy of constant size for
+/// a full wave64 or wave32 (inlined), of the prefix for a partial last
+/// wave, else lane by lane.
+#[inline]
+fn put_lanes(d: &mut Lanes, vals: &Lanes, mask: u64) {
+    if mask == u64::MAX {
+        *d = *vals;
+    } else if mask == 0xFFFF_FFFF {
+        d[..32].copy_from_slice(&vals[..32]);
+    } else if mask & mask.wrapping_add(1) == 0 {
+        let n = mask.trailing_ones() as usize;
+        d[..n].copy_from_slice(&vals[..n]);
+    } else {
+        for l in 0..LANES {
+            if mask >> l & 1 != 0 {
+                d[l] = vals[l];
+            }
+        }
     }
 }
 

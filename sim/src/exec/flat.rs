@@ -22,7 +22,7 @@ use crate::decode::inst::flag;
 use crate::decode::{Format, Inst, Src};
 use crate::exec::ctx::{Ctx, Exec};
 use crate::fault::{Fault, Space};
-use crate::lanes::{LANES, Lanes};
+use crate::lanes::{LANES, Lanes, for_lanes};
 use crate::memory::Access;
 use crate::wave::{PRIVATE_APERTURE_HI, SHARED_APERTURE_HI, Wave};
 
@@ -309,26 +309,27 @@ fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
         lds: ctx.lds,
     };
     let space = space_of(i);
-    let at = addressing(w, i);
     let keep = d16_keeps_other_half(ctx.target);
-    for l in 0..LANES {
-        if exec >> l & 1 == 0 {
-            continue;
-        }
-        let loc = at.clone()?.lane(l, u64::from(bytes))?;
-        port.check(loc, u64::from(bytes), false, space)?;
-        match put {
-            Put::Dwords(n) => {
-                for k in 0..n {
-                    out[k as usize][l] = port.load(advance(loc, 4 * k), 4);
+    if exec != 0 {
+        let at = addressing(w, i)?;
+        for_lanes!(exec, |l| {
+            let loc = at.lane(l, u64::from(bytes))?;
+            port.check(loc, u64::from(bytes), false, space)?;
+            match put {
+                Put::Dwords(n) => {
+                    for k in 0..n {
+                        out[k as usize][l] = port.load(advance(loc, 4 * k), 4);
+                    }
+                }
+                Put::Extend { size, signed } => {
+                    out[0][l] = extend(port.load(loc, size), size, signed)
+                }
+                Put::D16 { size, signed, hi } => {
+                    let v = extend(port.load(loc, size), size, signed);
+                    out[0][l] = d16(keep, w.vreg(i.vdst, acc)?[l], v, hi);
                 }
             }
-            Put::Extend { size, signed } => out[0][l] = extend(port.load(loc, size), size, signed),
-            Put::D16 { size, signed, hi } => {
-                let v = extend(port.load(loc, size), size, signed);
-                out[0][l] = d16(keep, w.vreg(i.vdst, acc)?[l], v, hi);
-            }
-        }
+        });
     }
     drop(port);
     w.write_regs(i.vdst, acc, &out[..dwords as usize], exec)
@@ -428,12 +429,12 @@ fn store(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, take: Take) -> R {
         m: ctx.mem.access(),
         lds: ctx.lds,
     };
-    let at = addressing(w, i);
-    for l in 0..LANES {
-        if exec >> l & 1 == 0 {
-            continue;
-        }
-        let loc = at.clone()?.lane(l, u64::from(bytes))?;
+    if exec == 0 {
+        return Ok(());
+    }
+    let at = addressing(w, i)?;
+    for_lanes!(exec, |l| {
+        let loc = at.lane(l, u64::from(bytes))?;
         port.check(loc, u64::from(bytes), true, space)?;
         match take {
             Take::Dwords(n) => {
@@ -447,7 +448,7 @@ fn store(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, take: Take) -> R {
                 port.store(loc, size, if hi { v >> 16 } else { v });
             }
         }
-    }
+    });
     Ok(())
 }
 

@@ -1,10 +1,21 @@
 //! Vector ALU: VOP1, VOP2, VOPC and VOP3 (with their SDWA and DPP forms).
 //!
-//! CDNA3 ISA, "Vector ALU Operations". Every executor reads its sources as
-//! 64-lane arrays (SDWA selection and DPP movement already applied by
-//! [`Wave::lanes`]), computes all 64 lanes in a straight loop, and writes
+//! CDNA3 ISA, "Vector ALU Operations". Every executor reads its sources
+//! as lane arrays (SDWA selection and DPP movement already applied by
+//! [`Wave::lanes_in`]), computes the wave's lanes in a straight loop
+//! ([`crate::lanes::WaveSize::map`]: 64, or 32 in wave32), and writes
 //! back under EXEC (and the DPP row/bank masks, and the SDWA destination
 //! selection) through [`write`].
+//!
+//! Sources are borrowed, not copied: a plain VGPR source is the register
+//! itself, and a source helper takes an empty `Option` it fills only when
+//! it must build the lanes (a scalar broadcast, SDWA, DPP, modifiers), so
+//! a VALU instruction moves no 256-byte array it does not compute. The
+//! float views of a register's bits are `zerocopy` reference casts.
+//! Measured with callgrind on `cargo xtask sim-bench`'s kernels (the
+//! instructions the host executes, which unlike wall time on a shared
+//! machine do not vary run to run): `Gpu::run` executes 11 % fewer
+//! instructions on gfx942 and 23 % fewer on gfx1201 than with copies.
 //!
 //! Floating point: f32 and f64 arithmetic is the host's IEEE arithmetic
 //! (round to nearest even, fused `mul_add` for FMA), which is what the
@@ -58,41 +69,60 @@ pub(crate) fn flush_f32(x: f32) -> f32 {
 
 /// Source `n` as f32 with abs/neg (and denormal flushing) applied.
 #[inline]
-fn f32_src(w: &Wave, i: &Inst, n: usize) -> Result<[f32; LANES], Fault> {
-    let raw = w.lanes(i, n, Ty::B32)?;
+fn f32_src<'a>(
+    w: &'a Wave,
+    i: &Inst,
+    n: usize,
+    buf: &'a mut Option<Lanes>,
+) -> Result<&'a [f32; LANES], Fault> {
     let abs = i.mods.abs >> n & 1 != 0;
     let neg = i.mods.neg >> n & 1 != 0;
+    let flush = flush32(w);
+    if !abs && !neg && !flush {
+        // The register's bits are the values.
+        let raw: &Lanes = w.lanes_in(i, n, Ty::B32, buf)?;
+        return Ok(zerocopy::transmute_ref!(raw));
+    }
     let mask = if abs { 0x7FFF_FFFF } else { u32::MAX };
     let flip = if neg { 0x8000_0000 } else { 0 };
-    let mut out = [0f32; LANES];
-    for l in 0..LANES {
-        out[l] = f32::from_bits((raw[l] & mask) ^ flip);
-    }
-    if flush32(w) {
-        for x in &mut out {
-            *x = flush_f32(*x);
-        }
-    }
-    Ok(out)
+    let raw = w.lanes_in(i, n, Ty::B32, buf)?;
+    let out = w.size.map(|l| {
+        let x = f32::from_bits((raw[l] & mask) ^ flip);
+        if flush { flush_f32(x) } else { x }.to_bits()
+    });
+    let out: &Lanes = buf.insert(out);
+    Ok(zerocopy::transmute_ref!(out))
 }
 
 /// Source `n` as f64 with abs/neg applied.
 #[inline]
-fn f64_src(w: &Wave, i: &Inst, n: usize) -> Result<[f64; LANES], Fault> {
-    let raw = w.lanes64(i, n, Ty::F64)?;
+fn f64_src<'a>(
+    w: &Wave,
+    i: &Inst,
+    n: usize,
+    buf: &'a mut Option<[u64; LANES]>,
+) -> Result<&'a [f64; LANES], Fault> {
+    let raw = buf.insert([0; LANES]);
+    w.lanes64_in(i, n, Ty::F64, raw)?;
     let abs = i.mods.abs >> n & 1 != 0;
     let neg = i.mods.neg >> n & 1 != 0;
-    let mask = if abs { !(1u64 << 63) } else { u64::MAX };
-    let flip = if neg { 1u64 << 63 } else { 0 };
     let flush = flush16_64(w);
-    Ok(std::array::from_fn(|l| {
-        let x = f64::from_bits((raw[l] & mask) ^ flip);
-        if flush && x.is_subnormal() {
-            0.0f64.copysign(x)
-        } else {
-            x
-        }
-    }))
+    if abs || neg || flush {
+        let mask = if abs { !(1u64 << 63) } else { u64::MAX };
+        let flip = if neg { 1u64 << 63 } else { 0 };
+        let v = *raw;
+        w.size.fill(raw, |l| {
+            let x = f64::from_bits((v[l] & mask) ^ flip);
+            if flush && x.is_subnormal() {
+                0.0f64.copysign(x)
+            } else {
+                x
+            }
+            .to_bits()
+        });
+    }
+    let raw: &[u64; LANES] = raw;
+    Ok(zerocopy::transmute_ref!(raw))
 }
 
 /// Whether MODE's FP_DENORM for f16 and f64 (bits 7:6) flushes
@@ -109,28 +139,48 @@ fn flush_f16(h: u16) -> u16 {
 /// Source `n` as an f16 widened to f32, with op_sel (high half) and
 /// abs/neg applied.
 #[inline]
-fn f16_src(w: &Wave, i: &Inst, n: usize) -> Result<[f32; LANES], Fault> {
-    let raw = w.lanes(i, n, Ty::B16)?;
+fn f16_src<'a>(
+    w: &Wave,
+    i: &Inst,
+    n: usize,
+    buf: &'a mut Option<Lanes>,
+) -> Result<&'a [f32; LANES], Fault> {
+    let raw = w.lanes_in(i, n, Ty::B16, buf)?;
     let hi = i.mods.op_sel >> n & 1 != 0;
     let abs = i.mods.abs >> n & 1 != 0;
     let neg = i.mods.neg >> n & 1 != 0;
     let flush = flush16_64(w);
-    Ok(std::array::from_fn(|l| {
+    let out = w.size.map(|l| {
         let h = if hi { raw[l] >> 16 } else { raw[l] } as u16;
         let h = if abs { h & 0x7FFF } else { h };
         let h = if neg { h ^ 0x8000 } else { h };
-        f16_to_f32(if flush { flush_f16(h) } else { h })
-    }))
+        f16_to_f32(if flush { flush_f16(h) } else { h }).to_bits()
+    });
+    let out: &Lanes = buf.insert(out);
+    Ok(zerocopy::transmute_ref!(out))
 }
 
 #[inline]
-fn u32_src(w: &Wave, i: &Inst, n: usize) -> Result<Lanes, Fault> {
-    w.lanes(i, n, Ty::B32)
+fn u32_src<'a>(
+    w: &'a Wave,
+    i: &Inst,
+    n: usize,
+    buf: &'a mut Option<Lanes>,
+) -> Result<&'a Lanes, Fault> {
+    w.lanes_in(i, n, Ty::B32, buf)
 }
 
 #[inline]
-fn u64_src(w: &Wave, i: &Inst, n: usize, ty: Ty) -> Result<[u64; LANES], Fault> {
-    w.lanes64(i, n, ty)
+fn u64_src<'a>(
+    w: &Wave,
+    i: &Inst,
+    n: usize,
+    ty: Ty,
+    buf: &'a mut Option<[u64; LANES]>,
+) -> Result<&'a [u64; LANES], Fault> {
+    let out = buf.insert([0; LANES]);
+    w.lanes64_in(i, n, ty, out)?;
+    Ok(out)
 }
 
 /// Applies the output modifier and clamp of a float result.
@@ -194,7 +244,7 @@ fn write64(w: &mut Wave, i: &Inst, vals: &[u64; LANES]) -> R {
 
 fn write_f32(w: &mut Wave, i: &Inst, vals: [f32; LANES]) -> R {
     let flush = flush32(w);
-    let out: Lanes = std::array::from_fn(|l| {
+    let out: Lanes = w.size.map(|l| {
         let x = omod_clamp_f32(i, vals[l]);
         if flush { flush_f32(x) } else { x }.to_bits()
     });
@@ -203,7 +253,7 @@ fn write_f32(w: &mut Wave, i: &Inst, vals: [f32; LANES]) -> R {
 
 fn write_f64(w: &mut Wave, i: &Inst, vals: [f64; LANES]) -> R {
     let flush = flush16_64(w);
-    let out: [u64; LANES] = std::array::from_fn(|l| {
+    let out: [u64; LANES] = w.size.map(|l| {
         let x = omod_clamp_f64(i, vals[l]);
         if flush && x.is_subnormal() {
             0.0f64.copysign(x)
@@ -219,7 +269,7 @@ fn write_f64(w: &mut Wave, i: &Inst, vals: [f64; LANES]) -> R {
 /// op_sel[3] the high half with the low half kept (gfx9 16-bit results).
 fn write_f16(w: &mut Wave, i: &Inst, vals: [f32; LANES]) -> R {
     let flush = flush16_64(w);
-    let h: Lanes = std::array::from_fn(|l| {
+    let h: Lanes = w.size.map(|l| {
         let h = f32_to_f16(omod_clamp_f32(i, vals[l]));
         u32::from(if flush { flush_f16(h) } else { h })
     });
@@ -229,15 +279,15 @@ fn write_f16(w: &mut Wave, i: &Inst, vals: [f32; LANES]) -> R {
 fn write_b16(w: &mut Wave, i: &Inst, h: Lanes) -> R {
     if i.mods.op_sel & 8 != 0 {
         let old = *w.vreg(i.vdst, false)?;
-        let out: Lanes = std::array::from_fn(|l| (old[l] & 0xFFFF) | (h[l] & 0xFFFF) << 16);
+        let out: Lanes = w.size.map(|l| (old[l] & 0xFFFF) | (h[l] & 0xFFFF) << 16);
         write(w, i, &out)
     } else if i.flags & flag::T16 != 0 {
         // GFX11+ true16: the high half stays.
         let old = *w.vreg(i.vdst, false)?;
-        let out: Lanes = std::array::from_fn(|l| (old[l] & 0xFFFF_0000) | (h[l] & 0xFFFF));
+        let out: Lanes = w.size.map(|l| (old[l] & 0xFFFF_0000) | (h[l] & 0xFFFF));
         write(w, i, &out)
     } else {
-        let out: Lanes = std::array::from_fn(|l| h[l] & 0xFFFF);
+        let out: Lanes = w.size.map(|l| h[l] & 0xFFFF);
         write(w, i, &out)
     }
 }
@@ -257,9 +307,10 @@ macro_rules! vop {
                 check_round(w)?;
             }
             let mut k = 0;
-            $( let $s = $src(w, i, { let n = k; k += 1; n })?; )*
+            $( let mut $s = None;
+               let $s = $src(w, i, { let n = k; k += 1; n }, &mut $s)?; )*
             let _ = k;
-            let out = std::array::from_fn(|l| { $( let $s = $s[l]; )* $body });
+            let out = w.size.map(|l| { $( let $s = $s[l]; )* $body });
             $out(w, i, out)
         })*
         const $table: &[(&str, Exec)] = &[$((stringify!($name), $name as Exec)),*];
@@ -270,10 +321,13 @@ macro_rules! vop {
 /// `a:b`. GFX11+ reads the shift as a 16-bit operand, its half chosen by
 /// OP_SEL bit 2 (LLVM's true16 profile); GFX9 never sets that bit.
 fn align(w: &mut Wave, i: &Inst, unit: u32, mask: u32) -> R {
-    let a = u32_src(w, i, 0)?;
-    let b = u32_src(w, i, 1)?;
-    let c = u16_src(w, i, 2)?;
-    let out = std::array::from_fn(|l| {
+    let mut a_buf = None;
+    let a = u32_src(w, i, 0, &mut a_buf)?;
+    let mut b_buf = None;
+    let b = u32_src(w, i, 1, &mut b_buf)?;
+    let mut c_buf = None;
+    let c = u16_src(w, i, 2, &mut c_buf)?;
+    let out = w.size.map(|l| {
         ((u64::from(a[l]) << 32 | u64::from(b[l])) >> (unit * (u32::from(c[l]) & mask))) as u32
     });
     write_u32(w, i, out)
@@ -288,16 +342,22 @@ fn v_alignbyte_b32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
 }
 
 /// A 16-bit integer source: the low half, or the high one with op_sel.
-fn u16_src(w: &Wave, i: &Inst, n: usize) -> Result<[u16; LANES], Fault> {
-    let raw = w.lanes(i, n, Ty::B16)?;
+fn u16_src<'a>(
+    w: &Wave,
+    i: &Inst,
+    n: usize,
+    buf: &'a mut Option<[u16; LANES]>,
+) -> Result<&'a [u16; LANES], Fault> {
+    let mut tmp = None;
+    let raw = w.lanes_in(i, n, Ty::B16, &mut tmp)?;
     let hi = i.mods.op_sel >> n & 1 != 0;
-    Ok(std::array::from_fn(|l| {
+    Ok(buf.insert(w.size.map(|l| {
         if hi {
             (raw[l] >> 16) as u16
         } else {
             raw[l] as u16
         }
-    }))
+    })))
 }
 
 fn write_u32(w: &mut Wave, i: &Inst, out: Lanes) -> R {
@@ -410,18 +470,17 @@ fn frexp(a: f64) -> (f64, i32) {
 
 fn v_ldexp_f32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     check_round(w)?;
-    let a = f32_src(w, i, 0)?;
-    let e = u32_src(w, i, 1)?;
-    write_f32(w, i, std::array::from_fn(|l| ldexp32(a[l], e[l] as i32)))
+    let mut a_buf = None;
+    let a = f32_src(w, i, 0, &mut a_buf)?;
+    let mut e_buf = None;
+    let e = u32_src(w, i, 1, &mut e_buf)?;
+    write_f32(w, i, w.size.map(|l| ldexp32(a[l], e[l] as i32)))
 }
 
 fn v_frexp_exp_i32_f32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-    let a = f32_src(w, i, 0)?;
-    write(
-        w,
-        i,
-        &std::array::from_fn(|l| frexp(f64::from(a[l])).1 as u32),
-    )
+    let mut a_buf = None;
+    let a = f32_src(w, i, 0, &mut a_buf)?;
+    write(w, i, &w.size.map(|l| frexp(f64::from(a[l])).1 as u32))
 }
 
 vop! { F64, f64_src -> write_f64, float: true;
@@ -444,12 +503,14 @@ vop! { F64, f64_src -> write_f64, float: true;
 
 fn v_ldexp_f64(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     check_round(w)?;
-    let a = f64_src(w, i, 0)?;
-    let e = u32_src(w, i, 1)?;
+    let mut a_buf = None;
+    let a = f64_src(w, i, 0, &mut a_buf)?;
+    let mut e_buf = None;
+    let e = u32_src(w, i, 1, &mut e_buf)?;
     write_f64(
         w,
         i,
-        std::array::from_fn(|l| {
+        w.size.map(|l| {
             let e = e[l] as i32;
             // Two steps keep the intermediate power of two representable.
             let h = e / 2;
@@ -459,8 +520,9 @@ fn v_ldexp_f64(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
 }
 
 fn v_frexp_exp_i32_f64(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-    let a = f64_src(w, i, 0)?;
-    write(w, i, &std::array::from_fn(|l| frexp(a[l]).1 as u32))
+    let mut a_buf = None;
+    let a = f64_src(w, i, 0, &mut a_buf)?;
+    write(w, i, &w.size.map(|l| frexp(a[l]).1 as u32))
 }
 
 vop! { F16, f16_src -> write_f16, float: true;
@@ -664,100 +726,115 @@ fn f32_to_u32(x: f32) -> u32 {
 }
 
 fn v_cvt_i32_f32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-    let a = f32_src(w, i, 0)?;
-    write(w, i, &std::array::from_fn(|l| f32_to_i32(a[l])))
+    let mut a_buf = None;
+    let a = f32_src(w, i, 0, &mut a_buf)?;
+    write(w, i, &w.size.map(|l| f32_to_i32(a[l])))
 }
 
 fn v_cvt_u32_f32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-    let a = f32_src(w, i, 0)?;
-    write(w, i, &std::array::from_fn(|l| f32_to_u32(a[l])))
+    let mut a_buf = None;
+    let a = f32_src(w, i, 0, &mut a_buf)?;
+    write(w, i, &w.size.map(|l| f32_to_u32(a[l])))
 }
 
 fn v_cvt_rpi_i32_f32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-    let a = f32_src(w, i, 0)?;
-    write(
-        w,
-        i,
-        &std::array::from_fn(|l| f32_to_i32((a[l] + 0.5).floor())),
-    )
+    let mut a_buf = None;
+    let a = f32_src(w, i, 0, &mut a_buf)?;
+    write(w, i, &w.size.map(|l| f32_to_i32((a[l] + 0.5).floor())))
 }
 
 fn v_cvt_flr_i32_f32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-    let a = f32_src(w, i, 0)?;
-    write(w, i, &std::array::from_fn(|l| f32_to_i32(a[l].floor())))
+    let mut a_buf = None;
+    let a = f32_src(w, i, 0, &mut a_buf)?;
+    write(w, i, &w.size.map(|l| f32_to_i32(a[l].floor())))
 }
 
 fn v_cvt_f16_f32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-    let a = f32_src(w, i, 0)?;
-    let h: Lanes = std::array::from_fn(|l| u32::from(f32_to_f16(omod_clamp_f32(i, a[l]))));
+    let mut a_buf = None;
+    let a = f32_src(w, i, 0, &mut a_buf)?;
+    let h: Lanes = w
+        .size
+        .map(|l| u32::from(f32_to_f16(omod_clamp_f32(i, a[l]))));
     write_b16(w, i, h)
 }
 
 fn v_cvt_f32_f16(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-    let a = f16_src(w, i, 0)?;
-    write_f32(w, i, a)
+    let mut a_buf = None;
+    let a = f16_src(w, i, 0, &mut a_buf)?;
+    write_f32(w, i, *a)
 }
 
 fn v_cvt_f32_f64(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-    let a = f64_src(w, i, 0)?;
-    write_f32(w, i, std::array::from_fn(|l| a[l] as f32))
+    let mut a_buf = None;
+    let a = f64_src(w, i, 0, &mut a_buf)?;
+    write_f32(w, i, w.size.map(|l| a[l] as f32))
 }
 
 fn v_cvt_f64_f32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-    let a = f32_src(w, i, 0)?;
-    write_f64(w, i, std::array::from_fn(|l| f64::from(a[l])))
+    let mut a_buf = None;
+    let a = f32_src(w, i, 0, &mut a_buf)?;
+    write_f64(w, i, w.size.map(|l| f64::from(a[l])))
 }
 
 fn v_cvt_i32_f64(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-    let a = f64_src(w, i, 0)?;
-    write(w, i, &std::array::from_fn(|l| (a[l] as i32) as u32))
+    let mut a_buf = None;
+    let a = f64_src(w, i, 0, &mut a_buf)?;
+    write(w, i, &w.size.map(|l| (a[l] as i32) as u32))
 }
 
 fn v_cvt_u32_f64(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-    let a = f64_src(w, i, 0)?;
-    write(w, i, &std::array::from_fn(|l| a[l] as u32))
+    let mut a_buf = None;
+    let a = f64_src(w, i, 0, &mut a_buf)?;
+    write(w, i, &w.size.map(|l| a[l] as u32))
 }
 
 fn v_cvt_f64_i32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-    let a = u32_src(w, i, 0)?;
-    write_f64(w, i, std::array::from_fn(|l| f64::from(a[l] as i32)))
+    let mut a_buf = None;
+    let a = u32_src(w, i, 0, &mut a_buf)?;
+    write_f64(w, i, w.size.map(|l| f64::from(a[l] as i32)))
 }
 
 fn v_cvt_f64_u32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-    let a = u32_src(w, i, 0)?;
-    write_f64(w, i, std::array::from_fn(|l| f64::from(a[l])))
+    let mut a_buf = None;
+    let a = u32_src(w, i, 0, &mut a_buf)?;
+    write_f64(w, i, w.size.map(|l| f64::from(a[l])))
 }
 
 fn v_cvt_f16_u16(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-    let a = u16_src(w, i, 0)?;
-    write_f16(w, i, std::array::from_fn(|l| f32::from(a[l])))
+    let mut a_buf = None;
+    let a = u16_src(w, i, 0, &mut a_buf)?;
+    write_f16(w, i, w.size.map(|l| f32::from(a[l])))
 }
 
 fn v_cvt_f16_i16(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-    let a = u16_src(w, i, 0)?;
-    write_f16(w, i, std::array::from_fn(|l| f32::from(a[l] as i16)))
+    let mut a_buf = None;
+    let a = u16_src(w, i, 0, &mut a_buf)?;
+    write_f16(w, i, w.size.map(|l| f32::from(a[l] as i16)))
 }
 
 fn v_cvt_u16_f16(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-    let a = f16_src(w, i, 0)?;
-    write_b16(w, i, std::array::from_fn(|l| u32::from(a[l] as u16)))
+    let mut a_buf = None;
+    let a = f16_src(w, i, 0, &mut a_buf)?;
+    write_b16(w, i, w.size.map(|l| u32::from(a[l] as u16)))
 }
 
 fn v_cvt_i16_f16(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-    let a = f16_src(w, i, 0)?;
-    write_b16(w, i, std::array::from_fn(|l| u32::from(a[l] as i16 as u16)))
+    let mut a_buf = None;
+    let a = f16_src(w, i, 0, &mut a_buf)?;
+    write_b16(w, i, w.size.map(|l| u32::from(a[l] as i16 as u16)))
 }
 
 /// `v_cvt_pkrtz_f16_f32`: two f32 to packed f16, rounding toward zero.
 fn v_cvt_pkrtz_f16_f32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-    let a = f32_src(w, i, 0)?;
-    let b = f32_src(w, i, 1)?;
+    let mut a_buf = None;
+    let a = f32_src(w, i, 0, &mut a_buf)?;
+    let mut b_buf = None;
+    let b = f32_src(w, i, 1, &mut b_buf)?;
     write(
         w,
         i,
-        &std::array::from_fn(|l| {
-            u32::from(f32_to_f16_rtz(a[l])) | u32::from(f32_to_f16_rtz(b[l])) << 16
-        }),
+        &w.size
+            .map(|l| u32::from(f32_to_f16_rtz(a[l])) | u32::from(f32_to_f16_rtz(b[l])) << 16),
     )
 }
 
@@ -816,8 +893,10 @@ fn write_sdst(w: &mut Wave, sdst: u8, bits: u64) {
 macro_rules! carry_ops {
     ($($name:ident($carry_in:expr) => |$a:ident, $b:ident, $c:ident| $body:expr;)*) => {
         $(fn $name(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-            let $a = u32_src(w, i, 0)?;
-            let $b = u32_src(w, i, 1)?;
+            let mut a_buf = None;
+            let $a = u32_src(w, i, 0, &mut a_buf)?;
+            let mut b_buf = None;
+            let $b = u32_src(w, i, 1, &mut b_buf)?;
             let cin: u64 = if $carry_in { w.lane_mask(i.src[2])? } else { 0 };
             let mut out = [0u32; LANES];
             let mut carry = 0u64;
@@ -860,8 +939,9 @@ carry_ops! {
 macro_rules! unsigned_saturating {
     ($($name:ident($src:ident -> $write:ident, $max:expr) => |$a:ident, $b:ident| $exact:expr;)*) => {$(
         fn $name(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-            let (a, b) = ($src(w, i, 0)?, $src(w, i, 1)?);
-            let out = std::array::from_fn(|l| {
+            let (mut a, mut b) = (None, None);
+            let (a, b) = ($src(w, i, 0, &mut a)?, $src(w, i, 1, &mut b)?);
+            let out = w.size.map(|l| {
                 let ($a, $b) = (i64::from(a[l]), i64::from(b[l]));
                 let exact: i64 = $exact;
                 if i.mods.clamp {
@@ -893,9 +973,10 @@ macro_rules! bits16 {
     ($($name:ident($($s:ident),*) => $body:expr;)*) => {
         $(fn $name(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
             let mut k = 0;
-            $( let $s = u16_src(w, i, { let n = k; k += 1; n })?; )*
+            $( let mut $s = None;
+               let $s = u16_src(w, i, { let n = k; k += 1; n }, &mut $s)?; )*
             let _ = k;
-            let out: [u16; LANES] = std::array::from_fn(|l| { $( let $s = $s[l]; )* $body });
+            let out: [u16; LANES] = w.size.map(|l| { $( let $s = $s[l]; )* $body });
             write_u16(w, i, out)
         })*
         const BITS16: &[(&str, Exec)] = &[$((stringify!($name), $name as Exec)),*];
@@ -912,32 +993,38 @@ bits16! {
 
 /// `v_cndmask_b16` (GFX11+): a 16-bit select by the lane mask in SRC2.
 fn v_cndmask_b16(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-    let a = u16_src(w, i, 0)?;
-    let b = u16_src(w, i, 1)?;
+    let mut a_buf = None;
+    let a = u16_src(w, i, 0, &mut a_buf)?;
+    let mut b_buf = None;
+    let b = u16_src(w, i, 1, &mut b_buf)?;
     let m = w.lane_mask(i.src[2])?;
     write_u16(
         w,
         i,
-        std::array::from_fn(|l| if m >> l & 1 != 0 { b[l] } else { a[l] }),
+        w.size.map(|l| if m >> l & 1 != 0 { b[l] } else { a[l] }),
     )
 }
 
 /// `v_cvt_u32_u16` / `v_cvt_i32_i16` (GFX11+): a 16-bit half widened.
 fn v_cvt_u32_u16(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-    let a = u16_src(w, i, 0)?;
+    let mut a_buf = None;
+    let a = u16_src(w, i, 0, &mut a_buf)?;
     write(w, i, &a.map(u32::from))
 }
 
 fn v_cvt_i32_i16(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-    let a = u16_src(w, i, 0)?;
+    let mut a_buf = None;
+    let a = u16_src(w, i, 0, &mut a_buf)?;
     write(w, i, &a.map(|h| h as i16 as i32 as u32))
 }
 
 /// `v_add_i32`/`v_sub_i32` (VOP3, gfx9): wrap, or saturate with clamp.
 fn v_add_i32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-    let a = u32_src(w, i, 0)?;
-    let b = u32_src(w, i, 1)?;
-    let out: Lanes = std::array::from_fn(|l| {
+    let mut a_buf = None;
+    let a = u32_src(w, i, 0, &mut a_buf)?;
+    let mut b_buf = None;
+    let b = u32_src(w, i, 1, &mut b_buf)?;
+    let out: Lanes = w.size.map(|l| {
         let (a, b) = (a[l] as i32, b[l] as i32);
         (if i.mods.clamp {
             a.saturating_add(b)
@@ -949,9 +1036,11 @@ fn v_add_i32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
 }
 
 fn v_sub_i32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-    let a = u32_src(w, i, 0)?;
-    let b = u32_src(w, i, 1)?;
-    let out: Lanes = std::array::from_fn(|l| {
+    let mut a_buf = None;
+    let a = u32_src(w, i, 0, &mut a_buf)?;
+    let mut b_buf = None;
+    let b = u32_src(w, i, 1, &mut b_buf)?;
+    let out: Lanes = w.size.map(|l| {
         let (a, b) = (a[l] as i32, b[l] as i32);
         (if i.mods.clamp {
             a.saturating_sub(b)
@@ -964,33 +1053,47 @@ fn v_sub_i32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
 
 fn v_cndmask_b32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     // Float modifiers apply (VOP3 abs/neg on src0/src1 as f32 bits).
-    let a = f32_src_bits(w, i, 0)?;
-    let b = f32_src_bits(w, i, 1)?;
+    let mut a_buf = None;
+    let a = f32_src_bits(w, i, 0, &mut a_buf)?;
+    let mut b_buf = None;
+    let b = f32_src_bits(w, i, 1, &mut b_buf)?;
     let m = w.lane_mask(i.src[2])?;
     write(
         w,
         i,
-        &std::array::from_fn(|l| if m >> l & 1 != 0 { b[l] } else { a[l] }),
+        &w.size.map(|l| if m >> l & 1 != 0 { b[l] } else { a[l] }),
     )
 }
 
 /// Raw 32-bit source with abs/neg applied to the sign bit (no flushing).
-fn f32_src_bits(w: &Wave, i: &Inst, n: usize) -> Result<Lanes, Fault> {
-    let raw = w.lanes(i, n, Ty::B32)?;
+fn f32_src_bits<'a>(
+    w: &'a Wave,
+    i: &Inst,
+    n: usize,
+    buf: &'a mut Option<Lanes>,
+) -> Result<&'a Lanes, Fault> {
     let abs = i.mods.abs >> n & 1 != 0;
     let neg = i.mods.neg >> n & 1 != 0;
-    Ok(std::array::from_fn(|l| {
+    if !abs && !neg {
+        return w.lanes_in(i, n, Ty::B32, buf);
+    }
+    let raw = w.lanes_in(i, n, Ty::B32, buf)?;
+    let out = w.size.map(|l| {
         let x = if abs { raw[l] & 0x7FFF_FFFF } else { raw[l] };
         if neg { x ^ 0x8000_0000 } else { x }
-    }))
+    });
+    Ok(buf.insert(out))
 }
 
 fn v_mad_u64_u32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-    let a = u32_src(w, i, 0)?;
-    let b = u32_src(w, i, 1)?;
-    let c = u64_src(w, i, 2, Ty::U64)?;
+    let mut a_buf = None;
+    let a = u32_src(w, i, 0, &mut a_buf)?;
+    let mut b_buf = None;
+    let b = u32_src(w, i, 1, &mut b_buf)?;
+    let mut c_buf = None;
+    let c = u64_src(w, i, 2, Ty::U64, &mut c_buf)?;
     let mut carry = 0u64;
-    let out: [u64; LANES] = std::array::from_fn(|l| {
+    let out: [u64; LANES] = w.size.map(|l| {
         let p = u128::from(a[l]) * u128::from(b[l]) + u128::from(c[l]);
         carry |= u64::from(p >> 64 != 0) << l;
         p as u64
@@ -1001,11 +1104,14 @@ fn v_mad_u64_u32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
 }
 
 fn v_mad_i64_i32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-    let a = u32_src(w, i, 0)?;
-    let b = u32_src(w, i, 1)?;
-    let c = u64_src(w, i, 2, Ty::I64)?;
+    let mut a_buf = None;
+    let a = u32_src(w, i, 0, &mut a_buf)?;
+    let mut b_buf = None;
+    let b = u32_src(w, i, 1, &mut b_buf)?;
+    let mut c_buf = None;
+    let c = u64_src(w, i, 2, Ty::I64, &mut c_buf)?;
     let mut carry = 0u64;
-    let out: [u64; LANES] = std::array::from_fn(|l| {
+    let out: [u64; LANES] = w.size.map(|l| {
         let p = i128::from(a[l] as i32) * i128::from(b[l] as i32) + i128::from(c[l] as i64);
         carry |= u64::from(p != i128::from(p as i64)) << l;
         p as u64
@@ -1018,9 +1124,10 @@ fn v_mad_i64_i32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
 macro_rules! vop_64 {
     ($($name:ident($ta:ident, $tb:ident) => |$a:ident, $b:ident| $body:expr;)*) => {
         $(fn $name(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-            let $a = vop64_src(w, i, 0, Ty::$ta)?;
-            let $b = vop64_src(w, i, 1, Ty::$tb)?;
-            let out: [u64; LANES] = std::array::from_fn(|l| { let ($a, $b) = ($a[l], $b[l]); $body });
+            let (mut $a, mut $b) = (None, None);
+            let $a = vop64_src(w, i, 0, Ty::$ta, &mut $a)?;
+            let $b = vop64_src(w, i, 1, Ty::$tb, &mut $b)?;
+            let out: [u64; LANES] = w.size.map(|l| { let ($a, $b) = ($a[l], $b[l]); $body });
             write64(w, i, &out)
         })*
         const OPS64: &[(&str, Exec)] = &[$((stringify!($name), $name as Exec)),*];
@@ -1028,12 +1135,19 @@ macro_rules! vop_64 {
 }
 
 /// A source that is 32-bit (`B32`, zero-extended) or 64-bit.
-fn vop64_src(w: &Wave, i: &Inst, n: usize, ty: Ty) -> Result<[u64; LANES], Fault> {
+fn vop64_src<'a>(
+    w: &Wave,
+    i: &Inst,
+    n: usize,
+    ty: Ty,
+    buf: &'a mut Option<[u64; LANES]>,
+) -> Result<&'a [u64; LANES], Fault> {
     if ty == Ty::B32 {
-        let v = w.lanes(i, n, ty)?;
-        Ok(std::array::from_fn(|l| u64::from(v[l])))
+        let mut tmp = None;
+        let v = w.lanes_in(i, n, ty, &mut tmp)?;
+        Ok(buf.insert(w.size.map(|l| u64::from(v[l]))))
     } else {
-        w.lanes64(i, n, ty)
+        u64_src(w, i, n, ty, buf)
     }
 }
 
@@ -1045,24 +1159,29 @@ vop_64! {
 }
 
 fn v_lshl_add_u64(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-    let a = u64_src(w, i, 0, Ty::U64)?;
-    let b = u32_src(w, i, 1)?;
-    let c = u64_src(w, i, 2, Ty::U64)?;
+    let mut a_buf = None;
+    let a = u64_src(w, i, 0, Ty::U64, &mut a_buf)?;
+    let mut b_buf = None;
+    let b = u32_src(w, i, 1, &mut b_buf)?;
+    let mut c_buf = None;
+    let c = u64_src(w, i, 2, Ty::U64, &mut c_buf)?;
     write64(
         w,
         i,
-        &std::array::from_fn(|l| (a[l] << (b[l] & 7)).wrapping_add(c[l])),
+        &w.size.map(|l| (a[l] << (b[l] & 7)).wrapping_add(c[l])),
     )
 }
 
 /// `v_mbcnt_lo/hi`: count of set mask bits below the lane, plus src1.
 fn v_mbcnt_lo_u32_b32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-    let m = u32_src(w, i, 0)?;
-    let c = u32_src(w, i, 1)?;
+    let mut m_buf = None;
+    let m = u32_src(w, i, 0, &mut m_buf)?;
+    let mut c_buf = None;
+    let c = u32_src(w, i, 1, &mut c_buf)?;
     write(
         w,
         i,
-        &std::array::from_fn(|l| {
+        &w.size.map(|l| {
             let below = if l >= 32 { u32::MAX } else { (1u32 << l) - 1 };
             (m[l] & below).count_ones().wrapping_add(c[l])
         }),
@@ -1070,12 +1189,14 @@ fn v_mbcnt_lo_u32_b32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
 }
 
 fn v_mbcnt_hi_u32_b32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-    let m = u32_src(w, i, 0)?;
-    let c = u32_src(w, i, 1)?;
+    let mut m_buf = None;
+    let m = u32_src(w, i, 0, &mut m_buf)?;
+    let mut c_buf = None;
+    let c = u32_src(w, i, 1, &mut c_buf)?;
     write(
         w,
         i,
-        &std::array::from_fn(|l| {
+        &w.size.map(|l| {
             let below = if l < 32 {
                 0
             } else if l == 63 {
@@ -1175,43 +1296,46 @@ fn compare_result(w: &mut Wave, i: &Inst, bits: u64, x: bool) {
     }
 }
 
-fn cmp_f32(w: &Wave, i: &Inst, n: usize) -> Result<[f32; LANES], Fault> {
-    f32_src(w, i, n)
+// Compare sources beyond the plain ones (`f32_src`, `u32_src`, ...): the
+// signed views of a register's bits, and the 64-bit integers.
+
+fn cmp_i32<'a>(
+    w: &'a Wave,
+    i: &Inst,
+    n: usize,
+    buf: &'a mut Option<Lanes>,
+) -> Result<&'a [i32; LANES], Fault> {
+    let raw: &Lanes = w.lanes_in(i, n, Ty::B32, buf)?;
+    Ok(zerocopy::transmute_ref!(raw))
 }
 
-fn cmp_f64(w: &Wave, i: &Inst, n: usize) -> Result<[f64; LANES], Fault> {
-    f64_src(w, i, n)
+fn cmp_i16<'a>(
+    w: &Wave,
+    i: &Inst,
+    n: usize,
+    buf: &'a mut Option<[u16; LANES]>,
+) -> Result<&'a [i16; LANES], Fault> {
+    let raw: &[u16; LANES] = u16_src(w, i, n, buf)?;
+    Ok(zerocopy::transmute_ref!(raw))
 }
 
-fn cmp_f16(w: &Wave, i: &Inst, n: usize) -> Result<[f32; LANES], Fault> {
-    f16_src(w, i, n)
+fn cmp_i64<'a>(
+    w: &Wave,
+    i: &Inst,
+    n: usize,
+    buf: &'a mut Option<[u64; LANES]>,
+) -> Result<&'a [i64; LANES], Fault> {
+    let raw = u64_src(w, i, n, Ty::I64, buf)?;
+    Ok(zerocopy::transmute_ref!(raw))
 }
 
-fn cmp_i32(w: &Wave, i: &Inst, n: usize) -> Result<[i32; LANES], Fault> {
-    let v = w.lanes(i, n, Ty::B32)?;
-    Ok(std::array::from_fn(|l| v[l] as i32))
-}
-
-fn cmp_u32(w: &Wave, i: &Inst, n: usize) -> Result<[u32; LANES], Fault> {
-    w.lanes(i, n, Ty::B32)
-}
-
-fn cmp_i16(w: &Wave, i: &Inst, n: usize) -> Result<[i16; LANES], Fault> {
-    let v = u16_src(w, i, n)?;
-    Ok(std::array::from_fn(|l| v[l] as i16))
-}
-
-fn cmp_u16(w: &Wave, i: &Inst, n: usize) -> Result<[u16; LANES], Fault> {
-    u16_src(w, i, n)
-}
-
-fn cmp_i64(w: &Wave, i: &Inst, n: usize) -> Result<[i64; LANES], Fault> {
-    let v = w.lanes64(i, n, Ty::I64)?;
-    Ok(std::array::from_fn(|l| v[l] as i64))
-}
-
-fn cmp_u64(w: &Wave, i: &Inst, n: usize) -> Result<[u64; LANES], Fault> {
-    w.lanes64(i, n, Ty::U64)
+fn cmp_u64<'a>(
+    w: &Wave,
+    i: &Inst,
+    n: usize,
+    buf: &'a mut Option<[u64; LANES]>,
+) -> Result<&'a [u64; LANES], Fault> {
+    u64_src(w, i, n, Ty::U64, buf)
 }
 
 /// Whether `a` and `b` are ordered one of the ways in `any` (false when
@@ -1268,15 +1392,15 @@ macro_rules! cmp_table {
     ($table:ident, $src:ident: $($name:ident, $xname:ident => |$a:ident, $b:ident| $body:expr;)*) => {
         $(
             fn $name(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-                let $a = $src(w, i, 0)?;
-                let $b = $src(w, i, 1)?;
+                let (mut $a, mut $b) = (None, None);
+                let ($a, $b) = ($src(w, i, 0, &mut $a)?, $src(w, i, 1, &mut $b)?);
                 let bits = (0..w.size.lanes()).fold(0u64, |m, l| { let ($a, $b) = ($a[l], $b[l]); m | u64::from($body) << l });
                 compare_result(w, i, bits, false);
                 Ok(())
             }
             fn $xname(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-                let $a = $src(w, i, 0)?;
-                let $b = $src(w, i, 1)?;
+                let (mut $a, mut $b) = (None, None);
+                let ($a, $b) = ($src(w, i, 0, &mut $a)?, $src(w, i, 1, &mut $b)?);
                 let bits = (0..w.size.lanes()).fold(0u64, |m, l| { let ($a, $b) = ($a[l], $b[l]); m | u64::from($body) << l });
                 compare_result(w, i, bits, true);
                 Ok(())
@@ -1286,19 +1410,19 @@ macro_rules! cmp_table {
     };
 }
 
-float_cmps!(CMP_F32, cmp_f32: v_cmp_f_f32 v_cmpx_f_f32, v_cmp_lt_f32 v_cmpx_lt_f32, v_cmp_eq_f32 v_cmpx_eq_f32,
+float_cmps!(CMP_F32, f32_src: v_cmp_f_f32 v_cmpx_f_f32, v_cmp_lt_f32 v_cmpx_lt_f32, v_cmp_eq_f32 v_cmpx_eq_f32,
     v_cmp_le_f32 v_cmpx_le_f32, v_cmp_gt_f32 v_cmpx_gt_f32, v_cmp_lg_f32 v_cmpx_lg_f32,
     v_cmp_ge_f32 v_cmpx_ge_f32, v_cmp_o_f32 v_cmpx_o_f32, v_cmp_u_f32 v_cmpx_u_f32,
     v_cmp_nge_f32 v_cmpx_nge_f32, v_cmp_nlg_f32 v_cmpx_nlg_f32, v_cmp_ngt_f32 v_cmpx_ngt_f32,
     v_cmp_nle_f32 v_cmpx_nle_f32, v_cmp_neq_f32 v_cmpx_neq_f32, v_cmp_nlt_f32 v_cmpx_nlt_f32,
     v_cmp_tru_f32 v_cmpx_tru_f32);
-float_cmps!(CMP_F64, cmp_f64: v_cmp_f_f64 v_cmpx_f_f64, v_cmp_lt_f64 v_cmpx_lt_f64, v_cmp_eq_f64 v_cmpx_eq_f64,
+float_cmps!(CMP_F64, f64_src: v_cmp_f_f64 v_cmpx_f_f64, v_cmp_lt_f64 v_cmpx_lt_f64, v_cmp_eq_f64 v_cmpx_eq_f64,
     v_cmp_le_f64 v_cmpx_le_f64, v_cmp_gt_f64 v_cmpx_gt_f64, v_cmp_lg_f64 v_cmpx_lg_f64,
     v_cmp_ge_f64 v_cmpx_ge_f64, v_cmp_o_f64 v_cmpx_o_f64, v_cmp_u_f64 v_cmpx_u_f64,
     v_cmp_nge_f64 v_cmpx_nge_f64, v_cmp_nlg_f64 v_cmpx_nlg_f64, v_cmp_ngt_f64 v_cmpx_ngt_f64,
     v_cmp_nle_f64 v_cmpx_nle_f64, v_cmp_neq_f64 v_cmpx_neq_f64, v_cmp_nlt_f64 v_cmpx_nlt_f64,
     v_cmp_tru_f64 v_cmpx_tru_f64);
-float_cmps!(CMP_F16, cmp_f16: v_cmp_f_f16 v_cmpx_f_f16, v_cmp_lt_f16 v_cmpx_lt_f16, v_cmp_eq_f16 v_cmpx_eq_f16,
+float_cmps!(CMP_F16, f16_src: v_cmp_f_f16 v_cmpx_f_f16, v_cmp_lt_f16 v_cmpx_lt_f16, v_cmp_eq_f16 v_cmpx_eq_f16,
     v_cmp_le_f16 v_cmpx_le_f16, v_cmp_gt_f16 v_cmpx_gt_f16, v_cmp_lg_f16 v_cmpx_lg_f16,
     v_cmp_ge_f16 v_cmpx_ge_f16, v_cmp_o_f16 v_cmpx_o_f16, v_cmp_u_f16 v_cmpx_u_f16,
     v_cmp_nge_f16 v_cmpx_nge_f16, v_cmp_nlg_f16 v_cmpx_nlg_f16, v_cmp_ngt_f16 v_cmpx_ngt_f16,
@@ -1307,13 +1431,13 @@ float_cmps!(CMP_F16, cmp_f16: v_cmp_f_f16 v_cmpx_f_f16, v_cmp_lt_f16 v_cmpx_lt_f
 int_cmps!(CMP_I32, cmp_i32: v_cmp_f_i32 v_cmpx_f_i32, v_cmp_lt_i32 v_cmpx_lt_i32, v_cmp_eq_i32 v_cmpx_eq_i32,
     v_cmp_le_i32 v_cmpx_le_i32, v_cmp_gt_i32 v_cmpx_gt_i32, v_cmp_ne_i32 v_cmpx_ne_i32,
     v_cmp_ge_i32 v_cmpx_ge_i32, v_cmp_t_i32 v_cmpx_t_i32);
-int_cmps!(CMP_U32, cmp_u32: v_cmp_f_u32 v_cmpx_f_u32, v_cmp_lt_u32 v_cmpx_lt_u32, v_cmp_eq_u32 v_cmpx_eq_u32,
+int_cmps!(CMP_U32, u32_src: v_cmp_f_u32 v_cmpx_f_u32, v_cmp_lt_u32 v_cmpx_lt_u32, v_cmp_eq_u32 v_cmpx_eq_u32,
     v_cmp_le_u32 v_cmpx_le_u32, v_cmp_gt_u32 v_cmpx_gt_u32, v_cmp_ne_u32 v_cmpx_ne_u32,
     v_cmp_ge_u32 v_cmpx_ge_u32, v_cmp_t_u32 v_cmpx_t_u32);
 int_cmps!(CMP_I16, cmp_i16: v_cmp_f_i16 v_cmpx_f_i16, v_cmp_lt_i16 v_cmpx_lt_i16, v_cmp_eq_i16 v_cmpx_eq_i16,
     v_cmp_le_i16 v_cmpx_le_i16, v_cmp_gt_i16 v_cmpx_gt_i16, v_cmp_ne_i16 v_cmpx_ne_i16,
     v_cmp_ge_i16 v_cmpx_ge_i16, v_cmp_t_i16 v_cmpx_t_i16);
-int_cmps!(CMP_U16, cmp_u16: v_cmp_f_u16 v_cmpx_f_u16, v_cmp_lt_u16 v_cmpx_lt_u16, v_cmp_eq_u16 v_cmpx_eq_u16,
+int_cmps!(CMP_U16, u16_src: v_cmp_f_u16 v_cmpx_f_u16, v_cmp_lt_u16 v_cmpx_lt_u16, v_cmp_eq_u16 v_cmpx_eq_u16,
     v_cmp_le_u16 v_cmpx_le_u16, v_cmp_gt_u16 v_cmpx_gt_u16, v_cmp_ne_u16 v_cmpx_ne_u16,
     v_cmp_ge_u16 v_cmpx_ge_u16, v_cmp_t_u16 v_cmpx_t_u16);
 int_cmps!(CMP_I64, cmp_i64: v_cmp_f_i64 v_cmpx_f_i64, v_cmp_lt_i64 v_cmpx_lt_i64, v_cmp_eq_i64 v_cmpx_eq_i64,
@@ -1349,7 +1473,8 @@ fn class_bits(w: &Wave, i: &Inst) -> Result<u64, Fault> {
     let mn = i.mnemonic;
     let mut bits = 0u64;
     if mn.ends_with("f64") {
-        let a = f64_src(w, i, 0)?;
+        let mut a_buf = None;
+        let a = f64_src(w, i, 0, &mut a_buf)?;
         for l in 0..LANES {
             let x = a[l];
             let b = x.to_bits();
@@ -1358,7 +1483,8 @@ fn class_bits(w: &Wave, i: &Inst) -> Result<u64, Fault> {
             bits |= u64::from(mask[l] >> c & 1) << l;
         }
     } else if mn.ends_with("f16") {
-        let raw = u16_src(w, i, 0)?;
+        let mut raw_buf = None;
+        let raw = u16_src(w, i, 0, &mut raw_buf)?;
         for l in 0..LANES {
             let mut h = raw[l];
             if i.mods.abs & 1 != 0 {
@@ -1374,7 +1500,8 @@ fn class_bits(w: &Wave, i: &Inst) -> Result<u64, Fault> {
             bits |= u64::from(mask[l] >> c & 1) << l;
         }
     } else {
-        let a = f32_src_bits(w, i, 0)?;
+        let mut a_buf = None;
+        let a = f32_src_bits(w, i, 0, &mut a_buf)?;
         for l in 0..LANES {
             let x = f32::from_bits(a[l]);
             let snan = x.is_nan() && a[l] & (1 << 22) == 0;
@@ -1424,16 +1551,17 @@ fn v_bitop3_b32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     let [a, b, c] = [0, 1, 2].map(|n| w.lanes(i, n, Ty::B32));
     let (a, b, c) = (a?, b?, c?);
     let table = i.imm as u8;
-    let out: Lanes = std::array::from_fn(|l| bitop3(table, a[l], b[l], c[l]));
+    let out: Lanes = w.size.map(|l| bitop3(table, a[l], b[l], c[l]));
     write_u32(w, i, out)
 }
 
 fn v_bitop3_b16(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
-    let [a, b, c] = [0, 1, 2].map(|n| u16_src(w, i, n));
+    let [a, b, c] = [0, 1, 2].map(|n| u16_src(w, i, n, &mut None).copied());
     let (a, b, c) = (a?, b?, c?);
     let table = i.imm as u8;
-    let out: [u16; LANES] =
-        std::array::from_fn(|l| bitop3(table, a[l].into(), b[l].into(), c[l].into()) as u16);
+    let out: [u16; LANES] = w
+        .size
+        .map(|l| bitop3(table, a[l].into(), b[l].into(), c[l].into()) as u16);
     write_u16(w, i, out)
 }
 

@@ -5,7 +5,6 @@
 //! either writes its destination (LLVM never pairs an X whose result Y
 //! reads, `GCNVOPDUtils.cpp`; the order below is exact even if it did).
 
-use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use super::ctx::{Ctx, Exec};
@@ -45,9 +44,10 @@ vopd_ops! {
     ("v_dual_and_b32", "v_and_b32"),
 }
 
-/// The executor of one VOPD operation.
+/// The executor of one VOPD operation: a scan of sixteen names, which
+/// costs less than hashing one (this runs twice per VOPD instruction).
 fn component(mnemonic: &str) -> Option<Exec> {
-    static BY_NAME: OnceLock<HashMap<&'static str, Exec>> = OnceLock::new();
+    static BY_NAME: OnceLock<Vec<(&'static str, Exec)>> = OnceLock::new();
     BY_NAME
         .get_or_init(|| {
             PAIRS
@@ -55,8 +55,9 @@ fn component(mnemonic: &str) -> Option<Exec> {
                 .filter_map(|&(dual, op)| super::lookup(op).map(|e| (dual, e)))
                 .collect()
         })
-        .get(mnemonic)
-        .copied()
+        .iter()
+        .find(|(dual, _)| *dual == mnemonic)
+        .map(|&(_, e)| e)
 }
 
 /// Runs X (this instruction's own fields) and Y (its [`Ext::Vopd`]).
