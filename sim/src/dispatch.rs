@@ -619,7 +619,7 @@ fn run_wave(
     let mut lane_ops = 0u64;
     let mut matrix = 0u32;
     let result = loop {
-        if w.status != Status::Running || n == QUANTUM {
+        if w.status != Status::Running || n >= QUANTUM {
             break Ok(());
         }
         let at = w.pc;
@@ -634,6 +634,14 @@ fn run_wave(
             break Err((f, at));
         }
         n += 1;
+        // Falling through into no-ops: count them (EXEC is what this
+        // instruction left), skip their dispatch.
+        let skip = slot.no_ops_after;
+        if skip > 0 && w.pc == at + 1 && w.status == Status::Running {
+            w.pc += usize::from(skip);
+            n += u32::from(skip);
+            lane_ops += u64::from(skip) * u64::from(w.exec().count_ones());
+        }
     };
     w.executed += u64::from(n);
     stats.instructions += u64::from(n);

@@ -75,6 +75,11 @@ pub(crate) struct Slot {
     pub invalid: Option<DecodeError>,
     /// A matrix instruction (MFMA, SMFMAC): counted apart in the stats.
     pub matrix: bool,
+    /// How many of the slots directly after this one are no-ops
+    /// (`exec::salu::is_no_op`: waits and scheduling hints, a quarter of
+    /// RDNA code). When execution falls through into them, the
+    /// interpreter counts them as executed without dispatching each.
+    pub no_ops_after: u16,
 }
 
 /// A loaded, decoded code object.
@@ -167,6 +172,7 @@ impl Program {
     }
 
     fn decode_segment(&mut self, vaddr: u64, words: &[u32]) {
+        let first = self.slots.len();
         let mut at = 0;
         while at < words.len() {
             let offset = vaddr + at as u64 * 4;
@@ -185,8 +191,16 @@ impl Program {
                 offset,
                 word: words[at],
                 invalid,
+                no_ops_after: 0,
             });
             at += n;
+        }
+        // Each slot's run of no-ops after it, from the segment's end back.
+        let mut run = 0u16;
+        for slot in self.slots[first..].iter_mut().rev() {
+            slot.no_ops_after = run;
+            let no_op = slot.invalid.is_none() && exec::salu::is_no_op(slot.inst.mnemonic);
+            run = if no_op { run.saturating_add(1) } else { 0 };
         }
     }
 

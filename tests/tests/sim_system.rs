@@ -868,6 +868,26 @@ fn compile_ir(name: &str, target: Target, attrs: &str) -> Sim {
     Sim { d, p }
 }
 
+/// Runs of no-ops (waits and scheduling hints) are counted without being
+/// dispatched one by one (`Slot::no_ops_after`): the counts must be those
+/// of the path instruction by instruction, whether a run is entered by
+/// falling through, at the entry, or by a branch into its middle, and not
+/// include the runs a taken branch skips (tests/ir/no_op_runs.ll: 16
+/// wave-instructions). GFX9 in wave64 and GFX12 in wave32.
+#[test]
+fn runs_of_no_ops_count_as_the_instructions_on_the_path() {
+    const PATH: u64 = 16;
+    for (target, lanes) in [(Target::Gfx942, 64u64), (Target::Gfx1201, 32)] {
+        let sim = compile_ir("no_op_runs", target, "");
+        // Two workgroups of 64 work-items, the second one partial.
+        let stats = sim.run("no_op_runs", (64 + 40, 64), &Args::default());
+        let waves = 64u64.div_ceil(lanes) + 40u64.div_ceil(lanes);
+        assert_eq!(stats.waves, waves, "{target:?}");
+        assert_eq!(stats.instructions, waves * PATH, "{target:?}");
+        assert_eq!(stats.lane_ops, (64 + 40) * PATH, "{target:?}");
+    }
+}
+
 /// Buffer loads and stores on GFX11 and GFX12 through V#s the test
 /// describes (tests/ir/buffer_probe.ll: `buffer_load_b128`,
 /// `buffer_load_u8`, `buffer_store_b32` and a returning

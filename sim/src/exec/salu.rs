@@ -790,39 +790,61 @@ fn s_sendmsg_rtn_b64(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     s_sendmsg_rtn(w, i, true)
 }
 
-const SOPP: &[(&str, Exec)] = &[
-    ("s_nop", nop),
-    ("s_waitcnt", nop),
+/// The SOPP instructions that run [`nop`]: waits, scheduling hints and
+/// cache maintenance. One list, for the executor table and for
+/// [`is_no_op`], which lets the interpreter count a run of them without
+/// dispatching each.
+const NO_OPS: &[&str] = &[
+    "s_nop",
+    "s_waitcnt",
     // GFX11+: the split counters (SOPK waits of GFX10/GFX11, GFX12's
     // s_wait_*), and the scheduling hints (instruction-dependency delays,
     // clauses, prefetch distance, hazard waits on dependency counters).
-    ("s_waitcnt_vscnt", nop),
-    ("s_waitcnt_vmcnt", nop),
-    ("s_waitcnt_expcnt", nop),
-    ("s_waitcnt_lgkmcnt", nop),
-    ("s_wait_loadcnt", nop),
-    ("s_wait_storecnt", nop),
-    ("s_wait_samplecnt", nop),
-    ("s_wait_bvhcnt", nop),
-    ("s_wait_expcnt", nop),
-    ("s_wait_dscnt", nop),
-    ("s_wait_kmcnt", nop),
-    ("s_wait_loadcnt_dscnt", nop),
-    ("s_wait_storecnt_dscnt", nop),
-    ("s_wait_idle", nop),
-    ("s_delay_alu", nop),
-    ("s_clause", nop),
-    ("s_waitcnt_depctr", nop),
-    ("s_wait_alu", nop),
-    ("s_set_inst_prefetch_distance", nop),
-    ("s_sleep", nop),
-    ("s_setprio", nop),
-    ("s_icache_inv", nop),
-    ("s_incperflevel", nop),
-    ("s_decperflevel", nop),
-    ("s_ttracedata", nop),
-    ("s_code_end", nop),
-    ("s_wakeup", nop),
+    "s_waitcnt_vscnt",
+    "s_waitcnt_vmcnt",
+    "s_waitcnt_expcnt",
+    "s_waitcnt_lgkmcnt",
+    "s_wait_loadcnt",
+    "s_wait_storecnt",
+    "s_wait_samplecnt",
+    "s_wait_bvhcnt",
+    "s_wait_expcnt",
+    "s_wait_dscnt",
+    "s_wait_kmcnt",
+    "s_wait_loadcnt_dscnt",
+    "s_wait_storecnt_dscnt",
+    "s_wait_idle",
+    "s_delay_alu",
+    "s_clause",
+    "s_waitcnt_depctr",
+    "s_wait_alu",
+    "s_set_inst_prefetch_distance",
+    "s_sleep",
+    "s_setprio",
+    "s_icache_inv",
+    "s_incperflevel",
+    "s_decperflevel",
+    "s_ttracedata",
+    "s_code_end",
+    "s_wakeup",
+];
+
+const NO_OP_TABLE: [(&str, Exec); NO_OPS.len()] = {
+    let mut out = [("", nop as Exec); NO_OPS.len()];
+    let mut k = 0;
+    while k < NO_OPS.len() {
+        out[k].0 = NO_OPS[k];
+        k += 1;
+    }
+    out
+};
+
+/// Whether `mnemonic` is one of the [`NO_OPS`].
+pub(crate) fn is_no_op(mnemonic: &str) -> bool {
+    NO_OPS.contains(&mnemonic)
+}
+
+const SOPP: &[(&str, Exec)] = &[
     ("s_endpgm", s_endpgm),
     ("s_sendmsg_rtn_b32", s_sendmsg_rtn_b32),
     ("s_sendmsg_rtn_b64", s_sendmsg_rtn_b64),
@@ -856,5 +878,6 @@ pub const OPS: &[&[(&str, Exec)]] = &[
     SOPK_CMP,
     SOPK_OTHER,
     BRANCHES,
+    &NO_OP_TABLE,
     SOPP,
 ];
