@@ -37,9 +37,8 @@ impl WaveSize {
 
     /// `out[l] = f(l)` for each of the wave's lanes; lanes past the wave
     /// (32..64 in wave32) are left as they are: EXEC never names them, so
-    /// nothing reads or writes them back. A loop of constant trip count
-    /// per size, so wave32 computes half the lanes and each loop
-    /// vectorises as a 64-lane one does.
+    /// nothing reads or writes them back. One loop of constant trip count
+    /// per size, so wave32 computes half the lanes.
     #[inline(always)]
     pub fn fill<T>(self, out: &mut [T; LANES], mut f: impl FnMut(usize) -> T) {
         match self {

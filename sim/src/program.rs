@@ -76,8 +76,9 @@ pub(crate) struct Slot {
     /// A matrix instruction (MFMA, SMFMAC): counted apart in the stats.
     pub matrix: bool,
     /// How many of the slots directly after this one are no-ops
-    /// (`exec::salu::is_no_op`: waits and scheduling hints, a quarter of
-    /// RDNA code). When execution falls through into them, the
+    /// (`exec::salu::is_no_op`: waits and scheduling hints, which RDNA
+    /// code places between most dependent instructions). When execution
+    /// falls through into them, the
     /// interpreter counts them as executed without dispatching each.
     pub no_ops_after: u16,
 }

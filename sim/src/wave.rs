@@ -297,9 +297,8 @@ impl Wave {
 
     /// [`Self::lanes`] without a copy where it can: the register itself
     /// when nothing changes it (most sources), else the lanes built in
-    /// `buf` (a scalar broadcast, SDWA selection, DPP movement). Moving
-    /// 256-byte arrays through return values was most of a simple VALU
-    /// instruction's cost, the same in wave32 as in wave64.
+    /// `buf` (a scalar broadcast, SDWA selection, DPP movement): a plain
+    /// register source costs no copy of its 64 lanes.
     #[inline(always)]
     pub fn lanes_in<'a>(
         &'a self,

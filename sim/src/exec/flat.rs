@@ -301,8 +301,12 @@ fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
             }),
         };
     }
-    // Destination registers exist before anything is read.
+    // Destination registers exist before anything is read; with no lane
+    // on, nothing is read or written (not even the addressing checked).
     w.vreg(i.vdst + dwords as u16 - 1, acc)?;
+    if exec == 0 {
+        return Ok(());
+    }
     let mut out = [[0u32; LANES]; 4];
     let mut port = Port {
         m: ctx.mem.access(),
@@ -310,27 +314,23 @@ fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
     };
     let space = space_of(i);
     let keep = d16_keeps_other_half(ctx.target);
-    if exec != 0 {
-        let at = addressing(w, i)?;
-        for_lanes!(exec, |l| {
-            let loc = at.lane(l, u64::from(bytes))?;
-            port.check(loc, u64::from(bytes), false, space)?;
-            match put {
-                Put::Dwords(n) => {
-                    for k in 0..n {
-                        out[k as usize][l] = port.load(advance(loc, 4 * k), 4);
-                    }
-                }
-                Put::Extend { size, signed } => {
-                    out[0][l] = extend(port.load(loc, size), size, signed)
-                }
-                Put::D16 { size, signed, hi } => {
-                    let v = extend(port.load(loc, size), size, signed);
-                    out[0][l] = d16(keep, w.vreg(i.vdst, acc)?[l], v, hi);
+    let at = addressing(w, i)?;
+    for_lanes!(exec, |l| {
+        let loc = at.lane(l, u64::from(bytes))?;
+        port.check(loc, u64::from(bytes), false, space)?;
+        match put {
+            Put::Dwords(n) => {
+                for k in 0..n {
+                    out[k as usize][l] = port.load(advance(loc, 4 * k), 4);
                 }
             }
-        });
-    }
+            Put::Extend { size, signed } => out[0][l] = extend(port.load(loc, size), size, signed),
+            Put::D16 { size, signed, hi } => {
+                let v = extend(port.load(loc, size), size, signed);
+                out[0][l] = d16(keep, w.vreg(i.vdst, acc)?[l], v, hi);
+            }
+        }
+    });
     drop(port);
     w.write_regs(i.vdst, acc, &out[..dwords as usize], exec)
 }
@@ -424,14 +424,14 @@ fn store(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, take: Take) -> R {
     };
     let dwords = bytes.div_ceil(4);
     w.vreg(data + dwords as u16 - 1, acc)?;
+    if exec == 0 {
+        return Ok(());
+    }
     let space = space_of(i);
     let mut port = Port {
         m: ctx.mem.access(),
         lds: ctx.lds,
     };
-    if exec == 0 {
-        return Ok(());
-    }
     let at = addressing(w, i)?;
     for_lanes!(exec, |l| {
         let loc = at.lane(l, u64::from(bytes))?;

@@ -12,10 +12,9 @@
 //! it must build the lanes (a scalar broadcast, SDWA, DPP, modifiers), so
 //! a VALU instruction moves no 256-byte array it does not compute. The
 //! float views of a register's bits are `zerocopy` reference casts.
-//! Measured with callgrind on `cargo xtask sim-bench`'s kernels (the
-//! instructions the host executes, which unlike wall time on a shared
-//! machine do not vary run to run): `Gpu::run` executes 11 % fewer
-//! instructions on gfx942 and 23 % fewer on gfx1201 than with copies.
+//! (Copies of whole 64-lane arrays made a wave32 instruction cost the
+//! host as much as a wave64 one; the figures are in the commit that
+//! removed them, 544756c.)
 //!
 //! Floating point: f32 and f64 arithmetic is the host's IEEE arithmetic
 //! (round to nearest even, fused `mul_add` for FMA), which is what the
