@@ -36,6 +36,7 @@ use crate::exec::{Ctx, Event};
 use crate::fault::{Fault, FaultReport};
 use crate::lanes::{LANES, WaveSize};
 use crate::memory::MemoryError;
+use crate::pair::{self, HALVES, Pairing};
 use crate::program::Program;
 use crate::wave::{Scratch, Status, Wave};
 
@@ -92,6 +93,9 @@ pub struct Stats {
     /// Wave-instructions executed that were matrix instructions (MFMA,
     /// SMFMAC).
     pub matrix_instructions: u64,
+    /// Of `instructions`, those wave32 waves executed as a pair
+    /// ([`crate::pair`]): a host-side figure, zero without pairs.
+    pub paired_instructions: u64,
     /// Messages raised, in no particular order across workgroups.
     pub events: Vec<Event>,
 }
@@ -124,6 +128,37 @@ impl std::error::Error for DispatchError {}
 /// turn: large enough to keep the loop tight, small enough that waves
 /// spinning on each other make progress.
 const QUANTUM: u32 = 4096;
+
+/// How a dispatch runs on the host; results do not depend on it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Host threads running workgroups.
+    pub threads: usize,
+    /// Run consecutive wave32 waves of a workgroup as pairs while nothing
+    /// tells them apart ([`crate::pair`]).
+    pub wave32_pairs: bool,
+}
+
+impl Options {
+    /// `threads` host threads; wave32 pairs as [`wave32_pairs_default`]
+    /// says.
+    pub fn threads(threads: usize) -> Self {
+        Self {
+            threads,
+            wave32_pairs: wave32_pairs_default(),
+        }
+    }
+}
+
+/// Whether wave32 waves run in pairs unless told otherwise: yes, unless
+/// the environment sets `AQUEDUCT_SIM_WAVE32_PAIRS` to `0`, `off` or
+/// `false` (to compare both ways).
+pub fn wave32_pairs_default() -> bool {
+    !matches!(
+        std::env::var("AQUEDUCT_SIM_WAVE32_PAIRS").as_deref(),
+        Ok("0" | "off" | "false")
+    )
+}
 
 /// Per-kernel facts the waves share.
 struct Shape {
@@ -316,9 +351,9 @@ pub fn run(
     program: &Program,
     kernel: &Kernel,
     launch: &Launch,
-    threads: usize,
+    options: Options,
 ) -> Result<Stats, DispatchError> {
-    run_observed(program, kernel, launch, threads, &|_| {})
+    run_observed(program, kernel, launch, options, &|_| {})
 }
 
 /// [`run`], calling `on_event` for each event as its wave raises it (at
@@ -329,9 +364,13 @@ pub fn run_observed(
     program: &Program,
     kernel: &Kernel,
     launch: &Launch,
-    threads: usize,
+    options: Options,
     on_event: &(dyn Fn(Event) + Sync),
 ) -> Result<Stats, DispatchError> {
+    let Options {
+        threads,
+        wave32_pairs,
+    } = options;
     let bad = |s: String| DispatchError::BadLaunch(s);
     let [gx, gy, gz] = launch.grid;
     let [wx, wy, wz] = launch.workgroup.map(u32::from);
@@ -396,6 +435,7 @@ pub fn run_observed(
                 scratch.unwrap_or(0),
                 &mut lds,
                 &mut waves,
+                wave32_pairs,
                 &mut local,
                 on_event,
             ) {
@@ -417,6 +457,7 @@ pub fn run_observed(
             t.instructions += local.instructions;
             t.lane_ops += local.lane_ops;
             t.matrix_instructions += local.matrix_instructions;
+            t.paired_instructions += local.paired_instructions;
             t.events.append(&mut local.events);
         }
     };
@@ -443,6 +484,7 @@ fn run_group(
     scratch_region: u64,
     lds: &mut [u8],
     waves: &mut Vec<Wave>,
+    pairs: bool,
     stats: &mut Stats,
     on_event: &(dyn Fn(Event) + Sync),
 ) -> Result<(), FaultReport> {
@@ -468,8 +510,10 @@ fn run_group(
         w.mode = s.mode;
         w.trapsts = 0;
         w.id = k as u32;
-        w.size = s.wave;
+        w.set_size(s.wave);
         w.executed = 0;
+        w.set_half(u64::MAX);
+        w.hi_writes.clear();
         if w.v.len() != s.vgprs {
             w.v.resize(s.vgprs, [0; LANES]);
         }
@@ -535,14 +579,29 @@ fn run_group(
         }
         w.set_exec(exec);
     }
+    if pairs && s.wave == WaveSize::W32 {
+        for [a, b] in waves.as_chunks_mut::<2>().0 {
+            pair::join(a, b);
+        }
+    }
     let mut events = Vec::new();
     loop {
         let mut running = false;
         let mut at_barrier = false;
-        for w in waves.iter_mut() {
+        for k in 0..waves.len() {
+            let (head, tail) = waves.split_at_mut(k + 1);
+            let w = &mut head[k];
             if w.status == Status::Running {
                 let before = events.len();
-                run_wave(program, kernel, w, id, lds, &mut events, stats)?;
+                // A pair's second wave is the next one (`pair::join`).
+                match tail.first_mut() {
+                    Some(b) if w.size() == WaveSize::Pair => {
+                        if run_pair(program, kernel, w, id, lds, &mut events, stats)? {
+                            pair::split(w, b);
+                        }
+                    }
+                    _ => run_wave(program, kernel, w, id, lds, &mut events, stats)?,
+                }
                 for &e in &events[before..] {
                     on_event(e);
                 }
@@ -607,14 +666,7 @@ fn run_wave(
     stats: &mut Stats,
 ) -> Result<(), FaultReport> {
     let slots = &program.slots;
-    let mut ctx = Ctx {
-        code: &program.code,
-        mem: program.memory(),
-        lds,
-        target: program.target,
-        pc: 0,
-        events,
-    };
+    let mut ctx = context(program, lds, events);
     let mut n = 0u32;
     let mut lane_ops = 0u64;
     let mut matrix = 0u32;
@@ -634,32 +686,123 @@ fn run_wave(
             break Err((f, at));
         }
         n += 1;
-        // Falling through into no-ops: count them (EXEC is what this
-        // instruction left), skip their dispatch.
-        let skip = slot.no_ops_after;
-        if skip > 0 && w.pc == at + 1 && w.status == Status::Running {
-            w.pc += usize::from(skip);
-            n += u32::from(skip);
-            lane_ops += u64::from(skip) * u64::from(w.exec().count_ones());
-        }
+        skip_no_ops(w, slot.no_ops_after, at, &mut n, &mut lane_ops);
     };
     w.executed += u64::from(n);
     stats.instructions += u64::from(n);
     stats.lane_ops += lane_ops;
     stats.matrix_instructions += u64::from(matrix);
-    result.map_err(|(fault, at)| {
-        let slot = slots.get(at);
-        let fault = match slot.and_then(|s| s.invalid) {
-            Some(e) => Fault::Decode(e),
-            None => fault,
-        };
-        FaultReport {
-            fault,
-            pc: program.address_of(at),
-            word: slot.map_or(0, |s| s.word),
-            kernel: kernel.name().to_string(),
-            workgroup: group,
-            wave: w.id,
+    result.map_err(|(fault, at)| report(program, kernel, at, fault, group, w.id))
+}
+
+/// Runs a wave32 pair ([`crate::pair`]) until it ends, waits at a barrier,
+/// uses its quantum or must split; returns whether it must split: before
+/// an instruction a pair cannot run (the pc is left on it), or after one
+/// that gave the two waves different lane masks.
+fn run_pair(
+    program: &Program,
+    kernel: &Kernel,
+    w: &mut Wave,
+    group: [u32; 3],
+    lds: &mut [u8],
+    events: &mut Vec<Event>,
+    stats: &mut Stats,
+) -> Result<bool, FaultReport> {
+    let slots = &program.slots;
+    let mut ctx = context(program, lds, events);
+    let mut n = 0u32;
+    let mut lane_ops = 0u64;
+    let result = loop {
+        if w.status != Status::Running || n >= QUANTUM {
+            break Ok(false);
         }
-    })
+        let at = w.pc;
+        let Some(slot) = slots.get(at) else {
+            break Err((Fault::RanOffEnd, at, w.id));
+        };
+        if slot.pairing == Pairing::Split {
+            break Ok(true);
+        }
+        w.pc = at + 1;
+        ctx.pc = program.base + slot.offset;
+        // Both waves' lanes: EXEC_LO in each half.
+        lane_ops += u64::from(w.exec().count_ones());
+        if slot.pairing == Pairing::Halves {
+            let mut faulted = None;
+            for (k, half) in HALVES.into_iter().enumerate() {
+                w.set_half(half);
+                if let Err(f) = (slot.exec)(w, &slot.inst, &mut ctx) {
+                    faulted = Some((f, at, w.id + k as u32));
+                    break;
+                }
+            }
+            w.set_half(u64::MAX);
+            if let Some(f) = faulted {
+                break Err(f);
+            }
+        } else if let Err(f) = (slot.exec)(w, &slot.inst, &mut ctx) {
+            break Err((f, at, w.id));
+        }
+        n += 1;
+        if !w.hi_writes.is_empty() {
+            break Ok(true);
+        }
+        skip_no_ops(w, slot.no_ops_after, at, &mut n, &mut lane_ops);
+    };
+    // Each pair instruction is one of each wave.
+    w.executed += u64::from(n);
+    stats.instructions += 2 * u64::from(n);
+    stats.paired_instructions += 2 * u64::from(n);
+    stats.lane_ops += lane_ops;
+    result.map_err(|(fault, at, wave)| report(program, kernel, at, fault, group, wave))
+}
+
+/// What a wave's instructions run with: the program's code and memory,
+/// the workgroup's LDS, the dispatch's events.
+fn context<'a>(program: &'a Program, lds: &'a mut [u8], events: &'a mut Vec<Event>) -> Ctx<'a> {
+    Ctx {
+        code: &program.code,
+        mem: program.memory(),
+        lds,
+        target: program.target,
+        pc: 0,
+        events,
+    }
+}
+
+/// After the instruction at slot `at`, when execution falls through into
+/// the `skip` no-ops after it: counts them as executed (with the EXEC this
+/// instruction left) and moves past them without dispatching each.
+#[inline(always)]
+fn skip_no_ops(w: &mut Wave, skip: u16, at: usize, n: &mut u32, lane_ops: &mut u64) {
+    if skip > 0 && w.pc == at + 1 && w.status == Status::Running {
+        w.pc += usize::from(skip);
+        *n += u32::from(skip);
+        *lane_ops += u64::from(skip) * u64::from(w.exec().count_ones());
+    }
+}
+
+/// The report of `fault` at slot `at`: a decode error where the words
+/// there are no instruction.
+fn report(
+    program: &Program,
+    kernel: &Kernel,
+    at: usize,
+    fault: Fault,
+    group: [u32; 3],
+    wave: u32,
+) -> FaultReport {
+    let slot = program.slots.get(at);
+    let fault = match slot.and_then(|s| s.invalid) {
+        Some(e) => Fault::Decode(e),
+        None => fault,
+    };
+    FaultReport {
+        fault,
+        pc: program.address_of(at),
+        word: slot.map_or(0, |s| s.word),
+        kernel: kernel.name().to_string(),
+        workgroup: group,
+        wave,
+    }
 }

@@ -23,6 +23,11 @@ pub enum WaveSize {
     /// 64 lanes: lane masks are an SGPR pair.
     #[default]
     W64,
+    /// Two wave32 waves of one workgroup run in lockstep while their
+    /// scalar state is the same (`crate::pair`): the first wave's lanes
+    /// are 0..32, the second's 32..64, so lane loops run 64 lanes, while a
+    /// lane mask is still one SGPR, read for both halves alike.
+    Pair,
 }
 
 impl WaveSize {
@@ -31,7 +36,7 @@ impl WaveSize {
     pub const fn lanes(self) -> usize {
         match self {
             Self::W32 => 32,
-            Self::W64 => 64,
+            Self::W64 | Self::Pair => 64,
         }
     }
 
@@ -42,7 +47,7 @@ impl WaveSize {
     #[inline(always)]
     pub fn fill<T>(self, out: &mut [T; LANES], mut f: impl FnMut(usize) -> T) {
         match self {
-            Self::W64 => {
+            Self::W64 | Self::Pair => {
                 for (l, o) in out.iter_mut().enumerate() {
                     *o = f(l);
                 }
@@ -64,12 +69,12 @@ impl WaveSize {
         out
     }
 
-    /// The mask of every lane.
+    /// The mask of every lane (of both waves of a pair).
     #[inline]
     pub const fn full(self) -> u64 {
         match self {
             Self::W32 => 0xFFFF_FFFF,
-            Self::W64 => u64::MAX,
+            Self::W64 | Self::Pair => u64::MAX,
         }
     }
 }

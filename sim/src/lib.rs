@@ -50,11 +50,12 @@ pub mod float;
 pub mod hsa;
 pub mod lanes;
 pub mod memory;
+pub mod pair;
 pub mod program;
 pub mod wave;
 
 pub use decode::Target;
-pub use dispatch::{DispatchError, Launch, Stats};
+pub use dispatch::{DispatchError, Launch, Options, Stats};
 pub use fault::{Fault, FaultReport, Space};
 pub use memory::{Memory, MemoryError};
 pub use program::{LoadError, Program};
@@ -65,7 +66,7 @@ pub struct Gpu {
     /// instructions decode and execute.
     pub target: Target,
     memory: Arc<Memory>,
-    threads: usize,
+    options: dispatch::Options,
 }
 
 impl Gpu {
@@ -74,13 +75,21 @@ impl Gpu {
         Self {
             target,
             memory: Arc::new(Memory::new()),
-            threads: 1,
+            options: dispatch::Options::threads(1),
         }
     }
 
     /// Runs workgroups on `n` host threads (results do not depend on it).
     pub fn with_threads(mut self, n: usize) -> Self {
-        self.threads = n.max(1);
+        self.options.threads = n.max(1);
+        self
+    }
+
+    /// Runs consecutive wave32 waves of a workgroup as one 64-lane pair
+    /// while nothing tells them apart ([`pair`]; results do not depend on
+    /// it). On by default unless `AQUEDUCT_SIM_WAVE32_PAIRS=0`.
+    pub fn with_wave32_pairs(mut self, on: bool) -> Self {
+        self.options.wave32_pairs = on;
         self
     }
 
@@ -113,7 +122,7 @@ impl Gpu {
         let k = program
             .kernel(kernel)
             .ok_or_else(|| DispatchError::BadLaunch(format!("no kernel named {kernel}")))?;
-        dispatch::run(program, k, launch, self.threads)
+        dispatch::run(program, k, launch, self.options)
     }
 
     /// Runs `kernel` over `grid` work-items in `workgroup`-sized groups
@@ -180,7 +189,7 @@ impl Gpu {
             .write_bytes(kernarg_address, kernargs)
             .and_then(|()| mem.write_bytes(packet_address, packet.as_bytes()))
             .map_err(DispatchError::Memory)
-            .and_then(|()| dispatch::run_observed(program, k, &launch, self.threads, on_event));
+            .and_then(|()| dispatch::run_observed(program, k, &launch, self.options, on_event));
         let _ = mem.free(packet_address);
         let _ = mem.free(kernarg_address);
         result

@@ -18,6 +18,7 @@ use crate::decode::{DecodeError, Inst, Target, decode};
 use crate::exec::{self, Exec};
 use crate::fault::Fault;
 use crate::memory::{Memory, MemoryError};
+use crate::pair::{Pairing, pairing};
 
 /// Why a code object could not be loaded.
 #[derive(Debug)]
@@ -81,6 +82,8 @@ pub(crate) struct Slot {
     /// falls through into them, the
     /// interpreter counts them as executed without dispatching each.
     pub no_ops_after: u16,
+    /// How a wave32 pair runs it (`crate::pair`).
+    pub pairing: Pairing,
 }
 
 /// A loaded, decoded code object.
@@ -191,6 +194,7 @@ impl Program {
                 exec,
                 offset,
                 word: words[at],
+                pairing: pairing(&inst, invalid.is_none()),
                 invalid,
                 no_ops_after: 0,
             });

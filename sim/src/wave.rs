@@ -53,6 +53,9 @@ pub enum Status {
     Barrier,
     /// Ran `s_endpgm`.
     Ended,
+    /// Runs as lanes 32..64 of the wave before it (a wave32 pair,
+    /// `crate::pair`); scheduled again once the pair splits.
+    Paired,
 }
 
 /// The per-lane private (scratch) segment of a wave: lane `l`'s byte `o`
@@ -104,12 +107,24 @@ pub struct Wave {
     pub status: Status,
     /// Wave index within its workgroup.
     pub id: u32,
-    /// 32 or 64 lanes (the kernel descriptor's choice; GFX9: 64).
-    pub size: WaveSize,
+    /// 32 or 64 lanes (the kernel descriptor's choice; GFX9: 64), or a
+    /// wave32 pair: [`Self::size`], [`Self::set_size`].
+    size: WaveSize,
     /// Where the lanes' private segments are.
     pub scratch: Scratch,
     /// Instructions executed.
     pub executed: u64,
+    /// The lanes EXEC can name: the wave's, or in a wave32 pair running
+    /// an instruction once per half (`crate::pair::Pairing::Halves`), that
+    /// half's ([`Self::set_half`]).
+    limit: u64,
+    /// The register EXEC's lanes 32..64 come from: EXEC_HI, or EXEC_LO
+    /// again in a pair (one lane mask for both halves).
+    exec_hi: usize,
+    /// In a wave32 pair, lane masks an instruction wrote whose halves
+    /// differ: (register, the second wave's value). The first wave's value
+    /// is in `s`; the pair splits after the instruction.
+    pub hi_writes: Vec<(u8, u32)>,
 }
 
 impl Wave {
@@ -129,16 +144,42 @@ impl Wave {
             size: WaveSize::W64,
             scratch: Scratch::default(),
             executed: 0,
+            limit: u64::MAX,
+            exec_hi: code::EXEC_HI as usize,
+            hi_writes: Vec::new(),
         }
     }
 
     /// The EXEC mask: 64 bits in wave64, EXEC_LO in wave32 (EXEC_HI is
-    /// not a lane mask there, RDNA3 ISA "Wave32 and Wave64").
+    /// not a lane mask there, RDNA3 ISA "Wave32 and Wave64"), EXEC_LO for
+    /// both halves of a pair (limited to one by [`Self::set_half`]).
     #[inline]
     pub fn exec(&self) -> u64 {
-        (u64::from(self.s[code::EXEC_LO as usize])
-            | u64::from(self.s[code::EXEC_HI as usize]) << 32)
-            & self.size.full()
+        let lo = u64::from(self.s[code::EXEC_LO as usize]);
+        let hi = u64::from(self.s[self.exec_hi & 0x7F]);
+        (lo | hi << 32) & self.limit
+    }
+
+    /// 32 or 64 lanes, or a wave32 pair.
+    #[inline]
+    pub fn size(&self) -> WaveSize {
+        self.size
+    }
+
+    /// Makes this a wave32 or wave64 wave, or a wave32 pair.
+    pub fn set_size(&mut self, size: WaveSize) {
+        self.size = size;
+        self.limit = size.full();
+        self.exec_hi = usize::from(match size {
+            WaveSize::Pair => code::EXEC_LO,
+            WaveSize::W32 | WaveSize::W64 => code::EXEC_HI,
+        });
+    }
+
+    /// In a wave32 pair, limits EXEC to the lanes of `half` (one wave's,
+    /// `crate::pair::HALVES`, or `u64::MAX` for both again).
+    pub fn set_half(&mut self, half: u64) {
+        self.limit = self.size.full() & half;
     }
 
     /// Sets the EXEC mask (EXEC_LO only in wave32).
@@ -157,29 +198,46 @@ impl Wave {
     /// SGPR pair in wave64, one SGPR in wave32.
     #[inline]
     pub fn lane_mask_at(&self, r: u8) -> u64 {
-        match self.size {
-            WaveSize::W64 => self.s64(r),
-            WaveSize::W32 => u64::from(self.s[usize::from(r & 0x7F)]),
+        if self.size == WaveSize::W64 {
+            return self.s64(r);
         }
+        // One SGPR: a pair reads it for both halves, wave32 for its own.
+        twice(self.s[usize::from(r & 0x7F)]) & self.size.full()
     }
 
     /// A lane-mask source operand (a carry in, `v_cndmask_b32`'s
     /// selector): 64 bits in wave64, 32 in wave32.
     #[inline]
     pub fn lane_mask(&self, src: Src) -> Result<u64, Fault> {
-        match self.size {
-            WaveSize::W64 => self.s64_of(src, Ty::U64),
-            WaveSize::W32 => self.s32_of(src, Ty::B32).map(u64::from),
+        if self.size == WaveSize::W64 {
+            return self.s64_of(src, Ty::U64);
         }
+        let full = self.size.full();
+        self.s32_of(src, Ty::B32).map(|m| twice(m) & full)
     }
 
     /// Writes a lane mask to the scalar register(s) at `r`: a pair in
     /// wave64, one SGPR in wave32 (the VOPC/VOP3 `sdst` of RDNA's wave32).
+    /// In a wave32 pair each wave has its own half; where they differ the
+    /// second's goes to [`Self::hi_writes`] and the pair splits.
     #[inline]
     pub fn set_lane_mask(&mut self, r: u8, v: u64) {
-        match self.size {
-            WaveSize::W64 => self.set_s64(r, v),
-            WaveSize::W32 => self.set_s32(r, v as u32),
+        if self.size == WaveSize::W64 {
+            return self.set_s64(r, v);
+        }
+        let (lo, hi) = (v as u32, (v >> 32) as u32);
+        if self.size == WaveSize::Pair && lo != hi {
+            self.split_mask(r, hi);
+        }
+        self.set_s32(r, lo);
+    }
+
+    /// Records a pair's lane mask whose second half differs (cold: the
+    /// pair ends after this instruction).
+    #[cold]
+    fn split_mask(&mut self, r: u8, hi: u32) {
+        if r != code::NULL && usize::from(r) < self.s.len() {
+            self.hi_writes.push((r, hi));
         }
     }
 
@@ -187,7 +245,13 @@ impl Wave {
     /// a permute's address / 4): its low 5 or 6 bits.
     #[inline]
     pub fn lane_select(&self, v: u32) -> usize {
-        v as usize & (self.size.lanes() - 1)
+        // A pair never runs a lane-selecting instruction (`crate::pair`
+        // splits first); as one wave32 it would wrap at 32.
+        let lanes = match self.size {
+            WaveSize::Pair => 32,
+            s => s.lanes(),
+        };
+        v as usize & (lanes - 1)
     }
 
     /// The 64-bit value of the scalar pair at operand code `r` (rounded
@@ -441,6 +505,12 @@ fn put_lanes(d: &mut Lanes, vals: &Lanes, mask: u64) {
             }
         }
     }
+}
+
+/// A wave32 lane mask as both halves of a pair see it.
+#[inline]
+fn twice(m: u32) -> u64 {
+    u64::from(m) | u64::from(m) << 32
 }
 
 /// The 32-bit (or 16-bit, by `ty`) value of an inline-constant code.

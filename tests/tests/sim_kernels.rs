@@ -161,3 +161,85 @@ fn results_do_not_depend_on_how_many_threads_run_the_workgroups() {
         assert_eq!(outputs[0], outputs[1], "{target:?}");
     }
 }
+
+/// Wave32 pairs (`aqueduct_sim::pair`: two wave32 waves run as one
+/// 64-lane wave while their scalar state agrees) only change how fast the
+/// host runs: with them and without, the same results, the same counts
+/// and the same fault, named against the same wave.
+#[test]
+fn wave32_pairs_change_no_result_count_or_fault() {
+    let mut rng = Rng(0x0DD_5EED);
+    let len = 20_001usize;
+    let a = rng.f32();
+    let x: Vec<u8> = (0..len).flat_map(|_| rng.f32().to_le_bytes()).collect();
+    let y: Vec<u8> = (0..len).flat_map(|_| rng.f32().to_le_bytes()).collect();
+    let mut wave32_targets = 0;
+    for built in built_code_objects() {
+        let Some(target) = Target::from_name(built.gfx) else {
+            continue;
+        };
+        if built.package != DEVICE_LIBRARY || !target.wave32() {
+            continue;
+        }
+        wave32_targets += 1;
+        let bytes = std::fs::read(&built.path).expect("read code object");
+        let [alone, paired] = [false, true].map(|pairs| {
+            let d = Gpu::new(target).with_wave32_pairs(pairs).strict();
+            let p = d.load(&bytes).expect("load");
+            // The grid does not divide the length: the waves that straddle
+            // the end see different bounds checks, which splits their pair.
+            let xa = upload(&d, &x);
+            let ya = upload(&d, &y);
+            let ka = Args::default().arg(len as u64).arg(a).arg(xa).arg(ya).0;
+            let s = d
+                .run(&p, "saxpy_f32", [20_480, 1, 1], [128, 1, 1], &ka)
+                .unwrap_or_else(|e| panic!("{target:?}: {e}"));
+            let out = read::<u32>(&d, ya, len);
+            // 40 elements of room for 64 work-items: the second wave's
+            // ninth lane is the first to fault, after the first wave and
+            // eight lanes of the second stored.
+            let buf = upload(&d, &[0u8; 40 * 4]);
+            let ka = Args::default().arg(buf).arg(64u64).arg(0x600D_F00Du32).0;
+            let err = d
+                .run(&p, "fill_u32", [64, 1, 1], [64, 1, 1], &ka)
+                .expect_err("a store past the buffer faults");
+            let DispatchError::Fault(report) = err else {
+                panic!("{target:?}: expected a fault, got {err}");
+            };
+            let filled = read::<u32>(&d, buf, 40);
+            let Fault::Memory { address, write, .. } = report.fault else {
+                panic!("{target:?}: expected a memory fault: {report}");
+            };
+            assert!(write, "{report}");
+            // Where, relative to the code and the buffer (each device
+            // places them apart), and who.
+            let at = (report.pc - p.base, address - buf, report.word, report.wave);
+            (
+                out,
+                [s.workgroups, s.waves, s.instructions, s.lane_ops],
+                s.paired_instructions,
+                at,
+                filled,
+            )
+        });
+        assert_eq!(alone.0, paired.0, "{target:?}: saxpy results");
+        assert_eq!(
+            alone.1, paired.1,
+            "{target:?}: workgroups, waves, instructions, lane-ops"
+        );
+        assert_eq!(alone.2, 0, "{target:?}: no pairs when they are off");
+        // Most of the 640 wave32 waves run as pairs.
+        assert!(
+            paired.2 > alone.1[2] / 2,
+            "{target:?}: {} of {} instructions paired",
+            paired.2,
+            alone.1[2]
+        );
+        assert_eq!(alone.3, paired.3, "{target:?}: the fault report");
+        assert_eq!(paired.3.1, 40 * 4, "{target:?}: the first byte past");
+        assert_eq!(paired.3.3, 1, "{target:?}: the second wave faults");
+        assert_eq!(alone.4, paired.4, "{target:?}: stores before the fault");
+        assert!(paired.4.iter().all(|&v| v == 0x600D_F00D), "{target:?}");
+    }
+    assert_eq!(wave32_targets, 2, "gfx1100 and gfx1201");
+}

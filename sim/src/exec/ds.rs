@@ -1345,7 +1345,7 @@ mod tests {
         }
         // In wave32 the lane wraps at 32: lane l names l + 33, which is
         // lane (l + 1) % 32; lanes 32..64 are not the wave's.
-        w.size = crate::lanes::WaveSize::W32;
+        w.set_size(crate::lanes::WaveSize::W32);
         w.set_exec(u64::MAX);
         w.v[4] = [POISON; LANES];
         w.v[1] = std::array::from_fn(|l| 4 * (l as u32 + 33));

@@ -14,7 +14,7 @@ const POISON: u32 = 0xDEAD_BEEF;
 
 fn wave32() -> Wave {
     let mut w = Wave::new(64, 0);
-    w.size = WaveSize::W32;
+    w.set_size(WaveSize::W32);
     w.s[code::EXEC_LO as usize] = u32::MAX;
     w.s[code::EXEC_HI as usize] = POISON;
     w.s[code::VCC_HI as usize] = POISON;
@@ -304,7 +304,7 @@ fn wmma_refuses_what_the_hardware_leaves_undefined() {
     ));
     w.v[3][20] ^= 1;
     // A wave64 WMMA (other layouts; ours are wave32): refused.
-    w.size = WaveSize::W64;
+    w.set_size(WaveSize::W64);
     assert!(matches!(
         run(&mut w, &word, "v_wmma_f32_16x16x16_f16"),
         Err(Fault::Unimplemented { mnemonic }) if mnemonic.contains("wave64")

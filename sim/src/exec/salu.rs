@@ -311,7 +311,7 @@ macro_rules! exec_ops {
         $(fn $name(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
             let $s = w.lane_mask(i.src[0])?;
             let $e = w.exec();
-            let new: u64 = ($body) & w.size.full();
+            let new: u64 = ($body) & w.size().full();
             w.set_exec(new);
             w.set_lane_mask(i.sdst, if $wr { new } else { $e });
             w.scc = new != 0;

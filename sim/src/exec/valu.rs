@@ -85,7 +85,7 @@ fn f32_src<'a>(
     let mask = if abs { 0x7FFF_FFFF } else { u32::MAX };
     let flip = if neg { 0x8000_0000 } else { 0 };
     let raw = w.lanes_in(i, n, Ty::B32, buf)?;
-    let out = w.size.map(|l| {
+    let out = w.size().map(|l| {
         let x = f32::from_bits((raw[l] & mask) ^ flip);
         if flush { flush_f32(x) } else { x }.to_bits()
     });
@@ -110,7 +110,7 @@ fn f64_src<'a>(
         let mask = if abs { !(1u64 << 63) } else { u64::MAX };
         let flip = if neg { 1u64 << 63 } else { 0 };
         let v = *raw;
-        w.size.fill(raw, |l| {
+        w.size().fill(raw, |l| {
             let x = f64::from_bits((v[l] & mask) ^ flip);
             if flush && x.is_subnormal() {
                 0.0f64.copysign(x)
@@ -149,7 +149,7 @@ fn f16_src<'a>(
     let abs = i.mods.abs >> n & 1 != 0;
     let neg = i.mods.neg >> n & 1 != 0;
     let flush = flush16_64(w);
-    let out = w.size.map(|l| {
+    let out = w.size().map(|l| {
         let h = if hi { raw[l] >> 16 } else { raw[l] } as u16;
         let h = if abs { h & 0x7FFF } else { h };
         let h = if neg { h ^ 0x8000 } else { h };
@@ -243,7 +243,7 @@ fn write64(w: &mut Wave, i: &Inst, vals: &[u64; LANES]) -> R {
 
 fn write_f32(w: &mut Wave, i: &Inst, vals: [f32; LANES]) -> R {
     let flush = flush32(w);
-    let out: Lanes = w.size.map(|l| {
+    let out: Lanes = w.size().map(|l| {
         let x = omod_clamp_f32(i, vals[l]);
         if flush { flush_f32(x) } else { x }.to_bits()
     });
@@ -252,7 +252,7 @@ fn write_f32(w: &mut Wave, i: &Inst, vals: [f32; LANES]) -> R {
 
 fn write_f64(w: &mut Wave, i: &Inst, vals: [f64; LANES]) -> R {
     let flush = flush16_64(w);
-    let out: [u64; LANES] = w.size.map(|l| {
+    let out: [u64; LANES] = w.size().map(|l| {
         let x = omod_clamp_f64(i, vals[l]);
         if flush && x.is_subnormal() {
             0.0f64.copysign(x)
@@ -268,7 +268,7 @@ fn write_f64(w: &mut Wave, i: &Inst, vals: [f64; LANES]) -> R {
 /// op_sel[3] the high half with the low half kept (gfx9 16-bit results).
 fn write_f16(w: &mut Wave, i: &Inst, vals: [f32; LANES]) -> R {
     let flush = flush16_64(w);
-    let h: Lanes = w.size.map(|l| {
+    let h: Lanes = w.size().map(|l| {
         let h = f32_to_f16(omod_clamp_f32(i, vals[l]));
         u32::from(if flush { flush_f16(h) } else { h })
     });
@@ -278,15 +278,15 @@ fn write_f16(w: &mut Wave, i: &Inst, vals: [f32; LANES]) -> R {
 fn write_b16(w: &mut Wave, i: &Inst, h: Lanes) -> R {
     if i.mods.op_sel & 8 != 0 {
         let old = *w.vreg(i.vdst, false)?;
-        let out: Lanes = w.size.map(|l| (old[l] & 0xFFFF) | (h[l] & 0xFFFF) << 16);
+        let out: Lanes = w.size().map(|l| (old[l] & 0xFFFF) | (h[l] & 0xFFFF) << 16);
         write(w, i, &out)
     } else if i.flags & flag::T16 != 0 {
         // GFX11+ true16: the high half stays.
         let old = *w.vreg(i.vdst, false)?;
-        let out: Lanes = w.size.map(|l| (old[l] & 0xFFFF_0000) | (h[l] & 0xFFFF));
+        let out: Lanes = w.size().map(|l| (old[l] & 0xFFFF_0000) | (h[l] & 0xFFFF));
         write(w, i, &out)
     } else {
-        let out: Lanes = w.size.map(|l| h[l] & 0xFFFF);
+        let out: Lanes = w.size().map(|l| h[l] & 0xFFFF);
         write(w, i, &out)
     }
 }
@@ -309,7 +309,7 @@ macro_rules! vop {
             $( let mut $s = None;
                let $s = $src(w, i, { let n = k; k += 1; n }, &mut $s)?; )*
             let _ = k;
-            let out = w.size.map(|l| { $( let $s = $s[l]; )* $body });
+            let out = w.size().map(|l| { $( let $s = $s[l]; )* $body });
             $out(w, i, out)
         })*
         const $table: &[(&str, Exec)] = &[$((stringify!($name), $name as Exec)),*];
@@ -326,7 +326,7 @@ fn align(w: &mut Wave, i: &Inst, unit: u32, mask: u32) -> R {
     let b = u32_src(w, i, 1, &mut b_buf)?;
     let mut c_buf = None;
     let c = u16_src(w, i, 2, &mut c_buf)?;
-    let out = w.size.map(|l| {
+    let out = w.size().map(|l| {
         ((u64::from(a[l]) << 32 | u64::from(b[l])) >> (unit * (u32::from(c[l]) & mask))) as u32
     });
     write_u32(w, i, out)
@@ -350,7 +350,7 @@ fn u16_src<'a>(
     let mut tmp = None;
     let raw = w.lanes_in(i, n, Ty::B16, &mut tmp)?;
     let hi = i.mods.op_sel >> n & 1 != 0;
-    Ok(buf.insert(w.size.map(|l| {
+    Ok(buf.insert(w.size().map(|l| {
         if hi {
             (raw[l] >> 16) as u16
         } else {
@@ -473,13 +473,13 @@ fn v_ldexp_f32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     let a = f32_src(w, i, 0, &mut a_buf)?;
     let mut e_buf = None;
     let e = u32_src(w, i, 1, &mut e_buf)?;
-    write_f32(w, i, w.size.map(|l| ldexp32(a[l], e[l] as i32)))
+    write_f32(w, i, w.size().map(|l| ldexp32(a[l], e[l] as i32)))
 }
 
 fn v_frexp_exp_i32_f32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     let mut a_buf = None;
     let a = f32_src(w, i, 0, &mut a_buf)?;
-    write(w, i, &w.size.map(|l| frexp(f64::from(a[l])).1 as u32))
+    write(w, i, &w.size().map(|l| frexp(f64::from(a[l])).1 as u32))
 }
 
 vop! { F64, f64_src -> write_f64, float: true;
@@ -509,7 +509,7 @@ fn v_ldexp_f64(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     write_f64(
         w,
         i,
-        w.size.map(|l| {
+        w.size().map(|l| {
             let e = e[l] as i32;
             // Two steps keep the intermediate power of two representable.
             let h = e / 2;
@@ -521,7 +521,7 @@ fn v_ldexp_f64(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
 fn v_frexp_exp_i32_f64(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     let mut a_buf = None;
     let a = f64_src(w, i, 0, &mut a_buf)?;
-    write(w, i, &w.size.map(|l| frexp(a[l]).1 as u32))
+    write(w, i, &w.size().map(|l| frexp(a[l]).1 as u32))
 }
 
 vop! { F16, f16_src -> write_f16, float: true;
@@ -727,32 +727,32 @@ fn f32_to_u32(x: f32) -> u32 {
 fn v_cvt_i32_f32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     let mut a_buf = None;
     let a = f32_src(w, i, 0, &mut a_buf)?;
-    write(w, i, &w.size.map(|l| f32_to_i32(a[l])))
+    write(w, i, &w.size().map(|l| f32_to_i32(a[l])))
 }
 
 fn v_cvt_u32_f32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     let mut a_buf = None;
     let a = f32_src(w, i, 0, &mut a_buf)?;
-    write(w, i, &w.size.map(|l| f32_to_u32(a[l])))
+    write(w, i, &w.size().map(|l| f32_to_u32(a[l])))
 }
 
 fn v_cvt_rpi_i32_f32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     let mut a_buf = None;
     let a = f32_src(w, i, 0, &mut a_buf)?;
-    write(w, i, &w.size.map(|l| f32_to_i32((a[l] + 0.5).floor())))
+    write(w, i, &w.size().map(|l| f32_to_i32((a[l] + 0.5).floor())))
 }
 
 fn v_cvt_flr_i32_f32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     let mut a_buf = None;
     let a = f32_src(w, i, 0, &mut a_buf)?;
-    write(w, i, &w.size.map(|l| f32_to_i32(a[l].floor())))
+    write(w, i, &w.size().map(|l| f32_to_i32(a[l].floor())))
 }
 
 fn v_cvt_f16_f32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     let mut a_buf = None;
     let a = f32_src(w, i, 0, &mut a_buf)?;
     let h: Lanes = w
-        .size
+        .size()
         .map(|l| u32::from(f32_to_f16(omod_clamp_f32(i, a[l]))));
     write_b16(w, i, h)
 }
@@ -766,61 +766,61 @@ fn v_cvt_f32_f16(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
 fn v_cvt_f32_f64(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     let mut a_buf = None;
     let a = f64_src(w, i, 0, &mut a_buf)?;
-    write_f32(w, i, w.size.map(|l| a[l] as f32))
+    write_f32(w, i, w.size().map(|l| a[l] as f32))
 }
 
 fn v_cvt_f64_f32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     let mut a_buf = None;
     let a = f32_src(w, i, 0, &mut a_buf)?;
-    write_f64(w, i, w.size.map(|l| f64::from(a[l])))
+    write_f64(w, i, w.size().map(|l| f64::from(a[l])))
 }
 
 fn v_cvt_i32_f64(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     let mut a_buf = None;
     let a = f64_src(w, i, 0, &mut a_buf)?;
-    write(w, i, &w.size.map(|l| (a[l] as i32) as u32))
+    write(w, i, &w.size().map(|l| (a[l] as i32) as u32))
 }
 
 fn v_cvt_u32_f64(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     let mut a_buf = None;
     let a = f64_src(w, i, 0, &mut a_buf)?;
-    write(w, i, &w.size.map(|l| a[l] as u32))
+    write(w, i, &w.size().map(|l| a[l] as u32))
 }
 
 fn v_cvt_f64_i32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     let mut a_buf = None;
     let a = u32_src(w, i, 0, &mut a_buf)?;
-    write_f64(w, i, w.size.map(|l| f64::from(a[l] as i32)))
+    write_f64(w, i, w.size().map(|l| f64::from(a[l] as i32)))
 }
 
 fn v_cvt_f64_u32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     let mut a_buf = None;
     let a = u32_src(w, i, 0, &mut a_buf)?;
-    write_f64(w, i, w.size.map(|l| f64::from(a[l])))
+    write_f64(w, i, w.size().map(|l| f64::from(a[l])))
 }
 
 fn v_cvt_f16_u16(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     let mut a_buf = None;
     let a = u16_src(w, i, 0, &mut a_buf)?;
-    write_f16(w, i, w.size.map(|l| f32::from(a[l])))
+    write_f16(w, i, w.size().map(|l| f32::from(a[l])))
 }
 
 fn v_cvt_f16_i16(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     let mut a_buf = None;
     let a = u16_src(w, i, 0, &mut a_buf)?;
-    write_f16(w, i, w.size.map(|l| f32::from(a[l] as i16)))
+    write_f16(w, i, w.size().map(|l| f32::from(a[l] as i16)))
 }
 
 fn v_cvt_u16_f16(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     let mut a_buf = None;
     let a = f16_src(w, i, 0, &mut a_buf)?;
-    write_b16(w, i, w.size.map(|l| u32::from(a[l] as u16)))
+    write_b16(w, i, w.size().map(|l| u32::from(a[l] as u16)))
 }
 
 fn v_cvt_i16_f16(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     let mut a_buf = None;
     let a = f16_src(w, i, 0, &mut a_buf)?;
-    write_b16(w, i, w.size.map(|l| u32::from(a[l] as i16 as u16)))
+    write_b16(w, i, w.size().map(|l| u32::from(a[l] as i16 as u16)))
 }
 
 /// `v_cvt_pkrtz_f16_f32`: two f32 to packed f16, rounding toward zero.
@@ -832,7 +832,7 @@ fn v_cvt_pkrtz_f16_f32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     write(
         w,
         i,
-        &w.size
+        &w.size()
             .map(|l| u32::from(f32_to_f16_rtz(a[l])) | u32::from(f32_to_f16_rtz(b[l])) << 16),
     )
 }
@@ -900,7 +900,7 @@ macro_rules! carry_ops {
             let mut out = [0u32; LANES];
             let mut carry = 0u64;
             // The wave's lanes only: the others are never in EXEC.
-            for l in 0..w.size.lanes() {
+            for l in 0..w.size().lanes() {
                 let ($a, $b, $c) = (u64::from($a[l]), u64::from($b[l]), cin >> l & 1);
                 let (d, co): (u64, bool) = $body;
                 out[l] = d as u32;
@@ -940,7 +940,7 @@ macro_rules! unsigned_saturating {
         fn $name(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
             let (mut a, mut b) = (None, None);
             let (a, b) = ($src(w, i, 0, &mut a)?, $src(w, i, 1, &mut b)?);
-            let out = w.size.map(|l| {
+            let out = w.size().map(|l| {
                 let ($a, $b) = (i64::from(a[l]), i64::from(b[l]));
                 let exact: i64 = $exact;
                 if i.mods.clamp {
@@ -975,7 +975,7 @@ macro_rules! bits16 {
             $( let mut $s = None;
                let $s = u16_src(w, i, { let n = k; k += 1; n }, &mut $s)?; )*
             let _ = k;
-            let out: [u16; LANES] = w.size.map(|l| { $( let $s = $s[l]; )* $body });
+            let out: [u16; LANES] = w.size().map(|l| { $( let $s = $s[l]; )* $body });
             write_u16(w, i, out)
         })*
         const BITS16: &[(&str, Exec)] = &[$((stringify!($name), $name as Exec)),*];
@@ -1000,7 +1000,7 @@ fn v_cndmask_b16(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     write_u16(
         w,
         i,
-        w.size.map(|l| if m >> l & 1 != 0 { b[l] } else { a[l] }),
+        w.size().map(|l| if m >> l & 1 != 0 { b[l] } else { a[l] }),
     )
 }
 
@@ -1023,7 +1023,7 @@ fn v_add_i32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     let a = u32_src(w, i, 0, &mut a_buf)?;
     let mut b_buf = None;
     let b = u32_src(w, i, 1, &mut b_buf)?;
-    let out: Lanes = w.size.map(|l| {
+    let out: Lanes = w.size().map(|l| {
         let (a, b) = (a[l] as i32, b[l] as i32);
         (if i.mods.clamp {
             a.saturating_add(b)
@@ -1039,7 +1039,7 @@ fn v_sub_i32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     let a = u32_src(w, i, 0, &mut a_buf)?;
     let mut b_buf = None;
     let b = u32_src(w, i, 1, &mut b_buf)?;
-    let out: Lanes = w.size.map(|l| {
+    let out: Lanes = w.size().map(|l| {
         let (a, b) = (a[l] as i32, b[l] as i32);
         (if i.mods.clamp {
             a.saturating_sub(b)
@@ -1060,7 +1060,7 @@ fn v_cndmask_b32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     write(
         w,
         i,
-        &w.size.map(|l| if m >> l & 1 != 0 { b[l] } else { a[l] }),
+        &w.size().map(|l| if m >> l & 1 != 0 { b[l] } else { a[l] }),
     )
 }
 
@@ -1077,7 +1077,7 @@ fn f32_src_bits<'a>(
         return w.lanes_in(i, n, Ty::B32, buf);
     }
     let raw = w.lanes_in(i, n, Ty::B32, buf)?;
-    let out = w.size.map(|l| {
+    let out = w.size().map(|l| {
         let x = if abs { raw[l] & 0x7FFF_FFFF } else { raw[l] };
         if neg { x ^ 0x8000_0000 } else { x }
     });
@@ -1092,7 +1092,7 @@ fn v_mad_u64_u32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     let mut c_buf = None;
     let c = u64_src(w, i, 2, Ty::U64, &mut c_buf)?;
     let mut carry = 0u64;
-    let out: [u64; LANES] = w.size.map(|l| {
+    let out: [u64; LANES] = w.size().map(|l| {
         let p = u128::from(a[l]) * u128::from(b[l]) + u128::from(c[l]);
         carry |= u64::from(p >> 64 != 0) << l;
         p as u64
@@ -1110,7 +1110,7 @@ fn v_mad_i64_i32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     let mut c_buf = None;
     let c = u64_src(w, i, 2, Ty::I64, &mut c_buf)?;
     let mut carry = 0u64;
-    let out: [u64; LANES] = w.size.map(|l| {
+    let out: [u64; LANES] = w.size().map(|l| {
         let p = i128::from(a[l] as i32) * i128::from(b[l] as i32) + i128::from(c[l] as i64);
         carry |= u64::from(p != i128::from(p as i64)) << l;
         p as u64
@@ -1126,7 +1126,7 @@ macro_rules! vop_64 {
             let (mut $a, mut $b) = (None, None);
             let $a = vop64_src(w, i, 0, Ty::$ta, &mut $a)?;
             let $b = vop64_src(w, i, 1, Ty::$tb, &mut $b)?;
-            let out: [u64; LANES] = w.size.map(|l| { let ($a, $b) = ($a[l], $b[l]); $body });
+            let out: [u64; LANES] = w.size().map(|l| { let ($a, $b) = ($a[l], $b[l]); $body });
             write64(w, i, &out)
         })*
         const OPS64: &[(&str, Exec)] = &[$((stringify!($name), $name as Exec)),*];
@@ -1144,7 +1144,7 @@ fn vop64_src<'a>(
     if ty == Ty::B32 {
         let mut tmp = None;
         let v = w.lanes_in(i, n, ty, &mut tmp)?;
-        Ok(buf.insert(w.size.map(|l| u64::from(v[l]))))
+        Ok(buf.insert(w.size().map(|l| u64::from(v[l]))))
     } else {
         u64_src(w, i, n, ty, buf)
     }
@@ -1167,7 +1167,7 @@ fn v_lshl_add_u64(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     write64(
         w,
         i,
-        &w.size.map(|l| (a[l] << (b[l] & 7)).wrapping_add(c[l])),
+        &w.size().map(|l| (a[l] << (b[l] & 7)).wrapping_add(c[l])),
     )
 }
 
@@ -1180,7 +1180,7 @@ fn v_mbcnt_lo_u32_b32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     write(
         w,
         i,
-        &w.size.map(|l| {
+        &w.size().map(|l| {
             let below = if l >= 32 { u32::MAX } else { (1u32 << l) - 1 };
             (m[l] & below).count_ones().wrapping_add(c[l])
         }),
@@ -1195,7 +1195,7 @@ fn v_mbcnt_hi_u32_b32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     write(
         w,
         i,
-        &w.size.map(|l| {
+        &w.size().map(|l| {
             let below = if l < 32 {
                 0
             } else if l == 63 {
@@ -1393,14 +1393,14 @@ macro_rules! cmp_table {
             fn $name(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
                 let (mut $a, mut $b) = (None, None);
                 let ($a, $b) = ($src(w, i, 0, &mut $a)?, $src(w, i, 1, &mut $b)?);
-                let bits = (0..w.size.lanes()).fold(0u64, |m, l| { let ($a, $b) = ($a[l], $b[l]); m | u64::from($body) << l });
+                let bits = (0..w.size().lanes()).fold(0u64, |m, l| { let ($a, $b) = ($a[l], $b[l]); m | u64::from($body) << l });
                 compare_result(w, i, bits, false);
                 Ok(())
             }
             fn $xname(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
                 let (mut $a, mut $b) = (None, None);
                 let ($a, $b) = ($src(w, i, 0, &mut $a)?, $src(w, i, 1, &mut $b)?);
-                let bits = (0..w.size.lanes()).fold(0u64, |m, l| { let ($a, $b) = ($a[l], $b[l]); m | u64::from($body) << l });
+                let bits = (0..w.size().lanes()).fold(0u64, |m, l| { let ($a, $b) = ($a[l], $b[l]); m | u64::from($body) << l });
                 compare_result(w, i, bits, true);
                 Ok(())
             }
@@ -1550,7 +1550,7 @@ fn v_bitop3_b32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     let [a, b, c] = [0, 1, 2].map(|n| w.lanes(i, n, Ty::B32));
     let (a, b, c) = (a?, b?, c?);
     let table = i.imm as u8;
-    let out: Lanes = w.size.map(|l| bitop3(table, a[l], b[l], c[l]));
+    let out: Lanes = w.size().map(|l| bitop3(table, a[l], b[l], c[l]));
     write_u32(w, i, out)
 }
 
@@ -1559,7 +1559,7 @@ fn v_bitop3_b16(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     let (a, b, c) = (a?, b?, c?);
     let table = i.imm as u8;
     let out: [u16; LANES] = w
-        .size
+        .size()
         .map(|l| bitop3(table, a[l].into(), b[l].into(), c[l].into()) as u16);
     write_u16(w, i, out)
 }
@@ -1767,7 +1767,7 @@ mod tests {
     #[test]
     fn a_wave32_wave_reads_and_writes_one_sgpr_of_lane_mask() {
         let mut w = Wave::new(8, 0);
-        w.size = crate::lanes::WaveSize::W32;
+        w.set_size(crate::lanes::WaveSize::W32);
         // EXEC_HI and VCC_HI hold garbage a wave32 wave must not see.
         w.s[code::EXEC_LO as usize] = u32::MAX;
         w.s[code::EXEC_HI as usize] = POISON;
@@ -1807,7 +1807,7 @@ mod tests {
         run(&mut w, &[0xD289_0008, 0x0000_1301], "v_readlane_b32").unwrap();
         assert_eq!(w.s[8], 3);
         // The same compare in wave64 sets lanes 17..63 across the pair.
-        w.size = crate::lanes::WaveSize::W64;
+        w.set_size(crate::lanes::WaveSize::W64);
         w.s[code::EXEC_HI as usize] = u32::MAX;
         run(&mut w, &[0x7D98_0501], "v_cmp_gt_u32").unwrap();
         assert_eq!(w.vcc(), 0xFFFF_FFFF_FFFE_0000);

@@ -289,7 +289,7 @@ fn gather(
 #[inline(always)]
 fn v_wmma(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, s: &Shape) -> R {
     let family = ctx.target.family();
-    if w.size != WaveSize::W32 {
+    if w.size() != WaveSize::W32 {
         return Err(refuse("a wave64 v_wmma_* (ours are wave32)"));
     }
     let m = &i.mods;

@@ -81,6 +81,7 @@ mod tests {
             instructions: 30,
             lane_ops: 400,
             matrix_instructions: 5,
+            paired_instructions: 0,
             events: Vec::new(),
         };
         record("stats_test_kernel", &stats);

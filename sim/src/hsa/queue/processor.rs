@@ -378,7 +378,13 @@ fn kernel_dispatch(
             crate::hsa::signal::on_interrupt(rt);
         }
     };
-    match dispatch::run_observed(&program, kernel, &launch, *DISPATCH_THREADS, &wake) {
+    match dispatch::run_observed(
+        &program,
+        kernel,
+        &launch,
+        dispatch::Options::threads(*DISPATCH_THREADS),
+        &wake,
+    ) {
         Ok(stats) => {
             crate::hsa::stats::record(kernel.name(), &stats);
             Ok(())
