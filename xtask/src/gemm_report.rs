@@ -127,6 +127,8 @@ pub struct MainLoop {
     pub lds_read_bits: u32,
     pub lds_write_bits: u32,
     pub waitcnts: usize,
+    /// The loop's mnemonics, in order (for `crate::gemm_model`).
+    pub body: Vec<String>,
 }
 
 impl MainLoop {
@@ -170,6 +172,7 @@ pub fn main_loop(lines: &[Line], pick: Pick) -> Option<MainLoop> {
         }
         let mut m = MainLoop {
             instructions: body.len(),
+            body: body.iter().map(|l| l.mnemonic.clone()).collect(),
             ..MainLoop::default()
         };
         for l in body {
@@ -221,6 +224,10 @@ pub struct Row {
     pub lds_bytes: u64,
     pub scratch: u64,
     pub waves: u32,
+    /// Work-items per workgroup (the kernel's launch bound) and lanes per
+    /// wave.
+    pub workgroup_size: u64,
+    pub wave_size: u32,
 }
 
 /// The rows of every kernel of `co` named in `kernels` (all if empty).
@@ -287,6 +294,8 @@ pub fn rows(
             lds_bytes: md.group_segment_fixed_size,
             scratch: md.private_segment_fixed_size,
             waves,
+            workgroup_size: md.max_flat_workgroup_size,
+            wave_size: target.wave_size,
         });
     }
     Ok(rows)
@@ -344,7 +353,7 @@ pub fn format(rows: &[Row]) -> String {
 }
 
 /// A Tensile kernel name cut to its first fields (type, macro-tile, MFMA).
-fn short(name: &str) -> String {
+pub fn short(name: &str) -> String {
     if name.len() <= 60 {
         return name.to_string();
     }
@@ -506,6 +515,16 @@ mod tests {
                 lds_read_bits: 128,
                 lds_write_bits: 128,
                 waitcnts: 1,
+                body: [
+                    "global_load_dwordx4",
+                    "ds_read_b128",
+                    "v_mfma_f32_32x32x8f16",
+                    "s_waitcnt",
+                    "ds_write2_b64",
+                    "s_cbranch_scc1",
+                ]
+                .map(String::from)
+                .to_vec(),
             }
         );
     }

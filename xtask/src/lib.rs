@@ -16,6 +16,7 @@ pub mod catalog_write;
 pub mod debian;
 pub mod device_build;
 pub mod gemm_catalog;
+pub mod gemm_model;
 pub mod gemm_report;
 pub mod hipblaslt_catalog;
 pub mod isa_tables;

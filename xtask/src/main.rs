@@ -108,8 +108,13 @@ enum Command {
     /// macro-tiles (gfx90a; fetched from Debian and cached): instructions,
     /// MFMA share, load and LDS widths, waits per iteration, registers, LDS,
     /// occupancy, scratch.
+    ///
+    /// With --model: the throughput model's table (xtask/src/gemm_model.rs):
+    /// each kernel's modelled TFLOP/s and share of peak at 4096³ and 8192³
+    /// on MI210, MI300X, MI355X, RX 7900 XTX and RX 9070 XT. Modelled
+    /// figures, not measurements: no GPU is here.
     #[command(verbatim_doc_comment)]
-    GemmReport,
+    GemmReport(GemmReportArgs),
     /// Write Tensile-layout catalogs from a description file
     ///
     /// Lazy or eager, MessagePack or YAML, as the description says (its
@@ -184,6 +189,13 @@ struct RunArgs {
     lib: Option<PathBuf>,
     #[command(flatten)]
     gemm: GemmArgs,
+}
+
+#[derive(Args)]
+struct GemmReportArgs {
+    /// Print the throughput model's table as well
+    #[arg(long)]
+    model: bool,
 }
 
 #[derive(Args)]
@@ -378,7 +390,7 @@ fn isa_tables() -> Result<(), String> {
 }
 
 /// The simulated targets, for `sim-coverage` and `sim-bench`.
-fn gemm_report() -> Result<(), String> {
+fn gemm_report(args: &GemmReportArgs) -> Result<(), String> {
     use xtask::gemm_report;
     let targets = simulated_targets()?;
     build(&Options {
@@ -414,6 +426,9 @@ fn gemm_report() -> Result<(), String> {
         }
     }
     print!("{}", gemm_report::format(&rows));
+    if args.model {
+        print!("\n{}", xtask::gemm_model::table(&rows));
+    }
     Ok(())
 }
 
@@ -662,7 +677,7 @@ fn main() -> ExitCode {
         Command::HsaBench(args) => hsa_bench_command(&args),
         Command::CmdbufBench(args) => cmdbuf_bench_command(&args),
         Command::SchedBench(args) => sched_bench_command(&args),
-        Command::GemmReport => gemm_report(),
+        Command::GemmReport(args) => gemm_report(&args),
         Command::Catalog(args) => catalog_command(&args),
         Command::CatalogBench(args) => catalog_bench_command(&args),
     };
