@@ -23,7 +23,8 @@
 //! is not a multiple of the workgroup size (HSA "partial workgroups").
 //! Workgroups run on `threads` host threads, each workgroup's waves
 //! cooperatively on one: round-robin in quanta, with `s_barrier` releasing
-//! once every wave that has not ended has reached it.
+//! once every wave that has not ended has reached it. Wave32 waves run two
+//! at a time in lockstep while nothing tells them apart ([`crate::pair`]).
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

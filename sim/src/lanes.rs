@@ -9,6 +9,8 @@
 //! lane 31 by itself; what names a lane by number (permutes, `readlane`)
 //! wraps at [`WaveSize::lanes`], and lane masks written to SGPRs take one
 //! register instead of a pair ([`crate::wave::Wave::set_lane_mask`]).
+//! A wave32 pair ([`WaveSize::Pair`], `crate::pair`) fills all 64: the
+//! second wave's lanes are 32..64.
 
 /// Lanes of the register storage: the widest wave.
 pub const LANES: usize = 64;

@@ -194,7 +194,12 @@ impl Program {
                 exec,
                 offset,
                 word: words[at],
-                pairing: pairing(&inst, invalid.is_none()),
+                // GFX9 is wave64 only: no wave32 pair ever asks.
+                pairing: if self.target.wave32() {
+                    pairing(&inst, invalid.is_none())
+                } else {
+                    Pairing::Split
+                },
                 invalid,
                 no_ops_after: 0,
             });

@@ -18,7 +18,8 @@
 //!            RDNA's WMMA runs on the SIMD's own ALUs, so there the two add
 //!   issue    per SIMD: CDNA issues to a SIMD every 4th cycle, at most one
 //!            instruction per category (VALU incl. matrix, scalar, vector
-//!            memory, LDS, branch); RDNA every cycle, the same categories
+//!            memory, LDS, branch); RDNA (assumed: no AMD figure found)
+//!            every cycle, the same categories
 //!   LDS      per CU: bytes read and written ÷ LDS bytes per clock
 //!   vmem     per CU: bytes loaded ÷ L1 bytes per clock
 //! ```
@@ -622,14 +623,18 @@ pub fn types_of(kernel: &str) -> Option<(Input, u64, u64)> {
         let ((input, in_bytes), (_, out_bytes)) = (of(k.input), of(k.output));
         return Some((input, in_bytes, out_bytes));
     }
-    [
-        ("_SB_", Input::F32, 4, 4),
-        ("_HHS_BH", Input::F16, 2, 2),
-        ("_BBS_BH", Input::Bf16, 2, 2),
-    ]
-    .into_iter()
-    .find(|(code, ..)| kernel.contains(code))
-    .map(|(_, t, i, o)| (t, i, o))
+    use aqueduct_catalog::DataType as D;
+    let (_, input, output, _) = crate::gemm_report::AMD_TYPES
+        .into_iter()
+        .find(|(code, ..)| kernel.contains(&format!("_{code}_MT")))?;
+    let of = |t: D| match t {
+        D::Float => Some((Input::F32, 4)),
+        D::Half => Some((Input::F16, 2)),
+        D::BFloat16 => Some((Input::Bf16, 2)),
+        _ => None,
+    };
+    let ((input, in_bytes), (_, out_bytes)) = (of(input)?, of(output)?);
+    Some((input, in_bytes, out_bytes))
 }
 
 /// The model's view of a report row, if its main loop has matrix work

@@ -363,7 +363,7 @@ pub fn short(name: &str) -> String {
 
 /// The types of the report's AMD kernels: Tensile's type code in kernel
 /// names, and A/B and C/D types with high-precision accumulation.
-const AMD_TYPES: [(&str, DataType, DataType, bool); 3] = [
+pub const AMD_TYPES: [(&str, DataType, DataType, bool); 3] = [
     ("SB", DataType::Float, DataType::Float, false),
     ("HHS_BH", DataType::Half, DataType::Half, true),
     ("BBS_BH", DataType::BFloat16, DataType::BFloat16, true),

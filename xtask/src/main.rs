@@ -110,9 +110,10 @@ enum Command {
     /// occupancy, scratch.
     ///
     /// With --model: the throughput model's table (xtask/src/gemm_model.rs):
-    /// each kernel's modelled TFLOP/s and share of peak at 4096³ and 8192³
-    /// on MI210, MI300X, MI355X, RX 7900 XTX and RX 9070 XT. Modelled
-    /// figures, not measurements: no GPU is here.
+    /// each matrix kernel's modelled TFLOP/s and share of peak at 4096³ and
+    /// 8192³ on MI210, MI300X and MI355X (RX 7900 XTX and RX 9070 XT get
+    /// rows once WMMA kernels are in the report). Modelled figures, not
+    /// measurements: no GPU is here.
     #[command(verbatim_doc_comment)]
     GemmReport(GemmReportArgs),
     /// Write Tensile-layout catalogs from a description file
