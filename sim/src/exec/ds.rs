@@ -197,7 +197,12 @@ fn lane_address(addr: &Lanes, i: &Inst, l: usize) -> u64 {
 
 /// The registers from `first` of the VGPRs or (`acc`) AGPRs, `n` of them,
 /// faulting on the first that does not exist.
-fn regs_mut(w: &mut Wave, first: u16, n: usize, acc: bool) -> Result<&mut [Lanes], Fault> {
+pub(super) fn regs_mut(
+    w: &mut Wave,
+    first: u16,
+    n: usize,
+    acc: bool,
+) -> Result<&mut [Lanes], Fault> {
     w.vreg(first + n as u16 - 1, acc)?;
     let file = if acc { &mut w.a } else { &mut w.v };
     Ok(&mut file[usize::from(first)..][..n])

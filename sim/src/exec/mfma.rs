@@ -453,11 +453,12 @@ fn convert_f16c<'v>(
 }
 
 /// The low (or `high`) f16 of every lane of `words`, as f64, into `out`
-/// (64 values): F16C's `vcvtph2ps` converts eight at a time, exactly
+/// (`N` values, a multiple of 8: a wave64 register, or the 32 lanes of a
+/// wave32 one): F16C's `vcvtph2ps` converts eight at a time, exactly
 /// (f16 subnormals become normal f32s, NaNs are made quiet).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,f16c")]
-fn f16_lanes_to_f64(words: &Lanes, high: bool, out: &mut [f64; LANES]) {
+pub(super) fn f16_lanes_to_f64<const N: usize>(words: &[u32; N], high: bool, out: &mut [f64; N]) {
     use std::arch::x86_64::*;
     for (w, o) in words
         .as_chunks::<8>()
@@ -522,7 +523,7 @@ fn byte_table(decode: fn(u8) -> f32) -> [f64; 256] {
 }
 
 /// The value of every byte of an 8-bit float type, built once.
-fn byte_values(t: In) -> &'static [f64; 256] {
+pub(super) fn byte_values(t: In) -> &'static [f64; 256] {
     static FP8: OnceLock<[f64; 256]> = OnceLock::new();
     static BF8: OnceLock<[f64; 256]> = OnceLock::new();
     static FP8_OCP: OnceLock<[f64; 256]> = OnceLock::new();
@@ -839,7 +840,7 @@ impl Isa {
 /// Whether this processor has AVX2, FMA3 and F16C (and the OS saves their
 /// registers), as [`multiply_avx2_fma`] needs; the answer is cached.
 #[cfg(target_arch = "x86_64")]
-fn avx2_fma() -> bool {
+pub(super) fn avx2_fma() -> bool {
     std::arch::is_x86_feature_detected!("avx2")
         && std::arch::is_x86_feature_detected!("fma")
         && std::arch::is_x86_feature_detected!("f16c")
@@ -1153,7 +1154,7 @@ mod reference {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     //! The executor against a scalar model written the other way round:
     //! it walks every (register, lane) slot and asks which matrix element
     //! the slot holds (the calculator's "register to matrix element"
@@ -1171,10 +1172,11 @@ mod tests {
         super::run(w, i, s, &Layout::of(s))
     }
 
-    struct Rng(u64);
+    /// A xorshift generator: random test data without a dependency.
+    pub(crate) struct Rng(pub(crate) u64);
 
     impl Rng {
-        fn next(&mut self) -> u32 {
+        pub(crate) fn next(&mut self) -> u32 {
             self.0 ^= self.0 << 13;
             self.0 ^= self.0 >> 7;
             self.0 ^= self.0 << 17;

@@ -170,6 +170,7 @@ use crate::decode::inst::code::M0;
 use crate::decode::inst::flag;
 use crate::decode::{Inst, Src};
 use crate::exec::ctx::{Ctx, Exec};
+use crate::exec::ds::regs_mut;
 use crate::exec::flat::{Loc, Port, Rmw, d16, d16_keeps_other_half, extend, rmw};
 use crate::fault::{Fault, Space};
 use crate::float::f16_to_f32;
@@ -395,6 +396,31 @@ impl Buffer {
         }
     }
 
+    /// The range check of an instruction whose lanes all have index 0
+    /// and unswizzled addresses (no IDXEN, no ADD_TID, no swizzle: raw
+    /// buffers, the common case), as one bound; `None` for the others.
+    fn linear(&self, i: &Inst) -> Option<Linear> {
+        if self.rsrc.swizzle || self.rsrc.add_tid || i.flags & flag::IDXEN != 0 {
+            return None;
+        }
+        let n = u64::from(self.rsrc.num_records);
+        // Index 0 passes `index < NUM_RECORDS` exactly when it is not 0.
+        let unless_empty = if n != 0 { u64::MAX } else { 0 };
+        let (limit, payload) = match self.check {
+            Check::Private => (u64::MAX, false),
+            Check::Structured | Check::EmptyOnly => (unless_empty, false),
+            Check::Raw => (n.saturating_sub(self.soffset), false),
+            Check::StructuredWithOffset => (unless_empty.min(u64::from(self.rsrc.stride)), true),
+            Check::RawPayload => (n.saturating_sub(self.soffset), true),
+            Check::Unbound => (0, false),
+        };
+        Some(Linear {
+            limit,
+            payload,
+            base: self.rsrc.base.wrapping_add(self.soffset),
+        })
+    }
+
     /// Whether the `size` bytes at `extra` past the lane's offset are in
     /// range: GFX9 checks their first byte, GFX11+ the whole payload.
     fn in_range(&self, lane: Lane, extra: u64, size: u32) -> bool {
@@ -456,6 +482,27 @@ impl Buffer {
             v |= m.load_small(a, size) << shift;
         }
         Ok(v)
+    }
+}
+
+/// [`Buffer::in_range`] and [`Buffer::address`] of an instruction whose
+/// lanes all have index 0 and unswizzled addresses ([`Buffer::linear`]).
+#[derive(Clone, Copy)]
+struct Linear {
+    /// A lane's bytes at `offset` are in range when `offset` plus the
+    /// bytes checked (the payload, or with `payload` false its first byte)
+    /// is at most this.
+    limit: u64,
+    payload: bool,
+    /// BASE + SOFFSET: a lane's address is this plus its offset.
+    base: u64,
+}
+
+impl Linear {
+    /// Whether `size` bytes at `offset` are in range.
+    #[inline(always)]
+    fn in_range(&self, offset: u64, size: u32) -> bool {
+        offset + if self.payload { u64::from(size) } else { 1 } <= self.limit
     }
 }
 
@@ -523,6 +570,13 @@ enum Put {
 /// copying VADDR, which the destination may overlap).
 #[inline(always)]
 fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
+    load_on(w, i, ctx, put, true)
+}
+
+/// [`load`], through [`load_linear`] where it applies if `linear` (the
+/// tests compare the two paths).
+#[inline(always)]
+fn load_on(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put, linear: bool) -> R {
     if i.flags & flag::LDS != 0 {
         return load_to_lds(w, i, ctx, put);
     }
@@ -535,13 +589,17 @@ fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
     };
     let va = vaddr(w, i)?.map(|r| r.copied());
     let va = [va[0].as_ref(), va[1].as_ref()];
+    if linear
+        && format.is_none()
+        && let Some(lin) = buf.linear(i)
+    {
+        return load_linear(w, i, ctx, put, lin, va[0]);
+    }
     let dwords = match put {
         Put::Dwords(n) | Put::Format { n, .. } => n as usize,
         _ => 1,
     };
-    w.vreg(i.vdst + dwords as u16 - 1, acc)?;
-    let file = if acc { &mut w.a } else { &mut w.v };
-    let dst = &mut file[usize::from(i.vdst)..][..dwords];
+    let dst = regs_mut(w, i.vdst, dwords, acc)?;
     // D16 loads may keep the other half of the register (`flat::d16`).
     let keep = d16_keeps_other_half(ctx.target);
     let mut m = ctx.mem.access();
@@ -599,6 +657,92 @@ fn load(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, put: Put) -> R {
         }
     });
     Ok(())
+}
+
+/// [`load`] of a [`Buffer::linear`] instruction that is not a format
+/// load: each lane's offset is its VADDR (with OFFEN) plus OFFSET, checked
+/// against one bound; the same results as the general loop, without
+/// indices, swizzling or the per-lane range-check dispatch.
+#[inline(always)]
+fn load_linear(
+    w: &mut Wave,
+    i: &Inst,
+    ctx: &mut Ctx<'_>,
+    put: Put,
+    lin: Linear,
+    voffset: Option<&Lanes>,
+) -> R {
+    let exec = w.exec();
+    let acc = i.acc();
+    let voffset = voffset.filter(|_| i.flags & flag::OFFEN != 0);
+    let imm = u64::from(i.imm as u32);
+    let dwords = match put {
+        Put::Dwords(n) => n as usize,
+        _ => 1,
+    };
+    let dst = regs_mut(w, i.vdst, dwords, acc)?;
+    let keep = d16_keeps_other_half(ctx.target);
+    let mut m = ctx.mem.access();
+    let mut read = |a: u64, size: u32| {
+        m.check(a, u64::from(size))
+            .map_err(|_| memory_fault(a, u64::from(size), false))?;
+        Ok::<_, Fault>(m.load_small(a, size))
+    };
+    for_lanes!(exec, |l| {
+        let offset = voffset.map_or(0, |v| u64::from(v[l])) + imm;
+        let a = lin.base.wrapping_add(offset);
+        match put {
+            Put::Dwords(n) => {
+                if lin.in_range(offset + 4 * (u64::from(n) - 1), 4)
+                    && let Ok(v) = read_dwords(&mut read, a, dst.len())
+                {
+                    for (reg, v) in dst.iter_mut().zip(v) {
+                        reg[l] = v;
+                    }
+                    continue;
+                }
+                for (k, reg) in dst.iter_mut().enumerate() {
+                    let extra = 4 * k as u64;
+                    reg[l] = if lin.in_range(offset + extra, 4) {
+                        read(a.wrapping_add(extra), 4)?
+                    } else {
+                        0
+                    };
+                }
+            }
+            Put::Extend { size, signed } => {
+                dst[0][l] = if lin.in_range(offset, size) {
+                    extend(read(a, size)?, size, signed)
+                } else {
+                    0
+                };
+            }
+            Put::D16 { size, signed, hi } => {
+                let v = if lin.in_range(offset, size) {
+                    extend(read(a, size)?, size, signed)
+                } else {
+                    0
+                };
+                dst[0][l] = d16(keep, dst[0][l], v, hi);
+            }
+            Put::Format { .. } => unreachable!("format loads take the general path"),
+        }
+    });
+    Ok(())
+}
+
+/// `n` (at most 4) dwords at `a`, each through `read`.
+#[inline(always)]
+fn read_dwords(
+    read: &mut impl FnMut(u64, u32) -> Result<u32, Fault>,
+    a: u64,
+    n: usize,
+) -> Result<[u32; 4], Fault> {
+    let mut v = [0; 4];
+    for (k, v) in v.iter_mut().enumerate().take(n) {
+        *v = read(a.wrapping_add(4 * k as u64), 4)?;
+    }
+    Ok(v)
 }
 
 /// `buffer_load_{dword,ubyte,sbyte,ushort,sshort,format_x} ... lds`: each
@@ -1624,6 +1768,99 @@ mod tests {
         w.v[1][1] = 0x200;
         rig.run(&mut w, words, mnemonic)?;
         Ok([0, 1].map(|l| [4, 5, 6, 7].map(|r| w.v[r][l])))
+    }
+
+    /// The linear path ([`load_linear`]) gives what the general loop
+    /// gives, results and faults, on random raw resources of GFX9, GFX11
+    /// and GFX12: every range check, offsets in, across and past the
+    /// records and the memory behind them, every VGPR load form.
+    #[test]
+    fn linear_loads_match_the_general_path() {
+        let rig = Rig::new();
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move |n: u32| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 16) as u32 % n
+        };
+        let puts = [
+            Put::Dwords(1),
+            Put::Dwords(2),
+            Put::Dwords(3),
+            Put::Dwords(4),
+            Put::Extend {
+                size: 1,
+                signed: true,
+            },
+            Put::Extend {
+                size: 2,
+                signed: false,
+            },
+            Put::D16 {
+                size: 2,
+                signed: false,
+                hi: false,
+            },
+            Put::D16 {
+                size: 2,
+                signed: false,
+                hi: true,
+            },
+            Put::D16 {
+                size: 1,
+                signed: true,
+                hi: true,
+            },
+        ];
+        // buffer_load_dword v4, v1, s[8:11], s5 offen (patched below).
+        let base =
+            crate::decode::decode(&[0xE0501000, 0x05020401], Target::Gfx90a).expect("decodes");
+        let mut linear = 0;
+        for round in 0..3000 {
+            let target = [Target::Gfx90a, Target::Gfx1100, Target::Gfx1201][round % 3];
+            let mut rsrc = rig.rsrc([0, 4, 16][next(3) as usize], next(5000));
+            if target != Target::Gfx90a {
+                // OOB_SELECT and FORMAT (0: an unbound resource).
+                rsrc[3] = next(4) << 28 | [0, 4, 0x22][next(3) as usize] << 12;
+            }
+            let mut w = wave(
+                u64::from(next(u32::MAX)) << 32 | u64::from(next(u32::MAX)),
+                rsrc,
+            );
+            w.s[5] = next(3) * next(64);
+            w.v[1] = std::array::from_fn(|_| next(4400));
+            let mut i = base;
+            i.imm = next(80) as i32;
+            if next(4) == 0 {
+                i.flags &= !flag::OFFEN;
+            }
+            let put = puts[next(puts.len() as u32) as usize];
+            let run = |w: &mut Wave, fast: bool| {
+                let mut events = Vec::new();
+                let mut ctx = Ctx {
+                    code: &crate::code_index::CodeIndex::default(),
+                    mem: &rig.memory,
+                    lds: &mut [],
+                    target,
+                    pc: 0,
+                    events: &mut events,
+                };
+                load_on(w, &i, &mut ctx, put, fast)
+            };
+            let mut want = w.clone();
+            let want_result = run(&mut want, false);
+            let got_result = run(&mut w, true);
+            assert_eq!(got_result, want_result, "round {round}");
+            assert!(
+                (4..8).all(|r| w.v[r] == want.v[r]),
+                "round {round}: {target:?} {:?} registers differ",
+                rsrc
+            );
+            let buf = Buffer::of(&w, &i, target).expect("a V#");
+            linear += usize::from(buf.linear(&i).is_some() && want_result.is_ok());
+        }
+        assert!(linear > 2000, "{linear} rounds ran the linear path");
     }
 
     /// `buffer_load_format_xyzw v[4:7], v1, s[8:11], 0 offen`

@@ -48,11 +48,12 @@ use aqueduct_abi::kernel_descriptor::GfxFamily;
 
 use crate::decode::{Inst, Src};
 use crate::exec::ctx::{Ctx, Exec};
+use crate::exec::mfma::registers;
 use crate::fault::Fault;
 use crate::float::{
     bf8_ocp_to_f32, bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16, fp8_ocp_to_f32,
 };
-use crate::lanes::WaveSize;
+use crate::lanes::{Lanes, WaveSize};
 use crate::wave::{Ty, Wave};
 
 type R = Result<(), Fault>;
@@ -151,11 +152,11 @@ pub struct Place {
 
 /// `A[row][k]` (or `B[k][row]`) of elements `t` in a K-deep WMMA of
 /// `family` (module doc). On GFX11 the lane is the first of the two copies.
-pub fn ab_place(family: GfxFamily, t: In, k_dim: usize, row: usize, k: usize) -> Place {
+pub const fn ab_place(family: GfxFamily, t: In, k_dim: usize, row: usize, k: usize) -> Place {
     let bits = t.bits();
     let per_dword = 32 / bits;
     let shift = (bits * (k % per_dword)) as u32;
-    if family == GfxFamily::Gfx11 {
+    if matches!(family, GfxFamily::Gfx11) {
         return Place {
             reg: k / per_dword,
             lane: row,
@@ -176,7 +177,7 @@ pub fn ab_place(family: GfxFamily, t: In, k_dim: usize, row: usize, k: usize) ->
 
 /// `C/D[i][j]` of a WMMA of `family` with output `out` (module doc); the
 /// GFX11 16-bit half is OPSEL's, applied by the caller.
-pub fn cd_place(family: GfxFamily, out: Out, i: usize, j: usize) -> Place {
+pub const fn cd_place(family: GfxFamily, out: Out, i: usize, j: usize) -> Place {
     let wide = matches!(out, Out::F32 | Out::I32);
     match family {
         GfxFamily::Gfx11 => Place {
@@ -219,75 +220,281 @@ fn refuse(what: &'static str) -> Fault {
     Fault::Unimplemented { mnemonic: what }
 }
 
+/// Lanes of a WMMA wave (module doc: the compiler builds ours wave32).
+const WAVE: usize = 32;
 /// Registers of the largest operand.
 const MAX_REGS: usize = 8;
-/// Elements of the largest A or B (16 × K, K at most 32).
-const MAX_AB: usize = M * 32;
 
-/// Operand `n`'s `regs` registers (a VGPR range; C may be an inline
-/// constant or literal, the same in every register and lane) into `out`.
-fn operand(w: &Wave, i: &Inst, n: usize, out: &mut [[u32; 32]], ty: Ty) -> R {
-    match i.src[n] {
-        Src::Vgpr(r) => {
-            for (k, reg) in out.iter_mut().enumerate() {
-                reg.copy_from_slice(&w.vreg(r + k as u16, false)?[..32]);
-            }
-        }
-        Src::Inline(_) | Src::Literal(_) if n == 2 => {
-            let c = w.lanes(i, 2, ty)?[0];
-            out.fill([c; 32]);
-        }
-        _ => return Err(refuse("a WMMA A/B operand that is not a VGPR")),
-    }
-    Ok(())
+/// Where a form's elements lie, for the executor's loops: one table per
+/// form and family, built at compile time from [`ab_place`] and
+/// [`cd_place`].
+///
+/// The executor converts A and B whole registers at a time: element `e`
+/// of every lane, `e` counting the operand's packed elements from the
+/// first register's low bits, goes to `values[e·32 + lane]`. In every
+/// layout (module doc) the 16 rows of A's column k (B's row k) sit in 16
+/// consecutive lanes of one element, and so do the 16 columns of a row of
+/// C/D; the tables hold where each begins.
+pub(crate) struct Layout {
+    /// `e·32 + lane` of A[0][k] (B[k][0]), by k.
+    ab: [usize; 32],
+    /// Register, lane and bit shift of C/D[row][0], by row.
+    cd: [(usize, usize, u32); M],
 }
 
-/// A or B gathered from its registers into `out`, `out[row·K + k]` for A
-/// (`row` = B's column), each element's value exactly, NEG applied to
-/// floats; checks GFX11's lane copies.
-#[inline(always)]
-fn gather(
-    family: GfxFamily,
-    s: &Shape,
-    regs: &[[u32; 32]],
-    t: In,
-    signed: bool,
-    (neg, neg_hi, which): (u8, u8, u8),
-    out: &mut [f64],
-) -> R {
-    // GFX11: lanes l and l + 16 hold the same row, every bit of every
-    // register (the elements tile the dwords), so whole halves compare.
-    if family == GfxFamily::Gfx11 && regs.iter().any(|r| r[..16] != r[16..]) {
-        return Err(refuse(
-            "a GFX11 v_wmma_* whose A/B lane copies differ (lanes l and l+16 must hold the same row)",
-        ));
-    }
-    let mask = (1u32 << t.bits()) - 1;
-    for row in 0..M {
-        for k in 0..s.k {
-            let p = ab_place(family, t, s.k, row, k);
-            out[row * s.k + k] = t.value((regs[p.reg][p.lane] >> p.shift) & mask, signed);
+impl Layout {
+    const fn of(family: GfxFamily, s: &Shape) -> Self {
+        assert!(s.a.bits() == s.b.bits() && s.k <= 32);
+        let bits = s.a.bits();
+        let mut l = Layout {
+            ab: [0; 32],
+            cd: [(0, 0, 0); M],
+        };
+        let mut k = 0;
+        while k < s.k {
+            let p = ab_place(family, s.a, s.k, 0, k);
+            let e = p.reg * (32 / bits) + p.shift as usize / bits;
+            l.ab[k] = e * WAVE + p.lane;
+            k += 1;
         }
+        let mut row = 0;
+        while row < M {
+            let p = cd_place(family, s.out, row, 0);
+            l.cd[row] = (p.reg, p.lane, p.shift);
+            row += 1;
+        }
+        l
     }
-    // NEG (NEG_HI for the high halves) negates float elements; rarely set.
-    let (lo, hi) = (neg & which != 0, neg_hi & which != 0);
-    if !t.integer() && (lo || hi) {
-        for row in 0..M {
-            for k in 0..s.k {
-                let high = ab_place(family, t, s.k, row, k).shift == 16;
-                if (high && hi) || (!high && lo) {
-                    out[row * s.k + k] = -out[row * s.k + k];
+
+    /// The tables of shape `s` for GFX11 and for GFX12, in that order.
+    pub(crate) const fn both(s: &Shape) -> [Self; 2] {
+        [Self::of(GfxFamily::Gfx11, s), Self::of(GfxFamily::Gfx12, s)]
+    }
+}
+
+/// Where C comes from.
+#[derive(Clone, Copy)]
+enum CSource {
+    /// VGPRs from this one.
+    Registers(usize),
+    /// An inline constant or literal: this word in every register and lane.
+    Constant(u32),
+}
+
+/// The 32 lanes of a wave32 register.
+fn wave32(reg: &Lanes) -> &[u32; WAVE] {
+    reg.first_chunk().expect("a register holds 64 lanes")
+}
+
+/// Converts the `regs` of an A or B operand of element type `t` into
+/// `out` (element `e` of lane `l` at `out[e][l]`, the [`Layout`]'s
+/// numbering), each element's value exactly; integers by `signed`, float
+/// halves negated by `neg` (low) and `neg_hi` (high).
+#[inline(always)]
+fn convert<const K: usize, const F16C: bool>(
+    t: In,
+    regs: &[Lanes],
+    signed: bool,
+    (neg, neg_hi): (bool, bool),
+    out: &mut [[f64; WAVE]; K],
+) {
+    let per_dword = 32 / t.bits();
+    for (r, reg) in regs.iter().enumerate() {
+        let words = wave32(reg);
+        for sub in 0..per_dword {
+            let dst = &mut out[r * per_dword + sub];
+            let shift = sub * t.bits();
+            match t {
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: `F16C` is set only in `multiply_avx2_fma`, which
+                // runs only where `avx2_fma` found AVX2 and F16C.
+                In::F16 if F16C => unsafe {
+                    crate::exec::mfma::f16_lanes_to_f64(words, sub == 1, dst)
+                },
+                In::F16 => {
+                    for (d, &word) in dst.iter_mut().zip(words) {
+                        *d = crate::exec::mfma::f16_to_f64((word >> shift) as u16);
+                    }
+                }
+                In::Bf16 => {
+                    for (d, &word) in dst.iter_mut().zip(words) {
+                        *d = f64::from(bf16_to_f32((word >> shift) as u16));
+                    }
+                }
+                In::Fp8 | In::Bf8 => {
+                    let table = crate::exec::mfma::byte_values(if t == In::Fp8 {
+                        crate::exec::mfma::In::Fp8Ocp
+                    } else {
+                        crate::exec::mfma::In::Bf8Ocp
+                    });
+                    for (d, &word) in dst.iter_mut().zip(words) {
+                        *d = table[(word >> shift) as u8 as usize];
+                    }
+                }
+                In::Iu8 | In::Iu4 => {
+                    for (d, &word) in dst.iter_mut().zip(words) {
+                        *d = t.value(word >> shift, signed);
+                    }
+                }
+            }
+            // NEG (NEG_HI for the high halves) negates float elements.
+            let high = shift == 16;
+            if !t.integer() && ((high && neg_hi) || (!high && neg)) {
+                for d in dst.iter_mut() {
+                    *d = -*d;
                 }
             }
         }
     }
-    Ok(())
 }
 
-/// `v_wmma_*` of shape `s` (module doc); inlined into each form's
-/// executor, where `s` is a constant.
+/// C's bits `raw` as the value the sum starts from, NEG[2]/NEG_HI[2]
+/// applied on float outputs.
 #[inline(always)]
-fn v_wmma(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, s: &Shape) -> R {
+fn c_value(out: Out, raw: u32, (neg, abs): (bool, bool)) -> f64 {
+    let c = match out {
+        Out::F32 => f64::from(f32::from_bits(raw)),
+        Out::F16 => f64::from(f16_to_f32(raw as u16)),
+        Out::Bf16 => f64::from(bf16_to_f32(raw as u16)),
+        Out::I32 => return f64::from(raw as i32),
+    };
+    let c = if abs { c.abs() } else { c };
+    if neg { -c } else { c }
+}
+
+/// The sum as D's bits: rounded once to f32 (then to f16/bf16), or for
+/// i32, exact in f64 (at most 32 products of 8-bit values plus an i32)
+/// and wrapped or (`clamp`) saturated.
+#[inline(always)]
+fn d_bits(out: Out, sum: f64, clamp: bool) -> u32 {
+    match out {
+        Out::F32 => (sum as f32).to_bits(),
+        Out::F16 => u32::from(f32_to_f16(sum as f32)),
+        Out::Bf16 => u32::from(f32_to_bf16(sum as f32)),
+        Out::I32 if clamp => {
+            (sum as i64).clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32 as u32
+        }
+        Out::I32 => sum as i64 as u32,
+    }
+}
+
+/// One WMMA read and checked by [`v_wmma`], for [`multiply`].
+struct Job<'a> {
+    s: &'a Shape,
+    layout: &'a Layout,
+    /// A's and B's VGPRs (first, count).
+    a: (usize, usize),
+    b: (usize, usize),
+    c: CSource,
+    /// D's first VGPR and its register count.
+    d: usize,
+    count: usize,
+    /// Whether A and B are signed (integer forms).
+    signed: (bool, bool),
+    /// NEG and NEG_HI of A and B (float forms).
+    neg_a: (bool, bool),
+    neg_b: (bool, bool),
+    /// NEG[2] and NEG_HI[2] (C negated, C's absolute value).
+    neg_c: (bool, bool),
+    clamp: bool,
+    /// Bits added to each C/D shift: GFX11's OPSEL[2] half.
+    half_shift: u32,
+}
+
+/// D = A × B + C: A and B converted, C copied into D (C may overlap A, B
+/// or D), then each pair of rows summed in place over D. Each element is
+/// the reference arithmetic: the K products (exact in f64) summed in K
+/// order from -0, then C added, rounded once.
+#[inline(always)]
+fn multiply<const K: usize, const FAST: bool>(w: &mut Wave, job: &Job<'_>) {
+    let s = job.s;
+    let regs = |(at, count): (usize, usize)| &w.v[at..at + count];
+    let mut a = [[0f64; WAVE]; K];
+    convert::<K, FAST>(s.a, regs(job.a), job.signed.0, job.neg_a, &mut a);
+    let mut b = [[0f64; WAVE]; K];
+    convert::<K, FAST>(s.b, regs(job.b), job.signed.1, job.neg_b, &mut b);
+    let (a, b) = (a.as_flattened(), b.as_flattened());
+
+    let d = &mut w.v[job.d..job.d + job.count];
+    match job.c {
+        CSource::Constant(word) => {
+            for reg in d.iter_mut() {
+                reg[..WAVE].fill(word);
+            }
+        }
+        CSource::Registers(at) if at == job.d => {}
+        CSource::Registers(at) => {
+            let mut c = [[0u32; WAVE]; MAX_REGS];
+            for (c, reg) in c.iter_mut().zip(&w.v[at..at + job.count]) {
+                *c = *wave32(reg);
+            }
+            for (reg, c) in w.v[job.d..job.d + job.count].iter_mut().zip(&c) {
+                reg[..WAVE].copy_from_slice(c);
+            }
+        }
+    }
+    let d = &mut w.v[job.d..job.d + job.count];
+    let half = matches!(s.out, Out::F16 | Out::Bf16);
+    let at = &job.layout.ab[..K];
+    for row in (0..M).step_by(2) {
+        // Two rows share each load of B: 32 sums in flight.
+        let mut acc = [[-0.0f64; M]; 2];
+        for &at in at {
+            let (x0, x1) = (a[at + row], a[at + row + 1]);
+            let y = &b[at..][..M];
+            let [acc0, acc1] = &mut acc;
+            for ((acc0, acc1), &y) in acc0.iter_mut().zip(acc1).zip(y) {
+                if FAST {
+                    // The product is exact, so fusing rounds the same.
+                    *acc0 = x0.mul_add(y, *acc0);
+                    *acc1 = x1.mul_add(y, *acc1);
+                } else {
+                    *acc0 += x0 * y;
+                    *acc1 += x1 * y;
+                }
+            }
+        }
+        for (r, dots) in acc.iter().enumerate() {
+            let (reg, lane, shift) = job.layout.cd[row + r];
+            let shift = shift + job.half_shift;
+            for (word, &dot) in d[reg][lane..][..M].iter_mut().zip(dots) {
+                let c = c_value(s.out, *word >> shift, job.neg_c);
+                let bits = d_bits(s.out, dot + c, job.clamp);
+                *word = if half {
+                    (*word & !(0xFFFF << shift)) | (bits & 0xFFFF) << shift
+                } else {
+                    bits
+                };
+            }
+        }
+    }
+}
+
+/// [`multiply`] for the target's baseline (SSE2 on x86-64).
+fn multiply_portable<const K: usize>(w: &mut Wave, job: &Job<'_>) {
+    multiply::<K, false>(w, job);
+}
+
+/// [`multiply`] compiled for AVX2, FMA3 and F16C, as `mfma`'s: the same
+/// bits (exact products and conversions, the same sums in the same order).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,f16c")]
+fn multiply_avx2_fma<const K: usize>(w: &mut Wave, job: &Job<'_>) {
+    multiply::<K, true>(w, job);
+}
+
+/// `v_wmma_*` of shape `s`, K deep, with `layouts` (GFX11's, GFX12's)
+/// (module doc), with [`multiply_avx2_fma`] where the processor has it if
+/// `fast`; inlined into each form's executor, where `s` is a constant.
+#[inline(always)]
+fn v_wmma<const K: usize>(
+    w: &mut Wave,
+    i: &Inst,
+    ctx: &mut Ctx<'_>,
+    s: &Shape,
+    layouts: &[Layout; 2],
+    fast: bool,
+) -> R {
     let family = ctx.target.family();
     if w.size() != WaveSize::W32 {
         return Err(refuse("a wave64 v_wmma_* (ours are wave32)"));
@@ -310,98 +517,73 @@ fn v_wmma(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, s: &Shape) -> R {
     if m.op_sel & !allowed_op_sel != 0 {
         return Err(refuse("OP_SEL on a v_wmma_* that has none"));
     }
-    // Registers on the stack: an instruction allocates nothing.
-    let mut a_regs = [[0u32; 32]; MAX_REGS];
-    let a_regs = &mut a_regs[..ab_regs(family, s.a, s.k)];
-    operand(w, i, 0, a_regs, Ty::B32)?;
-    let mut b_regs = [[0u32; 32]; MAX_REGS];
-    let b_regs = &mut b_regs[..ab_regs(family, s.b, s.k)];
-    operand(w, i, 1, b_regs, Ty::B32)?;
-    let c_ty = if matches!(s.out, Out::F16 | Out::Bf16) {
-        Ty::B16
-    } else {
-        Ty::B32
+    // Faults in order: A, B, C, then D, before anything is written.
+    let ab = |n: usize, t: In| match i.src[n] {
+        Src::Vgpr(r) => registers(w, r, ab_regs(family, t, s.k), false)
+            .map(|regs| ((usize::from(r), regs.len()), regs)),
+        _ => Err(refuse("a WMMA A/B operand that is not a VGPR")),
     };
-    let mut c_regs = [[0u32; 32]; MAX_REGS];
-    let c_regs = &mut c_regs[..cd_regs(family, s.out)];
-    operand(w, i, 2, c_regs, c_ty)?;
-
-    // A row-major (16 × K), B by column (B[k][j] at j·K + k).
-    let mods = |which| (m.neg, m.neg_hi, which);
-    let mut a = [0f64; MAX_AB];
-    gather(family, s, a_regs, s.a, m.neg & 1 != 0, mods(1), &mut a)?;
-    let mut b = [0f64; MAX_AB];
-    gather(family, s, b_regs, s.b, m.neg & 2 != 0, mods(2), &mut b)?;
-
-    let half_shift = if gfx11_half && m.op_sel & 4 != 0 {
-        16
-    } else {
-        0
-    };
-    let mut d_regs = [[0u32; 32]; MAX_REGS];
-    let d_regs = &mut d_regs[..c_regs.len()];
-    d_regs.copy_from_slice(c_regs);
-    let kk = s.k;
-    // B by row of K, its 16 columns side by side.
-    let mut bt = [0f64; MAX_AB];
-    for (k, bt) in bt.as_chunks_mut::<M>().0.iter_mut().take(kk).enumerate() {
-        for (j, v) in bt.iter_mut().enumerate() {
-            *v = b[j * kk + k];
-        }
-    }
-    for row in 0..M {
-        // Sixteen sums side by side, each in K order from -0 as an
-        // iterator's sum is (the products are exact in f64).
-        let mut dots = [-0.0f64; M];
-        for (&x, bt) in a[row * kk..][..kk].iter().zip(bt.as_chunks::<M>().0) {
-            for (dot, y) in dots.iter_mut().zip(bt) {
-                *dot += x * y;
-            }
-        }
-        for (col, dot) in dots.into_iter().enumerate() {
-            let p = cd_place(family, s.out, row, col);
-            let shift = p.shift + half_shift;
-            let c_raw = c_regs[p.reg][p.lane] >> shift;
-            let mut c = match s.out {
-                Out::F32 => f64::from(f32::from_bits(c_raw)),
-                Out::F16 => f64::from(f16_to_f32(c_raw as u16)),
-                Out::Bf16 => f64::from(bf16_to_f32(c_raw as u16)),
-                Out::I32 => f64::from(c_raw as i32),
-            };
-            if !integer {
-                if m.neg_hi & 4 != 0 {
-                    c = c.abs();
-                }
-                if m.neg & 4 != 0 {
-                    c = -c;
-                }
-            }
-            let sum = dot + c;
-            let bits = match s.out {
-                Out::F32 => (sum as f32).to_bits(),
-                Out::F16 => u32::from(f32_to_f16(sum as f32)),
-                Out::Bf16 => u32::from(f32_to_bf16(sum as f32)),
-                // Exact in f64 (at most 32 products of 8-bit values plus
-                // an i32), then wrapped or saturated.
-                Out::I32 if m.clamp => {
-                    (sum as i64).clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32 as u32
-                }
-                Out::I32 => sum as i64 as u32,
-            };
-            let slot = &mut d_regs[p.reg][p.lane];
-            *slot = if matches!(s.out, Out::F16 | Out::Bf16) {
-                (*slot & !(0xFFFF << shift)) | (bits & 0xFFFF) << shift
+    let (a, b) = (ab(0, s.a)?, ab(1, s.b)?);
+    let count = cd_regs(family, s.out);
+    let c = match i.src[2] {
+        Src::Vgpr(r) => registers(w, r, count, false).map(|_| CSource::Registers(r.into()))?,
+        Src::Inline(_) | Src::Literal(_) => {
+            let ty = if matches!(s.out, Out::F16 | Out::Bf16) {
+                Ty::B16
             } else {
-                bits
+                Ty::B32
             };
+            CSource::Constant(w.lanes(i, 2, ty)?[0])
         }
+        _ => {
+            return Err(refuse(
+                "a WMMA C operand that is neither a VGPR nor a constant",
+            ));
+        }
+    };
+    w.vreg(i.vdst + count as u16 - 1, false)?;
+    // GFX11: lanes l and l + 16 hold the same row, every bit of every
+    // register (the elements tile the dwords), so whole halves compare.
+    if family == GfxFamily::Gfx11 && a.1.iter().chain(b.1).any(|r| r[..16] != r[16..WAVE]) {
+        return Err(refuse(
+            "a GFX11 v_wmma_* whose A/B lane copies differ (lanes l and l+16 must hold the same row)",
+        ));
     }
-    // D's registers whole: every element was placed above, and a GFX11
-    // 16-bit output's other half keeps C's bits (copied in `d_regs`).
-    for (k, regs) in d_regs.iter().enumerate() {
-        let lanes = w.vreg_mut(i.vdst + k as u16, false)?;
-        lanes[..32].copy_from_slice(regs);
+    let integer_sign = |bit: u8| integer && m.neg & bit != 0;
+    let float_neg = |bit: u8| {
+        (
+            !integer && m.neg & bit != 0,
+            !integer && m.neg_hi & bit != 0,
+        )
+    };
+    let job = Job {
+        s,
+        layout: &layouts[usize::from(family != GfxFamily::Gfx11)],
+        a: a.0,
+        b: b.0,
+        c,
+        d: usize::from(i.vdst),
+        count,
+        signed: (integer_sign(1), integer_sign(2)),
+        neg_a: float_neg(1),
+        neg_b: float_neg(2),
+        neg_c: (m.neg & 4 != 0, m.neg_hi & 4 != 0),
+        clamp: m.clamp,
+        half_shift: if gfx11_half && m.op_sel & 4 != 0 {
+            16
+        } else {
+            0
+        },
+    };
+    #[cfg(target_arch = "x86_64")]
+    if fast && crate::exec::mfma::avx2_fma() {
+        // SAFETY: avx2_fma() has just found AVX2, FMA3 and F16C on this
+        // processor, all that multiply_avx2_fma's target features ask.
+        unsafe { multiply_avx2_fma::<K>(w, &job) };
+        return Ok(());
     }
+    let _ = fast;
+    multiply_portable::<K>(w, &job);
     Ok(())
 }
 
@@ -414,7 +596,18 @@ macro_rules! wmma_forms {
         const TABLE: &[(&str, Exec)] = &[$(($name, {
             fn f(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>) -> R {
                 const SHAPE: Shape = Shape { a: In::$a, b: In::$b, out: Out::$out, k: $k };
-                v_wmma(w, i, ctx, &SHAPE)
+                const LAYOUTS: [Layout; 2] = Layout::both(&SHAPE);
+                v_wmma::<$k>(w, i, ctx, &SHAPE, &LAYOUTS, true)
+            }
+            f as Exec
+        })),*];
+        /// [`TABLE`] on the baseline compilation only, for the tests.
+        #[cfg(test)]
+        const PORTABLE: &[(&str, Exec)] = &[$(($name, {
+            fn f(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>) -> R {
+                const SHAPE: Shape = Shape { a: In::$a, b: In::$b, out: Out::$out, k: $k };
+                const LAYOUTS: [Layout; 2] = Layout::both(&SHAPE);
+                v_wmma::<$k>(w, i, ctx, &SHAPE, &LAYOUTS, false)
             }
             f as Exec
         })),*];
@@ -437,3 +630,227 @@ wmma_forms! {
 
 /// Every WMMA executor.
 pub const OPS: &[&[(&str, Exec)]] = &[TABLE];
+
+#[cfg(test)]
+mod tests {
+    //! The executor against the first one written: the same arithmetic
+    //! element by element through [`ab_place`] and [`cd_place`], kept
+    //! here as the reference the fast loops must match bit for bit.
+
+    use super::*;
+    use crate::code_index::CodeIndex;
+    use crate::decode::Target;
+    use crate::exec::mfma::tests::Rng;
+    use crate::lanes::LANES;
+    use crate::memory::Memory;
+
+    /// Operand `n`'s registers (a VGPR range, or for C a constant in
+    /// every register and lane) into `out`.
+    fn operand(w: &Wave, i: &Inst, n: usize, out: &mut [[u32; 32]], ty: Ty) {
+        match i.src[n] {
+            Src::Vgpr(r) => {
+                for (k, reg) in out.iter_mut().enumerate() {
+                    reg.copy_from_slice(&w.v[usize::from(r) + k][..32]);
+                }
+            }
+            _ => {
+                let c = w.lanes(i, 2, ty).expect("a constant")[0];
+                out.fill([c; 32]);
+            }
+        }
+    }
+
+    /// A (or B by column) as `out[row·K + k]`, NEG applied to floats.
+    fn gather(
+        family: GfxFamily,
+        s: &Shape,
+        regs: &[[u32; 32]],
+        t: In,
+        signed: bool,
+        lo: bool,
+        hi: bool,
+    ) -> Vec<f64> {
+        let mask = (1u32 << t.bits()) - 1;
+        let mut out = vec![0.0; M * s.k];
+        for row in 0..M {
+            for k in 0..s.k {
+                let p = ab_place(family, t, s.k, row, k);
+                let v = t.value((regs[p.reg][p.lane] >> p.shift) & mask, signed);
+                let high = p.shift == 16;
+                let negate = !t.integer() && ((high && hi) || (!high && lo));
+                out[row * s.k + k] = if negate { -v } else { v };
+            }
+        }
+        out
+    }
+
+    /// The reference WMMA: every element placed one at a time.
+    fn reference(w: &mut Wave, i: &Inst, family: GfxFamily, s: &Shape) {
+        let m = &i.mods;
+        let integer = s.a.integer();
+        let mut a_regs = vec![[0u32; 32]; ab_regs(family, s.a, s.k)];
+        operand(w, i, 0, &mut a_regs, Ty::B32);
+        let mut b_regs = vec![[0u32; 32]; ab_regs(family, s.b, s.k)];
+        operand(w, i, 1, &mut b_regs, Ty::B32);
+        let half = matches!(s.out, Out::F16 | Out::Bf16);
+        let mut c_regs = vec![[0u32; 32]; cd_regs(family, s.out)];
+        operand(w, i, 2, &mut c_regs, if half { Ty::B16 } else { Ty::B32 });
+        let neg = |bit: u8| (m.neg & bit != 0, m.neg_hi & bit != 0);
+        let (na, nb) = (neg(1), neg(2));
+        let a = gather(family, s, &a_regs, s.a, m.neg & 1 != 0, na.0, na.1);
+        let b = gather(family, s, &b_regs, s.b, m.neg & 2 != 0, nb.0, nb.1);
+        let half_shift = if family == GfxFamily::Gfx11 && half && m.op_sel & 4 != 0 {
+            16
+        } else {
+            0
+        };
+        let mut d_regs = c_regs.clone();
+        for row in 0..M {
+            for col in 0..M {
+                let dot: f64 = (0..s.k).map(|k| a[row * s.k + k] * b[col * s.k + k]).sum();
+                let p = cd_place(family, s.out, row, col);
+                let shift = p.shift + half_shift;
+                let c = if integer {
+                    c_value(s.out, c_regs[p.reg][p.lane] >> shift, (false, false))
+                } else {
+                    c_value(s.out, c_regs[p.reg][p.lane] >> shift, neg(4))
+                };
+                let bits = d_bits(s.out, dot + c, m.clamp);
+                let slot = &mut d_regs[p.reg][p.lane];
+                *slot = if half {
+                    (*slot & !(0xFFFF << shift)) | (bits & 0xFFFF) << shift
+                } else {
+                    bits
+                };
+            }
+        }
+        for (k, regs) in d_regs.iter().enumerate() {
+            w.v[usize::from(i.vdst) + k][..32].copy_from_slice(regs);
+        }
+    }
+
+    /// Whether two D words agree: the same bits, or NaN in both (which
+    /// NaN an operation returns is the host's choice in both executors);
+    /// 16-bit outputs half by half.
+    fn agree(out: Out, x: u32, y: u32) -> bool {
+        let nan16 = |v: u32, exp: u32| v & exp == exp && v & 0xFFFF & !exp & 0x7FFF != 0;
+        let half = |exp: u32| {
+            [0, 16].iter().all(|&at| {
+                let (x, y) = (x >> at & 0xFFFF, y >> at & 0xFFFF);
+                x == y || (nan16(x, exp) && nan16(y, exp))
+            })
+        };
+        match out {
+            Out::F32 => x == y || (f32::from_bits(x).is_nan() && f32::from_bits(y).is_nan()),
+            Out::F16 => half(0x7C00),
+            Out::Bf16 => half(0x7F80),
+            Out::I32 => x == y,
+        }
+    }
+
+    #[test]
+    fn every_form_matches_the_reference_bit_for_bit_on_both_families() {
+        // v_wmma_f32_16x16x16_f16 v[16:23], v[0:7], v[8:15], v[16:23] on
+        // gfx1100; each case patches the operands, modifiers and name.
+        let word = [0xCC40_4010, 0x1C42_1100];
+        let mem = Memory::new();
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let mut cases = 0;
+        for (target, family) in [
+            (Target::Gfx1100, GfxFamily::Gfx11),
+            (Target::Gfx1201, GfxFamily::Gfx12),
+        ] {
+            let base = crate::decode::decode(&word, Target::Gfx1100).expect("decodes");
+            for &(name, exec) in TABLE.iter().chain(PORTABLE) {
+                let s = shape(name).expect("a shape");
+                if family == GfxFamily::Gfx11 && matches!(s.a, In::Fp8 | In::Bf8) {
+                    continue;
+                }
+                let (ar, br) = (
+                    ab_regs(family, s.a, s.k) as u16,
+                    ab_regs(family, s.b, s.k) as u16,
+                );
+                // D on C, D apart from C, D over part of C, D over A, C a
+                // constant (1.0).
+                let placements = [
+                    (40, Src::Vgpr(40)),
+                    (60, Src::Vgpr(40)),
+                    (40, Src::Vgpr(44)),
+                    (0, Src::Vgpr(40)),
+                    (40, Src::Inline(242)),
+                ];
+                for (n, &(d, c)) in placements.iter().enumerate() {
+                    for modifiers in 0..8u8 {
+                        let mut w = Wave::new(96, 0);
+                        w.set_size(WaveSize::W32);
+                        for reg in w.v.iter_mut() {
+                            for l in reg.iter_mut() {
+                                *l = rng.next();
+                            }
+                        }
+                        if family == GfxFamily::Gfx11 {
+                            // Lanes l and l + 16 hold the same row.
+                            for r in 0..ar.max(br) {
+                                for at in [0, 20] {
+                                    let reg = &mut w.v[usize::from(at + r)];
+                                    let (lo, hi) = reg.split_at_mut(16);
+                                    hi[..16].copy_from_slice(lo);
+                                }
+                            }
+                        }
+                        let mut i = base;
+                        i.mnemonic = name;
+                        i.src = [Src::Vgpr(0), Src::Vgpr(20), c];
+                        i.vdst = d;
+                        let integer = s.a.integer();
+                        let fp8 = matches!(s.a, In::Fp8 | In::Bf8);
+                        i.mods.neg = if fp8 {
+                            0
+                        } else if integer {
+                            modifiers & 3
+                        } else {
+                            modifiers
+                        };
+                        i.mods.neg_hi = if fp8 || integer {
+                            0
+                        } else {
+                            modifiers.rotate_left(1) & 7
+                        };
+                        i.mods.clamp = integer && modifiers & 4 != 0;
+                        i.mods.op_sel = if family == GfxFamily::Gfx11
+                            && matches!(s.out, Out::F16 | Out::Bf16)
+                        {
+                            modifiers & 4
+                        } else {
+                            0
+                        };
+                        let mut want = w.clone();
+                        reference(&mut want, &i, family, &s);
+                        let mut events = Vec::new();
+                        let mut ctx = Ctx {
+                            code: &CodeIndex::default(),
+                            mem: &mem,
+                            lds: &mut [],
+                            target,
+                            pc: 0,
+                            events: &mut events,
+                        };
+                        exec(&mut w, &i, &mut ctx).expect("runs");
+                        for r in 0..96 {
+                            for l in 0..LANES {
+                                assert!(
+                                    agree(s.out, w.v[r][l], want.v[r][l]),
+                                    "{name} on {target:?}, placement {n}, modifiers {modifiers}: v{r} lane {l} {:#x}, want {:#x}",
+                                    w.v[r][l],
+                                    want.v[r][l]
+                                );
+                            }
+                        }
+                        cases += 1;
+                    }
+                }
+            }
+        }
+        assert!(cases > 600, "{cases} cases");
+    }
+}
