@@ -148,7 +148,11 @@ fn store_at(lds: &mut [u8], at: Option<usize>, size: usize, v: u64) {
 fn load(lds: &[u8], at: usize, size: usize) -> u64 {
     match size {
         1 => u64::from(lds[at]),
-        2 => u64::from(u16::from_le_bytes([lds[at], lds[at + 1]])),
+        2 => {
+            // One bounds check for both bytes.
+            let b = &lds[at..at + 2];
+            u64::from(u16::from_le_bytes([b[0], b[1]]))
+        }
         4 => u64::from(dword(lds, at)),
         _ => lds[at..at + size]
             .iter()
@@ -159,9 +163,7 @@ fn load(lds: &[u8], at: usize, size: usize) -> u64 {
 
 #[inline(always)]
 fn store(lds: &mut [u8], at: usize, size: usize, v: u64) {
-    for (k, b) in lds[at..at + size].iter_mut().enumerate() {
-        *b = (v >> (8 * k)) as u8;
-    }
+    lds[at..at + size].copy_from_slice(&v.to_le_bytes()[..size]);
 }
 
 /// Whether the `bytes` at the address of every lane in `mask` lie inside
@@ -169,8 +171,10 @@ fn store(lds: &mut [u8], at: usize, size: usize, v: u64) {
 /// vectorises).
 #[inline(always)]
 fn all_in_range(lds: &[u8], addr: &Lanes, i: &Inst, mask: u64, bytes: u32) -> bool {
-    let highest = if mask == u64::MAX {
-        addr.iter().fold(0, |m, &a| m.max(a))
+    let highest = if mask & mask.wrapping_add(1) == 0 {
+        // Lanes 0..n (a whole wave64 or wave32): a maximum that vectorises.
+        let n = 64 - mask.leading_zeros() as usize;
+        addr[..n].iter().fold(0, |m, &a| m.max(a))
     } else {
         let mut m = 0;
         for_lanes!(mask, |l| {
@@ -211,7 +215,8 @@ pub(super) fn regs_mut(
 /// The dword at a checked index.
 #[inline(always)]
 fn dword(lds: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes([lds[at], lds[at + 1], lds[at + 2], lds[at + 3]])
+    let b = &lds[at..at + 4];
+    u32::from_le_bytes([b[0], b[1], b[2], b[3]])
 }
 
 /// Inlined into each opcode's executor, where `put` is a constant: one

@@ -348,36 +348,6 @@ fn convert<const K: usize, const F16C: bool>(
     }
 }
 
-/// C's bits `raw` as the value the sum starts from, NEG[2]/NEG_HI[2]
-/// applied on float outputs.
-#[inline(always)]
-fn c_value(out: Out, raw: u32, (neg, abs): (bool, bool)) -> f64 {
-    let c = match out {
-        Out::F32 => f64::from(f32::from_bits(raw)),
-        Out::F16 => f64::from(f16_to_f32(raw as u16)),
-        Out::Bf16 => f64::from(bf16_to_f32(raw as u16)),
-        Out::I32 => return f64::from(raw as i32),
-    };
-    let c = if abs { c.abs() } else { c };
-    if neg { -c } else { c }
-}
-
-/// The sum as D's bits: rounded once to f32 (then to f16/bf16), or for
-/// i32, exact in f64 (at most 32 products of 8-bit values plus an i32)
-/// and wrapped or (`clamp`) saturated.
-#[inline(always)]
-fn d_bits(out: Out, sum: f64, clamp: bool) -> u32 {
-    match out {
-        Out::F32 => (sum as f32).to_bits(),
-        Out::F16 => u32::from(f32_to_f16(sum as f32)),
-        Out::Bf16 => u32::from(f32_to_bf16(sum as f32)),
-        Out::I32 if clamp => {
-            (sum as i64).clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32 as u32
-        }
-        Out::I32 => sum as i64 as u32,
-    }
-}
-
 /// One WMMA read and checked by [`v_wmma`], for [`multiply`].
 struct Job<'a> {
     s: &'a Shape,
@@ -434,8 +404,55 @@ fn multiply<const K: usize, const FAST: bool>(w: &mut Wave, job: &Job<'_>) {
         }
     }
     let d = &mut w.v[job.d..job.d + job.count];
-    let half = matches!(s.out, Out::F16 | Out::Bf16);
-    let at = &job.layout.ab[..K];
+    let (layout, hs) = (job.layout, job.half_shift);
+    // One loop per output type, so that each element's conversions are
+    // straight-line code.
+    let (neg, abs) = job.neg_c;
+    let sign = |c: f64| {
+        let c = if abs { c.abs() } else { c };
+        if neg { -c } else { c }
+    };
+    let half =
+        |word: u32, shift: u32, bits: u16| (word & !(0xFFFF << shift)) | u32::from(bits) << shift;
+    match s.out {
+        Out::F32 => rows::<K, FAST>(a, b, layout, d, hs, |word, _, dot| {
+            let c = sign(f64::from(f32::from_bits(word)));
+            ((dot + c) as f32).to_bits()
+        }),
+        Out::F16 => rows::<K, FAST>(a, b, layout, d, hs, |word, shift, dot| {
+            let c = sign(f64::from(f16_to_f32((word >> shift) as u16)));
+            half(word, shift, f32_to_f16((dot + c) as f32))
+        }),
+        Out::Bf16 => rows::<K, FAST>(a, b, layout, d, hs, |word, shift, dot| {
+            let c = sign(f64::from(bf16_to_f32((word >> shift) as u16)));
+            half(word, shift, f32_to_bf16((dot + c) as f32))
+        }),
+        // Exact in f64 (at most 32 products of 8-bit values plus an
+        // i32), then wrapped or (CLAMP) saturated.
+        Out::I32 => rows::<K, FAST>(a, b, layout, d, hs, |word, _, dot| {
+            let sum = (dot + f64::from(word as i32)) as i64;
+            if job.clamp {
+                sum.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32 as u32
+            } else {
+                sum as u32
+            }
+        }),
+    }
+}
+
+/// The K-deep dot products of A's rows and B's columns (converted, at
+/// `layout`'s places), two rows at a time, each finished over D (holding
+/// C) by `finish(word, shift, dot)`, which gives the word's new bits.
+#[inline(always)]
+fn rows<const K: usize, const FAST: bool>(
+    a: &[f64],
+    b: &[f64],
+    layout: &Layout,
+    d: &mut [Lanes],
+    half_shift: u32,
+    finish: impl Fn(u32, u32, f64) -> u32,
+) {
+    let at = &layout.ab[..K];
     for row in (0..M).step_by(2) {
         // Two rows share each load of B: 32 sums in flight.
         let mut acc = [[-0.0f64; M]; 2];
@@ -455,16 +472,9 @@ fn multiply<const K: usize, const FAST: bool>(w: &mut Wave, job: &Job<'_>) {
             }
         }
         for (r, dots) in acc.iter().enumerate() {
-            let (reg, lane, shift) = job.layout.cd[row + r];
-            let shift = shift + job.half_shift;
+            let (reg, lane, shift) = layout.cd[row + r];
             for (word, &dot) in d[reg][lane..][..M].iter_mut().zip(dots) {
-                let c = c_value(s.out, *word >> shift, job.neg_c);
-                let bits = d_bits(s.out, dot + c, job.clamp);
-                *word = if half {
-                    (*word & !(0xFFFF << shift)) | (bits & 0xFFFF) << shift
-                } else {
-                    bits
-                };
+                *word = finish(*word, shift + half_shift, dot);
             }
         }
     }
@@ -710,12 +720,31 @@ mod tests {
                 let dot: f64 = (0..s.k).map(|k| a[row * s.k + k] * b[col * s.k + k]).sum();
                 let p = cd_place(family, s.out, row, col);
                 let shift = p.shift + half_shift;
-                let c = if integer {
-                    c_value(s.out, c_regs[p.reg][p.lane] >> shift, (false, false))
-                } else {
-                    c_value(s.out, c_regs[p.reg][p.lane] >> shift, neg(4))
+                let c_raw = c_regs[p.reg][p.lane] >> shift;
+                let mut c = match s.out {
+                    Out::F32 => f64::from(f32::from_bits(c_raw)),
+                    Out::F16 => f64::from(f16_to_f32(c_raw as u16)),
+                    Out::Bf16 => f64::from(bf16_to_f32(c_raw as u16)),
+                    Out::I32 => f64::from(c_raw as i32),
                 };
-                let bits = d_bits(s.out, dot + c, m.clamp);
+                if !integer {
+                    if m.neg_hi & 4 != 0 {
+                        c = c.abs();
+                    }
+                    if m.neg & 4 != 0 {
+                        c = -c;
+                    }
+                }
+                let sum = dot + c;
+                let bits = match s.out {
+                    Out::F32 => (sum as f32).to_bits(),
+                    Out::F16 => u32::from(f32_to_f16(sum as f32)),
+                    Out::Bf16 => u32::from(f32_to_bf16(sum as f32)),
+                    Out::I32 if m.clamp => {
+                        (sum as i64).clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32 as u32
+                    }
+                    Out::I32 => sum as i64 as u32,
+                };
                 let slot = &mut d_regs[p.reg][p.lane];
                 *slot = if half {
                     (*slot & !(0xFFFF << shift)) | (bits & 0xFFFF) << shift
