@@ -31,7 +31,7 @@
 //! plain loads and stores either.
 
 use std::alloc::{Layout, alloc_zeroed, dealloc};
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU16, AtomicU32, AtomicU64, Ordering};
 use std::sync::{RwLock, RwLockReadGuard};
 
 /// What a valid range is.
@@ -406,6 +406,11 @@ impl Access<'_> {
     pub fn load_small(&self, address: u64, size: u32) -> u32 {
         match size {
             1 => u32::from(self.load_u8(address)),
+            2 if address % 2 == 0 => {
+                // SAFETY: as in `load_u8`, and the address is 2-aligned.
+                let v = unsafe { AtomicU16::from_ptr(address as *mut u16) }.load(Ordering::Relaxed);
+                u32::from(u16::from_le(v))
+            }
             2 => u32::from(self.load_u8(address)) | u32::from(self.load_u8(address + 1)) << 8,
             _ => self.load_u32(address),
         }

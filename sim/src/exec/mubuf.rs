@@ -683,13 +683,48 @@ fn load_linear(
     let dst = regs_mut(w, i.vdst, dwords, acc)?;
     let keep = d16_keeps_other_half(ctx.target);
     let mut m = ctx.mem.access();
+    let offset = |l: usize| voffset.map_or(0, |v| u64::from(v[l])) + imm;
+    // The common case: the highest lane's bytes in range (so every lane's
+    // are: the checks grow with the offset) and the span from the lowest
+    // lane's first byte to the highest's last inside one valid range of
+    // memory. No lane then needs checks of its own.
+    let (piece, bytes) = match put {
+        Put::Dwords(n) => (4, 4 * n),
+        Put::Extend { size, .. } | Put::D16 { size, .. } => (size, size),
+        Put::Format { .. } => (4, 4),
+    };
+    if let Some((lo, hi)) = offset_span(voffset, exec, imm)
+        && lin.in_range(hi + u64::from(bytes - piece), piece)
+        && m.check(lin.base.wrapping_add(lo), hi - lo + u64::from(bytes))
+            .is_ok()
+    {
+        for_lanes!(exec, |l| {
+            let a = lin.base + offset(l);
+            match put {
+                Put::Dwords(_) => {
+                    for (k, reg) in dst.iter_mut().enumerate() {
+                        reg[l] = m.load_u32(a + 4 * k as u64);
+                    }
+                }
+                Put::Extend { size, signed } => {
+                    dst[0][l] = extend(m.load_small(a, size), size, signed);
+                }
+                Put::D16 { size, signed, hi } => {
+                    let v = extend(m.load_small(a, size), size, signed);
+                    dst[0][l] = d16(keep, dst[0][l], v, hi);
+                }
+                Put::Format { .. } => {}
+            }
+        });
+        return Ok(());
+    }
     let mut read = |a: u64, size: u32| {
         m.check(a, u64::from(size))
             .map_err(|_| memory_fault(a, u64::from(size), false))?;
         Ok::<_, Fault>(m.load_small(a, size))
     };
     for_lanes!(exec, |l| {
-        let offset = voffset.map_or(0, |v| u64::from(v[l])) + imm;
+        let offset = offset(l);
         let a = lin.base.wrapping_add(offset);
         match put {
             Put::Dwords(n) => {
@@ -725,10 +760,37 @@ fn load_linear(
                 };
                 dst[0][l] = d16(keep, dst[0][l], v, hi);
             }
-            Put::Format { .. } => unreachable!("format loads take the general path"),
+            // Format loads take the general path.
+            Put::Format { .. } => {}
         }
     });
     Ok(())
+}
+
+/// The lowest and highest offset (VADDR with OFFEN, plus OFFSET) of the
+/// lanes in `exec`; `None` with no lane.
+#[inline(always)]
+fn offset_span(voffset: Option<&Lanes>, exec: u64, imm: u64) -> Option<(u64, u64)> {
+    if exec == 0 {
+        return None;
+    }
+    let Some(v) = voffset else {
+        return Some((imm, imm));
+    };
+    let (lo, hi) = if exec & exec.wrapping_add(1) == 0 {
+        // Lanes 0..n: a minimum and maximum that vectorise.
+        let n = 64 - exec.leading_zeros() as usize;
+        v[..n]
+            .iter()
+            .fold((u32::MAX, 0), |(lo, hi), &x| (lo.min(x), hi.max(x)))
+    } else {
+        let (mut lo, mut hi) = (u32::MAX, 0);
+        for_lanes!(exec, |l| {
+            (lo, hi) = (lo.min(v[l]), hi.max(v[l]));
+        });
+        (lo, hi)
+    };
+    Some((u64::from(lo) + imm, u64::from(hi) + imm))
 }
 
 /// `n` (at most 4) dwords at `a`, each through `read`.
@@ -1816,7 +1878,7 @@ mod tests {
         // buffer_load_dword v4, v1, s[8:11], s5 offen (patched below).
         let base =
             crate::decode::decode(&[0xE0501000, 0x05020401], Target::Gfx90a).expect("decodes");
-        let mut linear = 0;
+        let (mut linear, mut spans) = (0, 0);
         for round in 0..3000 {
             let target = [Target::Gfx90a, Target::Gfx1100, Target::Gfx1201][round % 3];
             let mut rsrc = rig.rsrc([0, 4, 16][next(3) as usize], next(5000));
@@ -1824,12 +1886,24 @@ mod tests {
                 // OOB_SELECT and FORMAT (0: an unbound resource).
                 rsrc[3] = next(4) << 28 | [0, 4, 0x22][next(3) as usize] << 12;
             }
-            let mut w = wave(
-                u64::from(next(u32::MAX)) << 32 | u64::from(next(u32::MAX)),
-                rsrc,
-            );
+            let exec = match next(4) {
+                0 => u64::MAX,
+                1 => u64::from(u32::MAX),
+                _ => u64::from(next(u32::MAX)) << 32 | u64::from(next(u32::MAX)),
+            };
+            let mut w = wave(exec, rsrc);
             w.s[5] = next(3) * next(64);
-            w.v[1] = std::array::from_fn(|_| next(4400));
+            // Offsets over the whole buffer and past it, or close together
+            // (every lane in range: the span checked once).
+            let near = next(4400);
+            let spread = [4400, 256][next(2) as usize];
+            w.v[1] = std::array::from_fn(|_| {
+                if spread == 4400 {
+                    next(4400)
+                } else {
+                    near + next(spread)
+                }
+            });
             let mut i = base;
             i.imm = next(80) as i32;
             if next(4) == 0 {
@@ -1858,9 +1932,16 @@ mod tests {
                 rsrc
             );
             let buf = Buffer::of(&w, &i, target).expect("a V#");
-            linear += usize::from(buf.linear(&i).is_some() && want_result.is_ok());
+            if let Some(lin) = buf.linear(&i) {
+                linear += 1;
+                let voffset = (i.flags & flag::OFFEN != 0).then_some(&w.v[1]);
+                let imm = u64::from(i.imm as u32);
+                let span = offset_span(voffset, exec, imm).expect("lanes");
+                spans += usize::from(lin.in_range(span.1 + 4, 4) && want_result.is_ok());
+            }
         }
         assert!(linear > 2000, "{linear} rounds ran the linear path");
+        assert!(spans > 300, "{spans} rounds had every lane in range");
     }
 
     /// `buffer_load_format_xyzw v[4:7], v1, s[8:11], 0 offen`
