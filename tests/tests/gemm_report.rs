@@ -6,7 +6,7 @@
 //! and no scratch; on gfx942 (no AMD kernels to compare with) the same
 //! widths and no scratch.
 
-use xtask::gemm_report::{Row, ours, rows, with_tiles};
+use xtask::gemm_report::{Row, amd_rows, ours, rows};
 
 fn report(gfx: &str) -> (Vec<Row>, Vec<Row>) {
     let workspace = xtask::workspace_root();
@@ -18,10 +18,7 @@ fn report(gfx: &str) -> (Vec<Row>, Vec<Row>) {
         return (mine, Vec::new());
     }
     let amd_co = xtask::rocblas_catalog::fetch_report_kernels().expect("AMD's kernels");
-    let bytes = std::fs::read(&amd_co).expect("read");
-    let co = aqueduct_abi::code_object::CodeObject::parse(&bytes).expect("parse");
-    let kernels = with_tiles(co.kernels.iter().map(|k| k.metadata.name.as_str()));
-    let amd = rows("amd", &amd_co, &objdump, target, &kernels).expect("AMD's rows");
+    let amd = amd_rows(&amd_co, &objdump, target, true).expect("AMD's rows");
     (mine, amd)
 }
 
@@ -99,4 +96,44 @@ fn the_256x256_tiles_hold_their_accumulators_in_agprs() {
             assert_eq!(r.scratch, 0, "{gfx} {}", r.kernel);
         }
     }
+}
+
+/// AMD's RDNA kernels (hipBLASLt 7.1.1's gfx1201 ones the tests run) come
+/// into the report with the wave size their metadata gives, WMMA in the
+/// main loops of the f16/bf16 ones, and MODELLED rows for the RX 9070 XT.
+#[test]
+fn amd_rdna_kernels_are_reported_with_their_own_wave_size_and_modelled() {
+    let workspace = xtask::workspace_root();
+    let target = xtask::targets::target("gfx1201").expect("a target");
+    let objdump = xtask::device_build::llvm_tool(&workspace, "llvm-objdump").expect("objdump");
+    let co = xtask::hipblaslt_catalog::fetch_gemm_kernels("gfx1201").expect("AMD's kernels");
+    let amd = amd_rows(&co, &objdump, target, false).expect("AMD's rows");
+    assert_eq!(amd.len(), xtask::tensile_gemm::HIPBLASLT_GFX1201.len());
+    for row in &amd {
+        let kernel = xtask::tensile_gemm::HIPBLASLT_GFX1201
+            .iter()
+            .find(|k| k.name == row.kernel)
+            .expect("one of the tests' kernels");
+        let ws = if row.kernel.contains("_WS64_") {
+            64
+        } else {
+            32
+        };
+        assert_eq!(row.wave_size, ws, "{}", row.kernel);
+        // The main loop is the innermost loop with matrix instructions:
+        // the WMMA kernels have one, the f32 (FMA) ones none.
+        let wmma = row
+            .main_loop
+            .as_ref()
+            .is_some_and(|l| l.body.iter().any(|m| m.starts_with("v_wmma")));
+        assert_eq!(wmma, kernel.what.contains("WMMA"), "{}", row.kernel);
+    }
+    let table = xtask::gemm_model::table(&amd);
+    assert!(table.contains("MODELLED"));
+    // The WMMA kernels (f16 NN and NT, bf16 NN), each modelled.
+    let rx = table
+        .lines()
+        .filter(|l| l.starts_with("RX 9070 XT"))
+        .count();
+    assert_eq!(rx, 3, "{table}");
 }

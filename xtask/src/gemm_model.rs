@@ -606,7 +606,7 @@ pub const SIDES: [u64; 2] = [4096, 8192];
 
 /// Input type and the bytes of an input and an output element of a
 /// report row's kernel: ours by name (`aqueduct_gemm::mfma::KERNELS`),
-/// AMD's by Tensile's type code in the name.
+/// AMD's by Tensile's type code in the name (rocBLAS's and hipBLASLt's).
 pub fn types_of(kernel: &str) -> Option<(Input, u64, u64)> {
     use aqueduct_gemm::common::ElementType as E;
     let of = |t: E| match t {
@@ -624,9 +624,12 @@ pub fn types_of(kernel: &str) -> Option<(Input, u64, u64)> {
         return Some((input, in_bytes, out_bytes));
     }
     use aqueduct_catalog::DataType as D;
+    // `Cijk_<A>_<B>_<types>_...`: the type code follows the three index
+    // fields (rocBLAS: `..._HHS_BH_MT...`; hipBLASLt: `..._HHS_BH_Bias_...`).
+    let types = kernel.splitn(4, '_').nth(3)?;
     let (_, input, output, _) = crate::gemm_report::AMD_TYPES
         .into_iter()
-        .find(|(code, ..)| kernel.contains(&format!("_{code}_MT")))?;
+        .find(|(code, ..)| types.starts_with(&format!("{code}_")))?;
     let of = |t: D| match t {
         D::Float => Some((Input::F32, 4)),
         D::Half => Some((Input::F16, 2)),

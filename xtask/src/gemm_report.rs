@@ -4,17 +4,21 @@
 //! of aqueduct-gemm's MFMA kernels (gfx90a and gfx942) and, on gfx90a, an
 //! AMD-compiled rocBLAS kernel of the same types and macro-tile (Debian
 //! trixie's `librocblas0`, fetched once and cached: `crate::rocblas_catalog`),
-//! the main loop is found in `llvm-objdump`'s disassembly and measured:
+//! the main loop is found in `llvm-objdump`'s disassembly and measured.
+//! On gfx1100 and gfx1201 the rows are AMD's RDNA kernels the tests run
+//! (rocBLAS's gfx1100 ones, hipBLASLt's gfx1100 and gfx1201 ones), WMMA
+//! counted as the matrix instructions and each row's wave size the
+//! kernel's own ([`amd_rows`]); there are no WMMA kernels of ours yet.
 //!
-//! - AMD's kernels are the ones rocBLAS's own catalog selects on an MI210
+//! - AMD's gfx90a kernels are the ones rocBLAS's own catalog selects on an MI210
 //!   for NT problems of each type ([`amd_selected`]), one per macro-tile;
 //! - the **main loop** is the innermost loop (a backward branch's range,
 //!   branch target to branch, with no backward branch inside) holding the
-//!   most MFMAs; among equals, AMD's shortest and our longest ([`Pick`]:
+//!   most matrix instructions (MFMA, WMMA); among equals, AMD's shortest and our longest ([`Pick`]:
 //!   ours has one specialised loop per layout, and the longest is the one
 //!   whose operands are both row-contiguous, A as is and B transposed, the
 //!   NT layout of the AMD kernels compared, with element-wise LDS writes);
-//! - per iteration: instructions, MFMAs and their share, the widest global
+//! - per iteration: instructions, matrix instructions (`mma`) and their share, the widest global
 //!   (or buffer) load, LDS read and LDS write in bits per instruction
 //!   (`ds_read2_b64` moves 128), and `s_waitcnt`s; the K one iteration
 //!   covers (MFMAs × the instruction's K ÷ the output blocks), so loops
@@ -99,7 +103,9 @@ pub fn parse_disassembly(text: &str) -> BTreeMap<String, Vec<Line>> {
 
 /// Bits one memory instruction moves per lane, from its mnemonic.
 pub fn access_bits(mnemonic: &str) -> u32 {
-    let two = mnemonic.contains("read2") || mnemonic.contains("write2");
+    let two = ["read2", "write2", "2addr"]
+        .iter()
+        .any(|p| mnemonic.contains(p));
     let each = if mnemonic.ends_with("b128") || mnemonic.ends_with("dwordx4") {
         128
     } else if mnemonic.ends_with("b96") || mnemonic.ends_with("dwordx3") {
@@ -122,6 +128,7 @@ pub fn access_bits(mnemonic: &str) -> u32 {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct MainLoop {
     pub instructions: usize,
+    /// Matrix instructions: MFMA and SMFMAC (CDNA), WMMA and SWMMAC (RDNA).
     pub mfmas: usize,
     pub global_load_bits: u32,
     pub lds_read_bits: u32,
@@ -176,16 +183,23 @@ pub fn main_loop(lines: &[Line], pick: Pick) -> Option<MainLoop> {
             ..MainLoop::default()
         };
         for l in body {
+            // GFX9's names and GFX11/GFX12's (`ds_load`, `ds_store`, the
+            // split `s_wait_*` counters, WMMA).
             let name = l.mnemonic.as_str();
-            if name.starts_with("v_mfma") {
+            if ["v_mfma", "v_smfmac", "v_wmma", "v_swmmac"]
+                .iter()
+                .any(|p| name.starts_with(p))
+            {
                 m.mfmas += 1;
-            } else if name.starts_with("s_waitcnt") {
+            } else if name.starts_with("s_waitcnt")
+                || name.starts_with("s_wait_") && name.ends_with("cnt")
+            {
                 m.waitcnts += 1;
             } else if name.starts_with("global_load") || name.starts_with("buffer_load") {
                 m.global_load_bits = m.global_load_bits.max(access_bits(name));
-            } else if name.starts_with("ds_read") {
+            } else if name.starts_with("ds_read") || name.starts_with("ds_load") {
                 m.lds_read_bits = m.lds_read_bits.max(access_bits(name));
-            } else if name.starts_with("ds_write") {
+            } else if name.starts_with("ds_write") || name.starts_with("ds_store") {
                 m.lds_write_bits = m.lds_write_bits.max(access_bits(name));
             }
         }
@@ -295,7 +309,11 @@ pub fn rows(
             scratch: md.private_segment_fixed_size,
             waves,
             workgroup_size: md.max_flat_workgroup_size,
-            wave_size: target.wave_size,
+            // The kernel's own: GFX11/GFX12 kernels may be either.
+            wave_size: match md.wavefront_size {
+                32 | 64 => md.wavefront_size as u32,
+                _ => target.wave_size,
+            },
         });
     }
     Ok(rows)
@@ -309,7 +327,7 @@ pub fn format(rows: &[Row]) -> String {
         "gfx",
         "tile",
         "insts",
-        "mfma",
+        "mma",
         "share",
         "gload",
         "dsread",
@@ -443,15 +461,31 @@ pub fn amd_counterparts(names: &[&str]) -> Vec<(String, String)> {
     out
 }
 
+/// A Tensile kernel's macro-tile, `<rows>x<cols>`, from its name's
+/// `MT<rows>x<cols>x<depth>`.
+pub fn tile_of(name: &str) -> Option<String> {
+    let mt = name.split("_MT").nth(1)?;
+    let mut dims = mt.split('x');
+    Some(format!("{}x{}", dims.next()?, dims.next()?))
+}
+
+/// Every Tensile kernel of `names` with its tile, in name order: the
+/// AMD kernels of the RDNA targets, whose tiles are not ours.
+pub fn all_tiles<'n>(names: impl Iterator<Item = &'n str>) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = names
+        .filter_map(|n| Some((n.to_string(), tile_of(n)?)))
+        .collect();
+    out.sort();
+    out
+}
+
 /// Tensile kernels of our macro-tiles with their tiles (from the names'
 /// `MT<rows>x<cols>x<depth>`), sorted by type and tile.
 pub fn with_tiles<'n>(names: impl Iterator<Item = &'n str>) -> Vec<(String, String)> {
     let ours = tiles();
     let mut out: Vec<(String, String)> = names
         .filter_map(|n| {
-            let mt = n.split("_MT").nth(1)?;
-            let mut dims = mt.split('x');
-            let tile = format!("{}x{}", dims.next()?, dims.next()?);
+            let tile = tile_of(n)?;
             ours.contains(&tile).then(|| (n.to_string(), tile))
         })
         .collect();
@@ -462,6 +496,25 @@ pub fn with_tiles<'n>(names: impl Iterator<Item = &'n str>) -> Vec<(String, Stri
     };
     out.sort_by_key(|(n, t)| (rank(n), t.len(), t.clone()));
     out
+}
+
+/// The rows of AMD's kernels in the code object at `path`: those of our
+/// macro-tiles if `our_tiles` ([`with_tiles`]), else all ([`all_tiles`]).
+pub fn amd_rows(
+    path: &Path,
+    objdump: &Path,
+    target: &GfxTarget,
+    our_tiles: bool,
+) -> Result<Vec<Row>, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let co = CodeObject::parse(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    let names = co.kernels.iter().map(|k| k.metadata.name.as_str());
+    let kernels = if our_tiles {
+        with_tiles(names)
+    } else {
+        all_tiles(names)
+    };
+    rows("amd", path, objdump, target, &kernels)
 }
 
 /// Our MFMA kernels on `gfx`: names and tiles.

@@ -103,17 +103,18 @@ enum Command {
     SchedBench(ShimBenchArgs),
     /// Compare our MFMA kernels' main loops with rocBLAS's
     ///
-    /// Builds (profile device) for gfx90a and gfx942 and compares our MFMA
+    /// Builds (profile device) for the five targets and compares our MFMA
     /// kernels' main loops with AMD's rocBLAS kernels of the same types and
     /// macro-tiles (gfx90a; fetched from Debian and cached): instructions,
-    /// MFMA share, load and LDS widths, waits per iteration, registers, LDS,
-    /// occupancy, scratch.
+    /// matrix-instruction share, load and LDS widths, waits per iteration,
+    /// registers, LDS, occupancy, scratch. On gfx1100 and gfx1201 it reports
+    /// AMD's RDNA kernels the tests run (rocBLAS and hipBLASLt; WMMA).
     ///
     /// With --model: the throughput model's table (xtask/src/gemm_model.rs):
     /// each matrix kernel's modelled TFLOP/s and share of peak at 4096³ and
-    /// 8192³ on MI210, MI300X and MI355X (RX 7900 XTX and RX 9070 XT get
-    /// rows once WMMA kernels are in the report). Modelled figures, not
-    /// measurements: no GPU is here.
+    /// 8192³ on MI210, MI300X, MI355X, RX 7900 XTX and RX 9070 XT (the RDNA
+    /// rows are AMD's WMMA kernels). Modelled figures, not measurements: no
+    /// GPU is here.
     #[command(verbatim_doc_comment)]
     GemmReport(GemmReportArgs),
     /// Write Tensile-layout catalogs from a description file
@@ -412,18 +413,20 @@ fn gemm_report(args: &GemmReportArgs) -> Result<(), String> {
         )?);
         if target.name == "gfx90a" {
             let amd = xtask::rocblas_catalog::fetch_report_kernels()?;
-            let bytes = std::fs::read(&amd).map_err(|e| format!("{}: {e}", amd.display()))?;
-            let co = aqueduct_abi::code_object::CodeObject::parse(&bytes)
-                .map_err(|e| format!("{}: {e}", amd.display()))?;
-            let amd_kernels =
-                gemm_report::with_tiles(co.kernels.iter().map(|k| k.metadata.name.as_str()));
-            rows.extend(gemm_report::rows(
-                "amd",
-                &amd,
-                &objdump,
-                target,
-                &amd_kernels,
-            )?);
+            rows.extend(gemm_report::amd_rows(&amd, &objdump, target, true)?);
+        }
+        // AMD's RDNA kernels the tests run: rocBLAS's and hipBLASLt's
+        // gfx1100 ones, hipBLASLt's gfx1201 ones.
+        let rdna = match target.name {
+            "gfx1100" => vec![
+                xtask::rocblas_catalog::fetch_gfx1100_gemm_kernels()?,
+                xtask::hipblaslt_catalog::fetch_gemm_kernels("gfx1100")?,
+            ],
+            "gfx1201" => vec![xtask::hipblaslt_catalog::fetch_gemm_kernels("gfx1201")?],
+            _ => Vec::new(),
+        };
+        for amd in rdna {
+            rows.extend(gemm_report::amd_rows(&amd, &objdump, target, false)?);
         }
     }
     print!("{}", gemm_report::format(&rows));
