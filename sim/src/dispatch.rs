@@ -510,6 +510,7 @@ fn run_group(
         w.status = Status::Running;
         w.mode = s.mode;
         w.trapsts = 0;
+        w.sched_mode = 0;
         w.id = k as u32;
         w.set_size(s.wave);
         w.executed = 0;

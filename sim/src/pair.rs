@@ -154,6 +154,7 @@ pub fn join(a: &mut Wave, b: &mut Wave) -> bool {
         && a.scc == b.scc
         && a.mode == b.mode
         && a.trapsts == b.trapsts
+        && a.sched_mode == b.sched_mode
         && a.scratch == b.scratch
         && a.v.len() == b.v.len()
         && a.a.len() == b.a.len();
@@ -187,6 +188,7 @@ pub fn split(a: &mut Wave, b: &mut Wave) {
     b.scc = a.scc;
     b.mode = a.mode;
     b.trapsts = a.trapsts;
+    b.sched_mode = a.sched_mode;
     b.status = a.status;
     b.executed = a.executed;
     b.set_size(WaveSize::W32);

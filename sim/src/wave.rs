@@ -103,6 +103,10 @@ pub struct Wave {
     /// TRAPSTS register (exception status), as `s_getreg`/`s_setreg` see
     /// it.
     pub trapsts: u32,
+    /// GFX12 SCHED_MODE register, as `s_getreg`/`s_setreg` see it
+    /// (`exec::salu`: it changes how the hardware checks dependencies,
+    /// not what an instruction computes).
+    pub sched_mode: u32,
     /// Running, at a barrier or ended.
     pub status: Status,
     /// Wave index within its workgroup.
@@ -139,6 +143,7 @@ impl Wave {
             a: vec![[0; LANES]; agprs],
             mode: 0,
             trapsts: 0,
+            sched_mode: 0,
             status: Status::Running,
             id: 0,
             size: WaveSize::W64,

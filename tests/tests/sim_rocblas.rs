@@ -30,18 +30,20 @@ fn run_all(
     let program = device.load(&bytes).expect("load");
     let mut rng = Rng(seed);
     for kernel in kernels {
-        // Sizes the kernel's predicates accept (`asserted_multiples`).
+        // Sizes the kernel's predicates accept (`asserted_multiples`,
+        // `asserted_k_multiple`).
         let [mm, nm] = kernel.asserted_multiples();
+        let km = kernel.asserted_k_multiple();
         let [m, n, k] = [
             big[0].next_multiple_of(mm),
             big[1].next_multiple_of(nm),
-            big[2],
+            big[2].next_multiple_of(km),
         ];
         for p in [
             Problem {
                 m: 37u32.next_multiple_of(mm),
                 n: 21u32.next_multiple_of(nm),
-                k: 9,
+                k: 9u32.next_multiple_of(km),
                 batch: 2,
                 alpha: 2,
                 beta: -1,

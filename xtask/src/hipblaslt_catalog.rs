@@ -115,9 +115,11 @@ const GEMM_KERNELS: [(&str, &[crate::tensile_gemm::Kernel]); 2] = [
     ("gfx1201", crate::tensile_gemm::HIPBLASLT_GFX1201),
 ];
 
-/// The name of `gfx`'s GEMM kernels in the cache entry.
+/// The name of `gfx`'s GEMM kernels in the cache entry. The number in it
+/// goes up whenever [`GEMM_KERNELS`] changes, so that an older cache entry
+/// is taken out again.
 fn kernels_file(gfx: &str) -> String {
-    format!("gemm-kernels-{gfx}.co")
+    format!("gemm-kernels-2-{gfx}.co")
 }
 
 /// One code object of `kernels`, each taken out of its package file's

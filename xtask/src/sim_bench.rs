@@ -330,42 +330,51 @@ pub fn run_gemm(threads: usize) -> Result<Vec<Sample>, String> {
     let kernel = &crate::tensile_gemm::KERNELS[GEMM_KERNEL];
     [1, threads.max(2)]
         .into_iter()
-        .map(|t| amd_gemm(Target::Gfx90a, &bytes, kernel, t))
+        .map(|t| amd_gemm(Target::Gfx90a, &bytes, kernel, "gemm_f16", t))
         .collect()
 }
 
 /// AMD's f16 WMMA GEMM kernels at [`GEMM_SIZE`]³ on RDNA, one thread each:
 /// rocBLAS 5.5.1's on gfx1100 (`crate::tensile_gemm::KERNELS_GFX1100`)
 /// and hipBLASLt 7.1.1's on gfx1201 (`HIPBLASLT_GFX1201`), the wave32
-/// counterparts of [`run_gemm`]'s gfx90a row.
+/// counterparts of [`run_gemm`]'s gfx90a row: 32x32 tiles of four waves on
+/// gfx1100 as on gfx90a; on gfx1201 the package's smallest tile (16x16,
+/// one wave, element-wise loads) and the kernel hipBLASLt's own catalog
+/// selects for the problem on an RX 9070 XT (64x64, four waves, 128-bit
+/// loads), row `gemm_f16_64x64`.
 pub fn run_rdna_gemms() -> Result<Vec<Sample>, String> {
+    use crate::tensile_gemm::{HIPBLASLT_GFX1201, KERNELS_GFX1100};
     let rocblas = crate::rocblas_catalog::fetch_gfx1100_gemm_kernels()?;
     let hipblaslt = crate::hipblaslt_catalog::fetch_gemm_kernels("gfx1201")?;
+    let selected = HIPBLASLT_GFX1201
+        .iter()
+        .find(|k| k.what.contains("choice at 512³"))
+        .ok_or("no hipBLASLt kernel of the 512³ choice")?;
     let mut out = Vec::new();
-    for (target, path, kernel) in [
-        (
-            Target::Gfx1100,
-            rocblas,
-            &crate::tensile_gemm::KERNELS_GFX1100[0],
-        ),
+    for (target, path, kernel, label) in [
+        (Target::Gfx1100, &rocblas, &KERNELS_GFX1100[0], "gemm_f16"),
         (
             Target::Gfx1201,
-            hipblaslt,
-            &crate::tensile_gemm::HIPBLASLT_GFX1201[0],
+            &hipblaslt,
+            &HIPBLASLT_GFX1201[0],
+            "gemm_f16",
         ),
+        (Target::Gfx1201, &hipblaslt, selected, "gemm_f16_64x64"),
     ] {
-        let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        out.push(amd_gemm(target, &bytes, kernel, 1)?);
+        let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        out.push(amd_gemm(target, &bytes, kernel, label, 1)?);
     }
     Ok(out)
 }
 
 /// One AMD GEMM kernel of the code object `bytes` at [`GEMM_SIZE`]³ on
-/// `threads` host threads, checked against the CPU after every run.
+/// `threads` host threads, checked against the CPU after every run, as
+/// row `label`.
 fn amd_gemm(
     target: Target,
     bytes: &[u8],
     kernel: &'static crate::tensile_gemm::Kernel,
+    label: &'static str,
     threads: usize,
 ) -> Result<Sample, String> {
     let n = GEMM_SIZE;
@@ -382,7 +391,7 @@ fn amd_gemm(
     let case = crate::tensile_gemm::Case::new(&d, &p, kernel, problem, &mut Rng(0x6E33_0512))?;
     let sample = Sample {
         gfx: target.name(),
-        kernel: "gemm_f16",
+        kernel: label,
         threads,
         elements: (n * n) as usize,
         times: Vec::new(),

@@ -395,9 +395,11 @@ pub const HIPBLASLT_GFX1100: &[Kernel] = &[
 /// `crate::offload_bundle`): WMMA (`v_wmma_f32_16x16x16_f16/bf16`, wave32)
 /// in f16 NN and NT and bf16 NN, with their bias, scale-vector and
 /// activation epilogues present and switched off, a wave64 f32 one and the
-/// plain f32 kind with no epilogue arguments; the smallest macro-tiles.
-/// Launched and given arguments as [`Abi::UserArgs`] says; WorkGroupMapping
-/// is a run-time value there, chosen here.
+/// plain f32 kind with no epilogue arguments, the smallest macro-tiles;
+/// and the f16 NN kernel the package's catalog selects for 512³ on an RX
+/// 9070 XT (`sim-bench`'s `gemm_f16_64x64` row). Launched and given
+/// arguments as [`Abi::UserArgs`] says; WorkGroupMapping is a run-time
+/// value there, chosen here.
 pub const HIPBLASLT_GFX1201: &[Kernel] = &[
     user_args(
         "f16 NN, f32 compute, WMMA",
@@ -433,6 +435,16 @@ pub const HIPBLASLT_GFX1201: &[Kernel] = &[
         (Ty::F32, false, false),
         ([32, 64, 16], 32, 2),
         "TensileLibrary_SS_SS_UA_Type_SS_Contraction_l_Ailk_Bljk_Cijk_Dijk_gfx1201.co",
+    ),
+    user_args(
+        // The kernel of the solution hipBLASLt's catalog selects for
+        // 512³ on an RX 9070 XT (the solution's name without its
+        // host-side GSU, StaggerU and WorkGroupMapping fields).
+        "f16 NN, f32 compute, WMMA, hipBLASLt's choice at 512³ (64x64, four waves, 128-bit loads, B direct to VGPRs)",
+        "Cijk_Ailk_Bljk_HHS_BH_Bias_HA_S_SAV_UserArgs_MT64x64x32_MI16x16x1_SN_LDSB0_AFC1_AFEM1_AFEM1_ASEM32_CLR1_CADS0_DTLA0_DTLB0_DTVA0_DTVB1_EPS0_FDSI0_GRPM1_GRVWA8_GRVWB8_GSUAMB_GLS0_ISA1201_IU1_K1_LBSPPA1024_LBSPPB0_LBSPPM0_LPA16_LPB0_LPM0_LRVW8_LWPMn1_MIAV1_MIWT2_2_MO40_NTn1_NTA0_NTB0_NTC0_NTD0_NTM0_NEPBS0_NLCA1_NLCB2_ONLL1_PGR2_PLR1_PKA0_SIA3_SS0_SPO0_SRVW0_SSO0_SVW8_SK0_SKXCCM0_TLDS1_ULSGRO0_USL1_UIOFGRO0_USFGROn1_VSn1_VWA1_VWB1_WSGRA0_WSGRB0_WS32_WG32_4_1",
+        (Ty::F16, false, false),
+        ([64, 64, 32], 128, 8),
+        "TensileLibrary_HH_HH_HA_Bias_SAV_UA_Type_HH_HPA_Contraction_l_Ailk_Bljk_Cijk_Dijk_gfx1201.co",
     ),
 ];
 
@@ -484,6 +496,16 @@ impl Kernel {
                 _ => [1, 1],
             },
         }
+    }
+
+    /// The multiple of K its predicates assert (Tensile's
+    /// `AssertSummationElementMultiple`, `ASEM<k>` in the names): its
+    /// loads of K assume whole groups.
+    pub fn asserted_k_multiple(&self) -> u32 {
+        self.name
+            .split('_')
+            .find_map(|part| part.strip_prefix("ASEM")?.parse().ok())
+            .unwrap_or(1)
     }
 }
 
@@ -556,9 +578,14 @@ impl Case {
             .metadata;
         let what = format!("{} {}x{}x{} batch {}", kernel.what, p.m, p.n, p.k, p.batch);
         let [m_multiple, n_multiple] = kernel.asserted_multiples();
-        if !p.m.is_multiple_of(m_multiple) || !p.n.is_multiple_of(n_multiple) {
+        let k_multiple = kernel.asserted_k_multiple();
+        if !p.m.is_multiple_of(m_multiple)
+            || !p.n.is_multiple_of(n_multiple)
+            || !p.k.is_multiple_of(k_multiple)
+        {
             return Err(format!(
-                "{what}: the kernel asserts M a multiple of {m_multiple} and N of {n_multiple}"
+                "{what}: the kernel asserts M a multiple of {m_multiple}, N of {n_multiple} \
+                 and K of {k_multiple}"
             ));
         }
         // Column-major operands: A is M×K (K×M transposed), B K×N (N×K).
@@ -818,5 +845,7 @@ mod tests {
             assert_eq!(k.asserted_multiples(), want, "{}", k.what);
         }
         assert_eq!(HIPBLASLT_GFX1201[4].asserted_multiples(), [4, 4]);
+        assert_eq!(HIPBLASLT_GFX1201[0].asserted_k_multiple(), 1);
+        assert_eq!(HIPBLASLT_GFX1201[5].asserted_k_multiple(), 32);
     }
 }

@@ -265,6 +265,25 @@ fn gfx12_scalar_u64_arithmetic_leaves_scc_alone() {
     assert!(w.scc);
 }
 
+/// GFX12's SCHED_MODE (hwreg 26), which hipBLASLt's gfx1201 GEMM kernels
+/// set, is kept and read back; GFX11 has no register 26.
+#[test]
+fn gfx12_sched_mode_is_kept_for_getreg_and_gfx11_refuses_it() {
+    let mut w = wave32();
+    // s_setreg_imm32_b32 hwreg(HW_REG_WAVE_SCHED_MODE, 0, 2), 2
+    let set = [0xB980_081A, 0x0000_0002];
+    run12(&mut w, &set, "s_setreg_imm32_b32").unwrap();
+    assert_eq!(w.sched_mode, 2);
+    // s_getreg_b32 s0, hwreg(HW_REG_WAVE_SCHED_MODE, 0, 2)
+    w.s[0] = POISON;
+    run12(&mut w, &[0xB880_081A], "s_getreg_b32").unwrap();
+    assert_eq!(w.s[0], 2);
+    assert!(matches!(
+        run(&mut w, &set, "s_setreg_imm32_b32"),
+        Err(Fault::Operand { code: 26 })
+    ));
+}
+
 #[test]
 fn gfx12_split_barrier_holds_the_wave_at_its_signal() {
     let mut w = wave32();

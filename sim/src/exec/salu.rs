@@ -573,6 +573,14 @@ mod hwreg_rdna {
     pub const SHADER_CYCLES: u32 = 29;
     /// GFX12 SHADER_CYCLES_HI: the counter's high 32 bits.
     pub const SHADER_CYCLES_HI: u32 = 30;
+    /// GFX12 SCHED_MODE (`llvm-objdump --mcpu=gfx1201` names id 26
+    /// `HW_REG_WAVE_SCHED_MODE`): its DEP_MODE field (bits 1:0) chooses
+    /// how the hardware checks VALU dependencies (RDNA4 ISA, "Hardware
+    /// Registers"). That is timing: code that waits as the ISA asks gets
+    /// the same results in any mode, and the simulator runs each
+    /// instruction to completion in order. hipBLASLt's gfx1201 GEMM
+    /// kernels set it; it is kept for `s_getreg` and changes nothing else.
+    pub const SCHED_MODE: u32 = 26;
 }
 
 fn getreg(w: &Wave, id: u32, target: crate::Target) -> Result<u32, Fault> {
@@ -583,6 +591,7 @@ fn getreg(w: &Wave, id: u32, target: crate::Target) -> Result<u32, Fault> {
         (GfxFamily::Gfx11, hwreg_rdna::SHADER_CYCLES) => return Ok(cycles() as u32 & 0xF_FFFF),
         (GfxFamily::Gfx12, hwreg_rdna::SHADER_CYCLES) => return Ok(cycles() as u32),
         (GfxFamily::Gfx12, hwreg_rdna::SHADER_CYCLES_HI) => return Ok((cycles() >> 32) as u32),
+        (GfxFamily::Gfx12, hwreg_rdna::SCHED_MODE) => return Ok(w.sched_mode),
         // MODE, STATUS and TRAPSTS keep their ids; GFX9's others mean
         // other registers (or nothing) on RDNA: refused by id rather
         // than read as GFX9's.
@@ -618,26 +627,28 @@ fn s_getreg_b32(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>) -> R {
     Ok(())
 }
 
-fn setreg(w: &mut Wave, simm: i32, value: u32) -> R {
+fn setreg(w: &mut Wave, simm: i32, value: u32, target: crate::Target) -> R {
+    use aqueduct_abi::kernel_descriptor::GfxFamily;
     let (id, offset, mask) = hwreg_field(simm);
     let put = |old: u32| (old & !mask) | ((value << offset) & mask);
-    match id {
-        hwreg::MODE => w.mode = put(w.mode),
-        hwreg::TRAPSTS => w.trapsts = put(w.trapsts),
+    match (target.family(), id) {
+        (_, hwreg::MODE) => w.mode = put(w.mode),
+        (_, hwreg::TRAPSTS) => w.trapsts = put(w.trapsts),
+        (GfxFamily::Gfx12, hwreg_rdna::SCHED_MODE) => w.sched_mode = put(w.sched_mode),
         _ => return Err(Fault::Operand { code: id as u8 }),
     }
     Ok(())
 }
 
-fn s_setreg_b32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+fn s_setreg_b32(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>) -> R {
     // The SDST field names the source SGPR here.
     let v = w.s[usize::from(i.sdst & 0x7F)];
-    setreg(w, i.imm, v)
+    setreg(w, i.imm, v, ctx.target)
 }
 
-fn s_setreg_imm32_b32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
+fn s_setreg_imm32_b32(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>) -> R {
     let v = w.s32_of(i.src[0], Ty::B32)?;
-    setreg(w, i.imm, v)
+    setreg(w, i.imm, v, ctx.target)
 }
 
 const SOPK_OTHER: &[(&str, Exec)] = &[
