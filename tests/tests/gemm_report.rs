@@ -4,7 +4,9 @@
 //! types and macro-tile (NT problems on an MI210; AMD's compiled kernels
 //! from Debian's rocBLAS package), with 128-bit global loads and LDS reads
 //! and no scratch; on gfx942 (no AMD kernels to compare with) the same
-//! widths and no scratch.
+//! widths and no scratch. On gfx1201 the report takes AMD's RDNA kernels
+//! as they are (their own wave size, WMMA as the matrix instructions) and
+//! the throughput model gives them modelled rows.
 
 use xtask::gemm_report::{Row, amd_rows, ours, rows};
 

@@ -70,7 +70,8 @@ enum Command {
     /// Builds (profile device) and times fill, copy and a 1 Mi-element saxpy
     /// on the simulator on one thread for every target, AMD's f16 GEMM
     /// kernel at 512³ on gfx90a on one and two threads and its WMMA
-    /// counterparts on gfx1100 and gfx1201 on one, and ours on one, checked
+    /// counterparts on gfx1100 and gfx1201 on one (on gfx1201 also the
+    /// kernel hipBLASLt selects for 512³), and ours on one, checked
     /// against the CPU; runs itself as a release build (the numbers mean
     /// nothing in debug).
     #[command(verbatim_doc_comment)]

@@ -1,6 +1,7 @@
 //! A fixed benchmark of the simulator: how fast it runs aqueduct's own
-//! kernels on one host thread (saxpy, fill, copy, and our f16 GEMM), and one
-//! of AMD's GEMM kernels (MFMA-heavy) on one and on two.
+//! kernels on one host thread (saxpy, fill, copy, and our f16 GEMM), one
+//! of AMD's GEMM kernels (MFMA-heavy, gfx90a) on one and on two, and AMD's
+//! WMMA GEMM kernels on gfx1100 and gfx1201 on one ([`run_rdna_gemms`]).
 //!
 //! The simulator's speed decides how large the tests can be, so it has a
 //! target: a 1,048,576-element `saxpy_f32` on gfx942 (16,384 wave64s) in at
@@ -523,7 +524,7 @@ pub fn run(target: Target, code_object: &[u8]) -> Result<Vec<Sample>, String> {
 /// One row per dispatch, and the target's verdict.
 pub fn format_table(samples: &[Sample]) -> String {
     let mut out = format!(
-        "{:<7} {:<11} {:>3} {:>8} {:>6} {:>10} {:>8} {:>8} {:>8} {:>11} {:>12}\n",
+        "{:<7} {:<14} {:>3} {:>8} {:>6} {:>10} {:>8} {:>8} {:>8} {:>11} {:>12}\n",
         "target",
         "kernel",
         "thr",
@@ -543,7 +544,7 @@ pub fn format_table(samples: &[Sample]) -> String {
             .map_or("-".to_owned(), |t| format!("{:.2}", t.as_secs_f64() * 1e3));
         let _ = writeln!(
             out,
-            "{:<7} {:<11} {:>3} {:>8} {:>6} {:>10} {cpu:>8} {:>8.2} {:>8.2} {:>11.1} {:>12.1}",
+            "{:<7} {:<14} {:>3} {:>8} {:>6} {:>10} {cpu:>8} {:>8.2} {:>8.2} {:>11.1} {:>12.1}",
             s.gfx,
             s.kernel,
             s.threads,
