@@ -592,3 +592,42 @@ fn the_parallel_and_sequential_readers_agree_on_the_largest_children() {
         );
     }
 }
+
+/// The gfx1201 kernel `sim_rocblas` and `sim-bench` run as "hipBLASLt's
+/// choice at 512³" is the one the package's catalog selects for a 512³
+/// f16 NN GEMM (f32 compute) on an RX 9070 XT (64 CUs): its code-object
+/// symbol is the selected solution's name without the fields the host
+/// passes at launch (GSU, StaggerU, WorkGroupMapping).
+#[test]
+fn the_512_cube_kernel_is_the_one_hipblaslt_selects_on_an_rx_9070_xt() {
+    let (dir, _) = catalogs();
+    let hw = aqueduct::catalog::Hardware::new("gfx1201", 64, None);
+    let catalog = Catalog::open(root(&dir, "gfx1201")).unwrap_or_else(|e| panic!("{e}"));
+    let p = Problem::hipblaslt(
+        Transpose::None,
+        Transpose::None,
+        512,
+        512,
+        512,
+        DataType::Half,
+        DataType::Half,
+        DataType::Half,
+        DataType::Float,
+    );
+    let selected = catalog
+        .select(&p, &hw)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .expect("a solution");
+    let host_fields = ["GSU1", "GSUC0", "GSUWGMRR0", "SU32", "SUM0", "SUS256"];
+    let name = selected.solution.name.to_string();
+    let name = name.split("_WGM8_").next().expect("a name");
+    let symbol: Vec<&str> = name
+        .split('_')
+        .filter(|f| !host_fields.contains(f))
+        .collect();
+    let kernel = xtask::tensile_gemm::HIPBLASLT_GFX1201
+        .iter()
+        .find(|k| k.what.contains("choice at 512³"))
+        .expect("the 512³ kernel");
+    assert_eq!(symbol.join("_"), kernel.name);
+}

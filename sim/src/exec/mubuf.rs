@@ -727,15 +727,7 @@ fn load_linear(
         let offset = offset(l);
         let a = lin.base.wrapping_add(offset);
         match put {
-            Put::Dwords(n) => {
-                if lin.in_range(offset + 4 * (u64::from(n) - 1), 4)
-                    && let Ok(v) = read_dwords(&mut read, a, dst.len())
-                {
-                    for (reg, v) in dst.iter_mut().zip(v) {
-                        reg[l] = v;
-                    }
-                    continue;
-                }
+            Put::Dwords(_) => {
                 for (k, reg) in dst.iter_mut().enumerate() {
                     let extra = 4 * k as u64;
                     reg[l] = if lin.in_range(offset + extra, 4) {
@@ -791,20 +783,6 @@ fn offset_span(voffset: Option<&Lanes>, exec: u64, imm: u64) -> Option<(u64, u64
         (lo, hi)
     };
     Some((u64::from(lo) + imm, u64::from(hi) + imm))
-}
-
-/// `n` (at most 4) dwords at `a`, each through `read`.
-#[inline(always)]
-fn read_dwords(
-    read: &mut impl FnMut(u64, u32) -> Result<u32, Fault>,
-    a: u64,
-    n: usize,
-) -> Result<[u32; 4], Fault> {
-    let mut v = [0; 4];
-    for (k, v) in v.iter_mut().enumerate().take(n) {
-        *v = read(a.wrapping_add(4 * k as u64), 4)?;
-    }
-    Ok(v)
 }
 
 /// `buffer_load_{dword,ubyte,sbyte,ushort,sshort,format_x} ... lds`: each
