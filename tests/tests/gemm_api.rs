@@ -13,7 +13,7 @@ use std::time::Duration;
 use aqueduct::catalog::DataType;
 use aqueduct::{Error, Gemm, GemmLibrary, PoolKind};
 use aqueduct_tests::{Rng, Word, announced_system, hsa_gpus};
-use xtask::gemm_catalog::tile_for;
+use xtask::gemm_catalog::{Models, choice, kernels_for, models};
 
 const TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -21,8 +21,34 @@ fn library(gpu: &aqueduct::agent::Agent) -> GemmLibrary {
     GemmLibrary::open(gpu).unwrap_or_else(|e| panic!("{}: {e}", gpu.info().name))
 }
 
-/// The macro-tiles of the catalog's MFMA kernels.
-const TILES: [(u32, u32); 4] = [(64, 64), (128, 128), (256, 128), (256, 256)];
+/// The throughput model's view of `gfx`'s built GEMM kernels: what the
+/// catalog's size tables were chosen by.
+fn modelled(gfx: &str) -> Models {
+    let workspace = xtask::workspace_root();
+    let target = xtask::targets::target(gfx).expect("a target");
+    let objdump = xtask::device_build::llvm_tool(&workspace, "llvm-objdump").expect("objdump");
+    let co = xtask::gemm_report::our_code_object(&workspace, gfx);
+    models(target, &co, &objdump).unwrap_or_else(|e| panic!("{gfx}: {e}"))
+}
+
+/// The kernel the model picks for (m, n, k) among `stem`'s tiles on `cus`.
+fn model_choice(gfx: &str, models: &Models, cus: u32, stem: &str, mnk: (u32, u32, u32)) -> String {
+    let target = xtask::targets::target(gfx).expect("a target");
+    let group: Vec<_> = kernels_for(target)
+        .into_iter()
+        .filter(|k| {
+            k.name.strip_prefix(stem).is_some_and(|t| {
+                t.starts_with('_') && t[1..].starts_with(|c: char| c.is_ascii_digit())
+            })
+        })
+        .collect();
+    assert!(group.len() > 1, "{gfx}: {stem}");
+    let (m, n, k) = mnk;
+    choice(target, models, cus, &group, (m.into(), n.into(), k.into()))
+        .expect("a choice")
+        .name
+        .to_string()
+}
 
 #[test]
 fn selection_follows_the_hardware_rows_and_the_size_table() {
@@ -34,8 +60,12 @@ fn selection_follows_the_hardware_rows_and_the_size_table() {
             fma_only_selection(&lib);
             continue;
         }
+        let gfx = lib.hardware().processor.clone();
+        let models = modelled(&gfx);
+        let mut picked = Vec::new();
         for (m, n, k) in [
             (256, 256, 256),
+            (1024, 1024, 256),
             (2048, 2048, 256),
             (4096, 4096, 256),
             (8192, 8192, 4096),
@@ -49,9 +79,16 @@ fn selection_follows_the_hardware_rows_and_the_size_table() {
                 let plan = lib
                     .select(&gemm)
                     .unwrap_or_else(|e| panic!("{}: {gemm}: {e}", gpu.info().name));
-                let (r, c) = tile_for(u64::from(m), u64::from(n), cus, &TILES);
-                assert_eq!(plan.name, format!("{stem}_{r}x{c}"), "{gemm} on {cus} CUs");
-                assert_eq!(plan.macro_tile, [r, c]);
+                // The catalog holds the model's choice at its grid points
+                // (these are grid points), and the host finds it there.
+                let want = model_choice(&gfx, &models, cus, stem, (m, n, k));
+                assert_eq!(plan.name, want, "{gemm} on {cus} CUs");
+                let tile = want.rsplit_once('_').map(|t| t.1).unwrap_or("");
+                assert_eq!(
+                    tile,
+                    format!("{}x{}", plan.macro_tile[0], plan.macro_tile[1])
+                );
+                picked.push(plan.name.clone());
                 assert_eq!(plan.workgroup, 256);
                 let trace = lib.explain(&gemm);
                 assert!(trace.contains(&plan.name), "{trace}");
@@ -78,14 +115,14 @@ fn selection_follows_the_hardware_rows_and_the_size_table() {
             ))
             .expect("select f32");
         assert!(plain.name.starts_with("gemm_f32_mfma_"), "{}", plain.name);
-        // 2048² is where the products part: 256 workgroups of 128 × 128
-        // fill an MI210's 104 CUs but not an MI300X's 304.
-        if lib.hardware().processor == "gfx942" && cus == 304 {
-            let plan = lib
-                .select(&Gemm::new(2048, 2048, 256, DataType::Half, DataType::Half))
-                .expect("select");
-            assert_eq!(plan.name, "gemm_f16_mfma_64x64");
-        }
+        // The model does discriminate: a 256² problem (one 128 × 128
+        // tile: one busy CU) and an 8192² one do not get the same tile.
+        picked.sort();
+        picked.dedup();
+        assert!(
+            picked.len() > 1,
+            "{gfx}: one tile for every size: {picked:?}"
+        );
     }
 }
 

@@ -519,8 +519,13 @@ pub fn build_packages(
             // The GEMM kernels' catalog, next to their code object.
             if krate.package == GEMM_PACKAGE {
                 let dir = artifact.path.parent().unwrap_or(Path::new("."));
-                crate::gemm_catalog::write(target, dir)
-                    .map_err(|m| fail(target.name, krate.package, m))?;
+                crate::gemm_catalog::write(
+                    target,
+                    dir,
+                    &artifact.path,
+                    &toolchain.tool("llvm-objdump"),
+                )
+                .map_err(|m| fail(target.name, krate.package, m))?;
             }
             progress(Event::Finished {
                 gfx: target.name,

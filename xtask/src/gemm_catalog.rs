@@ -21,15 +21,22 @@
 //!   a flag, edges are loaded element by element), so no alignment or
 //!   K-multiple predicate applies.
 //! - **Sizes**: on CDNA a GridBased Matching table over (M, N, batch, K)
-//!   chooses among the type's macro-tiles (64 × 64 up to 256 × 256: [`tile_for`]); on RDNA
-//!   the FMA kernel is the only solution (a Single node).
+//!   chooses among the type's macro-tiles (64 × 64 up to 256 × 256): at
+//!   each grid point the kernel the throughput model rates fastest on the
+//!   row's product ([`choice`]; **modelled**, from the main loops of the
+//!   code object just built, [`models`]). A kernel the model picks nowhere
+//!   on a row is left out of it. On RDNA the FMA kernel is the only
+//!   solution (a Single node).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use aqueduct_abi::gfx::MatrixCore;
-use aqueduct_gemm::common::{ElementType, GemmKernel};
+use std::collections::BTreeMap;
 
+use aqueduct_abi::gfx::MatrixCore;
+use aqueduct_gemm::common::{ElementType, Family, GemmKernel};
+
+use crate::gemm_model::{Kernel, Problem};
 use crate::targets::GfxTarget;
 
 /// Tensile's operation identifiers of the four transposes (A, B).
@@ -128,22 +135,73 @@ pub fn math_name(t: ElementType) -> &'static str {
     }
 }
 
-/// The macro-tile rows × columns for an M × N problem on `cu_count` CUs:
-/// the largest tile whose workgroups alone give every CU one (fewer, larger
-/// tiles read less per flop; a tile that leaves CUs idle wastes them), the
-/// smallest when none does.
-pub fn tile_for(m: u64, n: u64, cu_count: u32, tiles: &[(u32, u32)]) -> (u32, u32) {
-    let mut by_size = tiles.to_vec();
-    by_size.sort_by_key(|&(r, c)| std::cmp::Reverse(r * c));
-    let fills = |&(r, c): &(u32, u32)| {
-        m.div_ceil(u64::from(r)) * n.div_ceil(u64::from(c)) >= u64::from(cu_count)
-    };
-    by_size
+/// The throughput model's view of each MFMA kernel of a code object
+/// ([`crate::gemm_model::Kernel`], by kernel name): what the catalog's size
+/// tables are chosen by.
+pub type Models = BTreeMap<String, Kernel>;
+
+/// The models of `target`'s catalog kernels in the code object at `path`,
+/// from `llvm-objdump`'s disassembly of their main loops. FMA kernels
+/// (RDNA's: one per type, so nothing to choose among) have none; an MFMA
+/// kernel the model cannot read is an error, so the catalog never falls
+/// back to a guess.
+pub fn models(target: &GfxTarget, path: &Path, objdump: &Path) -> Result<Models, String> {
+    let mfma: Vec<(String, String)> = kernels_for(target)
         .iter()
-        .copied()
-        .find(fills)
-        .or_else(|| by_size.last().copied())
-        .unwrap_or((0, 0))
+        .filter(|k| k.family == Family::Mfma)
+        .map(|k| {
+            (
+                k.name.to_string(),
+                format!("{}x{}", k.tile_rows, k.tile_cols),
+            )
+        })
+        .collect();
+    let rows = crate::gemm_report::rows("ours", path, objdump, target, &mfma)?;
+    rows.iter()
+        .map(|row| {
+            let model = crate::gemm_model::kernel_of(row).ok_or_else(|| {
+                let unknown = row
+                    .main_loop
+                    .as_ref()
+                    .map(|l| crate::gemm_model::mix(&row.gfx, 64, l.body.iter().map(String::as_str)).unknown)
+                    .unwrap_or_default();
+                format!(
+                    "the throughput model cannot read {}'s main loop on {} (matrix instructions without cycles: {unknown:?})",
+                    row.kernel, row.gfx
+                )
+            })?;
+            Ok((row.kernel.clone(), model))
+        })
+        .collect()
+}
+
+/// The kernel the catalog's size table picks among `group` (kernels of one
+/// type and math) for an M × N × K problem on a `cus`-CU product of
+/// `target`'s processor: the fastest by the throughput model
+/// ([`crate::gemm_model::choose`]: **modelled**, not measured), the first
+/// when the model has nothing to say.
+pub fn choice<'k>(
+    target: &GfxTarget,
+    models: &Models,
+    cus: u32,
+    group: &[&'k GemmKernel],
+    mnk: (u64, u64, u64),
+) -> Option<&'k GemmKernel> {
+    let first = group.first().copied();
+    let Some(machine) = crate::gemm_model::machine_for(target.name, cus) else {
+        return first;
+    };
+    let modelled: Option<Vec<&Kernel>> = group.iter().map(|g| models.get(g.name)).collect();
+    let Some(modelled) = modelled else {
+        return first;
+    };
+    let kernel = first?;
+    let problem = Problem::new(
+        mnk,
+        u64::from(kernel.input.bytes()),
+        u64::from(kernel.output.bytes()),
+    );
+    crate::gemm_model::choose(&modelled, &machine, &problem).map(|i| group[i])
 }
 
 /// The (M, N, K) points of a Matching table: M and N from 64 to 16384 by
@@ -162,8 +220,8 @@ fn size_points() -> Vec<(u64, u64, u64)> {
 }
 
 /// The catalog description (xtask/src/catalog_write.rs's format) for
-/// `target`.
-pub fn description(target: &GfxTarget) -> String {
+/// `target`, its size tables chosen by `models` ([`models`]).
+pub fn description(target: &GfxTarget, models: &Models) -> String {
     let kernels = kernels_for(target);
     let (products, default_cus) = product_rows(target.name);
     let mut out = String::from("lazy: true\nformat: msgpack\nlayout: tensilelite\nhardware:\n");
@@ -204,11 +262,31 @@ pub fn description(target: &GfxTarget) -> String {
 ",
                 );
                 for k in &of_type {
+                    // The size table of the kernel's own math: the points
+                    // where the model picks it among its math's kernels.
+                    let group: Vec<&GemmKernel> = of_type
+                        .iter()
+                        .copied()
+                        .filter(|other| other.input == k.input)
+                        .collect();
+                    let sizes: Option<Vec<String>> = (of_type.len() > 1).then(|| {
+                        size_points()
+                            .into_iter()
+                            .filter(|&point| {
+                                choice(target, models, tuned_for, &group, point)
+                                    .is_some_and(|c| c.name == k.name)
+                            })
+                            .map(|(m, n, kk)| format!("[{m}, {n}, {kk}, 1.0]"))
+                            .collect()
+                    });
+                    // A kernel the model picks at no point of this product
+                    // is left out of its row: every solution of a size
+                    // table names the points it serves.
+                    if sizes.as_ref().is_some_and(Vec::is_empty) {
+                        continue;
+                    }
                     let _ = writeln!(out, "          - name: {}", k.name);
-                    out.push_str(
-                        "            code_object: aqueduct-gemm.hsaco
-",
-                    );
+                    out.push_str("            code_object: aqueduct-gemm.hsaco\n");
                     let _ = writeln!(
                         out,
                         "            macro_tile: [{}, {}, 1]",
@@ -222,20 +300,7 @@ pub fn description(target: &GfxTarget) -> String {
                             "            predicates: [{{type: F32XdlMathOp, value: {math}}}]"
                         );
                     }
-                    // The size table of the kernel's own math: its tiles.
-                    let tiles: Vec<(u32, u32)> = of_type
-                        .iter()
-                        .filter(|other| other.input == k.input)
-                        .map(|other| (other.tile_rows, other.tile_cols))
-                        .collect();
-                    if of_type.len() > 1 {
-                        let sizes: Vec<String> = size_points()
-                            .into_iter()
-                            .filter(|&(m, n, _)| {
-                                tile_for(m, n, tuned_for, &tiles) == (k.tile_rows, k.tile_cols)
-                            })
-                            .map(|(m, n, kk)| format!("[{m}, {n}, {kk}, 1.0]"))
-                            .collect();
+                    if let Some(sizes) = sizes {
                         let _ = writeln!(out, "            sizes: [{}]", sizes.join(", "));
                     }
                 }
@@ -249,10 +314,17 @@ pub fn description(target: &GfxTarget) -> String {
     out
 }
 
-/// Writes `target`'s catalog into `dir` (the code object's directory) and
-/// returns the files written.
-pub fn write(target: &GfxTarget, dir: &Path) -> Result<Vec<PathBuf>, String> {
-    crate::catalog_write::from_description_text(&description(target), dir)
+/// Writes `target`'s catalog into `dir` (the code object's directory),
+/// choosing by the models of the kernels in `code_object`, and returns the
+/// files written.
+pub fn write(
+    target: &GfxTarget,
+    dir: &Path,
+    code_object: &Path,
+    objdump: &Path,
+) -> Result<Vec<PathBuf>, String> {
+    let models = models(target, code_object, objdump)?;
+    crate::catalog_write::from_description_text(&description(target, &models), dir)
         .map_err(|e| format!("the GEMM catalog for {}: {e}", target.name))
 }
 
@@ -265,16 +337,93 @@ pub fn root_file(dir: &Path, gfx: &str) -> PathBuf {
 mod tests {
     use super::*;
 
+    /// Models of gfx90a's f16 kernels as if each main loop did nothing
+    /// but its MFMAs (4 waves, 32 of K per iteration): the choice then
+    /// turns on tile quantisation and the L2 roofline alone.
+    fn matrix_only_models() -> (Vec<&'static GemmKernel>, Models) {
+        let target = crate::targets::target("gfx90a").expect("gfx90a");
+        let group: Vec<&GemmKernel> = kernels_for(target)
+            .into_iter()
+            .filter(|k| k.name.starts_with("gemm_f16_mfma_"))
+            .collect();
+        let models = group
+            .iter()
+            .map(|k| {
+                let (r, c) = (u64::from(k.tile_rows), u64::from(k.tile_cols));
+                // 2·r·c·32 FLOPs over 4 waves of 16384-FLOP MFMAs.
+                let per_wave = (2 * r * c * 32 / (4 * 16384)) as usize;
+                let body = vec!["v_mfma_f32_32x32x8f16"; per_wave];
+                let kernel = Kernel {
+                    tile: (r, c),
+                    waves: 4,
+                    lanes: 64,
+                    occupancy: if r * c <= 64 * 64 { 2 } else { 1 },
+                    mix: crate::gemm_model::mix("gfx90a", 64, body),
+                };
+                assert_eq!(kernel.k_per_iteration(), 32.0, "{}", k.name);
+                (k.name.to_string(), kernel)
+            })
+            .collect();
+        (group, models)
+    }
+
     #[test]
-    fn the_big_tile_once_it_fills_the_gpu() {
-        let tiles = [(64, 64), (128, 128)];
-        // 304 CUs: 128 × 128 tiles of 2048² are 256, too few; of 4096², 1024.
-        assert_eq!(tile_for(2048, 2048, 304, &tiles), (64, 64));
-        assert_eq!(tile_for(4096, 4096, 304, &tiles), (128, 128));
-        // 80 CUs: 1024² in 128 × 128 tiles is 64 workgroups, 1280² is 100.
-        assert_eq!(tile_for(1024, 1024, 80, &tiles), (64, 64));
-        assert_eq!(tile_for(1280, 1280, 80, &tiles), (128, 128));
-        assert_eq!(tile_for(1, 1, 80, &tiles), (64, 64));
+    fn small_problems_take_the_tile_that_fills_the_cus_large_ones_the_tile_l2_can_feed() {
+        let target = crate::targets::target("gfx90a").expect("gfx90a");
+        let (group, models) = matrix_only_models();
+        assert_eq!(group.len(), 4);
+        let pick = |point| choice(target, &models, 104, &group, point).map(|k| k.name);
+        // 256² is 16 tiles of 64 × 64, 4 of 128 × 128: more CUs at work.
+        assert_eq!(pick((256, 256, 256)), Some("gemm_f16_mfma_64x64"));
+        // 8192³ fills 104 CUs with any tile; 64 × 64 tiles would read
+        // 2 · 8192 · 8192 · 8192 · 2 B / 64 = 34 GB through an L2 of 3.5
+        // TB/s: 9.9 ms against 6.2 ms of matrix work.
+        let big = pick((8192, 8192, 8192));
+        assert!(big.is_some_and(|k| k != "gemm_f16_mfma_64x64"), "{big:?}");
+        let machine = crate::gemm_model::machine_for("gfx90a", 104).expect("MI210");
+        let problem = Problem::new((8192, 8192, 8192), 2, 2);
+        let small_tile =
+            crate::gemm_model::estimate(&models["gemm_f16_mfma_64x64"], &machine, &problem)
+                .expect("estimate");
+        assert_eq!(small_tile.bound, crate::gemm_model::Bound::L2);
+    }
+
+    #[test]
+    fn the_catalog_lists_each_kernel_at_the_points_the_model_picks_it() {
+        let target = crate::targets::target("gfx90a").expect("gfx90a");
+        let (group, models) = matrix_only_models();
+        let text = description(target, &models);
+        // The processor-only row (the last) is tuned for an MI210's 104 CUs.
+        let row = &text[text.rfind("  - processor: gfx90a").expect("a row")..];
+        let half = &row[row
+            .find("types: [Half, Half, Half, Half]")
+            .expect("the f16 problem")..];
+        let half = &half[..half.find("      - operation:").unwrap_or(half.len())];
+        let mut listed = 0;
+        for point in size_points() {
+            let chosen = choice(target, &models, 104, &group, point).expect("a choice");
+            let (m, n, k) = point;
+            let entry = format!("[{m}, {n}, {k}, 1.0]");
+            // The point sits in the chosen kernel's own `sizes` line.
+            let at = half
+                .find(&format!("name: {}\n", chosen.name))
+                .expect("listed");
+            let line = half[at..]
+                .lines()
+                .find(|l| l.trim_start().starts_with("sizes:"))
+                .expect("sizes");
+            assert!(line.contains(&entry), "{} {entry}", chosen.name);
+            listed += 1;
+        }
+        assert_eq!(listed, size_points().len());
+        // Every kernel listed serves some point: none sits there unused.
+        for k in &group {
+            if half.contains(&format!("name: {}\n", k.name)) {
+                assert!(size_points().into_iter().any(|p| {
+                    choice(target, &models, 104, &group, p).is_some_and(|c| c.name == k.name)
+                }));
+            }
+        }
     }
 
     #[test]

@@ -18,8 +18,9 @@
 //!            RDNA's WMMA runs on the SIMD's own ALUs, so there the two add
 //!   issue    per SIMD: CDNA issues to a SIMD every 4th cycle, at most one
 //!            instruction per category (VALU incl. matrix, scalar, vector
-//!            memory, LDS, branch); RDNA (assumed: no AMD figure found)
-//!            every cycle, the same categories
+//!            memory, LDS, branch), each from a different wave: a lone
+//!            wave issues its whole loop in turn; RDNA (assumed: no AMD
+//!            figure found) every cycle, the same rules
 //!   LDS      per CU: bytes read and written ÷ LDS bytes per clock
 //!   vmem     per CU: bytes loaded ÷ L1 bytes per clock
 //! ```
@@ -27,13 +28,20 @@
 //! The problem then runs `ceil(tiles ÷ (CUs × resident workgroups))`
 //! rounds of `ceil(K ÷ K per iteration)` iterations (tile quantisation:
 //! the last round may leave CUs idle; its iterations are as slow as the
-//! pipes of its fewer workgroups allow), bounded below by the DRAM
-//! roofline of the bytes the problem must move at least once.
+//! pipes of its fewer workgroups allow), bounded below by two rooflines:
+//! L2, for the A and B panels every workgroup reads and the tile it writes
+//! (what makes small tiles costly on large problems; CDNA only, where
+//! rocprofiler-compute gives the L2 peak), and DRAM, for the bytes the
+//! problem must move at least once.
+//!
+//! [`choose`] ranks kernels for a problem by that time; the catalogs'
+//! size tables are chosen so (`gemm_catalog::choice`).
 //!
 //! What it leaves out, so a figure can only flatter: latency (memory,
 //! dependent MFMAs) beyond what the pipes hide, the prologue and the
-//! epilogue's arithmetic, caches other than by the roofline, clocks below
-//! the peak engine clock.
+//! epilogue's arithmetic, caches other than by the two rooflines, clocks
+//! below the peak engine clock. (One way it is strict instead: a panel
+//! two workgroups of one CU share through L1 counts as L2 traffic twice.)
 //!
 //! # Sources
 //!
@@ -138,6 +146,10 @@ pub struct ProductModel {
     pub name: &'static str,
     /// Peak DRAM bandwidth, bytes per second.
     pub dram_bytes_per_second: f64,
+    /// Peak L2 bandwidth of the whole GPU, bytes per clock, where AMD
+    /// publishes one (rocprofiler-compute's speed-of-light peaks: bytes per
+    /// clock per channel × channels).
+    pub l2_bytes_per_clock: Option<u32>,
     /// Dense matrix FLOPs (ops) per clock per CU by input type.
     pub peak_per_cu_clock: &'static [(Input, u32)],
     pub source: &'static str,
@@ -174,18 +186,22 @@ pub const PRODUCT_MODELS: &[ProductModel] = &[
         key: "mi210",
         name: "MI210",
         dram_bytes_per_second: 1.6e12,
+        // 64 B/clk per channel × 32 channels.
+        l2_bytes_per_clock: Some(64 * 32),
         peak_per_cu_clock: &[
             (Input::F32, 256),
             (Input::F16, 1024),
             (Input::Bf16, 1024),
             (Input::I8, 1024),
         ],
-        source: "AMD MI250 peak table (FLOPS/clock/CU); 1.6 TB/s, AMD CDNA2 whitepaper as IREE cites it",
+        source: "AMD MI250 peak table (FLOPS/clock/CU); 1.6 TB/s, AMD CDNA2 whitepaper as IREE cites it; L2 64 B/clk × 32 channels, rocprofiler-compute gfx90a speed of light and its L2 chapter",
     },
     ProductModel {
         key: "mi300x",
         name: "MI300X",
         dram_bytes_per_second: 5.3e12,
+        // 128 B/clk per channel × 16 channels per XCD × 8 XCDs.
+        l2_bytes_per_clock: Some(128 * 16 * 8),
         peak_per_cu_clock: &[
             (Input::F32, 256),
             (Input::Xf32, 1024),
@@ -194,12 +210,14 @@ pub const PRODUCT_MODELS: &[ProductModel] = &[
             (Input::Fp8, 4096),
             (Input::I8, 4096),
         ],
-        source: "AMD MI300X peak-performance table (FLOPS/clock/CU, 5.3 TB/s)",
+        source: "AMD MI300X peak-performance table (FLOPS/clock/CU, 5.3 TB/s); L2 128 B/clk × 16 channels per XCD, rocprofiler-compute gfx942 speed of light and SoC table",
     },
     ProductModel {
         key: "mi355x",
         name: "MI355X",
         dram_bytes_per_second: 8.0e12,
+        // 128 B/clk per channel × 16 channels per XCD × 8 XCDs.
+        l2_bytes_per_clock: Some(128 * 16 * 8),
         peak_per_cu_clock: &[
             (Input::F32, 256),
             (Input::F16, 4096),
@@ -207,26 +225,28 @@ pub const PRODUCT_MODELS: &[ProductModel] = &[
             (Input::Fp8, 8192),
             (Input::I8, 8192),
         ],
-        source: "AMD matrix-core blog (CDNA3/CDNA4) peaks, CDNA4 whitepaper Table 1 as XLA cites it; 8.0 TB/s, CDNA4 whitepaper as IREE cites it",
+        source: "AMD matrix-core blog (CDNA3/CDNA4) peaks, CDNA4 whitepaper Table 1 as XLA cites it; 8.0 TB/s, CDNA4 whitepaper as IREE cites it; L2 128 B/clk × 16 channels per XCD, rocprofiler-compute gfx950 speed of light and SoC table",
     },
     ProductModel {
         key: "rx7900xtx",
         name: "RX 7900 XTX",
         dram_bytes_per_second: 960e9,
+        l2_bytes_per_clock: None,
         peak_per_cu_clock: &[(Input::F16, 512), (Input::Bf16, 512), (Input::I8, 512)],
-        source: "GPUOpen 'WMMA on RDNA 3' FLOPS/clock/CU table; 384-bit × 20 Gbps GDDR6 = 960 GB/s (AMD spec sheet as press pages quote it)",
+        source: "GPUOpen 'WMMA on RDNA 3' FLOPS/clock/CU table; 384-bit × 20 Gbps GDDR6 = 960 GB/s (AMD spec sheet as press pages quote it); no L2 figure found, so no L2 roofline",
     },
     ProductModel {
         key: "rx9070xt",
         name: "RX 9070 XT",
         dram_bytes_per_second: 640e9,
+        l2_bytes_per_clock: None,
         peak_per_cu_clock: &[
             (Input::F16, 1024),
             (Input::Bf16, 1024),
             (Input::Fp8, 2048),
             (Input::I8, 2048),
         ],
-        source: "AMD matrix instruction calculator, RDNA4 (FLOPs/WGP/cycle ÷ 2); 640 GB/s, amd.com as IREE cites it",
+        source: "AMD matrix instruction calculator, RDNA4 (FLOPs/WGP/cycle ÷ 2); 640 GB/s, amd.com as IREE cites it; no L2 figure found, so no L2 roofline",
     },
 ];
 
@@ -241,12 +261,54 @@ impl ProductModel {
         self.product().map_or("", |p| p.chip().gfx)
     }
 
+    /// The machine the model runs kernels on: this product.
+    pub fn machine(&self) -> Option<Machine> {
+        let p = self.product()?;
+        Some(Machine {
+            pipes: pipes(self.gfx())?,
+            cus: p.compute_units,
+            clock_mhz: p.max_clock_mhz,
+            dram_bytes_per_second: self.dram_bytes_per_second,
+            l2_bytes_per_clock: self.l2_bytes_per_clock.map(f64::from),
+        })
+    }
+
     /// Dense matrix peak for `input`, FLOP/s (op/s), if it has one.
     pub fn peak(&self, input: Input) -> Option<f64> {
         let p = self.product()?;
         let per = self.peak_per_cu_clock.iter().find(|(t, _)| *t == input)?.1;
         Some(f64::from(per) * f64::from(p.compute_units) * f64::from(p.max_clock_mhz) * 1e6)
     }
+}
+
+/// What the model needs of a GPU: its processor's pipes, its CUs, its
+/// clock and its DRAM bandwidth.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Machine {
+    pub pipes: &'static Pipes,
+    pub cus: u32,
+    pub clock_mhz: u32,
+    pub dram_bytes_per_second: f64,
+    /// L2 bytes per clock, if known.
+    pub l2_bytes_per_clock: Option<f64>,
+}
+
+/// A product of processor `gfx` with `cus` CUs: the modelled product of
+/// that processor ([`PRODUCT_MODELS`]: its clock and DRAM bandwidth) with
+/// that CU count, and L2 bandwidth in proportion to its CUs (L2 channels
+/// come with XCDs: an MI300A has 6 of the MI300X's 8). The catalogs'
+/// product rows (an MI300A's 228 CUs, an MI308X's 80, an MI250X GCD's
+/// 110) are modelled so.
+pub fn machine_for(gfx: &str, cus: u32) -> Option<Machine> {
+    let model = PRODUCT_MODELS.iter().find(|p| p.gfx() == gfx)?;
+    let base = model.machine()?;
+    Some(Machine {
+        cus,
+        l2_bytes_per_clock: base
+            .l2_bytes_per_clock
+            .map(|b| b * f64::from(cus) / f64::from(base.cus.max(1))),
+        ..base
+    })
 }
 
 /// One matrix instruction's cost: cycles its SIMD's matrix unit is busy
@@ -392,6 +454,13 @@ pub struct Mix {
     pub unknown: Vec<String>,
 }
 
+impl Mix {
+    /// Instructions the wave issues (waits and hints aside).
+    pub fn issued(&self) -> u64 {
+        self.matrix + self.valu + self.scalar + self.vmem + self.lds + self.branch
+    }
+}
+
 /// The mix of a main loop's instructions (mnemonics as `llvm-objdump`
 /// prints them) on `gfx`, for waves of `lanes`.
 pub fn mix<'a>(gfx: &str, lanes: u64, body: impl IntoIterator<Item = &'a str>) -> Mix {
@@ -452,6 +521,7 @@ pub enum Bound {
     Issue,
     Lds,
     Vmem,
+    L2,
     Dram,
 }
 
@@ -463,6 +533,7 @@ impl Bound {
             Bound::Issue => "issue",
             Bound::Lds => "lds",
             Bound::Vmem => "vmem",
+            Bound::L2 => "l2",
             Bound::Dram => "dram",
         }
     }
@@ -516,7 +587,14 @@ impl Kernel {
             .into_iter()
             .max()
             .unwrap_or(0);
-        let issue = busiest_category as f64 * per_simd * f64::from(pipes.issue_period);
+        // A SIMD issues at most one instruction of each category per issue
+        // cycle, each from a different wave: a wave issues at most one
+        // instruction per issue cycle (AMD's GCN architecture whitepaper,
+        // "up to five instructions per cycle ... from different
+        // wavefronts"; CDNA keeps the GCN sequencer). So a lone wave
+        // issues its whole loop in turn, whatever the categories.
+        let issue_slots = (busiest_category as f64 * per_simd).max(m.issued() as f64);
+        let issue = issue_slots * f64::from(pipes.issue_period);
         let lds = m.lds_bytes as f64 * waves / f64::from(pipes.lds_bytes_per_clock);
         let vmem = m.vmem_bytes as f64 * waves / f64::from(pipes.l1_bytes_per_clock);
         [
@@ -548,29 +626,47 @@ pub struct Problem {
     pub out_bytes: u64,
 }
 
+impl Problem {
+    /// One M × N × K problem (batch 1) of inputs and outputs of these
+    /// element sizes.
+    pub fn new((m, n, k): (u64, u64, u64), in_bytes: u64, out_bytes: u64) -> Self {
+        Self {
+            m,
+            n,
+            k,
+            batch: 1,
+            in_bytes,
+            out_bytes,
+        }
+    }
+}
+
 /// The model's estimate for one kernel, product and problem.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Estimate {
     pub seconds: f64,
+    /// The time the pipes alone take (`seconds` without the roofline).
+    pub compute_seconds: f64,
     /// FLOP/s (2·M·N·K·batch per `seconds`).
     pub flops_per_second: f64,
     /// What bounds it.
     pub bound: Bound,
     /// Iterations' cycles per CU at full residency, and what bounds them.
     pub iteration_cycles: f64,
+    /// Wave-instructions the main loops execute over the whole problem.
+    pub wave_instructions: f64,
 }
 
-/// The modelled time of `problem` with `kernel` on `product`.
-pub fn estimate(kernel: &Kernel, product: &ProductModel, problem: &Problem) -> Option<Estimate> {
-    let p = product.product()?;
-    let pipes = pipes(product.gfx())?;
+/// The modelled time of `problem` with `kernel` on `machine`.
+pub fn estimate(kernel: &Kernel, machine: &Machine, problem: &Problem) -> Option<Estimate> {
+    let pipes = machine.pipes;
     let k_iter = kernel.k_per_iteration();
     if k_iter <= 0.0 {
         return None;
     }
     let (r, c) = kernel.tile;
     let tiles = problem.m.div_ceil(r) * problem.n.div_ceil(c) * problem.batch;
-    let cus = u64::from(p.compute_units);
+    let cus = u64::from(machine.cus);
     let per_cu = kernel.workgroups_per_cu(pipes);
     let iterations = (problem.k as f64 / k_iter).ceil().max(1.0);
     // Full rounds, then the last: its workgroups spread over the CUs.
@@ -582,23 +678,70 @@ pub fn estimate(kernel: &Kernel, product: &ProductModel, problem: &Problem) -> O
         let (c, _) = kernel.iteration_cycles(pipes, rest.div_ceil(cus));
         cycles += iterations * c;
     }
-    let compute = cycles / (f64::from(p.max_clock_mhz) * 1e6);
+    let clock = f64::from(machine.clock_mhz) * 1e6;
+    let compute = cycles / clock;
+    // Every workgroup reads its A and B panels through L2 and writes its
+    // tile: the bytes small tiles multiply.
+    let panel = (r + c) * problem.k * problem.in_bytes + r * c * problem.out_bytes;
+    let l2 = machine
+        .l2_bytes_per_clock
+        .map_or(0.0, |b| (tiles * panel) as f64 / (b * clock));
     let bytes = problem.batch
         * ((problem.m + problem.n) * problem.k * problem.in_bytes
             + problem.m * problem.n * problem.out_bytes);
-    let dram = bytes as f64 / product.dram_bytes_per_second;
-    let (seconds, bound) = if dram > compute {
-        (dram, Bound::Dram)
-    } else {
-        (compute, bound)
-    };
+    let dram = bytes as f64 / machine.dram_bytes_per_second;
+    let (seconds, bound) =
+        [(l2, Bound::L2), (dram, Bound::Dram)]
+            .into_iter()
+            .fold(
+                (compute, bound),
+                |best, x| if x.0 > best.0 { x } else { best },
+            );
     let flops = 2.0 * (problem.m * problem.n * problem.k * problem.batch) as f64;
+    // Wave-instructions of the main loops: every wave of every tile runs
+    // the loop's instructions once per iteration.
+    let wave_instructions =
+        tiles as f64 * kernel.waves as f64 * iterations * kernel.mix.issued() as f64;
     Some(Estimate {
         seconds,
+        compute_seconds: compute,
         flops_per_second: flops / seconds,
         bound,
         iteration_cycles: full_cycles,
+        wave_instructions,
     })
+}
+
+/// Which of `kernels` the model picks for `problem` on `machine`, if any
+/// can run it: the least modelled time; within a part in a million of it
+/// (two kernels at the same DRAM roofline, or both at the matrix peak),
+/// the least compute time, then the fewest main-loop wave-instructions
+/// (the instructions the simulator would execute in the main loops), then
+/// the first.
+pub fn choose(kernels: &[&Kernel], machine: &Machine, problem: &Problem) -> Option<usize> {
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * a.max(b);
+    let mut best: Option<(usize, Estimate)> = None;
+    for (i, k) in kernels.iter().enumerate() {
+        let Some(e) = estimate(k, machine, problem) else {
+            continue;
+        };
+        let better = match &best {
+            None => true,
+            Some((_, b)) => {
+                if !close(e.seconds, b.seconds) {
+                    e.seconds < b.seconds
+                } else if !close(e.compute_seconds, b.compute_seconds) {
+                    e.compute_seconds < b.compute_seconds
+                } else {
+                    e.wave_instructions < b.wave_instructions
+                }
+            }
+        };
+        if better {
+            best = Some((i, e));
+        }
+    }
+    best.map(|(i, _)| i)
 }
 
 /// Problem sides the report models (M = N = K).
@@ -687,9 +830,10 @@ pub fn table(rows: &[crate::gemm_report::Row]) -> String {
         "8192³ TF/s (%)"
     );
     for product in PRODUCT_MODELS {
-        let Some(pipes) = pipes(product.gfx()) else {
+        let Some(machine) = product.machine() else {
             continue;
         };
+        let pipes = machine.pipes;
         for row in rows.iter().filter(|r| r.gfx == product.gfx()) {
             let (Some(k), Some((input, in_bytes, out_bytes))) =
                 (kernel_of(row), types_of(&row.kernel))
@@ -703,15 +847,8 @@ pub fn table(rows: &[crate::gemm_report::Row]) -> String {
             let (cycles, bound) = k.iteration_cycles(pipes, per_cu);
             let mut cells = Vec::new();
             for side in SIDES {
-                let p = Problem {
-                    m: side,
-                    n: side,
-                    k: side,
-                    batch: 1,
-                    in_bytes,
-                    out_bytes,
-                };
-                cells.push(estimate(&k, product, &p).map_or("-".to_string(), |e| {
+                let p = Problem::new((side, side, side), in_bytes, out_bytes);
+                cells.push(estimate(&k, &machine, &p).map_or("-".to_string(), |e| {
                     format!(
                         "{:.1} ({:.0}%)",
                         e.flops_per_second / 1e12,
@@ -743,6 +880,82 @@ pub fn table(rows: &[crate::gemm_report::Row]) -> String {
     }
     for p in PRODUCT_MODELS {
         let _ = writeln!(out, "  {}: {}", p.name, p.source);
+    }
+    out
+}
+
+/// Problems (M, N, K) of [`choices`]: the main job's, square ones, and
+/// skinny ones whose tiles cannot fill a large GPU.
+pub const CHOICE_PROBLEMS: [(u64, u64, u64); 6] = [
+    (1024, 1024, 512),
+    (2048, 2048, 256),
+    (4096, 4096, 4096),
+    (8192, 8192, 8192),
+    (128, 128, 8192),
+    (16384, 256, 4096),
+];
+
+/// `gemm-report --model`'s second table: per product, for each family of
+/// our kernels of one type (`gemm_f16_f32_mfma_*`), the macro-tile the
+/// model picks for each of [`CHOICE_PROBLEMS`] ([`choose`], as the
+/// catalogs' size tables do) and its modelled TFLOP/s.
+pub fn choices(rows: &[crate::gemm_report::Row]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::from(
+        "MODELLED choice among our kernels (the catalogs' size tables pick so): tile, TF/s\n",
+    );
+    let _ = write!(out, "{:<12} {:<18}", "product", "kernels");
+    for (m, n, k) in CHOICE_PROBLEMS {
+        let _ = write!(out, " {:>19}", format!("{m}x{n}x{k}"));
+    }
+    out.push('\n');
+    for product in PRODUCT_MODELS {
+        let Some(machine) = product.machine() else {
+            continue;
+        };
+        let ours: Vec<&crate::gemm_report::Row> = rows
+            .iter()
+            .filter(|r| r.who == "ours" && r.gfx == product.gfx())
+            .collect();
+        let mut stems: Vec<&str> = Vec::new();
+        for r in &ours {
+            let stem = r.kernel.rsplit_once('_').map_or(r.kernel.as_str(), |s| s.0);
+            if !stems.contains(&stem) {
+                stems.push(stem);
+            }
+        }
+        for stem in stems {
+            let family: Vec<(&crate::gemm_report::Row, Kernel)> = ours
+                .iter()
+                .filter(|r| r.kernel.rsplit_once('_').is_some_and(|s| s.0 == stem))
+                .filter_map(|r| Some((*r, kernel_of(r)?)))
+                .collect();
+            let Some((_, in_bytes, out_bytes)) =
+                types_of(family.first().map_or("", |f| &f.0.kernel))
+            else {
+                continue;
+            };
+            if family.len() < 2 {
+                continue;
+            }
+            let kernels: Vec<&Kernel> = family.iter().map(|f| &f.1).collect();
+            let _ = write!(out, "{:<12} {:<18}", product.name, stem);
+            for mnk in CHOICE_PROBLEMS {
+                let problem = Problem::new(mnk, in_bytes, out_bytes);
+                let cell = choose(&kernels, &machine, &problem)
+                    .and_then(|i| {
+                        let e = estimate(kernels[i], &machine, &problem)?;
+                        Some(format!(
+                            "{} {:.1}",
+                            family[i].0.tile,
+                            e.flops_per_second / 1e12
+                        ))
+                    })
+                    .unwrap_or_else(|| "-".to_string());
+                let _ = write!(out, " {cell:>19}");
+            }
+            out.push('\n');
+        }
     }
     out
 }
@@ -815,20 +1028,78 @@ mod tests {
         assert_eq!(k.workgroups_per_cu(pipes), 2);
         // 2 workgroups × 4 waves over 4 SIMDs: 2 waves × 4 × 32 cycles.
         assert_eq!(k.iteration_cycles(pipes, 2), (256.0, Bound::Matrix));
-        // 8192³ fills every CU many times: close to the peak.
-        let p = Problem {
-            m: 8192,
-            n: 8192,
-            k: 8192,
-            batch: 1,
-            in_bytes: 2,
-            out_bytes: 2,
+        // 8192³ fills every CU many times: close to the peak, with a tile
+        // large enough for L2 to feed (256 × 128, 32 MFMAs per wave; 2048
+        // tiles are 6.7 rounds of 304).
+        let k = Kernel {
+            tile: (256, 128),
+            occupancy: 1,
+            mix: mix("gfx942", 64, ["v_mfma_f32_32x32x8_f16"; 32]),
+            ..k
         };
+        assert_eq!(k.k_per_iteration(), 32.0);
+        let p = Problem::new((8192, 8192, 8192), 2, 2);
         let mi300x = product("mi300x");
-        let e = estimate(&k, mi300x, &p).expect("estimate");
+        let e = estimate(&k, &mi300x.machine().expect("machine"), &p).expect("estimate");
         let share = e.flops_per_second / mi300x.peak(Input::F16).expect("peak");
         assert!(share > 0.95 && share <= 1.0, "{share}");
         assert_eq!(e.bound, Bound::Matrix);
+    }
+
+    #[test]
+    fn a_lone_wave_issues_its_whole_loop_in_turn() {
+        // One MFMA (64 cycles on gfx90a) and 18 instructions of three other
+        // categories: alone on its SIMD the wave needs 19 issue cycles of 4;
+        // four waves per SIMD interleave their categories under the MFMAs.
+        let mut body = vec!["v_mfma_f32_32x32x8f16"];
+        for _ in 0..6 {
+            body.extend(["s_add_u32", "ds_read_b32", "v_add_u32"]);
+        }
+        let k = Kernel {
+            tile: (32, 32),
+            waves: 1,
+            lanes: 64,
+            occupancy: 4,
+            mix: mix("gfx90a", 64, body),
+        };
+        assert_eq!(k.mix.issued(), 19);
+        let pipes = pipes("gfx90a").expect("gfx90a");
+        assert_eq!(k.iteration_cycles(pipes, 1), (76.0, Bound::Issue));
+        // 16 waves, 4 per SIMD: 28 vector instructions (MFMAs included)
+        // per SIMD, 112 issue cycles, against 256 of MFMA.
+        assert_eq!(k.iteration_cycles(pipes, 16), (256.0, Bound::Matrix));
+    }
+
+    #[test]
+    fn ties_go_to_less_compute_then_to_fewer_instructions() {
+        let lean = Kernel {
+            tile: (64, 64),
+            waves: 4,
+            lanes: 64,
+            occupancy: 2,
+            mix: mix("gfx942", 64, ["v_mfma_f32_32x32x8_f16"; 4]),
+        };
+        // The same matrix-bound time, four more scalar instructions.
+        let mut body = vec!["v_mfma_f32_32x32x8_f16"; 4];
+        body.extend(["s_add_u32"; 4]);
+        let busy = Kernel {
+            mix: mix("gfx942", 64, body),
+            ..lean.clone()
+        };
+        let machine = product("mi300x").machine().expect("machine");
+        let p = Problem::new((4096, 4096, 4096), 2, 2);
+        let (a, b) = (
+            estimate(&busy, &machine, &p).expect("busy"),
+            estimate(&lean, &machine, &p).expect("lean"),
+        );
+        assert_eq!(a.seconds, b.seconds);
+        assert!(a.wave_instructions > b.wave_instructions);
+        assert_eq!(choose(&[&busy, &lean], &machine, &p), Some(1));
+        assert_eq!(choose(&[&lean, &busy], &machine, &p), Some(0));
+        // K = 1: both at the DRAM roofline; still the lean one.
+        let thin = Problem { k: 1, ..p };
+        assert_eq!(choose(&[&busy, &lean], &machine, &thin), Some(1));
+        assert_eq!(choose(&[], &machine, &thin), None);
     }
 
     #[test]
@@ -842,22 +1113,15 @@ mod tests {
             mix: mix("gfx942", 64, body),
         };
         let mi300x = product("mi300x");
-        let small = Problem {
-            m: 512,
-            n: 512,
-            k: 4096,
-            batch: 1,
-            in_bytes: 2,
-            out_bytes: 2,
-        };
+        let small = Problem::new((512, 512, 4096), 2, 2);
         // 4 tiles on 304 CUs: 4 CUs at their peak, the rest idle.
-        let e = estimate(&k, mi300x, &small).expect("estimate");
+        let e = estimate(&k, &mi300x.machine().expect("machine"), &small).expect("estimate");
         let share = e.flops_per_second / mi300x.peak(Input::F16).expect("peak");
         assert!((share - 4.0 / 304.0).abs() < 1e-9, "{share}");
         // K = 1: nothing to compute, everything to move: DRAM bound.
         let thin = Problem { k: 1, ..small };
         assert_eq!(
-            estimate(&k, mi300x, &thin).map(|e| e.bound),
+            estimate(&k, &mi300x.machine().expect("machine"), &thin).map(|e| e.bound),
             Some(Bound::Dram)
         );
     }

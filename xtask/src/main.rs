@@ -433,6 +433,7 @@ fn gemm_report(args: &GemmReportArgs) -> Result<(), String> {
     print!("{}", gemm_report::format(&rows));
     if args.model {
         print!("\n{}", xtask::gemm_model::table(&rows));
+        print!("\n{}", xtask::gemm_model::choices(&rows));
     }
     Ok(())
 }
