@@ -4,9 +4,10 @@
 //! types and macro-tile (NT problems on an MI210; AMD's compiled kernels
 //! from Debian's rocBLAS package), with 128-bit global loads and LDS reads
 //! and no scratch; on gfx942 (no AMD kernels to compare with) the same
-//! widths and no scratch. On gfx1201 the report takes AMD's RDNA kernels
-//! as they are (their own wave size, WMMA as the matrix instructions) and
-//! the throughput model gives them modelled rows.
+//! widths and no scratch; on gfx1100 and gfx1201 our WMMA kernels, in
+//! wave32, the same widths and no scratch. On gfx1201 the report takes
+//! AMD's RDNA kernels as they are (their own wave size, WMMA as the matrix
+//! instructions) and the throughput model gives them modelled rows.
 
 use xtask::gemm_report::{Row, amd_rows, ours, rows};
 
@@ -143,4 +144,44 @@ fn amd_rdna_kernels_are_reported_with_their_own_wave_size_and_modelled() {
         .count();
     assert_eq!(rx, wmma, "{table}");
     assert!(wmma >= 4);
+}
+
+/// Our WMMA kernels (gfx1100, gfx1201): every one built and reported in
+/// wave32, its main loop of WMMAs fed by 128-bit global loads and LDS
+/// reads, no scratch, and a MODELLED row for its product.
+#[test]
+fn our_wmma_kernels_run_wave32_main_loops_of_wide_accesses() {
+    for (gfx, product) in [("gfx1100", "RX 7900 XTX"), ("gfx1201", "RX 9070 XT")] {
+        let (mine, _) = report(gfx);
+        let built = aqueduct_gemm::wmma::KERNELS
+            .iter()
+            .filter(|k| k.built_for(gfx))
+            .count();
+        assert!(built > 0, "{gfx}");
+        assert_eq!(mine.len(), built, "{gfx}");
+        for r in &mine {
+            let l = r
+                .main_loop
+                .as_ref()
+                .unwrap_or_else(|| panic!("{}: no main loop", r.kernel));
+            assert!(
+                l.body.iter().any(|m| m.starts_with("v_wmma_f32_16x16x16_")),
+                "{gfx} {}",
+                r.kernel
+            );
+            assert_eq!(r.wave_size, 32, "{gfx} {}", r.kernel);
+            assert_eq!(
+                (l.global_load_bits, l.lds_read_bits, r.scratch),
+                (128, 128, 0),
+                "{gfx} {}",
+                r.kernel
+            );
+        }
+        let table = xtask::gemm_model::table(&mine);
+        let modelled = table
+            .lines()
+            .filter(|l| l.starts_with(product) && l.contains("ours"))
+            .count();
+        assert_eq!(modelled, built, "{gfx}: {table}");
+    }
 }

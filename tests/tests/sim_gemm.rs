@@ -1,8 +1,9 @@
-//! aqueduct's own GEMM kernels on the simulator (gfx90a and gfx942)
-//! against an f64 CPU reference: the FMA fallback and the MFMA
-//! kernels (every macro-tile), for f32, and f16/bf16 inputs with
-//! f16/bf16/f32 output, and on gfx942 FP8/BF8 (FNUZ) inputs with f32
-//! output and xf32 (f32 multiplied at xf32 precision).
+//! aqueduct's own GEMM kernels on the simulator (every simulated target)
+//! against an f64 CPU reference: the FMA fallback, the MFMA kernels of
+//! CDNA and the WMMA kernels of RDNA3/RDNA4 (every macro-tile), for f32,
+//! and f16/bf16 inputs with f16/bf16/f32 output, and on gfx942 FP8/BF8
+//! (FNUZ) inputs with f32 output and xf32 (f32 multiplied at xf32
+//! precision).
 //!
 //! Inputs are small integers, so products and sums are exact in f32 and
 //! every result is exact in the output type (|D| < 256 for bf16): the
@@ -17,7 +18,7 @@
 
 use aqueduct_abi::gemm::{GemmArgs, GemmFlags};
 use aqueduct_gemm::common::{ElementType, GemmKernel};
-use aqueduct_gemm::{fma, mfma};
+use aqueduct_gemm::{fma, mfma, wmma};
 use aqueduct_tests::{Rng, Sim, simulated};
 use zerocopy::IntoBytes;
 
@@ -443,6 +444,7 @@ fn every_kernel_takes_gemm_args_where_its_metadata_puts_them() {
         let mut table: Vec<&str> = fma::KERNELS
             .iter()
             .chain(mfma::KERNELS)
+            .chain(wmma::KERNELS)
             .filter(|k| k.built_for(built.gfx))
             .map(|k| k.name)
             .collect();
@@ -500,19 +502,31 @@ fn fma_gemm_matches_the_cpu_for_every_type_transpose_and_edge() {
     }
 }
 
-/// Every MFMA kernel (each macro-tile of each type), every transpose:
-/// tiny and odd sizes (element-wise loads), one exact tile with K a
-/// multiple of the slice (every slice through the main loop's 128-bit
+/// Every kernel of a matrix family (each macro-tile of each type), every
+/// transpose: tiny and odd sizes (element-wise loads), one exact tile with
+/// K a multiple of the slice (every slice through the main loop's 128-bit
 /// loads: leading dimensions of whole tiles are 16-byte aligned), one
 /// exact tile with a K tail (main loop, then the tail slice), one past a
 /// tile, a prime size for one transpose, the special cases, and random
 /// floats.
 #[test]
 fn mfma_gemm_matches_the_cpu_for_every_type_tile_transpose_and_edge() {
-    let mut rng = Rng(0x3FA_6E33);
+    matrix_gemm_matches_the_cpu(mfma::KERNELS, Rng(0x3FA_6E33));
+}
+
+/// The same for the WMMA kernels of gfx1100 and gfx1201 (wave32; GFX11's
+/// and GFX12's operand and result layouts).
+#[test]
+fn wmma_gemm_matches_the_cpu_for_every_type_tile_transpose_and_edge() {
+    matrix_gemm_matches_the_cpu(wmma::KERNELS, Rng(0x3FA_3A33));
+}
+
+fn matrix_gemm_matches_the_cpu(list: &[GemmKernel], mut rng: Rng) {
+    let mut ran = 0;
     for sim in simulated(GEMM) {
-        let kernels = built(mfma::KERNELS, &sim);
+        let kernels = built(list, &sim);
         for &kernel in &kernels {
+            ran += 1;
             let (tm, tn) = kernel.tile;
             let mut small = || rng.below(3) as f32 - 1.0;
             for t in TRANSPOSES {
@@ -542,4 +556,5 @@ fn mfma_gemm_matches_the_cpu_for_every_type_tile_transpose_and_edge() {
             }
         }
     }
+    assert!(ran > 0, "no simulated target has a kernel of the family");
 }

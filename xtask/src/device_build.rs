@@ -102,6 +102,7 @@ pub fn gemm_launch_bounds(gfx: &str) -> Vec<(&'static str, u32)> {
     aqueduct_gemm::fma::KERNELS
         .iter()
         .chain(aqueduct_gemm::mfma::KERNELS)
+        .chain(aqueduct_gemm::wmma::KERNELS)
         .filter(|k| k.built_for(gfx))
         .map(|k| (k.name, k.threads))
         .collect()
@@ -112,7 +113,8 @@ pub fn gemm_launch_bounds(gfx: &str) -> Vec<(&'static str, u32)> {
 const SHARED_SHIMS: &str = "shared";
 
 /// The LDS arrays of the GEMM kernels built for `gfx`, sized from
-/// `aqueduct_gemm`'s table of MFMA kernels (Rust cannot declare them).
+/// `aqueduct_gemm`'s tables of MFMA and WMMA kernels (Rust cannot declare
+/// them).
 pub fn gemm_lds_ir(gfx: &str) -> String {
     let mut ir = String::new();
     aqueduct_gemm::mfma::write_lds_ir(&mut ir, gfx).expect("a String takes any text");

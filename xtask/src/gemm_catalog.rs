@@ -25,8 +25,10 @@
 //!   each grid point the kernel the throughput model rates fastest on the
 //!   row's product ([`choice`]; **modelled**, from the main loops of the
 //!   code object just built, [`models`]). A kernel the model picks nowhere
-//!   on a row is left out of it. On RDNA the FMA kernel is the only
-//!   solution (a Single node).
+//!   on a row is left out of it. RDNA's WMMA kernels (f16, bf16) are
+//!   chosen the same way for the processor's simulated product (RX 7900
+//!   XTX, RX 9070 XT); a type only the FMA family covers (f32 on RDNA) has
+//!   one solution (a Single node).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -97,19 +99,34 @@ pub fn product_rows(gfx: &str) -> (&'static [ProductRow], u32) {
         "gfx90a" => (GFX90A, 104),
         "gfx942" => (GFX942, 304),
         "gfx950" => (GFX950, 256),
+        // RDNA: the processor row alone, tuned for the simulated product
+        // (`aqueduct_abi::gfx::PRODUCTS`): RX 7900 XTX, RX 9070 XT.
+        "gfx1100" => (&[], 96),
+        "gfx1201" => (&[], 64),
         _ => (&[], 0),
     }
 }
 
-/// The kernels a target's catalog offers: the MFMA family where the
-/// target has matrix cores, else the FMA one.
+/// The kernels a target's catalog offers: its matrix family's (MFMA on
+/// CDNA, WMMA on RDNA3/RDNA4), and the FMA kernels of the type
+/// combinations that family lacks (f32 on RDNA; every one on a target
+/// without matrix cores).
 pub fn kernels_for(target: &GfxTarget) -> Vec<&'static GemmKernel> {
-    let family = if target.matrix_core == MatrixCore::Mfma {
-        aqueduct_gemm::mfma::KERNELS
-    } else {
-        aqueduct_gemm::fma::KERNELS
+    let matrix: &[GemmKernel] = match target.matrix_core {
+        MatrixCore::Mfma => aqueduct_gemm::mfma::KERNELS,
+        MatrixCore::Wmma => aqueduct_gemm::wmma::KERNELS,
+        MatrixCore::None => &[],
     };
-    family.iter().filter(|k| k.built_for(target.name)).collect()
+    let matrix: Vec<&GemmKernel> = matrix.iter().filter(|k| k.built_for(target.name)).collect();
+    let covered = |k: &GemmKernel| {
+        matrix
+            .iter()
+            .any(|m| (m.input, m.output) == (k.input, k.output))
+    };
+    let fma = aqueduct_gemm::fma::KERNELS
+        .iter()
+        .filter(|k| k.built_for(target.name) && !covered(k));
+    matrix.iter().copied().chain(fma).collect()
 }
 
 /// Tensile's type name.
@@ -142,13 +159,13 @@ pub type Models = BTreeMap<String, Kernel>;
 
 /// The models of `target`'s catalog kernels in the code object at `path`,
 /// from `llvm-objdump`'s disassembly of their main loops. FMA kernels
-/// (RDNA's: one per type, so nothing to choose among) have none; an MFMA
-/// kernel the model cannot read is an error, so the catalog never falls
-/// back to a guess.
+/// (one per type where they are offered, so nothing to choose among) have
+/// none; a matrix kernel the model cannot read is an error, so the
+/// catalog never falls back to a guess.
 pub fn models(target: &GfxTarget, path: &Path, objdump: &Path) -> Result<Models, String> {
     let mfma: Vec<(String, String)> = kernels_for(target)
         .iter()
-        .filter(|k| k.family == Family::Mfma)
+        .filter(|k| k.family != Family::Fma)
         .map(|k| {
             (
                 k.name.to_string(),

@@ -661,7 +661,7 @@ pub struct Estimate {
 pub fn estimate(kernel: &Kernel, machine: &Machine, problem: &Problem) -> Option<Estimate> {
     let pipes = machine.pipes;
     let k_iter = kernel.k_per_iteration();
-    if k_iter <= 0.0 {
+    if k_iter <= 0.0 || machine.cus == 0 {
         return None;
     }
     let (r, c) = kernel.tile;
@@ -748,7 +748,8 @@ pub fn choose(kernels: &[&Kernel], machine: &Machine, problem: &Problem) -> Opti
 pub const SIDES: [u64; 2] = [4096, 8192];
 
 /// Input type and the bytes of an input and an output element of a
-/// report row's kernel: ours by name (`aqueduct_gemm::mfma::KERNELS`),
+/// report row's kernel: ours by name (`aqueduct_gemm`'s MFMA and WMMA
+/// lists),
 /// AMD's by Tensile's type code in the name (rocBLAS's and hipBLASLt's).
 pub fn types_of(kernel: &str) -> Option<(Input, u64, u64)> {
     use aqueduct_gemm::common::ElementType as E;
@@ -761,6 +762,7 @@ pub fn types_of(kernel: &str) -> Option<(Input, u64, u64)> {
     };
     if let Some(k) = aqueduct_gemm::mfma::KERNELS
         .iter()
+        .chain(aqueduct_gemm::wmma::KERNELS)
         .find(|k| k.name == kernel)
     {
         let ((input, in_bytes), (_, out_bytes)) = (of(k.input), of(k.output));

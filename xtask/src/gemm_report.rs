@@ -517,10 +517,11 @@ pub fn amd_rows(
     rows("amd", path, objdump, target, &kernels)
 }
 
-/// Our MFMA kernels on `gfx`: names and tiles.
+/// Our matrix kernels (MFMA, WMMA) on `gfx`: names and tiles.
 pub fn ours(gfx: &str) -> Vec<(String, String)> {
     aqueduct_gemm::mfma::KERNELS
         .iter()
+        .chain(aqueduct_gemm::wmma::KERNELS)
         .filter(|k| k.built_for(gfx))
         .map(|k| {
             (

@@ -224,6 +224,7 @@ pub fn run_our_gemm(
     let info = aqueduct_gemm::fma::KERNELS
         .iter()
         .chain(aqueduct_gemm::mfma::KERNELS)
+        .chain(aqueduct_gemm::wmma::KERNELS)
         .find(|k| k.name == kernel)
         .ok_or_else(|| format!("{kernel} is not an aqueduct-gemm kernel"))?;
     let n = GEMM_SIZE as usize;

@@ -219,6 +219,8 @@ pub enum Family {
     Fma,
     /// Matrix cores: the CDNA targets (gfx90a, gfx942, gfx950).
     Mfma,
+    /// WMMA: the RDNA3/RDNA4 targets (gfx1100, gfx1201).
+    Wmma,
 }
 
 /// One kernel as the host launches it: the common arguments, a grid of
@@ -243,13 +245,15 @@ pub struct GemmKernel {
 
 impl GemmKernel {
     /// Whether the kernel is built for `gfx`: FMA kernels everywhere, MFMA
-    /// ones where the processor has MFMA (`aqueduct_abi::gfx`), each within
-    /// its `only_on` targets.
+    /// and WMMA ones where the processor has those (`aqueduct_abi::gfx`),
+    /// each within its `only_on` targets.
     pub fn built_for(&self, gfx: &str) -> bool {
         let family = match self.family {
             Family::Fma => true,
             Family::Mfma => aqueduct_abi::gfx::gfx(gfx)
                 .is_some_and(|g| g.matrix_core == aqueduct_abi::gfx::MatrixCore::Mfma),
+            Family::Wmma => aqueduct_abi::gfx::gfx(gfx)
+                .is_some_and(|g| g.matrix_core == aqueduct_abi::gfx::MatrixCore::Wmma),
         };
         family && (self.only_on.is_empty() || self.only_on.contains(&gfx))
     }

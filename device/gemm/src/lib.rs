@@ -1,12 +1,14 @@
-//! aqueduct's GEMM microkernels: MFMA on CDNA (gfx90a, gfx942, gfx950) and
-//! an FMA fallback everywhere (WMMA on RDNA is not written yet), each
-//! described by a solution catalog so the host can pick one per problem
-//! and GPU.
+//! aqueduct's GEMM microkernels: MFMA on CDNA (gfx90a, gfx942, gfx950),
+//! WMMA on RDNA3/RDNA4 (gfx1100, gfx1201) and an FMA fallback everywhere,
+//! each described by a solution catalog so the host can pick one per
+//! problem and GPU.
 //!
 //! Kernels: [`fma`], the VALU fallback (f32, and f16/bf16 inputs with f32
-//! accumulation), and [`mfma`], the matrix-core kernels of CDNA for the
-//! same types and, on gfx942, FP8/BF8 and xf32; [`common`] holds what they
-//! share (arguments, layouts, element types, the kernel lists). Each
+//! accumulation), [`mfma`], the matrix-core kernels of CDNA for the same
+//! types and, on gfx942, FP8/BF8 and xf32, and [`wmma`], RDNA's for
+//! f16/bf16 inputs; [`common`] holds what they share (arguments, layouts,
+//! element types, the kernel lists), and on the device `staging` the LDS
+//! slices both matrix families use. Each
 //! kernel is built with its real launch bound (xtask's launch bounds, from
 //! those lists).
 #![no_std]
@@ -28,7 +30,11 @@
 
 pub mod common;
 pub mod fma;
+#[macro_use]
 pub mod mfma;
+#[cfg(target_arch = "amdgpu")]
+mod staging;
+pub mod wmma;
 
 #[cfg(target_arch = "amdgpu")]
 #[panic_handler]

@@ -301,8 +301,9 @@ macro_rules! lds_accessor_prefix {
     };
 }
 
-/// Writes the LLVM IR of the LDS of the MFMA kernels built for `gfx`, as
-/// [`KERNELS`] gives them. Rust cannot declare a static in address space
+/// Writes the LLVM IR of the LDS of the MFMA and WMMA kernels built for
+/// `gfx`, as [`KERNELS`] and [`crate::wmma::KERNELS`] give them (both
+/// families' tiles have this module's LDS layout). Rust cannot declare a static in address space
 /// 3 (LDS): for each kernel an internal array of its tile's
 /// [`Tile::lds_bytes`], 16-byte aligned, so that the kernel's group
 /// segment is its tile's, and the always-inlined function
@@ -313,7 +314,8 @@ macro_rules! lds_accessor_prefix {
 /// `llvm/gemm.ll`.
 pub fn write_lds_ir(out: &mut impl core::fmt::Write, gfx: &str) -> core::fmt::Result {
     const PREFIX: &str = lds_accessor_prefix!();
-    for kernel in KERNELS.iter().filter(|k| k.built_for(gfx)) {
+    let all = KERNELS.iter().chain(crate::wmma::KERNELS);
+    for kernel in all.filter(|k| k.built_for(gfx)) {
         let (name, bytes) = (kernel.name, tile_of(kernel).lds_bytes());
         writeln!(
             out,
@@ -467,17 +469,27 @@ mod tests {
         assert!(TARGETS.iter().any(|g| g.lds_per_workgroup == LDS_LIMIT));
     }
 
-    /// The IR declares one LDS array for each kernel built for the target,
-    /// of its tile's bytes, and its accessor: the name the entry point
-    /// links.
+    /// The IR declares one LDS array for each matrix kernel (MFMA, WMMA)
+    /// built for the target, of its tile's bytes, and its accessor: the
+    /// name the entry point links.
     #[test]
     fn the_lds_ir_has_each_kernel_of_the_target_at_its_tile_s_size() {
         for gfx in ["gfx90a", "gfx942", "gfx1100"] {
             let mut ir = std::string::String::new();
             write_lds_ir(&mut ir, gfx).unwrap();
             let arrays = ir.lines().filter(|l| l.contains(" global ")).count();
-            let built = KERNELS.iter().filter(|k| k.built_for(gfx));
+            let built = KERNELS
+                .iter()
+                .chain(crate::wmma::KERNELS)
+                .filter(|k| k.built_for(gfx));
             assert_eq!(arrays, built.clone().count(), "{gfx}");
+            // CDNA: MFMA arrays only; RDNA (gfx1100): WMMA arrays only.
+            assert!(built.clone().all(|k| k.family
+                == if gfx == "gfx1100" {
+                    Family::Wmma
+                } else {
+                    Family::Mfma
+                }));
             for kernel in built {
                 let bytes = tile_of(kernel).lds_bytes();
                 let name = std::format!("aqueduct_gemm_lds_{}", kernel.name);
