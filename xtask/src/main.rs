@@ -502,12 +502,14 @@ fn sim_bench_command() -> Result<(), String> {
     }
     samples.extend(sim_bench::run_gemm(2)?);
     samples.extend(sim_bench::run_rdna_gemms()?);
-    let ours = artifacts
-        .iter()
-        .find(|a| a.package == "aqueduct-gemm" && a.gfx == "gfx90a")
-        .ok_or("no aqueduct-gemm code object for gfx90a")?;
-    let bytes = std::fs::read(&ours.path).map_err(|e| format!("{}: {e}", ours.path.display()))?;
     for gemm in sim_bench::OUR_GEMMS {
+        let gfx = gemm.0.name();
+        let ours = artifacts
+            .iter()
+            .find(|a| a.package == "aqueduct-gemm" && a.gfx == gfx)
+            .ok_or_else(|| format!("no aqueduct-gemm code object for {gfx}"))?;
+        let bytes =
+            std::fs::read(&ours.path).map_err(|e| format!("{}: {e}", ours.path.display()))?;
         samples.push(sim_bench::run_our_gemm(&bytes, gemm)?);
     }
     print!("{}", sim_bench::format_table(&samples));

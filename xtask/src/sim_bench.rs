@@ -205,21 +205,35 @@ fn timed_runs(
     Ok(sample)
 }
 
-/// aqueduct's own f16 GEMM kernels at [`GEMM_SIZE`]³ on one thread: the
-/// FMA fallback (`gemm_f16_f32_fma`, row `ours_f16`) and the MFMA kernel of
-/// the largest tile (`gemm_f16_f32_mfma_128x128`, row `ours_f16_mfma`),
-/// f16 in, f32 out.
-pub const OUR_GEMMS: [(&str, &str); 2] = [
-    ("gemm_f16_f32_fma", "ours_f16"),
-    ("gemm_f16_f32_mfma_128x128", "ours_f16_mfma"),
+/// aqueduct's own f16 GEMM kernels at [`GEMM_SIZE`]³ on one thread, f16
+/// in, f32 out: on gfx90a the FMA fallback (`gemm_f16_f32_fma`, row
+/// `ours_f16`) and the MFMA kernels of 128 × 128 (row `ours_f16_mfma`) and
+/// 64 × 64 (`ours_f16_mfma64`); on gfx1100 and gfx1201 the 64 × 64 WMMA
+/// kernel (`ours_f16_wmma64`): one kernel source, one tile, one LDS
+/// layout on CDNA and RDNA, so their rows compare the simulator's
+/// families like for like.
+pub const OUR_GEMMS: [(Target, &str, &str); 5] = [
+    (Target::Gfx90a, "gemm_f16_f32_fma", "ours_f16"),
+    (Target::Gfx90a, "gemm_f16_f32_mfma_128x128", "ours_f16_mfma"),
+    (Target::Gfx90a, "gemm_f16_f32_mfma_64x64", "ours_f16_mfma64"),
+    (
+        Target::Gfx1100,
+        "gemm_f16_f32_wmma_64x64",
+        "ours_f16_wmma64",
+    ),
+    (
+        Target::Gfx1201,
+        "gemm_f16_f32_wmma_64x64",
+        "ours_f16_wmma64",
+    ),
 ];
 
 /// One of [`OUR_GEMMS`] at [`GEMM_SIZE`]³ on one thread, from
-/// `code_object` (aqueduct-gemm for gfx90a), checked exactly (inputs in
-/// {-1, 0, 1}).
+/// `code_object` (aqueduct-gemm for its target), checked exactly (inputs
+/// in {-1, 0, 1}).
 pub fn run_our_gemm(
     code_object: &[u8],
-    (kernel, row): (&str, &'static str),
+    (target, kernel, row): (Target, &str, &'static str),
 ) -> Result<Sample, String> {
     let info = aqueduct_gemm::fma::KERNELS
         .iter()
@@ -228,7 +242,7 @@ pub fn run_our_gemm(
         .find(|k| k.name == kernel)
         .ok_or_else(|| format!("{kernel} is not an aqueduct-gemm kernel"))?;
     let n = GEMM_SIZE as usize;
-    let d = Gpu::new(Target::Gfx90a);
+    let d = Gpu::new(target);
     let p = d.load(code_object).map_err(|e| e.to_string())?;
     let mut rng = Rng(0x0512_F16F);
     let draw = |rng: &mut Rng| {
@@ -287,7 +301,7 @@ pub fn run_our_gemm(
     let poison = vec![0xFF; n * n * 4];
     let grid = info.grid(m, m, 1);
     let sample = Sample {
-        gfx: "gfx90a",
+        gfx: target.name(),
         kernel: row,
         threads: 1,
         elements: n * n,
@@ -525,7 +539,7 @@ pub fn run(target: Target, code_object: &[u8]) -> Result<Vec<Sample>, String> {
 /// One row per dispatch, and the target's verdict.
 pub fn format_table(samples: &[Sample]) -> String {
     let mut out = format!(
-        "{:<7} {:<14} {:>3} {:>8} {:>6} {:>10} {:>8} {:>8} {:>8} {:>11} {:>12}\n",
+        "{:<7} {:<16} {:>3} {:>8} {:>6} {:>10} {:>8} {:>8} {:>8} {:>11} {:>12}\n",
         "target",
         "kernel",
         "thr",
@@ -545,7 +559,7 @@ pub fn format_table(samples: &[Sample]) -> String {
             .map_or("-".to_owned(), |t| format!("{:.2}", t.as_secs_f64() * 1e3));
         let _ = writeln!(
             out,
-            "{:<7} {:<14} {:>3} {:>8} {:>6} {:>10} {cpu:>8} {:>8.2} {:>8.2} {:>11.1} {:>12.1}",
+            "{:<7} {:<16} {:>3} {:>8} {:>6} {:>10} {cpu:>8} {:>8.2} {:>8.2} {:>11.1} {:>12.1}",
             s.gfx,
             s.kernel,
             s.threads,
