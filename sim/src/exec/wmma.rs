@@ -289,35 +289,44 @@ fn wave32(reg: &Lanes) -> &[u32; WAVE] {
 /// Converts the `regs` of an A or B operand of element type `t` into
 /// `out` (element `e` of lane `l` at `out[e][l]`, the [`Layout`]'s
 /// numbering), each element's value exactly; integers by `signed`, float
-/// halves negated by `neg` (low) and `neg_hi` (high).
+/// halves negated by `neg` (low) and `neg_hi` (high). Only the first
+/// `lanes` lanes (16 or 32) are converted: GFX11's layouts read lanes
+/// 0-15 alone (lanes 16-31 hold copies, which [`v_wmma`] checks).
 #[inline(always)]
 fn convert<const K: usize, const F16C: bool>(
     t: In,
     regs: &[Lanes],
     signed: bool,
     (neg, neg_hi): (bool, bool),
+    lanes: usize,
     out: &mut [[f64; WAVE]; K],
 ) {
     let per_dword = 32 / t.bits();
     for (r, reg) in regs.iter().enumerate() {
-        let words = wave32(reg);
+        let all = wave32(reg);
+        let words = &all[..lanes];
         for sub in 0..per_dword {
-            let dst = &mut out[r * per_dword + sub];
+            let row = &mut out[r * per_dword + sub];
             let shift = sub * t.bits();
             match t {
                 #[cfg(target_arch = "x86_64")]
                 // SAFETY: `F16C` is set only in `multiply_avx2_fma`, which
                 // runs only where `avx2_fma` found AVX2 and F16C.
                 In::F16 if F16C => unsafe {
-                    crate::exec::mfma::f16_lanes_to_f64(words, sub == 1, dst)
+                    match (all.first_chunk::<16>(), row.first_chunk_mut::<16>()) {
+                        (Some(w), Some(d)) if lanes == 16 => {
+                            crate::exec::mfma::f16_lanes_to_f64(w, sub == 1, d)
+                        }
+                        _ => crate::exec::mfma::f16_lanes_to_f64(all, sub == 1, row),
+                    }
                 },
                 In::F16 => {
-                    for (d, &word) in dst.iter_mut().zip(words) {
+                    for (d, &word) in row.iter_mut().zip(words) {
                         *d = crate::exec::mfma::f16_to_f64((word >> shift) as u16);
                     }
                 }
                 In::Bf16 => {
-                    for (d, &word) in dst.iter_mut().zip(words) {
+                    for (d, &word) in row.iter_mut().zip(words) {
                         *d = f64::from(bf16_to_f32((word >> shift) as u16));
                     }
                 }
@@ -327,12 +336,12 @@ fn convert<const K: usize, const F16C: bool>(
                     } else {
                         crate::exec::mfma::In::Bf8Ocp
                     });
-                    for (d, &word) in dst.iter_mut().zip(words) {
+                    for (d, &word) in row.iter_mut().zip(words) {
                         *d = table[(word >> shift) as u8 as usize];
                     }
                 }
                 In::Iu8 | In::Iu4 => {
-                    for (d, &word) in dst.iter_mut().zip(words) {
+                    for (d, &word) in row.iter_mut().zip(words) {
                         *d = t.value(word >> shift, signed);
                     }
                 }
@@ -340,7 +349,7 @@ fn convert<const K: usize, const F16C: bool>(
             // NEG (NEG_HI for the high halves) negates float elements.
             let high = shift == 16;
             if !t.integer() && ((high && neg_hi) || (!high && neg)) {
-                for d in dst.iter_mut() {
+                for d in row[..lanes].iter_mut() {
                     *d = -*d;
                 }
             }
@@ -369,6 +378,8 @@ struct Job<'a> {
     clamp: bool,
     /// Bits added to each C/D shift: GFX11's OPSEL[2] half.
     half_shift: u32,
+    /// Lanes of A and B the layout reads (GFX11: 16; GFX12: 32).
+    ab_lanes: usize,
 }
 
 /// D = A × B + C: A and B converted, C copied into D (C may overlap A, B
@@ -380,9 +391,23 @@ fn multiply<const K: usize, const FAST: bool>(w: &mut Wave, job: &Job<'_>) {
     let s = job.s;
     let regs = |(at, count): (usize, usize)| &w.v[at..at + count];
     let mut a = [[0f64; WAVE]; K];
-    convert::<K, FAST>(s.a, regs(job.a), job.signed.0, job.neg_a, &mut a);
+    convert::<K, FAST>(
+        s.a,
+        regs(job.a),
+        job.signed.0,
+        job.neg_a,
+        job.ab_lanes,
+        &mut a,
+    );
     let mut b = [[0f64; WAVE]; K];
-    convert::<K, FAST>(s.b, regs(job.b), job.signed.1, job.neg_b, &mut b);
+    convert::<K, FAST>(
+        s.b,
+        regs(job.b),
+        job.signed.1,
+        job.neg_b,
+        job.ab_lanes,
+        &mut b,
+    );
     let (a, b) = (a.as_flattened(), b.as_flattened());
 
     let d = &mut w.v[job.d..job.d + job.count];
@@ -554,7 +579,19 @@ fn v_wmma<const K: usize>(
     w.vreg(i.vdst + count as u16 - 1, false)?;
     // GFX11: lanes l and l + 16 hold the same row, every bit of every
     // register (the elements tile the dwords), so whole halves compare.
-    if family == GfxFamily::Gfx11 && a.1.iter().chain(b.1).any(|r| r[..16] != r[16..WAVE]) {
+    let halves_differ = |regs: &[Lanes]| {
+        // One pass of XORs (it vectorises) rather than a compare per
+        // register.
+        let mut diff = 0;
+        for r in regs {
+            let r = wave32(r);
+            for l in 0..16 {
+                diff |= r[l] ^ r[l + 16];
+            }
+        }
+        diff != 0
+    };
+    if family == GfxFamily::Gfx11 && (halves_differ(a.1) || halves_differ(b.1)) {
         return Err(refuse(
             "a GFX11 v_wmma_* whose A/B lane copies differ (lanes l and l+16 must hold the same row)",
         ));
@@ -584,6 +621,7 @@ fn v_wmma<const K: usize>(
         } else {
             0
         },
+        ab_lanes: if family == GfxFamily::Gfx11 { 16 } else { WAVE },
     };
     #[cfg(target_arch = "x86_64")]
     if fast && crate::exec::mfma::avx2_fma() {
