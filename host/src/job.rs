@@ -800,7 +800,7 @@ impl fmt::Display for JobReport {
         if let Some(s) = &self.simulated {
             writeln!(
                 f,
-                "simulated  GEMM kernel: {} waves, {} wave-instructions, {} MFMAs ({:.1} % of them); all kernels {} wave-instructions (simulator counts, not GPU time)",
+                "simulated  GEMM kernel: {} waves, {} wave-instructions, {} matrix instructions ({:.1} % of them); all kernels {} wave-instructions (simulator counts, not GPU time)",
                 s.waves,
                 s.instructions,
                 s.matrix_instructions,

@@ -92,7 +92,7 @@ pub struct Stats {
     /// Sum over executed instructions of active lanes (EXEC bits).
     pub lane_ops: u64,
     /// Wave-instructions executed that were matrix instructions (MFMA,
-    /// SMFMAC).
+    /// SMFMAC, WMMA, SWMMAC).
     pub matrix_instructions: u64,
     /// Of `instructions`, those wave32 waves executed as a pair
     /// ([`crate::pair`]): a host-side figure, zero without pairs.

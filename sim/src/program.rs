@@ -74,7 +74,8 @@ pub(crate) struct Slot {
     pub word: u32,
     /// Why the words here are no instruction, if they are not.
     pub invalid: Option<DecodeError>,
-    /// A matrix instruction (MFMA, SMFMAC): counted apart in the stats.
+    /// A matrix instruction (MFMA, SMFMAC, WMMA, SWMMAC): counted apart in
+    /// the stats.
     pub matrix: bool,
     /// How many of the slots directly after this one are no-ops
     /// (`exec::salu::is_no_op`: waits and scheduling hints, which RDNA
@@ -189,7 +190,7 @@ impl Program {
             };
             self.code.insert(self.base + offset, self.slots.len());
             self.slots.push(Slot {
-                matrix: invalid.is_none() && crate::decode::inst::is_mai(inst.mnemonic),
+                matrix: invalid.is_none() && crate::decode::inst::is_matrix(inst.mnemonic),
                 inst,
                 exec,
                 offset,

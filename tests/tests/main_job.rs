@@ -82,12 +82,13 @@ fn the_job_runs_each_type_and_reports_what_the_catalog_chose() {
                 "{text}"
             );
             if let Some(sim) = report.simulated {
-                // Our CDNA kernels are MFMA kernels: the simulator counts
-                // their matrix instructions, among others. Elsewhere the
-                // catalogs hold FMA kernels, with none.
+                // Our CDNA kernels are MFMA kernels, our RDNA ones for
+                // f16/bf16 WMMA kernels: the simulator counts their matrix
+                // instructions, among others. The FMA kernels have none.
                 let mfma = chosen.name.contains("_mfma");
                 assert_eq!(mfma, gpu_has_mfma(&gfx), "{what}: {}", chosen.name);
-                assert_eq!(sim.matrix_instructions > 0, mfma, "{what}: {sim:?}");
+                let matrix = mfma || chosen.name.contains("_wmma");
+                assert_eq!(sim.matrix_instructions > 0, matrix, "{what}: {sim:?}");
                 assert!(sim.instructions > sim.matrix_instructions, "{what}");
                 assert!(sim.all_instructions > sim.instructions, "{what}");
                 assert!(text.contains("simulated"), "{text}");

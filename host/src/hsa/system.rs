@@ -78,7 +78,8 @@ pub struct KernelStats {
     pub instructions: u64,
     /// Sum over executed instructions of active lanes.
     pub lane_ops: u64,
-    /// Wave-instructions executed that were matrix instructions (MFMA).
+    /// Wave-instructions executed that were matrix instructions (MFMA,
+    /// SMFMAC, WMMA, SWMMAC).
     pub matrix_instructions: u64,
 }
 

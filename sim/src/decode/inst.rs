@@ -535,6 +535,12 @@ pub(super) fn is_mac(mnemonic: &str) -> bool {
         || mnemonic.starts_with("v_dot2acc_")
 }
 
+/// Matrix instructions, as the statistics count them: MAI (MFMA, SMFMAC)
+/// and RDNA's WMMA and SWMMAC.
+pub fn is_matrix(mnemonic: &str) -> bool {
+    is_mai(mnemonic) || mnemonic.starts_with("v_wmma") || mnemonic.starts_with("v_swmmac")
+}
+
 /// MAI (matrix) instructions of the VOP3P encoding space.
 pub fn is_mai(mnemonic: &str) -> bool {
     (mnemonic.starts_with("v_mfma") || mnemonic.starts_with("v_smfmac"))
