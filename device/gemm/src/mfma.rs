@@ -49,7 +49,9 @@
 //! is never read otherwise) and stored if it lies inside D.
 //!
 //! The index arithmetic is plain functions here, tested on the host; the
-//! kernel (amdgpu only) strings them together. Arguments and launch are
+//! kernel (amdgpu only) strings them together. The WMMA kernels of RDNA
+//! (`crate::wmma`) use the same tiles, LDS layout and slices (the device's
+//! `staging` module holds the code both families run). Arguments and launch are
 //! [`crate::common`]'s; the grid is `(ceil(M / MT_M) · 256, ceil(N /
 //! MT_N), batch)`.
 

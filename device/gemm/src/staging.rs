@@ -6,9 +6,9 @@
 //! 256 on CDNA's four wave64s, 128 on RDNA's four wave32s) and over what
 //! the matrix unit does with a slice in LDS (`compute`).
 
-use crate::common::{Element, Layout, Problem, Stored, TRANSPOSE_A, TRANSPOSE_B};
 use core::arch::amdgpu::{workgroup_id_x, workgroup_id_y, workitem_id_x};
 
+use crate::common::{Element, Layout, Problem, Stored, TRANSPOSE_A, TRANSPOSE_B};
 use crate::mfma::{SLICE_BYTES, Tile, VECTOR, lds_offset, vector_place, wave_place};
 
 unsafe extern "C" {
