@@ -42,7 +42,9 @@
 //! byte `32c + 16g` for chunk `c` of the slice ([`operand_offset`]) and
 //! feeds them to 16 / (4 · element bytes) MFMAs in turn: the k order inside
 //! a slice is permuted, identically for A and B, so every k meets its
-//! partner once ([`chunk_k`]).
+//! partner once ([`chunk_k`]). On gfx950 the 16 bytes of f16 feed one
+//! doubled-K `v_mfma_f32_32x32x16_f16` instead of two 32 × 32 × 8 ones
+//! (CDNA4's f16 rate; bf16 still takes two, see `device.rs`).
 //!
 //! **Epilogue.** Register `r` of lane `l` of a block holds D's element
 //! ([`d_place`]); it is scaled by alpha, added to beta · C when beta ≠ 0 (C

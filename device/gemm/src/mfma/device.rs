@@ -83,6 +83,7 @@ fn two_mfmas(
     mfma(acc, halves(a[2], a[3]), halves(b[2], b[3]))
 }
 
+#[cfg(not(aqueduct_gfx = "gfx950"))]
 impl Input for F16 {
     #[inline(always)]
     fn mfma(acc: F32x16, a: Vector, b: Vector) -> F32x16 {
@@ -93,6 +94,37 @@ impl Input for F16 {
             // literals.
             unsafe { mfma_32x32x8f16(a, b, c, 0, 0, 0) }
         })
+    }
+}
+
+/// `<8 x half>`: gfx950's doubled-K f16 operand in a lane. (Its bf16
+/// twin, `llvm.amdgcn.mfma.f32.32x32x16.bf16`, takes `<8 x bfloat>`, a
+/// type Rust cannot name yet; bf16 keeps the 32 × 32 × 8 form there.)
+#[cfg(aqueduct_gfx = "gfx950")]
+#[repr(simd)]
+#[derive(Clone, Copy)]
+pub struct F16x8([f16; 8]);
+
+// gfx950's doubled-K f16 form (CDNA4 ISA): eight f16 per lane, K = 16.
+#[cfg(aqueduct_gfx = "gfx950")]
+unsafe extern "C" {
+    #[link_name = "llvm.amdgcn.mfma.f32.32x32x16.f16"]
+    fn mfma_32x32x16_f16(a: F16x8, b: F16x8, c: F32x16, cbsz: i32, abid: i32, blgp: i32) -> F32x16;
+}
+
+/// On gfx950 one 16-byte read of A and of B is one doubled-K MFMA: lane
+/// group `g` holds the read's eight k, which the hardware takes in its
+/// own order, the same for A and B, so each k meets its partner once.
+#[cfg(aqueduct_gfx = "gfx950")]
+impl Input for F16 {
+    #[inline(always)]
+    fn mfma(acc: F32x16, a: Vector, b: Vector) -> F32x16 {
+        // SAFETY: `<4 x i32>` and `<8 x half>` have the same size, and
+        // every bit pattern is valid for both.
+        let (a, b): (F16x8, F16x8) = unsafe { (core::mem::transmute(a), core::mem::transmute(b)) };
+        // SAFETY: gfx950 has v_mfma_f32_32x32x16_f16; the operands have
+        // the intrinsic's types and the immargs are literals.
+        unsafe { mfma_32x32x16_f16(a, b, acc, 0, 0, 0) }
     }
 }
 
