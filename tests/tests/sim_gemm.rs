@@ -1,9 +1,9 @@
 //! aqueduct's own GEMM kernels on the simulator (every simulated target)
 //! against an f64 CPU reference: the FMA fallback, the MFMA kernels of
 //! CDNA and the WMMA kernels of RDNA3/RDNA4 (every macro-tile), for f32,
-//! and f16/bf16 inputs with f16/bf16/f32 output, and on gfx942 FP8/BF8
-//! (FNUZ) inputs with f32 output and xf32 (f32 multiplied at xf32
-//! precision).
+//! and f16/bf16 inputs with f16/bf16/f32 output, FP8/BF8 inputs with f32
+//! output on gfx942 (FNUZ), gfx950 and gfx1201 (OCP), and on gfx942 xf32 (f32
+//! multiplied at xf32 precision).
 //!
 //! Inputs are small integers, so products and sums are exact in f32 and
 //! every result is exact in the output type (|D| < 256 for bf16): the
@@ -17,6 +17,7 @@
 #![feature(f16)]
 
 use aqueduct_abi::gemm::{GemmArgs, GemmFlags};
+use aqueduct_abi::gfx::Fp8Format;
 use aqueduct_gemm::common::{ElementType, GemmKernel};
 use aqueduct_gemm::{fma, mfma, wmma};
 use aqueduct_tests::{Rng, Sim, simulated};
@@ -30,28 +31,44 @@ enum Ty {
     F32,
     F16,
     Bf16,
-    /// gfx942's FP8, E4M3 FNUZ.
-    Fp8,
-    /// gfx942's BF8, E5M2 FNUZ.
-    Bf8,
+    /// FP8, E4M3 in the target's format (FNUZ on gfx942, OCP on gfx950
+    /// and gfx1201).
+    Fp8(Fp8Format),
+    /// BF8, E5M2 in the target's format.
+    Bf8(Fp8Format),
 }
 
-/// An FNUZ 8-bit float (CDNA3 ISA, "Float8/BFloat8"; AMD's FNUZ formats):
-/// sign, `exp` exponent bits with bias `2^(exp-1)`, the rest mantissa; no
-/// infinities, 0x80 the only NaN, no negative zero.
-fn fnuz(bits: u8, exp: u32) -> f64 {
-    if bits == 0x80 {
-        return f64::NAN;
-    }
+/// An 8-bit float of `exp` exponent bits (4: E4M3, 5: E5M2), the rest
+/// mantissa, in `format`:
+/// - FNUZ (CDNA3 ISA, "Float8/BFloat8"; AMD's FNUZ formats): bias
+///   `2^(exp-1)`, no infinities, 0x80 the only NaN, no negative zero;
+/// - OCP (OCP 8-bit floating point specification): bias `2^(exp-1) - 1`;
+///   E4M3FN has no infinities and NaN S.1111.111, E5M2 is IEEE-like
+///   (exponent 31: infinities and NaNs).
+fn eight_bit(bits: u8, exp: u32, format: Fp8Format) -> f64 {
     let man_bits = 7 - exp;
-    let bias = 1i32 << (exp - 1);
-    let e = i32::from(bits >> man_bits & ((1 << exp) - 1) as u8);
-    let m = f64::from(bits & ((1 << man_bits) - 1) as u8) / f64::from(1u32 << man_bits);
-    let magnitude = if e == 0 {
+    let e = i32::from(bits >> man_bits) & ((1 << exp) - 1);
+    let m_bits = i32::from(bits) & ((1 << man_bits) - 1);
+    let top = (1 << exp) - 1;
+    let (bias, special) = match format {
+        Fp8Format::Fnuz => (1 << (exp - 1), (bits == 0x80).then_some(f64::NAN)),
+        Fp8Format::Ocp => {
+            let special = match (exp, e == top, m_bits) {
+                (4, true, 7) => Some(f64::NAN),
+                (5, true, 0) => Some(f64::INFINITY),
+                (5, true, _) => Some(f64::NAN),
+                _ => None,
+            };
+            ((1 << (exp - 1)) - 1, special)
+        }
+        Fp8Format::None => panic!("no 8-bit format"),
+    };
+    let m = f64::from(m_bits) / f64::from(1 << man_bits);
+    let magnitude = special.unwrap_or(if e == 0 {
         m * 2f64.powi(1 - bias)
     } else {
         (1.0 + m) * 2f64.powi(e - bias)
-    };
+    });
     if bits & 0x80 != 0 {
         -magnitude
     } else {
@@ -62,12 +79,18 @@ fn fnuz(bits: u8, exp: u32) -> f64 {
 impl Ty {
     /// The bits of `v`, which the callers keep exact in the type.
     fn encode(self, v: f32) -> u32 {
-        let eight = |exp: u32| -> u32 {
+        let eight = |exp: u32, format: Fp8Format| -> u32 {
             if v.is_nan() {
-                return 0x80;
+                // FNUZ's one NaN; OCP's S.1111.111 (a NaN in both E4M3FN
+                // and E5M2).
+                return if format == Fp8Format::Fnuz {
+                    0x80
+                } else {
+                    0x7F
+                };
             }
             (0..=255u8)
-                .find(|&b| fnuz(b, exp) == f64::from(v))
+                .find(|&b| eight_bit(b, exp, format) == f64::from(v))
                 .map(u32::from)
                 .unwrap_or_else(|| panic!("{v} is not exact in {self:?}"))
         };
@@ -75,8 +98,8 @@ impl Ty {
             Ty::F32 => v.to_bits(),
             Ty::F16 => u32::from((v as f16).to_bits()),
             Ty::Bf16 => v.to_bits() >> 16,
-            Ty::Fp8 => eight(4),
-            Ty::Bf8 => eight(5),
+            Ty::Fp8(f) => eight(4, f),
+            Ty::Bf8(f) => eight(5, f),
         }
     }
 
@@ -85,8 +108,8 @@ impl Ty {
             Ty::F32 => f64::from(f32::from_bits(bits)),
             Ty::F16 => f64::from(f16::from_bits(bits as u16)),
             Ty::Bf16 => f64::from(f32::from_bits(bits << 16)),
-            Ty::Fp8 => fnuz(bits as u8, 4),
-            Ty::Bf8 => fnuz(bits as u8, 5),
+            Ty::Fp8(f) => eight_bit(bits as u8, 4, f),
+            Ty::Bf8(f) => eight_bit(bits as u8, 5, f),
         }
     }
 
@@ -94,7 +117,7 @@ impl Ty {
         match self {
             Ty::F32 => 4,
             Ty::F16 | Ty::Bf16 => 2,
-            Ty::Fp8 | Ty::Bf8 => 1,
+            Ty::Fp8(_) | Ty::Bf8(_) => 1,
         }
     }
 }
@@ -146,13 +169,15 @@ struct Kernel {
 }
 
 impl Kernel {
-    fn of(k: &GemmKernel) -> Self {
+    /// `k` as built for `gfx` (whose 8-bit formats its FP8/BF8 take).
+    fn of(k: &GemmKernel, gfx: &str) -> Self {
+        let format = aqueduct_abi::gfx::gfx(gfx).map_or(Fp8Format::None, |g| g.fp8);
         let ty = |t: ElementType| match t {
             ElementType::F32 => Ty::F32,
             ElementType::F16 => Ty::F16,
             ElementType::Bf16 => Ty::Bf16,
-            ElementType::Fp8 => Ty::Fp8,
-            ElementType::Bf8 => Ty::Bf8,
+            ElementType::Fp8 => Ty::Fp8(format),
+            ElementType::Bf8 => Ty::Bf8(format),
             ElementType::Xf32 => Ty::F32,
         };
         Self {
@@ -175,7 +200,7 @@ fn built(list: &[GemmKernel], sim: &Sim) -> Vec<Kernel> {
     let gfx = sim.d.target.name();
     list.iter()
         .filter(|k| k.built_for(gfx))
-        .map(Kernel::of)
+        .map(|k| Kernel::of(k, gfx))
         .collect()
 }
 
@@ -363,6 +388,40 @@ fn special_cases(sim: &Sim, kernel: Kernel, values: &mut dyn FnMut() -> f32) {
         values,
         true,
     );
+}
+
+/// The reference's 8-bit decoders give each format's extremes: OCP E4M3FN
+/// max 448 and no infinity, E5M2 max 57344 then infinity (OCP 8-bit
+/// floating point specification, Table 1); FNUZ E4M3 max 240, E5M2 max
+/// 57344 (LLVM's `Float8E4M3FNUZ`/`Float8E5M2FNUZ`), and smallest
+/// subnormals 2^-9, 2^-16 (OCP) and 2^-10, 2^-17 (FNUZ).
+#[test]
+fn the_8_bit_references_give_each_formats_extremes() {
+    use Fp8Format::{Fnuz, Ocp};
+    for (bits, exp, format, want) in [
+        (0x7E, 4, Ocp, 448.0),
+        (0x01, 4, Ocp, 2f64.powi(-9)),
+        (0x08, 4, Ocp, 2f64.powi(-6)),
+        (0xBC, 4, Ocp, -1.5),
+        (0x7B, 5, Ocp, 57344.0),
+        (0x7C, 5, Ocp, f64::INFINITY),
+        (0x01, 5, Ocp, 2f64.powi(-16)),
+        (0x7F, 4, Fnuz, 240.0),
+        (0x7F, 5, Fnuz, 57344.0),
+        (0x01, 4, Fnuz, 2f64.powi(-10)),
+        (0x01, 5, Fnuz, 2f64.powi(-17)),
+        (0xC4, 4, Fnuz, -1.5),
+    ] {
+        assert_eq!(
+            eight_bit(bits, exp, format),
+            want,
+            "{bits:#x} {exp} {format:?}"
+        );
+    }
+    assert!(eight_bit(0x7F, 4, Ocp).is_nan() && eight_bit(0xFF, 4, Ocp).is_nan());
+    assert!(eight_bit(0x7D, 5, Ocp).is_nan());
+    assert!(eight_bit(0x80, 4, Fnuz).is_nan() && eight_bit(0x80, 5, Fnuz).is_nan());
+    assert_eq!(eight_bit(0x80, 4, Ocp), 0.0);
 }
 
 const TRANSPOSES: [(bool, bool); 4] = [(false, false), (false, true), (true, false), (true, true)];

@@ -1,14 +1,15 @@
-//! `cargo xtask gemm-report`: our MFMA kernels beside AMD's, statically.
+//! `cargo xtask gemm-report`: our matrix kernels beside AMD's, statically.
 //!
 //! No AMD GPU is here, so the comparison is of the code itself: for each
-//! of aqueduct-gemm's MFMA kernels (gfx90a and gfx942) and, on gfx90a, an
-//! AMD-compiled rocBLAS kernel of the same types and macro-tile (Debian
-//! trixie's `librocblas0`, fetched once and cached: `crate::rocblas_catalog`),
-//! the main loop is found in `llvm-objdump`'s disassembly and measured.
-//! On gfx1100 and gfx1201 the rows are AMD's RDNA kernels the tests run
-//! (rocBLAS's gfx1100 ones, hipBLASLt's gfx1100 and gfx1201 ones), WMMA
-//! counted as the matrix instructions and each row's wave size the
-//! kernel's own ([`amd_rows`]); there are no WMMA kernels of ours yet.
+//! of aqueduct-gemm's MFMA kernels (gfx90a, gfx942, gfx950) and WMMA
+//! kernels (gfx1100, gfx1201) and, on gfx90a, an AMD-compiled rocBLAS
+//! kernel of the same types and macro-tile (Debian trixie's `librocblas0`,
+//! fetched once and cached: `crate::rocblas_catalog`), the main loop is
+//! found in `llvm-objdump`'s disassembly and measured. On gfx1100 and
+//! gfx1201 AMD's rows are the RDNA kernels the tests run (rocBLAS's gfx1100
+//! ones, hipBLASLt's gfx1100 and gfx1201 ones), WMMA counted as the matrix
+//! instructions and each row's wave size the kernel's own ([`amd_rows`]);
+//! the packages have no gfx942 or gfx950 kernels.
 //!
 //! - AMD's gfx90a kernels are the ones rocBLAS's own catalog selects on an MI210
 //!   for NT problems of each type ([`amd_selected`]), one per macro-tile;

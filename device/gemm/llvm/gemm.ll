@@ -32,5 +32,19 @@ define linkonce_odr void @aqueduct_gemm_barrier() #1 {
   ret void
 }
 
+; gfx950's doubled-K bf16 MFMA (CDNA4 ISA: v_mfma_f32_32x32x16_bf16, eight
+; bf16 a lane). Its intrinsic takes <8 x bfloat>, a type Rust cannot name:
+; the MFMA kernels pass the lane's 16 bytes as <4 x i32> and this wrapper
+; reinterprets them. Only gfx950's code object calls it; elsewhere `opt`
+; drops it unused before `llc` would have to select it.
+declare <16 x float> @llvm.amdgcn.mfma.f32.32x32x16.bf16(<8 x bfloat>, <8 x bfloat>, <16 x float>, i32 immarg, i32 immarg, i32 immarg)
+
+define linkonce_odr <16 x float> @aqueduct_gemm_mfma_32x32x16_bf16(<4 x i32> %a, <4 x i32> %b, <16 x float> %c) #0 {
+  %a8 = bitcast <4 x i32> %a to <8 x bfloat>
+  %b8 = bitcast <4 x i32> %b to <8 x bfloat>
+  %d = call <16 x float> @llvm.amdgcn.mfma.f32.32x32x16.bf16(<8 x bfloat> %a8, <8 x bfloat> %b8, <16 x float> %c, i32 0, i32 0, i32 0)
+  ret <16 x float> %d
+}
+
 attributes #0 = { alwaysinline nounwind speculatable willreturn memory(none) }
 attributes #1 = { alwaysinline convergent nounwind willreturn }

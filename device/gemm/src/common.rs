@@ -86,12 +86,15 @@ impl Element for Bf16 {
     }
 }
 
-/// gfx942's FP8 (E4M3 FNUZ), as its bits: an input type only.
+/// FP8 (E4M3) in the target's format, as its bits: FNUZ on gfx942, OCP
+/// E4M3FN on gfx950 and gfx1201 (`aqueduct_abi::gfx::Fp8Format`). An
+/// input type only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(transparent)]
 pub struct Fp8(pub u8);
 
-/// gfx942's BF8 (E5M2 FNUZ), as its bits: an input type only.
+/// BF8 (E5M2) in the target's format, as its bits: FNUZ on gfx942, OCP on
+/// gfx950 and gfx1201. An input type only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(transparent)]
 pub struct Bf8(pub u8);
@@ -175,9 +178,12 @@ pub enum ElementType {
     F32,
     F16,
     Bf16,
-    /// gfx942's FP8: E4M3 FNUZ (CDNA3 ISA, "Float8").
+    /// FP8, E4M3 in the target's format (`aqueduct_abi::gfx::Fp8Format`):
+    /// FNUZ on gfx942 (CDNA3 ISA, "Float8"), OCP E4M3FN on gfx950 (CDNA4
+    /// ISA §7.3) and gfx1201.
     Fp8,
-    /// gfx942's BF8: E5M2 FNUZ.
+    /// BF8, E5M2 in the target's format: FNUZ on gfx942, OCP on gfx950
+    /// and gfx1201.
     Bf8,
     /// f32 in memory, multiplied as gfx942's xf32 (reduced-precision f32
     /// MFMAs; Tensile's `F32XdlMathOp` XFloat32).

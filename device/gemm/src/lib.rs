@@ -5,8 +5,8 @@
 //!
 //! Kernels: [`fma`], the VALU fallback (f32, and f16/bf16 inputs with f32
 //! accumulation), [`mfma`], the matrix-core kernels of CDNA for the same
-//! types and, on gfx942, FP8/BF8 and xf32, and [`wmma`], RDNA's for
-//! f16/bf16 inputs; [`common`] holds what they share (arguments, layouts,
+//! types, FP8/BF8 on gfx942 (FNUZ) and gfx950 (OCP), xf32 on gfx942, and
+//! [`wmma`], RDNA's for f16/bf16 inputs and gfx1201's FP8/BF8 (OCP); [`common`] holds what they share (arguments, layouts,
 //! element types, the kernel lists), and on the device `staging` the LDS
 //! slices both matrix families use. Each
 //! kernel is built with its real launch bound (xtask's launch bounds, from

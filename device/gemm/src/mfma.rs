@@ -42,9 +42,13 @@
 //! byte `32c + 16g` for chunk `c` of the slice ([`operand_offset`]) and
 //! feeds them to 16 / (4 · element bytes) MFMAs in turn: the k order inside
 //! a slice is permuted, identically for A and B, so every k meets its
-//! partner once ([`chunk_k`]). On gfx950 the 16 bytes of f16 feed one
-//! doubled-K `v_mfma_f32_32x32x16_f16` instead of two 32 × 32 × 8 ones
-//! (CDNA4's f16 rate; bf16 still takes two, see `device.rs`).
+//! partner once ([`chunk_k`]). On gfx950 the 16 bytes of f16 (bf16) feed
+//! one doubled-K `v_mfma_f32_32x32x16_f16` (`_bf16`) instead of two 32 ×
+//! 32 × 8 ones (CDNA4's 16-bit rate; the bf16 one through an IR wrapper,
+//! `llvm/gemm.ll`, as its intrinsic takes a type Rust cannot name), and the two
+//! chunks of an FP8/BF8 slice, 32 bytes a lane, one
+//! `v_mfma_f32_32x32x64_f8f6f4`, whose k order is the slice's own
+//! ([`f8f6f4_k`]).
 //!
 //! **Epilogue.** Register `r` of lane `l` of a block holds D's element
 //! ([`d_place`]); it is scaled by alpha, added to beta · C when beta ≠ 0 (C
@@ -186,6 +190,19 @@ pub fn chunk_k(c: u32, g: u32, j: u32, h: u32, per: u32, es: u32) -> u32 {
     (c * 2 * VECTOR + g * VECTOR) / es + per * j + h
 }
 
+/// The k inside the slice that gfx950's `v_mfma_f32_32x32x64_f8f6f4`
+/// multiplies as element `e` (< 32) of lane group `g` when an FP8/BF8
+/// operand's registers hold chunk 0's read, then chunk 1's (element `e` in
+/// byte `e % 16` of chunk `e / 16`): CDNA4 ISA §7.1.5.1 puts k = `32 h +
+/// 16 g + i` in element `16 h + i` of group `g` (i < 16), which is the
+/// byte that chunk `h`'s read of group `g` holds, so the slice's k order
+/// is the instruction's own, and its block `b` of 32 k (the unit of an MX
+/// block scale, §7.2) is chunk `b`.
+#[inline(always)]
+pub fn f8f6f4_k(g: u32, e: u32) -> u32 {
+    32 * (e / 16) + 16 * g + e % 16
+}
+
 /// The element of a 32 × 32 block that register `r` (< 16) of lane `lane`
 /// holds after a 32 × 32 single-block MFMA: (row, column) (CDNA3 ISA,
 /// "Dependent arithmetic … 32 × 32": row `8 (r / 4) + 4 (lane / 32) + r %
@@ -220,10 +237,12 @@ const T256X256: Tile = Tile { wm: 4, wn: 4 };
 /// own LDS array, which `cargo xtask build` declares from [`KERNELS`]
 /// ([`write_lds_ir`]).
 ///
-/// The FP8, BF8 and xf32 kernels (f32 out) are gfx942's only: the FNUZ
-/// formats are gfx942's (`v_mfma_f32_32x32x16_{fp8,bf8}_*`; gfx950's MFMAs
-/// of the same names take the OCP formats, which the simulator does not
-/// run), and xf32 (`v_mfma_f32_32x32x4_xf32`) is gfx942's only.
+/// The FP8 and BF8 kernels (f32 out) are gfx942's and gfx950's, each in
+/// its processor's 8-bit formats (`aqueduct_abi::gfx::Fp8Format`): FNUZ
+/// through gfx942's `v_mfma_f32_32x32x16_{fp8,bf8}_*`, OCP through
+/// gfx950's `v_mfma_f32_32x32x64_f8f6f4`, one per slice
+/// ([`f8f6f4_k`]). The xf32 kernels are gfx942's only
+/// (`v_mfma_f32_32x32x4_xf32`; CDNA4 dropped it).
 macro_rules! mfma_kernels {
     ($then:ident) => {
         $then! {
@@ -247,10 +266,10 @@ macro_rules! mfma_kernels {
             gemm_bf16_f32_mfma_128x128: Bf16 => f32, T128;
             gemm_bf16_f32_mfma_256x128: Bf16 => f32, T256;
             gemm_bf16_f32_mfma_256x256: Bf16 => f32, T256X256;
-            gemm_fp8_f32_mfma_64x64: Fp8 => f32, T64, only_on "gfx942";
-            gemm_fp8_f32_mfma_128x128: Fp8 => f32, T128, only_on "gfx942";
-            gemm_bf8_f32_mfma_64x64: Bf8 => f32, T64, only_on "gfx942";
-            gemm_bf8_f32_mfma_128x128: Bf8 => f32, T128, only_on "gfx942";
+            gemm_fp8_f32_mfma_64x64: Fp8 => f32, T64, only_on "gfx942", "gfx950";
+            gemm_fp8_f32_mfma_128x128: Fp8 => f32, T128, only_on "gfx942", "gfx950";
+            gemm_bf8_f32_mfma_64x64: Bf8 => f32, T64, only_on "gfx942", "gfx950";
+            gemm_bf8_f32_mfma_128x128: Bf8 => f32, T128, only_on "gfx942", "gfx950";
             gemm_xf32_mfma_64x64: Xf32 => f32, T64, only_on "gfx942";
             gemm_xf32_mfma_128x128: Xf32 => f32, T128, only_on "gfx942";
             gemm_xf32_mfma_256x128: Xf32 => f32, T256, only_on "gfx942";
@@ -393,6 +412,26 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// gfx950's f8f6f4 MFMA takes, in element `e` of lane group `g`, the
+    /// byte of the slice row that chunk `e / 16`'s read of group `g`
+    /// holds at `e % 16`, and each MX block of 32 k is one chunk.
+    #[test]
+    fn the_f8f6f4_mfma_takes_the_slice_in_its_own_order() {
+        let mut seen = [0u32; SLICE_BYTES as usize];
+        for g in 0..2 {
+            for e in 0..32 {
+                let k = f8f6f4_k(g, e);
+                let (chunk, byte) = (e / 16, e % 16);
+                assert_eq!(k, chunk_k(chunk, g, 0, byte, 16, 1));
+                let read = operand_offset(T128, 0, 32 * g + 3, chunk);
+                assert_eq!(lds_offset(T128, 3, k, 1), read + byte);
+                assert_eq!(k / 32, chunk, "block {g} {e}");
+                seen[k as usize] += 1;
+            }
+        }
+        assert!(seen.iter().all(|&n| n == 1));
     }
 
     /// Each k of a slice is multiplied exactly once per (row, column): the

@@ -1,5 +1,6 @@
 //! The WMMA kernel family (RDNA3 gfx1100, RDNA4 gfx1201): D in 16 × 16
-//! blocks of `v_wmma_f32_16x16x16_{f16,bf16}` with f32 accumulators, in
+//! blocks of `v_wmma_f32_16x16x16_{f16,bf16}` (and on gfx1201
+//! `v_wmma_f32_16x16x16_{fp8_fp8,bf8_bf8}`) with f32 accumulators, in
 //! wave32, as the compiler builds RDNA kernels.
 //!
 //! **Work split.** A workgroup of [`THREADS`] work-items (four wave32s,
@@ -29,6 +30,10 @@
 //!                    32j + 16 (l / 16).
 //! ```
 //!
+//! gfx1201's FP8/BF8 (OCP) WMMAs take 8 bytes a lane (K = 16 one byte
+//! each): a 16-byte read feeds two, bytes `8s .. 8s + 8` the `s`-th, so a
+//! slice (64 k) is four WMMAs a block.
+//!
 //! Which k the hardware takes each of a lane's elements for differs
 //! between the two (AMD's matrix instruction calculator: GFX12 interleaves
 //! them in pairs across the lane halves), but A and B use the same
@@ -41,7 +46,7 @@
 //! is scaled by alpha, added to beta · C when beta ≠ 0, converted to the
 //! output type and stored if it lies inside D.
 
-use crate::common::{Bf16, ElementType, F16, Family, GemmKernel, Stored};
+use crate::common::{Bf8, Bf16, ElementType, F16, Family, Fp8, GemmKernel, Stored};
 use crate::mfma::{Tile, VECTOR, lds_place};
 
 /// Work-items per workgroup (four wave32s, 2 × 2 over the macro-tile).
@@ -99,7 +104,8 @@ const T64: Tile = Tile { wm: 1, wn: 1 };
 const T128: Tile = Tile { wm: 2, wn: 2 };
 
 /// Every WMMA kernel, one row each (as `mfma_kernels!`): `name: In =>
-/// Out, TILE;`. `wmma_kernels!(then)` gives the rows to macro `then`:
+/// Out, TILE;`, then `, only_on "gfx.."` for a kernel of one target (the
+/// FP8/BF8 ones: gfx1201's OCP WMMAs; RDNA3 has none). `wmma_kernels!(then)` gives the rows to macro `then`:
 /// `kernel_infos` here ([`KERNELS`]), `wmma_entry_points` on the device.
 macro_rules! wmma_kernels {
     ($then:ident) => {
@@ -112,21 +118,27 @@ macro_rules! wmma_kernels {
             gemm_bf16_wmma_128x128: Bf16 => Bf16, T128;
             gemm_bf16_f32_wmma_64x64: Bf16 => f32, T64;
             gemm_bf16_f32_wmma_128x128: Bf16 => f32, T128;
+            gemm_fp8_f32_wmma_64x64: Fp8 => f32, T64, only_on "gfx1201";
+            gemm_fp8_f32_wmma_128x128: Fp8 => f32, T128, only_on "gfx1201";
+            gemm_bf8_f32_wmma_64x64: Bf8 => f32, T64, only_on "gfx1201";
+            gemm_bf8_f32_wmma_128x128: Bf8 => f32, T128, only_on "gfx1201";
         }
     };
 }
 
 /// [`KERNELS`] from the rows of `wmma_kernels!`.
 macro_rules! kernel_infos {
-    ($($name:ident: $in:ty => $out:ty, $tile:ident;)*) => {
+    ($($name:ident: $in:ty => $out:ty, $tile:ident $(, only_on $($gfx:literal),+)?;)*) => {
         /// Every WMMA kernel (`wmma_kernels!`), built for the WMMA
-        /// processors (gfx1100, gfx1201).
+        /// processors (gfx1100, gfx1201) unless its `only_on` says
+        /// otherwise.
         pub const KERNELS: &[GemmKernel] = &[$(
             wmma_kernel(
                 stringify!($name),
                 <$in as Stored>::TYPE,
                 <$out as Stored>::TYPE,
                 $tile,
+                &[$($($gfx),+)?],
             )
         ),*];
     };
@@ -139,6 +151,7 @@ const fn wmma_kernel(
     input: ElementType,
     output: ElementType,
     tile: Tile,
+    only_on: &'static [&'static str],
 ) -> GemmKernel {
     GemmKernel {
         name,
@@ -148,7 +161,7 @@ const fn wmma_kernel(
         tile_rows: tile.rows(),
         tile_cols: tile.cols(),
         threads: THREADS,
-        only_on: &[],
+        only_on,
     }
 }
 
@@ -246,17 +259,17 @@ mod tests {
     #[test]
     fn each_kernel_is_named_for_its_tile_and_built_for_the_wmma_processors() {
         for k in KERNELS {
+            let eight_bit = matches!(k.input, ElementType::Fp8 | ElementType::Bf8);
             assert!(
                 k.name
                     .ends_with(&std::format!("_{}x{}", k.tile_rows, k.tile_cols)),
                 "{}",
                 k.name
             );
-            assert!(
-                k.built_for("gfx1100") && k.built_for("gfx1201"),
-                "{}",
-                k.name
-            );
+            // RDNA3 has no FP8/BF8 WMMA (AMD's matrix instruction
+            // calculator); RDNA4 has them.
+            assert_eq!(k.built_for("gfx1100"), !eight_bit, "{}", k.name);
+            assert!(k.built_for("gfx1201"), "{}", k.name);
             assert!(!k.built_for("gfx942"), "{}", k.name);
             // Each work-item's vectors: 4 per row of the slice.
             assert_eq!(k.tile_rows * SLICE_BYTES / VECTOR % THREADS, 0);

@@ -6,7 +6,9 @@ use core::arch::amdgpu::workgroup_id_z;
 
 use super::{BLOCK, SLICE_BYTES, THREADS, Tile, VECTOR, WAVE, d_place, operand_offset};
 #[cfg(aqueduct_gfx = "gfx942")]
-use crate::common::{Bf8, Fp8, Xf32};
+use crate::common::Xf32;
+#[cfg(any(aqueduct_gfx = "gfx942", aqueduct_gfx = "gfx950"))]
+use crate::common::{Bf8, Fp8};
 use crate::common::{Bf16, Element, F16, Problem};
 use crate::staging::{Elem, Place, Stage, Vector, each_block, store_d};
 
@@ -15,16 +17,20 @@ use crate::staging::{Elem, Place, Stage, Vector, each_block, store_d};
 #[derive(Clone, Copy)]
 pub struct F32x16([f32; 16]);
 
+#[cfg(not(aqueduct_gfx = "gfx950"))]
 #[repr(simd)]
 #[derive(Clone, Copy)]
 pub struct F16x4([f16; 4]);
 
+#[cfg(not(aqueduct_gfx = "gfx950"))]
 #[repr(simd)]
 #[derive(Clone, Copy)]
 pub struct I16x4([i16; 4]);
 
 // The instructions, through their LLVM intrinsics (IntrinsicsAMDGPU.td),
 // with LLVM's exact types; CBSZ, ABID and BLGP are immargs, 0 here.
+// The 16-bit forms of gfx90a and gfx942 (gfx950 takes its doubled-K ones).
+#[cfg(not(aqueduct_gfx = "gfx950"))]
 unsafe extern "C" {
     #[link_name = "llvm.amdgcn.mfma.f32.32x32x8f16"]
     fn mfma_32x32x8f16(a: F16x4, b: F16x4, c: F32x16, cbsz: i32, abid: i32, blgp: i32) -> F32x16;
@@ -37,6 +43,8 @@ unsafe extern "C" {
         abid: i32,
         blgp: i32,
     ) -> F32x16;
+}
+unsafe extern "C" {
     #[link_name = "llvm.amdgcn.mfma.f32.32x32x2f32"]
     fn mfma_32x32x2f32(a: f32, b: f32, c: F32x16, cbsz: i32, abid: i32, blgp: i32) -> F32x16;
 }
@@ -60,17 +68,25 @@ pub struct F32x2([f32; 2]);
 
 /// An A/B element type of the MFMA kernels.
 trait Input: Elem {
-    /// The MFMAs of one 16-byte read of A and of B: `16 / BYTES` k, in
-    /// the order `chunk_k` gives.
-    fn mfma(acc: F32x16, a: Vector, b: Vector) -> F32x16;
+    /// The chunks of a slice (16-byte reads of A and of B per lane) one
+    /// call of [`Input::mfma`] takes: one, or both (1 and 2) for gfx950's
+    /// f8f6f4 MFMA (64 k of FP8/BF8, the whole slice), called at the
+    /// second.
+    const CHUNKS: usize = 1;
+    /// The MFMAs of `CHUNKS` reads of A and of B (`a[..CHUNKS]`,
+    /// `b[..CHUNKS]`): `16 / BYTES` k a read, in the order `chunk_k` (or
+    /// `f8f6f4_k`) gives.
+    fn mfma(acc: F32x16, a: [Vector; 2], b: [Vector; 2]) -> F32x16;
 }
 
+#[cfg(not(aqueduct_gfx = "gfx950"))]
 fn halves(w0: u32, w1: u32) -> [u16; 4] {
     [w0 as u16, (w0 >> 16) as u16, w1 as u16, (w1 >> 16) as u16]
 }
 
 /// The two MFMAs of four 16-bit elements each that one 16-byte read of A
 /// and of B feed (`chunk_k`: elements 0-3, then 4-7).
+#[cfg(not(aqueduct_gfx = "gfx950"))]
 #[inline(always)]
 fn two_mfmas(
     acc: F32x16,
@@ -86,7 +102,7 @@ fn two_mfmas(
 #[cfg(not(aqueduct_gfx = "gfx950"))]
 impl Input for F16 {
     #[inline(always)]
-    fn mfma(acc: F32x16, a: Vector, b: Vector) -> F32x16 {
+    fn mfma(acc: F32x16, [a, _]: [Vector; 2], [b, _]: [Vector; 2]) -> F32x16 {
         two_mfmas(acc, a, b, |c, a, b| {
             let (a, b) = (F16x4(a.map(f16::from_bits)), F16x4(b.map(f16::from_bits)));
             // SAFETY: gfx90a/gfx942/gfx950 have v_mfma_f32_32x32x8f16; the
@@ -97,9 +113,7 @@ impl Input for F16 {
     }
 }
 
-/// `<8 x half>`: gfx950's doubled-K f16 operand in a lane. (Its bf16
-/// twin, `llvm.amdgcn.mfma.f32.32x32x16.bf16`, takes `<8 x bfloat>`, a
-/// type Rust cannot name yet; bf16 keeps the 32 × 32 × 8 form there.)
+/// `<8 x half>`: gfx950's doubled-K f16 operand in a lane.
 #[cfg(aqueduct_gfx = "gfx950")]
 #[repr(simd)]
 #[derive(Clone, Copy)]
@@ -118,7 +132,7 @@ unsafe extern "C" {
 #[cfg(aqueduct_gfx = "gfx950")]
 impl Input for F16 {
     #[inline(always)]
-    fn mfma(acc: F32x16, a: Vector, b: Vector) -> F32x16 {
+    fn mfma(acc: F32x16, [a, _]: [Vector; 2], [b, _]: [Vector; 2]) -> F32x16 {
         // SAFETY: `<4 x i32>` and `<8 x half>` have the same size, and
         // every bit pattern is valid for both.
         let (a, b): (F16x8, F16x8) = unsafe { (core::mem::transmute(a), core::mem::transmute(b)) };
@@ -128,9 +142,31 @@ impl Input for F16 {
     }
 }
 
+// gfx950's doubled-K bf16 form through `llvm/gemm.ll`'s wrapper: its
+// intrinsic takes `<8 x bfloat>`, which Rust cannot name; the wrapper
+// takes the lane's 16 bytes as `<4 x i32>`.
+#[cfg(aqueduct_gfx = "gfx950")]
+unsafe extern "C" {
+    #[link_name = "aqueduct_gemm_mfma_32x32x16_bf16"]
+    fn mfma_32x32x16_bf16(a: Vector, b: Vector, c: F32x16) -> F32x16;
+}
+
+/// On gfx950 one 16-byte read of A and of B is one doubled-K bf16 MFMA,
+/// as for f16.
+#[cfg(aqueduct_gfx = "gfx950")]
 impl Input for Bf16 {
     #[inline(always)]
-    fn mfma(acc: F32x16, a: Vector, b: Vector) -> F32x16 {
+    fn mfma(acc: F32x16, [a, _]: [Vector; 2], [b, _]: [Vector; 2]) -> F32x16 {
+        // SAFETY: gfx950 has v_mfma_f32_32x32x16_bf16, which the wrapper
+        // calls with these bytes as eight bf16 a lane.
+        unsafe { mfma_32x32x16_bf16(a, b, acc) }
+    }
+}
+
+#[cfg(not(aqueduct_gfx = "gfx950"))]
+impl Input for Bf16 {
+    #[inline(always)]
+    fn mfma(acc: F32x16, [a, _]: [Vector; 2], [b, _]: [Vector; 2]) -> F32x16 {
         two_mfmas(acc, a, b, |c, a, b| {
             let (a, b) = (I16x4(a.map(|h| h as i16)), I16x4(b.map(|h| h as i16)));
             // SAFETY: gfx90a/gfx942/gfx950 have v_mfma_f32_32x32x8bf16_1k;
@@ -163,7 +199,7 @@ macro_rules! eight_bit_inputs {
         #[cfg(aqueduct_gfx = "gfx942")]
         impl Input for $ty {
             #[inline(always)]
-            fn mfma(acc: F32x16, a: Vector, b: Vector) -> F32x16 {
+            fn mfma(acc: F32x16, [a, _]: [Vector; 2], [b, _]: [Vector; 2]) -> F32x16 {
                 two_byte_mfmas(acc, a, b, |c, a, b| {
                     // SAFETY: gfx942 has the 32x32x16 FP8/BF8 MFMAs these
                     // intrinsics name; the operands have their types and
@@ -180,10 +216,73 @@ eight_bit_inputs! {
     Bf8 => mfma_32x32x16_bf8_bf8;
 }
 
+/// `<8 x i32>`: 32 FP8/BF8 of an f8f6f4 operand in a lane.
+#[cfg(aqueduct_gfx = "gfx950")]
+#[repr(simd)]
+#[derive(Clone, Copy)]
+pub struct I32x8([i32; 8]);
+
+// gfx950's f8f6f4 forms (CDNA4 ISA §7.1.5, §7.2): CBSZ and BLGP name A's
+// and B's formats (0 FP8 E4M3, 1 BF8 E5M2: the OCP formats). LLVM has one
+// intrinsic for the scaled and the plain forms: (A, B, C, CBSZ, BLGP,
+// OP_SEL of A's scale, A's scales, OP_SEL of B's, B's scales); with both
+// scales the constant 0 and OP_SEL 0 it selects the plain
+// `v_mfma_f32_32x32x64_f8f6f4`, which scales by 1 (§7.1.5), as the
+// kernels' disassembly shows (`cargo xtask gemm-report`).
+#[cfg(aqueduct_gfx = "gfx950")]
+unsafe extern "C" {
+    #[link_name = "llvm.amdgcn.mfma.scale.f32.32x32x64.f8f6f4.v8i32.v8i32"]
+    fn mfma_scale_32x32x64_f8f6f4(
+        a: I32x8,
+        b: I32x8,
+        c: F32x16,
+        cbsz: i32,
+        blgp: i32,
+        op_sel_a: i32,
+        scale_a: i32,
+        op_sel_b: i32,
+        scale_b: i32,
+    ) -> F32x16;
+}
+
+/// A slice's two reads as the f8f6f4 operand: chunk 0's 16 bytes in
+/// registers 0-3, chunk 1's in 4-7 (`super::f8f6f4_k`).
+#[cfg(aqueduct_gfx = "gfx950")]
+#[inline(always)]
+fn slice_operand([lo, hi]: [Vector; 2]) -> I32x8 {
+    let (lo, hi) = (lo.words(), hi.words());
+    I32x8([lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]].map(|w| w as i32))
+}
+
+/// gfx950's 8-bit inputs: one f8f6f4 MFMA a slice, the format code
+/// (CBSZ for A, BLGP for B) the type's.
+macro_rules! f8f6f4_inputs {
+    ($($ty:ident => $format:literal;)*) => {$(
+        #[cfg(aqueduct_gfx = "gfx950")]
+        impl Input for $ty {
+            const CHUNKS: usize = 2;
+            #[inline(always)]
+            fn mfma(acc: F32x16, a: [Vector; 2], b: [Vector; 2]) -> F32x16 {
+                let (a, b) = (slice_operand(a), slice_operand(b));
+                // SAFETY: gfx950 has v_mfma_f32_32x32x64_f8f6f4; the
+                // operands have the intrinsic's types, the immargs are
+                // literals (both formats the type's) and the zero scales
+                // select the plain form.
+                unsafe { mfma_scale_32x32x64_f8f6f4(a, b, acc, $format, $format, 0, 0, 0, 0) }
+            }
+        }
+    )*};
+}
+
+f8f6f4_inputs! {
+    Fp8 => 0;
+    Bf8 => 1;
+}
+
 #[cfg(aqueduct_gfx = "gfx942")]
 impl Input for Xf32 {
     #[inline(always)]
-    fn mfma(acc: F32x16, a: Vector, b: Vector) -> F32x16 {
+    fn mfma(acc: F32x16, [a, _]: [Vector; 2], [b, _]: [Vector; 2]) -> F32x16 {
         let (a, b) = (a.words().map(f32::from_bits), b.words().map(f32::from_bits));
         let pair = |v: [f32; 4], i: usize| F32x2([v[i], v[i + 1]]);
         // SAFETY: gfx942 has v_mfma_f32_32x32x4_xf32 (two f32 per lane,
@@ -198,7 +297,7 @@ impl Input for Xf32 {
 
 impl Input for f32 {
     #[inline(always)]
-    fn mfma(acc: F32x16, a: Vector, b: Vector) -> F32x16 {
+    fn mfma(acc: F32x16, [a, _]: [Vector; 2], [b, _]: [Vector; 2]) -> F32x16 {
         let (a, b) = (a.words().map(f32::from_bits), b.words().map(f32::from_bits));
         // SAFETY: gfx90a/gfx942/gfx950 have v_mfma_f32_32x32x2f32; the
         // operands have the intrinsic's types and the immargs are literals.
@@ -222,6 +321,9 @@ impl<In: Input> Workgroup<In> {
     #[inline(always)]
     fn compute<const WM: usize, const WN: usize>(&self, buffer: u32, acc: &mut [[F32x16; WN]; WM]) {
         let (sa, sb) = (self.stage.a_slice(buffer), self.stage.b_slice(buffer));
+        // The previous chunk's reads, for a type whose MFMA takes two.
+        let mut prev_a = [Vector::ZERO; WM];
+        let mut prev_b = [Vector::ZERO; WN];
         for chunk in 0..SLICE_BYTES / (2 * VECTOR) {
             let mut fa = [Vector::ZERO; WM];
             let mut fb = [Vector::ZERO; WN];
@@ -245,11 +347,18 @@ impl<In: Input> Workgroup<In> {
                 // SAFETY: 16 aligned bytes inside the B slice.
                 *f = unsafe { sb.add(at as usize).cast::<Vector>().read() };
             }
-            for (i, row) in acc.iter_mut().enumerate() {
-                for (j, block) in row.iter_mut().enumerate() {
-                    *block = In::mfma(*block, fa[i], fb[j]);
+            if In::CHUNKS == 1 || chunk % 2 == 1 {
+                for (i, row) in acc.iter_mut().enumerate() {
+                    for (j, block) in row.iter_mut().enumerate() {
+                        *block = if In::CHUNKS == 1 {
+                            In::mfma(*block, [fa[i], Vector::ZERO], [fb[j], Vector::ZERO])
+                        } else {
+                            In::mfma(*block, [prev_a[i], fa[i]], [prev_b[j], fb[j]])
+                        };
+                    }
                 }
             }
+            (prev_a, prev_b) = (fa, fb);
         }
     }
 }

@@ -5,6 +5,8 @@
 use core::arch::amdgpu::workgroup_id_z;
 
 use super::{BLOCK, Layouts, THREADS, WAVE, d_place, operand_offset};
+#[cfg(aqueduct_gfx = "gfx1201")]
+use crate::common::{Bf8, Fp8};
 use crate::common::{Bf16, Element, F16, Problem};
 use crate::mfma::{SLICE_BYTES, Tile, VECTOR};
 use crate::staging::{Elem, Place, Stage, Vector, each_block, store_d};
@@ -59,10 +61,50 @@ unsafe extern "C" {
     fn wmma_bf16(a: Bf16Operand, b: Bf16Operand, c: F32x8) -> F32x8;
 }
 
+// gfx1201's 8-bit forms: eight OCP FP8/BF8 a lane in `<2 x i32>`.
+#[cfg(aqueduct_gfx = "gfx1201")]
+unsafe extern "C" {
+    #[link_name = "llvm.amdgcn.wmma.f32.16x16x16.fp8.fp8.v8f32.v2i32"]
+    fn wmma_fp8_fp8(a: I32x2, b: I32x2, c: F32x8) -> F32x8;
+    #[link_name = "llvm.amdgcn.wmma.f32.16x16x16.bf8.bf8.v8f32.v2i32"]
+    fn wmma_bf8_bf8(a: I32x2, b: I32x2, c: F32x8) -> F32x8;
+}
+
+/// `<2 x i32>`: eight 8-bit elements of a lane.
+#[cfg(aqueduct_gfx = "gfx1201")]
+#[repr(simd)]
+#[derive(Clone, Copy)]
+pub struct I32x2([i32; 2]);
+
 /// An A/B element type of the WMMA kernels.
 trait Input: Elem {
-    /// One WMMA of a lane's A and B reads (`READS` vectors each).
+    /// The WMMAs of a lane's A and B reads (`READS` vectors each): one
+    /// for 16-bit elements, two for 8-bit ones (bytes 0-7, then 8-15).
     fn wmma(acc: F32x8, a: [Vector; READS], b: [Vector; READS]) -> F32x8;
+}
+
+/// gfx1201's 8-bit inputs: two WMMAs of one read each (module doc).
+macro_rules! eight_bit_inputs {
+    ($($ty:ident => $intrinsic:ident;)*) => {$(
+        #[cfg(aqueduct_gfx = "gfx1201")]
+        impl Input for $ty {
+            #[inline(always)]
+            fn wmma(acc: F32x8, [a]: [Vector; READS], [b]: [Vector; READS]) -> F32x8 {
+                let (a, b) = (a.words().map(|w| w as i32), b.words().map(|w| w as i32));
+                // SAFETY: gfx1201 has the 16x16x16 FP8/BF8 WMMAs these
+                // intrinsics name; the operands have their types.
+                unsafe {
+                    let acc = $intrinsic(I32x2([a[0], a[1]]), I32x2([b[0], b[1]]), acc);
+                    $intrinsic(I32x2([a[2], a[3]]), I32x2([b[2], b[3]]), acc)
+                }
+            }
+        }
+    )*};
+}
+
+eight_bit_inputs! {
+    Fp8 => wmma_fp8_fp8;
+    Bf8 => wmma_bf8_bf8;
 }
 
 impl Input for F16 {
@@ -176,7 +218,8 @@ fn gemm_wmma<In: Input, Out: Element, const BM: usize, const BN: usize>(
 /// The entry points of the rows of `wmma_kernels!` (wmma.rs), each on its
 /// own LDS array as the MFMA kernels' are (`crate::mfma::write_lds_ir`).
 macro_rules! wmma_entry_points {
-    ($($name:ident: $in:ty => $out:ty, $tile:ident;)*) => {$(
+    ($($name:ident: $in:ty => $out:ty, $tile:ident $(, only_on $($gfx:literal),+)?;)*) => {$(
+        $(#[cfg(any($(aqueduct_gfx = $gfx),+))])?
         crate::common::entry_points! {
             #[doc = concat!(
                 "`", stringify!($in), "` in, `", stringify!($out), "` out, macro-tile ",
