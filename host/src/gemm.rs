@@ -304,6 +304,9 @@ impl Gemm {
             beta: self.beta,
             flags: GemmFlags::transposed(self.trans_a, self.trans_b),
             reserved: 0,
+            // The catalogs hold no block-scaled kernel yet: none reads them.
+            scale_a: 0,
+            scale_b: 0,
         }
     }
 

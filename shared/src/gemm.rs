@@ -33,6 +33,15 @@ impl GemmFlags {
     }
 }
 
+/// Elements of K one block scale covers (OCP Microscaling: 32).
+pub const MX_BLOCK: u32 = 32;
+
+/// Block scales per row of op(A) (column of op(B)) of a K-deep problem:
+/// `⌈K / 32⌉`.
+pub const fn scale_blocks(k: u32) -> u32 {
+    k.div_ceil(MX_BLOCK)
+}
+
 /// The kernel arguments of every aqueduct-gemm kernel. The kernels take
 /// them as separate arguments (the four matrices as pointers, so that a
 /// command buffer can bind each to a buffer reference by its name),
@@ -82,11 +91,20 @@ pub struct GemmArgs {
     pub flags: GemmFlags,
     /// Pads the arguments to a multiple of 8 bytes; written as zero.
     pub reserved: u32,
+    /// Device address of A's block scales, for the block-scaled (MX)
+    /// kernels only (0 for the others, which do not read it): one E8M0
+    /// byte (`2^(e − 127)`, 0xFF NaN: the OCP Microscaling format) per 32
+    /// consecutive k of each row of op(A), row `i`'s block `kb` at `kb + i
+    /// · ⌈K / 32⌉`, batch `z`'s `z · M · ⌈K / 32⌉` bytes on.
+    pub scale_a: u64,
+    /// B's block scales, as A's: column `j` of op(B)'s block `kb` at `kb +
+    /// j · ⌈K / 32⌉`, batch `z`'s `z · N · ⌈K / 32⌉` bytes on.
+    pub scale_b: u64,
 }
 
 assert_layout!(
     GemmArgs,
-    size = 112,
+    size = 128,
     align = 8,
     why = "the kernarg segment of every aqueduct-gemm kernel as the compiler lays it out (a test \
            checks it against the code objects' metadata)",
@@ -110,6 +128,8 @@ assert_layout!(
     beta = 100,
     flags = 104,
     reserved = 108,
+    scale_a = 112,
+    scale_b = 120,
 );
 
 #[cfg(test)]

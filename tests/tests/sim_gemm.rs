@@ -2,8 +2,10 @@
 //! against an f64 CPU reference: the FMA fallback, the MFMA kernels of
 //! CDNA and the WMMA kernels of RDNA3/RDNA4 (every macro-tile), for f32,
 //! and f16/bf16 inputs with f16/bf16/f32 output, FP8/BF8 inputs with f32
-//! output on gfx942 (FNUZ), gfx950 and gfx1201 (OCP), and on gfx942 xf32 (f32
-//! multiplied at xf32 precision).
+//! output on gfx942 (FNUZ), gfx950 and gfx1201 (OCP), gfx950's MXFP8 (OCP
+//! FP8/BF8 with E8M0 scales per 32 k of each row of A and column of B,
+//! 2^-3 to 2^4, which the reference applies block by block), and on
+//! gfx942 xf32 (f32 multiplied at xf32 precision).
 //!
 //! Inputs are small integers, so products and sums are exact in f32 and
 //! every result is exact in the output type (|D| < 256 for bf16): the
@@ -16,7 +18,7 @@
 
 #![feature(f16)]
 
-use aqueduct_abi::gemm::{GemmArgs, GemmFlags};
+use aqueduct_abi::gemm::{GemmArgs, GemmFlags, scale_blocks};
 use aqueduct_abi::gfx::Fp8Format;
 use aqueduct_gemm::common::{ElementType, GemmKernel};
 use aqueduct_gemm::{fma, mfma, wmma};
@@ -166,6 +168,8 @@ struct Kernel {
     tile: (u32, u32),
     threads: u32,
     u: f64,
+    /// A and B come with E8M0 block scales (MX).
+    scaled: bool,
 }
 
 impl Kernel {
@@ -178,6 +182,9 @@ impl Kernel {
             ElementType::Bf16 => Ty::Bf16,
             ElementType::Fp8 => Ty::Fp8(format),
             ElementType::Bf8 => Ty::Bf8(format),
+            // MXFP8: OCP elements (gfx950's), scaled per 32 k.
+            ElementType::MxFp8 => Ty::Fp8(Fp8Format::Ocp),
+            ElementType::MxBf8 => Ty::Bf8(Fp8Format::Ocp),
             ElementType::Xf32 => Ty::F32,
         };
         Self {
@@ -191,6 +198,7 @@ impl Kernel {
             } else {
                 2f64.powi(-24)
             },
+            scaled: k.input.block_scaled(),
         }
     }
 }
@@ -235,6 +243,30 @@ fn run(sim: &Sim, kernel: Kernel, c: Case, values: &mut dyn FnMut() -> f32, exac
     let mem = sim.d.memory();
     let up = |ty: Ty, v: &[u32]| mem.alloc_bytes(&pack(ty, v)).expect("alloc");
     let (a_dev, b_dev, c_dev) = (up(tin, &a), up(tin, &b), up(tout, &cm));
+    // MX: E8M0 scales 2^-3 .. 2^4 (bytes 124 ..= 131), neighbours
+    // unrelated; batch z's M (N) rows of ⌈K / 32⌉ each.
+    let blocks = scale_blocks(c.k) as usize;
+    let scale_bytes = |rows: u32, salt: u64| -> Vec<u8> {
+        (0..(rows as usize * blocks * c.batch as usize).max(1))
+            .map(|i| 124 + ((i as u64 ^ salt).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 61) as u8)
+            .collect()
+    };
+    let (sa, sb) = (scale_bytes(c.m, 0x5A), scale_bytes(c.n, 0xB5));
+    let (sa_dev, sb_dev) = if kernel.scaled {
+        let up = |v: &[u8]| mem.alloc_bytes(v).expect("alloc");
+        (up(&sa), up(&sb))
+    } else {
+        (0, 0)
+    };
+    // The factor the kernel applies to A[i][l] · B[l][j] of batch `bi`.
+    let scale = |bi: usize, i: usize, j: usize, l: usize| -> f64 {
+        if !kernel.scaled {
+            return 1.0;
+        }
+        let (ra, rb) = (bi * c.m as usize + i, bi * c.n as usize + j);
+        let e = i32::from(sa[ra * blocks + l / 32]) + i32::from(sb[rb * blocks + l / 32]);
+        2f64.powi(e - 254)
+    };
     let d_dev = match tout {
         Ty::F32 => sim.poisoned::<u32>(d_len),
         _ => sim.poisoned::<u16>(d_len),
@@ -260,6 +292,8 @@ fn run(sim: &Sim, kernel: Kernel, c: Case, values: &mut dyn FnMut() -> f32, exac
         beta: c.beta,
         flags: GemmFlags::transposed(c.trans_a, c.trans_b),
         reserved: 0,
+        scale_a: sa_dev,
+        scale_b: sb_dev,
     };
     let grid = [
         c.m.div_ceil(kernel.tile.0).max(1) * kernel.threads,
@@ -305,7 +339,7 @@ fn run(sim: &Sim, kernel: Kernel, c: Case, values: &mut dyn FnMut() -> f32, exac
                         } else {
                             b[bi * strides[1] + l + j * ldb as usize]
                         };
-                        let p = tin.decode(av) * tin.decode(bv);
+                        let p = tin.decode(av) * tin.decode(bv) * scale(bi, i, j, l);
                         sum += p;
                         abs += p.abs();
                     }
@@ -346,6 +380,9 @@ fn run(sim: &Sim, kernel: Kernel, c: Case, values: &mut dyn FnMut() -> f32, exac
         }
     }
     sim.free(&[a_dev, b_dev, c_dev, d_dev]);
+    if kernel.scaled {
+        sim.free(&[sa_dev, sb_dev]);
+    }
 }
 
 /// The batch, K = 0 and alpha = 0 cases every kernel runs.
@@ -485,7 +522,8 @@ fn every_kernel_takes_gemm_args_where_its_metadata_puts_them() {
         m: "by_value", n: "by_value", k: "by_value",
         lda: "by_value", ldb: "by_value", ldc: "by_value", ldd: "by_value",
         stride_a: "by_value", stride_b: "by_value", stride_c: "by_value", stride_d: "by_value",
-        alpha: "by_value", beta: "by_value", flags: "by_value"
+        alpha: "by_value", beta: "by_value", flags: "by_value",
+        scale_a: "global_buffer", scale_b: "global_buffer"
     );
     let code_objects: Vec<_> = aqueduct_tests::built_code_objects()
         .into_iter()

@@ -110,14 +110,19 @@ pub fn product_rows(gfx: &str) -> (&'static [ProductRow], u32) {
 /// The kernels a target's catalog offers: its matrix family's (MFMA on
 /// CDNA, WMMA on RDNA3/RDNA4), and the FMA kernels of the type
 /// combinations that family lacks (f32 on RDNA; every one on a target
-/// without matrix cores).
+/// without matrix cores). Not the block-scaled (MX) kernels: the catalogs
+/// do not yet write the problem predicates that tell an MX problem from
+/// a plain FP8 one, and `Gemm` passes no scales.
 pub fn kernels_for(target: &GfxTarget) -> Vec<&'static GemmKernel> {
     let matrix: &[GemmKernel] = match target.matrix_core {
         MatrixCore::Mfma => aqueduct_gemm::mfma::KERNELS,
         MatrixCore::Wmma => aqueduct_gemm::wmma::KERNELS,
         MatrixCore::None => &[],
     };
-    let matrix: Vec<&GemmKernel> = matrix.iter().filter(|k| k.built_for(target.name)).collect();
+    let matrix: Vec<&GemmKernel> = matrix
+        .iter()
+        .filter(|k| k.built_for(target.name) && !k.input.block_scaled())
+        .collect();
     let covered = |k: &GemmKernel| {
         matrix
             .iter()
@@ -137,6 +142,9 @@ pub fn type_name(t: ElementType) -> &'static str {
         ElementType::Bf16 => "BFloat16",
         ElementType::Fp8 => "Float8",
         ElementType::Bf8 => "BFloat8",
+        // Never in a catalog (`kernels_for`); the element type's name.
+        ElementType::MxFp8 => "Float8",
+        ElementType::MxBf8 => "BFloat8",
         // f32 in memory; the math is the problem's `F32XdlMathOp`.
         ElementType::Xf32 => "Float",
     }

@@ -758,7 +758,9 @@ pub fn types_of(kernel: &str) -> Option<(Input, u64, u64)> {
         E::Xf32 => (Input::Xf32, 4),
         E::F16 => (Input::F16, 2),
         E::Bf16 => (Input::Bf16, 2),
-        E::Fp8 | E::Bf8 => (Input::Fp8, 1),
+        // The MX kernels' scales (a byte per 32 elements) are left out of
+        // their traffic.
+        E::Fp8 | E::Bf8 | E::MxFp8 | E::MxBf8 => (Input::Fp8, 1),
     };
     if let Some(k) = aqueduct_gemm::mfma::KERNELS
         .iter()

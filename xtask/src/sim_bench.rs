@@ -297,6 +297,8 @@ pub fn run_our_gemm(
         beta: 0.0,
         flags: GemmFlags::empty(),
         reserved: 0,
+        scale_a: 0,
+        scale_b: 0,
     };
     let poison = vec![0xFF; n * n * 4];
     let grid = info.grid(m, m, 1);

@@ -99,6 +99,18 @@ pub struct Fp8(pub u8);
 #[repr(transparent)]
 pub struct Bf8(pub u8);
 
+/// OCP FP8 (E4M3FN) with an E8M0 scale per 32 k of each row of op(A)
+/// and column of op(B) (MXFP8, OCP Microscaling; `GemmArgs::scale_a`), as
+/// its bits: gfx950's block-scaled input only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct MxFp8(pub u8);
+
+/// OCP BF8 (E5M2) with E8M0 block scales, as [`MxFp8`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct MxBf8(pub u8);
+
 /// An f32 the xf32 kernels multiply at xf32 precision, as its bits: an
 /// input type only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -153,9 +165,19 @@ pub struct Problem<In, Out> {
     pub alpha: f32,
     pub beta: f32,
     pub flags: u32,
+    /// E8M0 block scales of A and B (block-scaled kernels only).
+    pub scale_a: *const u8,
+    pub scale_b: *const u8,
 }
 
 impl<In, Out> Problem<In, Out> {
+    /// Bytes of block scales before batch `z`'s, for `rows` rows (M for
+    /// A, N for B) of `⌈K / 32⌉` scales each.
+    #[inline(always)]
+    fn scales(&self, z: u64, rows: u32) -> usize {
+        (z * u64::from(rows) * u64::from(aqueduct_abi::gemm::scale_blocks(self.k))) as usize
+    }
+
     /// The problem of batch `z`: each matrix `stride_*` elements on per
     /// batch. The pointers are only computed here (the kernels read them
     /// inside the batch's matrices).
@@ -167,6 +189,8 @@ impl<In, Out> Problem<In, Out> {
             b: self.b.wrapping_add((z * self.stride_b) as usize),
             c: self.c.wrapping_add((z * self.stride_c) as usize),
             d: self.d.wrapping_add((z * self.stride_d) as usize),
+            scale_a: self.scale_a.wrapping_add(self.scales(z, self.m)),
+            scale_b: self.scale_b.wrapping_add(self.scales(z, self.n)),
             ..self
         }
     }
@@ -185,6 +209,12 @@ pub enum ElementType {
     /// BF8, E5M2 in the target's format: FNUZ on gfx942, OCP on gfx950
     /// and gfx1201.
     Bf8,
+    /// MXFP8: OCP E4M3FN with an E8M0 scale per 32 k of each row of op(A)
+    /// and column of op(B) (`aqueduct_abi::gemm::GemmArgs::scale_a`);
+    /// gfx950 (CDNA4 ISA §7.2).
+    MxFp8,
+    /// MXFP8 with E5M2 elements (OCP BF8), as [`ElementType::MxFp8`].
+    MxBf8,
     /// f32 in memory, multiplied as gfx942's xf32 (reduced-precision f32
     /// MFMAs; Tensile's `F32XdlMathOp` XFloat32).
     Xf32,
@@ -195,8 +225,14 @@ impl ElementType {
         match self {
             Self::F32 | Self::Xf32 => 4,
             Self::F16 | Self::Bf16 => 2,
-            Self::Fp8 | Self::Bf8 => 1,
+            Self::Fp8 | Self::Bf8 | Self::MxFp8 | Self::MxBf8 => 1,
         }
+    }
+
+    /// Whether A and B come with E8M0 block scales (the MX types): the
+    /// kernels read `scale_a` and `scale_b`.
+    pub const fn block_scaled(self) -> bool {
+        matches!(self, Self::MxFp8 | Self::MxBf8)
     }
 }
 
@@ -216,7 +252,10 @@ macro_rules! stored {
     )*};
 }
 
-stored!(f32 => F32, F16 => F16, Bf16 => Bf16, Fp8 => Fp8, Bf8 => Bf8, Xf32 => Xf32);
+stored!(
+    f32 => F32, F16 => F16, Bf16 => Bf16, Fp8 => Fp8, Bf8 => Bf8, MxFp8 => MxFp8, MxBf8 => MxBf8,
+    Xf32 => Xf32,
+);
 
 /// The matrix hardware a kernel runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -305,10 +344,12 @@ macro_rules! entry_points {
             alpha: f32,
             beta: f32,
             flags: u32,
+            scale_a: *const u8,
+            scale_b: *const u8,
         ) {
             let p = $crate::common::Problem {
                 a, b, c, d, m, n, k, lda, ldb, ldc, ldd, stride_a, stride_b, stride_c,
-                stride_d, alpha, beta, flags,
+                stride_d, alpha, beta, flags, scale_a, scale_b,
             };
             $body::<$($generic),*>($($leading,)* p)
         }

@@ -48,7 +48,10 @@
 //! `llvm/gemm.ll`, as its intrinsic takes a type Rust cannot name), and the two
 //! chunks of an FP8/BF8 slice, 32 bytes a lane, one
 //! `v_mfma_f32_32x32x64_f8f6f4`, whose k order is the slice's own
-//! ([`f8f6f4_k`]).
+//! ([`f8f6f4_k`]). The MXFP8 kernels take the scaled form, each lane
+//! reading its row's (column's) E8M0 scale of its K block from
+//! `scale_a`/`scale_b` as the slice is multiplied ([`scale_place`]; the
+//! load's latency is not yet hidden behind the previous slice's MFMAs).
 //!
 //! **Epilogue.** Register `r` of lane `l` of a block holds D's element
 //! ([`d_place`]); it is scaled by alpha, added to beta · C when beta ≠ 0 (C
@@ -63,7 +66,9 @@
 
 use aqueduct_abi::gfx::{MatrixCore, TARGETS};
 
-use crate::common::{Bf8, Bf16, ElementType, F16, Family, Fp8, GemmKernel, Stored, Xf32};
+use crate::common::{
+    Bf8, Bf16, ElementType, F16, Family, Fp8, GemmKernel, MxBf8, MxFp8, Stored, Xf32,
+};
 
 /// Work-items per workgroup (four waves, 2 × 2 over the macro-tile).
 pub const THREADS: u32 = 256;
@@ -203,6 +208,16 @@ pub fn f8f6f4_k(g: u32, e: u32) -> u32 {
     32 * (e / 16) + 16 * g + e % 16
 }
 
+/// The row (column) of a 32-row block and the K block of a slice whose
+/// E8M0 scale lane `lane` holds for gfx950's scaled f8f6f4 MFMA: CDNA4
+/// ISA §7.2 puts row `i`'s scale of K block `b` in lane `i + 32 b` (the
+/// byte OP_SEL picks, 0 here); the slice's block `b` is its chunk `b`
+/// ([`f8f6f4_k`]), so slice `s`'s is the problem's block `2 s + b`.
+#[inline(always)]
+pub fn scale_place(lane: u32) -> (u32, u32) {
+    (lane % BLOCK, lane / BLOCK)
+}
+
 /// The element of a 32 × 32 block that register `r` (< 16) of lane `lane`
 /// holds after a 32 × 32 single-block MFMA: (row, column) (CDNA3 ISA,
 /// "Dependent arithmetic … 32 × 32": row `8 (r / 4) + 4 (lane / 32) + r %
@@ -241,7 +256,9 @@ const T256X256: Tile = Tile { wm: 4, wn: 4 };
 /// its processor's 8-bit formats (`aqueduct_abi::gfx::Fp8Format`): FNUZ
 /// through gfx942's `v_mfma_f32_32x32x16_{fp8,bf8}_*`, OCP through
 /// gfx950's `v_mfma_f32_32x32x64_f8f6f4`, one per slice
-/// ([`f8f6f4_k`]). The xf32 kernels are gfx942's only
+/// ([`f8f6f4_k`]); the MXFP8 ones (MxFp8, MxBf8) are gfx950's, through
+/// the scaled form `v_mfma_scale_f32_32x32x64_f8f6f4` with each block's
+/// scale in its lane ([`scale_place`]). The xf32 kernels are gfx942's only
 /// (`v_mfma_f32_32x32x4_xf32`; CDNA4 dropped it).
 macro_rules! mfma_kernels {
     ($then:ident) => {
@@ -270,6 +287,10 @@ macro_rules! mfma_kernels {
             gemm_fp8_f32_mfma_128x128: Fp8 => f32, T128, only_on "gfx942", "gfx950";
             gemm_bf8_f32_mfma_64x64: Bf8 => f32, T64, only_on "gfx942", "gfx950";
             gemm_bf8_f32_mfma_128x128: Bf8 => f32, T128, only_on "gfx942", "gfx950";
+            gemm_mxfp8_f32_mfma_64x64: MxFp8 => f32, T64, only_on "gfx950";
+            gemm_mxfp8_f32_mfma_128x128: MxFp8 => f32, T128, only_on "gfx950";
+            gemm_mxbf8_f32_mfma_64x64: MxBf8 => f32, T64, only_on "gfx950";
+            gemm_mxbf8_f32_mfma_128x128: MxBf8 => f32, T128, only_on "gfx950";
             gemm_xf32_mfma_64x64: Xf32 => f32, T64, only_on "gfx942";
             gemm_xf32_mfma_128x128: Xf32 => f32, T128, only_on "gfx942";
             gemm_xf32_mfma_256x128: Xf32 => f32, T256, only_on "gfx942";
@@ -432,6 +453,16 @@ mod tests {
             }
         }
         assert!(seen.iter().all(|&n| n == 1));
+        // The scaled form's scales (ISA §7.2: lane i + 32 b, row i's block
+        // b): each (row, block) of the slice in exactly one lane.
+        let mut scales = [0u32; 64];
+        for lane in 0..WAVE {
+            let (row, block) = scale_place(lane);
+            assert!(row < BLOCK && block < 2);
+            assert_eq!(lane, row + BLOCK * block);
+            scales[(row * 2 + block) as usize] += 1;
+        }
+        assert!(scales.iter().all(|&n| n == 1));
     }
 
     /// Each k of a slice is multiplied exactly once per (row, column): the

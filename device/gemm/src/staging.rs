@@ -368,8 +368,9 @@ impl<In: Elem, const THREADS: u32> Stage<In, THREADS> {
             .wrapping_add((buffer * self.buffer_bytes() + a_bytes) as usize)
     }
 
-    /// Every slice of K through `compute(buffer, acc)`, which multiplies
-    /// the slice in LDS buffer `buffer` into `acc`: a whole tile runs its
+    /// Every slice of K through `compute(buffer, slice, acc)`, which
+    /// multiplies slice `slice` (K from `slice · SLICE_BYTES / BYTES`), in
+    /// LDS buffer `buffer`, into `acc`: a whole tile runs its
     /// slices inside K in a main loop specialised for its layouts (a
     /// uniform branch here, none in the loop), then the K tail element by
     /// element; an edge tile runs every slice element by element. `NA`,
@@ -380,7 +381,7 @@ impl<In: Elem, const THREADS: u32> Stage<In, THREADS> {
         acc: &mut Acc,
         k: u32,
         alpha: f32,
-        compute: impl Fn(u32, &mut Acc),
+        compute: impl Fn(u32, u32, &mut Acc),
     ) {
         let depth = SLICE_BYTES / In::BYTES;
         // alpha == 0: A·B is not referenced (a uniform branch).
@@ -412,7 +413,7 @@ impl<In: Elem, const THREADS: u32> Stage<In, THREADS> {
         end: u32,
         load: impl Fn(u32) -> ([Vector; NA], [Vector; NB]),
         store: impl Fn(u32, &[Vector; NA], &[Vector; NB]),
-        compute: &impl Fn(u32, &mut Acc),
+        compute: &impl Fn(u32, u32, &mut Acc),
     ) {
         if first >= end {
             return;
@@ -424,7 +425,7 @@ impl<In: Elem, const THREADS: u32> Stage<In, THREADS> {
             store(buffer, &a, &b);
             aqueduct_gemm_barrier();
             (a, b) = load((s + 1).min(end - 1));
-            compute(buffer, acc);
+            compute(buffer, s, acc);
             s += 1;
             if s == end {
                 break;
@@ -440,7 +441,7 @@ impl<In: Elem, const THREADS: u32> Stage<In, THREADS> {
         &self,
         acc: &mut Acc,
         end: u32,
-        compute: &impl Fn(u32, &mut Acc),
+        compute: &impl Fn(u32, u32, &mut Acc),
     ) {
         let depth = SLICE_BYTES / In::BYTES;
         self.slices(
@@ -476,7 +477,7 @@ impl<In: Elem, const THREADS: u32> Stage<In, THREADS> {
         first: u32,
         end: u32,
         k: u32,
-        compute: &impl Fn(u32, &mut Acc),
+        compute: &impl Fn(u32, u32, &mut Acc),
     ) {
         let depth = SLICE_BYTES / In::BYTES;
         for s in first..end {
@@ -486,7 +487,7 @@ impl<In: Elem, const THREADS: u32> Stage<In, THREADS> {
             self.b
                 .copy_elements::<NB>(t, self.b_slice(0), self.lid, s * depth, k);
             aqueduct_gemm_barrier();
-            compute(0, acc);
+            compute(0, s, acc);
             aqueduct_gemm_barrier();
         }
     }

@@ -4,12 +4,16 @@
 
 use core::arch::amdgpu::workgroup_id_z;
 
-use super::{BLOCK, SLICE_BYTES, THREADS, Tile, VECTOR, WAVE, d_place, operand_offset};
+use super::{
+    BLOCK, SLICE_BYTES, THREADS, Tile, VECTOR, WAVE, d_place, operand_offset, scale_place,
+};
 #[cfg(aqueduct_gfx = "gfx942")]
 use crate::common::Xf32;
 #[cfg(any(aqueduct_gfx = "gfx942", aqueduct_gfx = "gfx950"))]
 use crate::common::{Bf8, Fp8};
 use crate::common::{Bf16, Element, F16, Problem};
+#[cfg(aqueduct_gfx = "gfx950")]
+use crate::common::{MxBf8, MxFp8};
 use crate::staging::{Elem, Place, Stage, Vector, each_block, store_d};
 
 /// `<16 x float>`: one 32 × 32 MFMA block's accumulators in a lane.
@@ -77,7 +81,25 @@ trait Input: Elem {
     /// `b[..CHUNKS]`): `16 / BYTES` k a read, in the order `chunk_k` (or
     /// `f8f6f4_k`) gives.
     fn mfma(acc: F32x16, a: [Vector; 2], b: [Vector; 2]) -> F32x16;
+    /// Whether A and B come with E8M0 block scales (the MX types), which
+    /// [`Input::mfma_scaled`] takes.
+    const SCALED: bool = false;
+    /// [`Input::mfma`] with the lane's scale bytes of A and of B
+    /// (`super::scale_place`); only the MX types read them.
+    #[inline(always)]
+    fn mfma_scaled(acc: F32x16, a: [Vector; 2], b: [Vector; 2], _sa: u32, _sb: u32) -> F32x16 {
+        Self::mfma(acc, a, b)
+    }
 }
+
+/// E8M0's 1.0 (`2^(127 − 127)`): the scale of what lies outside the
+/// problem's rows or K blocks (zeros in LDS, which any finite scale keeps
+/// zero).
+const E8M0_ONE: u32 = 127;
+
+/// [`E8M0_ONE`] in memory, where the MX kernels read the scales of rows
+/// and K blocks outside the problem.
+static ONE: u8 = E8M0_ONE as u8;
 
 #[cfg(not(aqueduct_gfx = "gfx950"))]
 fn halves(w0: u32, w1: u32) -> [u16; 4] {
@@ -279,6 +301,43 @@ f8f6f4_inputs! {
     Bf8 => 1;
 }
 
+/// gfx950's MXFP8 inputs: one scaled f8f6f4 MFMA a slice, each lane's
+/// scale bytes of A's row block and B's column block in OP_SEL byte 0.
+macro_rules! mx_inputs {
+    ($($ty:ident => $format:literal;)*) => {$(
+        #[cfg(aqueduct_gfx = "gfx950")]
+        impl Input for $ty {
+            const CHUNKS: usize = 2;
+            const SCALED: bool = true;
+            #[inline(always)]
+            fn mfma(acc: F32x16, a: [Vector; 2], b: [Vector; 2]) -> F32x16 {
+                Self::mfma_scaled(acc, a, b, E8M0_ONE, E8M0_ONE)
+            }
+            #[inline(always)]
+            fn mfma_scaled(
+                acc: F32x16,
+                a: [Vector; 2],
+                b: [Vector; 2],
+                sa: u32,
+                sb: u32,
+            ) -> F32x16 {
+                let (a, b) = (slice_operand(a), slice_operand(b));
+                let (sa, sb) = (sa as i32, sb as i32);
+                // SAFETY: gfx950 has v_mfma_scale_f32_32x32x64_f8f6f4; the
+                // operands have the intrinsic's types, the immargs are
+                // literals (both formats the type's, OP_SEL 0: byte 0 of
+                // each lane's scale).
+                unsafe { mfma_scale_32x32x64_f8f6f4(a, b, acc, $format, $format, 0, sa, 0, sb) }
+            }
+        }
+    )*};
+}
+
+mx_inputs! {
+    MxFp8 => 0;
+    MxBf8 => 1;
+}
+
 #[cfg(aqueduct_gfx = "gfx942")]
 impl Input for Xf32 {
     #[inline(always)]
@@ -310,16 +369,55 @@ impl Input for f32 {
     }
 }
 
-/// One workgroup's state: its staging, its place.
+/// A problem's block scales (the MX kernels'): the batch's A and B
+/// scales, ⌈K / 32⌉ a row (column), and M and N.
+struct Scales {
+    a: *const u8,
+    b: *const u8,
+    blocks: u32,
+    m: u32,
+    n: u32,
+}
+
+impl Scales {
+    /// The scale byte lane `lane` holds for the 32-row (column) block
+    /// from row `first` of `rows` (of A at `base`: M; of B: N) and slice
+    /// `slice` (`super::scale_place`); 1.0 outside the problem, read from
+    /// [`ONE`] rather than branched around, so the main loop stays one
+    /// block.
+    #[inline(always)]
+    fn byte(&self, base: *const u8, first: u32, rows: u32, lane: u32, slice: u32) -> u32 {
+        let (r, b) = scale_place(lane);
+        let (row, block) = (first + r, 2 * slice + b);
+        let inside = row < rows && block < self.blocks;
+        let at = block as usize + row as usize * self.blocks as usize;
+        let from = if inside {
+            base.wrapping_add(at)
+        } else {
+            &ONE as *const u8
+        };
+        // SAFETY: inside the batch's scales (row `row` < `rows`, block
+        // `block` < ⌈K / 32⌉: `GemmArgs::scale_a`), or `ONE`.
+        u32::from(unsafe { from.read() })
+    }
+}
+
+/// One workgroup's state: its staging, its place, its scales.
 struct Workgroup<In> {
     stage: Stage<In, THREADS>,
     at: Place,
+    scales: Scales,
 }
 
 impl<In: Input> Workgroup<In> {
-    /// The MFMAs of the slice in `buffer` (every wave's blocks).
+    /// The MFMAs of slice `slice`, in `buffer` (every wave's blocks).
     #[inline(always)]
-    fn compute<const WM: usize, const WN: usize>(&self, buffer: u32, acc: &mut [[F32x16; WN]; WM]) {
+    fn compute<const WM: usize, const WN: usize>(
+        &self,
+        buffer: u32,
+        slice: u32,
+        acc: &mut [[F32x16; WN]; WM],
+    ) {
         let (sa, sb) = (self.stage.a_slice(buffer), self.stage.b_slice(buffer));
         // The previous chunk's reads, for a type whose MFMA takes two.
         let mut prev_a = [Vector::ZERO; WM];
@@ -348,10 +446,25 @@ impl<In: Input> Workgroup<In> {
                 *f = unsafe { sb.add(at as usize).cast::<Vector>().read() };
             }
             if In::CHUNKS == 1 || chunk % 2 == 1 {
+                let (mut sa, mut sb) = ([E8M0_ONE; WM], [E8M0_ONE; WN]);
+                if In::SCALED {
+                    let (sc, at) = (&self.scales, &self.at);
+                    for (i, s) in sa.iter_mut().enumerate() {
+                        let first = at.row0 + at.wave_row + i as u32 * BLOCK;
+                        *s = sc.byte(sc.a, first, sc.m, at.lane, slice);
+                    }
+                    for (j, s) in sb.iter_mut().enumerate() {
+                        let first = at.col0 + at.wave_col + j as u32 * BLOCK;
+                        *s = sc.byte(sc.b, first, sc.n, at.lane, slice);
+                    }
+                }
                 for (i, row) in acc.iter_mut().enumerate() {
                     for (j, block) in row.iter_mut().enumerate() {
                         *block = if In::CHUNKS == 1 {
                             In::mfma(*block, [fa[i], Vector::ZERO], [fb[j], Vector::ZERO])
+                        } else if In::SCALED {
+                            let (a, b) = ([prev_a[i], fa[i]], [prev_b[j], fb[j]]);
+                            In::mfma_scaled(*block, a, b, sa[i], sb[j])
                         } else {
                             In::mfma(*block, [prev_a[i], fa[i]], [prev_b[j], fb[j]])
                         };
@@ -380,6 +493,13 @@ fn gemm_mfma<In: Input, Out: Element, const WM: usize, const WN: usize>(
     let group = Workgroup {
         stage: Stage::new(&p, lds, tile, &at),
         at,
+        scales: Scales {
+            a: p.scale_a,
+            b: p.scale_b,
+            blocks: aqueduct_abi::gemm::scale_blocks(p.k),
+            m: p.m,
+            n: p.n,
+        },
     };
 
     let mut acc = [[F32x16([0.0; 16]); WN]; WM];
@@ -390,7 +510,7 @@ fn gemm_mfma<In: Input, Out: Element, const WM: usize, const WN: usize>(
         p.k,
         p.alpha,
         #[inline(always)]
-        |buffer, acc| group.compute(buffer, acc),
+        |buffer, slice, acc| group.compute(buffer, slice, acc),
     );
 
     // D's elements of block (i, j) of the wave.

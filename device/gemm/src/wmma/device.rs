@@ -199,7 +199,7 @@ fn gemm_wmma<In: Input, Out: Element, const BM: usize, const BN: usize>(
         p.k,
         p.alpha,
         #[inline(always)]
-        |buffer, acc| group.compute(buffer, acc),
+        |buffer, _, acc| group.compute(buffer, acc),
     );
 
     // D's elements of block (i, j) of the wave.
