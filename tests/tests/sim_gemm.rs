@@ -2,9 +2,10 @@
 //! against an f64 CPU reference: the FMA fallback, the MFMA kernels of
 //! CDNA and the WMMA kernels of RDNA3/RDNA4 (every macro-tile), for f32,
 //! and f16/bf16 inputs with f16/bf16/f32 output, FP8/BF8 inputs with f32
-//! output on gfx942 (FNUZ), gfx950 and gfx1201 (OCP), gfx950's MXFP8 (OCP
-//! FP8/BF8 with E8M0 scales per 32 k of each row of A and column of B,
-//! 2^-3 to 2^4, which the reference applies block by block), and on
+//! output on gfx942 (FNUZ), gfx950 and gfx1201 (OCP), gfx950's MXFP8 and
+//! MXFP4 (OCP FP8/BF8/FP4 with E8M0 scales per 32 k of each row of A and
+//! column of B, 2^-3 to 2^4, which the reference applies block by block;
+//! MXFP4 in its one layout, [`fp4_cases`]), and on
 //! gfx942 xf32 (f32 multiplied at xf32 precision).
 //!
 //! Inputs are small integers, so products and sums are exact in f32 and
@@ -38,6 +39,21 @@ enum Ty {
     Fp8(Fp8Format),
     /// BF8, E5M2 in the target's format.
     Bf8(Fp8Format),
+    /// OCP FP4 (E2M1), two a byte (k even in the low nibble).
+    Fp4,
+}
+
+/// An FP4 E2M1 value (OCP Microscaling specification: sign, 2 exponent
+/// bits of bias 1, 1 mantissa bit; no infinities or NaNs): ±{0, 0.5, 1,
+/// 1.5, 2, 3, 4, 6}.
+fn fp4(bits: u8) -> f64 {
+    let (e, m) = (i32::from(bits >> 1 & 3), f64::from(bits & 1));
+    let magnitude = if e == 0 {
+        m * 0.5
+    } else {
+        (1.0 + m / 2.0) * 2f64.powi(e - 1)
+    };
+    if bits & 8 != 0 { -magnitude } else { magnitude }
 }
 
 /// An 8-bit float of `exp` exponent bits (4: E4M3, 5: E5M2), the rest
@@ -102,6 +118,12 @@ impl Ty {
             Ty::Bf16 => v.to_bits() >> 16,
             Ty::Fp8(f) => eight(4, f),
             Ty::Bf8(f) => eight(5, f),
+            // No NaN in FP4: its largest value stands for the poison.
+            Ty::Fp4 if v.is_nan() => 0x7,
+            Ty::Fp4 => (0..16u8)
+                .find(|&b| fp4(b) == f64::from(v))
+                .map(u32::from)
+                .unwrap_or_else(|| panic!("{v} is not exact in FP4")),
         }
     }
 
@@ -112,6 +134,7 @@ impl Ty {
             Ty::Bf16 => f64::from(f32::from_bits(bits << 16)),
             Ty::Fp8(f) => eight_bit(bits as u8, 4, f),
             Ty::Bf8(f) => eight_bit(bits as u8, 5, f),
+            Ty::Fp4 => fp4(bits as u8),
         }
     }
 
@@ -119,13 +142,19 @@ impl Ty {
         match self {
             Ty::F32 => 4,
             Ty::F16 | Ty::Bf16 => 2,
-            Ty::Fp8(_) | Ty::Bf8(_) => 1,
+            Ty::Fp8(_) | Ty::Bf8(_) | Ty::Fp4 => 1,
         }
     }
 }
 
-/// Packs elements of `ty` (bits in u32s) into bytes.
+/// Packs elements of `ty` (bits in u32s) into bytes: FP4 two a byte.
 fn pack(ty: Ty, v: &[u32]) -> Vec<u8> {
+    if ty == Ty::Fp4 {
+        return v
+            .chunks(2)
+            .map(|p| (p[0] | p.get(1).copied().unwrap_or(0) << 4) as u8)
+            .collect();
+    }
     v.iter()
         .flat_map(|&b| b.to_le_bytes()[..ty.bytes()].to_vec())
         .collect()
@@ -185,6 +214,7 @@ impl Kernel {
             // MXFP8: OCP elements (gfx950's), scaled per 32 k.
             ElementType::MxFp8 => Ty::Fp8(Fp8Format::Ocp),
             ElementType::MxBf8 => Ty::Bf8(Fp8Format::Ocp),
+            ElementType::MxFp4 => Ty::Fp4,
             ElementType::Xf32 => Ty::F32,
         };
         Self {
@@ -461,6 +491,46 @@ fn the_8_bit_references_give_each_formats_extremes() {
     assert_eq!(eight_bit(0x80, 4, Ocp), 0.0);
 }
 
+/// MXFP4's cases: K contiguous (A transposed, B as is), K and the
+/// leading dimensions even (two elements a byte): tiny and odd M and N, a
+/// whole tile (K one slice of 128), past a tile, whole tiles with a K tail
+/// (the main loop, then the tail slice), batch 3 with padding and beta =
+/// 0 over NaN, K = 0, and alpha = 0 (A and B poisoned with FP4's largest
+/// value: it has no NaN).
+fn fp4_cases(sim: &Sim, kernel: Kernel, values: &mut dyn FnMut() -> f32) {
+    let tn = (true, false);
+    let (tm, tt) = kernel.tile;
+    let even = |c: Case| Case { align: 2, ..c };
+    for (m, n, k) in [(1, 1, 2), (7, 5, 6), (tm, tt, 128), (tm + 1, tt + 2, 66)] {
+        run(sim, kernel, even(plain(m, n, k, tn)), values, true);
+    }
+    let tail = Case {
+        align: 8,
+        ..plain(tm, tt, 138, tn)
+    };
+    run(sim, kernel, tail, values, true);
+    let base = Case {
+        pad: 2,
+        batch: 3,
+        alpha: 1.5,
+        beta: 0.0,
+        ..even(plain(37, 21, 10, tn))
+    };
+    run(sim, kernel, base, values, true);
+    let k0 = Case {
+        k: 0,
+        beta: 2.0,
+        ..base
+    };
+    run(sim, kernel, k0, values, true);
+    let alpha0 = Case {
+        alpha: 0.0,
+        beta: 3.0,
+        ..base
+    };
+    run(sim, kernel, alpha0, values, true);
+}
+
 const TRANSPOSES: [(bool, bool); 4] = [(false, false), (false, true), (true, false), (true, true)];
 
 /// A case with alpha 2, beta −1, no padding, one batch.
@@ -626,6 +696,10 @@ fn matrix_gemm_matches_the_cpu(list: &[GemmKernel], mut rng: Rng) {
             ran += 1;
             let (tm, tn) = kernel.tile;
             let mut small = || rng.below(3) as f32 - 1.0;
+            if kernel.input == Ty::Fp4 {
+                fp4_cases(&sim, kernel, &mut small);
+                continue;
+            }
             for t in TRANSPOSES {
                 for (m, n, k) in [(1, 1, 1), (7, 5, 3), (tm, tn, 64), (tm + 1, tn + 2, 33)] {
                     run(&sim, kernel, plain(m, n, k, t), &mut small, true);

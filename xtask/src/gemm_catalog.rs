@@ -145,6 +145,7 @@ pub fn type_name(t: ElementType) -> &'static str {
         // Never in a catalog (`kernels_for`); the element type's name.
         ElementType::MxFp8 => "Float8",
         ElementType::MxBf8 => "BFloat8",
+        ElementType::MxFp4 => "Float4",
         // f32 in memory; the math is the problem's `F32XdlMathOp`.
         ElementType::Xf32 => "Float",
     }

@@ -111,6 +111,15 @@ pub struct MxFp8(pub u8);
 #[repr(transparent)]
 pub struct MxBf8(pub u8);
 
+/// Two FP4 (E2M1) elements of K in one byte, k even in the low nibble,
+/// with E8M0 block scales as [`MxFp8`] (MXFP4, OCP Microscaling): gfx950's
+/// block-scaled input only, stored with K contiguous (A transposed, B as
+/// is) and K and the leading dimensions of A and B even (they count
+/// elements, two a byte).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct MxFp4(pub u8);
+
 /// An f32 the xf32 kernels multiply at xf32 precision, as its bits: an
 /// input type only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -215,24 +224,39 @@ pub enum ElementType {
     MxFp8,
     /// MXFP8 with E5M2 elements (OCP BF8), as [`ElementType::MxFp8`].
     MxBf8,
+    /// MXFP4: OCP FP4 (E2M1), two elements a byte, with E8M0 block scales
+    /// as [`ElementType::MxFp8`]; K contiguous only, K and the leading
+    /// dimensions even ([`MxFp4`]).
+    MxFp4,
     /// f32 in memory, multiplied as gfx942's xf32 (reduced-precision f32
     /// MFMAs; Tensile's `F32XdlMathOp` XFloat32).
     Xf32,
 }
 
 impl ElementType {
+    /// Bytes per stored unit: one element, or for MXFP4 two
+    /// ([`ElementType::per_unit`]).
     pub const fn bytes(self) -> u32 {
         match self {
             Self::F32 | Self::Xf32 => 4,
             Self::F16 | Self::Bf16 => 2,
-            Self::Fp8 | Self::Bf8 | Self::MxFp8 | Self::MxBf8 => 1,
+            Self::Fp8 | Self::Bf8 | Self::MxFp8 | Self::MxBf8 | Self::MxFp4 => 1,
+        }
+    }
+
+    /// Elements per stored unit ([`ElementType::bytes`]): 2 for MXFP4's
+    /// nibbles, else 1.
+    pub const fn per_unit(self) -> u32 {
+        match self {
+            Self::MxFp4 => 2,
+            _ => 1,
         }
     }
 
     /// Whether A and B come with E8M0 block scales (the MX types): the
     /// kernels read `scale_a` and `scale_b`.
     pub const fn block_scaled(self) -> bool {
-        matches!(self, Self::MxFp8 | Self::MxBf8)
+        matches!(self, Self::MxFp8 | Self::MxBf8 | Self::MxFp4)
     }
 }
 
@@ -254,6 +278,7 @@ macro_rules! stored {
 
 stored!(
     f32 => F32, F16 => F16, Bf16 => Bf16, Fp8 => Fp8, Bf8 => Bf8, MxFp8 => MxFp8, MxBf8 => MxBf8,
+    MxFp4 => MxFp4,
     Xf32 => Xf32,
 );
 

@@ -67,7 +67,7 @@
 use aqueduct_abi::gfx::{MatrixCore, TARGETS};
 
 use crate::common::{
-    Bf8, Bf16, ElementType, F16, Family, Fp8, GemmKernel, MxBf8, MxFp8, Stored, Xf32,
+    Bf8, Bf16, ElementType, F16, Family, Fp8, GemmKernel, MxBf8, MxFp4, MxFp8, Stored, Xf32,
 };
 
 /// Work-items per workgroup (four waves, 2 × 2 over the macro-tile).
@@ -208,14 +208,28 @@ pub fn f8f6f4_k(g: u32, e: u32) -> u32 {
     32 * (e / 16) + 16 * g + e % 16
 }
 
-/// The row (column) of a 32-row block and the K block of a slice whose
+/// The row (column) of a 32-row block and the K block of an MFMA whose
 /// E8M0 scale lane `lane` holds for gfx950's scaled f8f6f4 MFMA: CDNA4
-/// ISA §7.2 puts row `i`'s scale of K block `b` in lane `i + 32 b` (the
-/// byte OP_SEL picks, 0 here); the slice's block `b` is its chunk `b`
-/// ([`f8f6f4_k`]), so slice `s`'s is the problem's block `2 s + b`.
+/// ISA §7.2 puts row `i`'s scale of K block `b` (k `32 b ..`) in lane `i
+/// + 32 b` (the byte OP_SEL picks, 0 here). Every such MFMA takes 64 k,
+/// two blocks: the `q`-th of the problem (slice `s`'s only one for FP8,
+/// chunk `c`'s of `2 s + c` for FP4) takes blocks `2 q` and `2 q + 1`.
 #[inline(always)]
 pub fn scale_place(lane: u32) -> (u32, u32) {
     (lane % BLOCK, lane / BLOCK)
+}
+
+/// The k inside the slice that gfx950's f8f6f4 MFMA of chunk `c` takes as
+/// FP4 element `e` (< 32) of lane group `g`: CDNA4 ISA §7.1.5.1 puts k =
+/// `32 g + e` of the MFMA's 64 in element `e` of group `g`, nibble `e % 2`
+/// of byte `e / 2` of the lane's 16 bytes (k even in the low nibble, as
+/// memory holds them); chunk `c`'s read of group `g` is the slice row's
+/// bytes `32 c + 16 g ..` (two k a byte), so k = `64 c + 32 g + e`: the
+/// slice's own order, and the MFMA's K block `g` is lane group `g`'s 32
+/// elements.
+#[inline(always)]
+pub fn fp4_k(c: u32, g: u32, e: u32) -> u32 {
+    64 * c + 32 * g + e
 }
 
 /// The element of a 32 × 32 block that register `r` (< 16) of lane `lane`
@@ -256,9 +270,10 @@ const T256X256: Tile = Tile { wm: 4, wn: 4 };
 /// its processor's 8-bit formats (`aqueduct_abi::gfx::Fp8Format`): FNUZ
 /// through gfx942's `v_mfma_f32_32x32x16_{fp8,bf8}_*`, OCP through
 /// gfx950's `v_mfma_f32_32x32x64_f8f6f4`, one per slice
-/// ([`f8f6f4_k`]); the MXFP8 ones (MxFp8, MxBf8) are gfx950's, through
-/// the scaled form `v_mfma_scale_f32_32x32x64_f8f6f4` with each block's
-/// scale in its lane ([`scale_place`]). The xf32 kernels are gfx942's only
+/// ([`f8f6f4_k`]); the MXFP8 and MXFP4 ones (MxFp8, MxBf8, MxFp4) are
+/// gfx950's, through the scaled form `v_mfma_scale_f32_32x32x64_f8f6f4`
+/// with each block's scale in its lane ([`scale_place`]); MXFP4 takes one
+/// chunk (64 k) an MFMA ([`fp4_k`]). The xf32 kernels are gfx942's only
 /// (`v_mfma_f32_32x32x4_xf32`; CDNA4 dropped it).
 macro_rules! mfma_kernels {
     ($then:ident) => {
@@ -291,6 +306,8 @@ macro_rules! mfma_kernels {
             gemm_mxfp8_f32_mfma_128x128: MxFp8 => f32, T128, only_on "gfx950";
             gemm_mxbf8_f32_mfma_64x64: MxBf8 => f32, T64, only_on "gfx950";
             gemm_mxbf8_f32_mfma_128x128: MxBf8 => f32, T128, only_on "gfx950";
+            gemm_mxfp4_f32_mfma_64x64: MxFp4 => f32, T64, only_on "gfx950";
+            gemm_mxfp4_f32_mfma_128x128: MxFp4 => f32, T128, only_on "gfx950";
             gemm_xf32_mfma_64x64: Xf32 => f32, T64, only_on "gfx942";
             gemm_xf32_mfma_128x128: Xf32 => f32, T128, only_on "gfx942";
             gemm_xf32_mfma_256x128: Xf32 => f32, T256, only_on "gfx942";
@@ -463,6 +480,26 @@ mod tests {
             scales[(row * 2 + block) as usize] += 1;
         }
         assert!(scales.iter().all(|&n| n == 1));
+    }
+
+    /// gfx950's FP4 MFMAs take a slice (128 k, two a byte) a chunk at a
+    /// time, element `e` of group `g` from the byte of the read that holds
+    /// it, each k once, each 32 k one lane group's (one block scale).
+    #[test]
+    fn the_fp4_mfmas_take_the_slice_in_its_own_order() {
+        let mut seen = [0u32; 2 * SLICE_BYTES as usize];
+        for c in 0..SLICE_BYTES / (2 * VECTOR) {
+            for g in 0..2 {
+                let read = operand_offset(T64, 0, 32 * g + 7, c);
+                for e in 0..32 {
+                    let k = fp4_k(c, g, e);
+                    assert_eq!(lds_offset(T64, 7, k / 2, 1), read + e / 2);
+                    assert_eq!((k % 2, k / 32 % 2), (e % 2, g));
+                    seen[k as usize] += 1;
+                }
+            }
+        }
+        assert!(seen.iter().all(|&n| n == 1));
     }
 
     /// Each k of a slice is multiplied exactly once per (row, column): the

@@ -13,7 +13,7 @@ use crate::common::Xf32;
 use crate::common::{Bf8, Fp8};
 use crate::common::{Bf16, Element, F16, Problem};
 #[cfg(aqueduct_gfx = "gfx950")]
-use crate::common::{MxBf8, MxFp8};
+use crate::common::{MxBf8, MxFp4, MxFp8};
 use crate::staging::{Elem, Place, Stage, Vector, each_block, store_d};
 
 /// `<16 x float>`: one 32 × 32 MFMA block's accumulators in a lane.
@@ -84,6 +84,10 @@ trait Input: Elem {
     /// Whether A and B come with E8M0 block scales (the MX types), which
     /// [`Input::mfma_scaled`] takes.
     const SCALED: bool = false;
+    /// Elements per stored byte-unit: 2 for MXFP4, whose kernels take K,
+    /// the leading dimensions and strides of A and B in elements and
+    /// stage them in bytes.
+    const PER_UNIT: u32 = 1;
     /// [`Input::mfma`] with the lane's scale bytes of A and of B
     /// (`super::scale_place`); only the MX types read them.
     #[inline(always)]
@@ -338,6 +342,59 @@ mx_inputs! {
     MxBf8 => 1;
 }
 
+// The f8f6f4 forms with FP4 operands: 32 elements, four VGPRs a lane.
+#[cfg(aqueduct_gfx = "gfx950")]
+unsafe extern "C" {
+    #[link_name = "llvm.amdgcn.mfma.scale.f32.32x32x64.f8f6f4.v4i32.v4i32"]
+    fn mfma_scale_32x32x64_fp4(
+        a: I32x4,
+        b: I32x4,
+        c: F32x16,
+        cbsz: i32,
+        blgp: i32,
+        op_sel_a: i32,
+        scale_a: i32,
+        op_sel_b: i32,
+        scale_b: i32,
+    ) -> F32x16;
+}
+
+/// `<4 x i32>`: 32 FP4 of an f8f6f4 operand in a lane.
+#[cfg(aqueduct_gfx = "gfx950")]
+#[repr(simd)]
+#[derive(Clone, Copy)]
+pub struct I32x4([i32; 4]);
+
+/// gfx950's MXFP4: one scaled f8f6f4 MFMA a chunk (64 k: `super::fp4_k`),
+/// format 4 (FP4 E2M1) for A and B.
+#[cfg(aqueduct_gfx = "gfx950")]
+impl Input for MxFp4 {
+    const SCALED: bool = true;
+    const PER_UNIT: u32 = 2;
+    #[inline(always)]
+    fn mfma(acc: F32x16, a: [Vector; 2], b: [Vector; 2]) -> F32x16 {
+        Self::mfma_scaled(acc, a, b, E8M0_ONE, E8M0_ONE)
+    }
+    #[inline(always)]
+    fn mfma_scaled(
+        acc: F32x16,
+        [a, _]: [Vector; 2],
+        [b, _]: [Vector; 2],
+        sa: u32,
+        sb: u32,
+    ) -> F32x16 {
+        let (a, b) = (
+            I32x4(a.words().map(|w| w as i32)),
+            I32x4(b.words().map(|w| w as i32)),
+        );
+        let (sa, sb) = (sa as i32, sb as i32);
+        // SAFETY: gfx950 has v_mfma_scale_f32_32x32x64_f8f6f4; the
+        // operands have the intrinsic's types for FP4, the immargs are
+        // literals (format 4 for both, OP_SEL 0).
+        unsafe { mfma_scale_32x32x64_fp4(a, b, acc, 4, 4, 0, sa, 0, sb) }
+    }
+}
+
 #[cfg(aqueduct_gfx = "gfx942")]
 impl Input for Xf32 {
     #[inline(always)]
@@ -381,14 +438,14 @@ struct Scales {
 
 impl Scales {
     /// The scale byte lane `lane` holds for the 32-row (column) block
-    /// from row `first` of `rows` (of A at `base`: M; of B: N) and slice
-    /// `slice` (`super::scale_place`); 1.0 outside the problem, read from
-    /// [`ONE`] rather than branched around, so the main loop stays one
-    /// block.
+    /// from row `first` of `rows` (of A at `base`: M; of B: N) and the
+    /// problem's `q`-th f8f6f4 MFMA along K (`super::scale_place`); 1.0
+    /// outside the problem, read from [`ONE`] rather than branched around,
+    /// so the main loop stays one block.
     #[inline(always)]
-    fn byte(&self, base: *const u8, first: u32, rows: u32, lane: u32, slice: u32) -> u32 {
+    fn byte(&self, base: *const u8, first: u32, rows: u32, lane: u32, q: u32) -> u32 {
         let (r, b) = scale_place(lane);
-        let (row, block) = (first + r, 2 * slice + b);
+        let (row, block) = (first + r, 2 * q + b);
         let inside = row < rows && block < self.blocks;
         let at = block as usize + row as usize * self.blocks as usize;
         let from = if inside {
@@ -448,25 +505,30 @@ impl<In: Input> Workgroup<In> {
             if In::CHUNKS == 1 || chunk % 2 == 1 {
                 let (mut sa, mut sb) = ([E8M0_ONE; WM], [E8M0_ONE; WN]);
                 if In::SCALED {
+                    // This MFMA's place along the problem's K (64 k each).
+                    let per_slice = SLICE_BYTES / (2 * VECTOR) / In::CHUNKS as u32;
+                    let q = slice * per_slice + chunk / In::CHUNKS as u32;
                     let (sc, at) = (&self.scales, &self.at);
                     for (i, s) in sa.iter_mut().enumerate() {
                         let first = at.row0 + at.wave_row + i as u32 * BLOCK;
-                        *s = sc.byte(sc.a, first, sc.m, at.lane, slice);
+                        *s = sc.byte(sc.a, first, sc.m, at.lane, q);
                     }
                     for (j, s) in sb.iter_mut().enumerate() {
                         let first = at.col0 + at.wave_col + j as u32 * BLOCK;
-                        *s = sc.byte(sc.b, first, sc.n, at.lane, slice);
+                        *s = sc.byte(sc.b, first, sc.n, at.lane, q);
                     }
                 }
                 for (i, row) in acc.iter_mut().enumerate() {
                     for (j, block) in row.iter_mut().enumerate() {
-                        *block = if In::CHUNKS == 1 {
-                            In::mfma(*block, [fa[i], Vector::ZERO], [fb[j], Vector::ZERO])
-                        } else if In::SCALED {
-                            let (a, b) = ([prev_a[i], fa[i]], [prev_b[j], fb[j]]);
+                        let (a, b) = if In::CHUNKS == 1 {
+                            ([fa[i], Vector::ZERO], [fb[j], Vector::ZERO])
+                        } else {
+                            ([prev_a[i], fa[i]], [prev_b[j], fb[j]])
+                        };
+                        *block = if In::SCALED {
                             In::mfma_scaled(*block, a, b, sa[i], sb[j])
                         } else {
-                            In::mfma(*block, [prev_a[i], fa[i]], [prev_b[j], fb[j]])
+                            In::mfma(*block, a, b)
                         };
                     }
                 }
@@ -489,14 +551,27 @@ fn gemm_mfma<In: Input, Out: Element, const WM: usize, const WN: usize>(
         wn: WN as u32,
     };
     let at = Place::here(tile, WAVE);
+    // MXFP4: A and B's strides and leading dimensions in bytes (two
+    // elements each) before the batch offsets, K after (the scales' batch
+    // offsets and count are per element of K).
+    let half = |x: u32| x / In::PER_UNIT;
+    let p = Problem {
+        lda: half(p.lda),
+        ldb: half(p.ldb),
+        stride_a: p.stride_a / u64::from(In::PER_UNIT),
+        stride_b: p.stride_b / u64::from(In::PER_UNIT),
+        ..p
+    };
     let p = p.batch(workgroup_id_z());
+    let blocks = aqueduct_abi::gemm::scale_blocks(p.k);
+    let p = Problem { k: half(p.k), ..p };
     let group = Workgroup {
         stage: Stage::new(&p, lds, tile, &at),
         at,
         scales: Scales {
             a: p.scale_a,
             b: p.scale_b,
-            blocks: aqueduct_abi::gemm::scale_blocks(p.k),
+            blocks,
             m: p.m,
             n: p.n,
         },
