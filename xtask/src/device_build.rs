@@ -365,6 +365,9 @@ fn command(program: impl AsRef<OsStr>) -> Command {
     cmd
 }
 
+/// Runs `cmd`: its standard output, or an error with everything it
+/// printed. A successful run's warnings (the device crates' compiler
+/// warnings, which `cargo clippy` on the host never sees) are printed.
 fn run(cmd: &mut Command, what: &str) -> Result<String, String> {
     let out = cmd
         .output()
@@ -380,6 +383,10 @@ fn run(cmd: &mut Command, what: &str) -> Result<String, String> {
             out.status,
             shorten_lines(&output)
         ));
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if stderr.contains("warning") {
+        eprintln!("{what}:\n{stderr}");
     }
     String::from_utf8(out.stdout).map_err(|_| format!("{what} printed non-UTF-8 output"))
 }

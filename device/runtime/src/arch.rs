@@ -2,12 +2,16 @@
 //!
 //! Everything above this module is safe, host-testable Rust.
 
+#[cfg(feature = "kernels")]
 use core::arch::amdgpu::{workgroup_id_x, workitem_id_x};
 
+#[cfg(feature = "kernels")]
 use aqueduct_abi::aql::KernelDispatchPacket;
 
+#[cfg(feature = "kernels")]
 use crate::grid::WorkItem;
 
+#[cfg(feature = "kernels")]
 unsafe extern "C" {
     /// Defined in `llvm/dispatch.ll`: `llvm.amdgcn.dispatch.ptr` cast to a
     /// generic pointer.
@@ -15,6 +19,9 @@ unsafe extern "C" {
 }
 
 /// This work-item's place in the x dimension of the current dispatch.
+/// (Only the library's kernels use it and [`pause`]: a crate that takes
+/// the library without them leaves both unused.)
+#[cfg(feature = "kernels")]
 #[inline(always)]
 pub fn work_item_x() -> WorkItem {
     let packet = aqueduct_dispatch_ptr();
@@ -49,6 +56,7 @@ pub fn realtime() -> u64 {
 
 /// Yields the wave's issue slots for a moment: what a spin-wait does
 /// between looks (`s_sleep 1`, about 64 clocks).
+#[cfg(feature = "kernels")]
 #[inline(always)]
 pub fn pause() {
     core::arch::amdgpu::s_sleep::<1>();

@@ -23,9 +23,10 @@
 //! | `kernels` | every kernel entry point (amdgpu only) |
 //! | [`atomic`], [`memory`] | the scoped atomics and global loads of `aqueduct-abi`, re-exported |
 #![no_std]
+#![cfg_attr(target_arch = "amdgpu", feature(abort_immediate))]
 #![cfg_attr(
-    target_arch = "amdgpu",
-    feature(abi_gpu_kernel, stdarch_amdgpu, abort_immediate)
+    all(target_arch = "amdgpu", feature = "kernels"),
+    feature(abi_gpu_kernel, stdarch_amdgpu)
 )]
 
 /// The layouts the device library shares with host and simulator.
