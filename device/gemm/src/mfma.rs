@@ -48,10 +48,10 @@
 //! `llvm/gemm.ll`, as its intrinsic takes a type Rust cannot name), and the two
 //! chunks of an FP8/BF8 slice, 32 bytes a lane, one
 //! `v_mfma_f32_32x32x64_f8f6f4`, whose k order is the slice's own
-//! ([`f8f6f4_k`]). The MXFP8 kernels take the scaled form, each lane
-//! reading its row's (column's) E8M0 scale of its K block from
-//! `scale_a`/`scale_b` as the slice is multiplied ([`scale_place`]; the
-//! load's latency is not yet hidden behind the previous slice's MFMAs).
+//! ([`f8f6f4_k`]). The MX kernels take the scaled form, each lane reading
+//! its row's (column's) E8M0 scale of its K block from `scale_a`/`scale_b`
+//! ([`scale_place`]) with the slice's operands, a slice ahead of its
+//! MFMAs, so the loads' latency hides behind the previous slice's.
 //!
 //! **Epilogue.** Register `r` of lane `l` of a block holds D's element
 //! ([`d_place`]); it is scaled by alpha, added to beta · C when beta ≠ 0 (C

@@ -368,20 +368,24 @@ impl<In: Elem, const THREADS: u32> Stage<In, THREADS> {
             .wrapping_add((buffer * self.buffer_bytes() + a_bytes) as usize)
     }
 
-    /// Every slice of K through `compute(buffer, slice, acc)`, which
-    /// multiplies slice `slice` (K from `slice · SLICE_BYTES / BYTES`), in
-    /// LDS buffer `buffer`, into `acc`: a whole tile runs its
+    /// Every slice of K through `compute(buffer, &side(slice), acc)`, which
+    /// multiplies the slice in LDS buffer `buffer` into `acc` with what
+    /// `side` loaded for it (the MX kernels' block scales; `()` for the
+    /// others); the main loop issues `side(s + 1)` with slice `s + 1`'s
+    /// loads, before slice `s`'s MFMAs, so its latency hides as theirs
+    /// does. A whole tile runs its
     /// slices inside K in a main loop specialised for its layouts (a
     /// uniform branch here, none in the loop), then the K tail element by
     /// element; an edge tile runs every slice element by element. `NA`,
     /// `NB`: the vectors of A and of B each work-item moves per slice.
     #[inline(always)]
-    pub(crate) fn run<const NA: usize, const NB: usize, Acc>(
+    pub(crate) fn run<const NA: usize, const NB: usize, Acc, X>(
         &self,
         acc: &mut Acc,
         k: u32,
         alpha: f32,
-        compute: impl Fn(u32, u32, &mut Acc),
+        side: impl Fn(u32) -> X,
+        compute: impl Fn(u32, &X, &mut Acc),
     ) {
         let depth = SLICE_BYTES / In::BYTES;
         // alpha == 0: A·B is not referenced (a uniform branch).
@@ -389,14 +393,14 @@ impl<In: Elem, const THREADS: u32> Stage<In, THREADS> {
         let (a, b) = (&self.a, &self.b);
         let inside = if a.whole() && b.whole() { k / depth } else { 0 };
         let inside = inside.min(slices);
-        let c = &compute;
+        let c = (&side, &compute);
         match (a.k_contiguous, b.k_contiguous) {
-            (false, false) => self.whole_slices::<NA, NB, false, false, Acc>(acc, inside, c),
-            (false, true) => self.whole_slices::<NA, NB, false, true, Acc>(acc, inside, c),
-            (true, false) => self.whole_slices::<NA, NB, true, false, Acc>(acc, inside, c),
-            (true, true) => self.whole_slices::<NA, NB, true, true, Acc>(acc, inside, c),
+            (false, false) => self.whole_slices::<NA, NB, false, false, Acc, X>(acc, inside, c),
+            (false, true) => self.whole_slices::<NA, NB, false, true, Acc, X>(acc, inside, c),
+            (true, false) => self.whole_slices::<NA, NB, true, false, Acc, X>(acc, inside, c),
+            (true, true) => self.whole_slices::<NA, NB, true, true, Acc, X>(acc, inside, c),
         }
-        self.edge_slices::<NA, NB, Acc>(acc, inside, slices, k, c);
+        self.edge_slices::<NA, NB, Acc, X>(acc, inside, slices, k, c);
     }
     /// Slices `first..end` through the two LDS buffers: slice `s` is
     /// stored into buffer `(s - first) % 2` and computed from it; slice
@@ -406,26 +410,30 @@ impl<In: Elem, const THREADS: u32> Stage<In, THREADS> {
     /// wave finished before the previous slice's barrier, so one barrier
     /// per slice suffices; one more at the end frees both buffers.
     #[inline(always)]
-    fn slices<const NA: usize, const NB: usize, Acc>(
+    fn slices<const NA: usize, const NB: usize, Acc, X>(
         &self,
         acc: &mut Acc,
         first: u32,
         end: u32,
         load: impl Fn(u32) -> ([Vector; NA], [Vector; NB]),
         store: impl Fn(u32, &[Vector; NA], &[Vector; NB]),
-        compute: &impl Fn(u32, u32, &mut Acc),
+        (side, compute): (&impl Fn(u32) -> X, &impl Fn(u32, &X, &mut Acc)),
     ) {
         if first >= end {
             return;
         }
         let (mut a, mut b) = load(first);
+        let mut x = side(first);
         let mut s = first;
         loop {
             let buffer = (s - first) & 1;
             store(buffer, &a, &b);
             aqueduct_gemm_barrier();
-            (a, b) = load((s + 1).min(end - 1));
-            compute(buffer, s, acc);
+            let next = (s + 1).min(end - 1);
+            (a, b) = load(next);
+            let x_next = side(next);
+            compute(buffer, &x, acc);
+            x = x_next;
             s += 1;
             if s == end {
                 break;
@@ -437,11 +445,11 @@ impl<In: Elem, const THREADS: u32> Stage<In, THREADS> {
     /// The main loop of a whole tile: the slices lying inside K, 128-bit
     /// loads, the layouts fixed (`KA`, `KB`: A, B K-contiguous).
     #[inline(always)]
-    fn whole_slices<const NA: usize, const NB: usize, const KA: bool, const KB: bool, Acc>(
+    fn whole_slices<const NA: usize, const NB: usize, const KA: bool, const KB: bool, Acc, X>(
         &self,
         acc: &mut Acc,
         end: u32,
-        compute: &impl Fn(u32, u32, &mut Acc),
+        work: (&impl Fn(u32) -> X, &impl Fn(u32, &X, &mut Acc)),
     ) {
         let depth = SLICE_BYTES / In::BYTES;
         self.slices(
@@ -463,7 +471,7 @@ impl<In: Elem, const THREADS: u32> Stage<In, THREADS> {
                 self.b
                     .store_as::<NB, KB>(t, self.b_slice(buffer), self.lid, b);
             },
-            compute,
+            work,
         );
     }
 
@@ -471,13 +479,13 @@ impl<In: Elem, const THREADS: u32> Stage<In, THREADS> {
     /// one at a time through the first buffer: no loads in flight across
     /// the MFMAs, which edges can afford.
     #[inline(always)]
-    fn edge_slices<const NA: usize, const NB: usize, Acc>(
+    fn edge_slices<const NA: usize, const NB: usize, Acc, X>(
         &self,
         acc: &mut Acc,
         first: u32,
         end: u32,
         k: u32,
-        compute: &impl Fn(u32, u32, &mut Acc),
+        (side, compute): (&impl Fn(u32) -> X, &impl Fn(u32, &X, &mut Acc)),
     ) {
         let depth = SLICE_BYTES / In::BYTES;
         for s in first..end {
@@ -487,7 +495,7 @@ impl<In: Elem, const THREADS: u32> Stage<In, THREADS> {
             self.b
                 .copy_elements::<NB>(t, self.b_slice(0), self.lid, s * depth, k);
             aqueduct_gemm_barrier();
-            compute(0, s, acc);
+            compute(0, &side(s), acc);
             aqueduct_gemm_barrier();
         }
     }

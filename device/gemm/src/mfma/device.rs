@@ -466,13 +466,46 @@ struct Workgroup<In> {
     scales: Scales,
 }
 
+/// The scale bytes of a slice's MFMAs in a lane (`Workgroup::scales_of`):
+/// per MFMA step of the slice (one for FP8, two for FP4), A's for each of
+/// the wave's row blocks and B's for each column block.
+type SliceScales<const WM: usize, const WN: usize> = ([[u32; WM]; 2], [[u32; WN]; 2]);
+
 impl<In: Input> Workgroup<In> {
-    /// The MFMAs of slice `slice`, in `buffer` (every wave's blocks).
+    /// The lane's scale bytes for slice `slice`'s MFMAs: loaded by the
+    /// staging with the slice's operands, a slice ahead of its MFMAs
+    /// (`Stage::run`); E8M0 1.0 for the types without scales, which
+    /// load nothing.
+    #[inline(always)]
+    fn scales_of<const WM: usize, const WN: usize>(&self, slice: u32) -> SliceScales<WM, WN> {
+        let mut out = ([[E8M0_ONE; WM]; 2], [[E8M0_ONE; WN]; 2]);
+        if !In::SCALED {
+            return out;
+        }
+        let (sc, at) = (&self.scales, &self.at);
+        let steps = SLICE_BYTES / (2 * VECTOR) / In::CHUNKS as u32;
+        for step in 0..steps {
+            // The MFMA's place along the problem's K (64 k each).
+            let q = slice * steps + step;
+            for (i, s) in out.0[step as usize].iter_mut().enumerate() {
+                let first = at.row0 + at.wave_row + i as u32 * BLOCK;
+                *s = sc.byte(sc.a, first, sc.m, at.lane, q);
+            }
+            for (j, s) in out.1[step as usize].iter_mut().enumerate() {
+                let first = at.col0 + at.wave_col + j as u32 * BLOCK;
+                *s = sc.byte(sc.b, first, sc.n, at.lane, q);
+            }
+        }
+        out
+    }
+
+    /// The MFMAs of the slice in `buffer` (every wave's blocks), with its
+    /// scale bytes (`scales_of`).
     #[inline(always)]
     fn compute<const WM: usize, const WN: usize>(
         &self,
         buffer: u32,
-        slice: u32,
+        scales: &SliceScales<WM, WN>,
         acc: &mut [[F32x16; WN]; WM],
     ) {
         let (sa, sb) = (self.stage.a_slice(buffer), self.stage.b_slice(buffer));
@@ -503,21 +536,8 @@ impl<In: Input> Workgroup<In> {
                 *f = unsafe { sb.add(at as usize).cast::<Vector>().read() };
             }
             if In::CHUNKS == 1 || chunk % 2 == 1 {
-                let (mut sa, mut sb) = ([E8M0_ONE; WM], [E8M0_ONE; WN]);
-                if In::SCALED {
-                    // This MFMA's place along the problem's K (64 k each).
-                    let per_slice = SLICE_BYTES / (2 * VECTOR) / In::CHUNKS as u32;
-                    let q = slice * per_slice + chunk / In::CHUNKS as u32;
-                    let (sc, at) = (&self.scales, &self.at);
-                    for (i, s) in sa.iter_mut().enumerate() {
-                        let first = at.row0 + at.wave_row + i as u32 * BLOCK;
-                        *s = sc.byte(sc.a, first, sc.m, at.lane, q);
-                    }
-                    for (j, s) in sb.iter_mut().enumerate() {
-                        let first = at.col0 + at.wave_col + j as u32 * BLOCK;
-                        *s = sc.byte(sc.b, first, sc.n, at.lane, q);
-                    }
-                }
+                let step = chunk as usize / In::CHUNKS;
+                let (sa, sb) = (&scales.0[step], &scales.1[step]);
                 for (i, row) in acc.iter_mut().enumerate() {
                     for (j, block) in row.iter_mut().enumerate() {
                         let (a, b) = if In::CHUNKS == 1 {
@@ -580,12 +600,14 @@ fn gemm_mfma<In: Input, Out: Element, const WM: usize, const WN: usize>(
     let mut acc = [[F32x16([0.0; 16]); WN]; WM];
     // Each work-item moves WM vectors of A and WN of B per slice (64 · WM
     // rows of 4 vectors over 256 work-items).
-    group.stage.run::<WM, WN, _>(
+    group.stage.run::<WM, WN, _, _>(
         &mut acc,
         p.k,
         p.alpha,
         #[inline(always)]
-        |buffer, slice, acc| group.compute(buffer, slice, acc),
+        |slice| group.scales_of::<WM, WN>(slice),
+        #[inline(always)]
+        |buffer, scales, acc| group.compute(buffer, scales, acc),
     );
 
     // D's elements of block (i, j) of the wave.

@@ -194,10 +194,11 @@ fn gemm_wmma<In: Input, Out: Element, const BM: usize, const BN: usize>(
     let mut acc = [[F32x8([0.0; 8]); BN]; BM];
     // Each work-item moves BM vectors of A and BN of B per slice (32 · BM
     // rows of 4 vectors over 128 work-items).
-    group.stage.run::<BM, BN, _>(
+    group.stage.run::<BM, BN, _, _>(
         &mut acc,
         p.k,
         p.alpha,
+        |_| (),
         #[inline(always)]
         |buffer, _, acc| group.compute(buffer, acc),
     );
