@@ -14,12 +14,15 @@
 //! The kernels' arguments are aqueduct-gemm's common ones, one
 //! [`GemmArgs`] ([`Gemm::arguments`]); the launch comes from the solution's
 //! macro-tile and workgroup: `(ceil(M / MT0) · WG, ceil(N / MT1), batch)`.
+//! A block-scaled (MXFP8) GEMM ([`Gemm::with_block_scales`]) selects the
+//! catalog's MX rows and takes its E8M0 scales through
+//! [`GemmPlan::dispatch_scaled`] or [`GemmPlan::record_scaled`].
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use aqueduct_abi::gemm::{GemmArgs, GemmFlags};
+use aqueduct_abi::gemm::{GemmArgs, GemmFlags, MX_BLOCK, scale_blocks};
 
 use crate::agent::Agent;
 use crate::catalog::{Catalog, CodeObjects, DataType, Hardware, Problem, Transpose};
@@ -78,6 +81,12 @@ pub struct Gemm {
     /// reduced-precision xf32 MFMAs where a catalog offers them (Tensile's
     /// `F32XdlMathOp`; elsewhere f32 kernels answer).
     pub f32_math: DataType,
+    /// Elements of K per E8M0 block scale of A and of B (MXFP8, the OCP
+    /// Microscaling formats: 32), or 0 without block scales: with them, A's
+    /// and B's elements are multiplied by `2^(e − 127)` of their row's
+    /// (column's) block, the scales passed to [`GemmPlan::dispatch_scaled`]
+    /// or [`GemmPlan::record_scaled`] in `GemmArgs::scale_a`'s layout.
+    pub block_scales: u32,
 }
 
 impl Gemm {
@@ -104,9 +113,27 @@ impl Gemm {
             alpha: 1.0,
             beta: 0.0,
             f32_math: DataType::Float,
+            block_scales: 0,
         };
         g.tight();
         g
+    }
+
+    /// A and B with E8M0 block scales, one per 32 elements of K of each
+    /// row of op(A) and column of op(B) (MXFP8: FP8 or BF8 inputs, gfx950).
+    pub fn with_block_scales(mut self) -> Self {
+        self.block_scales = MX_BLOCK;
+        self
+    }
+
+    /// Bytes of A's and of B's block scales (all batches): `batch · M ·
+    /// ⌈K / 32⌉` and `batch · N · ⌈K / 32⌉`; 0 without block scales.
+    pub fn scale_bytes(&self) -> [u64; 2] {
+        if self.block_scales == 0 {
+            return [0; 2];
+        }
+        let per = u64::from(self.batch) * u64::from(scale_blocks(self.k));
+        [per * u64::from(self.m), per * u64::from(self.n)]
     }
 
     /// Stored-as-is or transposed operands (leading dimensions and strides
@@ -222,6 +249,20 @@ impl Gemm {
         if self.batch == 0 {
             return Err(bad("a batch of 0".into()));
         }
+        match (self.block_scales, self.input) {
+            (0, _) => {}
+            (MX_BLOCK, DataType::Float8 | DataType::BFloat8) => {}
+            (MX_BLOCK, input) => {
+                return Err(bad(format!(
+                    "block scales with {input} inputs (MXFP8: Float8 or BFloat8)"
+                )));
+            }
+            (block, _) => {
+                return Err(bad(format!(
+                    "block_scales {block} (0, or {MX_BLOCK}: the OCP Microscaling block)"
+                )));
+            }
+        }
         let xf32 = self.f32_math == DataType::XFloat32;
         if !(self.f32_math == DataType::Float || xf32 && self.input == DataType::Float) {
             return Err(bad(format!(
@@ -281,8 +322,14 @@ impl Gemm {
     }
 
     /// The kernel arguments for this problem on A, B, C and D at the
-    /// device addresses `[a, b, c, d]`.
-    pub fn arguments(&self, [a, b, c, d]: [u64; 4]) -> GemmArgs {
+    /// device addresses `[a, b, c, d]`, without block scales.
+    pub fn arguments(&self, matrices: [u64; 4]) -> GemmArgs {
+        self.scaled_arguments(matrices, [0; 2])
+    }
+
+    /// [`Gemm::arguments`] with A's and B's block scales at `[scale_a,
+    /// scale_b]`.
+    pub fn scaled_arguments(&self, [a, b, c, d]: [u64; 4], [sa, sb]: [u64; 2]) -> GemmArgs {
         GemmArgs {
             a,
             b,
@@ -304,9 +351,8 @@ impl Gemm {
             beta: self.beta,
             flags: GemmFlags::transposed(self.trans_a, self.trans_b),
             reserved: 0,
-            // The catalogs hold no block-scaled kernel yet: none reads them.
-            scale_a: 0,
-            scale_b: 0,
+            scale_a: sa,
+            scale_b: sb,
         }
     }
 
@@ -348,6 +394,8 @@ impl Gemm {
         p.alpha = f64::from(self.alpha);
         p.beta = f64::from(self.beta);
         p.c_equals_d = false;
+        // E8M0 scales (the default type) when the block is set.
+        (p.mx_block_a, p.mx_block_b) = (self.block_scales, self.block_scales);
         p
     }
 }
@@ -373,6 +421,9 @@ impl fmt::Display for Gemm {
         )?;
         if self.f32_math != DataType::Float {
             write!(f, " as {}", self.f32_math)?;
+        }
+        if self.block_scales != 0 {
+            write!(f, " with E8M0 scales per {}", self.block_scales)?;
         }
         Ok(())
     }
@@ -547,7 +598,8 @@ impl GemmPlan {
 
     /// Dispatches `gemm` on `queue` with A, B, C and D in the given
     /// buffers (each at least as long as the problem spans, of the
-    /// problem's element sizes; with beta = 0 C is not read).
+    /// problem's element sizes; with beta = 0 C is not read). A
+    /// block-scaled GEMM takes [`GemmPlan::dispatch_scaled`].
     #[allow(clippy::too_many_arguments)]
     pub fn dispatch<TI: Pod, TO: Pod, LA, LB, LC, LD>(
         &self,
@@ -558,7 +610,39 @@ impl GemmPlan {
         c: &Buffer<TO, LC>,
         d: &mut Buffer<TO, LD>,
     ) -> Result<Dispatch> {
+        self.dispatch_with::<TI, TO, LD>(queue, gemm, [raw(a), raw(b)], raw(c), d, None)
+    }
+
+    /// [`GemmPlan::dispatch`] for a block-scaled GEMM
+    /// ([`Gemm::with_block_scales`]), with A's and B's E8M0 scales in
+    /// `scale_a` and `scale_b` (at least [`Gemm::scale_bytes`] each).
+    #[allow(clippy::too_many_arguments)]
+    pub fn dispatch_scaled<TI: Pod, TO: Pod, LA, LB, LC, LD, LS, LT>(
+        &self,
+        queue: &Queue,
+        gemm: &Gemm,
+        a: &Buffer<TI, LA>,
+        b: &Buffer<TI, LB>,
+        c: &Buffer<TO, LC>,
+        d: &mut Buffer<TO, LD>,
+        scale_a: &Buffer<u8, LS>,
+        scale_b: &Buffer<u8, LT>,
+    ) -> Result<Dispatch> {
+        let scales = Some([raw(scale_a), raw(scale_b)]);
+        self.dispatch_with::<TI, TO, LD>(queue, gemm, [raw(a), raw(b)], raw(c), d, scales)
+    }
+
+    fn dispatch_with<TI: Pod, TO: Pod, LD>(
+        &self,
+        queue: &Queue,
+        gemm: &Gemm,
+        [a, b]: [RawBuffer; 2],
+        c: RawBuffer,
+        d: &mut Buffer<TO, LD>,
+        scales: Option<[RawBuffer; 2]>,
+    ) -> Result<Dispatch> {
         gemm.validate()?;
+        check_scales_given(gemm, scales.is_some())?;
         let (ti, to) = (std::mem::size_of::<TI>(), std::mem::size_of::<TO>());
         let bytes = |t: DataType| t.element_bytes() as usize;
         if ti != bytes(gemm.input) || to != bytes(gemm.output) {
@@ -570,11 +654,18 @@ impl GemmPlan {
                 ),
             ));
         }
-        let lens = [a.len(), b.len(), c.len(), d.len()].map(|l| l as u64);
+        let lens = [a.len, b.len, c.len, d.len() as u64];
         check_spans(gemm, lens, "elements")?;
-        let addresses = [a.address(), b.address(), c.address(), d.address()];
+        let scale_addresses = match scales {
+            Some(s) => {
+                check_scale_lengths(gemm, s.map(|r| r.len))?;
+                s.map(|r| r.address)
+            }
+            None => [0; 2],
+        };
+        let addresses = [a.address, b.address, c.address, d.address()];
         let mut args = self.kernel.kernargs()?;
-        args.set_all(&gemm.arguments(addresses))?;
+        args.set_all(&gemm.scaled_arguments(addresses, scale_addresses))?;
         self.kernel
             .dispatch_launch(queue, &self.launch(gemm), &args, None)
     }
@@ -585,14 +676,39 @@ impl GemmPlan {
     /// least as many bytes as the problem spans (with beta = 0 C is not
     /// read). Returns the command's index. The command's ordering is the
     /// builder's ([`CommandBufferBuilder::set_ordering`]): record a barrier
-    /// before it when earlier commands write A, B or C.
+    /// before it when earlier commands write A, B or C. A block-scaled GEMM
+    /// takes [`GemmPlan::record_scaled`].
     pub fn record(
         &self,
         builder: &mut CommandBufferBuilder,
         gemm: &Gemm,
+        matrices: [BufferRef; 4],
+    ) -> Result<u32> {
+        self.record_with(builder, gemm, matrices, None)
+    }
+
+    /// [`GemmPlan::record`] for a block-scaled GEMM, with A's and B's E8M0
+    /// scales as buffer references `[scale_a, scale_b]` (at least
+    /// [`Gemm::scale_bytes`] each).
+    pub fn record_scaled(
+        &self,
+        builder: &mut CommandBufferBuilder,
+        gemm: &Gemm,
+        matrices: [BufferRef; 4],
+        scales: [BufferRef; 2],
+    ) -> Result<u32> {
+        self.record_with(builder, gemm, matrices, Some(scales))
+    }
+
+    fn record_with(
+        &self,
+        builder: &mut CommandBufferBuilder,
+        gemm: &Gemm,
         [a, b, c, d]: [BufferRef; 4],
+        scales: Option<[BufferRef; 2]>,
     ) -> Result<u32> {
         gemm.validate()?;
+        check_scales_given(gemm, scales.is_some())?;
         let bytes = |t: DataType| t.element_bytes();
         let lens = [
             a.length / bytes(gemm.input),
@@ -601,6 +717,9 @@ impl GemmPlan {
             d.length / bytes(gemm.output),
         ];
         check_spans(gemm, lens, "whole elements")?;
+        if let Some(s) = scales {
+            check_scale_lengths(gemm, s.map(|r| r.length))?;
+        }
         // Each matrix starts on an element: a binding slot is 16-byte
         // aligned (checked at submit), so its offset decides; a direct
         // reference's address and offset together.
@@ -625,16 +744,68 @@ impl GemmPlan {
                 ));
             }
         }
-        // The matrices bound by name: a slot or a handle is resolved when
-        // the block issues.
+        // The matrices (and scales) bound by name: a slot or a handle is
+        // resolved when the block issues.
         let mut args = self.kernel.kernargs()?;
         args.set_all(&gemm.arguments([0; 4]))?
             .bind("a", a)?
             .bind("b", b)?
             .bind("c", c)?
             .bind("d", d)?;
+        if let Some([sa, sb]) = scales {
+            args.bind("scale_a", sa)?.bind("scale_b", sb)?;
+        }
         builder.dispatch(&self.kernel, self.workgroups(gemm), &args)
     }
+}
+
+/// A buffer's address and length in elements, whatever its type.
+#[derive(Clone, Copy)]
+struct RawBuffer {
+    address: u64,
+    len: u64,
+}
+
+fn raw<T: Pod, L>(b: &Buffer<T, L>) -> RawBuffer {
+    RawBuffer {
+        address: b.address(),
+        len: b.len() as u64,
+    }
+}
+
+/// Refuses block scales given for a GEMM without them, or missing for
+/// one with them.
+fn check_scales_given(gemm: &Gemm, given: bool) -> Result<()> {
+    match (gemm.block_scales != 0, given) {
+        (true, false) => Err(bad_gemm(
+            gemm,
+            "block scales not given: a block-scaled GEMM takes dispatch_scaled or \
+             record_scaled"
+                .into(),
+        )),
+        (false, true) => Err(bad_gemm(
+            gemm,
+            "block scales given for a GEMM without them (Gemm::with_block_scales)".into(),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Refuses scales of A or B (`lens` bytes) shorter than the problem's.
+fn check_scale_lengths(gemm: &Gemm, lens: [u64; 2]) -> Result<()> {
+    for ((name, want), len) in ["scale_a", "scale_b"]
+        .iter()
+        .zip(gemm.scale_bytes())
+        .zip(lens)
+    {
+        if len < want {
+            return Err(bad_gemm(
+                gemm,
+                format!("{name} holds {len} bytes, the problem's scales take {want}"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn bad_gemm(gemm: &Gemm, problem: String) -> Error {

@@ -480,3 +480,149 @@ fn selected_kernels_run_and_match_the_cpu() {
         assert!(name.starts_with("gemm_f32_"), "{name}");
     }
 }
+
+impl Bits for u8 {
+    fn narrow(bits: u32) -> Self {
+        bits as u8
+    }
+}
+
+/// OCP FP8 E4M3FN bits of -1, 0 and 1 (gfx950's FP8: sign, exponent bias
+/// 7, 1.0 = 0x38).
+fn ocp_fp8(v: i32) -> u32 {
+    match v {
+        -1 => 0xB8,
+        0 => 0,
+        1 => 0x38,
+        _ => panic!("{v}"),
+    }
+}
+
+/// Block-scaled (MXFP8) GEMMs through the library on the agents whose
+/// catalogs hold MX kernels (gfx950): the catalog keeps plain and
+/// block-scaled problems apart (an FP8 problem gets an FP8 kernel, the
+/// same problem with scales an MXFP8 one); missing, unwanted or short
+/// scales and scales on non-FP8 inputs are refused naming them; and the
+/// scaled GEMM matches an f64 reference that applies each block's
+/// scales (E8M0 2^-3 .. 2^4), batch 2, exactly.
+#[test]
+fn block_scaled_gemms_select_mx_kernels_and_match_the_cpu() {
+    let system = announced_system();
+    let mut rng = Rng(0x3C8_E8E8);
+    let mut ran = 0;
+    for gpu in hsa_gpus(&system) {
+        if gpu.info().name != "gfx950" {
+            continue;
+        }
+        ran += 1;
+        let lib = library(&gpu);
+        let plain = Gemm::new(100, 70, 96, DataType::Float8, DataType::Float)
+            .transposed(false, true)
+            .batched(2)
+            .scaled(2.0, -1.0);
+        let gemm = plain.with_block_scales();
+        let name = lib.select(&plain).expect("fp8").name;
+        assert!(name.starts_with("gemm_fp8_f32_mfma_"), "{name}");
+        let plan = lib.select(&gemm).expect("mxfp8");
+        assert!(
+            plan.name.starts_with("gemm_mxfp8_f32_mfma_"),
+            "{}",
+            plan.name
+        );
+        let Err(e) =
+            lib.select(&Gemm::new(64, 64, 64, DataType::Half, DataType::Float).with_block_scales())
+        else {
+            panic!("f16 with block scales selected a kernel");
+        };
+        assert!(e.to_string().contains("block scales with Half"), "{e}");
+
+        let [sa, sb, sc, sd] = gemm.spans().map(|s| s as usize);
+        let mut draw =
+            |n: usize| -> Vec<u32> { (0..n).map(|_| ocp_fp8(rng.below(3) as i32 - 1)).collect() };
+        let (a, b) = (draw(sa), draw(sb));
+        let c: Vec<u32> = (0..sc).map(|i| (i as f32 % 5.0 - 2.0).to_bits()).collect();
+        let [na, nb] = gemm.scale_bytes().map(|n| n as usize);
+        let scale = |n: usize, salt: u64| -> Vec<u32> {
+            (0..n)
+                .map(|i| 124 + ((i as u64 ^ salt).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 61) as u32)
+                .collect()
+        };
+        let (scale_a, scale_b) = (scale(na, 0x11), scale(nb, 0x22));
+        let pool = gpu.memory_pool(PoolKind::CoarseGrained).expect("pool");
+        let (a_dev, b_dev) = (upload::<u8>(&pool, &a), upload::<u8>(&pool, &b));
+        let c_dev = upload::<u32>(&pool, &c);
+        let mut d_dev = upload::<u32>(&pool, &vec![u32::POISON; sd + 1]);
+        let (sa_dev, sb_dev) = (upload::<u8>(&pool, &scale_a), upload::<u8>(&pool, &scale_b));
+        let short = upload::<u8>(&pool, &scale_b[..nb - 1]);
+        let queue = gpu.create_queue(64).expect("queue");
+        let e = plan
+            .dispatch(&queue, &gemm, &a_dev, &b_dev, &c_dev, &mut d_dev)
+            .expect_err("no scales");
+        assert!(e.to_string().contains("block scales not given"), "{e}");
+        let e = plan
+            .dispatch_scaled(
+                &queue, &gemm, &a_dev, &b_dev, &c_dev, &mut d_dev, &sa_dev, &short,
+            )
+            .expect_err("short scale_b");
+        assert!(e.to_string().contains("scale_b holds"), "{e}");
+        // Recorded: the same refusals, and the scales bound by name.
+        {
+            use aqueduct::CommandBufferBuilder;
+            use aqueduct::command_buffer::BufferRef;
+            let mut rec = CommandBufferBuilder::new(&queue, 8).expect("builder");
+            let slot = |i: u32, bytes: usize| BufferRef::binding(i, 0, bytes as u64);
+            let refs = [slot(0, sa), slot(1, sb), slot(2, 4 * sc), slot(3, 4 * sd)];
+            let e = plan.record(&mut rec, &gemm, refs).expect_err("no scales");
+            assert!(e.to_string().contains("block scales not given"), "{e}");
+            let e = plan
+                .record_scaled(&mut rec, &gemm, refs, [slot(4, na), slot(5, nb - 1)])
+                .expect_err("short scale_b");
+            assert!(e.to_string().contains("scale_b holds"), "{e}");
+            plan.record_scaled(&mut rec, &gemm, refs, [slot(4, na), slot(5, nb)])
+                .expect("record");
+            let e = lib
+                .select(&plain)
+                .and_then(|p| p.record_scaled(&mut rec, &plain, refs, [slot(4, na), slot(5, nb)]))
+                .expect_err("scales for a plain GEMM");
+            assert!(e.to_string().contains("without them"), "{e}");
+        }
+        plan.dispatch_scaled(
+            &queue, &gemm, &a_dev, &b_dev, &c_dev, &mut d_dev, &sa_dev, &sb_dev,
+        )
+        .unwrap_or_else(|e| panic!("{gemm}: {e}"))
+        .wait(TIMEOUT)
+        .unwrap_or_else(|e| panic!("{gemm}: {e}"));
+        let d = d_dev.to_vec().expect("read");
+        assert_eq!(d[sd], u32::POISON, "{gemm}: wrote past D");
+        let value = |bits: u32| match bits {
+            0x38 => 1.0,
+            0xB8 => -1.0,
+            _ => 0.0,
+        };
+        let blocks = 96usize.div_ceil(32);
+        let (m, n, k) = (gemm.m as usize, gemm.n as usize, gemm.k as usize);
+        for bi in 0..2usize {
+            for j in 0..n {
+                for i in 0..m {
+                    let mut sum = 0f64;
+                    for l in 0..k {
+                        let av = a[bi * gemm.stride_a as usize + i + l * gemm.lda as usize];
+                        let bv = b[bi * gemm.stride_b as usize + j + l * gemm.ldb as usize];
+                        let e = scale_a[(bi * m + i) * blocks + l / 32]
+                            + scale_b[(bi * n + j) * blocks + l / 32];
+                        sum += value(av) * value(bv) * 2f64.powi(e as i32 - 254);
+                    }
+                    let cv = f64::from(f32::from_bits(
+                        c[bi * gemm.stride_c as usize + i + j * gemm.ldc as usize],
+                    ));
+                    let want = 2.0 * sum - cv;
+                    let got = f64::from(f32::from_bits(
+                        d[bi * gemm.stride_d as usize + i + j * gemm.ldd as usize],
+                    ));
+                    assert_eq!(got, want, "{} {gemm}: D[{i}, {j}, {bi}]", plan.name);
+                }
+            }
+        }
+    }
+    assert!(ran > 0, "no gfx950 agent");
+}

@@ -157,20 +157,26 @@ fn precision(t: DataType) -> &'static str {
         DataType::BFloat8 => "B8",
         DataType::Float8BFloat8 => "F8B8",
         DataType::BFloat8Float8 => "B8F8",
+        DataType::E8 => "E8",
     }
 }
 
 /// A lazy child's type part, as Tensile names it: A's and C's precision
-/// codes (`SS`, `HH`, `BB`), then `_HPA` for high-precision accumulate.
+/// codes (`SS`, `HH`, `BB`), then `_HPA` for high-precision accumulate,
+/// then TensileLite's `_MXA<scale type>B<block>` and `_MXB..` for block
+/// scales.
 fn type_code(pred: &aqueduct_catalog::predicate::ProblemPredicate) -> String {
     use aqueduct_catalog::predicate::{ProblemLeafKind as Kind, Value};
     let mut code = String::new();
     let mut hpa = false;
+    let (mut mx_a, mut mx_b) = (0, 0);
     pred.leaves(&mut |l| match (l.kind, &l.value) {
         (Kind::TypesEqual, Value::Types(t, _)) => {
             code = format!("{}{}", precision(t[0]), precision(t[2]))
         }
         (Kind::HighPrecisionAccumulate, Value::Bool(true)) => hpa = true,
+        (Kind::MxBlockA, Value::U64(n)) => mx_a = *n,
+        (Kind::MxBlockB, Value::U64(n)) => mx_b = *n,
         _ => {}
     });
     if code.is_empty() {
@@ -178,6 +184,12 @@ fn type_code(pred: &aqueduct_catalog::predicate::ProblemPredicate) -> String {
     }
     if hpa {
         code.push_str("_HPA");
+    }
+    // The scale type is E8 wherever aqueduct writes a block.
+    for (side, block) in [("A", mx_a), ("B", mx_b)] {
+        if block != 0 {
+            code.push_str(&format!("_MX{side}E8B{block}"));
+        }
     }
     code
 }
@@ -479,6 +491,13 @@ pub fn from_description_text(text_in: &str, out: &Path) -> Result<Vec<PathBuf>, 
                 prob.get("high_precision_accumulate"),
                 Some(Value::Bool(true))
             );
+            // Elements of K per E8M0 block scale of A and B (MX), or 0.
+            let block = match prob.get("block_scales") {
+                None => 0,
+                Some(v) => {
+                    uint(v).ok_or_else(|| format!("{at}: block_scales must be an integer"))?
+                }
+            };
             let distance = match prob.get("distance") {
                 None if lite => "GridBased",
                 None => "Euclidean",
@@ -493,7 +512,7 @@ pub fn from_description_text(text_in: &str, out: &Path) -> Result<Vec<PathBuf>, 
             // TensileLite: the five types and the feature leaves of a
             // kernel without epilogue features (TENSILELITE.md §6.2).
             let class = lite
-                .then(|| lite_class_predicates(types, hpa))
+                .then(|| lite_class_predicates(types, hpa, block))
                 .transpose()?
                 .unwrap_or_default();
             let mut table = Vec::new();
@@ -725,10 +744,12 @@ pub fn from_description_text(text_in: &str, out: &Path) -> Result<Vec<PathBuf>, 
 /// TensileLite's class leaves of a row and its solutions for a kernel of
 /// `types` (A, B, C, D) without epilogue features: the 18 of hipBLASLt
 /// 7.1.1's lazy rows but `F32XdlMathOp` (which solutions carry, so one row
-/// holds f32 and xf32 kernels), in its order. The compute type is
-/// hipBLASLt's for the output type: `Double` for f64, `Int32` for integers,
-/// `Float` otherwise.
-fn lite_class_predicates(types: &[Value], hpa: bool) -> Result<Vec<Value>, String> {
+/// holds f32 and xf32 kernels), in its order, then newer TensileLite's
+/// block-scale leaves: `MXBlockA`/`MXBlockB` (`block` elements of K per
+/// scale, 0 without), and with scales their type, `DataTypeMXSA`/`B` E8.
+/// The compute type is hipBLASLt's for the output type: `Double` for f64,
+/// `Int32` for integers, `Float` otherwise.
+fn lite_class_predicates(types: &[Value], hpa: bool, block: u64) -> Result<Vec<Value>, String> {
     let ty = |v: &Value| match v {
         Value::Str(n) => DataType::from_name(n).ok_or(format!("{n:?} is not a type name")),
         other => Err(format!("{other:?} is not a type name")),
@@ -742,7 +763,7 @@ fn lite_class_predicates(types: &[Value], hpa: bool) -> Result<Vec<Value>, Strin
     let mut five = types.to_vec();
     five.push(s(DataType::compute_input_of(a, b).name()));
     let flag = |name: &str, v: bool| typed(name, Some(Value::Bool(v)));
-    Ok(vec![
+    let mut leaves = vec![
         typed("TypesEqual", Some(Value::Array(five))),
         flag("HighPrecisionAccumulate", hpa),
         typed("Activation", Some(s("None"))),
@@ -761,7 +782,15 @@ fn lite_class_predicates(types: &[Value], hpa: bool) -> Result<Vec<Value>, Strin
         flag("SupportDeviceUserArguments", false),
         flag("SwizzleTensorA", false),
         flag("SwizzleTensorB", false),
-    ])
+        typed("MXBlockA", Some(Value::UInt(block))),
+        typed("MXBlockB", Some(Value::UInt(block))),
+    ];
+    if block != 0 {
+        let e8 = s(DataType::E8.name());
+        leaves.push(typed("DataTypeMXSA", Some(e8.clone())));
+        leaves.push(typed("DataTypeMXSB", Some(e8)));
+    }
+    Ok(leaves)
 }
 
 /// Orders the root's hardware rows with tensilelite's comparator (stable,

@@ -35,6 +35,7 @@ use std::path::{Path, PathBuf};
 
 use std::collections::BTreeMap;
 
+use aqueduct_abi::gemm::MX_BLOCK;
 use aqueduct_abi::gfx::MatrixCore;
 use aqueduct_gemm::common::{ElementType, Family, GemmKernel};
 
@@ -110,9 +111,9 @@ pub fn product_rows(gfx: &str) -> (&'static [ProductRow], u32) {
 /// The kernels a target's catalog offers: its matrix family's (MFMA on
 /// CDNA, WMMA on RDNA3/RDNA4), and the FMA kernels of the type
 /// combinations that family lacks (f32 on RDNA; every one on a target
-/// without matrix cores). Not the block-scaled (MX) kernels: the catalogs
-/// do not yet write the problem predicates that tell an MX problem from
-/// a plain FP8 one, and `Gemm` passes no scales.
+/// without matrix cores). The MXFP8 kernels sit in rows of their own
+/// (`MXBlockA`/`MXBlockB` 32); not MXFP4 yet, whose two elements a byte
+/// the catalogs' types (and `Gemm`'s sizes) cannot say.
 pub fn kernels_for(target: &GfxTarget) -> Vec<&'static GemmKernel> {
     let matrix: &[GemmKernel] = match target.matrix_core {
         MatrixCore::Mfma => aqueduct_gemm::mfma::KERNELS,
@@ -121,7 +122,7 @@ pub fn kernels_for(target: &GfxTarget) -> Vec<&'static GemmKernel> {
     };
     let matrix: Vec<&GemmKernel> = matrix
         .iter()
-        .filter(|k| k.built_for(target.name) && !k.input.block_scaled())
+        .filter(|k| k.built_for(target.name) && k.input != ElementType::MxFp4)
         .collect();
     let covered = |k: &GemmKernel| {
         matrix
@@ -262,19 +263,23 @@ pub fn description(target: &GfxTarget, models: &Models) -> String {
         }
         out.push_str("    problems:\n");
         for (op, _, _) in OPERATIONS {
-            // One problem row per catalog type (xf32 kernels share f32's).
-            let mut types: Vec<(&str, &str)> = Vec::new();
+            // One problem row per catalog type (xf32 kernels share f32's)
+            // and block scaling (MX kernels have their own rows).
+            let key = |k: &GemmKernel| {
+                let block = if k.input.block_scaled() { MX_BLOCK } else { 0 };
+                (type_name(k.input), type_name(k.output), block)
+            };
+            let mut types: Vec<(&str, &str, u32)> = Vec::new();
             for k in &kernels {
-                let key = (type_name(k.input), type_name(k.output));
-                if !types.contains(&key) {
-                    types.push(key);
+                if !types.contains(&key(k)) {
+                    types.push(key(k));
                 }
             }
-            for (i, o) in types {
+            for (i, o, block) in types {
                 let of_type: Vec<&GemmKernel> = kernels
                     .iter()
                     .copied()
-                    .filter(|k| (type_name(k.input), type_name(k.output)) == (i, o))
+                    .filter(|k| key(k) == (i, o, block))
                     .collect();
                 // Where xf32 kernels sit beside f32 ones, each says which
                 // math it does.
@@ -283,6 +288,9 @@ pub fn description(target: &GfxTarget, models: &Models) -> String {
                 let _ = writeln!(out, "      - operation: {op}");
                 let _ = writeln!(out, "        types: [{i}, {i}, {o}, {o}]");
                 let _ = writeln!(out, "        high_precision_accumulate: {hpa}");
+                if block != 0 {
+                    let _ = writeln!(out, "        block_scales: {block}");
+                }
                 out.push_str(
                     "        solutions:
 ",

@@ -63,12 +63,16 @@ pub enum DataType {
     Float8BFloat8,
     /// Mixed 8-bit: A is BFloat8, B Float8.
     BFloat8Float8,
+    /// E8M0: an exponent byte, `2^(e − 127)` (0xFF NaN), the block scales
+    /// of the OCP Microscaling formats (TensileLite's `E8`, the type of
+    /// `DataTypeMXSA`/`DataTypeMXSB`).
+    E8,
 }
 
 impl DataType {
     /// Every type, in declaration order (the order of [`DataType::from_name`]'s
     /// search).
-    pub const ALL: [DataType; 15] = [
+    pub const ALL: [DataType; 16] = [
         DataType::Float,
         DataType::Double,
         DataType::ComplexFloat,
@@ -84,6 +88,7 @@ impl DataType {
         DataType::BFloat8,
         DataType::Float8BFloat8,
         DataType::BFloat8Float8,
+        DataType::E8,
     ];
 
     /// Tensile's name for the type, as catalogs write it (`Float`,
@@ -105,6 +110,7 @@ impl DataType {
             DataType::BFloat8 => "BFloat8",
             DataType::Float8BFloat8 => "Float8BFloat8",
             DataType::BFloat8Float8 => "BFloat8Float8",
+            DataType::E8 => "E8",
         }
     }
 
@@ -117,7 +123,7 @@ impl DataType {
     pub fn element_bytes(self) -> u64 {
         match self {
             DataType::Int8 | DataType::Float8 | DataType::BFloat8 => 1,
-            DataType::Float8BFloat8 | DataType::BFloat8Float8 => 1,
+            DataType::Float8BFloat8 | DataType::BFloat8Float8 | DataType::E8 => 1,
             DataType::Half | DataType::BFloat16 => 2,
             DataType::Float | DataType::Int32 | DataType::Int8x4 | DataType::XFloat32 => 4,
             DataType::Double | DataType::ComplexFloat | DataType::Int64 => 8,
@@ -445,6 +451,15 @@ pub struct Problem {
     pub swizzle_a: bool,
     /// `swizzleTensorB`.
     pub swizzle_b: bool,
+    /// `mxBlockA`: elements of K per block scale of A (the OCP
+    /// Microscaling formats: 32), or 0 without block scales.
+    pub mx_block_a: u32,
+    /// `mxBlockB`, as `mx_block_a` for B.
+    pub mx_block_b: u32,
+    /// `mxTypeA`: A's block-scale type (read only when `mx_block_a` ≠ 0).
+    pub mx_type_a: DataType,
+    /// `mxTypeB`.
+    pub mx_type_b: DataType,
     /// hipBLASLt's `params.gsu`: a global split-U the caller forces (0:
     /// each solution's own).
     pub gsu: i64,
@@ -515,6 +530,10 @@ impl Problem {
             output_amax_d: false,
             swizzle_a: false,
             swizzle_b: false,
+            mx_block_a: 0,
+            mx_block_b: 0,
+            mx_type_a: DataType::E8,
+            mx_type_b: DataType::E8,
             gsu: 0,
         };
         p.pack_batch_strides();
@@ -673,7 +692,8 @@ impl Problem {
             | (self.c_equals_d as u64) << 5
     }
 
-    /// The enumerations packed in one word (for hash keys).
+    /// The enumerations packed in one word (for hash keys), and the block
+    /// scales' sizes and types.
     pub(crate) fn mode_bits(&self) -> u64 {
         let language = match self.kernel_language {
             KernelLanguage::Any => 0,
@@ -691,7 +711,14 @@ impl Problem {
             PerformanceMetric::Auto => 2,
             PerformanceMetric::Experimental => 3,
         };
-        language | unit << 2 | metric << 4 | (self.f32_xdl_math_op as u64) << 8
+        language
+            | unit << 2
+            | metric << 4
+            | (self.f32_xdl_math_op as u64) << 8
+            | u64::from(self.mx_block_a.min(0xFF)) << 16
+            | u64::from(self.mx_block_b.min(0xFF)) << 24
+            | (self.mx_type_a as u64) << 32
+            | (self.mx_type_b as u64) << 40
     }
 
     /// TensileLite's class fields packed in two words (for hash keys):

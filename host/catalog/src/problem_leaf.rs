@@ -425,6 +425,23 @@ leaves! {
     SwizzleTensorB, "SwizzleTensorB", None, Bool, true, PLAIN,
         |l, p| l.value == Value::Bool(p.swizzle_b),
         |_, p| p.swizzle_b.to_string();
+    // Block scales (OCP Microscaling): newer TensileLite than 7.1.1
+    // (`ProblemType.predicates` writes MXBlockA/B on every solution and
+    // DataTypeMXSA/B when the block is non-zero; the C++ tests are strict
+    // equalities), so a plain problem never takes an MX kernel, nor an MX
+    // problem a plain one.
+    MxBlockA, "MXBlockA", None, U64, true, EQUAL,
+        |l, p| u64::from(p.mx_block_a) == l.number(),
+        |_, p| p.mx_block_a.to_string();
+    MxBlockB, "MXBlockB", None, U64, true, EQUAL,
+        |l, p| u64::from(p.mx_block_b) == l.number(),
+        |_, p| p.mx_block_b.to_string();
+    DataTypeMxsA, "DataTypeMXSA", None, Type, true, PLAIN,
+        |l, p| l.value == Value::Type(p.mx_type_a),
+        |_, p| format!("{} (MXBlockA {})", p.mx_type_a, p.mx_block_a);
+    DataTypeMxsB, "DataTypeMXSB", None, Type, true, PLAIN,
+        |l, p| l.value == Value::Type(p.mx_type_b),
+        |_, p| format!("{} (MXBlockB {})", p.mx_type_b, p.mx_block_b);
     BiasDataTypeWhiteList, "BiasDataTypeWhiteList", None, TypeList, true, PLAIN,
         |l, p| p.use_bias == 0 || matches!(&l.value, Value::TypeList(t) if t.contains(&p.bias_type)),
         |_, p| format!("{} (useBias {})", p.bias_type, p.use_bias);
@@ -1037,6 +1054,10 @@ mod tests {
                 "SupportDeviceUserArguments",
                 "SwizzleTensorA",
                 "SwizzleTensorB",
+                "MXBlockA",
+                "MXBlockB",
+                "DataTypeMXSA",
+                "DataTypeMXSB",
                 "BiasDataTypeWhiteList",
                 "BiasSrcWhiteList",
                 "ActivationEnumWhiteList",
@@ -1045,12 +1066,62 @@ mod tests {
         );
         // Every row that reads a size, a stride or a scalar is not (the
         // numbers of TensileLite's feature rows are feature settings).
-        let settings = ["UseBias", "UseScaleAlphaVec", "Sparse"];
+        let settings = [
+            "UseBias",
+            "UseScaleAlphaVec",
+            "Sparse",
+            "MXBlockA",
+            "MXBlockB",
+        ];
         for row in ROWS.iter().filter(|r| {
             (r.index != Index::None || r.shape == Shape::U64) && !settings.contains(&r.name)
         }) {
             assert!(!row.class_only, "{}", row.name);
         }
+    }
+
+    /// The block-scale leaves are strict both ways: a plain kernel (block
+    /// 0) never serves an MX problem, an MX kernel (32, E8) never a plain
+    /// one, and the scale type must match.
+    #[test]
+    fn block_scale_leaves_keep_plain_and_mx_apart() {
+        use crate::problem::Transpose;
+        let leaf = |kind, value| ProblemLeaf {
+            kind,
+            index: 0,
+            value,
+        };
+        let plain = Problem::gemm(
+            Transpose::Transpose,
+            Transpose::None,
+            256,
+            256,
+            256,
+            DataType::Float8,
+        );
+        let mut mx = plain.clone();
+        (mx.mx_block_a, mx.mx_block_b) = (32, 32);
+        let mut other_type = mx.clone();
+        other_type.mx_type_a = DataType::Float8;
+        for (l, want) in [
+            (leaf(Kind::MxBlockA, Value::U64(0)), [true, false, false]),
+            (leaf(Kind::MxBlockB, Value::U64(0)), [true, false, false]),
+            (leaf(Kind::MxBlockA, Value::U64(32)), [false, true, true]),
+            (leaf(Kind::MxBlockB, Value::U64(32)), [false, true, true]),
+            (
+                leaf(Kind::DataTypeMxsA, Value::Type(DataType::E8)),
+                [true, true, false],
+            ),
+            (
+                leaf(Kind::DataTypeMxsB, Value::Type(DataType::E8)),
+                [true, true, true],
+            ),
+        ] {
+            let got = [&plain, &mx, &other_type].map(|p| l.eval(p));
+            assert_eq!(got, want, "{} {}", l.name(), l.expected());
+        }
+        assert_ne!(plain.mode_bits(), mx.mode_bits());
+        assert_ne!(mx.mode_bits(), other_type.mode_bits());
     }
 
     /// TensileLite's "the problem does not ask" rules (TENSILELITE.md
