@@ -133,3 +133,36 @@ fn select_without_a_solution_fails_naming_problem_and_hardware() {
     assert!(errors.contains("on gfx90a"), "{errors}");
     assert!(out.contains("RESULT: no solution"), "{out}");
 }
+
+/// `--block-scales` asks the gfx950 catalog for a block-scaled GEMM: FP8
+/// selects the MXFP8 kernel (and without the flag the plain FP8 one); on
+/// f16 inputs the flag is refused naming it (status 1).
+#[test]
+fn select_with_block_scales_picks_the_mx_kernel_or_says_why_not() {
+    let path = aqueduct::device_code::dir().join("gfx950/TensileLibrary_lazy_gfx950.dat");
+    assert!(path.exists(), "{} is missing", path.display());
+    let catalog = path.to_string_lossy();
+    let ask = |extra: &[&str], ty: &str| {
+        let base = [
+            "select",
+            "--catalog",
+            &catalog,
+            "--gfx",
+            "gfx950",
+            "--cu",
+            "256",
+        ];
+        let tail = ["--type", ty, "--trans", "TN", "512", "512", "512"];
+        aqueduct(&[&base[..], extra, &tail[..]].concat())
+    };
+    let (code, out, errors) = ask(&["--block-scales"], "fp8");
+    assert_eq!(code, Some(0), "{out}{errors}");
+    assert!(out.starts_with("solution: gemm_mxfp8_f32_mfma_"), "{out}");
+    assert!(out.contains("MXBlockA"), "{out}");
+    let (code, out, errors) = ask(&[], "fp8");
+    assert_eq!(code, Some(0), "{out}{errors}");
+    assert!(out.starts_with("solution: gemm_fp8_f32_mfma_"), "{out}");
+    let (code, out, errors) = ask(&["--block-scales"], "f16");
+    assert_eq!(code, Some(1), "{out}{errors}");
+    assert!(errors.contains("block scales with Half"), "{errors}");
+}

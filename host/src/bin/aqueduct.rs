@@ -105,6 +105,10 @@ struct SelectArgs {
     /// C and D's element type (default: the input type; f32 for fp8)
     #[arg(long, value_name = "TYPE", value_parser = aqueduct::job::parse_type)]
     out: Option<DataType>,
+    /// Ask for a block-scaled GEMM (MXFP8: fp8 inputs with an E8M0 scale
+    /// per 32 elements of K of each row of A and column of B)
+    #[arg(long)]
+    block_scales: bool,
     /// Rows of D
     #[arg(value_parser = dimension())]
     m: u32,
@@ -172,6 +176,12 @@ fn select(args: &SelectArgs) -> Result<(), String> {
     if let Some(output) = args.out {
         gemm.output = output;
     }
+    if args.block_scales {
+        gemm = gemm.with_block_scales();
+    }
+    // What no kernel could run (block scales on other inputs than FP8, ...)
+    // is refused before the catalog is asked.
+    gemm.validate().map_err(|e| e.to_string())?;
     let (selected, trace) = gemm.select_traced(&catalog, &hardware);
     let selected = selected.map_err(|e| e.to_string())?;
     let Some(s) = selected else {
