@@ -642,7 +642,7 @@ impl GemmPlan {
         scales: Option<[RawBuffer; 2]>,
     ) -> Result<Dispatch> {
         gemm.validate()?;
-        check_scales_given(gemm, scales.is_some())?;
+        check_scales(gemm, scales.map(|s| s.map(|r| r.len)))?;
         let (ti, to) = (std::mem::size_of::<TI>(), std::mem::size_of::<TO>());
         let bytes = |t: DataType| t.element_bytes() as usize;
         if ti != bytes(gemm.input) || to != bytes(gemm.output) {
@@ -656,13 +656,7 @@ impl GemmPlan {
         }
         let lens = [a.len, b.len, c.len, d.len() as u64];
         check_spans(gemm, lens, "elements")?;
-        let scale_addresses = match scales {
-            Some(s) => {
-                check_scale_lengths(gemm, s.map(|r| r.len))?;
-                s.map(|r| r.address)
-            }
-            None => [0; 2],
-        };
+        let scale_addresses = scales.map_or([0; 2], |s| s.map(|r| r.address));
         let addresses = [a.address, b.address, c.address, d.address()];
         let mut args = self.kernel.kernargs()?;
         args.set_all(&gemm.scaled_arguments(addresses, scale_addresses))?;
@@ -708,7 +702,7 @@ impl GemmPlan {
         scales: Option<[BufferRef; 2]>,
     ) -> Result<u32> {
         gemm.validate()?;
-        check_scales_given(gemm, scales.is_some())?;
+        check_scales(gemm, scales.map(|s| s.map(|r| r.length)))?;
         let bytes = |t: DataType| t.element_bytes();
         let lens = [
             a.length / bytes(gemm.input),
@@ -717,9 +711,6 @@ impl GemmPlan {
             d.length / bytes(gemm.output),
         ];
         check_spans(gemm, lens, "whole elements")?;
-        if let Some(s) = scales {
-            check_scale_lengths(gemm, s.map(|r| r.length))?;
-        }
         // Each matrix starts on an element: a binding slot is 16-byte
         // aligned (checked at submit), so its offset decides; a direct
         // reference's address and offset together.
@@ -773,26 +764,28 @@ fn raw<T: Pod, L>(b: &Buffer<T, L>) -> RawBuffer {
     }
 }
 
-/// Refuses block scales given for a GEMM without them, or missing for
-/// one with them.
-fn check_scales_given(gemm: &Gemm, given: bool) -> Result<()> {
-    match (gemm.block_scales != 0, given) {
-        (true, false) => Err(bad_gemm(
-            gemm,
-            "block scales not given: a block-scaled GEMM takes dispatch_scaled or \
-             record_scaled"
-                .into(),
-        )),
-        (false, true) => Err(bad_gemm(
-            gemm,
-            "block scales given for a GEMM without them (Gemm::with_block_scales)".into(),
-        )),
-        _ => Ok(()),
-    }
-}
-
-/// Refuses scales of A or B (`lens` bytes) shorter than the problem's.
-fn check_scale_lengths(gemm: &Gemm, lens: [u64; 2]) -> Result<()> {
+/// Refuses block scales given for a GEMM without them, missing for one
+/// with them, or (`lens`: the bytes of A's and B's, if given) shorter
+/// than the problem's.
+fn check_scales(gemm: &Gemm, lens: Option<[u64; 2]>) -> Result<()> {
+    let lens = match (gemm.block_scales != 0, lens) {
+        (false, None) => return Ok(()),
+        (true, Some(lens)) => lens,
+        (true, None) => {
+            return Err(bad_gemm(
+                gemm,
+                "block scales not given: a block-scaled GEMM takes dispatch_scaled or \
+                 record_scaled"
+                    .into(),
+            ));
+        }
+        (false, Some(_)) => {
+            return Err(bad_gemm(
+                gemm,
+                "block scales given for a GEMM without them (Gemm::with_block_scales)".into(),
+            ));
+        }
+    };
     for ((name, want), len) in ["scale_a", "scale_b"]
         .iter()
         .zip(gemm.scale_bytes())

@@ -143,7 +143,8 @@ pub fn type_name(t: ElementType) -> &'static str {
         ElementType::Bf16 => "BFloat16",
         ElementType::Fp8 => "Float8",
         ElementType::Bf8 => "BFloat8",
-        // Never in a catalog (`kernels_for`); the element type's name.
+        // MXFP8's elements are FP8's: the rows' MXBlockA/MXBlockB tell
+        // them apart. MXFP4 is in no catalog (`kernels_for`).
         ElementType::MxFp8 => "Float8",
         ElementType::MxBf8 => "BFloat8",
         ElementType::MxFp4 => "Float4",

@@ -51,7 +51,8 @@
 //! ([`f8f6f4_k`]). The MX kernels take the scaled form, each lane reading
 //! its row's (column's) E8M0 scale of its K block from `scale_a`/`scale_b`
 //! ([`scale_place`]) with the slice's operands, a slice ahead of its
-//! MFMAs, so the loads' latency hides behind the previous slice's.
+//! MFMAs, so those loads are in flight while the previous slice's MFMAs
+//! run (the disassembly's waits show it; no GPU here has timed it).
 //!
 //! **Epilogue.** Register `r` of lane `l` of a block holds D's element
 //! ([`d_place`]); it is scaled by alpha, added to beta · C when beta ≠ 0 (C

@@ -280,42 +280,37 @@ fn slice_operand([lo, hi]: [Vector; 2]) -> I32x8 {
     I32x8([lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]].map(|w| w as i32))
 }
 
-/// gfx950's 8-bit inputs: one f8f6f4 MFMA a slice, the format code
-/// (CBSZ for A, BLGP for B) the type's.
+/// One f8f6f4 MFMA of a slice's two reads of A and of B in `FORMAT` (0
+/// FP8, 1 BF8: CBSZ and BLGP), each lane's scale bytes `sa`, `sb` in
+/// OP_SEL byte 0; constant zero scales select the plain form.
+#[cfg(aqueduct_gfx = "gfx950")]
+#[inline(always)]
+fn f8f6f4<const FORMAT: i32>(
+    acc: F32x16,
+    a: [Vector; 2],
+    b: [Vector; 2],
+    sa: u32,
+    sb: u32,
+) -> F32x16 {
+    let (a, b) = (slice_operand(a), slice_operand(b));
+    let (sa, sb) = (sa as i32, sb as i32);
+    // SAFETY: gfx950 has v_mfma_(scale_)f32_32x32x64_f8f6f4; the operands
+    // have the intrinsic's types and the immargs are constants (the
+    // format a const parameter, OP_SEL 0).
+    unsafe { mfma_scale_32x32x64_f8f6f4(a, b, acc, FORMAT, FORMAT, 0, sa, 0, sb) }
+}
+
+/// gfx950's 8-bit inputs, one f8f6f4 MFMA a slice (`f8f6f4`): FP8 and
+/// BF8 through the plain form, MXFP8 through the scaled one.
 macro_rules! f8f6f4_inputs {
-    ($($ty:ident => $format:literal;)*) => {$(
+    ($($ty:ident => $format:literal, scaled: $scaled:literal;)*) => {$(
         #[cfg(aqueduct_gfx = "gfx950")]
         impl Input for $ty {
             const CHUNKS: usize = 2;
+            const SCALED: bool = $scaled;
             #[inline(always)]
             fn mfma(acc: F32x16, a: [Vector; 2], b: [Vector; 2]) -> F32x16 {
-                let (a, b) = (slice_operand(a), slice_operand(b));
-                // SAFETY: gfx950 has v_mfma_f32_32x32x64_f8f6f4; the
-                // operands have the intrinsic's types, the immargs are
-                // literals (both formats the type's) and the zero scales
-                // select the plain form.
-                unsafe { mfma_scale_32x32x64_f8f6f4(a, b, acc, $format, $format, 0, 0, 0, 0) }
-            }
-        }
-    )*};
-}
-
-f8f6f4_inputs! {
-    Fp8 => 0;
-    Bf8 => 1;
-}
-
-/// gfx950's MXFP8 inputs: one scaled f8f6f4 MFMA a slice, each lane's
-/// scale bytes of A's row block and B's column block in OP_SEL byte 0.
-macro_rules! mx_inputs {
-    ($($ty:ident => $format:literal;)*) => {$(
-        #[cfg(aqueduct_gfx = "gfx950")]
-        impl Input for $ty {
-            const CHUNKS: usize = 2;
-            const SCALED: bool = true;
-            #[inline(always)]
-            fn mfma(acc: F32x16, a: [Vector; 2], b: [Vector; 2]) -> F32x16 {
-                Self::mfma_scaled(acc, a, b, E8M0_ONE, E8M0_ONE)
+                f8f6f4::<$format>(acc, a, b, 0, 0)
             }
             #[inline(always)]
             fn mfma_scaled(
@@ -325,21 +320,17 @@ macro_rules! mx_inputs {
                 sa: u32,
                 sb: u32,
             ) -> F32x16 {
-                let (a, b) = (slice_operand(a), slice_operand(b));
-                let (sa, sb) = (sa as i32, sb as i32);
-                // SAFETY: gfx950 has v_mfma_scale_f32_32x32x64_f8f6f4; the
-                // operands have the intrinsic's types, the immargs are
-                // literals (both formats the type's, OP_SEL 0: byte 0 of
-                // each lane's scale).
-                unsafe { mfma_scale_32x32x64_f8f6f4(a, b, acc, $format, $format, 0, sa, 0, sb) }
+                f8f6f4::<$format>(acc, a, b, sa, sb)
             }
         }
     )*};
 }
 
-mx_inputs! {
-    MxFp8 => 0;
-    MxBf8 => 1;
+f8f6f4_inputs! {
+    Fp8 => 0, scaled: false;
+    Bf8 => 1, scaled: false;
+    MxFp8 => 0, scaled: true;
+    MxBf8 => 1, scaled: true;
 }
 
 // The f8f6f4 forms with FP4 operands: 32 elements, four VGPRs a lane.
