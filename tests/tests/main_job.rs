@@ -47,7 +47,10 @@ fn the_job_runs_each_type_and_reports_what_the_catalog_chose() {
             (DataType::BFloat16, "TN", (65, 64, 300), 1),
             (DataType::Float, "NN", (64, 97, 40), 1),
         ];
-        if gfx == "gfx942" {
+        // FP8 wherever the processor has it, in its own format (FNUZ on
+        // gfx942, OCP on gfx950 and gfx1201).
+        let fp8 = aqueduct_abi::gfx::gfx(&gfx).expect("a known processor").fp8;
+        if fp8 != aqueduct_abi::gfx::Fp8Format::None {
             cases.push((DataType::Float8, "TT", (96, 64, 128), 1));
         }
         for (input, trans, size, batch) in cases {
