@@ -73,9 +73,10 @@ pub struct Gemm {
     pub stride_c: u64,
     /// Elements from one batch's D to the next.
     pub stride_d: u64,
-    /// Scales op(A) · op(B).
+    /// Scales op(A) · op(B); an integer of i32 for Int8 inputs (Int32
+    /// compute: D = alpha · A·B + beta · C modulo 2^32).
     pub alpha: f32,
-    /// Scales C (0: C is not read).
+    /// Scales C (0: C is not read); an integer of i32 for Int8 inputs.
     pub beta: f32,
     /// How f32 inputs are multiplied: `Float`, or `XFloat32` for gfx942's
     /// reduced-precision xf32 MFMAs where a catalog offers them (Tensile's
@@ -263,6 +264,26 @@ impl Gemm {
                 )));
             }
         }
+        // Tensile's I8II: Int8 in, Int32 out and compute, alpha and beta
+        // i32 (the kernels convert the f32 fields).
+        let int8_in = self.input == DataType::Int8;
+        if int8_in != (self.output == DataType::Int32) {
+            return Err(bad(format!(
+                "{} inputs with {} output (Int8 inputs give Int32 output, and only they)",
+                self.input, self.output
+            )));
+        }
+        if int8_in {
+            for (name, v) in [("alpha", self.alpha), ("beta", self.beta)] {
+                // Below 2^31 and at least -2^31: the f32s that are i32s.
+                let i32_range = (-2_147_483_648.0..2_147_483_648.0).contains(&v);
+                if v.fract() != 0.0 || !i32_range {
+                    return Err(bad(format!(
+                        "{name} {v} is not an i32 (Int32 compute takes integer alpha and beta)"
+                    )));
+                }
+            }
+        }
         let xf32 = self.f32_math == DataType::XFloat32;
         if !(self.f32_math == DataType::Float || xf32 && self.input == DataType::Float) {
             return Err(bad(format!(
@@ -386,10 +407,16 @@ impl Gemm {
         p.d_type = self.output;
         // Narrow types compute in f32 (Tensile's high-precision accumulate).
         p.high_precision_accumulate = self.input != DataType::Float;
-        // Every type here computes in f32 (TensileLite's compute type; its
-        // compute-input type stays the input type, as `Problem::gemm` set).
-        p.compute_type = DataType::Float;
-        p.activation_compute_type = DataType::Float;
+        // Every type here computes in f32 but Int8 in Int32 (TensileLite's
+        // compute type, hipBLASLt's for the output; its compute-input type
+        // stays the input type, as `Problem::gemm` set).
+        let compute = if self.output == DataType::Int32 {
+            DataType::Int32
+        } else {
+            DataType::Float
+        };
+        p.compute_type = compute;
+        p.activation_compute_type = compute;
         p.f32_xdl_math_op = self.f32_math;
         p.alpha = f64::from(self.alpha);
         p.beta = f64::from(self.beta);

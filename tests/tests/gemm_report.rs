@@ -147,7 +147,7 @@ fn amd_rdna_kernels_are_reported_with_their_own_wave_size_and_modelled() {
 }
 
 /// Our WMMA kernels (gfx1100, gfx1201): every one built and reported in
-/// wave32, its main loop of WMMAs fed by 128-bit global loads and LDS
+/// wave32, its main loop of WMMAs (of its type) fed by 128-bit global loads and LDS
 /// reads, no scratch, and a MODELLED row for its product.
 #[test]
 fn our_wmma_kernels_run_wave32_main_loops_of_wide_accesses() {
@@ -164,8 +164,14 @@ fn our_wmma_kernels_run_wave32_main_loops_of_wide_accesses() {
                 .main_loop
                 .as_ref()
                 .unwrap_or_else(|| panic!("{}: no main loop", r.kernel));
+            // f32 accumulators, i32 for the 8-bit integers.
+            let wmma = if r.kernel.starts_with("gemm_i8_i32_") {
+                "v_wmma_i32_16x16x16_iu8"
+            } else {
+                "v_wmma_f32_16x16x16_"
+            };
             assert!(
-                l.body.iter().any(|m| m.starts_with("v_wmma_f32_16x16x16_")),
+                l.body.iter().any(|m| m.starts_with(wmma)),
                 "{gfx} {}",
                 r.kernel
             );

@@ -5,8 +5,10 @@
 //! output on gfx942 (FNUZ), gfx950 and gfx1201 (OCP), gfx950's MXFP8 and
 //! MXFP4 (OCP FP8/BF8/FP4 with E8M0 scales per 32 k of each row of A and
 //! column of B, 2^-3 to 2^4, which the reference applies block by block;
-//! MXFP4 in its one layout, [`fp4_cases`]), and on
-//! gfx942 xf32 (f32 multiplied at xf32 precision).
+//! MXFP4 in its one layout, [`fp4_cases`]), on gfx942 xf32 (f32
+//! multiplied at xf32 precision), and gfx1100's and gfx1201's signed
+//! 8-bit integer WMMA kernels (i32 out, inputs over all of i8, the
+//! reference in i32 arithmetic modulo 2^32, one case past 2^31).
 //!
 //! Inputs are small integers, so products and sums are exact in f32 and
 //! every result is exact in the output type (|D| < 256 for bf16): the
@@ -41,6 +43,10 @@ enum Ty {
     Bf8(Fp8Format),
     /// OCP FP4 (E2M1), two a byte (k even in the low nibble).
     Fp4,
+    /// Signed 8-bit integers (the integer kernels' A and B).
+    I8,
+    /// Signed 32-bit integers (their C and D).
+    I32,
 }
 
 /// An FP4 E2M1 value (OCP Microscaling specification: sign, 2 exponent
@@ -124,6 +130,14 @@ impl Ty {
                 .find(|&b| fp4(b) == f64::from(v))
                 .map(u32::from)
                 .unwrap_or_else(|| panic!("{v} is not exact in FP4")),
+            // No NaN in the integers: their extremes stand for the poison.
+            Ty::I8 if v.is_nan() => 0x7F,
+            Ty::I32 if v.is_nan() => 0x8000_0000,
+            Ty::I8 | Ty::I32 => {
+                assert!(v.fract() == 0.0, "{v} is not an integer");
+                let bits = v as i32 as u32;
+                if self == Ty::I8 { bits & 0xFF } else { bits }
+            }
         }
     }
 
@@ -135,14 +149,16 @@ impl Ty {
             Ty::Fp8(f) => eight_bit(bits as u8, 4, f),
             Ty::Bf8(f) => eight_bit(bits as u8, 5, f),
             Ty::Fp4 => fp4(bits as u8),
+            Ty::I8 => f64::from(bits as u8 as i8),
+            Ty::I32 => f64::from(bits as i32),
         }
     }
 
     fn bytes(self) -> usize {
         match self {
-            Ty::F32 => 4,
+            Ty::F32 | Ty::I32 => 4,
             Ty::F16 | Ty::Bf16 => 2,
-            Ty::Fp8(_) | Ty::Bf8(_) | Ty::Fp4 => 1,
+            Ty::Fp8(_) | Ty::Bf8(_) | Ty::Fp4 | Ty::I8 => 1,
         }
     }
 }
@@ -216,6 +232,8 @@ impl Kernel {
             ElementType::MxBf8 => Ty::Bf8(Fp8Format::Ocp),
             ElementType::MxFp4 => Ty::Fp4,
             ElementType::Xf32 => Ty::F32,
+            ElementType::I8 => Ty::I8,
+            ElementType::I32 => Ty::I32,
         };
         Self {
             name: k.name,
@@ -298,7 +316,7 @@ fn run(sim: &Sim, kernel: Kernel, c: Case, values: &mut dyn FnMut() -> f32, exac
         2f64.powi(e - 254)
     };
     let d_dev = match tout {
-        Ty::F32 => sim.poisoned::<u32>(d_len),
+        Ty::F32 | Ty::I32 => sim.poisoned::<u32>(d_len),
         _ => sim.poisoned::<u16>(d_len),
     };
     let args = GemmArgs {
@@ -340,7 +358,7 @@ fn run(sim: &Sim, kernel: Kernel, c: Case, values: &mut dyn FnMut() -> f32, exac
         )
         .unwrap_or_else(|e| panic!("{}: {e}", sim.at(&what)));
     let (out, poison): (Vec<u32>, u32) = match tout {
-        Ty::F32 => (
+        Ty::F32 | Ty::I32 => (
             sim.output::<u32>(d_dev, d_len, &what),
             <u32 as aqueduct_tests::Word>::POISON,
         ),
@@ -379,7 +397,18 @@ fn run(sim: &Sim, kernel: Kernel, c: Case, values: &mut dyn FnMut() -> f32, exac
                 } else {
                     tout.decode(cm[bi * strides[2] + i + j * ldc as usize])
                 };
-                let want = f64::from(c.alpha) * sum + f64::from(c.beta) * cv;
+                let want = if tout == Ty::I32 {
+                    // i32 arithmetic modulo 2^32 (the WMMA's sums wrap
+                    // too): `sum` is exact in f64, alpha and beta integral.
+                    let wrap = |x: f64| x as i64 as i32;
+                    let (alpha, beta) = (wrap(f64::from(c.alpha)), wrap(f64::from(c.beta)));
+                    let d = alpha
+                        .wrapping_mul(wrap(sum))
+                        .wrapping_add(beta.wrapping_mul(wrap(cv)));
+                    f64::from(d)
+                } else {
+                    f64::from(c.alpha) * sum + f64::from(c.beta) * cv
+                };
                 let got = tout.decode(out[bi * strides[3] + i + j * ldd as usize]);
                 let tol = if exact {
                     0.0
@@ -415,7 +444,8 @@ fn run(sim: &Sim, kernel: Kernel, c: Case, values: &mut dyn FnMut() -> f32, exac
     }
 }
 
-/// The batch, K = 0 and alpha = 0 cases every kernel runs.
+/// The batch, K = 0 and alpha = 0 cases every kernel runs (alpha 3
+/// where 1.5 is not an integer kernel's).
 fn special_cases(sim: &Sim, kernel: Kernel, values: &mut dyn FnMut() -> f32) {
     let base = Case {
         m: 37,
@@ -426,7 +456,7 @@ fn special_cases(sim: &Sim, kernel: Kernel, values: &mut dyn FnMut() -> f32) {
         pad: 3,
         align: 1,
         batch: 3,
-        alpha: 1.5,
+        alpha: if kernel.output == Ty::I32 { 3.0 } else { 1.5 },
         beta: 0.0,
     };
     // beta = 0 with NaN in C; larger leading dimensions; batch 3.
@@ -695,7 +725,16 @@ fn matrix_gemm_matches_the_cpu(list: &[GemmKernel], mut rng: Rng) {
         for &kernel in &kernels {
             ran += 1;
             let (tm, tn) = kernel.tile;
-            let mut small = || rng.below(3) as f32 - 1.0;
+            // Integers take their whole range (|D| stays below 2^31 but
+            // for the wrapping case below); the others {-1, 0, 1}.
+            let integer = kernel.input == Ty::I8;
+            let mut small = || {
+                if integer {
+                    rng.below(256) as f32 - 128.0
+                } else {
+                    rng.below(3) as f32 - 1.0
+                }
+            };
             if kernel.input == Ty::Fp4 {
                 fp4_cases(&sim, kernel, &mut small);
                 continue;
@@ -713,11 +752,21 @@ fn matrix_gemm_matches_the_cpu(list: &[GemmKernel], mut rng: Rng) {
                 true,
             );
             // Whole tiles with a K tail: the main loop, then the tail
-            // slice element by element (leading dimensions aligned).
+            // slice element by element (leading dimensions 16-byte
+            // aligned).
+            let align = (16 / kernel.input.bytes() as u32).max(8);
             for t in TRANSPOSES {
                 let case = Case {
-                    align: 8,
+                    align,
                     ..plain(tm, tn, 69, t)
+                };
+                run(&sim, kernel, case, &mut small, true);
+            }
+            if integer {
+                // Past 2^31: alpha · sum wraps modulo 2^32, as i32 does.
+                let case = Case {
+                    alpha: 65537.0,
+                    ..plain(tm, tn, 64, (true, false))
                 };
                 run(&sim, kernel, case, &mut small, true);
             }

@@ -150,6 +150,8 @@ pub fn type_name(t: ElementType) -> &'static str {
         ElementType::MxFp4 => "Float4",
         // f32 in memory; the math is the problem's `F32XdlMathOp`.
         ElementType::Xf32 => "Float",
+        ElementType::I8 => "Int8",
+        ElementType::I32 => "Int32",
     }
 }
 

@@ -765,6 +765,9 @@ pub fn types_of(kernel: &str) -> Option<(Input, u64, u64)> {
         // neither in cycles nor in peaks (a byte an element: its traffic
         // is overstated twice).
         E::MxFp4 => (Input::Fp8, 1),
+        E::I8 => (Input::I8, 1),
+        // An output only: its bytes are what counts.
+        E::I32 => (Input::I8, 4),
     };
     if let Some(k) = aqueduct_gemm::mfma::KERNELS
         .iter()

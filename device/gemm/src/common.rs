@@ -120,6 +120,12 @@ pub struct MxBf8(pub u8);
 #[repr(transparent)]
 pub struct MxFp4(pub u8);
 
+/// A signed 8-bit integer, as its bits: an input type of the integer
+/// kernels, which accumulate in i32 and write i32 ([`ElementType::I8`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct I8(pub u8);
+
 /// An f32 the xf32 kernels multiply at xf32 precision, as its bits: an
 /// input type only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -231,6 +237,13 @@ pub enum ElementType {
     /// f32 in memory, multiplied as gfx942's xf32 (reduced-precision f32
     /// MFMAs; Tensile's `F32XdlMathOp` XFloat32).
     Xf32,
+    /// Signed 8-bit integers (Tensile's `Int8`): the integer kernels' input,
+    /// multiplied exactly and summed in i32 (Tensile's I8II: Int32 compute).
+    I8,
+    /// Signed 32-bit integers: the integer kernels' C and D. The epilogue is
+    /// i32 arithmetic modulo 2^32, alpha and beta converted to i32 (the host
+    /// passes them integral).
+    I32,
 }
 
 impl ElementType {
@@ -238,9 +251,9 @@ impl ElementType {
     /// ([`ElementType::per_unit`]).
     pub const fn bytes(self) -> u32 {
         match self {
-            Self::F32 | Self::Xf32 => 4,
+            Self::F32 | Self::Xf32 | Self::I32 => 4,
             Self::F16 | Self::Bf16 => 2,
-            Self::Fp8 | Self::Bf8 | Self::MxFp8 | Self::MxBf8 | Self::MxFp4 => 1,
+            Self::Fp8 | Self::Bf8 | Self::MxFp8 | Self::MxBf8 | Self::MxFp4 | Self::I8 => 1,
         }
     }
 
@@ -279,7 +292,7 @@ macro_rules! stored {
 stored!(
     f32 => F32, F16 => F16, Bf16 => Bf16, Fp8 => Fp8, Bf8 => Bf8, MxFp8 => MxFp8, MxBf8 => MxBf8,
     MxFp4 => MxFp4,
-    Xf32 => Xf32,
+    Xf32 => Xf32, I8 => I8, i32 => I32,
 );
 
 /// The matrix hardware a kernel runs on.
@@ -302,7 +315,8 @@ pub struct GemmKernel {
     pub family: Family,
     /// A and B.
     pub input: ElementType,
-    /// C and D; the kernels accumulate in f32 whatever the types.
+    /// C and D; the kernels accumulate in f32, the integer ones (I8 in,
+    /// I32 out) in i32.
     pub output: ElementType,
     pub tile_rows: u32,
     pub tile_cols: u32,

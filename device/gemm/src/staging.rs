@@ -522,6 +522,24 @@ pub(crate) fn store_d<In, Out: Element>(p: &Problem<In, Out>, gr: u32, gc: u32, 
     };
 }
 
+/// [`store_d`] of the integer kernels: `alpha · x + beta · C` in i32
+/// modulo 2^32 (Tensile's I8II, Int32 compute), alpha and beta converted
+/// to i32 (the host passes them integral).
+#[inline(always)]
+pub(crate) fn store_d_i32<In>(p: &Problem<In, i32>, gr: u32, gc: u32, x: i32) {
+    if gr >= p.m || gc >= p.n {
+        return;
+    }
+    let mut v = (p.alpha as i32).wrapping_mul(x);
+    if p.beta != 0.0 {
+        // SAFETY: (gr, gc) is an element of C (gr < M, gc < N).
+        let cv = unsafe { p.c.add(gr as usize + gc as usize * p.ldc as usize).read() };
+        v = v.wrapping_add((p.beta as i32).wrapping_mul(cv));
+    }
+    // SAFETY: (gr, gc) is an element of D.
+    unsafe { p.d.add(gr as usize + gc as usize * p.ldd as usize).write(v) };
+}
+
 /// `$store(i, j, $acc[i][j])` for each block (i, j) of a wave's `$bm × $bn`
 /// accumulators (up to 4 × 4), with constant indices: a loop LLVM leaves
 /// rolled (the conversions make a large tile's epilogue big) would index

@@ -1,7 +1,9 @@
 //! The WMMA kernel family (RDNA3 gfx1100, RDNA4 gfx1201): D in 16 × 16
 //! blocks of `v_wmma_f32_16x16x16_{f16,bf16}` (and on gfx1201
-//! `v_wmma_f32_16x16x16_{fp8_fp8,bf8_bf8}`) with f32 accumulators, in
-//! wave32, as the compiler builds RDNA kernels.
+//! `v_wmma_f32_16x16x16_{fp8_fp8,bf8_bf8}`) with f32 accumulators, and of
+//! `v_wmma_i32_16x16x16_iu8` (signed 8-bit integers, i32 accumulators
+//! and output: Tensile's I8II), in wave32, as the compiler builds RDNA
+//! kernels.
 //!
 //! **Work split.** A workgroup of [`THREADS`] work-items (four wave32s,
 //! 2 × 2) computes a macro-tile of D of the MFMA family's shapes
@@ -30,9 +32,11 @@
 //!                    32j + 16 (l / 16).
 //! ```
 //!
-//! gfx1201's FP8/BF8 (OCP) WMMAs take 8 bytes a lane (K = 16 one byte
-//! each): a 16-byte read feeds two, bytes `8s .. 8s + 8` the `s`-th, so a
-//! slice (64 k) is four WMMAs a block.
+//! gfx1201's FP8/BF8 (OCP) and 8-bit integer WMMAs take 8 bytes a lane
+//! (K = 16 one byte each): a 16-byte read feeds two, bytes `8s .. 8s + 8`
+//! the `s`-th, so a slice (64 k) is four WMMAs a block. gfx1100's 8-bit
+//! integer WMMA takes a row's 16 k (16 bytes, lanes 16-31 again repeating
+//! 0-15): each of its two reads feeds one.
 //!
 //! Which k the hardware takes each of a lane's elements for differs
 //! between the two (AMD's matrix instruction calculator: GFX12 interleaves
@@ -44,9 +48,10 @@
 //! GFX11 row `2r + l / 16`, GFX12 row `8 (l / 16) + r`, column `l % 16`
 //! in both (the calculator's C/D layouts for 32-bit outputs, wave32). It
 //! is scaled by alpha, added to beta · C when beta ≠ 0, converted to the
-//! output type and stored if it lies inside D.
+//! output type and stored if it lies inside D; for the integer kernels
+//! in i32 arithmetic modulo 2^32 (`alpha`, `beta` converted to i32).
 
-use crate::common::{Bf8, Bf16, ElementType, F16, Family, Fp8, GemmKernel, Stored};
+use crate::common::{Bf8, Bf16, ElementType, F16, Family, Fp8, GemmKernel, I8, Stored};
 use crate::mfma::{Tile, VECTOR, lds_place};
 
 /// Work-items per workgroup (four wave32s, 2 × 2 over the macro-tile).
@@ -102,6 +107,11 @@ pub fn d_place(layouts: Layouts, lane: u32, r: u32) -> (u32, u32) {
 /// 64 × 64 and 128 × 128 macro-tiles (the MFMA family's shapes).
 const T64: Tile = Tile { wm: 1, wn: 1 };
 const T128: Tile = Tile { wm: 2, wn: 2 };
+/// 128 × 64: the 8-bit integer kernels' larger tile on gfx1100, where
+/// their 128 × 128 one spills a VGPR around its main loop (253 of the 256
+/// a lane has are live there, 128 of them accumulators; the f16 kernels
+/// of that tile fit in 253).
+const T128X64: Tile = Tile { wm: 2, wn: 1 };
 
 /// Every WMMA kernel, one row each (as `mfma_kernels!`): `name: In =>
 /// Out, TILE;`, then `, only_on "gfx.."` for a kernel of one target (the
@@ -122,6 +132,9 @@ macro_rules! wmma_kernels {
             gemm_fp8_f32_wmma_128x128: Fp8 => f32, T128, only_on "gfx1201";
             gemm_bf8_f32_wmma_64x64: Bf8 => f32, T64, only_on "gfx1201";
             gemm_bf8_f32_wmma_128x128: Bf8 => f32, T128, only_on "gfx1201";
+            gemm_i8_i32_wmma_64x64: I8 => i32, T64;
+            gemm_i8_i32_wmma_128x64: I8 => i32, T128X64;
+            gemm_i8_i32_wmma_128x128: I8 => i32, T128, only_on "gfx1201";
         }
     };
 }
@@ -259,7 +272,7 @@ mod tests {
     #[test]
     fn each_kernel_is_named_for_its_tile_and_built_for_the_wmma_processors() {
         for k in KERNELS {
-            let eight_bit = matches!(k.input, ElementType::Fp8 | ElementType::Bf8);
+            let eight_bit_float = matches!(k.input, ElementType::Fp8 | ElementType::Bf8);
             assert!(
                 k.name
                     .ends_with(&std::format!("_{}x{}", k.tile_rows, k.tile_cols)),
@@ -267,8 +280,21 @@ mod tests {
                 k.name
             );
             // RDNA3 has no FP8/BF8 WMMA (AMD's matrix instruction
-            // calculator); RDNA4 has them.
-            assert_eq!(k.built_for("gfx1100"), !eight_bit, "{}", k.name);
+            // calculator); RDNA4 has them. Both have the iu8 one (gfx1100
+            // without the 128 × 128 tile, which would spill there).
+            let spills_on_rdna3 = k.name == "gemm_i8_i32_wmma_128x128";
+            assert_eq!(
+                k.built_for("gfx1100"),
+                !eight_bit_float && !spills_on_rdna3,
+                "{}",
+                k.name
+            );
+            assert_eq!(
+                k.input == ElementType::I8,
+                k.output == ElementType::I32,
+                "{}",
+                k.name
+            );
             assert!(k.built_for("gfx1201"), "{}", k.name);
             assert!(!k.built_for("gfx942"), "{}", k.name);
             // Each work-item's vectors: 4 per row of the slice.
