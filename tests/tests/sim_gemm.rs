@@ -6,9 +6,9 @@
 //! MXFP4 (OCP FP8/BF8/FP4 with E8M0 scales per 32 k of each row of A and
 //! column of B, 2^-3 to 2^4, which the reference applies block by block;
 //! MXFP4 in its one layout, [`fp4_cases`]), on gfx942 xf32 (f32
-//! multiplied at xf32 precision), and gfx1100's and gfx1201's signed
-//! 8-bit integer WMMA kernels (i32 out, inputs over all of i8, the
-//! reference in i32 arithmetic modulo 2^32, one case past 2^31).
+//! multiplied at xf32 precision), and the signed 8-bit integer kernels
+//! of every matrix target (MFMA and WMMA; i32 out, inputs over all of
+//! i8, the reference in i32 arithmetic modulo 2^32, one case past 2^31).
 //!
 //! Inputs are small integers, so products and sums are exact in f32 and
 //! every result is exact in the output type (|D| < 256 for bf16): the

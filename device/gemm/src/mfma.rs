@@ -1,5 +1,6 @@
 //! The MFMA kernel family (CDNA: gfx90a, gfx942, gfx950): D in 32 × 32
-//! blocks of `v_mfma_f32_32x32x*` with f32 accumulators.
+//! blocks of `v_mfma_f32_32x32x*` with f32 accumulators (of
+//! `v_mfma_i32_32x32x*` with i32 ones for 8-bit integers).
 //!
 //! **Work split.** A workgroup of [`THREADS`] work-items (four waves, 2 × 2)
 //! computes an `MT_M × MT_N` macro-tile of D; each wave a `32·WM × 32·WN`
@@ -68,7 +69,7 @@
 use aqueduct_abi::gfx::{MatrixCore, TARGETS};
 
 use crate::common::{
-    Bf8, Bf16, ElementType, F16, Family, Fp8, GemmKernel, MxBf8, MxFp4, MxFp8, Stored, Xf32,
+    Bf8, Bf16, ElementType, F16, Family, Fp8, GemmKernel, I8, MxBf8, MxFp4, MxFp8, Stored, Xf32,
 };
 
 /// Work-items per workgroup (four waves, 2 × 2 over the macro-tile).
@@ -275,7 +276,11 @@ const T256X256: Tile = Tile { wm: 4, wn: 4 };
 /// gfx950's, through the scaled form `v_mfma_scale_f32_32x32x64_f8f6f4`
 /// with each block's scale in its lane ([`scale_place`]); MXFP4 takes one
 /// chunk (64 k) an MFMA ([`fp4_k`]). The xf32 kernels are gfx942's only
-/// (`v_mfma_f32_32x32x4_xf32`; CDNA4 dropped it).
+/// (`v_mfma_f32_32x32x4_xf32`; CDNA4 dropped it). The signed 8-bit
+/// integer kernels (I8 in, i32 accumulators and out: Tensile's I8II) are
+/// every MFMA target's: `v_mfma_i32_32x32x8i8` on gfx90a (four bytes a
+/// lane), `32x32x16_i8` on gfx942 (eight), `32x32x32_i8` on gfx950
+/// (sixteen, a read an MFMA), in `chunk_k`'s order.
 macro_rules! mfma_kernels {
     ($then:ident) => {
         $then! {
@@ -312,6 +317,9 @@ macro_rules! mfma_kernels {
             gemm_xf32_mfma_64x64: Xf32 => f32, T64, only_on "gfx942";
             gemm_xf32_mfma_128x128: Xf32 => f32, T128, only_on "gfx942";
             gemm_xf32_mfma_256x128: Xf32 => f32, T256, only_on "gfx942";
+            gemm_i8_i32_mfma_64x64: I8 => i32, T64;
+            gemm_i8_i32_mfma_128x128: I8 => i32, T128;
+            gemm_i8_i32_mfma_256x128: I8 => i32, T256;
         }
     };
 }

@@ -11,15 +11,60 @@ use super::{
 use crate::common::Xf32;
 #[cfg(any(aqueduct_gfx = "gfx942", aqueduct_gfx = "gfx950"))]
 use crate::common::{Bf8, Fp8};
-use crate::common::{Bf16, Element, F16, Problem};
+use crate::common::{Bf16, Element, F16, I8, Problem};
 #[cfg(aqueduct_gfx = "gfx950")]
 use crate::common::{MxBf8, MxFp4, MxFp8};
-use crate::staging::{Elem, Place, Stage, Vector, each_block, store_d};
+use crate::staging::{Elem, Place, Stage, Vector, each_block, store_d, store_d_i32};
 
 /// `<16 x float>`: one 32 × 32 MFMA block's accumulators in a lane.
 #[repr(simd)]
 #[derive(Clone, Copy)]
 pub struct F32x16([f32; 16]);
+
+/// `<16 x i32>`: the integer kernels' accumulators of a block in a lane.
+#[repr(simd)]
+#[derive(Clone, Copy)]
+pub struct I32x16([i32; 16]);
+
+/// A lane's accumulators of one 32 × 32 block, and how they reach D.
+trait Accumulator<In, Out>: Copy {
+    const ZERO: Self;
+    /// The epilogue of the wave's block (`i`, `j`): register `r` holds D's
+    /// element [`d_place`] of the block. `#[inline]`, not `always`: forced
+    /// into the epilogue's closure early, the 256 × 256 kernels' epilogue
+    /// spilled (48 VGPRs; 432 for f32) where LLVM's own inlining does not.
+    fn store(self, p: &Problem<In, Out>, at: &Place, i: u32, j: u32);
+}
+
+impl<In, Out: Element> Accumulator<In, Out> for F32x16 {
+    const ZERO: Self = F32x16([0.0; 16]);
+
+    #[inline]
+    fn store(self, p: &Problem<In, Out>, at: &Place, i: u32, j: u32) {
+        // SAFETY: `<16 x float>` and `[f32; 16]` have the same size, and
+        // every bit pattern is a valid f32.
+        let values: [f32; 16] = unsafe { core::mem::transmute(self) };
+        for (r, x) in values.iter().enumerate() {
+            let (gr, gc) = at.d(BLOCK, i, j, d_place(at.lane, r as u32));
+            store_d(p, gr, gc, *x);
+        }
+    }
+}
+
+impl<In> Accumulator<In, i32> for I32x16 {
+    const ZERO: Self = I32x16([0; 16]);
+
+    #[inline]
+    fn store(self, p: &Problem<In, i32>, at: &Place, i: u32, j: u32) {
+        // SAFETY: `<16 x i32>` and `[i32; 16]` have the same size, and
+        // every bit pattern is valid for both.
+        let values: [i32; 16] = unsafe { core::mem::transmute(self) };
+        for (r, x) in values.iter().enumerate() {
+            let (gr, gc) = at.d(BLOCK, i, j, d_place(at.lane, r as u32));
+            store_d_i32(p, gr, gc, *x);
+        }
+    }
+}
 
 #[cfg(not(aqueduct_gfx = "gfx950"))]
 #[repr(simd)]
@@ -72,6 +117,8 @@ pub struct F32x2([f32; 2]);
 
 /// An A/B element type of the MFMA kernels.
 trait Input: Elem {
+    /// A lane's accumulators of one block: f32, i32 for integers.
+    type Acc: Copy;
     /// The chunks of a slice (16-byte reads of A and of B per lane) one
     /// call of [`Input::mfma`] takes: one, or both (1 and 2) for gfx950's
     /// f8f6f4 MFMA (64 k of FP8/BF8, the whole slice), called at the
@@ -80,7 +127,7 @@ trait Input: Elem {
     /// The MFMAs of `CHUNKS` reads of A and of B (`a[..CHUNKS]`,
     /// `b[..CHUNKS]`): `16 / BYTES` k a read, in the order `chunk_k` (or
     /// `f8f6f4_k`) gives.
-    fn mfma(acc: F32x16, a: [Vector; 2], b: [Vector; 2]) -> F32x16;
+    fn mfma(acc: Self::Acc, a: [Vector; 2], b: [Vector; 2]) -> Self::Acc;
     /// Whether A and B come with E8M0 block scales (the MX types), which
     /// [`Input::mfma_scaled`] takes.
     const SCALED: bool = false;
@@ -91,7 +138,13 @@ trait Input: Elem {
     /// [`Input::mfma`] with the lane's scale bytes of A and of B
     /// (`super::scale_place`); only the MX types read them.
     #[inline(always)]
-    fn mfma_scaled(acc: F32x16, a: [Vector; 2], b: [Vector; 2], _sa: u32, _sb: u32) -> F32x16 {
+    fn mfma_scaled(
+        acc: Self::Acc,
+        a: [Vector; 2],
+        b: [Vector; 2],
+        _sa: u32,
+        _sb: u32,
+    ) -> Self::Acc {
         Self::mfma(acc, a, b)
     }
 }
@@ -127,6 +180,7 @@ fn two_mfmas(
 
 #[cfg(not(aqueduct_gfx = "gfx950"))]
 impl Input for F16 {
+    type Acc = F32x16;
     #[inline(always)]
     fn mfma(acc: F32x16, [a, _]: [Vector; 2], [b, _]: [Vector; 2]) -> F32x16 {
         two_mfmas(acc, a, b, |c, a, b| {
@@ -157,6 +211,7 @@ unsafe extern "C" {
 /// own order, the same for A and B, so each k meets its partner once.
 #[cfg(aqueduct_gfx = "gfx950")]
 impl Input for F16 {
+    type Acc = F32x16;
     #[inline(always)]
     fn mfma(acc: F32x16, [a, _]: [Vector; 2], [b, _]: [Vector; 2]) -> F32x16 {
         // SAFETY: `<4 x i32>` and `<8 x half>` have the same size, and
@@ -181,6 +236,7 @@ unsafe extern "C" {
 /// as for f16.
 #[cfg(aqueduct_gfx = "gfx950")]
 impl Input for Bf16 {
+    type Acc = F32x16;
     #[inline(always)]
     fn mfma(acc: F32x16, [a, _]: [Vector; 2], [b, _]: [Vector; 2]) -> F32x16 {
         // SAFETY: gfx950 has v_mfma_f32_32x32x16_bf16, which the wrapper
@@ -191,6 +247,7 @@ impl Input for Bf16 {
 
 #[cfg(not(aqueduct_gfx = "gfx950"))]
 impl Input for Bf16 {
+    type Acc = F32x16;
     #[inline(always)]
     fn mfma(acc: F32x16, [a, _]: [Vector; 2], [b, _]: [Vector; 2]) -> F32x16 {
         two_mfmas(acc, a, b, |c, a, b| {
@@ -207,12 +264,7 @@ impl Input for Bf16 {
 /// and of B feed (`chunk_k`: bytes 0-7, then 8-15), as i64s.
 #[cfg(aqueduct_gfx = "gfx942")]
 #[inline(always)]
-fn two_byte_mfmas(
-    acc: F32x16,
-    a: Vector,
-    b: Vector,
-    mfma: impl Fn(F32x16, i64, i64) -> F32x16,
-) -> F32x16 {
+fn two_byte_mfmas<T>(acc: T, a: Vector, b: Vector, mfma: impl Fn(T, i64, i64) -> T) -> T {
     let (a, b) = (a.words(), b.words());
     let pair = |lo: u32, hi: u32| (u64::from(lo) | u64::from(hi) << 32) as i64;
     let acc = mfma(acc, pair(a[0], a[1]), pair(b[0], b[1]));
@@ -224,6 +276,7 @@ macro_rules! eight_bit_inputs {
     ($($ty:ident => $intrinsic:ident;)*) => {$(
         #[cfg(aqueduct_gfx = "gfx942")]
         impl Input for $ty {
+            type Acc = F32x16;
             #[inline(always)]
             fn mfma(acc: F32x16, [a, _]: [Vector; 2], [b, _]: [Vector; 2]) -> F32x16 {
                 two_byte_mfmas(acc, a, b, |c, a, b| {
@@ -306,6 +359,7 @@ macro_rules! f8f6f4_inputs {
     ($($ty:ident => $format:literal, scaled: $scaled:literal;)*) => {$(
         #[cfg(aqueduct_gfx = "gfx950")]
         impl Input for $ty {
+            type Acc = F32x16;
             const CHUNKS: usize = 2;
             const SCALED: bool = $scaled;
             #[inline(always)]
@@ -360,6 +414,7 @@ pub struct I32x4([i32; 4]);
 /// format 4 (FP4 E2M1) for A and B.
 #[cfg(aqueduct_gfx = "gfx950")]
 impl Input for MxFp4 {
+    type Acc = F32x16;
     const SCALED: bool = true;
     const PER_UNIT: u32 = 2;
     #[inline(always)]
@@ -386,8 +441,77 @@ impl Input for MxFp4 {
     }
 }
 
+// The signed 8-bit integer forms (IntrinsicsAMDGPU.td): four a lane on
+// gfx90a (K = 8), eight on gfx942 (K = 16; CDNA3 dropped the K = 8 one),
+// sixteen in gfx950's doubled-K one (K = 32); i32 sums.
+#[cfg(aqueduct_gfx = "gfx90a")]
+unsafe extern "C" {
+    #[link_name = "llvm.amdgcn.mfma.i32.32x32x8i8"]
+    fn mfma_32x32x8i8(a: i32, b: i32, c: I32x16, cbsz: i32, abid: i32, blgp: i32) -> I32x16;
+}
+#[cfg(aqueduct_gfx = "gfx942")]
+unsafe extern "C" {
+    #[link_name = "llvm.amdgcn.mfma.i32.32x32x16.i8"]
+    fn mfma_32x32x16_i8(a: i64, b: i64, c: I32x16, cbsz: i32, abid: i32, blgp: i32) -> I32x16;
+}
+#[cfg(aqueduct_gfx = "gfx950")]
+unsafe extern "C" {
+    #[link_name = "llvm.amdgcn.mfma.i32.32x32x32.i8"]
+    fn mfma_32x32x32_i8(a: I32x4, b: I32x4, c: I32x16, cbsz: i32, abid: i32, blgp: i32) -> I32x16;
+}
+
+/// Signed 8-bit integers on gfx90a: four MFMAs of four bytes a read
+/// (`chunk_k`: bytes `4j ..` the `j`-th).
+#[cfg(aqueduct_gfx = "gfx90a")]
+impl Input for I8 {
+    type Acc = I32x16;
+    #[inline(always)]
+    fn mfma(acc: I32x16, [a, _]: [Vector; 2], [b, _]: [Vector; 2]) -> I32x16 {
+        let (a, b) = (a.words().map(|w| w as i32), b.words().map(|w| w as i32));
+        // SAFETY: gfx90a has v_mfma_i32_32x32x8i8; the operands have the
+        // intrinsic's types and the immargs are literals.
+        unsafe {
+            let acc = mfma_32x32x8i8(a[0], b[0], acc, 0, 0, 0);
+            let acc = mfma_32x32x8i8(a[1], b[1], acc, 0, 0, 0);
+            let acc = mfma_32x32x8i8(a[2], b[2], acc, 0, 0, 0);
+            mfma_32x32x8i8(a[3], b[3], acc, 0, 0, 0)
+        }
+    }
+}
+
+/// Signed 8-bit integers on gfx942: two MFMAs of eight bytes a read, as
+/// its FP8.
+#[cfg(aqueduct_gfx = "gfx942")]
+impl Input for I8 {
+    type Acc = I32x16;
+    #[inline(always)]
+    fn mfma(acc: I32x16, [a, _]: [Vector; 2], [b, _]: [Vector; 2]) -> I32x16 {
+        two_byte_mfmas(acc, a, b, |c, a, b| {
+            // SAFETY: gfx942 has v_mfma_i32_32x32x16_i8; the operands have
+            // the intrinsic's types and the immargs are literals.
+            unsafe { mfma_32x32x16_i8(a, b, c, 0, 0, 0) }
+        })
+    }
+}
+
+/// Signed 8-bit integers on gfx950: one doubled-K MFMA a read (lane group
+/// `g` holds the read's 16 k, in the hardware's order, the same for A and
+/// B, as its f16 one).
+#[cfg(aqueduct_gfx = "gfx950")]
+impl Input for I8 {
+    type Acc = I32x16;
+    #[inline(always)]
+    fn mfma(acc: I32x16, [a, _]: [Vector; 2], [b, _]: [Vector; 2]) -> I32x16 {
+        let ints = |v: Vector| I32x4(v.words().map(|w| w as i32));
+        // SAFETY: gfx950 has v_mfma_i32_32x32x32_i8; the operands have the
+        // intrinsic's types and the immargs are literals.
+        unsafe { mfma_32x32x32_i8(ints(a), ints(b), acc, 0, 0, 0) }
+    }
+}
+
 #[cfg(aqueduct_gfx = "gfx942")]
 impl Input for Xf32 {
+    type Acc = F32x16;
     #[inline(always)]
     fn mfma(acc: F32x16, [a, _]: [Vector; 2], [b, _]: [Vector; 2]) -> F32x16 {
         let (a, b) = (a.words().map(f32::from_bits), b.words().map(f32::from_bits));
@@ -403,6 +527,7 @@ impl Input for Xf32 {
 }
 
 impl Input for f32 {
+    type Acc = F32x16;
     #[inline(always)]
     fn mfma(acc: F32x16, [a, _]: [Vector; 2], [b, _]: [Vector; 2]) -> F32x16 {
         let (a, b) = (a.words().map(f32::from_bits), b.words().map(f32::from_bits));
@@ -497,7 +622,7 @@ impl<In: Input> Workgroup<In> {
         &self,
         buffer: u32,
         scales: &SliceScales<WM, WN>,
-        acc: &mut [[F32x16; WN]; WM],
+        acc: &mut [[In::Acc; WN]; WM],
     ) {
         let (sa, sb) = (self.stage.a_slice(buffer), self.stage.b_slice(buffer));
         // The previous chunk's reads, for a type whose MFMA takes two.
@@ -553,10 +678,10 @@ impl<In: Input> Workgroup<In> {
 /// (module doc); `lds` is the tile's LDS array.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn gemm_mfma<In: Input, Out: Element, const WM: usize, const WN: usize>(
-    lds: *mut u8,
-    p: Problem<In, Out>,
-) {
+fn gemm_mfma<In: Input, Out, const WM: usize, const WN: usize>(lds: *mut u8, p: Problem<In, Out>)
+where
+    In::Acc: Accumulator<In, Out>,
+{
     let tile = Tile {
         wm: WM as u32,
         wn: WN as u32,
@@ -588,7 +713,7 @@ fn gemm_mfma<In: Input, Out: Element, const WM: usize, const WN: usize>(
         },
     };
 
-    let mut acc = [[F32x16([0.0; 16]); WN]; WM];
+    let mut acc = [[<In::Acc as Accumulator<In, Out>>::ZERO; WN]; WM];
     // Each work-item moves WM vectors of A and WN of B per slice (64 · WM
     // rows of 4 vectors over 256 work-items).
     group.stage.run::<WM, WN, _, _>(
@@ -602,15 +727,7 @@ fn gemm_mfma<In: Input, Out: Element, const WM: usize, const WN: usize>(
     );
 
     // D's elements of block (i, j) of the wave.
-    let store_block = |i: u32, j: u32, block: F32x16| {
-        // SAFETY: `<16 x float>` and `[f32; 16]` have the same size, and
-        // every bit pattern is a valid f32.
-        let values: [f32; 16] = unsafe { core::mem::transmute(block) };
-        for (r, x) in values.iter().enumerate() {
-            let (gr, gc) = at.d(BLOCK, i, j, d_place(at.lane, r as u32));
-            store_d(&p, gr, gc, *x);
-        }
-    };
+    let store_block = |i: u32, j: u32, block: In::Acc| block.store(&p, &at, i, j);
     each_block!(acc, WM, WN, store_block);
 }
 
