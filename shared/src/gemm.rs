@@ -83,9 +83,10 @@ pub struct GemmArgs {
     pub stride_c: u64,
     /// Elements from one batch's D to the next.
     pub stride_d: u64,
-    /// Scales op(A) · op(B) (0: A and B are not read).
+    /// Scales op(A) · op(B) (0: A and B are not read). The integer
+    /// kernels (i8 in, i32 out) convert it to i32: an integer there.
     pub alpha: f32,
-    /// Scales C (0: C is not read).
+    /// Scales C (0: C is not read); an integer for the integer kernels.
     pub beta: f32,
     /// How A and B are stored.
     pub flags: GemmFlags,

@@ -1,6 +1,7 @@
 //! What every GEMM kernel family shares: how an operand is stored
 //! ([`Layout`], the `flags` bits, element offsets), the element types and
-//! their conversions to and from the f32 the kernels accumulate in.
+//! their conversions to and from the f32 the kernels accumulate in (the
+//! 8-bit integer kernels accumulate in i32).
 //!
 //! Every kernel takes the same arguments, the fields of
 //! [`aqueduct_abi::gemm::GemmArgs`] in order (the host writes that struct):
