@@ -522,6 +522,15 @@ pub(crate) fn store_d<In, Out: Element>(p: &Problem<In, Out>, gr: u32, gc: u32, 
     };
 }
 
+/// A lane's accumulators of one output block of a matrix family (an
+/// MFMA's 32 × 32, a WMMA's 16 × 16), and how they reach D.
+pub(crate) trait Accumulator<In, Out>: Copy {
+    const ZERO: Self;
+    /// The epilogue of the wave's block (`i`, `j`): each register holds
+    /// the element of the block its family's `d_place` gives.
+    fn store(self, p: &Problem<In, Out>, at: &Place, i: u32, j: u32);
+}
+
 /// [`store_d`] of the integer kernels: `alpha · x + beta · C` in i32
 /// modulo 2^32 (Tensile's I8II, Int32 compute), alpha and beta converted
 /// to i32 (the host passes them integral).

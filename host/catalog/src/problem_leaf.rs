@@ -1080,17 +1080,21 @@ mod tests {
         }
     }
 
+    /// A leaf of `kind` with `value` (index 0).
+    fn leaf(kind: Kind, value: Value) -> ProblemLeaf {
+        ProblemLeaf {
+            kind,
+            index: 0,
+            value,
+        }
+    }
+
     /// The block-scale leaves are strict both ways: a plain kernel (block
     /// 0) never serves an MX problem, an MX kernel (32, E8) never a plain
     /// one, and the scale type must match.
     #[test]
     fn block_scale_leaves_keep_plain_and_mx_apart() {
         use crate::problem::Transpose;
-        let leaf = |kind, value| ProblemLeaf {
-            kind,
-            index: 0,
-            value,
-        };
         let plain = Problem::gemm(
             Transpose::Transpose,
             Transpose::None,
@@ -1130,11 +1134,6 @@ mod tests {
     #[test]
     fn tensilelite_feature_leaves_serve_plain_problems() {
         use crate::problem::Transpose;
-        let leaf = |kind, value| ProblemLeaf {
-            kind,
-            index: 0,
-            value,
-        };
         let plain = Problem::hipblaslt(
             Transpose::None,
             Transpose::Transpose,

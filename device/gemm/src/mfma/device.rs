@@ -14,7 +14,7 @@ use crate::common::{Bf8, Fp8};
 use crate::common::{Bf16, Element, F16, I8, Problem};
 #[cfg(aqueduct_gfx = "gfx950")]
 use crate::common::{MxBf8, MxFp4, MxFp8};
-use crate::staging::{Elem, Place, Stage, Vector, each_block, store_d, store_d_i32};
+use crate::staging::{Accumulator, Elem, Place, Stage, Vector, each_block, store_d, store_d_i32};
 
 /// `<16 x float>`: one 32 × 32 MFMA block's accumulators in a lane.
 #[repr(simd)]
@@ -26,19 +26,12 @@ pub struct F32x16([f32; 16]);
 #[derive(Clone, Copy)]
 pub struct I32x16([i32; 16]);
 
-/// A lane's accumulators of one 32 × 32 block, and how they reach D.
-trait Accumulator<In, Out>: Copy {
-    const ZERO: Self;
-    /// The epilogue of the wave's block (`i`, `j`): register `r` holds D's
-    /// element [`d_place`] of the block. `#[inline]`, not `always`: forced
-    /// into the epilogue's closure early, the 256 × 256 kernels' epilogue
-    /// spilled (48 VGPRs; 432 for f32) where LLVM's own inlining does not.
-    fn store(self, p: &Problem<In, Out>, at: &Place, i: u32, j: u32);
-}
-
 impl<In, Out: Element> Accumulator<In, Out> for F32x16 {
     const ZERO: Self = F32x16([0.0; 16]);
 
+    // `#[inline]`, not `always`: forced into the epilogue's closure early,
+    // the 256 × 256 kernels' epilogue spilled (48 VGPRs; 432 for f32)
+    // where LLVM's own inlining does not.
     #[inline]
     fn store(self, p: &Problem<In, Out>, at: &Place, i: u32, j: u32) {
         // SAFETY: `<16 x float>` and `[f32; 16]` have the same size, and

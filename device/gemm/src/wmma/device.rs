@@ -9,7 +9,7 @@ use super::{BLOCK, Layouts, THREADS, WAVE, d_place, operand_offset};
 use crate::common::{Bf8, Fp8};
 use crate::common::{Bf16, Element, F16, I8, Problem};
 use crate::mfma::{SLICE_BYTES, Tile, VECTOR};
-use crate::staging::{Elem, Place, Stage, Vector, each_block, store_d, store_d_i32};
+use crate::staging::{Accumulator, Elem, Place, Stage, Vector, each_block, store_d, store_d_i32};
 
 #[cfg(aqueduct_gfx = "gfx1100")]
 const LAYOUTS: Layouts = Layouts::Gfx11;
@@ -29,14 +29,6 @@ pub struct F32x8([f32; 8]);
 #[repr(simd)]
 #[derive(Clone, Copy)]
 pub struct I32x8([i32; 8]);
-
-/// A lane's accumulators of one 16 × 16 block, and how they reach D.
-trait Accumulator<In, Out>: Copy {
-    const ZERO: Self;
-    /// The epilogue of the wave's block (`i`, `j`): register `r` holds D's
-    /// element [`d_place`] of the block.
-    fn store(self, p: &Problem<In, Out>, at: &Place, i: u32, j: u32);
-}
 
 /// `store(row, column, x)` of D's element that each of a lane's values
 /// `x` of the wave's block (`i`, `j`) is (register `r`: [`d_place`]).
