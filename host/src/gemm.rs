@@ -14,9 +14,13 @@
 //! The kernels' arguments are aqueduct-gemm's common ones, one
 //! [`GemmArgs`] ([`Gemm::arguments`]); the launch comes from the solution's
 //! macro-tile and workgroup: `(ceil(M / MT0) · WG, ceil(N / MT1), batch)`.
-//! A block-scaled (MXFP8) GEMM ([`Gemm::with_block_scales`]) selects the
-//! catalog's MX rows and takes its E8M0 scales through
-//! [`GemmPlan::dispatch_scaled`] or [`GemmPlan::record_scaled`].
+//! A block-scaled (MXFP8, MXFP4) GEMM ([`Gemm::with_block_scales`])
+//! selects the catalog's MX rows and takes its E8M0 scales through
+//! [`GemmPlan::dispatch_scaled`] or [`GemmPlan::record_scaled`]. MXFP4's
+//! `Float4` elements are half a byte: its sizes count elements, its A and
+//! B buffers are bytes holding two each (k even in the low nibble), K runs
+//! down their stored columns (A transposed, B not) and every distance
+//! along them is even.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -121,7 +125,8 @@ impl Gemm {
     }
 
     /// A and B with E8M0 block scales, one per 32 elements of K of each
-    /// row of op(A) and column of op(B) (MXFP8: FP8 or BF8 inputs, gfx950).
+    /// row of op(A) and column of op(B) (MXFP8: FP8 or BF8 inputs; MXFP4:
+    /// Float4 inputs, which always take them; gfx950).
     pub fn with_block_scales(mut self) -> Self {
         self.block_scales = MX_BLOCK;
         self
@@ -230,8 +235,11 @@ impl Gemm {
         ]
     }
 
-    /// Refuses a problem no kernel can run: a leading dimension below its
-    /// matrix's rows, a batch of 0.
+    /// Refuses a problem no kernel can run, naming the field: a leading
+    /// dimension below its matrix's rows, a batch of 0, block scales on
+    /// inputs without an MX form, a Float4 problem MXFP4 cannot take,
+    /// Int8 without Int32 output or with alpha or beta outside i32, f32
+    /// math other than Float (or XFloat32 for Float inputs).
     pub fn validate(&self) -> Result<()> {
         let bad = |problem: String| Error::InvalidArgument {
             what: "gemm",
@@ -251,17 +259,51 @@ impl Gemm {
             return Err(bad("a batch of 0".into()));
         }
         match (self.block_scales, self.input) {
+            (0, DataType::Float4) => {
+                return Err(bad(
+                    "Float4 inputs without block scales (MXFP4 takes E8M0 scales: \
+                     Gemm::with_block_scales)"
+                        .into(),
+                ));
+            }
             (0, _) => {}
-            (MX_BLOCK, DataType::Float8 | DataType::BFloat8) => {}
+            (MX_BLOCK, DataType::Float8 | DataType::BFloat8 | DataType::Float4) => {}
             (MX_BLOCK, input) => {
                 return Err(bad(format!(
-                    "block scales with {input} inputs (MXFP8: Float8 or BFloat8)"
+                    "block scales with {input} inputs (MXFP8: Float8 or BFloat8; MXFP4: Float4)"
                 )));
             }
             (block, _) => {
                 return Err(bad(format!(
                     "block_scales {block} (0, or {MX_BLOCK}: the OCP Microscaling block)"
                 )));
+            }
+        }
+        if self.input == DataType::Float4 {
+            // Two elements a byte, k even in the low nibble: every row of
+            // op(A) and column of op(B) must start on a byte, so K runs
+            // down the stored columns (A transposed, B as is) and every
+            // distance between them is even.
+            if !self.trans_a || self.trans_b {
+                return Err(bad(
+                    "Float4 (MXFP4) A or B stored with M or N contiguous (MXFP4 takes K \
+                     contiguous: A transposed, B not)"
+                        .into(),
+                ));
+            }
+            for (name, v) in [
+                ("k", u64::from(self.k)),
+                ("lda", u64::from(self.lda)),
+                ("ldb", u64::from(self.ldb)),
+                ("stride_a", self.stride_a),
+                ("stride_b", self.stride_b),
+            ] {
+                if v % 2 != 0 {
+                    return Err(bad(format!(
+                        "{name} {v} is odd (Float4 holds two elements a byte: K, the \
+                         leading dimensions and strides of A and B are even)"
+                    )));
+                }
             }
         }
         // Tensile's I8II: Int8 in, Int32 out and compute, alpha and beta
@@ -681,7 +723,14 @@ impl GemmPlan {
                 ),
             ));
         }
-        let lens = [a.len, b.len, c.len, d.len() as u64];
+        // Float4's buffers are of bytes, two elements each.
+        let elements = |len: u64, t: DataType| len * 8 * t.element_bytes() / t.element_bits();
+        let lens = [
+            elements(a.len, gemm.input),
+            elements(b.len, gemm.input),
+            c.len,
+            d.len() as u64,
+        ];
         check_spans(gemm, lens, "elements")?;
         let scale_addresses = scales.map_or([0; 2], |s| s.map(|r| r.address));
         let addresses = [a.address, b.address, c.address, d.address()];
@@ -731,11 +780,13 @@ impl GemmPlan {
         gemm.validate()?;
         check_scales(gemm, scales.map(|s| s.map(|r| r.length)))?;
         let bytes = |t: DataType| t.element_bytes();
+        // Whole elements: Float4's are two a byte.
+        let elements = |len: u64, t: DataType| len * 8 / t.element_bits();
         let lens = [
-            a.length / bytes(gemm.input),
-            b.length / bytes(gemm.input),
-            c.length / bytes(gemm.output),
-            d.length / bytes(gemm.output),
+            elements(a.length, gemm.input),
+            elements(b.length, gemm.input),
+            elements(c.length, gemm.output),
+            elements(d.length, gemm.output),
         ];
         check_spans(gemm, lens, "whole elements")?;
         // Each matrix starts on an element: a binding slot is 16-byte

@@ -562,19 +562,9 @@ fn ocp_fp8(v: i32) -> u32 {
 /// scales (E8M0 2^-3 .. 2^4), batch 2, exactly.
 #[test]
 fn block_scaled_gemms_select_mx_kernels_and_match_the_cpu() {
-    let system = announced_system();
     let mut rng = Rng(0x3C8_E8E8);
-    let mut ran = 0;
-    for gpu in hsa_gpus(&system) {
-        if gpu.info().name != "gfx950" {
-            continue;
-        }
-        ran += 1;
-        let lib = library(&gpu);
-        let plain = Gemm::new(100, 70, 96, DataType::Float8, DataType::Float)
-            .transposed(false, true)
-            .batched(2)
-            .scaled(2.0, -1.0);
+    on_each("gfx950", |gpu, lib| {
+        let plain = mx_problem(DataType::Float8, (false, true));
         let gemm = plain.with_block_scales();
         let name = lib.select(&plain).expect("fp8").name;
         assert!(name.starts_with("gemm_fp8_f32_mfma_"), "{name}");
@@ -595,28 +585,26 @@ fn block_scaled_gemms_select_mx_kernels_and_match_the_cpu() {
         let mut draw =
             |n: usize| -> Vec<u32> { (0..n).map(|_| ocp_fp8(rng.below(3) as i32 - 1)).collect() };
         let (a, b) = (draw(sa), draw(sb));
-        let c: Vec<u32> = (0..sc).map(|i| (i as f32 % 5.0 - 2.0).to_bits()).collect();
         let [na, nb] = gemm.scale_bytes().map(|n| n as usize);
-        let scale = |n: usize, salt: u64| -> Vec<u32> {
-            (0..n)
-                .map(|i| 124 + ((i as u64 ^ salt).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 61) as u32)
-                .collect()
-        };
-        let (scale_a, scale_b) = (scale(na, 0x11), scale(nb, 0x22));
         let pool = gpu.memory_pool(PoolKind::CoarseGrained).expect("pool");
         let (a_dev, b_dev) = (upload::<u8>(&pool, &a), upload::<u8>(&pool, &b));
-        let c_dev = upload::<u32>(&pool, &c);
-        let mut d_dev = upload::<u32>(&pool, &vec![u32::POISON; sd + 1]);
-        let (sa_dev, sb_dev) = (upload::<u8>(&pool, &scale_a), upload::<u8>(&pool, &scale_b));
-        let short = upload::<u8>(&pool, &scale_b[..nb - 1]);
+        let mut mx = MxRest::upload(&gemm, &pool, 0x11);
+        let short = upload::<u8>(&pool, &mx.scale_b[..nb - 1]);
         let queue = gpu.create_queue(64).expect("queue");
         let e = plan
-            .dispatch(&queue, &gemm, &a_dev, &b_dev, &c_dev, &mut d_dev)
+            .dispatch(&queue, &gemm, &a_dev, &b_dev, &mx.c_dev, &mut mx.d_dev)
             .expect_err("no scales");
         assert!(e.to_string().contains("block scales not given"), "{e}");
         let e = plan
             .dispatch_scaled(
-                &queue, &gemm, &a_dev, &b_dev, &c_dev, &mut d_dev, &sa_dev, &short,
+                &queue,
+                &gemm,
+                &a_dev,
+                &b_dev,
+                &mx.c_dev,
+                &mut mx.d_dev,
+                &mx.sa_dev,
+                &short,
             )
             .expect_err("short scale_b");
         assert!(e.to_string().contains("scale_b holds"), "{e}");
@@ -641,43 +629,285 @@ fn block_scaled_gemms_select_mx_kernels_and_match_the_cpu() {
                 .expect_err("scales for a plain GEMM");
             assert!(e.to_string().contains("without them"), "{e}");
         }
-        plan.dispatch_scaled(
-            &queue, &gemm, &a_dev, &b_dev, &c_dev, &mut d_dev, &sa_dev, &sb_dev,
-        )
-        .unwrap_or_else(|e| panic!("{gemm}: {e}"))
-        .wait(TIMEOUT)
-        .unwrap_or_else(|e| panic!("{gemm}: {e}"));
-        let d = d_dev.to_vec().expect("read");
-        assert_eq!(d[sd], u32::POISON, "{gemm}: wrote past D");
+        let d = mx.run(&plan, &queue, &gemm, [&a_dev, &b_dev]);
         let value = |bits: u32| match bits {
             0x38 => 1.0,
             0xB8 => -1.0,
             _ => 0.0,
         };
-        let blocks = 96usize.div_ceil(32);
-        let (m, n, k) = (gemm.m as usize, gemm.n as usize, gemm.k as usize);
-        for bi in 0..2usize {
-            for j in 0..n {
-                for i in 0..m {
-                    let mut sum = 0f64;
-                    for l in 0..k {
-                        let av = a[bi * gemm.stride_a as usize + i + l * gemm.lda as usize];
-                        let bv = b[bi * gemm.stride_b as usize + j + l * gemm.ldb as usize];
-                        let e = scale_a[(bi * m + i) * blocks + l / 32]
-                            + scale_b[(bi * n + j) * blocks + l / 32];
-                        sum += value(av) * value(bv) * 2f64.powi(e as i32 - 254);
-                    }
-                    let cv = f64::from(f32::from_bits(
-                        c[bi * gemm.stride_c as usize + i + j * gemm.ldc as usize],
-                    ));
-                    let want = 2.0 * sum - cv;
-                    let got = f64::from(f32::from_bits(
-                        d[bi * gemm.stride_d as usize + i + j * gemm.ldd as usize],
-                    ));
-                    assert_eq!(got, want, "{} {gemm}: D[{i}, {j}, {bi}]", plan.name);
+        let inputs = [a, b].map(|v| v.into_iter().map(value).collect());
+        check_block_scaled(
+            &gemm,
+            &plan.name,
+            &inputs,
+            [&mx.scale_a, &mx.scale_b],
+            &mx.c,
+            &d,
+        );
+    });
+}
+
+/// Runs `f` with each agent of processor `gfx` and its library; fails
+/// when the system has none.
+fn on_each(gfx: &str, mut f: impl FnMut(&aqueduct::agent::Agent, &GemmLibrary)) {
+    let system = announced_system();
+    let mut ran = 0;
+    for gpu in hsa_gpus(&system) {
+        if gpu.info().name == gfx {
+            ran += 1;
+            f(&gpu, &library(&gpu));
+        }
+    }
+    assert!(ran > 0, "no {gfx} agent");
+}
+
+/// The block-scaled tests' problem: 100 × 70 × 96 of `input` (f32 out),
+/// stored with `trans`, batch 2, alpha 2, beta -1, no scales yet.
+fn mx_problem(input: DataType, (trans_a, trans_b): (bool, bool)) -> Gemm {
+    Gemm::new(100, 70, 96, input, DataType::Float)
+        .transposed(trans_a, trans_b)
+        .batched(2)
+        .scaled(2.0, -1.0)
+}
+
+/// What a block-scaled test uploads besides A and B: C (small integers),
+/// D poisoned one element past its span, and the E8M0 scales ([`mx_scales`]
+/// salted by `salt` and `salt + 1`), on the host and on the device.
+struct MxRest {
+    c: Vec<u32>,
+    scale_a: Vec<u32>,
+    scale_b: Vec<u32>,
+    c_dev: aqueduct::DeviceBuffer<u32>,
+    d_dev: aqueduct::DeviceBuffer<u32>,
+    sa_dev: aqueduct::DeviceBuffer<u8>,
+    sb_dev: aqueduct::DeviceBuffer<u8>,
+}
+
+impl MxRest {
+    fn upload(gemm: &Gemm, pool: &aqueduct::MemoryPool, salt: u64) -> Self {
+        let [_, _, sc, sd] = gemm.spans().map(|s| s as usize);
+        let [na, nb] = gemm.scale_bytes().map(|n| n as usize);
+        let c: Vec<u32> = (0..sc).map(|i| (i as f32 % 5.0 - 2.0).to_bits()).collect();
+        let (scale_a, scale_b) = (mx_scales(na, salt), mx_scales(nb, salt + 1));
+        MxRest {
+            c_dev: upload::<u32>(pool, &c),
+            d_dev: upload::<u32>(pool, &vec![u32::POISON; sd + 1]),
+            sa_dev: upload::<u8>(pool, &scale_a),
+            sb_dev: upload::<u8>(pool, &scale_b),
+            c,
+            scale_a,
+            scale_b,
+        }
+    }
+}
+
+impl MxRest {
+    /// Dispatches `gemm` with A and B from `ab` and the rest from here,
+    /// waits, and returns D, checked unwritten one element past its span.
+    fn run(
+        &mut self,
+        plan: &aqueduct::GemmPlan,
+        queue: &aqueduct::Queue,
+        gemm: &Gemm,
+        [a, b]: [&aqueduct::DeviceBuffer<u8>; 2],
+    ) -> Vec<u32> {
+        plan.dispatch_scaled(
+            queue,
+            gemm,
+            a,
+            b,
+            &self.c_dev,
+            &mut self.d_dev,
+            &self.sa_dev,
+            &self.sb_dev,
+        )
+        .unwrap_or_else(|e| panic!("{gemm}: {e}"))
+        .wait(TIMEOUT)
+        .unwrap_or_else(|e| panic!("{gemm}: {e}"));
+        let d = self.d_dev.to_vec().expect("read");
+        let sd = gemm.spans()[3] as usize;
+        assert_eq!(d[sd], u32::POISON, "{gemm}: wrote past D");
+        d
+    }
+}
+
+/// `n` E8M0 scales between 2^-3 and 2^4 (bytes 124 ..= 131), mixed by
+/// `salt`.
+fn mx_scales(n: usize, salt: u64) -> Vec<u32> {
+    (0..n)
+        .map(|i| 124 + ((i as u64 ^ salt).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 61) as u32)
+        .collect()
+}
+
+/// Checks f32 D of the block-scaled `gemm` (kernel `name`) exactly against
+/// an f64 reference: A's and B's element values (by stored index), each
+/// product times `2^(sa + sb − 254)` of its row's and column's K-block
+/// scales, summed, then `alpha · sum + beta · C`.
+fn check_block_scaled(
+    gemm: &Gemm,
+    name: &str,
+    [a, b]: &[Vec<f64>; 2],
+    [scale_a, scale_b]: [&[u32]; 2],
+    c: &[u32],
+    d: &[u32],
+) {
+    let blocks = gemm.k.div_ceil(gemm.block_scales) as usize;
+    let (m, n, k) = (gemm.m as usize, gemm.n as usize, gemm.k as usize);
+    let (lda, ldb) = (gemm.lda as usize, gemm.ldb as usize);
+    for bi in 0..gemm.batch as usize {
+        for j in 0..n {
+            for i in 0..m {
+                let mut sum = 0f64;
+                for l in 0..k {
+                    let ai = if gemm.trans_a {
+                        l + i * lda
+                    } else {
+                        i + l * lda
+                    };
+                    let bi_ = if gemm.trans_b {
+                        j + l * ldb
+                    } else {
+                        l + j * ldb
+                    };
+                    let av = a[bi * gemm.stride_a as usize + ai];
+                    let bv = b[bi * gemm.stride_b as usize + bi_];
+                    let e = scale_a[(bi * m + i) * blocks + l / 32]
+                        + scale_b[(bi * n + j) * blocks + l / 32];
+                    sum += av * bv * 2f64.powi(e as i32 - 254);
                 }
+                let cv = f64::from(f32::from_bits(
+                    c[bi * gemm.stride_c as usize + i + j * gemm.ldc as usize],
+                ));
+                let want = f64::from(gemm.alpha) * sum + f64::from(gemm.beta) * cv;
+                let got = f64::from(f32::from_bits(
+                    d[bi * gemm.stride_d as usize + i + j * gemm.ldd as usize],
+                ));
+                assert_eq!(got, want, "{name} {gemm}: D[{i}, {j}, {bi}]");
             }
         }
     }
-    assert!(ran > 0, "no gfx950 agent");
+}
+
+/// OCP FP4 (E2M1) nibbles of 0, ±0.5, ±1 and ±1.5 (sign in bit 3, two
+/// exponent bits of bias 1, one mantissa bit: 0x1 is the subnormal 0.5,
+/// 0x2 is 1.0; OCP Microscaling specification, FP4 E2M1), and their
+/// values.
+const FP4: [(u32, f64); 7] = [
+    (0x0, 0.0),
+    (0x1, 0.5),
+    (0x2, 1.0),
+    (0x3, 1.5),
+    (0x9, -0.5),
+    (0xA, -1.0),
+    (0xB, -1.5),
+];
+
+/// MXFP4 GEMMs through the library on gfx950: Float4 inputs with block
+/// scales select an MXFP4 kernel; what MXFP4 cannot take is refused
+/// before anything runs, naming it (no scales, M- or N-contiguous
+/// operands, an odd K or leading dimension); A and B are bytes of two
+/// elements (k even in the low nibble) whose spans are checked in
+/// elements, dispatched and recorded; and D matches an f64 reference that
+/// applies each block's scales (E8M0 2^-3 .. 2^4), batch 2, exactly (every
+/// partial sum is a multiple of 2^-8 below 2^16).
+#[test]
+fn mxfp4_gemms_select_the_fp4_kernels_and_match_the_cpu() {
+    use aqueduct::CommandBufferBuilder;
+    use aqueduct::command_buffer::BufferRef;
+    let mut rng = Rng(0xF4_E2A1);
+    on_each("gfx950", |gpu, lib| {
+        let unscaled = mx_problem(DataType::Float4, (true, false));
+        let gemm = unscaled.with_block_scales();
+        let refused = |g: &Gemm| match lib.select(g) {
+            Ok(p) => panic!("{g} selected {}", p.name),
+            Err(e) => e.to_string(),
+        };
+        let e = refused(&unscaled);
+        assert!(e.contains("Float4 inputs without block scales"), "{e}");
+        for (a, b) in [(false, false), (false, true), (true, true)] {
+            let e = refused(&gemm.transposed(a, b));
+            assert!(e.contains("MXFP4 takes K contiguous"), "{e}");
+        }
+        let e = refused(
+            &Gemm::new(64, 64, 95, DataType::Float4, DataType::Float)
+                .transposed(true, false)
+                .with_block_scales(),
+        );
+        assert!(e.contains("k 95 is odd"), "{e}");
+        let e = refused(&gemm.with_leading_dims(97, 96, 100, 100));
+        assert!(e.contains("lda 97 is odd"), "{e}");
+        let plan = lib.select(&gemm).expect("mxfp4");
+        assert!(
+            plan.name.starts_with("gemm_mxfp4_f32_mfma_"),
+            "{}",
+            plan.name
+        );
+
+        let [sa, sb, sc, sd] = gemm.spans().map(|s| s as usize);
+        assert!(sa % 2 == 0 && sb % 2 == 0, "{gemm}: spans {sa} {sb}");
+        let mut draw = |n: usize| -> Vec<usize> { (0..n).map(|_| rng.below(7) as usize).collect() };
+        let (a, b) = (draw(sa), draw(sb));
+        // Two elements a byte, the even one in the low nibble.
+        let pack = |v: &[usize]| -> Vec<u32> {
+            v.chunks(2)
+                .map(|p| FP4[p[0]].0 | FP4[p[1]].0 << 4)
+                .collect()
+        };
+        let [na, nb] = gemm.scale_bytes().map(|n| n as usize);
+        let pool = gpu.memory_pool(PoolKind::CoarseGrained).expect("pool");
+        let (a_bytes, b_bytes) = (pack(&a), pack(&b));
+        let (a_dev, b_dev) = (upload::<u8>(&pool, &a_bytes), upload::<u8>(&pool, &b_bytes));
+        let short_a = upload::<u8>(&pool, &a_bytes[..sa / 2 - 1]);
+        let mut mx = MxRest::upload(&gemm, &pool, 0x41);
+        let queue = gpu.create_queue(64).expect("queue");
+        // A byte short of A's span is two elements short.
+        let e = plan
+            .dispatch_scaled(
+                &queue,
+                &gemm,
+                &short_a,
+                &b_dev,
+                &mx.c_dev,
+                &mut mx.d_dev,
+                &mx.sa_dev,
+                &mx.sb_dev,
+            )
+            .expect_err("short A");
+        assert!(
+            e.to_string().contains(&format!(
+                "A holds {} elements, the problem spans {sa}",
+                sa - 2
+            )),
+            "{e}"
+        );
+        {
+            let mut rec = CommandBufferBuilder::new(&queue, 8).expect("builder");
+            let slot = |i: u32, bytes: usize| BufferRef::binding(i, 0, bytes as u64);
+            let scales = [slot(4, na), slot(5, nb)];
+            let refs = |a_bytes: usize| {
+                [
+                    slot(0, a_bytes),
+                    slot(1, sb / 2),
+                    slot(2, 4 * sc),
+                    slot(3, 4 * sd),
+                ]
+            };
+            let e = plan
+                .record_scaled(&mut rec, &gemm, refs(sa / 2 - 1), scales)
+                .expect_err("short A");
+            assert!(e.to_string().contains("A holds"), "{e}");
+            plan.record_scaled(&mut rec, &gemm, refs(sa / 2), scales)
+                .expect("record");
+        }
+        let d = mx.run(&plan, &queue, &gemm, [&a_dev, &b_dev]);
+        let inputs = [a, b].map(|v| v.into_iter().map(|e| FP4[e].1).collect());
+        check_block_scaled(
+            &gemm,
+            &plan.name,
+            &inputs,
+            [&mx.scale_a, &mx.scale_b],
+            &mx.c,
+            &d,
+        );
+    });
 }

@@ -179,3 +179,50 @@ fn the_parallel_and_sequential_readers_agree() {
     let parallel = catalog();
     assert_eq!(sequential.to_msgpack(), parallel.to_msgpack());
 }
+
+/// `aqueduct::Gemm` poses an Int8 GEMM as rocBLAS poses its I8II one
+/// (Int8 A and B, Int32 C and D, Int32 compute, high-precision
+/// accumulate): AMD's own catalog answers it, for every transpose, with
+/// an I8II kernel of the asked types that accepts the problem.
+#[test]
+fn an_int8_gemm_as_aqueduct_poses_it_gets_rocblas_i8ii_kernels() {
+    use aqueduct::Gemm;
+    use aqueduct::catalog::DataType;
+    let c = catalog();
+    for (ta, tb) in [(false, false), (false, true), (true, false), (true, true)] {
+        for (m, n, k) in [(4096, 4096, 4096), (1000, 300, 77)] {
+            let gemm = Gemm::new(m, n, k, DataType::Int8, DataType::Int32)
+                .transposed(ta, tb)
+                .scaled(3.0, -2.0);
+            let p = gemm.problem();
+            let s = c
+                .select(&p, &mi210())
+                .unwrap_or_else(|e| panic!("{gemm}: {e}"))
+                .unwrap_or_else(|| panic!("{gemm}: no rocBLAS solution"));
+            let sol = s.solution;
+            assert!(sol.name.contains("_I8II_"), "{gemm}: {}", sol.name);
+            assert_eq!(
+                sol.problem_type.types,
+                [
+                    DataType::Int8,
+                    DataType::Int8,
+                    DataType::Int32,
+                    DataType::Int32
+                ],
+                "{gemm}: {}",
+                sol.name
+            );
+            assert!(sol.problem_predicate.eval(&p), "{gemm}: {}", sol.name);
+            // What the posing decides: without high-precision accumulate
+            // (an Int32 sum of Int8 products) rocBLAS has no kernel.
+            let mut low = p.clone();
+            low.high_precision_accumulate = false;
+            let other = c.select(&low, &mi210()).unwrap_or_else(|e| panic!("{e}"));
+            assert!(
+                other.is_none(),
+                "{gemm} without HPA: {:?}",
+                other.map(|s| &s.solution.name)
+            );
+        }
+    }
+}

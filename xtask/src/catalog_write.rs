@@ -158,6 +158,7 @@ fn precision(t: DataType) -> &'static str {
         DataType::Float8BFloat8 => "F8B8",
         DataType::BFloat8Float8 => "B8F8",
         DataType::E8 => "E8",
+        DataType::Float4 => "F4",
     }
 }
 

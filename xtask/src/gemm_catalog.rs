@@ -111,19 +111,16 @@ pub fn product_rows(gfx: &str) -> (&'static [ProductRow], u32) {
 /// The kernels a target's catalog offers: its matrix family's (MFMA on
 /// CDNA, WMMA on RDNA3/RDNA4), and the FMA kernels of the type
 /// combinations that family lacks (f32 on RDNA; every one on a target
-/// without matrix cores). The MXFP8 kernels sit in rows of their own
-/// (`MXBlockA`/`MXBlockB` 32); not MXFP4 yet, whose two elements a byte
-/// the catalogs' types (and `Gemm`'s sizes) cannot say.
+/// without matrix cores). The block-scaled (MXFP8, MXFP4) kernels sit in
+/// rows of their own (`MXBlockA`/`MXBlockB` 32); MXFP4's only in the TN
+/// problem rows ([`serves`]).
 pub fn kernels_for(target: &GfxTarget) -> Vec<&'static GemmKernel> {
     let matrix: &[GemmKernel] = match target.matrix_core {
         MatrixCore::Mfma => aqueduct_gemm::mfma::KERNELS,
         MatrixCore::Wmma => aqueduct_gemm::wmma::KERNELS,
         MatrixCore::None => &[],
     };
-    let matrix: Vec<&GemmKernel> = matrix
-        .iter()
-        .filter(|k| k.built_for(target.name) && k.input != ElementType::MxFp4)
-        .collect();
+    let matrix: Vec<&GemmKernel> = matrix.iter().filter(|k| k.built_for(target.name)).collect();
     let covered = |k: &GemmKernel| {
         matrix
             .iter()
@@ -135,6 +132,14 @@ pub fn kernels_for(target: &GfxTarget) -> Vec<&'static GemmKernel> {
     matrix.iter().copied().chain(fma).collect()
 }
 
+/// Whether `k` serves problems of A and B stored transposed as
+/// `(trans_a, trans_b)`: every kernel does but MXFP4's, whose elements
+/// (two a byte, k even in the low nibble) must run along K in memory: A
+/// transposed, B not (`aqueduct_gemm::common::MxFp4`).
+pub fn serves(k: &GemmKernel, (trans_a, trans_b): (bool, bool)) -> bool {
+    k.input != ElementType::MxFp4 || (trans_a && !trans_b)
+}
+
 /// Tensile's type name.
 pub fn type_name(t: ElementType) -> &'static str {
     match t {
@@ -144,7 +149,7 @@ pub fn type_name(t: ElementType) -> &'static str {
         ElementType::Fp8 => "Float8",
         ElementType::Bf8 => "BFloat8",
         // MXFP8's elements are FP8's: the rows' MXBlockA/MXBlockB tell
-        // them apart. MXFP4 is in no catalog (`kernels_for`).
+        // them apart. MXFP4's are TensileLite's Float4.
         ElementType::MxFp8 => "Float8",
         ElementType::MxBf8 => "BFloat8",
         ElementType::MxFp4 => "Float4",
@@ -265,13 +270,18 @@ pub fn description(target: &GfxTarget, models: &Models) -> String {
             let _ = writeln!(out, "    chip_ids: [{}]", ids.join(", "));
         }
         out.push_str("    problems:\n");
-        for (op, _, _) in OPERATIONS {
+        for (op, trans_a, trans_b) in OPERATIONS {
             // One problem row per catalog type (xf32 kernels share f32's)
             // and block scaling (MX kernels have their own rows).
             let key = |k: &GemmKernel| {
                 let block = if k.input.block_scaled() { MX_BLOCK } else { 0 };
                 (type_name(k.input), type_name(k.output), block)
             };
+            let kernels: Vec<&GemmKernel> = kernels
+                .iter()
+                .copied()
+                .filter(|k| serves(k, (trans_a, trans_b)))
+                .collect();
             let mut types: Vec<(&str, &str, u32)> = Vec::new();
             for k in &kernels {
                 if !types.contains(&key(k)) {

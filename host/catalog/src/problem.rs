@@ -67,12 +67,17 @@ pub enum DataType {
     /// of the OCP Microscaling formats (TensileLite's `E8`, the type of
     /// `DataTypeMXSA`/`DataTypeMXSB`).
     E8,
+    /// 4-bit float, E2M1 (OCP FP4), two elements a byte, k even in the low
+    /// nibble: the elements of MXFP4, with `E8` block scales (TensileLite's
+    /// `Float4`). Sizes, leading dimensions and strides count elements;
+    /// [`DataType::element_bits`] gives the 4 bits.
+    Float4,
 }
 
 impl DataType {
     /// Every type, in declaration order (the order of [`DataType::from_name`]'s
     /// search).
-    pub const ALL: [DataType; 16] = [
+    pub const ALL: [DataType; 17] = [
         DataType::Float,
         DataType::Double,
         DataType::ComplexFloat,
@@ -89,6 +94,7 @@ impl DataType {
         DataType::Float8BFloat8,
         DataType::BFloat8Float8,
         DataType::E8,
+        DataType::Float4,
     ];
 
     /// Tensile's name for the type, as catalogs write it (`Float`,
@@ -111,6 +117,7 @@ impl DataType {
             DataType::Float8BFloat8 => "Float8BFloat8",
             DataType::BFloat8Float8 => "BFloat8Float8",
             DataType::E8 => "E8",
+            DataType::Float4 => "Float4",
         }
     }
 
@@ -119,15 +126,27 @@ impl DataType {
         Self::ALL.into_iter().find(|t| t.name() == name)
     }
 
-    /// Bytes per element (`DataTypeInfo::elementSize`).
+    /// Bytes per element (`DataTypeInfo::elementSize`); for Float4, whose
+    /// elements are half a byte, the byte that holds two (what a byte-offset
+    /// limit must allow for): [`DataType::element_bits`] is exact.
     pub fn element_bytes(self) -> u64 {
         match self {
-            DataType::Int8 | DataType::Float8 | DataType::BFloat8 => 1,
+            DataType::Int8 | DataType::Float8 | DataType::BFloat8 | DataType::Float4 => 1,
             DataType::Float8BFloat8 | DataType::BFloat8Float8 | DataType::E8 => 1,
             DataType::Half | DataType::BFloat16 => 2,
             DataType::Float | DataType::Int32 | DataType::Int8x4 | DataType::XFloat32 => 4,
             DataType::Double | DataType::ComplexFloat | DataType::Int64 => 8,
             DataType::ComplexDouble => 16,
+        }
+    }
+
+    /// Bits per element: 8 · [`DataType::element_bytes`], but 4 for
+    /// Float4. A span of `n` elements takes `⌈n · bits / 8⌉` bytes.
+    pub fn element_bits(self) -> u64 {
+        if self == DataType::Float4 {
+            4
+        } else {
+            8 * self.element_bytes()
         }
     }
 
