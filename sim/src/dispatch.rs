@@ -37,8 +37,8 @@ use crate::exec::{Ctx, Event};
 use crate::fault::{Fault, FaultReport};
 use crate::lanes::{LANES, WaveSize};
 use crate::memory::MemoryError;
-use crate::pair::{self, HALVES, Pairing};
-use crate::program::Program;
+use crate::pair::{self, HALVES, Pairing, ScalarRegs};
+use crate::program::{Program, Slot};
 use crate::wave::{Scratch, Status, Wave};
 
 /// The fields of an AQL kernel dispatch packet the interpreter needs, and
@@ -505,7 +505,7 @@ fn run_group(
     let wave_bytes = LANES as u64 * u64::from(s.lane_bytes);
     for (k, w) in waves.iter_mut().enumerate() {
         w.pc = s.entry;
-        w.s = [0; 128];
+        *w.s = [0; 128];
         w.scc = false;
         w.status = Status::Running;
         w.mode = s.mode;
@@ -514,8 +514,6 @@ fn run_group(
         w.id = k as u32;
         w.set_size(s.wave);
         w.executed = 0;
-        w.set_half(u64::MAX);
-        w.hi_writes.clear();
         if w.v.len() != s.vgprs {
             w.v.resize(s.vgprs, [0; LANES]);
         }
@@ -598,8 +596,10 @@ fn run_group(
                 // A pair's second wave is the next one (`pair::join`).
                 match tail.first_mut() {
                     Some(b) if w.size() == WaveSize::Pair => {
-                        if run_pair(program, kernel, w, id, lds, &mut events, stats)? {
-                            pair::split(w, b);
+                        if let Some(second) =
+                            run_pair(program, kernel, w, id, lds, &mut events, stats)?
+                        {
+                            pair::split(w, b, second);
                         }
                     }
                     _ => run_wave(program, kernel, w, id, lds, &mut events, stats)?,
@@ -698,9 +698,10 @@ fn run_wave(
 }
 
 /// Runs a wave32 pair ([`crate::pair`]) until it ends, waits at a barrier,
-/// uses its quantum or must split; returns whether it must split: before
-/// an instruction a pair cannot run (the pc is left on it), or after one
-/// that gave the two waves different lane masks.
+/// uses its quantum or must split; returns, when it must split, where the
+/// second wave goes on from (pc and status): before an instruction a pair
+/// cannot run (the pc left on it), or after a scalar one that sent the
+/// two waves to different places.
 fn run_pair(
     program: &Program,
     kernel: &Kernel,
@@ -709,46 +710,50 @@ fn run_pair(
     lds: &mut [u8],
     events: &mut Vec<Event>,
     stats: &mut Stats,
-) -> Result<bool, FaultReport> {
+) -> Result<Option<(usize, Status)>, FaultReport> {
     let slots = &program.slots;
     let mut ctx = context(program, lds, events);
     let mut n = 0u32;
     let mut lane_ops = 0u64;
+    let mut matrix = 0u32;
     let result = loop {
         if w.status != Status::Running || n >= QUANTUM {
-            break Ok(false);
+            break Ok(None);
         }
         let at = w.pc;
         let Some(slot) = slots.get(at) else {
             break Err((Fault::RanOffEnd, at, w.id));
         };
         if slot.pairing == Pairing::Split {
-            break Ok(true);
+            break Ok(Some((at, Status::Running)));
         }
-        w.pc = at + 1;
         ctx.pc = program.base + slot.offset;
-        // Both waves' lanes: EXEC_LO in each half.
+        // Both waves' lanes: each wave's EXEC in its half.
         lane_ops += u64::from(w.exec().count_ones());
-        if slot.pairing == Pairing::Halves {
-            let mut faulted = None;
-            for (k, half) in HALVES.into_iter().enumerate() {
-                w.set_half(half);
-                if let Err(f) = (slot.exec)(w, &slot.inst, &mut ctx) {
-                    faulted = Some((f, at, w.id + k as u32));
-                    break;
+        matrix += 2 * u32::from(slot.matrix);
+        let step = match slot.pairing {
+            Pairing::Once(reads) if w.mirrored() || reads.agree(w) => {
+                w.pc = at + 1;
+                // A fault runs it again wave by wave, to name the wave
+                // whose lane faulted (a load writes no register when it
+                // faults, a store rewrites what it wrote: the same result).
+                (slot.exec)(w, &slot.inst, &mut ctx).or_else(|_| halves(w, slot, at, &mut ctx))
+            }
+            Pairing::Scalar(regs) => match scalar(w, slot, at, regs, &mut ctx) {
+                Ok(None) => Ok(()),
+                Ok(Some(second)) => {
+                    n += 1;
+                    break Ok(Some(second));
                 }
-            }
-            w.set_half(u64::MAX);
-            if let Some(f) = faulted {
-                break Err(f);
-            }
-        } else if let Err(f) = (slot.exec)(w, &slot.inst, &mut ctx) {
-            break Err((f, at, w.id));
+                Err(e) => Err(e),
+            },
+            // Halves, or a Once whose SGPRs differ (a Split left above).
+            _ => halves(w, slot, at, &mut ctx),
+        };
+        if let Err(e) = step {
+            break Err(e);
         }
         n += 1;
-        if !w.hi_writes.is_empty() {
-            break Ok(true);
-        }
         skip_no_ops(w, slot.no_ops_after, at, &mut n, &mut lane_ops);
     };
     // Each pair instruction is one of each wave.
@@ -756,8 +761,84 @@ fn run_pair(
     stats.instructions += 2 * u64::from(n);
     stats.paired_instructions += 2 * u64::from(n);
     stats.lane_ops += lane_ops;
+    stats.matrix_instructions += u64::from(matrix);
     result.map_err(|(fault, at, wave)| report(program, kernel, at, fault, group, wave))
 }
+
+/// Runs the vector instruction of `slot` (at `at`) for each wave of the
+/// pair `w` in turn, in its half of the lanes with its own scalar state.
+fn halves(w: &mut Wave, slot: &Slot, at: usize, ctx: &mut Ctx<'_>) -> Result<(), PairFault> {
+    w.unmirror();
+    let mut result = Ok(());
+    for (k, half) in HALVES.into_iter().enumerate() {
+        let second = k == 1;
+        if second {
+            w.swap_banks();
+        }
+        w.set_half(half);
+        w.pc = at + 1;
+        result = (slot.exec)(w, &slot.inst, ctx).map_err(|f| (f, at, w.id + k as u32));
+        if second {
+            w.swap_banks();
+        }
+        if result.is_err() {
+            break;
+        }
+    }
+    w.set_half(u64::MAX);
+    result
+}
+
+/// Runs the scalar instruction of `slot` (at `at`) for the pair `w`, as a
+/// plain wave32 on each wave's own scalar state: once, its result given to
+/// both, when both waves hold the same in every register it may read or
+/// write (`regs`) and in SCC; else once per wave. Returns the second wave's
+/// pc and status when they differ from the first's (the pair must split: a
+/// branch went two ways).
+fn scalar(
+    w: &mut Wave,
+    slot: &Slot,
+    at: usize,
+    regs: ScalarRegs,
+    ctx: &mut Ctx<'_>,
+) -> Result<Option<(usize, Status)>, PairFault> {
+    if w.mirrored() && regs.once() {
+        // One state for both: run it once, and both keep it.
+        w.set_size(WaveSize::W32);
+        w.pc = at + 1;
+        let result = (slot.exec)(w, &slot.inst, ctx).map_err(|f| (f, at, w.id));
+        w.set_size(WaveSize::Pair);
+        w.mirror();
+        return result.map(|()| None);
+    }
+    w.unmirror();
+    w.set_size(WaveSize::W32);
+    w.pc = at + 1;
+    if regs.agree(w) {
+        let result = (slot.exec)(w, &slot.inst, ctx).map_err(|f| (f, at, w.id));
+        regs.copy_to_second(w);
+        w.set_size(WaveSize::Pair);
+        return result.map(|()| None);
+    }
+    let first = (slot.exec)(w, &slot.inst, ctx).map_err(|f| (f, at, w.id));
+    let (pc, status) = (w.pc, w.status);
+    let second = first.and_then(|()| {
+        w.swap_banks();
+        w.pc = at + 1;
+        w.status = Status::Running;
+        let r = (slot.exec)(w, &slot.inst, ctx).map_err(|f| (f, at, w.id + 1));
+        w.swap_banks();
+        r
+    });
+    let there = (w.pc, w.status);
+    (w.pc, w.status) = (pc, status);
+    w.set_size(WaveSize::Pair);
+    second?;
+    Ok((there != (pc, status)).then_some(there))
+}
+
+/// A fault in a pair: the fault, its slot and the wave it names.
+type PairFault = (Fault, usize, u32);
 
 /// What a wave's instructions run with: the program's code and memory,
 /// the workgroup's LDS, the dispatch's events.

@@ -25,10 +25,10 @@ pub enum WaveSize {
     /// 64 lanes: lane masks are an SGPR pair.
     #[default]
     W64,
-    /// Two wave32 waves of one workgroup run in lockstep while their
-    /// scalar state is the same (`crate::pair`): the first wave's lanes
+    /// Two wave32 waves of one workgroup run in lockstep at one pc, each
+    /// with its own scalar state (`crate::pair`): the first wave's lanes
     /// are 0..32, the second's 32..64, so lane loops run 64 lanes, while a
-    /// lane mask is still one SGPR, read for both halves alike.
+    /// lane mask is still one SGPR of each wave, read into its half.
     Pair,
 }
 
@@ -82,17 +82,20 @@ impl WaveSize {
 }
 
 /// Runs `$body` with `$l` bound to each lane set in `$mask`, in lane
-/// order: a plain loop when the set lanes are a prefix `0..n` (the common
-/// case: a full wave64 or wave32, or a partial last wave; the compiler can
-/// vectorise it), else one step per set bit. A macro rather than a
-/// function taking a closure: the body is pasted into both loops, where a
-/// closure called from two places is not always inlined.
+/// order: a plain loop when the set lanes are one run `a..b` (the common
+/// case: a full wave64 or wave32, a partial last wave, one wave of a
+/// wave32 pair; the compiler can vectorise it), else one step per set bit.
+/// A macro rather than a function taking a closure: the body is pasted
+/// into both loops, where a closure called from two places is not always
+/// inlined.
 macro_rules! for_lanes {
     ($mask:expr, |$l:ident| $body:block) => {{
         let mask: u64 = $mask;
-        if mask & mask.wrapping_add(1) == 0 {
-            // 0, or 0..n all set: n = 64 - leading zeros.
-            for $l in 0..(64 - mask.leading_zeros() as usize) $body
+        let from = mask.trailing_zeros() as usize & 63;
+        let run = mask >> from;
+        if run & run.wrapping_add(1) == 0 {
+            // 0, or from..to all set: to = 64 - leading zeros.
+            for $l in from..(64 - mask.leading_zeros() as usize) $body
         } else {
             let mut rest = mask;
             while rest != 0 {
@@ -124,6 +127,8 @@ mod tests {
             WaveSize::W32.full(),
             0x0000_0000_0000_FFFF,
             0x8000_0000_0000_0000,
+            0xFFFF_FFFF_0000_0000,
+            0x0000_FFFF_FFFF_0000,
             0xF0F0_0000_0000_0001,
             u64::MAX - 1,
             u64::MAX >> 1,

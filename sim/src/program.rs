@@ -197,7 +197,7 @@ impl Program {
                 word: words[at],
                 // GFX9 is wave64 only: no wave32 pair ever asks.
                 pairing: if self.target.wave32() {
-                    pairing(&inst, invalid.is_none())
+                    pairing(&inst, invalid.is_none(), self.target)
                 } else {
                     Pairing::Split
                 },

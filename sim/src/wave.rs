@@ -89,8 +89,10 @@ impl Scratch {
 pub struct Wave {
     /// Index of the next instruction in the program.
     pub pc: usize,
-    /// Scalar operand space 0..=127 (see module doc).
-    pub s: [u32; 128],
+    /// Scalar operand space 0..=127 (see module doc), boxed so that a
+    /// wave32 pair exchanges its two waves' ([`Self::swap_banks`]) by
+    /// pointer.
+    pub s: Box<[u32; 128]>,
     /// The scalar condition code.
     pub scc: bool,
     /// Architectural VGPRs, as many as the kernel allocates.
@@ -123,12 +125,21 @@ pub struct Wave {
     /// half's ([`Self::set_half`]).
     limit: u64,
     /// The register EXEC's lanes 32..64 come from: EXEC_HI, or EXEC_LO
-    /// again in a pair (one lane mask for both halves).
+    /// again in a pair running one half (that wave's own mask, placed in
+    /// its half).
     exec_hi: usize,
-    /// In a wave32 pair, lane masks an instruction wrote whose halves
-    /// differ: (register, the second wave's value). The first wave's value
-    /// is in `s`; the pair splits after the instruction.
-    pub hi_writes: Vec<(u8, u32)>,
+    /// In a wave32 pair, the second wave's scalar operand space (`s` holds
+    /// the first's; [`Self::swap_banks`] exchanges them, so an instruction
+    /// run for the second wave alone sees its own in `s`).
+    pub s_hi: Box<[u32; 128]>,
+    /// In a wave32 pair, the second wave's SCC (as `s_hi`).
+    pub scc_hi: bool,
+    /// In a wave32 pair running a vector instruction once for both waves:
+    /// lane masks are banked, lanes 0..32 from `s` and 32..64 from
+    /// `s_hi` (EXEC, VCC, carries, compares). A pair running both halves
+    /// unbanked is a mirror ([`Self::mirrored`]): both waves' scalar state
+    /// is `s` (`s_hi` is stale), each lane mask one SGPR read for both.
+    banked: bool,
 }
 
 impl Wave {
@@ -137,7 +148,7 @@ impl Wave {
     pub fn new(vgprs: usize, agprs: usize) -> Self {
         Self {
             pc: 0,
-            s: [0; 128],
+            s: Box::new([0; 128]),
             scc: false,
             v: vec![[0; LANES]; vgprs],
             a: vec![[0; LANES]; agprs],
@@ -151,18 +162,25 @@ impl Wave {
             executed: 0,
             limit: u64::MAX,
             exec_hi: code::EXEC_HI as usize,
-            hi_writes: Vec::new(),
+            s_hi: Box::new([0; 128]),
+            scc_hi: false,
+            banked: false,
         }
     }
 
     /// The EXEC mask: 64 bits in wave64, EXEC_LO in wave32 (EXEC_HI is
-    /// not a lane mask there, RDNA3 ISA "Wave32 and Wave64"), EXEC_LO for
-    /// both halves of a pair (limited to one by [`Self::set_half`]).
+    /// not a lane mask there, RDNA3 ISA "Wave32 and Wave64"); in a pair
+    /// each wave's EXEC_LO in its half (run once for both: banked), or the
+    /// running wave's in its half ([`Self::set_half`]).
     #[inline]
     pub fn exec(&self) -> u64 {
         let lo = u64::from(self.s[code::EXEC_LO as usize]);
-        let hi = u64::from(self.s[self.exec_hi & 0x7F]);
-        (lo | hi << 32) & self.limit
+        let hi = if self.banked {
+            self.s_hi[code::EXEC_LO as usize]
+        } else {
+            self.s[self.exec_hi & 0x7F]
+        };
+        (lo | u64::from(hi) << 32) & self.limit
     }
 
     /// 32 or 64 lanes, or a wave32 pair.
@@ -179,12 +197,69 @@ impl Wave {
             WaveSize::Pair => code::EXEC_LO,
             WaveSize::W32 | WaveSize::W64 => code::EXEC_HI,
         });
+        self.banked = size == WaveSize::Pair;
+    }
+
+    /// Whether this pair is a mirror: both waves' scalar state is `s`
+    /// (equal since they joined, kept so by every instruction the pair ran
+    /// once), `s_hi` stale. A mirror pair needs no comparison of the two
+    /// waves' SGPRs to run an instruction once.
+    #[inline]
+    pub fn mirrored(&self) -> bool {
+        self.size == WaveSize::Pair && !self.banked && self.limit == u64::MAX
+    }
+
+    /// Makes this pair a mirror ([`Self::mirrored`]): its two waves' scalar
+    /// states must be equal (`crate::pair::join` checks it; a mirror that
+    /// ran a scalar instruction once stays one).
+    pub fn mirror(&mut self) {
+        self.banked = false;
+    }
+
+    /// Ends a mirror: the second wave's scalar state becomes a copy of the
+    /// shared one, and lane masks are banked again. Nothing for a pair
+    /// that is no mirror.
+    #[inline]
+    pub fn unmirror(&mut self) {
+        if self.mirrored() {
+            *self.s_hi = *self.s;
+            self.scc_hi = self.scc;
+            self.banked = true;
+        }
     }
 
     /// In a wave32 pair, limits EXEC to the lanes of `half` (one wave's,
-    /// `crate::pair::HALVES`, or `u64::MAX` for both again).
+    /// `crate::pair::HALVES`, whose scalar state must then be in `s`:
+    /// [`Self::swap_banks`]), or with `u64::MAX` runs both halves again,
+    /// each wave's lane masks from its own bank.
     pub fn set_half(&mut self, half: u64) {
         self.limit = self.size.full() & half;
+        self.banked = self.size == WaveSize::Pair && half == u64::MAX;
+    }
+
+    /// In a wave32 pair, exchanges the two waves' scalar state (`s` and
+    /// `s_hi`, SCC and `scc_hi`).
+    pub fn swap_banks(&mut self) {
+        std::mem::swap(&mut self.s, &mut self.s_hi);
+        std::mem::swap(&mut self.scc, &mut self.scc_hi);
+    }
+
+    /// The first storage lane of the running wave: 32 for the second wave
+    /// of a pair running alone ([`Self::set_half`]), else 0. What reads a
+    /// whole wave32's registers (WMMA) reads lanes `base..base + 32`.
+    #[inline]
+    pub fn lane_base(&self) -> usize {
+        if self.size == WaveSize::Pair && self.limit & 1 == 0 {
+            32
+        } else {
+            0
+        }
+    }
+
+    /// In a pair running one half, that half's 32 bits of a 64-lane mask.
+    #[inline]
+    fn own_half(&self, v: u64) -> u32 {
+        (v >> self.lane_base()) as u32
     }
 
     /// Sets the EXEC mask (EXEC_LO only in wave32).
@@ -206,8 +281,14 @@ impl Wave {
         if self.size == WaveSize::W64 {
             return self.s64(r);
         }
-        // One SGPR: a pair reads it for both halves, wave32 for its own.
-        twice(self.s[usize::from(r & 0x7F)]) & self.size.full()
+        let r = usize::from(r & 0x7F);
+        if self.banked {
+            // A pair run once: each wave's in its half.
+            return u64::from(self.s[r]) | u64::from(self.s_hi[r]) << 32;
+        }
+        // One SGPR: a pair running one half reads it for that half (and
+        // the other, which EXEC leaves out), wave32 for its own.
+        twice(self.s[r]) & self.size.full()
     }
 
     /// A lane-mask source operand (a carry in, `v_cndmask_b32`'s
@@ -217,32 +298,37 @@ impl Wave {
         if self.size == WaveSize::W64 {
             return self.s64_of(src, Ty::U64);
         }
+        if let (true, Src::Sgpr(r)) = (self.banked, src) {
+            return Ok(self.lane_mask_at(r));
+        }
         let full = self.size.full();
         self.s32_of(src, Ty::B32).map(|m| twice(m) & full)
     }
 
     /// Writes a lane mask to the scalar register(s) at `r`: a pair in
     /// wave64, one SGPR in wave32 (the VOPC/VOP3 `sdst` of RDNA's wave32).
-    /// In a wave32 pair each wave has its own half; where they differ the
-    /// second's goes to [`Self::hi_writes`] and the pair splits.
+    /// In a wave32 pair each wave gets its own half: run once, the second
+    /// wave's into `s_hi`; run one half, that half's into `s`.
     #[inline]
     pub fn set_lane_mask(&mut self, r: u8, v: u64) {
-        if self.size == WaveSize::W64 {
-            return self.set_s64(r, v);
-        }
-        let (lo, hi) = (v as u32, (v >> 32) as u32);
-        if self.size == WaveSize::Pair && lo != hi {
-            self.split_mask(r, hi);
-        }
-        self.set_s32(r, lo);
-    }
-
-    /// Records a pair's lane mask whose second half differs (cold: the
-    /// pair ends after this instruction).
-    #[cold]
-    fn split_mask(&mut self, r: u8, hi: u32) {
-        if r != code::NULL && usize::from(r) < self.s.len() {
-            self.hi_writes.push((r, hi));
+        match self.size {
+            WaveSize::W64 => self.set_s64(r, v),
+            WaveSize::W32 => self.set_s32(r, v as u32),
+            WaveSize::Pair if self.banked || self.mirrored() => {
+                let (lo, hi) = (v as u32, (v >> 32) as u32);
+                if lo != hi {
+                    // The waves' masks part: each its own state from here.
+                    self.unmirror();
+                }
+                self.set_s32(r, lo);
+                if self.banked
+                    && r != code::NULL
+                    && let Some(x) = self.s_hi.get_mut(usize::from(r))
+                {
+                    *x = hi;
+                }
+            }
+            WaveSize::Pair => self.set_s32(r, self.own_half(v)),
         }
     }
 
@@ -250,13 +336,12 @@ impl Wave {
     /// a permute's address / 4): its low 5 or 6 bits.
     #[inline]
     pub fn lane_select(&self, v: u32) -> usize {
-        // A pair never runs a lane-selecting instruction (`crate::pair`
-        // splits first); as one wave32 it would wrap at 32.
-        let lanes = match self.size {
-            WaveSize::Pair => 32,
-            s => s.lanes(),
-        };
-        v as usize & (lanes - 1)
+        // A pair runs a lane-selecting instruction one wave at a time
+        // (`crate::pair`): the lane of the running wave's half.
+        match self.size {
+            WaveSize::Pair => self.lane_base() + (v as usize & 31),
+            s => v as usize & (s.lanes() - 1),
+        }
     }
 
     /// The 64-bit value of the scalar pair at operand code `r` (rounded
@@ -492,17 +577,21 @@ impl Wave {
 }
 
 /// `d[l] = vals[l]` for the lanes of `mask`: a copy of constant size for
-/// a full wave64 or wave32 (inlined), of the prefix for a partial last
-/// wave, else lane by lane.
+/// a full wave64 or wave32 or either wave of a pair (inlined), of the run
+/// for a partial last wave, else lane by lane.
 #[inline]
 fn put_lanes(d: &mut Lanes, vals: &Lanes, mask: u64) {
+    let from = mask.trailing_zeros() as usize & 63;
+    let run = mask >> from;
     if mask == u64::MAX {
         *d = *vals;
     } else if mask == 0xFFFF_FFFF {
         d[..32].copy_from_slice(&vals[..32]);
-    } else if mask & mask.wrapping_add(1) == 0 {
-        let n = mask.trailing_ones() as usize;
-        d[..n].copy_from_slice(&vals[..n]);
+    } else if mask == 0xFFFF_FFFF_0000_0000 {
+        d[32..].copy_from_slice(&vals[32..]);
+    } else if run & run.wrapping_add(1) == 0 {
+        let to = from + run.trailing_ones() as usize;
+        d[from..to].copy_from_slice(&vals[from..to]);
     } else {
         for l in 0..LANES {
             if mask >> l & 1 != 0 {

@@ -243,3 +243,36 @@ fn wave32_pairs_change_no_result_count_or_fault() {
     }
     assert_eq!(wave32_targets, 2, "gfx1100 and gfx1201");
 }
+
+/// The same on our 64×64 WMMA GEMM at 512³ (`cargo xtask sim-bench`'s
+/// wave32 rows): scalar, vector, memory and WMMA instructions run by a
+/// pair give D exactly (against the CPU, by `run_our_gemm_on`) and the
+/// counts of the waves run one by one, and the pairs cover all but the
+/// last instruction of each (an `s_sendmsg`, which splits them).
+#[test]
+fn wave32_pairs_run_the_wmma_gemm_with_the_counts_of_single_waves() {
+    use xtask::sim_bench::{OUR_GEMMS, run_our_gemm_on};
+    let mut ran = 0;
+    for gemm in OUR_GEMMS.into_iter().filter(|g| g.0.wave32()) {
+        let built = built_code_objects()
+            .into_iter()
+            .find(|b| b.package == "aqueduct-gemm" && b.gfx == gemm.0.name())
+            .unwrap_or_else(|| panic!("{}: no aqueduct-gemm code object", gemm.0.name()));
+        let bytes = std::fs::read(&built.path).expect("read code object");
+        let [alone, paired] = [false, true].map(|pairs| {
+            let d = Gpu::new(gemm.0).with_wave32_pairs(pairs);
+            run_our_gemm_on(d, &bytes, gemm).unwrap_or_else(|e| panic!("{e}"))
+        });
+        let counts =
+            |s: &aqueduct_sim::Stats| [s.waves, s.instructions, s.lane_ops, s.matrix_instructions];
+        assert_eq!(counts(&alone.stats), counts(&paired.stats), "{gemm:?}");
+        let (all, two) = (paired.stats.instructions, paired.stats.paired_instructions);
+        assert_eq!(alone.stats.paired_instructions, 0, "{gemm:?}");
+        assert!(
+            all - two <= 2 * paired.stats.waves,
+            "{gemm:?}: {two} of {all} paired"
+        );
+        ran += 1;
+    }
+    assert_eq!(ran, 2, "gfx1100 and gfx1201");
+}

@@ -233,6 +233,16 @@ pub const OUR_GEMMS: [(Target, &str, &str); 5] = [
 /// in {-1, 0, 1}).
 pub fn run_our_gemm(
     code_object: &[u8],
+    gemm: (Target, &str, &'static str),
+) -> Result<Sample, String> {
+    run_our_gemm_on(Gpu::new(gemm.0), code_object, gemm)
+}
+
+/// [`run_our_gemm`] on `d`, a simulated GPU of the GEMM's target (built
+/// with the options a test compares: wave32 pairs on or off).
+pub fn run_our_gemm_on(
+    d: Gpu,
+    code_object: &[u8],
     (target, kernel, row): (Target, &str, &'static str),
 ) -> Result<Sample, String> {
     let info = aqueduct_gemm::fma::KERNELS
@@ -242,7 +252,6 @@ pub fn run_our_gemm(
         .find(|k| k.name == kernel)
         .ok_or_else(|| format!("{kernel} is not an aqueduct-gemm kernel"))?;
     let n = GEMM_SIZE as usize;
-    let d = Gpu::new(target);
     let p = d.load(code_object).map_err(|e| e.to_string())?;
     let mut rng = Rng(0x0512_F16F);
     let draw = |rng: &mut Rng| {

@@ -1233,7 +1233,7 @@ fn v_writelane_b32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
 fn v_readfirstlane_b32(w: &mut Wave, i: &Inst, _: &mut Ctx<'_>) -> R {
     let exec = w.exec();
     let lane = if exec == 0 {
-        0
+        w.lane_base()
     } else {
         exec.trailing_zeros() as usize
     };

@@ -229,15 +229,13 @@ const MAX_REGS: usize = 8;
 /// form and family, built at compile time from [`ab_place`] and
 /// [`cd_place`].
 ///
-/// The executor converts A and B whole registers at a time: element `e`
-/// of every lane, `e` counting the operand's packed elements from the
-/// first register's low bits, goes to `values[e·32 + lane]`. In every
-/// layout (module doc) the 16 rows of A's column k (B's row k) sit in 16
-/// consecutive lanes of one element, and so do the 16 columns of a row of
-/// C/D; the tables hold where each begins.
+/// In every layout (module doc) the 16 rows of A's column k (B's row k)
+/// sit in 16 consecutive lanes of one element of one register, and so do
+/// the 16 columns of a row of C/D; the tables hold where each begins. The
+/// executor converts A and B a column (row) at a time, into 16 values.
 pub(crate) struct Layout {
-    /// `e·32 + lane` of A[0][k] (B[k][0]), by k.
-    ab: [usize; 32],
+    /// Register, first lane and bit shift of A[0][k] (B[k][0]), by k.
+    ab: [(usize, usize, u32); 32],
     /// Register, lane and bit shift of C/D[row][0], by row.
     cd: [(usize, usize, u32); M],
 }
@@ -245,16 +243,14 @@ pub(crate) struct Layout {
 impl Layout {
     const fn of(family: GfxFamily, s: &Shape) -> Self {
         assert!(s.a.bits() == s.b.bits() && s.k <= 32);
-        let bits = s.a.bits();
         let mut l = Layout {
-            ab: [0; 32],
+            ab: [(0, 0, 0); 32],
             cd: [(0, 0, 0); M],
         };
         let mut k = 0;
         while k < s.k {
             let p = ab_place(family, s.a, s.k, 0, k);
-            let e = p.reg * (32 / bits) + p.shift as usize / bits;
-            l.ab[k] = e * WAVE + p.lane;
+            l.ab[k] = (p.reg, p.lane, p.shift);
             k += 1;
         }
         let mut row = 0;
@@ -281,80 +277,74 @@ enum CSource {
     Constant(u32),
 }
 
-/// The 32 lanes of a wave32 register.
-fn wave32(reg: &Lanes) -> &[u32; WAVE] {
-    reg.first_chunk().expect("a register holds 64 lanes")
+/// The 32 lanes of a wave32 register from storage lane `base` (0, or 32
+/// for the second wave of a pair: [`Wave::lane_base`]).
+fn wave32(reg: &Lanes, base: usize) -> &[u32; WAVE] {
+    reg[base..]
+        .first_chunk()
+        .expect("a register holds 64 lanes, a wave's 32 from 0 or 32")
 }
 
-/// Converts the `regs` of an A or B operand of element type `t` into
-/// `out` (element `e` of lane `l` at `out[e][l]`, the [`Layout`]'s
-/// numbering), each element's value exactly; integers by `signed`, float
-/// halves negated by `neg` (low) and `neg_hi` (high). Only the first
-/// `lanes` lanes (16 or 32) are converted: GFX11's layouts read lanes
-/// 0-15 alone (lanes 16-31 hold copies, which [`v_wmma`] checks).
+/// Column `k` of A (row `k` of B) of element type `t`, from the operand's
+/// `regs` at `place` (register, first lane, bit shift: [`Layout`]) for
+/// the wave whose lanes start at `base`: its 16 values exactly; integers
+/// by `signed`, float halves negated by `neg` (low) and `neg_hi` (high).
+/// GFX11's layouts read lanes 0-15 alone (lanes 16-31 hold copies, which
+/// [`v_wmma`] checks).
 #[inline(always)]
-fn convert<const K: usize, const F16C: bool>(
+fn column<const F16C: bool>(
     t: In,
     regs: &[Lanes],
+    base: usize,
+    (reg, lane, shift): (usize, usize, u32),
     signed: bool,
     (neg, neg_hi): (bool, bool),
-    lanes: usize,
-    out: &mut [[f64; WAVE]; K],
-) {
-    let per_dword = 32 / t.bits();
-    for (r, reg) in regs.iter().enumerate() {
-        let all = wave32(reg);
-        let words = &all[..lanes];
-        for sub in 0..per_dword {
-            let row = &mut out[r * per_dword + sub];
-            let shift = sub * t.bits();
-            match t {
-                #[cfg(target_arch = "x86_64")]
-                // SAFETY: `F16C` is set only in `multiply_avx2_fma`, which
-                // runs only where `avx2_fma` found AVX2 and F16C.
-                In::F16 if F16C => unsafe {
-                    match (all.first_chunk::<16>(), row.first_chunk_mut::<16>()) {
-                        (Some(w), Some(d)) if lanes == 16 => {
-                            crate::exec::mfma::f16_lanes_to_f64(w, sub == 1, d)
-                        }
-                        _ => crate::exec::mfma::f16_lanes_to_f64(all, sub == 1, row),
-                    }
-                },
-                In::F16 => {
-                    for (d, &word) in row.iter_mut().zip(words) {
-                        *d = crate::exec::mfma::f16_to_f64((word >> shift) as u16);
-                    }
-                }
-                In::Bf16 => {
-                    for (d, &word) in row.iter_mut().zip(words) {
-                        *d = f64::from(bf16_to_f32((word >> shift) as u16));
-                    }
-                }
-                In::Fp8 | In::Bf8 => {
-                    let table = crate::exec::mfma::byte_values(if t == In::Fp8 {
-                        crate::exec::mfma::In::Fp8Ocp
-                    } else {
-                        crate::exec::mfma::In::Bf8Ocp
-                    });
-                    for (d, &word) in row.iter_mut().zip(words) {
-                        *d = table[(word >> shift) as u8 as usize];
-                    }
-                }
-                In::Iu8 | In::Iu4 => {
-                    for (d, &word) in row.iter_mut().zip(words) {
-                        *d = t.value(word >> shift, signed);
-                    }
-                }
+) -> [f64; M] {
+    let words: &[u32; M] = regs[reg][base + lane..]
+        .first_chunk()
+        .expect("16 lanes of a wave32 in a 64-lane register");
+    let mut out = [0f64; M];
+    match t {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `F16C` is set only in `multiply_avx2_fma`, which runs
+        // only where `avx2_fma` found AVX2 and F16C.
+        In::F16 if F16C => unsafe {
+            crate::exec::mfma::f16_lanes_to_f64(words, shift == 16, &mut out)
+        },
+        In::F16 => {
+            for (d, &word) in out.iter_mut().zip(words) {
+                *d = crate::exec::mfma::f16_to_f64((word >> shift) as u16);
             }
-            // NEG (NEG_HI for the high halves) negates float elements.
-            let high = shift == 16;
-            if !t.integer() && ((high && neg_hi) || (!high && neg)) {
-                for d in row[..lanes].iter_mut() {
-                    *d = -*d;
-                }
+        }
+        In::Bf16 => {
+            for (d, &word) in out.iter_mut().zip(words) {
+                *d = f64::from(bf16_to_f32((word >> shift) as u16));
+            }
+        }
+        In::Fp8 | In::Bf8 => {
+            let table = crate::exec::mfma::byte_values(if t == In::Fp8 {
+                crate::exec::mfma::In::Fp8Ocp
+            } else {
+                crate::exec::mfma::In::Bf8Ocp
+            });
+            for (d, &word) in out.iter_mut().zip(words) {
+                *d = table[(word >> shift) as u8 as usize];
+            }
+        }
+        In::Iu8 | In::Iu4 => {
+            for (d, &word) in out.iter_mut().zip(words) {
+                *d = t.value(word >> shift, signed);
             }
         }
     }
+    // NEG (NEG_HI for the high halves) negates float elements.
+    let high = shift == 16;
+    if !t.integer() && ((high && neg_hi) || (!high && neg)) {
+        for d in out.iter_mut() {
+            *d = -*d;
+        }
+    }
+    out
 }
 
 /// One WMMA read and checked by [`v_wmma`], for [`multiply`].
@@ -378,8 +368,8 @@ struct Job<'a> {
     clamp: bool,
     /// Bits added to each C/D shift: GFX11's OPSEL[2] half.
     half_shift: u32,
-    /// Lanes of A and B the layout reads (GFX11: 16; GFX12: 32).
-    ab_lanes: usize,
+    /// The wave's first storage lane ([`Wave::lane_base`]).
+    base: usize,
 }
 
 /// D = A × B + C: A and B converted, C copied into D (C may overlap A, B
@@ -390,41 +380,30 @@ struct Job<'a> {
 fn multiply<const K: usize, const FAST: bool>(w: &mut Wave, job: &Job<'_>) {
     let s = job.s;
     let regs = |(at, count): (usize, usize)| &w.v[at..at + count];
-    let mut a = [[0f64; WAVE]; K];
-    convert::<K, FAST>(
-        s.a,
-        regs(job.a),
-        job.signed.0,
-        job.neg_a,
-        job.ab_lanes,
-        &mut a,
-    );
-    let mut b = [[0f64; WAVE]; K];
-    convert::<K, FAST>(
-        s.b,
-        regs(job.b),
-        job.signed.1,
-        job.neg_b,
-        job.ab_lanes,
-        &mut b,
-    );
-    let (a, b) = (a.as_flattened(), b.as_flattened());
+    let a: [[f64; M]; K] = std::array::from_fn(|k| {
+        let place = job.layout.ab[k];
+        column::<FAST>(s.a, regs(job.a), job.base, place, job.signed.0, job.neg_a)
+    });
+    let b: [[f64; M]; K] = std::array::from_fn(|k| {
+        let place = job.layout.ab[k];
+        column::<FAST>(s.b, regs(job.b), job.base, place, job.signed.1, job.neg_b)
+    });
 
     let d = &mut w.v[job.d..job.d + job.count];
     match job.c {
         CSource::Constant(word) => {
             for reg in d.iter_mut() {
-                reg[..WAVE].fill(word);
+                reg[job.base..][..WAVE].fill(word);
             }
         }
         CSource::Registers(at) if at == job.d => {}
         CSource::Registers(at) => {
             let mut c = [[0u32; WAVE]; MAX_REGS];
             for (c, reg) in c.iter_mut().zip(&w.v[at..at + job.count]) {
-                *c = *wave32(reg);
+                *c = *wave32(reg, job.base);
             }
             for (reg, c) in w.v[job.d..job.d + job.count].iter_mut().zip(&c) {
-                reg[..WAVE].copy_from_slice(c);
+                reg[job.base..][..WAVE].copy_from_slice(c);
             }
         }
     }
@@ -440,21 +419,21 @@ fn multiply<const K: usize, const FAST: bool>(w: &mut Wave, job: &Job<'_>) {
     let half =
         |word: u32, shift: u32, bits: u16| (word & !(0xFFFF << shift)) | u32::from(bits) << shift;
     match s.out {
-        Out::F32 => rows::<K, FAST>(a, b, layout, d, hs, |word, _, dot| {
+        Out::F32 => rows::<K, FAST>(&a, &b, layout, d, job.base, hs, |word, _, dot| {
             let c = sign(f64::from(f32::from_bits(word)));
             ((dot + c) as f32).to_bits()
         }),
-        Out::F16 => rows::<K, FAST>(a, b, layout, d, hs, |word, shift, dot| {
+        Out::F16 => rows::<K, FAST>(&a, &b, layout, d, job.base, hs, |word, shift, dot| {
             let c = sign(f64::from(f16_to_f32((word >> shift) as u16)));
             half(word, shift, f32_to_f16((dot + c) as f32))
         }),
-        Out::Bf16 => rows::<K, FAST>(a, b, layout, d, hs, |word, shift, dot| {
+        Out::Bf16 => rows::<K, FAST>(&a, &b, layout, d, job.base, hs, |word, shift, dot| {
             let c = sign(f64::from(bf16_to_f32((word >> shift) as u16)));
             half(word, shift, f32_to_bf16((dot + c) as f32))
         }),
         // Exact in f64 (at most 32 products of 8-bit values plus an
         // i32), then wrapped or (CLAMP) saturated.
-        Out::I32 => rows::<K, FAST>(a, b, layout, d, hs, |word, _, dot| {
+        Out::I32 => rows::<K, FAST>(&a, &b, layout, d, job.base, hs, |word, _, dot| {
             let sum = (dot + f64::from(word as i32)) as i64;
             if job.clamp {
                 sum.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32 as u32
@@ -470,20 +449,19 @@ fn multiply<const K: usize, const FAST: bool>(w: &mut Wave, job: &Job<'_>) {
 /// C) by `finish(word, shift, dot)`, which gives the word's new bits.
 #[inline(always)]
 fn rows<const K: usize, const FAST: bool>(
-    a: &[f64],
-    b: &[f64],
+    a: &[[f64; M]; K],
+    b: &[[f64; M]; K],
     layout: &Layout,
     d: &mut [Lanes],
+    base: usize,
     half_shift: u32,
     finish: impl Fn(u32, u32, f64) -> u32,
 ) {
-    let at = &layout.ab[..K];
     for row in (0..M).step_by(2) {
         // Two rows share each load of B: 32 sums in flight.
         let mut acc = [[-0.0f64; M]; 2];
-        for &at in at {
-            let (x0, x1) = (a[at + row], a[at + row + 1]);
-            let y = &b[at..][..M];
+        for (a, y) in a.iter().zip(b) {
+            let (x0, x1) = (a[row], a[row + 1]);
             let [acc0, acc1] = &mut acc;
             for ((acc0, acc1), &y) in acc0.iter_mut().zip(acc1).zip(y) {
                 if FAST {
@@ -498,7 +476,7 @@ fn rows<const K: usize, const FAST: bool>(
         }
         for (r, dots) in acc.iter().enumerate() {
             let (reg, lane, shift) = layout.cd[row + r];
-            for (word, &dot) in d[reg][lane..][..M].iter_mut().zip(dots) {
+            for (word, &dot) in d[reg][base + lane..][..M].iter_mut().zip(dots) {
                 *word = finish(*word, shift + half_shift, dot);
             }
         }
@@ -531,9 +509,11 @@ fn v_wmma<const K: usize>(
     fast: bool,
 ) -> R {
     let family = ctx.target.family();
-    if w.size() != WaveSize::W32 {
+    // A wave32, or one wave of a pair (`crate::pair`: lanes from base).
+    if w.size() == WaveSize::W64 {
         return Err(refuse("a wave64 v_wmma_* (ours are wave32)"));
     }
+    let base = w.lane_base();
     let m = &i.mods;
     let integer = s.a.integer();
     let eight_bit_float = matches!(s.a, In::Fp8 | In::Bf8);
@@ -584,7 +564,7 @@ fn v_wmma<const K: usize>(
         // register.
         let mut diff = 0;
         for r in regs {
-            let r = wave32(r);
+            let r = wave32(r, base);
             for l in 0..16 {
                 diff |= r[l] ^ r[l + 16];
             }
@@ -621,7 +601,7 @@ fn v_wmma<const K: usize>(
         } else {
             0
         },
-        ab_lanes: if family == GfxFamily::Gfx11 { 16 } else { WAVE },
+        base,
     };
     #[cfg(target_arch = "x86_64")]
     if fast && crate::exec::mfma::avx2_fma() {
