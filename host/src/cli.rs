@@ -25,8 +25,8 @@ pub fn dimension() -> RangedU64ValueParser<u32> {
 /// options say besides its sizes.
 #[derive(Args, Clone, Debug, PartialEq)]
 pub struct OperandArgs {
-    /// A and B's element type: f16, bf16, f32 or fp8 (C and D: the same,
-    /// f32 for fp8)
+    /// A and B's element type: f16, bf16, f32, fp8 or i8 (C and D: the
+    /// same, f32 for fp8, i32 for i8)
     #[arg(long = "type", value_name = "TYPE", default_value = "f16", value_parser = job::parse_type)]
     pub input: DataType,
     /// Whether A and B are stored transposed, A's letter first: NN, NT, TN

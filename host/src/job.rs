@@ -94,6 +94,8 @@ impl Default for GemmJob {
 /// Scalars of the job's GEMM: both non-trivial, both exact.
 const ALPHA: f32 = 1.0;
 const BETA: f32 = 0.5;
+/// Beta of the integer GEMM (Int32 compute takes an i32).
+const INT_BETA: f32 = 2.0;
 /// Pattern seeds of A, B and C.
 const SEEDS: [u32; 3] = [1, 2, 3];
 /// Runs of the GEMM alone that a GPU's time is averaged over (the
@@ -103,20 +105,21 @@ const TIMED_RUNS: u32 = 10;
 const TIMEOUT: Duration = Duration::from_secs(3600);
 
 /// The input types the job runs, by their command-line names.
-const TYPES: [(&str, DataType); 4] = [
+const TYPES: [(&str, DataType); 5] = [
     ("f16", DataType::Half),
     ("bf16", DataType::BFloat16),
     ("f32", DataType::Float),
     ("fp8", DataType::Float8),
+    ("i8", DataType::Int8),
 ];
 
-/// Parses `f16`, `bf16`, `f32` or `fp8` into the input type.
+/// Parses `f16`, `bf16`, `f32`, `fp8` or `i8` into the input type.
 pub fn parse_type(name: &str) -> Result<DataType, String> {
     TYPES
         .iter()
         .find(|(n, _)| *n == name)
         .map(|&(_, t)| t)
-        .ok_or_else(|| format!("unknown type {name:?}: f16, bf16, f32 or fp8"))
+        .ok_or_else(|| format!("unknown type {name:?}: f16, bf16, f32, fp8 or i8"))
 }
 
 /// The name [`parse_type`] reads for an input type (`"?"` for others).
@@ -153,20 +156,27 @@ pub fn trans_name(trans_a: bool, trans_b: bool) -> &'static str {
 }
 
 impl GemmJob {
-    /// The output type: the input's, except f32 for FP8.
+    /// The output type: the input's, except f32 for FP8 and i32 for i8.
     pub fn output(&self) -> DataType {
         match self.input {
             DataType::Float8 => DataType::Float,
+            DataType::Int8 => DataType::Int32,
             t => t,
         }
     }
 
-    /// The problem the job poses.
+    /// The problem the job poses: alpha 1, beta 0.5 (2 for the integer
+    /// GEMM, whose beta is an i32).
     pub fn gemm(&self) -> Gemm {
+        let beta = if self.input == DataType::Int8 {
+            INT_BETA
+        } else {
+            BETA
+        };
         Gemm::new(self.m, self.n, self.k, self.input, self.output())
             .transposed(self.trans_a, self.trans_b)
             .batched(self.batch)
-            .scaled(ALPHA, BETA)
+            .scaled(ALPHA, beta)
     }
 }
 
@@ -352,6 +362,8 @@ fn element(t: DataType, gfx_name: &str) -> Result<Element, JobError> {
         DataType::Float => Element::F32,
         DataType::Half => Element::F16,
         DataType::BFloat16 => Element::Bf16,
+        DataType::Int8 => Element::I8,
+        DataType::Int32 => Element::I32,
         DataType::Float8 => match gfx::gfx(gfx_name).map(|g| g.fp8) {
             Some(Fp8Format::Fnuz) => Element::Fp8Fnuz,
             Some(Fp8Format::Ocp) => Element::Fp8Ocp,
@@ -589,16 +601,19 @@ fn decode(element: Element, bytes: &[u8]) -> f64 {
         Element::Bf16 => f64::from(f32::from_bits(
             u32::from(u16::from_le_bytes([bytes[0], bytes[1]])) << 16,
         )),
-        // Never an output: FP8 GEMMs write f32.
-        Element::Fp8Fnuz | Element::Fp8Ocp => f64::NAN,
+        Element::I32 => f64::from(i32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])),
+        // Never an output: FP8 GEMMs write f32, i8 ones i32.
+        Element::Fp8Fnuz | Element::Fp8Ocp | Element::I8 => f64::NAN,
     }
 }
 
-/// Unit roundoff of storing a result as `t` (half an ulp, relative).
+/// Unit roundoff of storing a result as `t` (half an ulp, relative): 0
+/// for Int32, whose sums of the pattern are exact.
 fn unit_roundoff(t: DataType) -> f64 {
     match t {
         DataType::Half => 2f64.powi(-11),
         DataType::BFloat16 => 2f64.powi(-8),
+        DataType::Int32 => 0.0,
         _ => 2f64.powi(-24),
     }
 }
@@ -611,8 +626,10 @@ type Compared = (f64, f64, f64);
 /// passes within `u_out · |ref|`, the rounding to the output type: the
 /// pattern keeps every f32 partial sum exact while K ≤ 671,088 (with
 /// alpha 1). Beyond that `K · 2^-24 · Σ|alpha · a · b| + |beta · c|`, the
-/// f32 accumulation's worst case, is allowed too. With `wrong_reference`
-/// B is read from another seed.
+/// f32 accumulation's worst case, is allowed too. An Int8 GEMM reads
+/// the pattern's integers (`pattern::int_value`, four times the values)
+/// and must match exactly. With `wrong_reference` B is read from another
+/// seed.
 pub fn verify(gemm: &Gemm, d: &[f64], wrong_reference: bool) -> Result<Check, JobError> {
     let (m, n, k) = (gemm.m as usize, gemm.n as usize, gemm.k as usize);
     let span = gemm.spans()[3];
@@ -628,6 +645,15 @@ pub fn verify(gemm: &Gemm, d: &[f64], wrong_reference: bool) -> Result<Check, Jo
         SEEDS[1]
     };
     let u_out = unit_roundoff(gemm.output);
+    // The integer GEMM's elements hold q - 5, the float ones (q - 5) / 4.
+    let integer = gemm.input == DataType::Int8;
+    let value = |seed: u32, at: u64| {
+        if integer {
+            f64::from(pattern::int_value(seed, at))
+        } else {
+            f64::from(pattern::value(seed, at))
+        }
+    };
     // Products of pattern values are multiples of 1/16 of at most 1.5625,
     // and beta · C multiples of 1/8 of at most 0.625: every partial sum, in
     // any order, is exact in f32 while its magnitude stays within 2^20.
@@ -636,7 +662,7 @@ pub fn verify(gemm: &Gemm, d: &[f64], wrong_reference: bool) -> Result<Check, Jo
     let exact_sums = 1.5625 * k as f64 * f64::from(gemm.alpha).abs()
         + 0.625 * f64::from(gemm.beta).abs()
         <= 2f64.powi(20);
-    let accumulation = if exact_sums {
+    let accumulation = if exact_sums || integer {
         0.0
     } else {
         k as f64 * 2f64.powi(-24)
@@ -656,10 +682,10 @@ pub fn verify(gemm: &Gemm, d: &[f64], wrong_reference: bool) -> Result<Check, Jo
             batch as u64 * gemm.stride_b + r as u64 + c as u64 * u64::from(gemm.ldb)
         };
         let a: Vec<f64> = (0..m * k)
-            .map(|x| f64::from(pattern::value(SEEDS[0], a_at(x / k, x % k))))
+            .map(|x| value(SEEDS[0], a_at(x / k, x % k)))
             .collect();
         let b: Vec<f64> = (0..n * k)
-            .map(|x| f64::from(pattern::value(seed_b, b_at(x % k, x / k))))
+            .map(|x| value(seed_b, b_at(x % k, x / k)))
             .collect();
         // Columns of D in parallel: (column, [(got, expected, bound)]).
         let columns: Vec<(usize, Vec<Compared>)> = std::thread::scope(|s| {
@@ -682,7 +708,7 @@ pub fn verify(gemm: &Gemm, d: &[f64], wrong_reference: bool) -> Result<Check, Jo
                                     let c_index = batch as u64 * gemm.stride_c
                                         + i as u64
                                         + j as u64 * u64::from(gemm.ldc);
-                                    let c = f64::from(pattern::value(SEEDS[2], c_index));
+                                    let c = value(SEEDS[2], c_index);
                                     let alpha = f64::from(gemm.alpha);
                                     let beta = f64::from(gemm.beta);
                                     let want = alpha * dot + beta * c;
@@ -1004,7 +1030,7 @@ mod tests {
     #[test]
     fn types_and_transposes_parse() {
         assert_eq!(parse_type("bf16"), Ok(DataType::BFloat16));
-        for name in ["f16", "bf16", "f32", "fp8"] {
+        for name in ["f16", "bf16", "f32", "fp8", "i8"] {
             assert_eq!(parse_type(name).map(type_name), Ok(name));
         }
         assert!(parse_type("f64").is_err());
@@ -1024,5 +1050,40 @@ mod tests {
             Some(Element::Fp8Fnuz)
         );
         assert!(element(DataType::Float8, "gfx90a").is_err());
+        // i8: i32 out, an integral beta, integer pattern elements.
+        let job = GemmJob {
+            input: DataType::Int8,
+            ..GemmJob::default()
+        };
+        assert_eq!(job.output(), DataType::Int32);
+        assert_eq!((job.gemm().alpha, job.gemm().beta), (1.0, 2.0));
+        assert_eq!(job.gemm().validate().ok(), Some(()));
+        assert_eq!(element(DataType::Int32, "gfx90a").ok(), Some(Element::I32));
+    }
+
+    /// The integer GEMM's check: exact against the pattern's integers, so
+    /// an element off by one is wrong.
+    #[test]
+    fn an_integer_gemm_must_match_exactly() {
+        let gemm = Gemm::new(5, 3, 4, DataType::Int8, DataType::Int32).scaled(1.0, 2.0);
+        let mut d: Vec<f64> = (0..15)
+            .map(|x| {
+                let (i, j) = (x % 5, x / 5);
+                let dot: i32 = (0..4)
+                    .map(|l| {
+                        pattern::int_value(SEEDS[0], (i + 5 * l) as u64)
+                            * pattern::int_value(SEEDS[1], (l + 4 * j) as u64)
+                    })
+                    .sum();
+                f64::from(dot + 2 * pattern::int_value(SEEDS[2], x as u64))
+            })
+            .collect();
+        let check = verify(&gemm, &d, false).expect("exact");
+        assert_eq!((check.elements, check.max_error), (15, 0.0));
+        d[7] += 1.0;
+        let Err(JobError::Mismatch { worst, wrong, .. }) = verify(&gemm, &d, false) else {
+            panic!("an element off by one passed");
+        };
+        assert_eq!((wrong, worst.row, worst.column), (1, 2, 1));
     }
 }

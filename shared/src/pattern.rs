@@ -11,6 +11,11 @@
 //! (magnitude ≤ 2^20) is exact in f32, in any order. Neighbouring elements
 //! are unrelated (no period a transposed or shifted read could hide
 //! behind), and 6 of the 11 values are negative or zero.
+//!
+//! The integer elements (i8 operands, i32 C and D of the integer GEMMs)
+//! store `q - 5` itself, −5 ..= 5 ([`int_value`]): four times the float
+//! value, so an integer GEMM of the pattern is exact in i32 while
+//! `25 · K · |alpha| + 5 · |beta|` stays below 2^31.
 
 /// How a pattern element is stored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,6 +31,10 @@ pub enum Element {
     Fp8Fnuz = 3,
     /// OCP E4M3FN (gfx950's and gfx12's FP8: exponent bias 7).
     Fp8Ocp = 4,
+    /// A signed byte holding `q - 5` ([`int_value`]).
+    I8 = 5,
+    /// A signed 32-bit integer holding `q - 5`.
+    I32 = 6,
 }
 
 impl Element {
@@ -37,6 +46,8 @@ impl Element {
             2 => Self::Bf16,
             3 => Self::Fp8Fnuz,
             4 => Self::Fp8Ocp,
+            5 => Self::I8,
+            6 => Self::I32,
             _ => return None,
         })
     }
@@ -44,15 +55,22 @@ impl Element {
     /// Bytes per element.
     pub const fn bytes(self) -> u32 {
         match self {
-            Self::F32 => 4,
+            Self::F32 | Self::I32 => 4,
             Self::F16 | Self::Bf16 => 2,
-            Self::Fp8Fnuz | Self::Fp8Ocp => 1,
+            Self::Fp8Fnuz | Self::Fp8Ocp | Self::I8 => 1,
         }
     }
 
-    /// (exponent bits, mantissa bits, exponent bias).
+    /// Whether the element is an integer, holding [`int_value`].
+    pub const fn integer(self) -> bool {
+        matches!(self, Self::I8 | Self::I32)
+    }
+
+    /// (exponent bits, mantissa bits, exponent bias) of a float element.
     const fn layout(self) -> (u32, u32, i32) {
         match self {
+            // Integers are no floats: `encode` never asks.
+            Self::I8 | Self::I32 => (0, 0, 0),
             Self::F32 => (8, 23, 127),
             Self::F16 => (5, 10, 15),
             Self::Bf16 => (8, 7, 127),
@@ -79,9 +97,21 @@ pub const fn value(seed: u32, index: u64) -> f32 {
     (quarter_index(seed, index) as f32 - 5.0) / 4.0
 }
 
+/// Element `index` of the pattern `seed` as an integer element holds it:
+/// `q - 5`, four times [`value`].
+pub const fn int_value(seed: u32, index: u64) -> i32 {
+    quarter_index(seed, index) as i32 - 5
+}
+
 /// The stored bits (in the low `8 · bytes` bits) of `(q - 5) / 4` as
 /// `element`, for `q` in `0..11`.
 pub const fn encode(element: Element, q: u32) -> u32 {
+    match element {
+        // Two's complement of q - 5, in the element's bytes.
+        Element::I8 => return (q as i32 - 5) as u8 as u32,
+        Element::I32 => return (q as i32 - 5) as u32,
+        _ => {}
+    }
     if q == 5 {
         return 0;
     }
@@ -133,6 +163,22 @@ mod tests {
         // f16: 1.25 is 0x3D00, -0.25 is 0xB400.
         assert_eq!(encode(Element::F16, 10), 0x3D00);
         assert_eq!(encode(Element::F16, 4), 0xB400);
+    }
+
+    #[test]
+    fn integer_elements_hold_four_times_the_value() {
+        for q in 0..11 {
+            let v = (q as i32 - 5) as i8;
+            assert_eq!(encode(Element::I8, q), u32::from(v as u8), "q {q}");
+            assert_eq!(encode(Element::I32, q) as i32, i32::from(v), "q {q}");
+        }
+        for i in 0..1000 {
+            assert_eq!(int_value(9, i) as f32, 4.0 * value(9, i));
+            assert_eq!(bits(Element::I8, 9, i) as u8 as i8 as i32, int_value(9, i));
+        }
+        assert_eq!(encode(Element::I8, 0), 0xFB); // -5
+        assert!(Element::I32.integer() && !Element::F32.integer());
+        assert_eq!(Element::from_code(Element::I8 as u32), Some(Element::I8));
     }
 
     #[test]

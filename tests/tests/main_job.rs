@@ -46,6 +46,9 @@ fn the_job_runs_each_type_and_reports_what_the_catalog_chose() {
             // sixteenths: the output rounding is exercised.
             (DataType::BFloat16, "TN", (65, 64, 300), 1),
             (DataType::Float, "NN", (64, 97, 40), 1),
+            // The integer GEMM (i8 in, i32 out, beta 2) on every target's
+            // integer matrix kernels, exact.
+            (DataType::Int8, "TN", (72, 100, 96), 1),
         ];
         // FP8 wherever the processor has it, in its own format (FNUZ on
         // gfx942, OCP on gfx950 and gfx1201).
@@ -68,6 +71,10 @@ fn the_job_runs_each_type_and_reports_what_the_catalog_chose() {
                 u64::from(size.0 * size.1 * batch),
                 "{what}"
             );
+            if input == DataType::Int8 {
+                assert_eq!(report.check.max_error, 0.0, "{what}: i32 D is exact");
+                assert!(report.problem.contains("Int8→Int32"), "{}", report.problem);
+            }
             if input == DataType::BFloat16 {
                 assert!(
                     report.check.max_error > 0.0,

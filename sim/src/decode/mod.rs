@@ -1,8 +1,9 @@
 //! Instruction decoding: the GFX9 encodings (gfx90a, gfx942, gfx950), the
 //! GFX11 (gfx1100) and GFX12 (gfx1201) ones (the child `rdna`: the same [`Inst`]
 //! model, scalar codes and true16 halves normalised). Not read on GFX11+:
-//! buffer loads and stores through a V#, images, exports, VINTERP and
-//! LDSDIR (refused by name: no compute code of ours has them).
+//! GFX11's typed buffer encoding (MTBUF), images, exports, VINTERP and LDSDIR, and
+//! TFE on buffer accesses (refused by name: no compute code of ours, nor
+//! AMD's kernels we run, has them); MUBUF/VBUFFER is read.
 //!
 //! Step one is classification ([`classify`]): the first word names the
 //! microcode format, the format the opcode and size, and the opcode tables
