@@ -28,7 +28,7 @@
 //! per packet) must reach exactly 0 with the read index at the write index.
 //!
 //! As in `sim-bench`, times are wall time and the calling thread's CPU time
-//! (here from `CLOCK_THREAD_CPUTIME_ID`: see [`thread_cpu_time`]); the
+//! (`CLOCK_THREAD_CPUTIME_ID`: [`thread_cpu_time`]); the
 //! target is judged on CPU time where Linux reports it. Numbers are only meaningful optimised, so the command
 //! re-runs itself with `--release` and loads a release build of the
 //! simulator.
@@ -41,6 +41,7 @@ use aqueduct::agent::Agent;
 use aqueduct::{Kernel, LoadOrder, PoolKind, Queue, Signal, StoreOrder, System};
 use aqueduct_abi::hsa::SignalCondition;
 use aqueduct_abi::packet::{self, BarrierKind, KernelDispatch, Ordering};
+use xtask::sim_bench::thread_cpu_time;
 
 /// The host-side cost target for building and submitting one packet.
 pub const SUBMIT_TARGET_NS: f64 = 100.0;
@@ -66,42 +67,6 @@ const BATCH_QUEUE: u32 = 4096;
 const SUBMIT_QUEUE: u32 = 1 << 17;
 /// Longest wait for any completion: the simulator runs ~10⁵ empty kernels.
 const TIMEOUT: Duration = Duration::from_secs(300);
-
-/// CPU time the calling thread has run, from `CLOCK_THREAD_CPUTIME_ID`
-/// (clock_gettime(2)); `None` off Linux.
-///
-/// Not `/proc/thread-self/schedstat` as in `sim-bench`: the kernel adds to
-/// that count only at scheduler ticks and switches (every few ms), which is
-/// fine for 100 ms dispatches but not for the few-ms regions timed here;
-/// the clock brings the running thread's count up to date when read.
-#[cfg(all(target_os = "linux", target_pointer_width = "64"))]
-fn thread_cpu_time() -> Option<Duration> {
-    /// `struct timespec` on 64-bit Linux.
-    #[repr(C)]
-    struct Timespec {
-        tv_sec: i64,
-        tv_nsec: i64,
-    }
-    /// linux/time.h.
-    const CLOCK_THREAD_CPUTIME_ID: i32 = 3;
-    unsafe extern "C" {
-        /// The C library's, which std links on Linux.
-        fn clock_gettime(clock: i32, tp: *mut Timespec) -> i32;
-    }
-    let mut t = Timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `t` is a valid, writable timespec; the clock id is defined on
-    // every Linux since 2.6.12.
-    let ok = unsafe { clock_gettime(CLOCK_THREAD_CPUTIME_ID, &raw mut t) } == 0;
-    ok.then(|| Duration::new(t.tv_sec as u64, t.tv_nsec as u32))
-}
-
-#[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
-fn thread_cpu_time() -> Option<Duration> {
-    None
-}
 
 /// Wall and calling-thread CPU time of one timed region.
 #[derive(Clone, Copy, Debug)]
