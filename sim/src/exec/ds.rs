@@ -78,8 +78,14 @@ fn no_gds(i: &Inst) -> R {
 
 /// The ADDR VGPR's lanes.
 fn address_lanes(w: &Wave, i: &Inst) -> Result<Lanes, Fault> {
+    address_ref(w, i).copied()
+}
+
+/// The ADDR VGPR itself, for what writes no register (no copy of its
+/// lanes).
+fn address_ref<'w>(w: &'w Wave, i: &Inst) -> Result<&'w Lanes, Fault> {
     match i.src[0] {
-        Src::Vgpr(r) => Ok(*w.vreg(r, false)?),
+        Src::Vgpr(r) => w.vreg(r, false),
         _ => Err(Fault::Operand { code: 0 }),
     }
 }
@@ -320,7 +326,7 @@ fn write(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, take: Take) -> R {
     no_gds(i)?;
     let exec = w.exec();
     let acc = i.acc();
-    let addr = address_lanes(w, i)?;
+    let addr = address_ref(w, i)?;
     let data = data_reg(i, 1)?;
     let (bytes, dwords) = match take {
         Take::Dwords(n) => (4 * n, n as usize),
@@ -333,9 +339,9 @@ fn write(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, take: Take) -> R {
     let lds = &mut *ctx.lds;
     // The lanes in EXEC, walked more than once without collecting them.
     let lanes = (0..LANES).filter(|l| exec >> l & 1 != 0);
-    if all_in_range(lds, &addr, i, exec, bytes) {
+    if all_in_range(lds, addr, i, exec, bytes) {
         // The common case: every lane's bytes inside LDS, written directly.
-        let at = |l| lane_address(&addr, i, l) as usize;
+        let at = |l| lane_address(addr, i, l) as usize;
         match take {
             Take::Dwords(_) => for_lanes!(exec, |l| {
                 let (bytes, _) = lds[at(l)..][..4 * dwords].as_chunks_mut::<4>();
@@ -353,14 +359,14 @@ fn write(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, take: Take) -> R {
     if strict {
         // Every lane checked before any writes.
         for l in lanes.clone() {
-            let a = lane_address(&addr, i, l);
+            let a = lane_address(addr, i, l);
             check(lds, strict, a, u64::from(bytes), true)?;
         }
     }
     match take {
         Take::Dwords(_) => {
             for l in lanes {
-                let a = lane_address(&addr, i, l);
+                let a = lane_address(addr, i, l);
                 if let Some(at) = check(lds, strict, a, u64::from(bytes), true)? {
                     // All in range: the common case, dwords written directly.
                     for (k, reg) in regs.iter().enumerate() {
@@ -376,7 +382,7 @@ fn write(w: &mut Wave, i: &Inst, ctx: &mut Ctx<'_>, take: Take) -> R {
         }
         Take::Part { size, hi } => {
             for l in lanes {
-                let a = lane_address(&addr, i, l);
+                let a = lane_address(addr, i, l);
                 let v = if hi { regs[0][l] >> 16 } else { regs[0][l] };
                 let at = check(lds, strict, a, u64::from(size), true)?;
                 store_at(lds, at, size as usize, u64::from(v));

@@ -562,14 +562,14 @@ fn v_wmma<const K: usize>(
     let halves_differ = |regs: &[Lanes]| {
         // One pass of XORs (it vectorises) rather than a compare per
         // register.
-        let mut diff = 0;
+        let mut diff = [0u32; 16];
         for r in regs {
-            let r = wave32(r, base);
-            for l in 0..16 {
-                diff |= r[l] ^ r[l + 16];
+            let (lo, hi) = wave32(r, base).split_at(16);
+            for ((d, x), y) in diff.iter_mut().zip(lo).zip(hi) {
+                *d |= x ^ y;
             }
         }
-        diff != 0
+        diff.iter().any(|&d| d != 0)
     };
     if family == GfxFamily::Gfx11 && (halves_differ(a.1) || halves_differ(b.1)) {
         return Err(refuse(
