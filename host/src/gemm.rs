@@ -724,7 +724,7 @@ impl GemmPlan {
             ));
         }
         // Float4's buffers are of bytes, two elements each.
-        let elements = |len: u64, t: DataType| len * 8 * t.element_bytes() / t.element_bits();
+        let elements = |len: u64, t: DataType| elements_in(len * t.element_bytes(), t);
         let lens = [
             elements(a.len, gemm.input),
             elements(b.len, gemm.input),
@@ -780,13 +780,11 @@ impl GemmPlan {
         gemm.validate()?;
         check_scales(gemm, scales.map(|s| s.map(|r| r.length)))?;
         let bytes = |t: DataType| t.element_bytes();
-        // Whole elements: Float4's are two a byte.
-        let elements = |len: u64, t: DataType| len * 8 / t.element_bits();
         let lens = [
-            elements(a.length, gemm.input),
-            elements(b.length, gemm.input),
-            elements(c.length, gemm.output),
-            elements(d.length, gemm.output),
+            elements_in(a.length, gemm.input),
+            elements_in(b.length, gemm.input),
+            elements_in(c.length, gemm.output),
+            elements_in(d.length, gemm.output),
         ];
         check_spans(gemm, lens, "whole elements")?;
         // Each matrix starts on an element: a binding slot is 16-byte
@@ -884,6 +882,11 @@ fn bad_gemm(gemm: &Gemm, problem: String) -> Error {
         what: "gemm",
         problem: format!("{problem} ({gemm})"),
     }
+}
+
+/// The whole elements of type `t` in `bytes` (Float4: two a byte).
+fn elements_in(bytes: u64, t: DataType) -> u64 {
+    bytes * 8 / t.element_bits()
 }
 
 /// Refuses A, B, C or D (`lens` of them, in `unit`) shorter than the

@@ -248,7 +248,8 @@ fn wave32_pairs_change_no_result_count_or_fault() {
 /// wave32 rows): scalar, vector, memory and WMMA instructions run by a
 /// pair give D exactly (against the CPU, by `run_our_gemm_on`) and the
 /// counts of the waves run one by one, and the pairs cover all but the
-/// last instruction of each (an `s_sendmsg`, which splits them).
+/// last two instructions of each wave (an `s_sendmsg`, which splits the
+/// pair, then `s_endpgm`).
 #[test]
 fn wave32_pairs_run_the_wmma_gemm_with_the_counts_of_single_waves() {
     use xtask::sim_bench::{OUR_GEMMS, run_our_gemm_on};
