@@ -14,13 +14,16 @@
 //! The kernels' arguments are aqueduct-gemm's common ones, one
 //! [`GemmArgs`] ([`Gemm::arguments`]); the launch comes from the solution's
 //! macro-tile and workgroup: `(ceil(M / MT0) · WG, ceil(N / MT1), batch)`.
-//! A block-scaled (MXFP8, MXFP4) GEMM ([`Gemm::with_block_scales`])
+//! A block-scaled (MXFP8, MXFP6, MXFP4) GEMM ([`Gemm::with_block_scales`])
 //! selects the catalog's MX rows and takes its E8M0 scales through
 //! [`GemmPlan::dispatch_scaled`] or [`GemmPlan::record_scaled`]. MXFP4's
 //! `Float4` elements are half a byte: its sizes count elements, its A and
 //! B buffers are bytes holding two each (k even in the low nibble), K runs
 //! down their stored columns (A transposed, B not) and every distance
-//! along them is even.
+//! along them is even. MXFP6's `Float6` (E2M3) and `BFloat6` (E3M2) pack
+//! four elements in three bytes (element `k` in bits `6k ..` of a
+//! column's bytes), with the same orientation and distances that are
+//! multiples of 4.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -126,7 +129,8 @@ impl Gemm {
 
     /// A and B with E8M0 block scales, one per 32 elements of K of each
     /// row of op(A) and column of op(B) (MXFP8: FP8 or BF8 inputs; MXFP4:
-    /// Float4 inputs, which always take them; gfx950).
+    /// Float4 inputs, MXFP6: Float6 or BFloat6 inputs, which always take
+    /// them; gfx950).
     pub fn with_block_scales(mut self) -> Self {
         self.block_scales = MX_BLOCK;
         self
@@ -237,7 +241,8 @@ impl Gemm {
 
     /// Refuses a problem no kernel can run, naming the field: a leading
     /// dimension below its matrix's rows, a batch of 0, block scales on
-    /// inputs without an MX form, a Float4 problem MXFP4 cannot take,
+    /// inputs without an MX form, a Float4 or Float6 problem MXFP4 or
+    /// MXFP6 cannot take,
     /// Int8 without Int32 output or with alpha or beta outside i32, f32
     /// math other than Float (or XFloat32 for Float inputs).
     pub fn validate(&self) -> Result<()> {
@@ -258,19 +263,25 @@ impl Gemm {
         if self.batch == 0 {
             return Err(bad("a batch of 0".into()));
         }
+        let unit = self.input.unit_elements();
+        let mx = match self.input {
+            DataType::Float4 => "MXFP4",
+            _ => "MXFP6",
+        };
         match (self.block_scales, self.input) {
-            (0, DataType::Float4) => {
-                return Err(bad(
-                    "Float4 inputs without block scales (MXFP4 takes E8M0 scales: \
+            (0, input) if unit > 1 => {
+                return Err(bad(format!(
+                    "{input} inputs without block scales ({mx} takes E8M0 scales: \
                      Gemm::with_block_scales)"
-                        .into(),
-                ));
+                )));
             }
             (0, _) => {}
-            (MX_BLOCK, DataType::Float8 | DataType::BFloat8 | DataType::Float4) => {}
+            (MX_BLOCK, DataType::Float8 | DataType::BFloat8) => {}
+            (MX_BLOCK, _) if unit > 1 => {}
             (MX_BLOCK, input) => {
                 return Err(bad(format!(
-                    "block scales with {input} inputs (MXFP8: Float8 or BFloat8; MXFP4: Float4)"
+                    "block scales with {input} inputs (MXFP8: Float8 or BFloat8; MXFP4: \
+                     Float4; MXFP6: Float6 or BFloat6)"
                 )));
             }
             (block, _) => {
@@ -279,17 +290,18 @@ impl Gemm {
                 )));
             }
         }
-        if self.input == DataType::Float4 {
-            // Two elements a byte, k even in the low nibble: every row of
+        if unit > 1 {
+            // Packed elements (Float4: two a byte, k even in the low
+            // nibble; Float6/BFloat6: four in three bytes): every row of
             // op(A) and column of op(B) must start on a byte, so K runs
             // down the stored columns (A transposed, B as is) and every
-            // distance between them is even.
+            // distance between them is a multiple of the unit.
+            let input = self.input;
             if !self.trans_a || self.trans_b {
-                return Err(bad(
-                    "Float4 (MXFP4) A or B stored with M or N contiguous (MXFP4 takes K \
+                return Err(bad(format!(
+                    "{input} ({mx}) A or B stored with M or N contiguous ({mx} takes K \
                      contiguous: A transposed, B not)"
-                        .into(),
-                ));
+                )));
             }
             for (name, v) in [
                 ("k", u64::from(self.k)),
@@ -298,12 +310,21 @@ impl Gemm {
                 ("stride_a", self.stride_a),
                 ("stride_b", self.stride_b),
             ] {
-                if v % 2 != 0 {
-                    return Err(bad(format!(
+                if v % unit == 0 {
+                    continue;
+                }
+                return Err(bad(if unit == 2 {
+                    format!(
                         "{name} {v} is odd (Float4 holds two elements a byte: K, the \
                          leading dimensions and strides of A and B are even)"
-                    )));
-                }
+                    )
+                } else {
+                    format!(
+                        "{name} {v} is not a multiple of 4 ({input} holds four elements in \
+                         three bytes: K, the leading dimensions and strides of A and B are \
+                         multiples of 4)"
+                    )
+                }));
             }
         }
         // Tensile's I8II: Int8 in, Int32 out and compute, alpha and beta
@@ -723,7 +744,8 @@ impl GemmPlan {
                 ),
             ));
         }
-        // Float4's buffers are of bytes, two elements each.
+        // Float4's and Float6's buffers are of bytes (two elements each;
+        // four in three).
         let elements = |len: u64, t: DataType| elements_in(len * t.element_bytes(), t);
         let lens = [
             elements(a.len, gemm.input),
@@ -884,7 +906,8 @@ fn bad_gemm(gemm: &Gemm, problem: String) -> Error {
     }
 }
 
-/// The whole elements of type `t` in `bytes` (Float4: two a byte).
+/// The whole elements of type `t` in `bytes` (Float4: two a byte;
+/// Float6/BFloat6: four in three).
 fn elements_in(bytes: u64, t: DataType) -> u64 {
     bytes * 8 / t.element_bits()
 }

@@ -729,6 +729,30 @@ impl MxRest {
         assert_eq!(d[sd], u32::POISON, "{gemm}: wrote past D");
         d
     }
+
+    /// The error of dispatching `gemm` with A and B from `ab`, which must
+    /// be refused.
+    fn refused(
+        &mut self,
+        plan: &aqueduct::GemmPlan,
+        queue: &aqueduct::Queue,
+        gemm: &Gemm,
+        [a, b]: [&aqueduct::DeviceBuffer<u8>; 2],
+    ) -> String {
+        plan.dispatch_scaled(
+            queue,
+            gemm,
+            a,
+            b,
+            &self.c_dev,
+            &mut self.d_dev,
+            &self.sa_dev,
+            &self.sb_dev,
+        )
+        .err()
+        .unwrap_or_else(|| panic!("{gemm}: dispatched"))
+        .to_string()
+    }
 }
 
 /// `n` E8M0 scales between 2^-3 and 2^4 (bytes 124 ..= 131), mixed by
@@ -805,7 +829,7 @@ const FP4: [(u32, f64); 7] = [
 /// MXFP4 GEMMs through the library on gfx950: Float4 inputs with block
 /// scales select an MXFP4 kernel; what MXFP4 cannot take is refused
 /// before anything runs, naming it (no scales, M- or N-contiguous
-/// operands, an odd K or leading dimension); A and B are bytes of two
+/// operands, an odd K, leading dimension or stride); A and B are bytes of two
 /// elements (k even in the low nibble) whose spans are checked in
 /// elements, dispatched and recorded; and D matches an f64 reference that
 /// applies each block's scales (E8M0 2^-3 .. 2^4), batch 2, exactly (every
@@ -836,6 +860,10 @@ fn mxfp4_gemms_select_the_fp4_kernels_and_match_the_cpu() {
         assert!(e.contains("k 95 is odd"), "{e}");
         let e = refused(&gemm.with_leading_dims(97, 96, 100, 100));
         assert!(e.contains("lda 97 is odd"), "{e}");
+        let e = refused(&gemm.with_leading_dims(96, 99, 100, 100));
+        assert!(e.contains("ldb 99 is odd"), "{e}");
+        let e = refused(&gemm.with_strides(9600, 6721, 7000, 7000));
+        assert!(e.contains("stride_b 6721 is odd"), "{e}");
         let plan = lib.select(&gemm).expect("mxfp4");
         assert!(
             plan.name.starts_with("gemm_mxfp4_f32_mfma_"),
@@ -861,20 +889,9 @@ fn mxfp4_gemms_select_the_fp4_kernels_and_match_the_cpu() {
         let mut mx = MxRest::upload(&gemm, &pool, 0x41);
         let queue = gpu.create_queue(64).expect("queue");
         // A byte short of A's span is two elements short.
-        let e = plan
-            .dispatch_scaled(
-                &queue,
-                &gemm,
-                &short_a,
-                &b_dev,
-                &mx.c_dev,
-                &mut mx.d_dev,
-                &mx.sa_dev,
-                &mx.sb_dev,
-            )
-            .expect_err("short A");
+        let e = mx.refused(&plan, &queue, &gemm, [&short_a, &b_dev]);
         assert!(
-            e.to_string().contains(&format!(
+            e.contains(&format!(
                 "A holds {} elements, the problem spans {sa}",
                 sa - 2
             )),
@@ -909,5 +926,116 @@ fn mxfp4_gemms_select_the_fp4_kernels_and_match_the_cpu() {
             &mx.c,
             &d,
         );
+    });
+}
+
+/// OCP FP6 bit patterns of 0, ±0.5, ±1 and ±1.5 in E2M3 (two exponent
+/// bits of bias 1, three mantissa bits: 0x04 is the subnormal 0.5, 0x08
+/// is 1.0) and in E3M2 (three of bias 3, two: 0x08 is 0.5, 0x0C is 1.0),
+/// sign in bit 5 (OCP Microscaling specification, FP6), and their values.
+const FP6: [(u32, u32, f64); 7] = [
+    (0x00, 0x00, 0.0),
+    (0x04, 0x08, 0.5),
+    (0x08, 0x0C, 1.0),
+    (0x0C, 0x0E, 1.5),
+    (0x24, 0x28, -0.5),
+    (0x28, 0x2C, -1.0),
+    (0x2C, 0x2E, -1.5),
+];
+
+/// MXFP6 GEMMs through the library on gfx950, for Float6 (E2M3) and
+/// BFloat6 (E3M2): with block scales they select an MXFP6 kernel of their
+/// format; what MXFP6 cannot take is refused before anything runs, naming
+/// it (no scales, M- or N-contiguous operands, a K, lda, ldb or stride
+/// not a multiple of 4); A and B are bytes of four elements in three
+/// (element `i` in bits `6 i ..`) whose spans are checked in elements; D
+/// matches an f64 reference that applies each block's scales, batch 2,
+/// exactly. K = 128 keeps the columns 16-byte aligned (96 bytes), so the
+/// first tile runs the main loop.
+#[test]
+fn mxfp6_gemms_select_the_fp6_kernels_and_match_the_cpu() {
+    let mut rng = Rng(0xF6_E2A3);
+    on_each("gfx950", |gpu, lib| {
+        for (input, prefix, e3m2) in [
+            (DataType::Float6, "gemm_mxfp6_f32_mfma_", false),
+            (DataType::BFloat6, "gemm_mxbf6_f32_mfma_", true),
+        ] {
+            let unscaled = Gemm::new(100, 70, 128, input, DataType::Float)
+                .transposed(true, false)
+                .batched(2)
+                .scaled(2.0, -1.0);
+            let gemm = unscaled.with_block_scales();
+            let refused = |g: &Gemm| match lib.select(g) {
+                Ok(p) => panic!("{g} selected {}", p.name),
+                Err(e) => e.to_string(),
+            };
+            let e = refused(&unscaled);
+            assert!(
+                e.contains(&format!("{input} inputs without block scales")),
+                "{e}"
+            );
+            for (a, b) in [(false, false), (false, true), (true, true)] {
+                let e = refused(&gemm.transposed(a, b));
+                assert!(e.contains("MXFP6 takes K contiguous"), "{e}");
+            }
+            let e = refused(
+                &Gemm::new(64, 64, 94, input, DataType::Float)
+                    .transposed(true, false)
+                    .with_block_scales(),
+            );
+            assert!(e.contains("k 94 is not a multiple of 4"), "{e}");
+            let e = refused(&gemm.with_leading_dims(128, 130, 100, 100));
+            assert!(e.contains("ldb 130 is not a multiple of 4"), "{e}");
+            let e = refused(&gemm.with_strides(12802, 128 * 70, 7000, 7000));
+            assert!(e.contains("stride_a 12802 is not a multiple of 4"), "{e}");
+            let plan = lib.select(&gemm).expect("mxfp6");
+            assert!(plan.name.starts_with(prefix), "{input}: {}", plan.name);
+
+            let [sa, sb, ..] = gemm.spans().map(|s| s as usize);
+            assert!(sa % 4 == 0 && sb % 4 == 0, "{gemm}: spans {sa} {sb}");
+            let mut draw =
+                |n: usize| -> Vec<usize> { (0..n).map(|_| rng.below(7) as usize).collect() };
+            let (a, b) = (draw(sa), draw(sb));
+            // Element i in bits 6 i .. of the bytes: four in three.
+            let pack = |v: &[usize]| -> Vec<u32> {
+                let mut out = vec![0u32; v.len() * 6 / 8];
+                for (i, &e) in v.iter().enumerate() {
+                    let bits = if e3m2 { FP6[e].1 } else { FP6[e].0 };
+                    let at = i * 6;
+                    out[at / 8] |= bits << (at % 8) & 0xFF;
+                    if at % 8 > 2 {
+                        out[at / 8 + 1] |= bits >> (8 - at % 8);
+                    }
+                }
+                out
+            };
+            let pool = gpu.memory_pool(PoolKind::CoarseGrained).expect("pool");
+            let (a_bytes, b_bytes) = (pack(&a), pack(&b));
+            assert_eq!(a_bytes.len(), sa * 3 / 4);
+            let (a_dev, b_dev) = (upload::<u8>(&pool, &a_bytes), upload::<u8>(&pool, &b_bytes));
+            let short_b = upload::<u8>(&pool, &b_bytes[..sb * 3 / 4 - 1]);
+            let mut mx = MxRest::upload(&gemm, &pool, 0x61);
+            let queue = gpu.create_queue(64).expect("queue");
+            // A byte short of B's span leaves a whole element fewer than
+            // four in its last three bytes: 8 · (3 s / 4 − 1) / 6 = s − 2.
+            let e = mx.refused(&plan, &queue, &gemm, [&a_dev, &short_b]);
+            assert!(
+                e.contains(&format!(
+                    "B holds {} elements, the problem spans {sb}",
+                    sb - 2
+                )),
+                "{e}"
+            );
+            let d = mx.run(&plan, &queue, &gemm, [&a_dev, &b_dev]);
+            let inputs = [a, b].map(|v| v.into_iter().map(|e| FP6[e].2).collect());
+            check_block_scaled(
+                &gemm,
+                &plan.name,
+                &inputs,
+                [&mx.scale_a, &mx.scale_b],
+                &mx.c,
+                &d,
+            );
+        }
     });
 }

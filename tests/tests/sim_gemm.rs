@@ -3,9 +3,10 @@
 //! CDNA and the WMMA kernels of RDNA3/RDNA4 (every macro-tile), for f32,
 //! and f16/bf16 inputs with f16/bf16/f32 output, FP8/BF8 inputs with f32
 //! output on gfx942 (FNUZ), gfx950 and gfx1201 (OCP), gfx950's MXFP8 and
-//! MXFP4 (OCP FP8/BF8/FP4 with E8M0 scales per 32 k of each row of A and
-//! column of B, 2^-3 to 2^4, which the reference applies block by block;
-//! MXFP4 in its one layout, [`fp4_cases`]), on gfx942 xf32 (f32
+//! MXFP6 and MXFP4 (OCP FP8/BF8/FP6/BF6/FP4 with E8M0 scales per 32 k of
+//! each row of A and column of B, 2^-3 to 2^4, which the reference
+//! applies block by block; MXFP6 and MXFP4 in their one layout,
+//! [`packed_cases`]), on gfx942 xf32 (f32
 //! multiplied at xf32 precision), and the signed 8-bit integer kernels
 //! of every matrix target (MFMA and WMMA; i32 out, inputs over all of
 //! i8, the reference in i32 arithmetic modulo 2^32, one case past 2^31).
@@ -43,6 +44,9 @@ enum Ty {
     Bf8(Fp8Format),
     /// OCP FP4 (E2M1), two a byte (k even in the low nibble).
     Fp4,
+    /// OCP FP6 (E2M3 with 2 exponent bits, E3M2 with 3), four in three
+    /// bytes (element `i` of the buffer in bits `6 i ..`).
+    Fp6(u32),
     /// Signed 8-bit integers (the integer kernels' A and B).
     I8,
     /// Signed 32-bit integers (their C and D).
@@ -60,6 +64,27 @@ fn fp4(bits: u8) -> f64 {
         (1.0 + m / 2.0) * 2f64.powi(e - 1)
     };
     if bits & 8 != 0 { -magnitude } else { magnitude }
+}
+
+/// An OCP FP6 value of `exp` exponent bits (2: E2M3, bias 1; 3: E3M2,
+/// bias 3), the rest of bits 4:0 mantissa, bit 5 the sign; no infinities
+/// or NaNs (OCP Microscaling specification, FP6 formats): E2M3's largest
+/// is 7.5, E3M2's 28.
+fn fp6(bits: u8, exp: u32) -> f64 {
+    let man_bits = 5 - exp;
+    let e = i32::from(bits >> man_bits) & ((1 << exp) - 1);
+    let m = f64::from(bits & ((1 << man_bits) - 1)) / f64::from(1 << man_bits);
+    let bias = (1 << (exp - 1)) - 1;
+    let magnitude = if e == 0 {
+        m * 2f64.powi(1 - bias)
+    } else {
+        (1.0 + m) * 2f64.powi(e - bias)
+    };
+    if bits & 0x20 != 0 {
+        -magnitude
+    } else {
+        magnitude
+    }
 }
 
 /// An 8-bit float of `exp` exponent bits (4: E4M3, 5: E5M2), the rest
@@ -130,6 +155,12 @@ impl Ty {
                 .find(|&b| fp4(b) == f64::from(v))
                 .map(u32::from)
                 .unwrap_or_else(|| panic!("{v} is not exact in FP4")),
+            // No NaN in FP6 either: its largest value for the poison.
+            Ty::Fp6(_) if v.is_nan() => 0x1F,
+            Ty::Fp6(exp) => (0..64u8)
+                .find(|&b| fp6(b, exp) == f64::from(v))
+                .map(u32::from)
+                .unwrap_or_else(|| panic!("{v} is not exact in {self:?}")),
             // No NaN in the integers: their extremes stand for the poison.
             Ty::I8 if v.is_nan() => 0x7F,
             Ty::I32 if v.is_nan() => 0x8000_0000,
@@ -149,6 +180,7 @@ impl Ty {
             Ty::Fp8(f) => eight_bit(bits as u8, 4, f),
             Ty::Bf8(f) => eight_bit(bits as u8, 5, f),
             Ty::Fp4 => fp4(bits as u8),
+            Ty::Fp6(exp) => fp6(bits as u8, exp),
             Ty::I8 => f64::from(bits as u8 as i8),
             Ty::I32 => f64::from(bits as i32),
         }
@@ -158,13 +190,26 @@ impl Ty {
         match self {
             Ty::F32 | Ty::I32 => 4,
             Ty::F16 | Ty::Bf16 => 2,
-            Ty::Fp8(_) | Ty::Bf8(_) | Ty::Fp4 | Ty::I8 => 1,
+            Ty::Fp8(_) | Ty::Bf8(_) | Ty::Fp4 | Ty::Fp6(_) | Ty::I8 => 1,
         }
     }
 }
 
-/// Packs elements of `ty` (bits in u32s) into bytes: FP4 two a byte.
+/// Packs elements of `ty` (bits in u32s) into bytes: FP4 two a byte,
+/// FP6 four in three (element `i` in bits `6 i ..` of the bytes).
 fn pack(ty: Ty, v: &[u32]) -> Vec<u8> {
+    if let Ty::Fp6(_) = ty {
+        let mut out = vec![0u8; (v.len() * 6).div_ceil(8)];
+        for (i, &e) in v.iter().enumerate() {
+            let bits = u32::from(e as u8 & 0x3F) << (i * 6 % 8);
+            for (j, byte) in bits.to_le_bytes().iter().take(2).enumerate() {
+                if let Some(o) = out.get_mut(i * 6 / 8 + j) {
+                    *o |= byte;
+                }
+            }
+        }
+        return out;
+    }
     if ty == Ty::Fp4 {
         return v
             .chunks(2)
@@ -231,6 +276,8 @@ impl Kernel {
             ElementType::MxFp8 => Ty::Fp8(Fp8Format::Ocp),
             ElementType::MxBf8 => Ty::Bf8(Fp8Format::Ocp),
             ElementType::MxFp4 => Ty::Fp4,
+            ElementType::MxFp6 => Ty::Fp6(2),
+            ElementType::MxBf6 => Ty::Fp6(3),
             ElementType::Xf32 => Ty::F32,
             ElementType::I8 => Ty::I8,
             ElementType::I32 => Ty::I32,
@@ -487,6 +534,32 @@ fn special_cases(sim: &Sim, kernel: Kernel, values: &mut dyn FnMut() -> f32) {
     );
 }
 
+/// The reference's FP6 decoders give each format's extremes (OCP
+/// Microscaling specification, FP6: E2M3 max 7.5, min subnormal 2^-3;
+/// E3M2 max 28, min subnormal 2^-4), and `pack` puts element `i` in bits
+/// `6 i ..`: four elements fill three bytes.
+#[test]
+fn the_fp6_references_give_each_formats_extremes_and_pack_four_in_three() {
+    for (bits, exp, want) in [
+        (0x1F, 2, 7.5),
+        (0x01, 2, 0.125),
+        (0x08, 2, 1.0),
+        (0x21, 2, -0.125),
+        (0x1F, 3, 28.0),
+        (0x01, 3, 0.0625),
+        (0x0C, 3, 1.0),
+        (0x3F, 3, -28.0),
+    ] {
+        assert_eq!(fp6(bits, exp), want, "{bits:#x} E{exp}");
+    }
+    let packed = pack(Ty::Fp6(2), &[0x3F, 0x00, 0x15, 0x2A, 0x01]);
+    assert_eq!(
+        packed,
+        [0x3F, 0x50, 0xA9, 0x01],
+        "0b111111 | 0 << 6 | 0b010101 << 12 | 0b101010 << 18 | 1 << 24"
+    );
+}
+
 /// The reference's 8-bit decoders give each format's extremes: OCP E4M3FN
 /// max 448 and no infinity, E5M2 max 57344 then infinity (OCP 8-bit
 /// floating point specification, Table 1); FNUZ E4M3 max 240, E5M2 max
@@ -521,22 +594,34 @@ fn the_8_bit_references_give_each_formats_extremes() {
     assert_eq!(eight_bit(0x80, 4, Ocp), 0.0);
 }
 
-/// MXFP4's cases: K contiguous (A transposed, B as is), K and the
-/// leading dimensions even (two elements a byte): tiny and odd M and N, a
-/// whole tile (K one slice of 128), past a tile, whole tiles with a K tail
-/// (the main loop, then the tail slice), batch 3 with padding and beta =
-/// 0 over NaN, K = 0, and alpha = 0 (A and B poisoned with FP4's largest
-/// value: it has no NaN).
-fn fp4_cases(sim: &Sim, kernel: Kernel, values: &mut dyn FnMut() -> f32) {
+/// The packed types' cases (MXFP4: two elements a byte, a slice 128 k;
+/// MXFP6: four in three bytes, a slice 64 k): K contiguous (A
+/// transposed, B as is), K and the leading dimensions multiples of the
+/// `unit` (2, 4): tiny and odd M and N, a whole tile (K one slice), past
+/// a tile, whole tiles with a K tail (the main loop, then the tail
+/// slice), batch 3 with padding and beta = 0 over NaN, K = 0, and alpha
+/// = 0 (A and B poisoned with the type's largest value: it has no NaN).
+fn packed_cases(sim: &Sim, kernel: Kernel, values: &mut dyn FnMut() -> f32) {
     let tn = (true, false);
     let (tm, tt) = kernel.tile;
-    let even = |c: Case| Case { align: 2, ..c };
-    for (m, n, k) in [(1, 1, 2), (7, 5, 6), (tm, tt, 128), (tm + 1, tt + 2, 66)] {
+    // Elements a unit, K a slice, and the K of two slices and a tail
+    // with leading dimensions aligned for 128-bit loads.
+    let (unit, slice, tail_k, tail_align) = match kernel.input {
+        Ty::Fp4 => (2, 128, 138, 8),
+        _ => (4, 64, 140, 64),
+    };
+    let even = |c: Case| Case { align: unit, ..c };
+    for (m, n, k) in [
+        (1, 1, unit),
+        (7, 5, 3 * unit),
+        (tm, tt, slice),
+        (tm + 1, tt + 2, slice / 2 + unit),
+    ] {
         run(sim, kernel, even(plain(m, n, k, tn)), values, true);
     }
     let tail = Case {
-        align: 8,
-        ..plain(tm, tt, 138, tn)
+        align: tail_align,
+        ..plain(tm, tt, tail_k, tn)
     };
     run(sim, kernel, tail, values, true);
     let base = Case {
@@ -544,7 +629,7 @@ fn fp4_cases(sim: &Sim, kernel: Kernel, values: &mut dyn FnMut() -> f32) {
         batch: 3,
         alpha: 1.5,
         beta: 0.0,
-        ..even(plain(37, 21, 10, tn))
+        ..even(plain(37, 21, 5 * unit, tn))
     };
     run(sim, kernel, base, values, true);
     let k0 = Case {
@@ -735,8 +820,8 @@ fn matrix_gemm_matches_the_cpu(list: &[GemmKernel], mut rng: Rng) {
                     rng.below(3) as f32 - 1.0
                 }
             };
-            if kernel.input == Ty::Fp4 {
-                fp4_cases(&sim, kernel, &mut small);
+            if matches!(kernel.input, Ty::Fp4 | Ty::Fp6(_)) {
+                packed_cases(&sim, kernel, &mut small);
                 continue;
             }
             for t in TRANSPOSES {

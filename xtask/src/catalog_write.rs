@@ -159,6 +159,8 @@ fn precision(t: DataType) -> &'static str {
         DataType::BFloat8Float8 => "B8F8",
         DataType::E8 => "E8",
         DataType::Float4 => "F4",
+        DataType::Float6 => "F6",
+        DataType::BFloat6 => "B6",
     }
 }
 

@@ -111,9 +111,9 @@ pub fn product_rows(gfx: &str) -> (&'static [ProductRow], u32) {
 /// The kernels a target's catalog offers: its matrix family's (MFMA on
 /// CDNA, WMMA on RDNA3/RDNA4), and the FMA kernels of the type
 /// combinations that family lacks (f32 on RDNA; every one on a target
-/// without matrix cores). The block-scaled (MXFP8, MXFP4) kernels sit in
-/// rows of their own (`MXBlockA`/`MXBlockB` 32); MXFP4's only in the TN
-/// problem rows ([`serves`]).
+/// without matrix cores). The block-scaled (MXFP8, MXFP6, MXFP4) kernels
+/// sit in rows of their own (`MXBlockA`/`MXBlockB` 32); MXFP6's and
+/// MXFP4's only in the TN problem rows ([`serves`]).
 pub fn kernels_for(target: &GfxTarget) -> Vec<&'static GemmKernel> {
     let matrix: &[GemmKernel] = match target.matrix_core {
         MatrixCore::Mfma => aqueduct_gemm::mfma::KERNELS,
@@ -133,11 +133,11 @@ pub fn kernels_for(target: &GfxTarget) -> Vec<&'static GemmKernel> {
 }
 
 /// Whether `k` serves problems of A and B stored transposed as
-/// `(trans_a, trans_b)`: every kernel does but MXFP4's, whose elements
-/// (two a byte, k even in the low nibble) must run along K in memory: A
-/// transposed, B not (`aqueduct_gemm::common::MxFp4`).
+/// `(trans_a, trans_b)`: every kernel does but MXFP4's and MXFP6's, whose
+/// packed elements (two a byte; four in three bytes) must run along K in
+/// memory: A transposed, B not (`aqueduct_gemm::common::MxFp4`, `MxFp6`).
 pub fn serves(k: &GemmKernel, (trans_a, trans_b): (bool, bool)) -> bool {
-    k.input != ElementType::MxFp4 || (trans_a && !trans_b)
+    k.input.per_unit() == 1 || (trans_a && !trans_b)
 }
 
 /// Tensile's type name.
@@ -153,6 +153,9 @@ pub fn type_name(t: ElementType) -> &'static str {
         ElementType::MxFp8 => "Float8",
         ElementType::MxBf8 => "BFloat8",
         ElementType::MxFp4 => "Float4",
+        // TensileLite has no 6-bit types: ours (`DataType::Float6`).
+        ElementType::MxFp6 => "Float6",
+        ElementType::MxBf6 => "BFloat6",
         // f32 in memory; the math is the problem's `F32XdlMathOp`.
         ElementType::Xf32 => "Float",
         ElementType::I8 => "Int8",

@@ -163,6 +163,10 @@ pub enum Input {
     F16,
     Bf16,
     Fp8,
+    /// FP6 (E2M3) and BF6 (E3M2): gfx950's MXFP6.
+    Fp6,
+    /// FP4 (E2M1): gfx950's MXFP4.
+    Fp4,
     I8,
 }
 
@@ -175,6 +179,8 @@ impl Input {
             Input::F16 => "f16",
             Input::Bf16 => "bf16",
             Input::Fp8 => "fp8",
+            Input::Fp6 => "fp6",
+            Input::Fp4 => "fp4",
             Input::I8 => "i8",
         }
     }
@@ -223,9 +229,11 @@ pub const PRODUCT_MODELS: &[ProductModel] = &[
             (Input::F16, 4096),
             (Input::Bf16, 4096),
             (Input::Fp8, 8192),
+            (Input::Fp6, 16384),
+            (Input::Fp4, 16384),
             (Input::I8, 8192),
         ],
-        source: "AMD matrix-core blog (CDNA3/CDNA4) peaks, CDNA4 whitepaper Table 1 as XLA cites it; 8.0 TB/s, CDNA4 whitepaper as IREE cites it; L2 128 B/clk × 16 channels per XCD, rocprofiler-compute gfx950 speed of light and SoC table",
+        source: "AMD matrix-core blog (CDNA3/CDNA4) peaks (FP6/FP4 64× FP32, twice FP8), CDNA4 whitepaper Table 1 as XLA cites it; 8.0 TB/s, CDNA4 whitepaper as IREE cites it; L2 128 B/clk × 16 channels per XCD, rocprofiler-compute gfx950 speed of light and SoC table",
     },
     ProductModel {
         key: "rx7900xtx",
@@ -319,11 +327,18 @@ pub struct MatrixCost {
     pub flops: u64,
 }
 
+/// What [`crate::gemm_report::Line::model_name`] appends to an f8f6f4
+/// MFMA whose A and B are both FP6, BF6 or FP4 (`cbsz:`/`blgp:` 2-4).
+pub const NARROW_F8F6F4: &str = "(fp6/fp4)";
+
 /// Matrix instructions' cycles per processor, as `llvm-objdump` spells
 /// them. gfx90a, gfx942: AMD's matrix instruction calculator (`cdna2`,
 /// `cdna3`); gfx950: the CDNA4 ISA guide, Table 28 "MFMA VALU Opcodes"
-/// (the f8f6f4 forms: the larger count when an operand is FP8/BF8);
-/// gfx1100, gfx1201: the calculator (`rdna3`, `rdna4`).
+/// (the f8f6f4 forms: the larger count when an operand is FP8/BF8; with
+/// both operands FP6/BF6/FP4, [`NARROW_F8F6F4`], half of it: AMD's
+/// matrix-core blog gives CDNA4 FP6/FP4 twice FP8's rate, which is how
+/// the halved count is derived here; Table 28's own smaller figure was
+/// not re-read); gfx1100, gfx1201: the calculator (`rdna3`, `rdna4`).
 const MATRIX_CYCLES: &[(&str, &str, u32)] = &[
     ("gfx90a", "v_mfma_f32_32x32x8f16", 64),
     ("gfx90a", "v_mfma_f32_16x16x16f16", 32),
@@ -367,6 +382,10 @@ const MATRIX_CYCLES: &[(&str, &str, u32)] = &[
     ("gfx950", "v_mfma_f32_32x32x64_f8f6f4", 64),
     ("gfx950", "v_mfma_scale_f32_16x16x128_f8f6f4", 32),
     ("gfx950", "v_mfma_scale_f32_32x32x64_f8f6f4", 64),
+    ("gfx950", "v_mfma_f32_16x16x128_f8f6f4 (fp6/fp4)", 16),
+    ("gfx950", "v_mfma_f32_32x32x64_f8f6f4 (fp6/fp4)", 32),
+    ("gfx950", "v_mfma_scale_f32_16x16x128_f8f6f4 (fp6/fp4)", 16),
+    ("gfx950", "v_mfma_scale_f32_32x32x64_f8f6f4 (fp6/fp4)", 32),
     ("gfx950", "v_mfma_f32_16x16x32_fp8_fp8", 16),
     ("gfx950", "v_mfma_f32_16x16x32_bf8_bf8", 16),
     ("gfx950", "v_mfma_f32_32x32x16_fp8_fp8", 32),
@@ -761,10 +780,11 @@ pub fn types_of(kernel: &str) -> Option<(Input, u64, u64)> {
         // The MX kernels' scales (a byte per 32 elements) are left out of
         // their traffic.
         E::Fp8 | E::Bf8 | E::MxFp8 | E::MxBf8 => (Input::Fp8, 1),
-        // Costed as FP8: the model tells the f8f6f4 forms' formats apart
-        // neither in cycles nor in peaks (a byte an element: its traffic
-        // is overstated twice).
-        E::MxFp4 => (Input::Fp8, 1),
+        // Their own peaks and f8f6f4 cycles (`NARROW_F8F6F4`); a byte an
+        // element all the same (FP4's traffic is overstated twice, FP6's
+        // by a third).
+        E::MxFp6 | E::MxBf6 => (Input::Fp6, 1),
+        E::MxFp4 => (Input::Fp4, 1),
         E::I8 => (Input::I8, 1),
         // An output only: its bytes are what counts.
         E::I32 => (Input::I8, 4),
@@ -1016,6 +1036,20 @@ mod tests {
         assert_eq!(per_cu("gfx942", "v_mfma_f32_32x32x16_fp8_fp8"), 4096);
         assert_eq!(per_cu("gfx950", "v_mfma_f32_16x16x32_f16"), 4096);
         assert_eq!(per_cu("gfx950", "v_mfma_f32_32x32x64_f8f6f4"), 8192);
+        // FP6/FP4 on both sides: twice FP8, the MI355X's FP6/FP4 peak.
+        let narrow = format!("v_mfma_scale_f32_32x32x64_f8f6f4 {NARROW_F8F6F4}");
+        assert_eq!(per_cu("gfx950", &narrow), 16384);
+        let narrow16 = format!("v_mfma_f32_16x16x128_f8f6f4 {NARROW_F8F6F4}");
+        assert_eq!(per_cu("gfx950", &narrow16), 16384);
+        for t in [Input::Fp6, Input::Fp4] {
+            assert_eq!(
+                product("mi355x")
+                    .peak_per_cu_clock
+                    .iter()
+                    .find(|p| p.0 == t),
+                Some(&(t, 16384))
+            );
+        }
         assert_eq!(per_cu("gfx1100", "v_wmma_f32_16x16x16_f16"), 512);
         assert_eq!(per_cu("gfx1201", "v_wmma_f32_16x16x16_fp8_fp8"), 2048);
         assert_eq!(shape("v_mfma_f32_32x32x8bf16_1k"), Some((32, 32, 8)));

@@ -42,6 +42,39 @@ pub struct Line {
     pub mnemonic: String,
     /// The branch target's address, for branches.
     pub target: Option<u64>,
+    /// An f8f6f4 MFMA whose A and B are both FP6, BF6 or FP4 (`cbsz:` and
+    /// `blgp:` 2 to 4), which runs at twice the FP8 rate
+    /// (`crate::gemm_model::NARROW_F8F6F4`).
+    pub narrow: bool,
+}
+
+impl Line {
+    /// The name the throughput model costs the line by: its mnemonic, and
+    /// for a narrow f8f6f4 MFMA [`crate::gemm_model::NARROW_F8F6F4`] after
+    /// it.
+    pub fn model_name(&self) -> String {
+        if self.narrow {
+            format!("{} {}", self.mnemonic, crate::gemm_model::NARROW_F8F6F4)
+        } else {
+            self.mnemonic.clone()
+        }
+    }
+}
+
+/// Whether `code` (an instruction as `llvm-objdump` prints it) is an
+/// f8f6f4 MFMA with both operands FP6, BF6 or FP4: its `cbsz:` (A's
+/// format) and `blgp:` (B's) are 2, 3 or 4 (CDNA4 ISA §7.1.5; absent is
+/// 0, FP8).
+pub fn narrow_f8f6f4(code: &str) -> bool {
+    let format = |key: &str| {
+        code.split_whitespace()
+            .find_map(|w| w.strip_prefix(key))
+            .and_then(|v| v.parse::<u32>().ok())
+            .unwrap_or(0)
+    };
+    code.contains("_f8f6f4")
+        && (2..=4).contains(&format("cbsz:"))
+        && (2..=4).contains(&format("blgp:"))
 }
 
 /// Every function of `llvm-objdump -d` output, by name, in address order.
@@ -96,6 +129,7 @@ pub fn parse_disassembly(text: &str) -> BTreeMap<String, Vec<Line>> {
                 address,
                 mnemonic: mnemonic.to_string(),
                 target,
+                narrow: narrow_f8f6f4(code),
             });
         }
     }
@@ -135,7 +169,8 @@ pub struct MainLoop {
     pub lds_read_bits: u32,
     pub lds_write_bits: u32,
     pub waitcnts: usize,
-    /// The loop's mnemonics, in order (for `crate::gemm_model`).
+    /// The loop's mnemonics, in order, as the model costs them
+    /// ([`Line::model_name`], for `crate::gemm_model`).
     pub body: Vec<String>,
 }
 
@@ -180,7 +215,7 @@ pub fn main_loop(lines: &[Line], pick: Pick) -> Option<MainLoop> {
         }
         let mut m = MainLoop {
             instructions: body.len(),
-            body: body.iter().map(|l| l.mnemonic.clone()).collect(),
+            body: body.iter().map(Line::model_name).collect(),
             ..MainLoop::default()
         };
         for l in body {
@@ -591,6 +626,7 @@ mod tests {
             address,
             mnemonic: mnemonic.into(),
             target,
+            narrow: false,
         };
         let lines = [
             line(0, "v_mfma_f32_32x32x8f16", None),
@@ -601,6 +637,44 @@ mod tests {
         ];
         let m = main_loop(&lines, Pick::Longest).expect("a loop");
         assert_eq!((m.instructions, m.mfmas), (2, 1));
+    }
+
+    /// The model costs an f8f6f4 MFMA by its operands' formats, which
+    /// only the disassembly's `cbsz:`/`blgp:` give: both FP6, BF6 or FP4
+    /// (2, 3, 4) is narrow; FP8 (0 or absent) or BF8 (1) on either side
+    /// is not.
+    #[test]
+    fn f8f6f4_mfmas_are_narrow_when_both_formats_are_six_or_four_bits() {
+        let scaled = "v_mfma_scale_f32_32x32x64_f8f6f4 v[2:17], v[50:55], v[56:61], v[2:17], \
+                      v48, v47 op_sel_hi:[0,0,0]";
+        for (formats, narrow) in [
+            ("", false),
+            (" cbsz:2 blgp:2", true),
+            (" cbsz:3 blgp:3", true),
+            (" cbsz:4 blgp:4", true),
+            (" cbsz:4 blgp:2", true),
+            (" cbsz:4", false),
+            (" cbsz:1 blgp:4", false),
+        ] {
+            assert_eq!(
+                narrow_f8f6f4(&format!("{scaled}{formats}")),
+                narrow,
+                "{formats}"
+            );
+        }
+        assert!(!narrow_f8f6f4(
+            "v_mfma_f32_32x32x8_f16 v[0:15], v[0:1], v[2:3], v[0:15] cbsz:2 blgp:2"
+        ));
+        let text =
+            format!("0000000000001000 <k>:\n\t{scaled} cbsz:2 blgp:2// 000000001000: D3AC0000\n");
+        let lines = &parse_disassembly(&text)["k"];
+        assert_eq!(
+            lines[0].model_name(),
+            format!(
+                "v_mfma_scale_f32_32x32x64_f8f6f4 {}",
+                crate::gemm_model::NARROW_F8F6F4
+            )
+        );
     }
 
     #[test]

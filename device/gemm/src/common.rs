@@ -121,6 +121,23 @@ pub struct MxBf8(pub u8);
 #[repr(transparent)]
 pub struct MxFp4(pub u8);
 
+/// Four FP6 elements of K in three bytes (OCP FP6 E2M3), packed
+/// little-endian, element `k` of a row in bits `6k .. 6k + 6` of the row's
+/// bytes: the order gfx950's f8f6f4 MFMA takes them in its registers
+/// (CDNA4 ISA §7.1.5.1), with E8M0 block scales as [`MxFp8`] (MXFP6, OCP
+/// Microscaling): gfx950's block-scaled input only, stored with K
+/// contiguous (A transposed, B as is) and K and the leading dimensions
+/// and strides of A and B multiples of 4 (they count elements, four in
+/// three bytes). As a staged type, one byte of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct MxFp6(pub u8);
+
+/// MXFP6 with BF6 (OCP E3M2) elements, packed as [`MxFp6`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct MxBf6(pub u8);
+
 /// A signed 8-bit integer, as its bits: an input type of the integer
 /// kernels, which accumulate in i32 and write i32 ([`ElementType::I8`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -235,6 +252,12 @@ pub enum ElementType {
     /// as [`ElementType::MxFp8`]; K contiguous only, K and the leading
     /// dimensions even ([`MxFp4`]).
     MxFp4,
+    /// MXFP6: OCP FP6 (E2M3), four elements in three bytes, with E8M0
+    /// block scales as [`ElementType::MxFp8`]; K contiguous only, K and the
+    /// leading dimensions and strides multiples of 4 ([`MxFp6`]).
+    MxFp6,
+    /// MXFP6 with BF6 (OCP E3M2) elements, as [`ElementType::MxFp6`].
+    MxBf6,
     /// f32 in memory, multiplied as gfx942's xf32 (reduced-precision f32
     /// MFMAs; Tensile's `F32XdlMathOp` XFloat32).
     Xf32,
@@ -248,29 +271,51 @@ pub enum ElementType {
 }
 
 impl ElementType {
-    /// Bytes per stored unit: one element, or for MXFP4 two
-    /// ([`ElementType::per_unit`]).
+    /// Bytes per stored unit: one element; for MXFP4 the byte of two,
+    /// for MXFP6 the three bytes of four ([`ElementType::per_unit`]).
     pub const fn bytes(self) -> u32 {
         match self {
             Self::F32 | Self::Xf32 | Self::I32 => 4,
+            Self::MxFp6 | Self::MxBf6 => 3,
             Self::F16 | Self::Bf16 => 2,
             Self::Fp8 | Self::Bf8 | Self::MxFp8 | Self::MxBf8 | Self::MxFp4 | Self::I8 => 1,
         }
     }
 
     /// Elements per stored unit ([`ElementType::bytes`]): 2 for MXFP4's
-    /// nibbles, else 1.
+    /// nibbles, 4 for MXFP6's three bytes, else 1.
     pub const fn per_unit(self) -> u32 {
         match self {
             Self::MxFp4 => 2,
+            Self::MxFp6 | Self::MxBf6 => 4,
             _ => 1,
+        }
+    }
+
+    /// Bytes the staging moves as one element: the element's, or for the
+    /// packed types (several elements a unit) a byte of them.
+    pub const fn staged_bytes(self) -> u32 {
+        if self.per_unit() > 1 { 1 } else { self.bytes() }
+    }
+
+    /// Bytes of each row of K a slice of the matrix kernels holds
+    /// (`crate::mfma::SLICE_BYTES`, 64), but 48 for MXFP6 (`FP6_SLICE`): the 64 k of
+    /// one f8f6f4 MFMA, whose 6-bit elements would not fill a 64-byte
+    /// row with whole MFMAs.
+    pub const fn slice_bytes(self) -> u32 {
+        match self {
+            Self::MxFp6 | Self::MxBf6 => crate::mfma::FP6_SLICE,
+            _ => crate::mfma::SLICE_BYTES,
         }
     }
 
     /// Whether A and B come with E8M0 block scales (the MX types): the
     /// kernels read `scale_a` and `scale_b`.
     pub const fn block_scaled(self) -> bool {
-        matches!(self, Self::MxFp8 | Self::MxBf8 | Self::MxFp4)
+        matches!(
+            self,
+            Self::MxFp8 | Self::MxBf8 | Self::MxFp4 | Self::MxFp6 | Self::MxBf6
+        )
     }
 }
 
@@ -292,7 +337,7 @@ macro_rules! stored {
 
 stored!(
     f32 => F32, F16 => F16, Bf16 => Bf16, Fp8 => Fp8, Bf8 => Bf8, MxFp8 => MxFp8, MxBf8 => MxBf8,
-    MxFp4 => MxFp4,
+    MxFp4 => MxFp4, MxFp6 => MxFp6, MxBf6 => MxBf6,
     Xf32 => Xf32, I8 => I8, i32 => I32,
 );
 

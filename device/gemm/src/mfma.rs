@@ -54,6 +54,11 @@
 //! ([`scale_place`]) with the slice's operands, a slice ahead of its
 //! MFMAs, so those loads are in flight while the previous slice's MFMAs
 //! run (the disassembly's waits show it; no GPU here has timed it).
+//! MXFP6's 6-bit elements (four in three bytes) make its slice rows 48
+//! bytes, [`FP6_SLICE`]: the 64 k of one MFMA, three 16-byte vectors a
+//! row (so a tile's last waves move one vector fewer than the others),
+//! each lane reading its 24 bytes as three 8-byte reads
+//! ([`fp6_offsets`]).
 //!
 //! **Epilogue.** Register `r` of lane `l` of a block holds D's element
 //! ([`d_place`]); it is scaled by alpha, added to beta · C when beta ≠ 0 (C
@@ -69,7 +74,8 @@
 use aqueduct_abi::gfx::{MatrixCore, TARGETS};
 
 use crate::common::{
-    Bf8, Bf16, ElementType, F16, Family, Fp8, GemmKernel, I8, MxBf8, MxFp4, MxFp8, Stored, Xf32,
+    Bf8, Bf16, ElementType, F16, Family, Fp8, GemmKernel, I8, MxBf6, MxBf8, MxFp4, MxFp6, MxFp8,
+    Stored, Xf32,
 };
 
 /// Work-items per workgroup (four waves, 2 × 2 over the macro-tile).
@@ -145,7 +151,15 @@ impl Tile {
 /// row-contiguous one; `per` = elements per vector.
 #[inline(always)]
 pub fn vector_place(v: u32, rows: u32, k_contiguous: bool, per: u32) -> (u32, u32) {
-    let per_row = SLICE_BYTES / VECTOR;
+    vector_place_in(SLICE_BYTES, v, rows, k_contiguous, per)
+}
+
+/// [`vector_place`] for slice rows of `slice` bytes (MXFP6's 48: three
+/// vectors a row, `v` < 3 · `rows`, so a tile's last work-items move one
+/// vector fewer than the others).
+#[inline(always)]
+pub fn vector_place_in(slice: u32, v: u32, rows: u32, k_contiguous: bool, per: u32) -> (u32, u32) {
+    let per_row = slice / VECTOR;
     if k_contiguous {
         (v / per_row, v % per_row * per)
     } else {
@@ -234,6 +248,25 @@ pub fn fp4_k(c: u32, g: u32, e: u32) -> u32 {
     64 * c + 32 * g + e
 }
 
+/// Bytes of a slice row gfx950's MXFP6 kernels read for one f8f6f4 MFMA:
+/// 64 k of 6-bit elements, [`FP6_SLICE`] (a slice is one MFMA).
+pub const FP6_SLICE: u32 = 48;
+
+/// The three LDS byte offsets lane `lane` reads 8 bytes each from for
+/// gfx950's MXFP6 MFMA of block row (or column) `base`: row `base + lane %
+/// 32`, the row's bytes `24 g ..` for lane group `g = lane / 32`. CDNA4 ISA
+/// §7.1.5.1 puts k = `32 g + e` of the MFMA's 64 in element `e` of group
+/// `g`, bits `6 e ..` of the lane's six registers; the row holds k at bits
+/// `6 k ..` of its bytes (`crate::common::MxFp6`), so the 24 bytes from
+/// `24 g` are the lane's registers in order, and each lane group's 32
+/// elements are one MX block. Each 8-byte read lies inside one 16-byte
+/// chunk, so it is one `ds_read_b64` in either layout ([`lds_place`]).
+#[inline(always)]
+pub fn fp6_offsets(tile: Tile, base: u32, lane: u32) -> [u32; 3] {
+    let (row, group) = (base + lane % BLOCK, lane / BLOCK);
+    [0, 1, 2].map(|j| lds_place(tile, row, FP6_SLICE / 2 * group + 8 * j))
+}
+
 /// The element of a 32 × 32 block that register `r` (< 16) of lane `lane`
 /// holds after a 32 × 32 single-block MFMA: (row, column) (CDNA3 ISA,
 /// "Dependent arithmetic … 32 × 32": row `8 (r / 4) + 4 (lane / 32) + r %
@@ -272,10 +305,11 @@ const T256X256: Tile = Tile { wm: 4, wn: 4 };
 /// its processor's 8-bit formats (`aqueduct_abi::gfx::Fp8Format`): FNUZ
 /// through gfx942's `v_mfma_f32_32x32x16_{fp8,bf8}_*`, OCP through
 /// gfx950's `v_mfma_f32_32x32x64_f8f6f4`, one per slice
-/// ([`f8f6f4_k`]); the MXFP8 and MXFP4 ones (MxFp8, MxBf8, MxFp4) are
-/// gfx950's, through the scaled form `v_mfma_scale_f32_32x32x64_f8f6f4`
-/// with each block's scale in its lane ([`scale_place`]); MXFP4 takes one
-/// chunk (64 k) an MFMA ([`fp4_k`]). The xf32 kernels are gfx942's only
+/// ([`f8f6f4_k`]); the MXFP8, MXFP6 and MXFP4 ones (MxFp8, MxBf8, MxFp6,
+/// MxBf6, MxFp4) are gfx950's, through the scaled form
+/// `v_mfma_scale_f32_32x32x64_f8f6f4` with each block's scale in its lane
+/// ([`scale_place`]); MXFP4 takes one chunk (64 k) an MFMA ([`fp4_k`]),
+/// MXFP6 one slice of 48-byte rows ([`fp6_offsets`]). The xf32 kernels are gfx942's only
 /// (`v_mfma_f32_32x32x4_xf32`; CDNA4 dropped it). The signed 8-bit
 /// integer kernels (I8 in, i32 accumulators and out: Tensile's I8II) are
 /// every MFMA target's: `v_mfma_i32_32x32x8i8` on gfx90a (four bytes a
@@ -314,6 +348,10 @@ macro_rules! mfma_kernels {
             gemm_mxbf8_f32_mfma_128x128: MxBf8 => f32, T128, only_on "gfx950";
             gemm_mxfp4_f32_mfma_64x64: MxFp4 => f32, T64, only_on "gfx950";
             gemm_mxfp4_f32_mfma_128x128: MxFp4 => f32, T128, only_on "gfx950";
+            gemm_mxfp6_f32_mfma_64x64: MxFp6 => f32, T64, only_on "gfx950";
+            gemm_mxfp6_f32_mfma_128x128: MxFp6 => f32, T128, only_on "gfx950";
+            gemm_mxbf6_f32_mfma_64x64: MxBf6 => f32, T64, only_on "gfx950";
+            gemm_mxbf6_f32_mfma_128x128: MxBf6 => f32, T128, only_on "gfx950";
             gemm_xf32_mfma_64x64: Xf32 => f32, T64, only_on "gfx942";
             gemm_xf32_mfma_128x128: Xf32 => f32, T128, only_on "gfx942";
             gemm_xf32_mfma_256x128: Xf32 => f32, T256, only_on "gfx942";
@@ -505,6 +543,51 @@ mod tests {
                     assert_eq!(lds_offset(T64, 7, k / 2, 1), read + e / 2);
                     assert_eq!((k % 2, k / 32 % 2), (e % 2, g));
                     seen[k as usize] += 1;
+                }
+            }
+        }
+        assert!(seen.iter().all(|&n| n == 1));
+    }
+
+    /// gfx950's MXFP6 MFMA reads each byte of a 48-byte slice row once
+    /// over its two lane groups, in order, each 8-byte read aligned and
+    /// inside one 16-byte chunk; the vectors of its three-vector slice
+    /// rows cover each row once, and every tile's count of them is whole
+    /// waves (`staging::exists` is uniform over a wave).
+    #[test]
+    fn the_fp6_mfma_reads_each_byte_of_its_slice_once_in_order() {
+        for tile in [T64, T128] {
+            for lane in [0, 5, 31, 32, 40, 63] {
+                let offsets = fp6_offsets(tile, 32, lane);
+                let row = 32 + lane % BLOCK;
+                for (j, &o) in offsets.iter().enumerate() {
+                    let byte = FP6_SLICE / 2 * (lane / BLOCK) + 8 * j as u32;
+                    assert_eq!(o, lds_place(tile, row, byte));
+                    assert_eq!(o % 8, 0);
+                    assert_eq!(o / VECTOR, (o + 7) / VECTOR, "one chunk");
+                }
+            }
+            for (rows, per_thread) in [(tile.rows(), tile.wm), (tile.cols(), tile.wn)] {
+                let vectors = rows * FP6_SLICE / VECTOR;
+                assert_eq!(vectors % WAVE, 0, "{tile:?}");
+                assert!(vectors <= THREADS * per_thread, "{tile:?}");
+                let mut seen = vec![0u32; (rows * FP6_SLICE) as usize];
+                for v in 0..vectors {
+                    let (r, b) = vector_place_in(FP6_SLICE, v, rows, true, VECTOR);
+                    for e in 0..VECTOR {
+                        seen[(r * FP6_SLICE + b + e) as usize] += 1;
+                    }
+                }
+                assert!(seen.iter().all(|&n| n == 1), "{tile:?}");
+            }
+        }
+        // The two lane groups of a row read bytes 0..24 and 24..48.
+        let mut seen = [0u32; FP6_SLICE as usize];
+        for lane in [7, 39] {
+            for o in fp6_offsets(T64, 0, lane) {
+                let byte = o - lds_place(T64, 7, 0);
+                for b in byte..byte + 8 {
+                    seen[b as usize] += 1;
                 }
             }
         }

@@ -9,7 +9,9 @@
 use core::arch::amdgpu::{workgroup_id_x, workgroup_id_y, workitem_id_x};
 
 use crate::common::{Element, Layout, Problem, Stored, TRANSPOSE_A, TRANSPOSE_B};
-use crate::mfma::{SLICE_BYTES, Tile, VECTOR, lds_offset, vector_place, wave_place};
+use core::arch::amdgpu::readfirstlane_u32;
+
+use crate::mfma::{SLICE_BYTES, Tile, VECTOR, lds_offset, vector_place_in, wave_place};
 
 unsafe extern "C" {
     /// device/gemm/llvm/gemm.ll: a workgroup barrier with fences.
@@ -36,12 +38,36 @@ impl Vector {
 
 /// An A/B element type as the staging moves it.
 pub(crate) trait Elem: Copy {
-    /// Bytes per element.
+    /// Bytes per element (a packed type's byte: `ElementType::staged_bytes`).
     const BYTES: u32;
+    /// Bytes of K in a slice row (`ElementType::slice_bytes`: 64, MXFP6's
+    /// 48).
+    const SLICE: u32;
+    /// Several elements a stored unit (MXFP4, MXFP6): K contiguous only.
+    const PACKED: bool;
 }
 
 impl<T: Stored + Copy> Elem for T {
-    const BYTES: u32 = T::TYPE.bytes();
+    const BYTES: u32 = T::TYPE.staged_bytes();
+    const SLICE: u32 = T::TYPE.slice_bytes();
+    const PACKED: bool = T::TYPE.per_unit() > 1;
+}
+
+/// Whether vector `v` of a slice of `rows` rows exists: always for 64-byte
+/// slice rows (`4 · rows` vectors, the work-items' `NV` each exactly); for
+/// MXFP6's 48-byte ones `v < 3 · rows`. `3 · rows` is a multiple of 64 for
+/// every tile, so the answer is that of `v`'s first multiple of 64 below,
+/// which every lane of a wave shares: read from the first lane, it is a
+/// scalar branch, not a lane mask.
+#[inline(always)]
+fn exists<In: Elem>(v: u32, rows: u32) -> bool {
+    In::SLICE == SLICE_BYTES || readfirstlane_u32(v & !63) < rows * (In::SLICE / VECTOR)
+}
+
+/// [`vector_place_in`] of `In`'s slice rows.
+#[inline(always)]
+fn place<In: Elem>(v: u32, rows: u32, k_contiguous: bool, per: u32) -> (u32, u32) {
+    vector_place_in(In::SLICE, v, rows, k_contiguous, per)
 }
 
 /// An element of `In` (its low `BYTES` bytes of `bits`) written at `at`.
@@ -129,6 +155,15 @@ impl<In: Elem, const THREADS: u32> Operand<In, THREADS> {
             .wrapping_add(major as usize * self.ld as usize + minor as usize)
     }
 
+    /// [`Operand::at`] in the layout `K_CONTIGUOUS` (a main loop's), as
+    /// its callers read it.
+    #[inline(always)]
+    fn at_as<const K_CONTIGUOUS: bool>(&self, row: u32, kg: u32) -> *const In {
+        let (major, minor) = if K_CONTIGUOUS { (row, kg) } else { (kg, row) };
+        self.base
+            .wrapping_add(major as usize * self.ld as usize + minor as usize)
+    }
+
     /// The whole tile lies inside the operand and 128-bit loads are
     /// aligned: every slice but a K tail loads with [`Operand::vectors`].
     #[inline(always)]
@@ -151,10 +186,23 @@ impl<In: Elem, const THREADS: u32> Operand<In, THREADS> {
         let mut out = [Vector::ZERO; NV];
         for (t, slot) in out.iter_mut().enumerate() {
             let v = lid + t as u32 * THREADS;
-            let (r, kk) = vector_place(v, self.tile_rows, K_CONTIGUOUS, per);
+            if !exists::<In>(v, self.tile_rows) {
+                continue;
+            }
+            let (r, kk) = place::<In>(v, self.tile_rows, K_CONTIGUOUS, per);
             // SAFETY: the slice lies inside the operand and the vector's
             // address is 16-byte aligned (`aligned`).
-            *slot = unsafe { self.at(self.row0 + r, k0 + kk).cast::<Vector>().read() };
+            // The packed types' main loop runs for the one layout whatever
+            // the operand says (`Stage::run`): `at_as` it. (The others'
+            // `at` is the same address, and the code LLVM makes of it is
+            // what their loops have been measured with.)
+            let (row, kg) = (self.row0 + r, k0 + kk);
+            let at = if In::PACKED {
+                self.at_as::<K_CONTIGUOUS>(row, kg)
+            } else {
+                self.at(row, kg)
+            };
+            *slot = unsafe { at.cast::<Vector>().read() };
         }
         out
     }
@@ -190,7 +238,11 @@ impl<In: Elem, const THREADS: u32> Operand<In, THREADS> {
     ) {
         let per = VECTOR / In::BYTES;
         for t in 0..NV as u32 {
-            let (r, kk) = vector_place(lid + t * THREADS, self.tile_rows, K_CONTIGUOUS, per);
+            let v = lid + t * THREADS;
+            if !exists::<In>(v, self.tile_rows) {
+                continue;
+            }
+            let (r, kk) = place::<In>(v, self.tile_rows, K_CONTIGUOUS, per);
             // How many of the vector's elements lie inside the operand:
             // along K for a K-contiguous operand (the row is the vector's),
             // else along the rows (the k is). One count per vector, which
@@ -251,7 +303,10 @@ impl<In: Elem, const THREADS: u32> Operand<In, THREADS> {
         let per = VECTOR / In::BYTES;
         for (t, vector) in vectors.iter().enumerate() {
             let v = lid + t as u32 * THREADS;
-            let (r, kk) = vector_place(v, self.tile_rows, K_CONTIGUOUS, per);
+            if !exists::<In>(v, self.tile_rows) {
+                continue;
+            }
+            let (r, kk) = place::<In>(v, self.tile_rows, K_CONTIGUOUS, per);
             if K_CONTIGUOUS {
                 let at = lds_offset(tile, r, kk, In::BYTES);
                 // SAFETY: 16 bytes of row `r` of the slice, 16-byte aligned
@@ -387,13 +442,25 @@ impl<In: Elem, const THREADS: u32> Stage<In, THREADS> {
         side: impl Fn(u32) -> X,
         compute: impl Fn(u32, &X, &mut Acc),
     ) {
-        let depth = SLICE_BYTES / In::BYTES;
+        let depth = In::SLICE / In::BYTES;
         // alpha == 0: A·B is not referenced (a uniform branch).
         let slices = if alpha == 0.0 { 0 } else { k.div_ceil(depth) };
         let (a, b) = (&self.a, &self.b);
-        let inside = if a.whole() && b.whole() { k / depth } else { 0 };
+        // The packed types' elements run along K in memory (the host
+        // refuses the other layouts): their main loop is that layout's
+        // alone, and any other goes element by element, in bounds.
+        let layout = !In::PACKED || a.k_contiguous && b.k_contiguous;
+        let inside = if a.whole() && b.whole() && layout {
+            k / depth
+        } else {
+            0
+        };
         let inside = inside.min(slices);
         let c = (&side, &compute);
+        if In::PACKED {
+            self.whole_slices::<NA, NB, true, true, Acc, X>(acc, inside, c);
+            return self.edge_slices::<NA, NB, Acc, X>(acc, inside, slices, k, c);
+        }
         match (a.k_contiguous, b.k_contiguous) {
             (false, false) => self.whole_slices::<NA, NB, false, false, Acc, X>(acc, inside, c),
             (false, true) => self.whole_slices::<NA, NB, false, true, Acc, X>(acc, inside, c),
@@ -451,7 +518,7 @@ impl<In: Elem, const THREADS: u32> Stage<In, THREADS> {
         end: u32,
         work: (&impl Fn(u32) -> X, &impl Fn(u32, &X, &mut Acc)),
     ) {
-        let depth = SLICE_BYTES / In::BYTES;
+        let depth = In::SLICE / In::BYTES;
         self.slices(
             acc,
             0,
@@ -487,7 +554,7 @@ impl<In: Elem, const THREADS: u32> Stage<In, THREADS> {
         k: u32,
         (side, compute): (&impl Fn(u32) -> X, &impl Fn(u32, &X, &mut Acc)),
     ) {
-        let depth = SLICE_BYTES / In::BYTES;
+        let depth = In::SLICE / In::BYTES;
         for s in first..end {
             let t = self.tile;
             self.a

@@ -72,12 +72,20 @@ pub enum DataType {
     /// `Float4`). Sizes, leading dimensions and strides count elements;
     /// [`DataType::element_bits`] gives the 4 bits.
     Float4,
+    /// 6-bit float, E2M3 (OCP FP6), four elements in three bytes packed
+    /// little-endian (element `k` of a run in bits `6k ..` of its bytes):
+    /// the elements of MXFP6, with `E8` block scales. TensileLite has no
+    /// 6-bit type; the name follows its `Float4` (HIP calls it float6,
+    /// `HIP_R_6F_E2M3`). Sizes count elements, as for `Float4`.
+    Float6,
+    /// 6-bit float, E3M2 (OCP BF6, `HIP_R_6F_E3M2`), packed as `Float6`.
+    BFloat6,
 }
 
 impl DataType {
     /// Every type, in declaration order (the order of [`DataType::from_name`]'s
     /// search).
-    pub const ALL: [DataType; 17] = [
+    pub const ALL: [DataType; 19] = [
         DataType::Float,
         DataType::Double,
         DataType::ComplexFloat,
@@ -95,6 +103,8 @@ impl DataType {
         DataType::BFloat8Float8,
         DataType::E8,
         DataType::Float4,
+        DataType::Float6,
+        DataType::BFloat6,
     ];
 
     /// Tensile's name for the type, as catalogs write it (`Float`,
@@ -118,6 +128,8 @@ impl DataType {
             DataType::BFloat8Float8 => "BFloat8Float8",
             DataType::E8 => "E8",
             DataType::Float4 => "Float4",
+            DataType::Float6 => "Float6",
+            DataType::BFloat6 => "BFloat6",
         }
     }
 
@@ -126,12 +138,14 @@ impl DataType {
         Self::ALL.into_iter().find(|t| t.name() == name)
     }
 
-    /// Bytes per element (`DataTypeInfo::elementSize`); for Float4, whose
-    /// elements are half a byte, the byte that holds two (what a byte-offset
-    /// limit must allow for): [`DataType::element_bits`] is exact.
+    /// Bytes per element (`DataTypeInfo::elementSize`); for Float4 and
+    /// Float6, whose elements are less than a byte, a byte (what a
+    /// byte-offset limit must allow for): [`DataType::element_bits`] is
+    /// exact.
     pub fn element_bytes(self) -> u64 {
         match self {
             DataType::Int8 | DataType::Float8 | DataType::BFloat8 | DataType::Float4 => 1,
+            DataType::Float6 | DataType::BFloat6 => 1,
             DataType::Float8BFloat8 | DataType::BFloat8Float8 | DataType::E8 => 1,
             DataType::Half | DataType::BFloat16 => 2,
             DataType::Float | DataType::Int32 | DataType::Int8x4 | DataType::XFloat32 => 4,
@@ -141,12 +155,24 @@ impl DataType {
     }
 
     /// Bits per element: 8 · [`DataType::element_bytes`], but 4 for
-    /// Float4. A span of `n` elements takes `⌈n · bits / 8⌉` bytes.
+    /// Float4 and 6 for Float6 and BFloat6. A span of `n` elements takes
+    /// `⌈n · bits / 8⌉` bytes.
     pub fn element_bits(self) -> u64 {
-        if self == DataType::Float4 {
-            4
-        } else {
-            8 * self.element_bytes()
+        match self {
+            DataType::Float4 => 4,
+            DataType::Float6 | DataType::BFloat6 => 6,
+            _ => 8 * self.element_bytes(),
+        }
+    }
+
+    /// The fewest elements that end on a byte: 2 for Float4, 4 for Float6
+    /// and BFloat6 (three bytes), else 1. A packed operand's rows, leading
+    /// dimensions and strides are multiples of it.
+    pub fn unit_elements(self) -> u64 {
+        match self {
+            DataType::Float4 => 2,
+            DataType::Float6 | DataType::BFloat6 => 4,
+            _ => 1,
         }
     }
 

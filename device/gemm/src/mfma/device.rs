@@ -5,15 +5,16 @@
 use core::arch::amdgpu::workgroup_id_z;
 
 use super::{
-    BLOCK, SLICE_BYTES, THREADS, Tile, VECTOR, WAVE, d_place, operand_offset, scale_place,
+    BLOCK, SLICE_BYTES, THREADS, Tile, VECTOR, WAVE, d_place, fp6_offsets, operand_offset,
+    scale_place,
 };
 #[cfg(aqueduct_gfx = "gfx942")]
 use crate::common::Xf32;
 #[cfg(any(aqueduct_gfx = "gfx942", aqueduct_gfx = "gfx950"))]
 use crate::common::{Bf8, Fp8};
-use crate::common::{Bf16, Element, F16, I8, Problem};
+use crate::common::{Bf16, Element, F16, I8, Problem, Stored};
 #[cfg(aqueduct_gfx = "gfx950")]
-use crate::common::{MxBf8, MxFp4, MxFp8};
+use crate::common::{MxBf6, MxBf8, MxFp4, MxFp6, MxFp8};
 use crate::staging::{Accumulator, Elem, Place, Stage, Vector, each_block, store_d, store_d_i32};
 
 /// `<16 x float>`: one 32 × 32 MFMA block's accumulators in a lane.
@@ -109,7 +110,7 @@ unsafe extern "C" {
 pub struct F32x2([f32; 2]);
 
 /// An A/B element type of the MFMA kernels.
-trait Input: Elem {
+trait Input: Elem + Stored {
     /// A lane's accumulators of one block: f32, i32 for integers.
     type Acc: Copy;
     /// The chunks of a slice (16-byte reads of A and of B per lane) one
@@ -124,10 +125,6 @@ trait Input: Elem {
     /// Whether A and B come with E8M0 block scales (the MX types), which
     /// [`Input::mfma_scaled`] takes.
     const SCALED: bool = false;
-    /// Elements per stored byte-unit: 2 for MXFP4, whose kernels take K,
-    /// the leading dimensions and strides of A and B in elements and
-    /// stage them in bytes.
-    const PER_UNIT: u32 = 1;
     /// [`Input::mfma`] with the lane's scale bytes of A and of B
     /// (`super::scale_place`); only the MX types read them.
     #[inline(always)]
@@ -295,26 +292,39 @@ eight_bit_inputs! {
 pub struct I32x8([i32; 8]);
 
 // gfx950's f8f6f4 forms (CDNA4 ISA §7.1.5, §7.2): CBSZ and BLGP name A's
-// and B's formats (0 FP8 E4M3, 1 BF8 E5M2: the OCP formats). LLVM has one
+// and B's formats (0 FP8 E4M3, 1 BF8 E5M2: the OCP formats; 2 FP6 E2M3,
+// 3 BF6 E3M2, 4 FP4 E2M1). LLVM has one
 // intrinsic for the scaled and the plain forms: (A, B, C, CBSZ, BLGP,
 // OP_SEL of A's scale, A's scales, OP_SEL of B's, B's scales); with both
 // scales the constant 0 and OP_SEL 0 it selects the plain
 // `v_mfma_f32_32x32x64_f8f6f4`, which scales by 1 (§7.1.5), as the
 // kernels' disassembly shows (`cargo xtask gemm-report`).
-#[cfg(aqueduct_gfx = "gfx950")]
-unsafe extern "C" {
-    #[link_name = "llvm.amdgcn.mfma.scale.f32.32x32x64.f8f6f4.v8i32.v8i32"]
-    fn mfma_scale_32x32x64_f8f6f4(
-        a: I32x8,
-        b: I32x8,
-        c: F32x16,
-        cbsz: i32,
-        blgp: i32,
-        op_sel_a: i32,
-        scale_a: i32,
-        op_sel_b: i32,
-        scale_b: i32,
-    ) -> F32x16;
+// Its overloads by operand width: FP8/BF8 eight VGPRs a lane, FP6/BF6
+// six, FP4 four (`I32x8`, `I32x6`, `I32x4`).
+macro_rules! f8f6f4_intrinsics {
+    ($($name:ident: $operand:ident = $link:literal;)*) => {
+        #[cfg(aqueduct_gfx = "gfx950")]
+        unsafe extern "C" {$(
+            #[link_name = $link]
+            fn $name(
+                a: $operand,
+                b: $operand,
+                c: F32x16,
+                cbsz: i32,
+                blgp: i32,
+                op_sel_a: i32,
+                scale_a: i32,
+                op_sel_b: i32,
+                scale_b: i32,
+            ) -> F32x16;
+        )*}
+    };
+}
+
+f8f6f4_intrinsics! {
+    mfma_scale_32x32x64_f8f6f4: I32x8 = "llvm.amdgcn.mfma.scale.f32.32x32x64.f8f6f4.v8i32.v8i32";
+    mfma_scale_32x32x64_fp6: I32x6 = "llvm.amdgcn.mfma.scale.f32.32x32x64.f8f6f4.v6i32.v6i32";
+    mfma_scale_32x32x64_fp4: I32x4 = "llvm.amdgcn.mfma.scale.f32.32x32x64.f8f6f4.v4i32.v4i32";
 }
 
 /// A slice's two reads as the f8f6f4 operand: chunk 0's 16 bytes in
@@ -326,38 +336,53 @@ fn slice_operand([lo, hi]: [Vector; 2]) -> I32x8 {
     I32x8([lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]].map(|w| w as i32))
 }
 
-/// One f8f6f4 MFMA of a slice's two reads of A and of B in `FORMAT` (0
-/// FP8, 1 BF8: CBSZ and BLGP), each lane's scale bytes `sa`, `sb` in
-/// OP_SEL byte 0; constant zero scales select the plain form.
+/// `<4 x i32>`: 32 FP4 of an f8f6f4 operand in a lane.
+#[cfg(aqueduct_gfx = "gfx950")]
+#[repr(simd)]
+#[derive(Clone, Copy)]
+pub struct I32x4([i32; 4]);
+
+/// `<6 x i32>`: 32 FP6/BF6 of an f8f6f4 operand in a lane.
+#[cfg(aqueduct_gfx = "gfx950")]
+#[repr(simd)]
+#[derive(Clone, Copy)]
+pub struct I32x6([i32; 6]);
+
+/// The lane's four registers of an MXFP4 operand: a chunk's 16-byte read.
 #[cfg(aqueduct_gfx = "gfx950")]
 #[inline(always)]
-fn f8f6f4<const FORMAT: i32>(
-    acc: F32x16,
-    a: [Vector; 2],
-    b: [Vector; 2],
-    sa: u32,
-    sb: u32,
-) -> F32x16 {
-    let (a, b) = (slice_operand(a), slice_operand(b));
-    let (sa, sb) = (sa as i32, sb as i32);
-    // SAFETY: gfx950 has v_mfma_(scale_)f32_32x32x64_f8f6f4; the operands
-    // have the intrinsic's types and the immargs are constants (the
-    // format a const parameter, OP_SEL 0).
-    unsafe { mfma_scale_32x32x64_f8f6f4(a, b, acc, FORMAT, FORMAT, 0, sa, 0, sb) }
+fn fp4_operand([read, _]: [Vector; 2]) -> I32x4 {
+    I32x4(read.words().map(|w| w as i32))
 }
 
-/// gfx950's 8-bit inputs, one f8f6f4 MFMA a slice (`f8f6f4`): FP8 and
-/// BF8 through the plain form, MXFP8 through the scaled one.
+/// The lane's six registers of an MXFP6 operand: words 0-3 of the first
+/// vector, 0-1 of the second (`Workgroup::compute_fp6`'s reads).
+#[cfg(aqueduct_gfx = "gfx950")]
+#[inline(always)]
+fn fp6_operand([lo, hi]: [Vector; 2]) -> I32x6 {
+    let (lo, hi) = (lo.words(), hi.words());
+    I32x6([lo[0], lo[1], lo[2], lo[3], hi[0], hi[1]].map(|w| w as i32))
+}
+
+/// gfx950's f8f6f4 inputs, one MFMA of 64 k each (CDNA4 ISA §7.1.5:
+/// CBSZ/BLGP give A's and B's format, the lane's scale bytes `sa`, `sb`
+/// sit in OP_SEL byte 0; constant zero scales select the plain form):
+/// FP8 (format 0) and BF8 (1) a slice through the plain form, MXFP8
+/// through the scaled one (`slice_operand`); MXFP4 (4, FP4 E2M1) a chunk
+/// (`super::fp4_k`); MXFP6 (2, FP6 E2M3) and MXBF6 (3, BF6 E3M2) a
+/// 48-byte slice (`super::fp6_offsets`). `CHUNKS` 2: one MFMA step a
+/// slice (`scales_of`).
 macro_rules! f8f6f4_inputs {
-    ($($ty:ident => $format:literal, scaled: $scaled:literal;)*) => {$(
+    ($($ty:ident => $format:literal, $operand:ident, $mfma:ident, chunks $chunks:literal,
+        scaled $scaled:literal;)*) => {$(
         #[cfg(aqueduct_gfx = "gfx950")]
         impl Input for $ty {
             type Acc = F32x16;
-            const CHUNKS: usize = 2;
+            const CHUNKS: usize = $chunks;
             const SCALED: bool = $scaled;
             #[inline(always)]
             fn mfma(acc: F32x16, a: [Vector; 2], b: [Vector; 2]) -> F32x16 {
-                f8f6f4::<$format>(acc, a, b, 0, 0)
+                Self::mfma_scaled(acc, a, b, 0, 0)
             }
             #[inline(always)]
             fn mfma_scaled(
@@ -367,71 +392,25 @@ macro_rules! f8f6f4_inputs {
                 sa: u32,
                 sb: u32,
             ) -> F32x16 {
-                f8f6f4::<$format>(acc, a, b, sa, sb)
+                let (a, b) = ($operand(a), $operand(b));
+                let (sa, sb) = (sa as i32, sb as i32);
+                // SAFETY: gfx950 has v_mfma_(scale_)f32_32x32x64_f8f6f4;
+                // the operands have the intrinsic's types for the format,
+                // the immargs are literals (the format for both, OP_SEL 0).
+                unsafe { $mfma(a, b, acc, $format, $format, 0, sa, 0, sb) }
             }
         }
     )*};
 }
 
 f8f6f4_inputs! {
-    Fp8 => 0, scaled: false;
-    Bf8 => 1, scaled: false;
-    MxFp8 => 0, scaled: true;
-    MxBf8 => 1, scaled: true;
-}
-
-// The f8f6f4 forms with FP4 operands: 32 elements, four VGPRs a lane.
-#[cfg(aqueduct_gfx = "gfx950")]
-unsafe extern "C" {
-    #[link_name = "llvm.amdgcn.mfma.scale.f32.32x32x64.f8f6f4.v4i32.v4i32"]
-    fn mfma_scale_32x32x64_fp4(
-        a: I32x4,
-        b: I32x4,
-        c: F32x16,
-        cbsz: i32,
-        blgp: i32,
-        op_sel_a: i32,
-        scale_a: i32,
-        op_sel_b: i32,
-        scale_b: i32,
-    ) -> F32x16;
-}
-
-/// `<4 x i32>`: 32 FP4 of an f8f6f4 operand in a lane.
-#[cfg(aqueduct_gfx = "gfx950")]
-#[repr(simd)]
-#[derive(Clone, Copy)]
-pub struct I32x4([i32; 4]);
-
-/// gfx950's MXFP4: one scaled f8f6f4 MFMA a chunk (64 k: `super::fp4_k`),
-/// format 4 (FP4 E2M1) for A and B.
-#[cfg(aqueduct_gfx = "gfx950")]
-impl Input for MxFp4 {
-    type Acc = F32x16;
-    const SCALED: bool = true;
-    const PER_UNIT: u32 = 2;
-    #[inline(always)]
-    fn mfma(acc: F32x16, a: [Vector; 2], b: [Vector; 2]) -> F32x16 {
-        Self::mfma_scaled(acc, a, b, E8M0_ONE, E8M0_ONE)
-    }
-    #[inline(always)]
-    fn mfma_scaled(
-        acc: F32x16,
-        [a, _]: [Vector; 2],
-        [b, _]: [Vector; 2],
-        sa: u32,
-        sb: u32,
-    ) -> F32x16 {
-        let (a, b) = (
-            I32x4(a.words().map(|w| w as i32)),
-            I32x4(b.words().map(|w| w as i32)),
-        );
-        let (sa, sb) = (sa as i32, sb as i32);
-        // SAFETY: gfx950 has v_mfma_scale_f32_32x32x64_f8f6f4; the
-        // operands have the intrinsic's types for FP4, the immargs are
-        // literals (format 4 for both, OP_SEL 0).
-        unsafe { mfma_scale_32x32x64_fp4(a, b, acc, 4, 4, 0, sa, 0, sb) }
-    }
+    Fp8 => 0, slice_operand, mfma_scale_32x32x64_f8f6f4, chunks 2, scaled false;
+    Bf8 => 1, slice_operand, mfma_scale_32x32x64_f8f6f4, chunks 2, scaled false;
+    MxFp8 => 0, slice_operand, mfma_scale_32x32x64_f8f6f4, chunks 2, scaled true;
+    MxBf8 => 1, slice_operand, mfma_scale_32x32x64_f8f6f4, chunks 2, scaled true;
+    MxFp4 => 4, fp4_operand, mfma_scale_32x32x64_fp4, chunks 1, scaled true;
+    MxFp6 => 2, fp6_operand, mfma_scale_32x32x64_fp6, chunks 2, scaled true;
+    MxBf6 => 3, fp6_operand, mfma_scale_32x32x64_fp6, chunks 2, scaled true;
 }
 
 // The signed 8-bit integer forms (IntrinsicsAMDGPU.td): four a lane on
@@ -618,6 +597,9 @@ impl<In: Input> Workgroup<In> {
         acc: &mut [[In::Acc; WN]; WM],
     ) {
         let (sa, sb) = (self.stage.a_slice(buffer), self.stage.b_slice(buffer));
+        if In::SLICE != SLICE_BYTES {
+            return self.compute_fp6(sa, sb, scales, acc);
+        }
         // The previous chunk's reads, for a type whose MFMA takes two.
         let mut prev_a = [Vector::ZERO; WM];
         let mut prev_b = [Vector::ZERO; WN];
@@ -667,6 +649,50 @@ impl<In: Input> Workgroup<In> {
     }
 }
 
+impl<In: Input> Workgroup<In> {
+    /// MXFP6's slice (48 bytes a row): one MFMA per block, each lane's 24
+    /// bytes read 8 at a time (`super::fp6_offsets`) into the registers
+    /// the MFMA takes (`fp6_operand`).
+    #[inline(always)]
+    fn compute_fp6<const WM: usize, const WN: usize>(
+        &self,
+        sa: *mut u8,
+        sb: *mut u8,
+        scales: &SliceScales<WM, WN>,
+        acc: &mut [[In::Acc; WN]; WM],
+    ) {
+        let (tile, lane) = (self.stage.tile, self.at.lane);
+        let read = |slice: *mut u8, base: u32| {
+            let mut words = [0u32; 8];
+            for (j, at) in fp6_offsets(tile, base, lane).into_iter().enumerate() {
+                // SAFETY: 8 bytes, 8-byte aligned, of the lane's row of
+                // the slice (`fp6_offsets`).
+                let pair = unsafe { slice.add(at as usize).cast::<[u32; 2]>().read() };
+                words[2 * j] = pair[0];
+                words[2 * j + 1] = pair[1];
+            }
+            [
+                Vector([words[0], words[1], words[2], words[3]]),
+                Vector([words[4], words[5], 0, 0]),
+            ]
+        };
+        let mut fa = [[Vector::ZERO; 2]; WM];
+        let mut fb = [[Vector::ZERO; 2]; WN];
+        for (i, f) in fa.iter_mut().enumerate() {
+            *f = read(sa, self.at.wave_row + i as u32 * BLOCK);
+        }
+        for (j, f) in fb.iter_mut().enumerate() {
+            *f = read(sb, self.at.wave_col + j as u32 * BLOCK);
+        }
+        let (sa, sb) = (&scales.0[0], &scales.1[0]);
+        for (i, row) in acc.iter_mut().enumerate() {
+            for (j, block) in row.iter_mut().enumerate() {
+                *block = In::mfma_scaled(*block, fa[i], fb[j], sa[i], sb[j]);
+            }
+        }
+    }
+}
+
 /// `D = alpha · op(A) · op(B) + beta · C` for one macro-tile of `WM`, `WN`
 /// (module doc); `lds` is the tile's LDS array.
 #[inline(always)]
@@ -680,20 +706,32 @@ where
         wn: WN as u32,
     };
     let at = Place::here(tile, WAVE);
-    // MXFP4: A and B's strides and leading dimensions in bytes (two
-    // elements each) before the batch offsets, K after (the scales' batch
-    // offsets and count are per element of K).
-    let half = |x: u32| x / In::PER_UNIT;
+    // MXFP4 and MXFP6: A and B's strides and leading dimensions in bytes
+    // (two elements a byte; four in three) before the batch offsets, K
+    // after (the scales' batch offsets and count are per element of K).
+    // The host passes them multiples of the elements a unit holds.
+    let (per, bytes) = (In::TYPE.per_unit(), In::TYPE.bytes());
+    let packed = |x: u32| if per == 1 { x } else { x / per * bytes };
+    let packed64 = |x: u64| {
+        if per == 1 {
+            x
+        } else {
+            x / u64::from(per) * u64::from(bytes)
+        }
+    };
     let p = Problem {
-        lda: half(p.lda),
-        ldb: half(p.ldb),
-        stride_a: p.stride_a / u64::from(In::PER_UNIT),
-        stride_b: p.stride_b / u64::from(In::PER_UNIT),
+        lda: packed(p.lda),
+        ldb: packed(p.ldb),
+        stride_a: packed64(p.stride_a),
+        stride_b: packed64(p.stride_b),
         ..p
     };
     let p = p.batch(workgroup_id_z());
     let blocks = aqueduct_abi::gemm::scale_blocks(p.k);
-    let p = Problem { k: half(p.k), ..p };
+    let p = Problem {
+        k: packed(p.k),
+        ..p
+    };
     let group = Workgroup {
         stage: Stage::new(&p, lds, tile, &at),
         at,
