@@ -234,11 +234,11 @@ pub fn choice<'k>(
         return first;
     };
     let kernel = first?;
-    let problem = Problem::new(
-        mnk,
-        u64::from(kernel.input.bytes()),
-        u64::from(kernel.output.bytes()),
-    );
+    // A packed input's unit holds `per_unit` elements (FP6: four in three
+    // bytes): its traffic in bits an element.
+    let in_bits = 8 * kernel.input.bytes() / kernel.input.per_unit();
+    let problem =
+        Problem::new(mnk, 1, u64::from(kernel.output.bytes())).with_input_bits(u64::from(in_bits));
     crate::gemm_model::choose(&modelled, &machine, &problem).map(|i| group[i])
 }
 

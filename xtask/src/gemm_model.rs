@@ -640,8 +640,9 @@ pub struct Problem {
     pub n: u64,
     pub k: u64,
     pub batch: u64,
-    /// Bytes per element of A and B, and of C and D.
-    pub in_bytes: u64,
+    /// Bits per element of A and B (FP6's 6, FP4's 4), bytes per element
+    /// of C and D.
+    pub in_bits: u64,
     pub out_bytes: u64,
 }
 
@@ -654,9 +655,22 @@ impl Problem {
             n,
             k,
             batch: 1,
-            in_bytes,
+            in_bits: 8 * in_bytes,
             out_bytes,
         }
+    }
+
+    /// Its inputs of `bits` an element (a packed type's).
+    pub fn with_input_bits(self, bits: u64) -> Self {
+        Self {
+            in_bits: bits,
+            ..self
+        }
+    }
+
+    /// Bytes of `elements` of A or B.
+    fn input_bytes(&self, elements: u64) -> u64 {
+        (elements * self.in_bits).div_ceil(8)
     }
 }
 
@@ -701,12 +715,12 @@ pub fn estimate(kernel: &Kernel, machine: &Machine, problem: &Problem) -> Option
     let compute = cycles / clock;
     // Every workgroup reads its A and B panels through L2 and writes its
     // tile: the bytes small tiles multiply.
-    let panel = (r + c) * problem.k * problem.in_bytes + r * c * problem.out_bytes;
+    let panel = problem.input_bytes((r + c) * problem.k) + r * c * problem.out_bytes;
     let l2 = machine
         .l2_bytes_per_clock
         .map_or(0.0, |b| (tiles * panel) as f64 / (b * clock));
     let bytes = problem.batch
-        * ((problem.m + problem.n) * problem.k * problem.in_bytes
+        * (problem.input_bytes((problem.m + problem.n) * problem.k)
             + problem.m * problem.n * problem.out_bytes);
     let dram = bytes as f64 / machine.dram_bytes_per_second;
     let (seconds, bound) =
@@ -766,36 +780,33 @@ pub fn choose(kernels: &[&Kernel], machine: &Machine, problem: &Problem) -> Opti
 /// Problem sides the report models (M = N = K).
 pub const SIDES: [u64; 2] = [4096, 8192];
 
-/// Input type and the bytes of an input and an output element of a
-/// report row's kernel: ours by name (`aqueduct_gemm`'s MFMA and WMMA
-/// lists),
-/// AMD's by Tensile's type code in the name (rocBLAS's and hipBLASLt's).
+/// Input type, the bits of an input element and the bytes of an output
+/// element of a report row's kernel: ours by name (`aqueduct_gemm`'s MFMA
+/// and WMMA lists), AMD's by Tensile's type code in the name (rocBLAS's and
+/// hipBLASLt's).
 pub fn types_of(kernel: &str) -> Option<(Input, u64, u64)> {
     use aqueduct_gemm::common::ElementType as E;
     let of = |t: E| match t {
-        E::F32 => (Input::F32, 4),
-        E::Xf32 => (Input::Xf32, 4),
-        E::F16 => (Input::F16, 2),
-        E::Bf16 => (Input::Bf16, 2),
+        E::F32 => Input::F32,
+        E::Xf32 => Input::Xf32,
+        E::F16 => Input::F16,
+        E::Bf16 => Input::Bf16,
         // The MX kernels' scales (a byte per 32 elements) are left out of
         // their traffic.
-        E::Fp8 | E::Bf8 | E::MxFp8 | E::MxBf8 => (Input::Fp8, 1),
-        // Their own peaks and f8f6f4 cycles (`NARROW_F8F6F4`); a byte an
-        // element all the same (FP4's traffic is overstated twice, FP6's
-        // by a third).
-        E::MxFp6 | E::MxBf6 => (Input::Fp6, 1),
-        E::MxFp4 => (Input::Fp4, 1),
-        E::I8 => (Input::I8, 1),
-        // An output only: its bytes are what counts.
-        E::I32 => (Input::I8, 4),
+        E::Fp8 | E::Bf8 | E::MxFp8 | E::MxBf8 => Input::Fp8,
+        // Their own peaks and f8f6f4 cycles (`NARROW_F8F6F4`).
+        E::MxFp6 | E::MxBf6 => Input::Fp6,
+        E::MxFp4 => Input::Fp4,
+        E::I8 | E::I32 => Input::I8,
     };
     if let Some(k) = aqueduct_gemm::mfma::KERNELS
         .iter()
         .chain(aqueduct_gemm::wmma::KERNELS)
         .find(|k| k.name == kernel)
     {
-        let ((input, in_bytes), (_, out_bytes)) = (of(k.input), of(k.output));
-        return Some((input, in_bytes, out_bytes));
+        // A unit of `per_unit` elements in `bytes` (FP6: four in three).
+        let in_bits = u64::from(8 * k.input.bytes() / k.input.per_unit());
+        return Some((of(k.input), in_bits, u64::from(k.output.bytes())));
     }
     use aqueduct_catalog::DataType as D;
     // `Cijk_<A>_<B>_<types>_...`: the type code follows the three index
@@ -811,7 +822,7 @@ pub fn types_of(kernel: &str) -> Option<(Input, u64, u64)> {
         _ => None,
     };
     let ((input, in_bytes), (_, out_bytes)) = (of(input)?, of(output)?);
-    Some((input, in_bytes, out_bytes))
+    Some((input, 8 * in_bytes, out_bytes))
 }
 
 /// The model's view of a report row, if its main loop has matrix work
@@ -866,7 +877,7 @@ pub fn table(rows: &[crate::gemm_report::Row]) -> String {
         };
         let pipes = machine.pipes;
         for row in rows.iter().filter(|r| r.gfx == product.gfx()) {
-            let (Some(k), Some((input, in_bytes, out_bytes))) =
+            let (Some(k), Some((input, in_bits, out_bytes))) =
                 (kernel_of(row), types_of(&row.kernel))
             else {
                 continue;
@@ -878,7 +889,7 @@ pub fn table(rows: &[crate::gemm_report::Row]) -> String {
             let (cycles, bound) = k.iteration_cycles(pipes, per_cu);
             let mut cells = Vec::new();
             for side in SIDES {
-                let p = Problem::new((side, side, side), in_bytes, out_bytes);
+                let p = Problem::new((side, side, side), 1, out_bytes).with_input_bits(in_bits);
                 cells.push(estimate(&k, &machine, &p).map_or("-".to_string(), |e| {
                     format!(
                         "{:.1} ({:.0}%)",
@@ -961,7 +972,7 @@ pub fn choices(rows: &[crate::gemm_report::Row]) -> String {
                 .filter(|r| r.kernel.rsplit_once('_').is_some_and(|s| s.0 == stem))
                 .filter_map(|r| Some((*r, kernel_of(r)?)))
                 .collect();
-            let Some((_, in_bytes, out_bytes)) =
+            let Some((_, in_bits, out_bytes)) =
                 types_of(family.first().map_or("", |f| &f.0.kernel))
             else {
                 continue;
@@ -972,7 +983,7 @@ pub fn choices(rows: &[crate::gemm_report::Row]) -> String {
             let kernels: Vec<&Kernel> = family.iter().map(|f| &f.1).collect();
             let _ = write!(out, "{:<12} {:<18}", product.name, stem);
             for mnk in CHOICE_PROBLEMS {
-                let problem = Problem::new(mnk, in_bytes, out_bytes);
+                let problem = Problem::new(mnk, 1, out_bytes).with_input_bits(in_bits);
                 let cell = choose(&kernels, &machine, &problem)
                     .and_then(|i| {
                         let e = estimate(kernels[i], &machine, &problem)?;
@@ -1054,6 +1065,30 @@ mod tests {
         assert_eq!(per_cu("gfx1201", "v_wmma_f32_16x16x16_fp8_fp8"), 2048);
         assert_eq!(shape("v_mfma_f32_32x32x8bf16_1k"), Some((32, 32, 8)));
         assert_eq!(matrix_cost("gfx942", "v_mfma_f32_32x32x8f16"), None);
+    }
+
+    /// Packed inputs count their bits: our MXFP6 and MXFP4 kernels' A and
+    /// B move 6 and 4 bits an element, so a problem's DRAM bytes are 3/4
+    /// and 1/2 of FP8's; AMD's kernels by Tensile's type code, 8 bits a
+    /// byte.
+    #[test]
+    fn packed_inputs_move_their_bits() {
+        let bits = |k: &str| types_of(k).map(|t| (t.0, t.1, t.2));
+        assert_eq!(bits("gemm_mxfp6_f32_mfma_64x64"), Some((Input::Fp6, 6, 4)));
+        assert_eq!(bits("gemm_mxbf6_f32_mfma_64x64"), Some((Input::Fp6, 6, 4)));
+        assert_eq!(bits("gemm_mxfp4_f32_mfma_64x64"), Some((Input::Fp4, 4, 4)));
+        assert_eq!(bits("gemm_mxfp8_f32_mfma_64x64"), Some((Input::Fp8, 8, 4)));
+        assert_eq!(bits("gemm_i8_i32_mfma_64x64"), Some((Input::I8, 8, 4)));
+        assert_eq!(
+            bits("Cijk_Ailk_Bjlk_HHS_BH_MT64x64x32_MI32x32x8x1_SN"),
+            Some((Input::F16, 16, 2))
+        );
+        let p = |b: u64| Problem::new((4096, 4096, 4096), 1, 4).with_input_bits(b);
+        let input = 2 * 4096 * 4096;
+        assert_eq!(p(8).input_bytes(input), input);
+        assert_eq!(p(6).input_bytes(input), input * 3 / 4);
+        assert_eq!(p(4).input_bytes(input), input / 2);
+        assert_eq!(p(6).input_bytes(3), 3, "18 bits: three bytes, rounded up");
     }
 
     #[test]
