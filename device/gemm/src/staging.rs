@@ -1,16 +1,14 @@
 //! The LDS staging both matrix families share (amdgpu only): a
 //! workgroup's A and B slices through two LDS buffers in the layout of
-//! [`crate::mfma`]'s module doc ([`Tile`], [`vector_place`],
-//! [`lds_offset`]), 128-bit loads in a whole tile's main loop, element by
-//! element at the edges. Generic over the workgroup's size (`THREADS`:
+//! [`crate::mfma`]'s module doc ([`Tile`], [`vector_place_in`],
+//! [`lds_offset`]; slice rows of 64 bytes of K, MXFP6's 48), 128-bit loads
+//! in a whole tile's main loop, element by element at the edges. Generic over the workgroup's size (`THREADS`:
 //! 256 on CDNA's four wave64s, 128 on RDNA's four wave32s) and over what
 //! the matrix unit does with a slice in LDS (`compute`).
 
-use core::arch::amdgpu::{workgroup_id_x, workgroup_id_y, workitem_id_x};
+use core::arch::amdgpu::{readfirstlane_u32, workgroup_id_x, workgroup_id_y, workitem_id_x};
 
 use crate::common::{Element, Layout, Problem, Stored, TRANSPOSE_A, TRANSPOSE_B};
-use core::arch::amdgpu::readfirstlane_u32;
-
 use crate::mfma::{SLICE_BYTES, Tile, VECTOR, lds_offset, vector_place_in, wave_place};
 
 unsafe extern "C" {
@@ -155,8 +153,8 @@ impl<In: Elem, const THREADS: u32> Operand<In, THREADS> {
             .wrapping_add(major as usize * self.ld as usize + minor as usize)
     }
 
-    /// [`Operand::at`] in the layout `K_CONTIGUOUS` (a main loop's), as
-    /// its callers read it.
+    /// [`Operand::at`] with the layout a compile-time constant (a main
+    /// loop's), not the operand's `k_contiguous`.
     #[inline(always)]
     fn at_as<const K_CONTIGUOUS: bool>(&self, row: u32, kg: u32) -> *const In {
         let (major, minor) = if K_CONTIGUOUS { (row, kg) } else { (kg, row) };
@@ -190,18 +188,18 @@ impl<In: Elem, const THREADS: u32> Operand<In, THREADS> {
                 continue;
             }
             let (r, kk) = place::<In>(v, self.tile_rows, K_CONTIGUOUS, per);
-            // SAFETY: the slice lies inside the operand and the vector's
-            // address is 16-byte aligned (`aligned`).
-            // The packed types' main loop runs for the one layout whatever
-            // the operand says (`Stage::run`): `at_as` it. (The others'
-            // `at` is the same address, and the code LLVM makes of it is
-            // what their loops have been measured with.)
+            // The packed types' main loop is compiled for one layout only
+            // (`Stage::run`), which `at_as` fixes; the others' `at` gives
+            // the same address, in the code their loops were measured
+            // with (`cargo xtask gemm-report`).
             let (row, kg) = (self.row0 + r, k0 + kk);
             let at = if In::PACKED {
                 self.at_as::<K_CONTIGUOUS>(row, kg)
             } else {
                 self.at(row, kg)
             };
+            // SAFETY: the slice lies inside the operand and the vector's
+            // address is 16-byte aligned (`aligned`).
             *slot = unsafe { at.cast::<Vector>().read() };
         }
         out
