@@ -948,7 +948,8 @@ const FP6: [(u32, u32, f64); 7] = [
 /// format; what MXFP6 cannot take is refused before anything runs, naming
 /// it (no scales, M- or N-contiguous operands, a K, lda, ldb or stride
 /// not a multiple of 4); A and B are bytes of four elements in three
-/// (element `i` in bits `6 i ..`) whose spans are checked in elements; D
+/// (element `i` in bits `6 i ..`) whose spans are checked in elements,
+/// dispatched and recorded; D
 /// matches an f64 reference that applies each block's scales, batch 2,
 /// exactly. K = 128 keeps the columns 16-byte aligned (96 bytes), so the
 /// first tile runs the main loop.
@@ -1019,13 +1020,34 @@ fn mxfp6_gemms_select_the_fp6_kernels_and_match_the_cpu() {
             // A byte short of B's span leaves a whole element fewer than
             // four in its last three bytes: 8 · (3 s / 4 − 1) / 6 = s − 2.
             let e = mx.refused(&plan, &queue, &gemm, [&a_dev, &short_b]);
-            assert!(
-                e.contains(&format!(
-                    "B holds {} elements, the problem spans {sb}",
-                    sb - 2
-                )),
-                "{e}"
-            );
+            let short = format!("B holds {} elements, the problem spans {sb}", sb - 2);
+            assert!(e.contains(&short), "{e}");
+            // Recorded, B's binding-table range is checked the same way.
+            {
+                use aqueduct::CommandBufferBuilder;
+                use aqueduct::command_buffer::BufferRef;
+                let [_, _, sc, sd] = gemm.spans().map(|s| s as usize);
+                let [na, nb] = gemm.scale_bytes().map(|n| n as usize);
+                let mut rec = CommandBufferBuilder::new(&queue, 8).expect("builder");
+                let slot = |i: u32, bytes: usize| BufferRef::binding(i, 0, bytes as u64);
+                let scales = [slot(4, na), slot(5, nb)];
+                let refs = |b_bytes: usize| {
+                    [
+                        slot(0, sa * 3 / 4),
+                        slot(1, b_bytes),
+                        slot(2, 4 * sc),
+                        slot(3, 4 * sd),
+                    ]
+                };
+                let e = plan
+                    .record_scaled(&mut rec, &gemm, refs(sb * 3 / 4 - 1), scales)
+                    .expect_err("short B")
+                    .to_string();
+                let whole = format!("B holds {} whole elements, the problem spans {sb}", sb - 2);
+                assert!(e.contains(&whole), "{e}");
+                plan.record_scaled(&mut rec, &gemm, refs(sb * 3 / 4), scales)
+                    .expect("record");
+            }
             let d = mx.run(&plan, &queue, &gemm, [&a_dev, &b_dev]);
             let inputs = [a, b].map(|v| v.into_iter().map(|e| FP6[e].2).collect());
             check_block_scaled(
