@@ -30,8 +30,24 @@
 //! ([`vector_place`]). An operand stored with K contiguous (A transposed,
 //! B as is) fills a vector with consecutive K of one row and writes it
 //! with one 128-bit LDS write; one stored with rows contiguous (A as is, B
-//! transposed) fills it with consecutive rows of one k and writes each
-//! element on its own.
+//! transposed) fills it with consecutive rows of one k and, on gfx90a and
+//! gfx942 and for 8- and 32-bit types, writes each element on its own.
+//!
+//! **Transposed slices (gfx950, f16/bf16).** gfx950 reads LDS transposed
+//! (`ds_read_b64_tr_b16`, CDNA4 ISA §12.12), so there a row-contiguous
+//! 16-bit operand keeps its memory layout in LDS: the slice is 32 k lines
+//! of the tile's rows ([`transposed_offset`]; lines [`line_stride`] apart,
+//! 32 bytes of padding or, in the swizzled tile, 32-byte pieces
+//! swizzled), each loaded vector one 128-bit write, and the MFMA's
+//! operand comes back as two transposing reads a lane
+//! ([`transposed_offsets`]) holding exactly what the 16-byte read of the
+//! other layout holds, so the MFMAs are unchanged. Neither side meets a
+//! bank conflict (the test of the layout checks both). In the padded
+//! tiles a vector's eight element writes become one, for two reads a
+//! block and chunk where there was one; the 256 × 256 tile keeps element
+//! writes: staged transposed, its bf16 kernel spilled (the build refuses
+//! it), its 256 accumulators leaving no registers for the swizzled reads'
+//! addresses.
 //!
 //! **Edges.** Edge tiles, odd leading dimensions and the K tail go a slice
 //! at a time through one buffer, element by element: each lane zeroes its
@@ -200,6 +216,69 @@ pub fn operand_offset(tile: Tile, base: u32, lane: u32, c: u32) -> u32 {
         base + lane % BLOCK,
         c * 2 * VECTOR + lane / BLOCK * VECTOR,
     )
+}
+
+/// Bytes of one 16-bit element: the only width the transposed layout
+/// holds (gfx950's `ds_read_b64_tr_b16`).
+pub const TR_BYTES: u32 = 2;
+
+/// Bytes from one k line of a transposed slice of `rows` rows to the next:
+/// the line's `2 · rows` bytes, then 32 bytes of padding in a padded tile
+/// (so the four lines a 16-lane transposing read spans start 32 banks'
+/// quarter apart); none in a swizzled one, whose lines are the slice's 64
+/// rows × 64 bytes exactly ([`line_place`]).
+#[inline(always)]
+pub const fn line_stride(tile: Tile, rows: u32) -> u32 {
+    if tile.swizzled() {
+        rows * TR_BYTES
+    } else {
+        rows * TR_BYTES + 2 * VECTOR
+    }
+}
+
+/// Where byte `byte` of k line `k` of a transposed operand slice of `rows`
+/// rows lies: at `k · stride + byte` ([`line_stride`]); in a swizzled tile
+/// its 32-byte piece `q` at piece `q ^ (k % 4)`. Either way the four
+/// consecutive lines a 16-lane group reads fall on four different
+/// quarters of the 32 banks.
+#[inline(always)]
+pub fn line_place(tile: Tile, rows: u32, k: u32, byte: u32) -> u32 {
+    let start = k * line_stride(tile, rows);
+    if !tile.swizzled() {
+        return start + byte;
+    }
+    let piece = (byte / (2 * VECTOR)) ^ (k % 4);
+    start + piece * 2 * VECTOR + byte % (2 * VECTOR)
+}
+
+/// Byte offset of element (`row`, `kk`) of a transposed operand slice of
+/// `rows` rows: byte `2 · row` of k line `kk`. Eight consecutive rows
+/// from a multiple of eight are one aligned 16-byte vector: a
+/// row-contiguous operand's loaded vector, written with one 128-bit LDS
+/// write.
+#[inline(always)]
+pub fn transposed_offset(tile: Tile, rows: u32, row: u32, kk: u32) -> u32 {
+    line_place(tile, rows, kk, row * TR_BYTES)
+}
+
+/// The two byte offsets lane `lane` gives gfx950's `ds_read_b64_tr_b16`
+/// for chunk `c` of block row (or column) `base` of a transposed slice of
+/// `rows` rows, so that the two reads bring it what [`operand_offset`]'s
+/// one 16-byte read brings from the other layout: row `base + lane % 32`,
+/// k `16c + 8g ..+ 8` in order (`g = lane / 32`), read `j` the four from
+/// `16c + 8g + 4j`.
+///
+/// The read (CDNA4 ISA §12.12; the lane formula the simulator's
+/// `read_transposed` documents) hands lane `c'` of each 16-lane group, as
+/// element `n`, element `c' % 4` of the 8 bytes lane `4n + c' / 4` read.
+/// So lane `p` of a group reads k line `k0 + p / 4`, rows `r0 + 4 (p %
+/// 4) ..+ 4`: lane `c'` then holds row `r0 + c'`, k `k0 .. k0 + 4`. The
+/// lanes 16–31 of each half take rows 16–31 of the block.
+#[inline(always)]
+pub fn transposed_offsets(tile: Tile, rows: u32, base: u32, lane: u32, c: u32) -> [u32; 2] {
+    let (g, half, p) = (lane / BLOCK, lane / 16 % 2, lane % 16);
+    let row = base + 16 * half + 4 * (p % 4);
+    [0, 1].map(|j| transposed_offset(tile, rows, row, 16 * c + 8 * g + 4 * j + p / 4))
 }
 
 /// The k inside the slice that MFMA `j` of chunk `c` multiplies in lane
@@ -620,6 +699,87 @@ mod tests {
                     }
                 }
                 assert!(seen.iter().all(|&n| n == 1), "es {es}");
+            }
+        }
+    }
+
+    /// gfx950's transposed layout of a row-contiguous 16-bit operand: every
+    /// element of a slice has its own place inside the operand's part of
+    /// the buffer; a loaded vector (eight rows of one k) is one aligned
+    /// 16-byte LDS write; the two `ds_read_b64_tr_b16` of a chunk bring
+    /// each lane what the 16-byte read of the other layout brings (row
+    /// `base + lane % 32`, k `16c + 8g ..+ 8` in order), with the read's
+    /// lane formula (lane `c` of a 16-lane group gets, as element `n`,
+    /// element `c % 4` of the 8 bytes lane `4n + c / 4` read); and
+    /// neither the reads (16 lanes of 8 bytes) nor the writes (8 lanes of
+    /// 16) meet a bank conflict.
+    #[test]
+    fn the_transposing_reads_bring_what_the_row_reads_bring() {
+        let banks = |offsets: &[u32], words: u32| {
+            let mut banks: Vec<u32> = offsets
+                .iter()
+                .flat_map(|&o| (0..words).map(move |w| (o / 4 + w) % 32))
+                .collect();
+            banks.sort();
+            banks.dedup();
+            banks.len()
+        };
+        let depth = SLICE_BYTES / TR_BYTES;
+        for tile in [T64, T128, T256, T256X256] {
+            for rows in [tile.rows(), tile.cols()] {
+                let region = rows * tile.row_stride();
+                let mut holds = std::collections::BTreeMap::new();
+                for row in 0..rows {
+                    for kk in 0..depth {
+                        let at = transposed_offset(tile, rows, row, kk);
+                        assert!(
+                            at.is_multiple_of(TR_BYTES) && at + TR_BYTES <= region,
+                            "{tile:?}"
+                        );
+                        assert!(holds.insert(at, (row, kk)).is_none(), "{tile:?} {row} {kk}");
+                    }
+                }
+                for v in 0..rows * SLICE_BYTES / VECTOR {
+                    let (r, kk) = vector_place(v, rows, false, VECTOR / TR_BYTES);
+                    let at = transposed_offset(tile, rows, r, kk);
+                    assert_eq!(at % VECTOR, 0);
+                    for e in 0..VECTOR / TR_BYTES {
+                        assert_eq!(transposed_offset(tile, rows, r + e, kk), at + 2 * e);
+                    }
+                }
+                for group in 0..THREADS / 8 {
+                    let writes: Vec<u32> = (0..8)
+                        .map(|l| {
+                            let (r, kk) = vector_place(8 * group + l, rows, false, 8);
+                            transposed_offset(tile, rows, r, kk)
+                        })
+                        .collect();
+                    assert_eq!(banks(&writes, 4), 32, "{tile:?} writes {group}×8");
+                }
+                for base in (0..rows).step_by(BLOCK as usize) {
+                    for c in 0..SLICE_BYTES / (2 * VECTOR) {
+                        let reads: Vec<[u32; 2]> = (0..WAVE)
+                            .map(|lane| transposed_offsets(tile, rows, base, lane, c))
+                            .collect();
+                        for lane in 0..WAVE {
+                            for j in 0..2 {
+                                for n in 0..4 {
+                                    let from = 16 * (lane / 16) + 4 * n + lane % 16 / 4;
+                                    let at = reads[from as usize][j as usize] + 2 * (lane % 4);
+                                    let want =
+                                        (base + lane % 32, 16 * c + 8 * (lane / 32) + 4 * j + n);
+                                    assert_eq!(holds[&at], want, "{tile:?} lane {lane} read {j}");
+                                }
+                            }
+                        }
+                        for (group, lanes) in reads.chunks(16).enumerate() {
+                            for j in 0..2 {
+                                let offsets: Vec<u32> = lanes.iter().map(|r| r[j]).collect();
+                                assert_eq!(banks(&offsets, 2), 32, "{tile:?} reads {group}×16");
+                            }
+                        }
+                    }
+                }
             }
         }
     }

@@ -1,15 +1,19 @@
 //! The LDS staging both matrix families share (amdgpu only): a
 //! workgroup's A and B slices through two LDS buffers in the layout of
 //! [`crate::mfma`]'s module doc ([`Tile`], [`vector_place_in`],
-//! [`lds_offset`]; slice rows of 64 bytes of K, MXFP6's 48), 128-bit loads
-//! in a whole tile's main loop, element by element at the edges. Generic over the workgroup's size (`THREADS`:
+//! [`lds_offset`]; slice rows of 64 bytes of K, MXFP6's 48; on gfx950 a
+//! row-contiguous 16-bit operand in k lines, [`transposed_offset`]),
+//! 128-bit loads in a whole tile's main loop, element by element at the
+//! edges. Generic over the workgroup's size (`THREADS`:
 //! 256 on CDNA's four wave64s, 128 on RDNA's four wave32s) and over what
 //! the matrix unit does with a slice in LDS (`compute`).
 
 use core::arch::amdgpu::{readfirstlane_u32, workgroup_id_x, workgroup_id_y, workitem_id_x};
 
 use crate::common::{Element, Layout, Problem, Stored, TRANSPOSE_A, TRANSPOSE_B};
-use crate::mfma::{SLICE_BYTES, Tile, VECTOR, lds_offset, vector_place_in, wave_place};
+use crate::mfma::{
+    SLICE_BYTES, TR_BYTES, Tile, VECTOR, lds_offset, transposed_offset, vector_place_in, wave_place,
+};
 
 unsafe extern "C" {
     /// device/gemm/llvm/gemm.ll: a workgroup barrier with fences.
@@ -43,12 +47,51 @@ pub(crate) trait Elem: Copy {
     const SLICE: u32;
     /// Several elements a stored unit (MXFP4, MXFP6): K contiguous only.
     const PACKED: bool;
+    /// A row-contiguous operand is staged transposed, in k lines
+    /// ([`transposed_offset`]), and read by gfx950's transposing reads:
+    /// the 16-bit types on gfx950 (`crate::mfma`'s module doc).
+    const TRANSPOSED: bool;
 }
 
 impl<T: Stored + Copy> Elem for T {
     const BYTES: u32 = T::TYPE.staged_bytes();
     const SLICE: u32 = T::TYPE.slice_bytes();
     const PACKED: bool = T::TYPE.per_unit() > 1;
+    const TRANSPOSED: bool =
+        cfg!(aqueduct_gfx = "gfx950") && Self::BYTES == TR_BYTES && !Self::PACKED;
+}
+
+/// Which operands of a slice sit transposed in LDS ([`Elem::TRANSPOSED`]
+/// and rows contiguous): how the matrix unit's `compute` reads them.
+/// Compile-time constants in a main loop, the operands' layouts at edges.
+#[derive(Clone, Copy)]
+#[cfg_attr(
+    not(any(
+        aqueduct_gfx = "gfx90a",
+        aqueduct_gfx = "gfx942",
+        aqueduct_gfx = "gfx950"
+    )),
+    allow(dead_code, reason = "RDNA's WMMA kernels stage nothing transposed")
+)]
+pub(crate) struct Transposed {
+    pub(crate) a: bool,
+    pub(crate) b: bool,
+}
+
+impl Transposed {
+    /// An operand of `In` sits transposed in the LDS of `tile` when its
+    /// rows are contiguous, the target has transposing reads of `In`
+    /// ([`Elem::TRANSPOSED`]) and the tile is padded (staged transposed,
+    /// the swizzled 256 × 256 tile's bf16 kernel spilled: `crate::mfma`'s
+    /// module doc).
+    #[inline(always)]
+    fn of<In: Elem>(tile: Tile, a_k_contiguous: bool, b_k_contiguous: bool) -> Self {
+        let transposed = |k_contiguous: bool| !tile.swizzled() && In::TRANSPOSED && !k_contiguous;
+        Self {
+            a: transposed(a_k_contiguous),
+            b: transposed(b_k_contiguous),
+        }
+    }
 }
 
 /// Whether vector `v` of a slice of `rows` rows exists: always for 64-byte
@@ -162,6 +205,18 @@ impl<In: Elem, const THREADS: u32> Operand<In, THREADS> {
             .wrapping_add(major as usize * self.ld as usize + minor as usize)
     }
 
+    /// The byte offset of element (`r`, `kk`) of the slice in its LDS
+    /// rows ([`lds_offset`]), or, staged transposed, in its k lines
+    /// ([`transposed_offset`]).
+    #[inline(always)]
+    fn element_offset(&self, tile: Tile, r: u32, kk: u32, transposed: bool) -> u32 {
+        if transposed {
+            transposed_offset(tile, self.tile_rows, r, kk)
+        } else {
+            lds_offset(tile, r, kk, In::BYTES)
+        }
+    }
+
     /// The whole tile lies inside the operand and 128-bit loads are
     /// aligned: every slice but a K tail loads with [`Operand::vectors`].
     #[inline(always)]
@@ -205,9 +260,9 @@ impl<In: Elem, const THREADS: u32> Operand<In, THREADS> {
         out
     }
 
-    /// Copies the slice at `k0` into its LDS rows at `lds` element by
-    /// element, for any slice: elements outside the operand (rows ≥ its
-    /// rows, k ≥ K) are 0. Each element goes straight from its load to its
+    /// Copies the slice at `k0` into its LDS rows at `lds` (its k lines
+    /// when `transposed`) element by element, for any slice: elements
+    /// outside the operand (rows ≥ its rows, k ≥ K) are 0. Each element goes straight from its load to its
     /// LDS place, so little is live at once. The layout is a uniform branch.
     #[inline(always)]
     pub(crate) fn copy_elements<const NV: usize>(
@@ -217,11 +272,12 @@ impl<In: Elem, const THREADS: u32> Operand<In, THREADS> {
         lid: u32,
         k0: u32,
         k: u32,
+        transposed: bool,
     ) {
         if self.k_contiguous {
-            self.copy_elements_as::<NV, true>(tile, lds, lid, k0, k)
+            self.copy_elements_as::<NV, true>(tile, lds, lid, (k0, k), false)
         } else {
-            self.copy_elements_as::<NV, false>(tile, lds, lid, k0, k)
+            self.copy_elements_as::<NV, false>(tile, lds, lid, (k0, k), transposed)
         }
     }
 
@@ -231,8 +287,8 @@ impl<In: Elem, const THREADS: u32> Operand<In, THREADS> {
         tile: Tile,
         lds: *mut u8,
         lid: u32,
-        k0: u32,
-        k: u32,
+        (k0, k): (u32, u32),
+        transposed: bool,
     ) {
         let per = VECTOR / In::BYTES;
         for t in 0..NV as u32 {
@@ -266,11 +322,8 @@ impl<In: Elem, const THREADS: u32> Operand<In, THREADS> {
                 } else {
                     (r + e, kk)
                 };
-                (
-                    lr,
-                    lk,
-                    lds.wrapping_add(lds_offset(tile, lr, lk, In::BYTES) as usize),
-                )
+                let at = self.element_offset(tile, lr, lk, transposed);
+                (lr, lk, lds.wrapping_add(at as usize))
             };
             for e in 0..per {
                 let (_, _, at) = place(e);
@@ -289,7 +342,12 @@ impl<In: Elem, const THREADS: u32> Operand<In, THREADS> {
 
     /// A K-contiguous operand's vector is 16 bytes of one row: one 128-bit
     /// LDS write. A row-contiguous one's holds one k of consecutive rows:
-    /// an LDS write per element.
+    /// `transposed`, 16 bytes of one k line, one 128-bit write too; else
+    /// an LDS write per element. `transposed` is the caller's, decided
+    /// once outside the slice loop: decided here from the tile, it cost
+    /// the 256 × 256 tile's K-contiguous main loop on gfx950 64 copies
+    /// between accumulator registers (122 instructions became 186 in
+    /// `cargo xtask gemm-report`'s disassembly).
     #[inline(always)]
     pub(crate) fn store_as<const NV: usize, const K_CONTIGUOUS: bool>(
         &self,
@@ -297,6 +355,7 @@ impl<In: Elem, const THREADS: u32> Operand<In, THREADS> {
         lds: *mut u8,
         lid: u32,
         vectors: &[Vector; NV],
+        transposed: bool,
     ) {
         let per = VECTOR / In::BYTES;
         for (t, vector) in vectors.iter().enumerate() {
@@ -310,6 +369,14 @@ impl<In: Elem, const THREADS: u32> Operand<In, THREADS> {
                 // SAFETY: 16 bytes of row `r` of the slice, 16-byte aligned
                 // (the row stride and the chunk's place are multiples of
                 // 16).
+                unsafe { lds.add(at as usize).cast::<Vector>().write(*vector) };
+                continue;
+            }
+            if transposed {
+                let at = transposed_offset(tile, self.tile_rows, r, kk);
+                // SAFETY: 16 bytes of k line `kk` of the slice, 16-byte
+                // aligned (the line stride and the vector's place are
+                // multiples of 16).
                 unsafe { lds.add(at as usize).cast::<Vector>().write(*vector) };
                 continue;
             }
@@ -421,10 +488,11 @@ impl<In: Elem, const THREADS: u32> Stage<In, THREADS> {
             .wrapping_add((buffer * self.buffer_bytes() + a_bytes) as usize)
     }
 
-    /// Every slice of K through `compute(buffer, &side(slice), acc)`, which
-    /// multiplies the slice in LDS buffer `buffer` into `acc` with what
-    /// `side` loaded for it (the MX kernels' block scales; `()` for the
-    /// others); the main loop issues `side(s + 1)` with slice `s + 1`'s
+    /// Every slice of K through `compute(buffer, &side(slice), acc,
+    /// transposed)`, which multiplies the slice in LDS buffer `buffer` into
+    /// `acc` with what `side` loaded for it (the MX kernels' block scales;
+    /// `()` for the others), reading the operands `transposed` names in
+    /// their transposed layout; the main loop issues `side(s + 1)` with slice `s + 1`'s
     /// loads, before slice `s`'s MFMAs, so its latency hides as theirs
     /// does. A whole tile runs its
     /// slices inside K in a main loop specialised for its layouts (a
@@ -438,7 +506,7 @@ impl<In: Elem, const THREADS: u32> Stage<In, THREADS> {
         k: u32,
         alpha: f32,
         side: impl Fn(u32) -> X,
-        compute: impl Fn(u32, &X, &mut Acc),
+        compute: impl Fn(u32, &X, &mut Acc, Transposed),
     ) {
         let depth = In::SLICE / In::BYTES;
         // alpha == 0: A·B is not referenced (a uniform branch).
@@ -482,7 +550,8 @@ impl<In: Elem, const THREADS: u32> Stage<In, THREADS> {
         end: u32,
         load: impl Fn(u32) -> ([Vector; NA], [Vector; NB]),
         store: impl Fn(u32, &[Vector; NA], &[Vector; NB]),
-        (side, compute): (&impl Fn(u32) -> X, &impl Fn(u32, &X, &mut Acc)),
+        transposed: Transposed,
+        (side, compute): (&impl Fn(u32) -> X, &impl Fn(u32, &X, &mut Acc, Transposed)),
     ) {
         if first >= end {
             return;
@@ -497,7 +566,7 @@ impl<In: Elem, const THREADS: u32> Stage<In, THREADS> {
             let next = (s + 1).min(end - 1);
             (a, b) = load(next);
             let x_next = side(next);
-            compute(buffer, &x, acc);
+            compute(buffer, &x, acc, transposed);
             x = x_next;
             s += 1;
             if s == end {
@@ -514,9 +583,10 @@ impl<In: Elem, const THREADS: u32> Stage<In, THREADS> {
         &self,
         acc: &mut Acc,
         end: u32,
-        work: (&impl Fn(u32) -> X, &impl Fn(u32, &X, &mut Acc)),
+        work: (&impl Fn(u32) -> X, &impl Fn(u32, &X, &mut Acc, Transposed)),
     ) {
         let depth = In::SLICE / In::BYTES;
+        let transposed = Transposed::of::<In>(self.tile, KA, KB);
         self.slices(
             acc,
             0,
@@ -531,11 +601,11 @@ impl<In: Elem, const THREADS: u32> Stage<In, THREADS> {
             #[inline(always)]
             |buffer, a, b| {
                 let t = self.tile;
-                self.a
-                    .store_as::<NA, KA>(t, self.a_slice(buffer), self.lid, a);
-                self.b
-                    .store_as::<NB, KB>(t, self.b_slice(buffer), self.lid, b);
+                let (sa, sb) = (self.a_slice(buffer), self.b_slice(buffer));
+                self.a.store_as::<NA, KA>(t, sa, self.lid, a, transposed.a);
+                self.b.store_as::<NB, KB>(t, sb, self.lid, b, transposed.b);
             },
+            transposed,
             work,
         );
     }
@@ -550,17 +620,18 @@ impl<In: Elem, const THREADS: u32> Stage<In, THREADS> {
         first: u32,
         end: u32,
         k: u32,
-        (side, compute): (&impl Fn(u32) -> X, &impl Fn(u32, &X, &mut Acc)),
+        (side, compute): (&impl Fn(u32) -> X, &impl Fn(u32, &X, &mut Acc, Transposed)),
     ) {
         let depth = In::SLICE / In::BYTES;
+        let transposed = Transposed::of::<In>(self.tile, self.a.k_contiguous, self.b.k_contiguous);
         for s in first..end {
             let t = self.tile;
             self.a
-                .copy_elements::<NA>(t, self.a_slice(0), self.lid, s * depth, k);
+                .copy_elements::<NA>(t, self.a_slice(0), self.lid, s * depth, k, transposed.a);
             self.b
-                .copy_elements::<NB>(t, self.b_slice(0), self.lid, s * depth, k);
+                .copy_elements::<NB>(t, self.b_slice(0), self.lid, s * depth, k, transposed.b);
             aqueduct_gemm_barrier();
-            compute(0, &side(s), acc);
+            compute(0, &side(s), acc, transposed);
             aqueduct_gemm_barrier();
         }
     }

@@ -4,6 +4,8 @@
 
 use core::arch::amdgpu::workgroup_id_z;
 
+#[cfg(aqueduct_gfx = "gfx950")]
+use super::transposed_offsets;
 use super::{
     BLOCK, SLICE_BYTES, THREADS, Tile, VECTOR, WAVE, d_place, fp6_offsets, operand_offset,
     scale_place,
@@ -15,7 +17,9 @@ use crate::common::{Bf8, Fp8};
 use crate::common::{Bf16, Element, F16, I8, Problem, Stored};
 #[cfg(aqueduct_gfx = "gfx950")]
 use crate::common::{MxBf6, MxBf8, MxFp4, MxFp6, MxFp8};
-use crate::staging::{Accumulator, Elem, Place, Stage, Vector, each_block, store_d, store_d_i32};
+use crate::staging::{
+    Accumulator, Elem, Place, Stage, Transposed, Vector, each_block, store_d, store_d_i32,
+};
 
 /// `<16 x float>`: one 32 × 32 MFMA block's accumulators in a lane.
 #[repr(simd)]
@@ -514,6 +518,47 @@ impl Input for f32 {
     }
 }
 
+// gfx950's transposing LDS read of 16-bit elements through `llvm/gemm.ll`'s
+// wrapper: its intrinsic takes an LDS pointer, which Rust cannot name.
+#[cfg(aqueduct_gfx = "gfx950")]
+unsafe extern "C" {
+    #[link_name = "aqueduct_gemm_ds_read_tr16_b64"]
+    fn ds_read_tr16_b64(at: *const u8) -> u64;
+}
+
+/// The lane's 16 bytes of chunk `chunk` of block row (column) `base` of
+/// the operand slice at `slice` (of `rows` rows): one 128-bit read
+/// ([`operand_offset`]); staged transposed (gfx950), two transposing
+/// reads that bring the same elements in the same order
+/// ([`transposed_offsets`]).
+#[inline(always)]
+fn operand_read(
+    slice: *const u8,
+    tile: Tile,
+    (rows, transposed): (u32, bool),
+    base: u32,
+    lane: u32,
+    chunk: u32,
+) -> Vector {
+    #[cfg(aqueduct_gfx = "gfx950")]
+    if transposed {
+        let [lo, hi] = transposed_offsets(tile, rows, base, lane, chunk).map(|at| {
+            // SAFETY: 8 aligned bytes inside the slice's k lines; every
+            // lane of the wave runs it (`compute` is reached in uniform
+            // control flow), as the read requires (CDNA4 ISA §11.4).
+            unsafe { ds_read_tr16_b64(slice.add(at as usize)) }
+        });
+        // Element 0 in the low bits (little-endian registers, §7.1.4).
+        let words = |x: u64| [x as u32, (x >> 32) as u32];
+        let ([w0, w1], [w2, w3]) = (words(lo), words(hi));
+        return Vector([w0, w1, w2, w3]);
+    }
+    let _ = (rows, transposed);
+    let at = operand_offset(tile, base, lane, chunk);
+    // SAFETY: 16 aligned bytes inside the slice.
+    unsafe { slice.add(at as usize).cast::<Vector>().read() }
+}
+
 /// A problem's block scales (the MX kernels'): the batch's A and B
 /// scales, ⌈K / 32⌉ a row (column), and M and N.
 struct Scales {
@@ -588,13 +633,15 @@ impl<In: Input> Workgroup<In> {
     }
 
     /// The MFMAs of the slice in `buffer` (every wave's blocks), with its
-    /// scale bytes (`scales_of`).
+    /// scale bytes (`scales_of`), reading the operands `transposed` names
+    /// from their transposed layout.
     #[inline(always)]
     fn compute<const WM: usize, const WN: usize>(
         &self,
         buffer: u32,
         scales: &SliceScales<WM, WN>,
         acc: &mut [[In::Acc; WN]; WM],
+        transposed: Transposed,
     ) {
         let (sa, sb) = (self.stage.a_slice(buffer), self.stage.b_slice(buffer));
         if In::SLICE != SLICE_BYTES {
@@ -606,25 +653,16 @@ impl<In: Input> Workgroup<In> {
         for chunk in 0..SLICE_BYTES / (2 * VECTOR) {
             let mut fa = [Vector::ZERO; WM];
             let mut fb = [Vector::ZERO; WN];
+            let (tile, lane) = (self.stage.tile, self.at.lane);
+            let a = (tile.rows(), transposed.a);
             for (i, f) in fa.iter_mut().enumerate() {
-                let at = operand_offset(
-                    self.stage.tile,
-                    self.at.wave_row + i as u32 * BLOCK,
-                    self.at.lane,
-                    chunk,
-                );
-                // SAFETY: 16 aligned bytes inside the A slice.
-                *f = unsafe { sa.add(at as usize).cast::<Vector>().read() };
+                let base = self.at.wave_row + i as u32 * BLOCK;
+                *f = operand_read(sa, tile, a, base, lane, chunk);
             }
+            let b = (tile.cols(), transposed.b);
             for (j, f) in fb.iter_mut().enumerate() {
-                let at = operand_offset(
-                    self.stage.tile,
-                    self.at.wave_col + j as u32 * BLOCK,
-                    self.at.lane,
-                    chunk,
-                );
-                // SAFETY: 16 aligned bytes inside the B slice.
-                *f = unsafe { sb.add(at as usize).cast::<Vector>().read() };
+                let base = self.at.wave_col + j as u32 * BLOCK;
+                *f = operand_read(sb, tile, b, base, lane, chunk);
             }
             if In::CHUNKS == 1 || chunk % 2 == 1 {
                 let step = chunk as usize / In::CHUNKS;
@@ -754,7 +792,7 @@ where
         #[inline(always)]
         |slice| group.scales_of::<WM, WN>(slice),
         #[inline(always)]
-        |buffer, scales, acc| group.compute(buffer, scales, acc),
+        |buffer, scales, acc, transposed| group.compute(buffer, scales, acc, transposed),
     );
 
     // D's elements of block (i, j) of the wave.

@@ -326,7 +326,7 @@ where
         p.alpha,
         |_| (),
         #[inline(always)]
-        |buffer, _, acc| group.compute(buffer, acc),
+        |buffer, _, acc, _| group.compute(buffer, acc),
     );
 
     // D's elements of block (i, j) of the wave.
