@@ -263,22 +263,20 @@ impl Gemm {
         if self.batch == 0 {
             return Err(bad("a batch of 0".into()));
         }
-        let unit = self.input.unit_elements();
-        let mx = match self.input {
-            DataType::Float4 => "MXFP4",
-            _ => "MXFP6",
-        };
-        match (self.block_scales, self.input) {
-            (0, input) if unit > 1 => {
+        let (input, unit, mx) = (
+            self.input,
+            self.input.unit_elements(),
+            self.input.mx_format(),
+        );
+        match (self.block_scales, mx) {
+            (0, Some(mx)) if unit > 1 => {
                 return Err(bad(format!(
                     "{input} inputs without block scales ({mx} takes E8M0 scales: \
                      Gemm::with_block_scales)"
                 )));
             }
-            (0, _) => {}
-            (MX_BLOCK, DataType::Float8 | DataType::BFloat8) => {}
-            (MX_BLOCK, _) if unit > 1 => {}
-            (MX_BLOCK, input) => {
+            (0, _) | (MX_BLOCK, Some(_)) => {}
+            (MX_BLOCK, None) => {
                 return Err(bad(format!(
                     "block scales with {input} inputs (MXFP8: Float8 or BFloat8; MXFP4: \
                      Float4; MXFP6: Float6 or BFloat6)"
@@ -290,13 +288,12 @@ impl Gemm {
                 )));
             }
         }
-        if unit > 1 {
+        if let Some(mx) = mx.filter(|_| unit > 1) {
             // Packed elements (Float4: two a byte, k even in the low
             // nibble; Float6/BFloat6: four in three bytes): every row of
             // op(A) and column of op(B) must start on a byte, so K runs
             // down the stored columns (A transposed, B as is) and every
             // distance between them is a multiple of the unit.
-            let input = self.input;
             if !self.trans_a || self.trans_b {
                 return Err(bad(format!(
                     "{input} ({mx}) A or B stored with M or N contiguous ({mx} takes K \

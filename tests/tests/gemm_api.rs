@@ -730,6 +730,38 @@ impl MxRest {
         d
     }
 
+    /// Records `gemm` into a command buffer of `queue` with A and B bound
+    /// at `bytes` (binding-table slots 0 and 1, the rest after them), but
+    /// first with operand `short` (0: A, 1: B) bound one byte short, which
+    /// must be refused before anything is recorded: its error. The full
+    /// binding then records.
+    fn recorded_one_byte_short(
+        &self,
+        plan: &aqueduct::GemmPlan,
+        queue: &aqueduct::Queue,
+        gemm: &Gemm,
+        bytes: [usize; 2],
+        short: usize,
+    ) -> String {
+        use aqueduct::CommandBufferBuilder;
+        use aqueduct::command_buffer::BufferRef;
+        let [_, _, sc, sd] = gemm.spans().map(|s| s as usize);
+        let [na, nb] = gemm.scale_bytes().map(|n| n as usize);
+        let mut rec = CommandBufferBuilder::new(queue, 8).expect("builder");
+        let slot = |i: u32, bytes: usize| BufferRef::binding(i, 0, bytes as u64);
+        let scales = [slot(4, na), slot(5, nb)];
+        let refs = |[a, b]: [usize; 2]| [slot(0, a), slot(1, b), slot(2, 4 * sc), slot(3, 4 * sd)];
+        let mut less = bytes;
+        less[short] -= 1;
+        let e = plan
+            .record_scaled(&mut rec, gemm, refs(less), scales)
+            .expect_err("one byte short")
+            .to_string();
+        plan.record_scaled(&mut rec, gemm, refs(bytes), scales)
+            .unwrap_or_else(|e| panic!("{gemm}: {e}"));
+        e
+    }
+
     /// The error of dispatching `gemm` with A and B from `ab`, which must
     /// be refused.
     fn refused(
@@ -836,8 +868,6 @@ const FP4: [(u32, f64); 7] = [
 /// partial sum is a multiple of 2^-8 below 2^16).
 #[test]
 fn mxfp4_gemms_select_the_fp4_kernels_and_match_the_cpu() {
-    use aqueduct::CommandBufferBuilder;
-    use aqueduct::command_buffer::BufferRef;
     let mut rng = Rng(0xF4_E2A1);
     on_each("gfx950", |gpu, lib| {
         let unscaled = mx_problem(DataType::Float4, (true, false));
@@ -871,7 +901,7 @@ fn mxfp4_gemms_select_the_fp4_kernels_and_match_the_cpu() {
             plan.name
         );
 
-        let [sa, sb, sc, sd] = gemm.spans().map(|s| s as usize);
+        let [sa, sb, ..] = gemm.spans().map(|s| s as usize);
         assert!(sa % 2 == 0 && sb % 2 == 0, "{gemm}: spans {sa} {sb}");
         let mut draw = |n: usize| -> Vec<usize> { (0..n).map(|_| rng.below(7) as usize).collect() };
         let (a, b) = (draw(sa), draw(sb));
@@ -881,7 +911,6 @@ fn mxfp4_gemms_select_the_fp4_kernels_and_match_the_cpu() {
                 .map(|p| FP4[p[0]].0 | FP4[p[1]].0 << 4)
                 .collect()
         };
-        let [na, nb] = gemm.scale_bytes().map(|n| n as usize);
         let pool = gpu.memory_pool(PoolKind::CoarseGrained).expect("pool");
         let (a_bytes, b_bytes) = (pack(&a), pack(&b));
         let (a_dev, b_dev) = (upload::<u8>(&pool, &a_bytes), upload::<u8>(&pool, &b_bytes));
@@ -897,25 +926,9 @@ fn mxfp4_gemms_select_the_fp4_kernels_and_match_the_cpu() {
             )),
             "{e}"
         );
-        {
-            let mut rec = CommandBufferBuilder::new(&queue, 8).expect("builder");
-            let slot = |i: u32, bytes: usize| BufferRef::binding(i, 0, bytes as u64);
-            let scales = [slot(4, na), slot(5, nb)];
-            let refs = |a_bytes: usize| {
-                [
-                    slot(0, a_bytes),
-                    slot(1, sb / 2),
-                    slot(2, 4 * sc),
-                    slot(3, 4 * sd),
-                ]
-            };
-            let e = plan
-                .record_scaled(&mut rec, &gemm, refs(sa / 2 - 1), scales)
-                .expect_err("short A");
-            assert!(e.to_string().contains("A holds"), "{e}");
-            plan.record_scaled(&mut rec, &gemm, refs(sa / 2), scales)
-                .expect("record");
-        }
+        // Recorded, A's binding-table range is checked the same way.
+        let e = mx.recorded_one_byte_short(&plan, &queue, &gemm, [sa / 2, sb / 2], 0);
+        assert!(e.contains("A holds"), "{e}");
         let d = mx.run(&plan, &queue, &gemm, [&a_dev, &b_dev]);
         let inputs = [a, b].map(|v| v.into_iter().map(|e| FP4[e].1).collect());
         check_block_scaled(
@@ -1023,31 +1036,10 @@ fn mxfp6_gemms_select_the_fp6_kernels_and_match_the_cpu() {
             let short = format!("B holds {} elements, the problem spans {sb}", sb - 2);
             assert!(e.contains(&short), "{e}");
             // Recorded, B's binding-table range is checked the same way.
-            {
-                use aqueduct::CommandBufferBuilder;
-                use aqueduct::command_buffer::BufferRef;
-                let [_, _, sc, sd] = gemm.spans().map(|s| s as usize);
-                let [na, nb] = gemm.scale_bytes().map(|n| n as usize);
-                let mut rec = CommandBufferBuilder::new(&queue, 8).expect("builder");
-                let slot = |i: u32, bytes: usize| BufferRef::binding(i, 0, bytes as u64);
-                let scales = [slot(4, na), slot(5, nb)];
-                let refs = |b_bytes: usize| {
-                    [
-                        slot(0, sa * 3 / 4),
-                        slot(1, b_bytes),
-                        slot(2, 4 * sc),
-                        slot(3, 4 * sd),
-                    ]
-                };
-                let e = plan
-                    .record_scaled(&mut rec, &gemm, refs(sb * 3 / 4 - 1), scales)
-                    .expect_err("short B")
-                    .to_string();
-                let whole = format!("B holds {} whole elements, the problem spans {sb}", sb - 2);
-                assert!(e.contains(&whole), "{e}");
-                plan.record_scaled(&mut rec, &gemm, refs(sb * 3 / 4), scales)
-                    .expect("record");
-            }
+            let bytes = [sa * 3 / 4, sb * 3 / 4];
+            let e = mx.recorded_one_byte_short(&plan, &queue, &gemm, bytes, 1);
+            let whole = format!("B holds {} whole elements, the problem spans {sb}", sb - 2);
+            assert!(e.contains(&whole), "{e}");
             let d = mx.run(&plan, &queue, &gemm, [&a_dev, &b_dev]);
             let inputs = [a, b].map(|v| v.into_iter().map(|e| FP6[e].2).collect());
             check_block_scaled(

@@ -19,7 +19,7 @@
 //!   ours has one specialised loop per layout, and the longest is the one
 //!   whose operands are both row-contiguous, A as is and B transposed, the
 //!   NT layout of the AMD kernels compared, with element-wise LDS writes,
-//!   or on gfx950 for 16-bit types transposing LDS reads);
+//!   or on gfx950 for 16- and 8-bit types transposing LDS reads);
 //! - per iteration: instructions, matrix instructions (`mma`) and their share, the widest global
 //!   (or buffer) load, LDS read and LDS write in bits per instruction
 //!   (`ds_read2_b64` moves 128), and `s_waitcnt`s; the K one iteration

@@ -46,18 +46,27 @@ define linkonce_odr <16 x float> @aqueduct_gemm_mfma_32x32x16_bf16(<4 x i32> %a,
   ret <16 x float> %d
 }
 
-; gfx950's transposing LDS read of 16-bit elements (CDNA4 ISA §12.12:
-; ds_read_b64_tr_b16). Its intrinsic takes an LDS pointer, which Rust cannot
-; name: the MFMA kernels pass a generic pointer into their LDS array, which
-; this wrapper casts back (after inlining the casts fold to the array's own
-; address). Convergent: the read exchanges data across lanes and needs
-; EXEC all ones. Only gfx950's code object calls it.
+; gfx950's transposing LDS reads of 16- and 8-bit elements (CDNA4 ISA
+; §12.12: ds_read_b64_tr_b16, ds_read_b64_tr_b8). Their intrinsics take an
+; LDS pointer, which Rust cannot name: the MFMA kernels pass a generic
+; pointer into their LDS array, which these wrappers cast back (after
+; inlining the casts fold to the array's own address). Convergent: the
+; reads exchange data across lanes and need EXEC all ones. Only gfx950's
+; code object calls them.
 declare <4 x i16> @llvm.amdgcn.ds.read.tr16.b64.v4i16(ptr addrspace(3))
+declare <2 x i32> @llvm.amdgcn.ds.read.tr8.b64.v2i32(ptr addrspace(3))
 
 define linkonce_odr i64 @aqueduct_gemm_ds_read_tr16_b64(ptr %p) #4 {
   %l = addrspacecast ptr %p to ptr addrspace(3)
   %v = call <4 x i16> @llvm.amdgcn.ds.read.tr16.b64.v4i16(ptr addrspace(3) %l)
   %w = bitcast <4 x i16> %v to i64
+  ret i64 %w
+}
+
+define linkonce_odr i64 @aqueduct_gemm_ds_read_tr8_b64(ptr %p) #4 {
+  %l = addrspacecast ptr %p to ptr addrspace(3)
+  %v = call <2 x i32> @llvm.amdgcn.ds.read.tr8.b64.v2i32(ptr addrspace(3) %l)
+  %w = bitcast <2 x i32> %v to i64
   ret i64 %w
 }
 

@@ -31,23 +31,25 @@
 //! B as is) fills a vector with consecutive K of one row and writes it
 //! with one 128-bit LDS write; one stored with rows contiguous (A as is, B
 //! transposed) fills it with consecutive rows of one k and, on gfx90a and
-//! gfx942 and for 8- and 32-bit types, writes each element on its own.
+//! gfx942 and for 32-bit types, writes each element on its own.
 //!
-//! **Transposed slices (gfx950, f16/bf16).** gfx950 reads LDS transposed
-//! (`ds_read_b64_tr_b16`, CDNA4 ISA §12.12), so there a row-contiguous
-//! 16-bit operand keeps its memory layout in LDS: the slice is 32 k lines
-//! of the tile's rows ([`transposed_offset`]; lines [`line_stride`] apart,
-//! 32 bytes of padding or, in the swizzled tile, 32-byte pieces
-//! swizzled), each loaded vector one 128-bit write, and the MFMA's
-//! operand comes back as two transposing reads a lane
-//! ([`transposed_offsets`]) holding exactly what the 16-byte read of the
-//! other layout holds, so the MFMAs are unchanged. Neither side meets a
-//! bank conflict (the test of the layout checks both). In the padded
-//! tiles a vector's eight element writes become one, for two reads a
-//! block and chunk where there was one; the 256 × 256 tile keeps element
-//! writes: staged transposed, its bf16 kernel spilled (the build refuses
-//! it), its 256 accumulators leaving no registers for the swizzled reads'
-//! addresses.
+//! **Transposed slices (gfx950, 16- and 8-bit types).** gfx950 reads LDS
+//! transposed (`ds_read_b64_tr_b16`, `_tr_b8`, CDNA4 ISA §12.12), so there
+//! a row-contiguous operand of f16, bf16, FP8, BF8 or i8 (MXFP8 too; not
+//! the packed MXFP6/MXFP4, which are K-contiguous only) keeps its memory
+//! layout in LDS: the slice is `64 / es` k lines of the tile's rows
+//! ([`Lines`]: `16 es` bytes of padding a line or, in the swizzled tile,
+//! `16 es`-byte pieces swizzled), each loaded vector one 128-bit write,
+//! and the MFMA's operand comes back as two transposing reads a lane
+//! ([`Lines::reads`]) holding exactly what the 16-byte read of the other
+//! layout holds, so the MFMAs are unchanged. The reads meet no bank
+//! conflict, nor do the writes but in the 64-row 8-bit slices (two of
+//! eight 16-byte pieces on the same banks; the layout's test checks
+//! both). A vector's `16 / es` element writes become one, for two reads
+//! a block and chunk where there was one. The 256 × 256 tile keeps
+//! element writes: staged transposed, its bf16 kernel spilled (the build
+//! refuses it), its 256 accumulators leaving no registers for the
+//! swizzled reads' addresses.
 //!
 //! **Edges.** Edge tiles, odd leading dimensions and the K tail go a slice
 //! at a time through one buffer, element by element: each lane zeroes its
@@ -218,67 +220,86 @@ pub fn operand_offset(tile: Tile, base: u32, lane: u32, c: u32) -> u32 {
     )
 }
 
-/// Bytes of one 16-bit element: the only width the transposed layout
-/// holds (gfx950's `ds_read_b64_tr_b16`).
-pub const TR_BYTES: u32 = 2;
+/// Whether gfx950's transposing LDS reads take elements of `es` bytes:
+/// `ds_read_b64_tr_b16` and `ds_read_b64_tr_b8` (CDNA4 ISA §12.12).
+pub const fn transposable(es: u32) -> bool {
+    es == 1 || es == 2
+}
 
-/// Bytes from one k line of a transposed slice of `rows` rows to the next:
-/// the line's `2 · rows` bytes, then 32 bytes of padding in a padded tile
-/// (so the four lines a 16-lane transposing read spans start 32 banks'
-/// quarter apart); none in a swizzled one, whose lines are the slice's 64
-/// rows × 64 bytes exactly ([`line_place`]).
-#[inline(always)]
-pub const fn line_stride(tile: Tile, rows: u32) -> u32 {
-    if tile.swizzled() {
-        rows * TR_BYTES
-    } else {
-        rows * TR_BYTES + 2 * VECTOR
+/// A transposed operand slice (gfx950, module doc): k lines of the
+/// operand's `rows` rows (A: the tile's rows, B: its columns) of `es`-byte
+/// elements, `SLICE_BYTES / es` lines.
+#[derive(Clone, Copy, Debug)]
+pub struct Lines {
+    pub tile: Tile,
+    pub rows: u32,
+    pub es: u32,
+}
+
+impl Lines {
+    /// Bytes from one k line to the next: the line's `es · rows` bytes,
+    /// then `16 es` bytes of padding in a padded tile; none in a swizzled
+    /// one, whose lines fill the slice's `rows × 64` bytes exactly
+    /// ([`Lines::place`]). A 16-lane transposing read spans `8 / es`
+    /// consecutive lines, `16 es` bytes of each: the padding puts them on
+    /// different banks (`rows` is a multiple of 64, so the stride is `16
+    /// es` or `64 es + 16 es` past a multiple of 128 bytes).
+    #[inline(always)]
+    pub const fn stride(self) -> u32 {
+        if self.tile.swizzled() {
+            self.rows * self.es
+        } else {
+            self.rows * self.es + VECTOR * self.es
+        }
     }
-}
 
-/// Where byte `byte` of k line `k` of a transposed operand slice of `rows`
-/// rows lies: at `k · stride + byte` ([`line_stride`]); in a swizzled tile
-/// its 32-byte piece `q` at piece `q ^ (k % 4)`. Either way the four
-/// consecutive lines a 16-lane group reads fall on four different
-/// quarters of the 32 banks.
-#[inline(always)]
-pub fn line_place(tile: Tile, rows: u32, k: u32, byte: u32) -> u32 {
-    let start = k * line_stride(tile, rows);
-    if !tile.swizzled() {
-        return start + byte;
+    /// Where byte `byte` of k line `k` lies: at `k · stride + byte`; in a
+    /// swizzled tile, its `16 es`-byte piece `q` at piece `q ^ (k % (8 /
+    /// es))`.
+    #[inline(always)]
+    pub fn place(self, k: u32, byte: u32) -> u32 {
+        let start = k * self.stride();
+        if !self.tile.swizzled() {
+            return start + byte;
+        }
+        let size = VECTOR * self.es;
+        let piece = (byte / size) ^ (k % (8 / self.es));
+        start + piece * size + byte % size
     }
-    let piece = (byte / (2 * VECTOR)) ^ (k % 4);
-    start + piece * 2 * VECTOR + byte % (2 * VECTOR)
-}
 
-/// Byte offset of element (`row`, `kk`) of a transposed operand slice of
-/// `rows` rows: byte `2 · row` of k line `kk`. Eight consecutive rows
-/// from a multiple of eight are one aligned 16-byte vector: a
-/// row-contiguous operand's loaded vector, written with one 128-bit LDS
-/// write.
-#[inline(always)]
-pub fn transposed_offset(tile: Tile, rows: u32, row: u32, kk: u32) -> u32 {
-    line_place(tile, rows, kk, row * TR_BYTES)
-}
+    /// Byte offset of element (`row`, `kk`): byte `es · row` of k line
+    /// `kk`. The `16 / es` rows of a row-contiguous operand's loaded
+    /// vector (from a multiple of `16 / es`) are one aligned 16-byte
+    /// piece of a line: one 128-bit LDS write.
+    #[inline(always)]
+    pub fn offset(self, row: u32, kk: u32) -> u32 {
+        self.place(kk, row * self.es)
+    }
 
-/// The two byte offsets lane `lane` gives gfx950's `ds_read_b64_tr_b16`
-/// for chunk `c` of block row (or column) `base` of a transposed slice of
-/// `rows` rows, so that the two reads bring it what [`operand_offset`]'s
-/// one 16-byte read brings from the other layout: row `base + lane % 32`,
-/// k `16c + 8g ..+ 8` in order (`g = lane / 32`), read `j` the four from
-/// `16c + 8g + 4j`.
-///
-/// The read (CDNA4 ISA §12.12; the lane formula the simulator's
-/// `read_transposed` documents) hands lane `c'` of each 16-lane group, as
-/// element `n`, element `c' % 4` of the 8 bytes lane `4n + c' / 4` read.
-/// So lane `p` of a group reads k line `k0 + p / 4`, rows `r0 + 4 (p %
-/// 4) ..+ 4`: lane `c'` then holds row `r0 + c'`, k `k0 .. k0 + 4`. The
-/// lanes 16–31 of each half take rows 16–31 of the block.
-#[inline(always)]
-pub fn transposed_offsets(tile: Tile, rows: u32, base: u32, lane: u32, c: u32) -> [u32; 2] {
-    let (g, half, p) = (lane / BLOCK, lane / 16 % 2, lane % 16);
-    let row = base + 16 * half + 4 * (p % 4);
-    [0, 1].map(|j| transposed_offset(tile, rows, row, 16 * c + 8 * g + 4 * j + p / 4))
+    /// The two byte offsets lane `lane` gives gfx950's transposing read
+    /// (`ds_read_b64_tr_b16` or `_tr_b8`) for chunk `c` of block row (or
+    /// column) `base`, so that the two reads bring it what
+    /// [`operand_offset`]'s one 16-byte read brings from the other layout:
+    /// row `base + lane % 32`, the `16 / es` k from `(32c + 16g) / es` in
+    /// order (`g = lane / 32`), read `j` the `8 / es` from `(32c + 16g) /
+    /// es + j · 8 / es`.
+    ///
+    /// The read (CDNA4 ISA §12.12; the lane formula the simulator's
+    /// `read_transposed` documents) takes `E = 8 / es` elements from each
+    /// lane's 8 bytes and hands lane `c'` of each 16-lane group, as
+    /// element `n`, element `c' % E` of the 8 bytes lane `n · 16 / E + c'
+    /// / E` read. So lane `p` of a group reads k line `k0 + p / (16 /
+    /// E)`, rows `r0 + E (p % (16 / E)) ..+ E`: lane `c'` then holds row
+    /// `r0 + c'`, k `k0 .. k0 + E`. The lanes 16–31 of each half take rows
+    /// 16–31 of the block.
+    #[inline(always)]
+    pub fn reads(self, base: u32, lane: u32, c: u32) -> [u32; 2] {
+        let (g, half, p) = (lane / BLOCK, lane / 16 % 2, lane % 16);
+        let (e, per_line) = (8 / self.es, 2 * self.es);
+        let row = base + 16 * half + e * (p % per_line);
+        let k0 = (2 * VECTOR * c + VECTOR * g) / self.es;
+        [0, 1].map(|j| self.offset(row, k0 + e * j + p / per_line))
+    }
 }
 
 /// The k inside the slice that MFMA `j` of chunk `c` multiplies in lane
@@ -703,16 +724,19 @@ mod tests {
         }
     }
 
-    /// gfx950's transposed layout of a row-contiguous 16-bit operand: every
-    /// element of a slice has its own place inside the operand's part of
-    /// the buffer; a loaded vector (eight rows of one k) is one aligned
-    /// 16-byte LDS write; the two `ds_read_b64_tr_b16` of a chunk bring
-    /// each lane what the 16-byte read of the other layout brings (row
-    /// `base + lane % 32`, k `16c + 8g ..+ 8` in order), with the read's
-    /// lane formula (lane `c` of a 16-lane group gets, as element `n`,
-    /// element `c % 4` of the 8 bytes lane `4n + c / 4` read); and
-    /// neither the reads (16 lanes of 8 bytes) nor the writes (8 lanes of
-    /// 16) meet a bank conflict.
+    /// gfx950's transposed layout of a row-contiguous operand of 16- and
+    /// 8-bit elements: every element of a slice has its own place inside
+    /// the operand's part of the buffer; a loaded vector (`16 / es` rows
+    /// of one k) is one aligned 16-byte LDS write; the two transposing
+    /// reads of a chunk bring each lane what the 16-byte read of the other
+    /// layout brings (row `base + lane % 32`, the chunk's k of its lane
+    /// group in order), with the read's lane formula (`E = 8 / es`
+    /// elements a lane; lane `c` of a 16-lane group gets, as element `n`,
+    /// element `c % E` of the 8 bytes lane `n · 16 / E + c / E` read); and
+    /// the reads (16 lanes of 8 bytes) meet no bank conflict, nor do the
+    /// writes (8 lanes of 16 bytes) but for the 64-row 8-bit slice, whose
+    /// eight lanes write half a line each of two lines, two of their
+    /// 16-byte pieces on the same four banks.
     #[test]
     fn the_transposing_reads_bring_what_the_row_reads_bring() {
         let banks = |offsets: &[u32], words: u32| {
@@ -724,58 +748,64 @@ mod tests {
             banks.dedup();
             banks.len()
         };
-        let depth = SLICE_BYTES / TR_BYTES;
-        for tile in [T64, T128, T256, T256X256] {
+        for (tile, es) in [T64, T128, T256, T256X256]
+            .into_iter()
+            .flat_map(|t| [(t, 2), (t, 1)])
+        {
+            assert!(transposable(es));
+            let (depth, per) = (SLICE_BYTES / es, VECTOR / es);
             for rows in [tile.rows(), tile.cols()] {
+                let lines = Lines { tile, rows, es };
                 let region = rows * tile.row_stride();
                 let mut holds = std::collections::BTreeMap::new();
                 for row in 0..rows {
                     for kk in 0..depth {
-                        let at = transposed_offset(tile, rows, row, kk);
+                        let at = lines.offset(row, kk);
+                        assert!(at.is_multiple_of(es) && at + es <= region, "{lines:?}");
                         assert!(
-                            at.is_multiple_of(TR_BYTES) && at + TR_BYTES <= region,
-                            "{tile:?}"
+                            holds.insert(at, (row, kk)).is_none(),
+                            "{lines:?} {row} {kk}"
                         );
-                        assert!(holds.insert(at, (row, kk)).is_none(), "{tile:?} {row} {kk}");
                     }
                 }
                 for v in 0..rows * SLICE_BYTES / VECTOR {
-                    let (r, kk) = vector_place(v, rows, false, VECTOR / TR_BYTES);
-                    let at = transposed_offset(tile, rows, r, kk);
+                    let (r, kk) = vector_place(v, rows, false, per);
+                    let at = lines.offset(r, kk);
                     assert_eq!(at % VECTOR, 0);
-                    for e in 0..VECTOR / TR_BYTES {
-                        assert_eq!(transposed_offset(tile, rows, r + e, kk), at + 2 * e);
+                    for e in 0..per {
+                        assert_eq!(lines.offset(r + e, kk), at + es * e);
                     }
                 }
+                let want = if es == 1 && rows == 64 { 28 } else { 32 };
                 for group in 0..THREADS / 8 {
                     let writes: Vec<u32> = (0..8)
                         .map(|l| {
-                            let (r, kk) = vector_place(8 * group + l, rows, false, 8);
-                            transposed_offset(tile, rows, r, kk)
+                            let (r, kk) = vector_place(8 * group + l, rows, false, per);
+                            lines.offset(r, kk)
                         })
                         .collect();
-                    assert_eq!(banks(&writes, 4), 32, "{tile:?} writes {group}×8");
+                    assert_eq!(banks(&writes, 4), want, "{lines:?} writes {group}×8");
                 }
+                let e = 8 / es;
                 for base in (0..rows).step_by(BLOCK as usize) {
                     for c in 0..SLICE_BYTES / (2 * VECTOR) {
-                        let reads: Vec<[u32; 2]> = (0..WAVE)
-                            .map(|lane| transposed_offsets(tile, rows, base, lane, c))
-                            .collect();
+                        let reads: Vec<[u32; 2]> =
+                            (0..WAVE).map(|lane| lines.reads(base, lane, c)).collect();
                         for lane in 0..WAVE {
+                            let first = (2 * VECTOR * c + VECTOR * (lane / 32)) / es;
                             for j in 0..2 {
-                                for n in 0..4 {
-                                    let from = 16 * (lane / 16) + 4 * n + lane % 16 / 4;
-                                    let at = reads[from as usize][j as usize] + 2 * (lane % 4);
-                                    let want =
-                                        (base + lane % 32, 16 * c + 8 * (lane / 32) + 4 * j + n);
-                                    assert_eq!(holds[&at], want, "{tile:?} lane {lane} read {j}");
+                                for n in 0..e {
+                                    let from = 16 * (lane / 16) + n * 16 / e + lane % 16 / e;
+                                    let at = reads[from as usize][j as usize] + es * (lane % e);
+                                    let want = (base + lane % 32, first + e * j + n);
+                                    assert_eq!(holds[&at], want, "{lines:?} lane {lane} read {j}");
                                 }
                             }
                         }
                         for (group, lanes) in reads.chunks(16).enumerate() {
                             for j in 0..2 {
                                 let offsets: Vec<u32> = lanes.iter().map(|r| r[j]).collect();
-                                assert_eq!(banks(&offsets, 2), 32, "{tile:?} reads {group}×16");
+                                assert_eq!(banks(&offsets, 2), 32, "{lines:?} reads {group}×16");
                             }
                         }
                     }

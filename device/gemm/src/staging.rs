@@ -2,7 +2,7 @@
 //! workgroup's A and B slices through two LDS buffers in the layout of
 //! [`crate::mfma`]'s module doc ([`Tile`], [`vector_place_in`],
 //! [`lds_offset`]; slice rows of 64 bytes of K, MXFP6's 48; on gfx950 a
-//! row-contiguous 16-bit operand in k lines, [`transposed_offset`]),
+//! row-contiguous 16- or 8-bit operand in k lines, [`Lines`]),
 //! 128-bit loads in a whole tile's main loop, element by element at the
 //! edges. Generic over the workgroup's size (`THREADS`:
 //! 256 on CDNA's four wave64s, 128 on RDNA's four wave32s) and over what
@@ -12,7 +12,7 @@ use core::arch::amdgpu::{readfirstlane_u32, workgroup_id_x, workgroup_id_y, work
 
 use crate::common::{Element, Layout, Problem, Stored, TRANSPOSE_A, TRANSPOSE_B};
 use crate::mfma::{
-    SLICE_BYTES, TR_BYTES, Tile, VECTOR, lds_offset, transposed_offset, vector_place_in, wave_place,
+    Lines, SLICE_BYTES, Tile, VECTOR, lds_offset, transposable, vector_place_in, wave_place,
 };
 
 unsafe extern "C" {
@@ -48,8 +48,9 @@ pub(crate) trait Elem: Copy {
     /// Several elements a stored unit (MXFP4, MXFP6): K contiguous only.
     const PACKED: bool;
     /// A row-contiguous operand is staged transposed, in k lines
-    /// ([`transposed_offset`]), and read by gfx950's transposing reads:
-    /// the 16-bit types on gfx950 (`crate::mfma`'s module doc).
+    /// ([`Lines`]), and read by gfx950's transposing reads: the 16- and
+    /// 8-bit types but the packed ones, on gfx950 (`crate::mfma`'s module
+    /// doc).
     const TRANSPOSED: bool;
 }
 
@@ -58,7 +59,7 @@ impl<T: Stored + Copy> Elem for T {
     const SLICE: u32 = T::TYPE.slice_bytes();
     const PACKED: bool = T::TYPE.per_unit() > 1;
     const TRANSPOSED: bool =
-        cfg!(aqueduct_gfx = "gfx950") && Self::BYTES == TR_BYTES && !Self::PACKED;
+        cfg!(aqueduct_gfx = "gfx950") && transposable(Self::BYTES) && !Self::PACKED;
 }
 
 /// Which operands of a slice sit transposed in LDS ([`Elem::TRANSPOSED`]
@@ -205,13 +206,23 @@ impl<In: Elem, const THREADS: u32> Operand<In, THREADS> {
             .wrapping_add(major as usize * self.ld as usize + minor as usize)
     }
 
+    /// The slice's k lines in `tile`, staged transposed.
+    #[inline(always)]
+    fn lines(&self, tile: Tile) -> Lines {
+        Lines {
+            tile,
+            rows: self.tile_rows,
+            es: In::BYTES,
+        }
+    }
+
     /// The byte offset of element (`r`, `kk`) of the slice in its LDS
     /// rows ([`lds_offset`]), or, staged transposed, in its k lines
-    /// ([`transposed_offset`]).
+    /// ([`Lines::offset`]).
     #[inline(always)]
     fn element_offset(&self, tile: Tile, r: u32, kk: u32, transposed: bool) -> u32 {
         if transposed {
-            transposed_offset(tile, self.tile_rows, r, kk)
+            self.lines(tile).offset(r, kk)
         } else {
             lds_offset(tile, r, kk, In::BYTES)
         }
@@ -373,7 +384,7 @@ impl<In: Elem, const THREADS: u32> Operand<In, THREADS> {
                 continue;
             }
             if transposed {
-                let at = transposed_offset(tile, self.tile_rows, r, kk);
+                let at = self.lines(tile).offset(r, kk);
                 // SAFETY: 16 bytes of k line `kk` of the slice, 16-byte
                 // aligned (the line stride and the vector's place are
                 // multiples of 16).

@@ -176,6 +176,19 @@ impl DataType {
         }
     }
 
+    /// The OCP Microscaling format a block-scaled GEMM of this input type
+    /// is (E8M0 scales per 32 elements of K): MXFP8 for Float8 and
+    /// BFloat8, MXFP6 for Float6 and BFloat6, MXFP4 for Float4; none for
+    /// the others.
+    pub fn mx_format(self) -> Option<&'static str> {
+        match self {
+            DataType::Float8 | DataType::BFloat8 => Some("MXFP8"),
+            DataType::Float6 | DataType::BFloat6 => Some("MXFP6"),
+            DataType::Float4 => Some("MXFP4"),
+            _ => None,
+        }
+    }
+
     /// Elements packed per value (`DataTypeInfo::packing`): Int8x4 holds 4.
     pub fn packing(self) -> u64 {
         if self == DataType::Int8x4 { 4 } else { 1 }
@@ -861,6 +874,35 @@ mod tests {
         assert_eq!(
             p(Transpose::ConjugateTranspose, Transpose::Transpose),
             "Contraction_l_AlikC_Bjlk_Cijk_Dijk"
+        );
+    }
+
+    /// Every packed type (several elements to the byte boundary) has an MX
+    /// format, which `Gemm::validate` names in its refusals, and a unit
+    /// that ends on a byte; the 8-bit floats' is MXFP8, no other type has
+    /// one.
+    #[test]
+    fn packed_types_have_an_mx_format_and_units_that_end_on_a_byte() {
+        for t in DataType::ALL {
+            let unit = t.unit_elements();
+            assert_eq!(unit * t.element_bits() % 8, 0, "{t}");
+            if unit > 1 {
+                assert!(t.mx_format().is_some(), "{t}");
+            }
+        }
+        let named: Vec<_> = DataType::ALL
+            .iter()
+            .filter_map(|&t| t.mx_format().map(|f| (t, f)))
+            .collect();
+        assert_eq!(
+            named,
+            [
+                (DataType::Float8, "MXFP8"),
+                (DataType::BFloat8, "MXFP8"),
+                (DataType::Float4, "MXFP4"),
+                (DataType::Float6, "MXFP6"),
+                (DataType::BFloat6, "MXFP6"),
+            ]
         );
     }
 

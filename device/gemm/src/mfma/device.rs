@@ -4,10 +4,8 @@
 
 use core::arch::amdgpu::workgroup_id_z;
 
-#[cfg(aqueduct_gfx = "gfx950")]
-use super::transposed_offsets;
 use super::{
-    BLOCK, SLICE_BYTES, THREADS, Tile, VECTOR, WAVE, d_place, fp6_offsets, operand_offset,
+    BLOCK, Lines, SLICE_BYTES, THREADS, Tile, VECTOR, WAVE, d_place, fp6_offsets, operand_offset,
     scale_place,
 };
 #[cfg(aqueduct_gfx = "gfx942")]
@@ -518,43 +516,52 @@ impl Input for f32 {
     }
 }
 
-// gfx950's transposing LDS read of 16-bit elements through `llvm/gemm.ll`'s
-// wrapper: its intrinsic takes an LDS pointer, which Rust cannot name.
+// gfx950's transposing LDS reads of 16- and 8-bit elements through
+// `llvm/gemm.ll`'s wrappers: their intrinsics take an LDS pointer, which
+// Rust cannot name.
 #[cfg(aqueduct_gfx = "gfx950")]
 unsafe extern "C" {
     #[link_name = "aqueduct_gemm_ds_read_tr16_b64"]
     fn ds_read_tr16_b64(at: *const u8) -> u64;
+    #[link_name = "aqueduct_gemm_ds_read_tr8_b64"]
+    fn ds_read_tr8_b64(at: *const u8) -> u64;
 }
 
 /// The lane's 16 bytes of chunk `chunk` of block row (column) `base` of
-/// the operand slice at `slice` (of `rows` rows): one 128-bit read
-/// ([`operand_offset`]); staged transposed (gfx950), two transposing
-/// reads that bring the same elements in the same order
-/// ([`transposed_offsets`]).
+/// the operand slice at `slice`: one 128-bit read ([`operand_offset`]);
+/// staged transposed (gfx950), in `lines`, two transposing reads that
+/// bring the same elements in the same order ([`Lines::reads`]).
 #[inline(always)]
 fn operand_read(
     slice: *const u8,
-    tile: Tile,
-    (rows, transposed): (u32, bool),
+    (lines, transposed): (Lines, bool),
     base: u32,
     lane: u32,
     chunk: u32,
 ) -> Vector {
     #[cfg(aqueduct_gfx = "gfx950")]
     if transposed {
-        let [lo, hi] = transposed_offsets(tile, rows, base, lane, chunk).map(|at| {
-            // SAFETY: 8 aligned bytes inside the slice's k lines; every
-            // lane of the wave runs it (`compute` is reached in uniform
-            // control flow), as the read requires (CDNA4 ISA §11.4).
-            unsafe { ds_read_tr16_b64(slice.add(at as usize)) }
+        let [lo, hi] = lines.reads(base, lane, chunk).map(|at| {
+            // SAFETY: 8 aligned bytes inside the slice's k lines, of the
+            // elements' width (`lines.es`: 2 or 1); every lane of the wave
+            // runs it (`compute` is reached in uniform control flow), as
+            // the read requires (CDNA4 ISA §11.4).
+            unsafe {
+                let at = slice.add(at as usize);
+                if lines.es == 2 {
+                    ds_read_tr16_b64(at)
+                } else {
+                    ds_read_tr8_b64(at)
+                }
+            }
         });
         // Element 0 in the low bits (little-endian registers, §7.1.4).
         let words = |x: u64| [x as u32, (x >> 32) as u32];
         let ([w0, w1], [w2, w3]) = (words(lo), words(hi));
         return Vector([w0, w1, w2, w3]);
     }
-    let _ = (rows, transposed);
-    let at = operand_offset(tile, base, lane, chunk);
+    let _ = transposed;
+    let at = operand_offset(lines.tile, base, lane, chunk);
     // SAFETY: 16 aligned bytes inside the slice.
     unsafe { slice.add(at as usize).cast::<Vector>().read() }
 }
@@ -653,16 +660,30 @@ impl<In: Input> Workgroup<In> {
         for chunk in 0..SLICE_BYTES / (2 * VECTOR) {
             let mut fa = [Vector::ZERO; WM];
             let mut fb = [Vector::ZERO; WN];
-            let (tile, lane) = (self.stage.tile, self.at.lane);
-            let a = (tile.rows(), transposed.a);
+            let (tile, lane, es) = (self.stage.tile, self.at.lane, In::BYTES);
+            let a = (
+                Lines {
+                    tile,
+                    rows: tile.rows(),
+                    es,
+                },
+                transposed.a,
+            );
             for (i, f) in fa.iter_mut().enumerate() {
                 let base = self.at.wave_row + i as u32 * BLOCK;
-                *f = operand_read(sa, tile, a, base, lane, chunk);
+                *f = operand_read(sa, a, base, lane, chunk);
             }
-            let b = (tile.cols(), transposed.b);
+            let b = (
+                Lines {
+                    tile,
+                    rows: tile.cols(),
+                    es,
+                },
+                transposed.b,
+            );
             for (j, f) in fb.iter_mut().enumerate() {
                 let base = self.at.wave_col + j as u32 * BLOCK;
-                *f = operand_read(sb, tile, b, base, lane, chunk);
+                *f = operand_read(sb, b, base, lane, chunk);
             }
             if In::CHUNKS == 1 || chunk % 2 == 1 {
                 let step = chunk as usize / In::CHUNKS;
@@ -748,15 +769,10 @@ where
     // (two elements a byte; four in three) before the batch offsets, K
     // after (the scales' batch offsets and count are per element of K).
     // The host passes them multiples of the elements a unit holds.
-    let (per, bytes) = (In::TYPE.per_unit(), In::TYPE.bytes());
-    let packed = |x: u32| if per == 1 { x } else { x / per * bytes };
-    let packed64 = |x: u64| {
-        if per == 1 {
-            x
-        } else {
-            x / u64::from(per) * u64::from(bytes)
-        }
-    };
+    let (per, bytes) = (u64::from(In::TYPE.per_unit()), u64::from(In::TYPE.bytes()));
+    let packed64 = |x: u64| if per == 1 { x } else { x / per * bytes };
+    // In bytes a u32 count stays a u32: fewer bytes than elements.
+    let packed = |x: u32| packed64(u64::from(x)) as u32;
     let p = Problem {
         lda: packed(p.lda),
         ldb: packed(p.ldb),
