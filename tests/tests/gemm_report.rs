@@ -7,9 +7,13 @@
 //! widths and no scratch; on gfx1100 and gfx1201 our WMMA kernels, in
 //! wave32, the same widths and no scratch. On gfx1201 the report takes
 //! AMD's RDNA kernels as they are (their own wave size, WMMA as the matrix
-//! instructions) and the throughput model gives them modelled rows.
+//! instructions) and the throughput model gives them modelled rows. On
+//! gfx950 the 16- and 8-bit kernels' main loops write LDS only 128 bits
+//! wide, their row-contiguous operands staged transposed.
 
-use xtask::gemm_report::{Row, amd_rows, ours, rows};
+use xtask::gemm_report::{
+    Line, Row, access_bits, amd_rows, innermost_loops, ours, parse_disassembly, rows,
+};
 
 fn report(gfx: &str) -> (Vec<Row>, Vec<Row>) {
     let workspace = xtask::workspace_root();
@@ -88,6 +92,72 @@ fn our_main_loops_keep_at_least_amds_mfma_share_with_wide_accesses() {
 
 /// The README's claim for the 256 × 256 tile: its 256 accumulators per
 /// lane take AGPRs (the architected VGPRs alone hold 256), with no scratch.
+/// Every function of our GEMM code object for `gfx`, as `llvm-objdump`
+/// disassembles it.
+fn disassembly(gfx: &str) -> std::collections::BTreeMap<String, Vec<Line>> {
+    let workspace = xtask::workspace_root();
+    let objdump = xtask::device_build::llvm_tool(&workspace, "llvm-objdump").expect("objdump");
+    let our_co = xtask::gemm_report::our_code_object(&workspace, gfx);
+    let out = std::process::Command::new(objdump)
+        .arg("-d")
+        .arg(format!("--mcpu={gfx}"))
+        .arg(&our_co)
+        .output()
+        .expect("llvm-objdump");
+    assert!(out.status.success(), "llvm-objdump {}", our_co.display());
+    parse_disassembly(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// gfx950 stages a row-contiguous operand of 16- or 8-bit elements
+/// transposed (`aqueduct_gemm::mfma::Lines`): in every main loop (an
+/// innermost loop with MFMAs and 128-bit global loads; one a layout, or
+/// more where LLVM unrolled one) of those kernels below the swizzled 256 ×
+/// 256 tile, each LDS write is 128-bit, and the loops of the three layouts
+/// with a row-contiguous operand read it through a transposing read.
+/// gfx942, which has no such reads, writes those operands element by
+/// element in the same three: the test tells the two apart.
+#[test]
+fn gfx950_writes_row_contiguous_operands_wide_and_reads_them_transposed() {
+    use aqueduct_gemm::mfma::{KERNELS, tile_of, transposable};
+    let mut checked = 0;
+    for gfx in ["gfx950", "gfx942"] {
+        let functions = disassembly(gfx);
+        let kernels = KERNELS.iter().filter(|k| {
+            k.built_for(gfx)
+                && transposable(k.input.bytes())
+                && k.input.per_unit() == 1
+                && !tile_of(k).swizzled()
+        });
+        for k in kernels {
+            let lines = &functions[k.name];
+            let has = |body: &[Line], f: &dyn Fn(&str) -> bool| body.iter().any(|l| f(&l.mnemonic));
+            let mains: Vec<&[Line]> = innermost_loops(lines)
+                .into_iter()
+                .filter(|b| has(b, &|m| m.starts_with("v_mfma")))
+                .filter(|b| has(b, &|m| m == "global_load_dwordx4"))
+                .collect();
+            assert!(
+                mains.len() >= 4,
+                "{gfx} {}: {} main loops",
+                k.name,
+                mains.len()
+            );
+            let count = |f: &dyn Fn(&str) -> bool| mains.iter().filter(|b| has(b, f)).count();
+            let narrow = count(&|m| m.starts_with("ds_write") && access_bits(m) < 128);
+            let transposing = count(&|m| m.starts_with("ds_read_b64_tr_b"));
+            if gfx == "gfx950" {
+                assert_eq!((narrow, transposing >= 3), (0, true), "{gfx} {}", k.name);
+            } else {
+                assert_eq!((narrow >= 3, transposing), (true, 0), "{gfx} {}", k.name);
+            }
+            checked += 1;
+        }
+    }
+    // gfx950: f16, bf16 (each with f32 out too) in three tiles, FP8, BF8,
+    // MXFP8, MXBF8 in two, i8 in three; gfx942 its own.
+    assert!(checked >= 20, "{checked} kernels checked");
+}
+
 #[test]
 fn the_256x256_tiles_hold_their_accumulators_in_agprs() {
     for gfx in ["gfx90a", "gfx942"] {

@@ -195,9 +195,12 @@ pub enum Pick {
     Longest,
 }
 
-/// The main loop of a function (module doc), if it has a loop with MFMAs.
-pub fn main_loop(lines: &[Line], pick: Pick) -> Option<MainLoop> {
-    let mut best: Option<MainLoop> = None;
+/// The innermost loops of a function, each as its lines: a backward
+/// branch's range (branch target to branch) with no backward branch
+/// inside. A loop around others (a slice loop around an edge copy's own
+/// loop, or the whole kernel) is not one.
+pub fn innermost_loops(lines: &[Line]) -> Vec<&[Line]> {
+    let mut out = Vec::new();
     for (end, branch) in lines.iter().enumerate() {
         let Some(target) = branch.target.filter(|&t| t <= branch.address) else {
             continue;
@@ -206,14 +209,20 @@ pub fn main_loop(lines: &[Line], pick: Pick) -> Option<MainLoop> {
             continue;
         };
         let body = &lines[start..=end];
-        // Innermost loops only: a loop around others (a slice loop around
-        // an edge copy's own loop, or the whole kernel) is not the main loop.
         let inner = body[..body.len() - 1]
             .iter()
             .any(|l| l.target.is_some_and(|t| t <= l.address));
-        if inner {
-            continue;
+        if !inner {
+            out.push(body);
         }
+    }
+    out
+}
+
+/// The main loop of a function (module doc), if it has a loop with MFMAs.
+pub fn main_loop(lines: &[Line], pick: Pick) -> Option<MainLoop> {
+    let mut best: Option<MainLoop> = None;
+    for body in innermost_loops(lines) {
         let mut m = MainLoop {
             instructions: body.len(),
             body: body.iter().map(Line::model_name).collect(),

@@ -2,11 +2,11 @@
 //! workgroup's A and B slices through two LDS buffers in the layout of
 //! [`crate::mfma`]'s module doc ([`Tile`], [`vector_place_in`],
 //! [`lds_offset`]; slice rows of 64 bytes of K, MXFP6's 48; on gfx950 a
-//! row-contiguous 16- or 8-bit operand in k lines, [`Lines`]),
-//! 128-bit loads in a whole tile's main loop, element by element at the
-//! edges. Generic over the workgroup's size (`THREADS`:
-//! 256 on CDNA's four wave64s, 128 on RDNA's four wave32s) and over what
-//! the matrix unit does with a slice in LDS (`compute`).
+//! row-contiguous 16- or 8-bit operand in k lines, [`Lines`]), 128-bit
+//! loads in a whole tile's main loop, element by element at the edges.
+//! Generic over the workgroup's size (`THREADS`: 256 on CDNA's four
+//! wave64s, 128 on RDNA's four wave32s) and over what the matrix unit
+//! does with a slice in LDS (`compute`).
 
 use core::arch::amdgpu::{readfirstlane_u32, workgroup_id_x, workgroup_id_y, workitem_id_x};
 
@@ -273,8 +273,9 @@ impl<In: Elem, const THREADS: u32> Operand<In, THREADS> {
 
     /// Copies the slice at `k0` into its LDS rows at `lds` (its k lines
     /// when `transposed`) element by element, for any slice: elements
-    /// outside the operand (rows ≥ its rows, k ≥ K) are 0. Each element goes straight from its load to its
-    /// LDS place, so little is live at once. The layout is a uniform branch.
+    /// outside the operand (rows ≥ its rows, k ≥ K) are 0. Each element
+    /// goes straight from its load to its LDS place, so little is live at
+    /// once. The layout is a uniform branch.
     #[inline(always)]
     pub(crate) fn copy_elements<const NV: usize>(
         &self,
