@@ -16,10 +16,12 @@
 //! - the **main loop** is the innermost loop (a backward branch's range,
 //!   branch target to branch, with no backward branch inside) holding the
 //!   most matrix instructions (MFMA, WMMA); among equals, AMD's shortest and our longest ([`Pick`]:
-//!   ours has one specialised loop per layout, and the longest is the one
-//!   whose operands are both row-contiguous, A as is and B transposed, the
-//!   NT layout of the AMD kernels compared, with element-wise LDS writes,
-//!   or on gfx950 for 16- and 8-bit types transposing LDS reads);
+//!   ours has one specialised loop per layout; on gfx90a and gfx942 the
+//!   longest is the one whose operands are both row-contiguous, A as is
+//!   and B transposed, the NT layout of the AMD kernels compared, with
+//!   element-wise LDS writes; on gfx950 the 16- and 8-bit kernels stage
+//!   row-contiguous operands transposed, and their per-layout loops differ
+//!   by a few instructions, whichever is longest);
 //! - per iteration: instructions, matrix instructions (`mma`) and their share, the widest global
 //!   (or buffer) load, LDS read and LDS write in bits per instruction
 //!   (`ds_read2_b64` moves 128), and `s_waitcnt`s; the K one iteration

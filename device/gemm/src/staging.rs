@@ -504,11 +504,11 @@ impl<In: Elem, const THREADS: u32> Stage<In, THREADS> {
     /// transposed)`, which multiplies the slice in LDS buffer `buffer` into
     /// `acc` with what `side` loaded for it (the MX kernels' block scales;
     /// `()` for the others), reading the operands `transposed` names in
-    /// their transposed layout; the main loop issues `side(s + 1)` with slice `s + 1`'s
-    /// loads, before slice `s`'s MFMAs, so its latency hides as theirs
-    /// does. A whole tile runs its
-    /// slices inside K in a main loop specialised for its layouts (a
-    /// uniform branch here, none in the loop), then the K tail element by
+    /// their transposed layout; the main loop issues `side(s + 1)` with
+    /// slice `s + 1`'s loads, before slice `s`'s MFMAs, so its latency
+    /// hides as theirs does. A whole tile runs its slices inside K in a
+    /// main loop specialised for its layouts (a uniform branch here, none
+    /// in the loop), then the K tail element by
     /// element; an edge tile runs every slice element by element. `NA`,
     /// `NB`: the vectors of A and of B each work-item moves per slice.
     #[inline(always)]
